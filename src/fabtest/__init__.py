@@ -1,0 +1,24 @@
+"""fabtest: behaviour-testing for conversational agents.
+
+Write Gherkin features, run ``pytest features/``, compare experiments with ``fabtest-compare``.
+The public API is small: the conversation data model, the agent protocol and its errors.
+"""
+
+from fabtest.agents.base import Agent, AgentError, AgentTimeout
+from fabtest.agents.registry import with_context
+from fabtest.conversation import AgentResponse, Check, Conversation, Message, ToolCall, Turn
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Agent",
+    "AgentError",
+    "AgentResponse",
+    "AgentTimeout",
+    "Check",
+    "Conversation",
+    "Message",
+    "ToolCall",
+    "Turn",
+    "with_context",
+]

@@ -1,0 +1,39 @@
+"""The agent protocol and the errors adapters raise.
+
+An agent is any object with ``chat(messages, on_tool_call=None) -> AgentResponse``. Adapters
+raise :class:`AgentError` (failure type ``error``) or :class:`AgentTimeout` (``timeout``) so the
+runner can report an explicit outcome instead of a bare traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from fabtest.conversation import AgentResponse, Message, ToolCall
+
+OnToolCall = Callable[[ToolCall], None]
+
+
+class AgentError(Exception):
+    """The agent failed to answer (raised, crashed, exited non-zero, answered garbage)."""
+
+
+class AgentTimeout(AgentError):
+    """The agent did not answer within its timeout."""
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """What the runner talks to. ``around()`` and ``metadata()`` are optional extras."""
+
+    def chat(self, messages: Sequence[Message], on_tool_call: OnToolCall | None = None) -> AgentResponse: ...
+
+
+def agent_metadata(agent: Any) -> dict[str, Any]:
+    """The agent's ``metadata()`` if it has one, else an empty dict."""
+    meta = getattr(agent, "metadata", None)
+    if callable(meta):
+        value = meta()
+        return dict(value) if value else {}
+    return {}

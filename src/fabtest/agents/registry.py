@@ -1,0 +1,109 @@
+"""Turning what a user configured (``module:attr``, a URL table, a fixture value) into a fresh agent.
+
+Resolution order for a scenario: ``Given the agent "name"`` (``[tool.fabtest.agents]``), else a
+``fabtest_agent`` fixture, else ``[tool.fabtest] agent``. A factory is called once per scenario.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import os
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from fabtest.agents.base import Agent
+from fabtest.agents.python import CallableAgent, is_factory_callable
+from fabtest.errors import UsageError
+
+
+def import_object(spec: str, *, where: str) -> Any:
+    """Import ``module:attr`` (or ``module.attr``), with a one-line error naming ``where``."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep:
+        module_name, _, attr = spec.rpartition(".")
+    if not module_name or not attr:
+        raise UsageError(f"{where}: agent {spec!r} is not of the form 'module:attribute'")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # noqa: BLE001 - any import failure is the user's config problem
+        raise UsageError(f"{where}: agent {spec!r} does not import: {type(exc).__name__}: {exc}") from None
+    obj: Any = module
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise UsageError(f"{where}: agent {spec!r}: module {module_name!r} has no attribute {attr!r}") from None
+    return obj
+
+
+def make_agent(target: Any, context: Mapping[str, Any], *, where: str) -> Agent:
+    """Build a fresh agent from an agent, a factory, a class or a chat callable."""
+    if isinstance(target, str):
+        target = import_object(target, where=where)
+    if isinstance(target, Mapping):
+        return _from_table(target, context, where=where)
+    if inspect.isclass(target):
+        if hasattr(target, "build"):
+            return _as_agent(target.build(dict(context)), where=where)
+        return _as_agent(target(), where=where)
+    if hasattr(target, "build") and not hasattr(target, "chat"):
+        return _as_agent(target.build(dict(context)), where=where)
+    if hasattr(target, "chat"):
+        return target
+    if callable(target):
+        if is_factory_callable(target):
+            return _as_agent(target(dict(context)), where=where)
+        return CallableAgent(target)
+    raise UsageError(f"{where}: {target!r} is not an agent: expected an object with chat(), a factory or a callable")
+
+
+def _as_agent(obj: Any, *, where: str) -> Agent:
+    if hasattr(obj, "chat"):
+        return obj
+    if callable(obj) and not inspect.isclass(obj):
+        return CallableAgent(obj)
+    raise UsageError(f"{where}: the agent factory returned {type(obj).__name__}, which has no chat() method")
+
+
+def _from_table(table: Mapping[str, Any], context: Mapping[str, Any], *, where: str) -> Agent:
+    """``{http = "URL", headers = {...}, timeout = 10}`` or ``{cli = [...argv]}`` style definitions."""
+    table = {k: _expand(v) for k, v in table.items()}
+    if "http" in table:
+        from fabtest.agents.http import HttpAgent
+
+        options = {k: v for k, v in table.items() if k != "http"}
+        try:
+            return HttpAgent(table["http"], **options)
+        except TypeError as exc:
+            raise UsageError(f"{where}: bad HTTP agent options: {exc}") from None
+    if "factory" in table:
+        target = import_object(str(table["factory"]), where=where)
+        extra = {k: v for k, v in table.items() if k != "factory"}
+        return make_agent(target, {**context, **extra}, where=where)
+    raise UsageError(f"{where}: agent table needs 'http = \"URL\"' or 'factory = \"module:attr\"', got {sorted(table)}")
+
+
+def _expand(value: Any) -> Any:
+    """``${VAR}`` in configured strings comes from the environment, so secrets stay out of pyproject."""
+    if isinstance(value, str):
+        return re.sub(r"\$\{(\w+)\}", lambda m: os.environ.get(m.group(1), ""), value)
+    if isinstance(value, Mapping):
+        return {k: _expand(v) for k, v in value.items()}
+    return value
+
+
+class with_context:  # noqa: N801 - reads like a function at the call site
+    """A factory that adds keyword arguments to the scenario context before building ``target``.
+
+    Return it from a ``fabtest_agent`` fixture to hand pytest fixtures (a DB session, a tenant) to
+    your factory: ``return fabtest.with_context("myapp.bot:build", db=db_session)``.
+    """
+
+    def __init__(self, target: Any, **extra: Any) -> None:
+        self.target = target
+        self.extra = extra
+
+    def build(self, context: Mapping[str, Any]) -> Agent:
+        return make_agent(self.target, {**context, **self.extra}, where="fabtest_agent fixture")

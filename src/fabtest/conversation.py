@@ -1,0 +1,185 @@
+"""The plain data a conversation is made of: messages, tool calls, turns and check outcomes.
+
+No I/O here. Agents produce ``AgentResponse``; the runner appends ``Turn``s and ``Check``s to a
+``Conversation``; the experiment recorder turns a finished conversation into a result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Role = Literal["user", "agent"]
+Mode = Literal["should", "must"]
+#: passed / failed are verdicts; inconclusive means the judge could not decide; skipped means the
+#: check could not run (for example no LLM configured) and is left out of every rate.
+Status = Literal["passed", "failed", "inconclusive", "skipped"]
+
+
+@dataclass(frozen=True)
+class Message:
+    """One line of the conversation as the agent sees it."""
+
+    role: Role
+    content: str
+
+    def __post_init__(self) -> None:
+        if self.role not in ("user", "agent"):
+            raise ValueError(f"Message role must be 'user' or 'agent', got {self.role!r}")
+
+
+@dataclass
+class ToolCall:
+    """A tool the agent called while producing a reply, with what it returned."""
+
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    result: Any = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "arguments": self.arguments, "result": self.result, "metadata": self.metadata}
+
+
+@dataclass
+class AgentResponse:
+    """What an agent returns for one user message."""
+
+    text: str
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Turn:
+    """One exchange: the user's message, the agent's response, and the topic after it."""
+
+    number: int
+    user: str
+    response: AgentResponse
+    topic: str | None = None
+    duration_s: float = 0.0
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        return self.response.tool_calls
+
+
+@dataclass
+class Check:
+    """The outcome of one assertion step, soft (``should``) or hard (``must``).
+
+    ``kind`` names the assertion (satisfy, match, call_tool, grounded_in, ...); ``label`` is the key
+    it is aggregated under in criteria performance (the criterion name for ``satisfy``).
+    """
+
+    kind: str
+    mode: Mode
+    label: str
+    status: Status
+    turn: int | None = None
+    details: str = ""
+    data: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool | None:
+        """True/False for a verdict, None when skipped or inconclusive."""
+        if self.status == "passed":
+            return True
+        if self.status == "failed":
+            return False
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": self.kind,
+            "mode": self.mode,
+            "criterion": self.label,
+            "status": self.status,
+            "passed": self.passed,
+            "turn": self.turn,
+            "details": self.details,
+            **({"data": self.data} if self.data else {}),
+        }
+
+
+@dataclass
+class TokenUsage:
+    """Tokens and calls spent by one LLM role (judge or simulator)."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def add(self, other: TokenUsage) -> None:
+        self.calls += other.calls
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+
+    def to_dict(self) -> dict[str, int]:
+        return {"calls": self.calls, "input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+
+
+@dataclass
+class Conversation:
+    """Every turn so far plus every check recorded on it."""
+
+    turns: list[Turn] = field(default_factory=list)
+    evaluations: list[Check] = field(default_factory=list)
+    expectations: list[Check] = field(default_factory=list)
+    usage: dict[str, TokenUsage] = field(default_factory=dict)
+
+    @property
+    def messages(self) -> list[Message]:
+        out: list[Message] = []
+        for turn in self.turns:
+            out.append(Message("user", turn.user))
+            out.append(Message("agent", turn.response.text))
+        return out
+
+    @property
+    def last_turn(self) -> Turn | None:
+        return self.turns[-1] if self.turns else None
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        return [call for turn in self.turns for call in turn.tool_calls]
+
+    @property
+    def topic_path(self) -> list[str]:
+        """The topic after every turn (turns without a topic graph are left out)."""
+        return [t.topic for t in self.turns if t.topic is not None]
+
+    @property
+    def topics_visited(self) -> list[str]:
+        """Distinct topics in the order first reached."""
+        seen: list[str] = []
+        for topic in self.topic_path:
+            if topic not in seen:
+                seen.append(topic)
+        return seen
+
+    @property
+    def backtracked(self) -> bool:
+        """True when the conversation returned to a topic it had left."""
+        path = self.topic_path
+        left: set[str] = set()
+        for prev, cur in zip(path, path[1:]):
+            if cur != prev:
+                left.add(prev)
+                if cur in left:
+                    return True
+        return False
+
+    def transcript(self) -> str:
+        lines: list[str] = []
+        for turn in self.turns:
+            lines.append(f"User: {turn.user}")
+            lines.append(f"Agent: {turn.response.text}")
+        return "\n".join(lines)
+
+    def record(self, check: Check) -> None:
+        (self.expectations if check.mode == "must" else self.evaluations).append(check)
+
+    def add_usage(self, role: str, usage: TokenUsage) -> None:
+        self.usage.setdefault(role, TokenUsage()).add(usage)

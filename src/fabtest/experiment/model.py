@@ -1,0 +1,106 @@
+"""The result of one scenario run, as plain data that survives pytest-xdist and JSON.
+
+A ``ScenarioResult`` is built by the pytest plugin when a scenario ends, travels inside the pytest
+report (``user_properties``) to the controller, and is aggregated by the recorder.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+FailureType = Literal["assertion", "max_turns", "timeout", "error"]
+
+
+class CheckRecord(BaseModel):
+    """One evaluation (soft) or expectation (hard)."""
+
+    type: str
+    mode: Literal["should", "must"]
+    criterion: str
+    status: Literal["passed", "failed", "inconclusive", "skipped"]
+    passed: bool | None = None
+    turn: int | None = None
+    details: str = ""
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolCallRecord(BaseModel):
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    result: Any = None
+
+
+class TurnRecord(BaseModel):
+    number: int
+    user: str
+    agent: str
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    topic: str | None = None
+    duration_s: float = 0.0
+
+
+class UsageRecord(BaseModel):
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class TopicRecord(BaseModel):
+    name: str
+    characteristic: str = ""
+    successors: list[str] = Field(default_factory=list)
+
+
+class ScenarioResult(BaseModel):
+    """Everything recorded about one run of one scenario."""
+
+    id: str  # stable id: example:<12 hex>
+    name: str
+    nodeid: str = ""
+    feature: str = ""
+    feature_file: str = ""
+    rule: str | None = None
+    record_id: str | None = None  # scenario-set record id
+    iteration: int = 1
+    passed: bool
+    skipped: bool = False
+    skip_reason: str | None = None
+    turns: int = 0
+    topics_visited: list[str] = Field(default_factory=list)
+    topic_path: list[str] = Field(default_factory=list)
+    backtracked: bool = False
+    failure_type: FailureType | None = None
+    failure_message: str | None = None
+    evaluations: list[CheckRecord] = Field(default_factory=list)
+    expectations: list[CheckRecord] = Field(default_factory=list)
+    transcript: list[TurnRecord] = Field(default_factory=list)
+    usage: dict[str, UsageRecord] = Field(default_factory=dict)
+    duration_s: float = 0.0
+    # configuration in force for this scenario, for the fingerprints
+    criteria: dict[str, str] = Field(default_factory=dict)
+    topics: list[TopicRecord] = Field(default_factory=list)
+    simulator: dict[str, Any] | None = None
+    agent_metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class ExperimentInfo(BaseModel):
+    """Identity of one run: who, when, on which code, with which judge and simulator."""
+
+    id: str
+    timestamp: str
+    name: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    git_commit: str | None = None
+    git_branch: str | None = None
+    git_dirty: bool | None = None
+    config_hash: str = ""
+    criteria_hash: str = ""
+    topic_graph_hash: str = ""
+    judge_provider: str | None = None
+    judge_model: str | None = None
+    simulator_provider: str | None = None
+    simulator_model: str | None = None
+    iterations: int = 1
+    interrupted: bool = False

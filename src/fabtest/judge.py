@@ -1,0 +1,428 @@
+"""The judge: verdicts from an LLM for criteria, grounding, intent, goal and topic choice.
+
+The judge is stateless: every method builds one prompt from exactly what it must judge (the
+latest exchange for a response criterion, the transcript for a conversation criterion) and makes
+one structured LLM call at temperature 0. Showing the judge less history keeps it from grading the
+wrong turn. An answer that validates against the schema but is still unusable (a verdict missing,
+a topic that is not a candidate) is asked again up to twice, with the problem spelled out, then
+raises ``LLMBadOutput``: a judge failure is an error, never a silent pass or an assertion failure.
+
+Every result carries the token usage of its call(s) so the caller can charge it to "judge".
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Generic, Literal, TypeVar
+
+from pydantic import BaseModel, Field
+
+from fabtest.conversation import TokenUsage, ToolCall, Turn
+from fabtest.criteria import Criterion
+from fabtest.llm.base import LLM, LLMBadOutput, LLMNotConfigured
+
+if TYPE_CHECKING:
+    from fabtest.topics import Topic
+
+R = TypeVar("R")
+M = TypeVar("M", bound=BaseModel)
+
+VerdictLabel = Literal["passed", "failed", "inconclusive"]
+Scope = Literal["response", "conversation"]
+
+#: Extra attempts after the first when the judge's answer is unusable.
+MAX_RETRIES = 2
+
+# --------------------------------------------------------------------------------------------
+# Prompts: everything the judge is told lives here.
+# --------------------------------------------------------------------------------------------
+
+SYSTEM_PROMPT = """\
+You are a strict, impartial evaluator of a conversational AI agent.
+Judge only the text you are given, against only the criteria you are given.
+Do not assume anything that is not in the text. If the text does not contain enough \
+information to decide, answer "inconclusive" rather than guessing.
+Answer with a single JSON object that follows the requested schema exactly, and nothing else."""
+
+CRITERIA_PROMPT = """\
+Evaluate the {subject_label} below against each criterion.
+
+CRITERIA
+{criteria}
+
+{subject_heading}
+<<<
+{subject}
+>>>
+
+For every criterion give:
+- "criterion": the criterion name exactly as written above,
+- "verdict": "passed" if the {subject_label} satisfies it, "failed" if it does not, \
+"inconclusive" only if the text cannot tell,
+- "reasoning": one or two sentences citing the text.
+Return exactly one verdict per criterion ({count} in total), no more, no fewer.
+JSON: {{"verdicts": [{{"criterion": "...", "verdict": "passed|failed|inconclusive", "reasoning": "..."}}]}}"""
+
+GROUNDING_PROMPT = """\
+Check whether the agent's response is grounded in the results of the tool "{source}".
+
+1. List every factual claim the response makes (names, numbers, prices, dates, availability, \
+capacities, addresses, features, ...). Ignore greetings, questions, opinions and offers to help.
+2. For each claim decide whether the tool results below support it. A claim is supported only if \
+the tool results state it or it follows directly from them; a claim the results do not mention, \
+or contradict, is NOT supported.
+
+AGENT RESPONSE
+<<<
+{response}
+>>>
+
+RESULTS OF TOOL "{source}" (arguments and result of each call, JSON)
+<<<
+{tool_results}
+>>>
+
+JSON: {{"claims": [{{"claim": "...", "supported": true, "evidence": "the part of the tool results \
+that supports or contradicts it, or why nothing does"}}], "note": "..."}}
+Use an empty "claims" list if the response makes no factual claims."""
+
+INTENT_PROMPT = """\
+Decide whether the agent's reply in the exchange below has this intent:
+INTENT: {intent}
+
+EXCHANGE
+<<<
+{exchange}
+>>>
+
+"passed" if the reply's main purpose matches the intent, "failed" if it does not, \
+"inconclusive" only if the text cannot tell.
+JSON: {{"verdict": "passed|failed|inconclusive", "reasoning": "..."}}"""
+
+GOAL_PROMPT = """\
+A user talked to an agent with this goal:
+GOAL: {goal}
+
+Decide from the transcript whether the goal was achieved: the agent actually did or confirmed what \
+the user needed, not merely promised to.
+
+TRANSCRIPT
+<<<
+{transcript}
+>>>
+
+JSON: {{"verdict": "passed|failed|inconclusive", "reasoning": "..."}}"""
+
+TOPIC_PROMPT = """\
+A conversation moves through topics. It is currently in the topic "{current}". Decide which topic \
+the conversation is in after the latest exchange: stay in "{current}" or move to one of the \
+topics that may follow it.
+
+CANDIDATE TOPICS
+{candidates}
+
+LATEST EXCHANGE
+<<<
+{exchange}
+>>>
+
+Answer with the name of exactly one candidate topic, written exactly as above.
+JSON: {{"topic": "...", "reasoning": "..."}}"""
+
+RETRY_NOTE = """\
+
+Your previous answer could not be used: {problem}
+Answer again, following the instructions and the JSON schema exactly."""
+
+
+def _criteria_block(criteria: Sequence[Criterion]) -> str:
+    """Each criterion with its description and calibration examples."""
+    parts: list[str] = []
+    for number, criterion in enumerate(criteria, start=1):
+        lines = [f"{number}. name: {criterion.name}"]
+        if not criterion.ad_hoc:
+            lines.append(f"   description: {criterion.description}")
+        for example in criterion.good_examples:
+            lines.append(f"   example that PASSES: {example}")
+        for example in criterion.bad_examples:
+            lines.append(f"   example that FAILS: {example}")
+        parts.append("\n".join(lines))
+    return "\n".join(parts)
+
+
+def _topics_block(topics: Sequence[Topic]) -> str:
+    return "\n".join(f"- {t.name}: {t.characteristic or '(no description)'}" for t in topics)
+
+
+def format_exchange(turn: Turn, *, include_tools: bool = False) -> str:
+    """The latest exchange as the judge sees it: the user's message and the agent's reply."""
+    lines = [f"User: {turn.user}", f"Agent: {turn.response.text}"]
+    if include_tools and turn.tool_calls:
+        lines.append("(Agent called tools: " + ", ".join(c.name for c in turn.tool_calls) + ")")
+    return "\n".join(lines)
+
+
+def _dump_tool_results(calls: Sequence[ToolCall]) -> str:
+    payload = [{"arguments": c.arguments, "result": c.result} for c in calls]
+    return json.dumps(payload, indent=2, ensure_ascii=False, default=str, sort_keys=True)
+
+
+# --------------------------------------------------------------------------------------------
+# Answer schemas (what the LLM must return) and results (what callers get).
+# --------------------------------------------------------------------------------------------
+
+
+class _CriterionVerdictOut(BaseModel):
+    criterion: str
+    verdict: VerdictLabel
+    reasoning: str = ""
+
+
+class CriteriaAnswer(BaseModel):
+    verdicts: list[_CriterionVerdictOut] = Field(default_factory=list)
+
+
+class _ClaimOut(BaseModel):
+    claim: str
+    supported: bool
+    evidence: str = ""
+
+
+class GroundingAnswer(BaseModel):
+    claims: list[_ClaimOut] = Field(default_factory=list)
+    note: str = ""
+
+
+class VerdictAnswer(BaseModel):
+    verdict: VerdictLabel
+    reasoning: str = ""
+
+
+class TopicAnswer(BaseModel):
+    topic: str
+    reasoning: str = ""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """passed / failed / inconclusive with the judge's reason."""
+
+    verdict: VerdictLabel
+    reasoning: str = ""
+
+    @property
+    def passed(self) -> bool | None:
+        return None if self.verdict == "inconclusive" else self.verdict == "passed"
+
+
+@dataclass(frozen=True)
+class CriterionVerdict:
+    """The verdict on one criterion (``criterion`` is the requested name, as declared)."""
+
+    criterion: str
+    verdict: VerdictLabel
+    reasoning: str = ""
+
+    @property
+    def passed(self) -> bool | None:
+        return None if self.verdict == "inconclusive" else self.verdict == "passed"
+
+
+@dataclass(frozen=True)
+class ClaimCheck:
+    claim: str
+    supported: bool
+    evidence: str = ""
+
+
+@dataclass(frozen=True)
+class GroundingVerdict:
+    """Claims found in a response and whether the tool results support them."""
+
+    verdict: Literal["passed", "failed"]
+    claims: list[ClaimCheck] = field(default_factory=list)
+    unsupported: list[str] = field(default_factory=list)
+    reasoning: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == "passed"
+
+    def to_data(self) -> dict[str, object]:
+        """Plain data for ``Check.data`` (grounding analysis counts claims)."""
+        return {
+            "claims": [{"claim": c.claim, "supported": c.supported, "evidence": c.evidence} for c in self.claims],
+            "unsupported": list(self.unsupported),
+        }
+
+
+@dataclass
+class JudgeResult(Generic[R]):
+    """A judge answer plus what it cost (all attempts), to charge to the "judge" role."""
+
+    value: R
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    attempts: int = 1
+
+
+def tool_not_called(source: str) -> GroundingVerdict:
+    """The verdict when the response cannot be grounded because the tool was never called."""
+    return GroundingVerdict(verdict="failed", reasoning=f'tool "{source}" was not called')
+
+
+# --------------------------------------------------------------------------------------------
+# The judge.
+# --------------------------------------------------------------------------------------------
+
+
+class Judge:
+    """Asks an LLM for verdicts. ``llm=None`` means no judge is configured: every method raises
+    ``LLMNotConfigured`` so the caller can record the check as skipped."""
+
+    def __init__(self, llm: LLM | None) -> None:
+        self.llm = llm
+
+    @property
+    def available(self) -> bool:
+        return self.llm is not None
+
+    def evaluate_criteria(
+        self, criteria: Sequence[Criterion], *, subject: str, scope: Scope
+    ) -> JudgeResult[list[CriterionVerdict]]:
+        """All ``criteria`` judged in one call against ``subject`` (the latest exchange for
+        ``scope="response"``, the transcript for ``scope="conversation"``). Verdicts come back in
+        the order requested, one per criterion."""
+        if not criteria:
+            return JudgeResult([], TokenUsage(), attempts=0)
+        names = [c.name for c in criteria]
+        if len(set(names)) != len(names):
+            raise ValueError(f"criteria to judge must have distinct names, got {names}")
+        if scope == "response":
+            label, heading = "agent's latest reply", "LATEST EXCHANGE (judge the agent's reply)"
+        elif scope == "conversation":
+            label, heading = "conversation", "CONVERSATION TRANSCRIPT"
+        else:
+            raise ValueError(f"scope must be 'response' or 'conversation', got {scope!r}")
+        prompt = CRITERIA_PROMPT.format(
+            subject_label=label,
+            subject_heading=heading,
+            criteria=_criteria_block(criteria),
+            subject=subject,
+            count=len(criteria),
+        )
+        return self._ask(prompt, CriteriaAnswer, lambda answer: _match_verdicts(criteria, answer), "criteria")
+
+    def grounding(self, response: str, source: str, tool_results: Sequence[ToolCall]) -> JudgeResult[GroundingVerdict]:
+        """Claims in ``response`` checked against the calls to tool ``source``. Without such a call
+        there is nothing to ground in: a failed verdict, and no LLM call."""
+        calls = [c for c in tool_results if c.name == source]
+        if not calls:
+            return JudgeResult(tool_not_called(source), TokenUsage(), attempts=0)
+        prompt = GROUNDING_PROMPT.format(source=source, response=response, tool_results=_dump_tool_results(calls))
+        return self._ask(prompt, GroundingAnswer, _grounding_verdict, "grounding")
+
+    def intent(self, exchange: str, intent: str) -> JudgeResult[Verdict]:
+        """Whether the agent's reply in ``exchange`` has ``intent``."""
+        prompt = INTENT_PROMPT.format(intent=intent, exchange=exchange)
+        return self._ask(prompt, VerdictAnswer, _plain_verdict, "intent")
+
+    def goal_achieved(self, goal: str, transcript: str) -> JudgeResult[Verdict]:
+        """Whether the simulated user's ``goal`` was achieved in ``transcript``."""
+        prompt = GOAL_PROMPT.format(goal=goal, transcript=transcript)
+        return self._ask(prompt, VerdictAnswer, _plain_verdict, "goal")
+
+    def choose_topic(self, current: Topic, candidates: Sequence[Topic], exchange: str) -> JudgeResult[str]:
+        """The topic after ``exchange``: ``current`` or one of ``candidates`` (its successors)."""
+        options: list[Topic] = [current, *[t for t in candidates if t.name != current.name]]
+        prompt = TOPIC_PROMPT.format(current=current.name, candidates=_topics_block(options), exchange=exchange)
+        allowed = [t.name for t in options]
+        return self._ask(prompt, TopicAnswer, lambda answer: _match_topic(allowed, answer), "topic choice")
+
+    def _ask(self, prompt: str, schema: type[M], interpret: Callable[[M], R], what: str) -> JudgeResult[R]:
+        """One structured call; an unusable answer is asked again (with the problem) up to
+        ``MAX_RETRIES`` times. Provider errors propagate: the provider already retried them."""
+        if self.llm is None:
+            raise LLMNotConfigured("no judge LLM configured")
+        usage = TokenUsage()
+        problems: list[str] = []
+        attempt_prompt = prompt
+        for attempt in range(1, MAX_RETRIES + 2):
+            completion = self.llm.complete_json(attempt_prompt, schema, system=SYSTEM_PROMPT, temperature=0.0)
+            usage.add(completion.usage)
+            parsed = completion.parsed
+            try:
+                if parsed is None:
+                    raise _Unusable("the answer was not valid JSON for the schema")
+                value = interpret(parsed)
+            except _Unusable as exc:
+                problems.append(str(exc))
+                attempt_prompt = prompt + RETRY_NOTE.format(problem=exc)
+                continue
+            return JudgeResult(value, usage, attempts=attempt)
+        raise LLMBadOutput(
+            f"judge ({what}) gave an unusable answer {MAX_RETRIES + 1} times; last problem: {problems[-1]}"
+        )
+
+
+class _Unusable(Exception):
+    """The answer fits the schema but cannot be used; the message is shown to the judge on retry."""
+
+
+def _normalise(name: str) -> str:
+    return " ".join(name.strip().strip("\"'`").split()).casefold()
+
+
+def _match_verdicts(criteria: Sequence[Criterion], answer: CriteriaAnswer) -> list[CriterionVerdict]:
+    """Exactly one verdict per requested criterion, else the answer is unusable."""
+    wanted = {_normalise(c.name): c.name for c in criteria}
+    found: dict[str, _CriterionVerdictOut] = {}
+    unknown: list[str] = []
+    duplicated: list[str] = []
+    for item in answer.verdicts:
+        key = _normalise(item.criterion)
+        if key not in wanted:
+            unknown.append(item.criterion)
+        elif key in found:
+            duplicated.append(wanted[key])
+        else:
+            found[key] = item
+    missing = [name for key, name in wanted.items() if key not in found]
+    issues: list[str] = []
+    if missing:
+        issues.append("no verdict for " + ", ".join(repr(n) for n in missing))
+    if unknown:
+        issues.append("verdicts for criteria that were not asked: " + ", ".join(repr(n) for n in unknown))
+    if duplicated:
+        issues.append("more than one verdict for " + ", ".join(repr(n) for n in duplicated))
+    if issues:
+        raise _Unusable("; ".join(issues))
+    return [
+        CriterionVerdict(criterion=c.name, verdict=found[key].verdict, reasoning=found[key].reasoning)
+        for c in criteria
+        for key in [_normalise(c.name)]
+    ]
+
+
+def _grounding_verdict(answer: GroundingAnswer) -> GroundingVerdict:
+    claims = [ClaimCheck(c.claim, c.supported, c.evidence) for c in answer.claims if c.claim.strip()]
+    unsupported = [c.claim for c in claims if not c.supported]
+    if not claims:
+        return GroundingVerdict("passed", [], [], answer.note or "the response makes no factual claims")
+    if unsupported:
+        reasoning = "unsupported claims: " + "; ".join(unsupported)
+        return GroundingVerdict("failed", claims, unsupported, reasoning)
+    return GroundingVerdict("passed", claims, [], answer.note or f"all {len(claims)} claims are supported")
+
+
+def _plain_verdict(answer: VerdictAnswer) -> Verdict:
+    return Verdict(answer.verdict, answer.reasoning)
+
+
+def _match_topic(allowed: Sequence[str], answer: TopicAnswer) -> str:
+    by_key = {_normalise(name): name for name in allowed}
+    chosen = by_key.get(_normalise(answer.topic))
+    if chosen is None:
+        raise _Unusable(f"{answer.topic!r} is not one of the candidate topics: " + ", ".join(allowed))
+    return chosen

@@ -1,0 +1,75 @@
+"""The LLM protocol the judge and simulator talk to, and its errors.
+
+Providers (Gemini, OpenAI-compatible) implement :class:`LLM`. Every call returns a
+:class:`Completion` carrying the token usage, so callers can charge it to a role.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
+
+from pydantic import BaseModel
+
+from fabtest.conversation import TokenUsage
+
+T = TypeVar("T", bound=BaseModel)
+
+
+class LLMError(Exception):
+    """An LLM call failed for good (after retries). Maps to failure type ``error``."""
+
+
+class LLMTimeout(LLMError):
+    """An LLM call exceeded its per-call timeout on every attempt."""
+
+
+class LLMBadOutput(LLMError):
+    """The LLM answered, but never with something usable (invalid JSON, empty, off-schema)."""
+
+
+class LLMNotConfigured(LLMError):
+    """No credentials for the provider: callers skip with this message as the reason."""
+
+
+@dataclass
+class Completion(Generic[T]):
+    """One answer: the raw text, the validated model for ``complete_json``, and its cost."""
+
+    text: str
+    parsed: T | None = None
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    model: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class LLM(Protocol):
+    """A text and structured-output completion endpoint."""
+
+    provider: str
+    model: str
+
+    def complete(self, prompt: str, *, system: str | None = None, temperature: float | None = None) -> Completion[Any]:
+        """Return free text."""
+        ...
+
+    def complete_json(
+        self, prompt: str, schema: type[T], *, system: str | None = None, temperature: float | None = None
+    ) -> Completion[T]:
+        """Return an answer validated against ``schema`` (``Completion.parsed``); raise LLMBadOutput otherwise."""
+        ...
+
+
+@dataclass(frozen=True)
+class LLMSettings:
+    """How to build one role's LLM. ``None`` fields fall back to provider defaults."""
+
+    provider: str = "gemini"
+    model: str = "gemini-2.5-flash"
+    temperature: float | None = None
+    timeout_s: float = 60.0
+    max_retries: int = 4
+    base_url: str | None = None
+    api_key_env: str | None = None
+    max_concurrency: int = 8

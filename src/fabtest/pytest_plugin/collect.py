@@ -1,0 +1,63 @@
+"""Direct collection: ``pytest features/`` turns each ``.feature`` file into a module of scenarios.
+
+Each file becomes a synthetic module whose test functions are built by ``pytest_bdd.scenario``, so
+everything pytest-bdd offers (step lookup through fixtures, outlines, Rules, Backgrounds, hooks)
+works unchanged and users extend the vocabulary with ordinary pytest-bdd steps in a conftest.
+"""
+
+from __future__ import annotations
+
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pytest_bdd import scenario as bdd_scenario
+from pytest_bdd.feature import get_feature
+from pytest_bdd.scenario import get_python_name_generator, scenario_wrapper_template_registry
+
+
+class FeatureModule(pytest.Module):
+    """A ``.feature`` file collected as if it were a test module."""
+
+    def _getobj(self) -> types.ModuleType:
+        path = Path(self.path)
+        module = types.ModuleType(f"fabtest_feature_{_slug(path)}")
+        module.__file__ = str(path)
+        feature = get_feature(str(path.parent), path.name)
+        used: set[str] = set()
+        for name in feature.scenarios:
+            func = bdd_scenario(str(path), name, features_base_dir=str(path.parent))(_noop)
+            attr = next(n for n in get_python_name_generator(name) if n not in used)
+            used.add(attr)
+            func.__name__ = attr
+            func.__module__ = module.__name__
+            setattr(module, attr, func)
+        return module
+
+
+def _noop() -> None:
+    """Body of a directly collected scenario: the steps do all the work."""
+
+
+def _slug(path: Path) -> str:
+    return "".join(c if c.isalnum() else "_" for c in str(path.with_suffix("")))[-120:]
+
+
+def is_scenario_function(obj: Any) -> bool:
+    """True for any pytest-bdd scenario test function (ours or the user's ``scenarios()``)."""
+    return registry_has(obj)
+
+
+def registry_has(obj: Any) -> bool:
+    try:
+        return obj in scenario_wrapper_template_registry
+    except TypeError:
+        return False
+
+
+def template_of(obj: Any) -> Any:
+    try:
+        return scenario_wrapper_template_registry.get(obj)
+    except TypeError:
+        return None

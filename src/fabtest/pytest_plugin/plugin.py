@@ -1,0 +1,294 @@
+"""The pytest plugin (``pytest11`` entry point): options, collection, fixtures, outcomes, experiment.
+
+Flow: ``pytest_configure`` reads ``[tool.fabtest]``; ``pytest_collect_file`` turns ``.feature``
+files into modules; the ``fabtest_scenario`` fixture gives each scenario its state; after the call
+phase ``pytest_runtest_makereport`` classifies the outcome (DESIGN section 3) and attaches the
+scenario result to the report as plain data, so it survives pytest-xdist; the controller records
+it and writes the experiment at the end of the session.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pytest_bdd.exceptions import StepDefinitionNotFoundError
+
+from fabtest.agents.base import AgentError, AgentTimeout
+from fabtest.errors import ExpectationFailed, MaxTurnsReached, ScenarioTimeout, UsageError
+from fabtest.llm.base import LLMError
+from fabtest.pytest_plugin import steps
+from fabtest.pytest_plugin.collect import FeatureModule, template_of
+from fabtest.pytest_plugin.results import build_result
+from fabtest.pytest_plugin.scenario import LLMRoles, ScenarioState
+from fabtest.pytest_plugin.session import FabtestSession
+from fabtest.settings import Settings
+
+SESSION_KEY = pytest.StashKey[FabtestSession]()
+STATE_KEY = pytest.StashKey[ScenarioState]()
+WHERE_KEY = pytest.StashKey[str]()
+STEP_KEY = pytest.StashKey[str]()
+RESULT_PROPERTY = "fabtest_result"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("fabtest", "fabtest: behaviour tests for conversational agents")
+    group.addoption("--fabtest-iterations", type=int, default=None, metavar="N",
+                    help="run every scenario N times (pass rate, pass@k, variance)")
+    group.addoption("--fabtest-experiment", default=None, metavar="NAME", help="a name for this experiment")
+    group.addoption("--fabtest-experiment-id", default=None, metavar="ID", help="use this experiment id")
+    group.addoption("--fabtest-tag", action="append", default=[], metavar="TAG", help="tag the experiment (repeatable)")
+    group.addoption("--fabtest-results-dir", default=None, metavar="DIR", help="where results/<id>.json goes")
+    group.addoption("--fabtest-no-results", action="store_true", help="do not write an experiment file")
+    group.addoption("--fabtest-agent", default=None, metavar="MODULE:ATTR", help="the default agent")
+    group.addoption("--fabtest-agent-timeout", type=float, default=None, metavar="S", help="timeout per agent call")
+    group.addoption("--fabtest-scenario-timeout", type=float, default=None, metavar="S", help="timeout per scenario")
+    group.addoption("--fabtest-llm-cache", choices=["on", "off", "replay"], default=None,
+                    help="record/replay cache of LLM calls under .fabtest/cache")
+    for role in ("judge", "simulator"):
+        group.addoption(f"--fabtest-{role}-provider", choices=["gemini", "openai"], default=None,
+                        help=f"{role} LLM provider")
+        group.addoption(f"--fabtest-{role}-model", default=None, metavar="MODEL", help=f"{role} LLM model")
+        group.addoption(f"--fabtest-{role}-temperature", type=float, default=None, help=f"{role} LLM temperature")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    try:
+        settings = _settings(config)
+    except UsageError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.addinivalue_line("markers", "fabtest_scenario_set(name): expand a scenario over a scenario set")
+    config.pluginmanager.register(steps, "fabtest-steps")
+    session = FabtestSession(config, settings)
+    config.stash[SESSION_KEY] = session
+    config.pluginmanager.register(session, "fabtest-session")
+
+
+def _settings(config: pytest.Config) -> Settings:
+    settings = Settings.load(Path(config.rootpath))
+    opt = config.getoption
+    updates: dict[str, Any] = {}
+    for name, key in (("--fabtest-results-dir", "results_dir"), ("--fabtest-agent", "agent"),
+                      ("--fabtest-agent-timeout", "agent_timeout"), ("--fabtest-scenario-timeout", "scenario_timeout"),
+                      ("--fabtest-llm-cache", "llm_cache")):
+        if opt(name) is not None:
+            updates[key] = opt(name)
+    for role in ("judge", "simulator"):
+        changes = {field: opt(f"--fabtest-{role}-{field}") for field in ("provider", "model", "temperature")}
+        changes = {k: v for k, v in changes.items() if v is not None}
+        if changes:
+            updates[role] = getattr(settings, role).model_copy(update=changes)
+    return settings.model_copy(update=updates)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    session = config.stash.get(SESSION_KEY, None)
+    if session is not None:
+        session.close()
+        config.pluginmanager.unregister(session)
+
+
+# -- collection -----------------------------------------------------------------------------------
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    session = parent.config.stash.get(SESSION_KEY, None)
+    if session is None:
+        return None
+    if file_path.suffix == ".feature" and session.settings.collect_features:
+        return FeatureModule.from_parent(parent, path=file_path)
+    return session.collect_playbook(file_path, parent)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_bdd_apply_tag(tag: str, function: Any) -> Any:
+    """Gherkin tags become registered markers (so ``--strict-markers`` works); scenario sets expand."""
+    from pytest_bdd.utils import CONFIG_STACK
+
+    config = CONFIG_STACK[-1]
+    if tag.startswith("scenario_set:"):
+        return pytest.mark.fabtest_scenario_set(tag.split(":", 1)[1])(function)
+    config.addinivalue_line("markers", f"{tag}: Gherkin tag @{tag}")
+    return getattr(pytest.mark, tag)(function)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if template_of(metafunc.function) is None:
+        return
+    session = metafunc.config.stash[SESSION_KEY]
+    marker = metafunc.definition.get_closest_marker("fabtest_scenario_set")
+    if marker is not None:
+        records = session.scenario_set(marker.args[0], Path(str(metafunc.definition.path)))
+        metafunc.parametrize("fabtest_record", records, ids=[str(r["id"]) for r in records], indirect=True)
+    if session.iterations > 1:
+        metafunc.parametrize("fabtest_iteration", range(1, session.iterations + 1),
+                             ids=[f"iter{i}" for i in range(1, session.iterations + 1)], indirect=True)
+
+
+# -- fixtures ---------------------------------------------------------------------------------------
+@pytest.fixture
+def fabtest_iteration(request: pytest.FixtureRequest) -> int:
+    """The iteration number of this run of the scenario (1 unless ``--fabtest-iterations``)."""
+    return int(getattr(request, "param", 1))
+
+
+@pytest.fixture
+def fabtest_record(request: pytest.FixtureRequest) -> dict[str, Any] | None:
+    """The scenario-set record this run was expanded for, if any."""
+    return getattr(request, "param", None)
+
+
+@pytest.fixture
+def fabtest_agent() -> Any:
+    """Override in a conftest to return an agent or a factory for the scenarios below it."""
+    return None
+
+
+@pytest.fixture(scope="session")
+def fabtest_llms(pytestconfig: pytest.Config) -> Iterator[LLMRoles]:
+    """The session's judge and simulator LLMs, built once (clients stay alive)."""
+    yield pytestconfig.stash[SESSION_KEY].llm_roles()
+
+
+@pytest.fixture
+def fabtest_scenario(request: pytest.FixtureRequest, tmp_path: Path, fabtest_llms: LLMRoles, fabtest_agent: Any,
+                     fabtest_iteration: int, fabtest_record: dict[str, Any] | None) -> Iterator[ScenarioState]:
+    """The running scenario's state: configuration, agent, conversation, checks."""
+    session: FabtestSession = request.config.stash[SESSION_KEY]
+    item = request.node
+    template = template_of(getattr(item, "obj", None))
+    context: dict[str, Any] = {
+        "scenario": template.name if template else item.name,
+        "feature": template.feature.name if template else "",
+        "feature_file": template.feature.filename if template else str(item.path),
+        "line": template.line_number if template else None,
+        "tags": sorted(item.keywords.get("fabtest_tags", set()) or _tags(template)),
+        "iteration": fabtest_iteration,
+        "workdir": str(tmp_path),
+    }
+    if fabtest_record is not None:
+        context["record"] = fabtest_record
+    state = ScenarioState(
+        settings=session.settings, rootdir=Path(str(request.config.rootpath)), workdir=tmp_path, context=context,
+        llms=session.salted(fabtest_llms, fabtest_iteration), default_agent=fabtest_agent or session.settings.agent,
+        where=item.stash.get(WHERE_KEY, str(item.path)), record=fabtest_record,
+    )
+    state.criteria.update(session.project_criteria())
+    state.topics = session.project_topics()
+    item.stash[STATE_KEY] = state
+    try:
+        yield state
+    finally:
+        state.close()
+
+
+def _tags(template: Any) -> set[str]:
+    if template is None:
+        return set()
+    rule_tags = template.rule.tags if template.rule is not None else set()
+    return set(template.tags) | set(template.feature.tags) | set(rule_tags)
+
+
+def pytest_bdd_before_step(request: pytest.FixtureRequest, feature: Any, scenario: Any, step: Any) -> None:
+    where = f"{_relative(request.config, feature.filename)}:{step.line_number}"
+    request.node.stash[WHERE_KEY] = where
+    request.node.stash[STEP_KEY] = f"{step.keyword} {step.name}"
+    state = request.node.stash.get(STATE_KEY, None)
+    if state is not None:
+        state.where = where
+
+
+def _relative(config: pytest.Config, filename: str) -> str:
+    try:
+        return os.path.relpath(filename, str(config.rootpath))
+    except ValueError:
+        return filename
+
+
+# -- outcomes ---------------------------------------------------------------------------------------
+_FAILURE_TYPES: tuple[tuple[type[BaseException], str], ...] = (
+    (ExpectationFailed, "assertion"),
+    (MaxTurnsReached, "max_turns"),
+    (AgentTimeout, "timeout"),
+    (ScenarioTimeout, "timeout"),
+    (AgentError, "error"),
+    (LLMError, "error"),
+    (UsageError, "error"),
+    (AssertionError, "assertion"),
+)
+_SHORT = (ExpectationFailed, MaxTurnsReached, AgentError, LLMError, UsageError, StepDefinitionNotFoundError,
+          ScenarioTimeout)
+
+
+def failure_type(exc: BaseException) -> str:
+    for cls, kind in _FAILURE_TYPES:
+        if isinstance(exc, cls):
+            return kind
+    return "error"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()
+    if call.when != "call":
+        return
+    state = item.stash.get(STATE_KEY, None)
+    exc = call.excinfo.value if call.excinfo is not None else None
+    if state is not None and not isinstance(exc, (pytest.skip.Exception, KeyboardInterrupt)):
+        try:
+            state.finish()
+        except LLMError as late:
+            if exc is None:
+                exc = late
+                report.outcome = "failed"
+    if exc is not None and isinstance(exc, _SHORT) and report.outcome == "failed":
+        report.longrepr = _short_message(item, exc)
+    if state is None:
+        return
+    skipped = report.outcome == "skipped"
+    kind = failure_type(exc) if exc is not None and report.outcome == "failed" else None
+    message = _short_message(item, exc) if kind else None
+    result = build_result(item, state, passed=report.outcome == "passed", skipped=skipped,
+                          skip_reason=_skip_reason(report) if skipped else None, failure_type=kind,
+                          failure_message=message, duration_s=call.duration)
+    report.user_properties.append((RESULT_PROPERTY, result.model_dump(mode="json")))
+
+
+def _short_message(item: pytest.Item, exc: BaseException) -> str:
+    if isinstance(exc, StepDefinitionNotFoundError):
+        where = item.stash.get(WHERE_KEY, "")
+        step = item.stash.get(STEP_KEY, "")
+        return (f"{_step_location(str(exc)) or where}: no step definition matches this step"
+                f" ({_unmatched(str(exc)) or step}). Expected one of the fabtest steps listed in the README,"
+                " or a step of your own (pytest-bdd @given/@when/@then) in a conftest.py")
+    text = str(exc)
+    if isinstance(exc, UsageError):
+        return text
+    where = item.stash.get(WHERE_KEY, "")
+    step = item.stash.get(STEP_KEY, "")
+    return f"{where}: {step}\n{type(exc).__name__}: {text}" if where else text
+
+
+def _step_location(message: str) -> str:
+    import re
+
+    m = re.search(r'Line (\d+) in scenario ".*" in the feature "(.*)"', message)
+    return f"{m.group(2)}:{m.group(1)}" if m else ""
+
+
+def _unmatched(message: str) -> str:
+    import re
+
+    m = re.search(r"Step definition is not found: (.*?)\. Line", message)
+    return m.group(1) if m else ""
+
+
+def _skip_reason(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2]).removeprefix("Skipped: ")
+    return str(longrepr)
+
+

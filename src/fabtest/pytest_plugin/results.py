@@ -1,0 +1,70 @@
+"""Turning a finished scenario's state into a ScenarioResult (plain data for the report)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from fabtest.experiment.model import CheckRecord, ScenarioResult, TopicRecord, TurnRecord, UsageRecord
+from fabtest.experiment.stable_id import stable_id
+from fabtest.pytest_plugin.collect import template_of
+from fabtest.pytest_plugin.scenario import ScenarioState
+
+
+def build_result(item: pytest.Item, state: ScenarioState, *, passed: bool, skipped: bool, skip_reason: str | None,
+                 failure_type: str | None, failure_message: str | None, duration_s: float) -> ScenarioResult:
+    conv = state.conversation
+    template = template_of(getattr(item, "obj", None))
+    feature = template.feature.name if template else ""
+    rule = template.rule.name if template is not None and template.rule is not None else None
+    name = _scenario_name(item, template)
+    record_id = str(state.record["id"]) if state.record else None
+    return ScenarioResult(
+        id=stable_id(feature, rule, name, record_id),
+        name=name + (f" [{record_id}]" if record_id else ""),
+        nodeid=item.nodeid,
+        feature=feature,
+        feature_file=state.context.get("feature_file", ""),
+        rule=rule,
+        record_id=record_id,
+        iteration=int(state.context.get("iteration", 1)),
+        passed=passed,
+        skipped=skipped,
+        skip_reason=skip_reason,
+        turns=len(conv.turns),
+        topics_visited=conv.topics_visited,
+        topic_path=conv.topic_path,
+        backtracked=conv.backtracked,
+        failure_type=failure_type,  # type: ignore[arg-type]
+        failure_message=failure_message,
+        evaluations=[CheckRecord.model_validate(c.to_dict()) for c in conv.evaluations],
+        expectations=[CheckRecord.model_validate(c.to_dict()) for c in conv.expectations],
+        transcript=[TurnRecord(number=t.number, user=t.user, agent=t.response.text, topic=t.topic,
+                               duration_s=round(t.duration_s, 4),
+                               tool_calls=[{"name": c.name, "arguments": c.arguments, "result": _jsonable(c.result)}
+                                           for c in t.tool_calls]) for t in conv.turns],
+        usage={role: UsageRecord(**u.to_dict()) for role, u in conv.usage.items()},
+        duration_s=round(duration_s, 4),
+        criteria={c.name: c.description for c in state.criteria.values()},
+        topics=[TopicRecord(**r) for r in state.topics.topic_records()] if state.topics else [],
+        simulator=state.simulator_config.to_fingerprint() if state.simulator_config.goal else None,
+        agent_metadata=_jsonable(state.agent_metadata()),
+    )
+
+
+def _scenario_name(item: pytest.Item, template: Any) -> str:
+    if template is None:
+        return item.name
+    name = template.name
+    callspec = getattr(item, "callspec", None)
+    example = callspec.params.get("_pytest_bdd_example") if callspec else None
+    if example:
+        name += " (" + ", ".join(f"{k}={v}" for k, v in example.items()) + ")"
+    return name
+
+
+def _jsonable(value: Any) -> Any:
+    import json
+
+    return json.loads(json.dumps(value, default=str))

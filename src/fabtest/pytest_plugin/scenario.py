@@ -1,0 +1,418 @@
+"""The state of one running scenario, shared by its steps.
+
+Steps stay thin: they parse their arguments and call one method here. This object owns the
+configuration in force (criteria, topics, simulator settings, accumulated level by level as the
+Background and scenario steps run), the agent, the conversation and the judge, and it records
+every check: ``should`` as a soft evaluation, ``must`` as a hard expectation that fails at once.
+
+Soft LLM criteria are batched: every criterion due on one turn goes to the judge in one call,
+submitted in the background when the next turn starts (or the scenario ends), so the conversation
+waits only for the agent and the simulator.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fabtest import checks
+from fabtest.agents.base import Agent, agent_metadata
+from fabtest.agents.registry import make_agent
+from fabtest.conversation import Check, Conversation, Mode, Status, Turn
+from fabtest.criteria import Criterion
+from fabtest.errors import ExpectationFailed, UsageError
+from fabtest.judge import Judge, format_exchange
+from fabtest.llm.base import LLM, LLMError
+from fabtest.runner import ConversationRunner
+from fabtest.settings import Settings
+from fabtest.simulator import Simulator, SimulatorConfig
+from fabtest.topics import TopicGraph, TopicGraphError, TopicTracker, follows, reached
+
+
+@dataclass
+class LLMRoles:
+    """The session's judge and simulator LLMs (None with the reason when not configured)."""
+
+    judge: LLM | None = None
+    simulator: LLM | None = None
+    judge_reason: str = ""
+    simulator_reason: str = ""
+    executor: ThreadPoolExecutor | None = None
+
+
+@dataclass
+class _Pending:
+    """A soft response criterion waiting for its turn's batch."""
+
+    slot: int
+    criterion: Criterion
+
+
+@dataclass
+class ScenarioState:
+    """Everything one scenario run knows. Created per test by the ``fabtest_scenario`` fixture."""
+
+    settings: Settings
+    rootdir: Path
+    workdir: Path
+    context: dict[str, Any]
+    llms: LLMRoles
+    default_agent: Any = None  # from the fabtest_agent fixture or [tool.fabtest] agent
+    where: str = ""  # "features/x.feature:12" of the step running now
+    criteria: dict[str, Criterion] = field(default_factory=dict)
+    topics: TopicGraph | None = None
+    simulator_config: SimulatorConfig = field(default_factory=SimulatorConfig)
+    record: dict[str, Any] | None = None  # scenario-set record, if any
+    conversation: Conversation = field(default_factory=Conversation)
+    agent_target: Any = None
+    _agent: Agent | None = None
+    _runner: ConversationRunner | None = None
+    _tracker: TopicTracker | None = None
+    _exit: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
+    _slots: list[Check | Future[Check] | None] = field(default_factory=list)
+    _pending: dict[int, list[_Pending]] = field(default_factory=dict)
+    _pending_conversation: list[_Pending] = field(default_factory=list)
+
+    # -- setup -----------------------------------------------------------------------------------
+    def use_agent(self, name: str) -> None:
+        if name not in self.settings.agents:
+            known = ", ".join(sorted(self.settings.agents)) or "none"
+            raise UsageError(f'{self.where}: unknown agent "{name}"; [tool.fabtest.agents] defines: {known}')
+        self.agent_target = self.settings.agents[name]
+        self.context["agent_name"] = name
+
+    def define_criterion(self, criterion: Criterion) -> None:
+        self.criteria[criterion.name] = criterion
+
+    def define_topics(self, rows: list[dict[str, str]]) -> None:
+        try:
+            fragment = TopicGraph.from_table(rows, where=self.where, validate=self.topics is None)
+            self.topics = fragment if self.topics is None else TopicGraph.merged(self.topics, fragment)
+        except TopicGraphError as exc:
+            raise UsageError(str(exc)) from None
+
+    def configure_simulator(self, **changes: Any) -> None:
+        """One level's simulator setting; ``merge`` gives rules-accumulate / limits-replace."""
+        self.simulator_config = self.simulator_config.merge(SimulatorConfig(**changes))
+
+    # -- the conversation ------------------------------------------------------------------------
+    @property
+    def agent(self) -> Agent:
+        if self._agent is None:
+            target = self.agent_target if self.agent_target is not None else self.default_agent
+            if target is None:
+                raise UsageError(f"{self.where}: no agent configured: set [tool.fabtest] agent = \"module:attr\", "
+                                 "define a fabtest_agent fixture, or use Given the agent \"name\"")
+            self._agent = make_agent(target, self.context, where=self.where)
+            around = getattr(self._agent, "around", None)
+            if callable(around):
+                self._exit.enter_context(around())
+        return self._agent
+
+    @property
+    def runner(self) -> ConversationRunner:
+        if self._runner is None:
+            self._runner = ConversationRunner(self.agent, self.conversation, agent_timeout=self.settings.agent_timeout)
+            self._runner.on_turn.append(self._after_turn)
+        return self._runner
+
+    def user_says(self, text: str) -> Turn:
+        self._flush_pending()
+        return self.runner.say(text)
+
+    def simulate(self) -> str:
+        """Let the simulated user talk to the agent until the stop condition; returns why it stopped."""
+        config = self.simulator_config
+        if not config.goal:
+            raise UsageError(f"{self.where}: the simulated user has no goal: add Given a simulated user with the goal \"...\"")
+        self.require_llm("simulator", "a simulated user")
+        simulator = Simulator(self.llms.simulator, config)
+        if config.stop_on_topic and self.topics is not None and config.stop_on_topic not in self.topics:
+            raise UsageError(f'{self.where}: the simulation stops at topic "{config.stop_on_topic}", '
+                             f"which is not in the topic graph ({', '.join(self.topics.names)})")
+
+        def next_message(conversation: Conversation) -> str | None:
+            self._flush_pending()
+            result = simulator.next_message(conversation)
+            conversation.add_usage("simulator", result.usage)
+            if result.goal_complete and conversation.turns and not config.has_stop_condition:
+                return None
+            return result.text
+
+        return self.runner.simulate(
+            next_message, max_turns=config.max_turns or 10,
+            should_stop=lambda conv: simulator.should_stop(conv, self.topics),
+        )
+
+    def _after_turn(self, turn: Turn) -> None:
+        if self.topics is None:
+            return
+        if self._tracker is None:
+            self._tracker = TopicTracker(self.topics)
+        result = self._tracker.classify(turn, self.judge)
+        turn.topic = result.topic
+        if result.usage.calls:
+            self.conversation.add_usage("judge", result.usage)
+        if problem := self._tracker.exceeded_max_turns():
+            self.record_check("topic_max_turns", "must", f"max turns:{turn.topic}", "failed", problem, turn=turn.number)
+
+    @property
+    def judge(self) -> Judge | None:
+        return Judge(self.llms.judge) if self.llms.judge is not None else None
+
+    def require_llm(self, role: str, what: str) -> None:
+        """Skip the scenario (with the variable to set) when it cannot run without an LLM."""
+        llm = self.llms.judge if role == "judge" else self.llms.simulator
+        if llm is None:
+            reason = self.llms.judge_reason if role == "judge" else self.llms.simulator_reason
+            pytest.skip(f"{what} needs the {role} LLM: {reason}")
+
+    @property
+    def last_turn(self) -> Turn:
+        turn = self.conversation.last_turn
+        if turn is None:
+            raise UsageError(f"{self.where}: there is no response yet: add a When step before this assertion")
+        return turn
+
+    # -- recording checks ------------------------------------------------------------------------
+    def record_check(self, kind: str, mode: Mode, label: str, status: Status, details: str,
+                     *, turn: int | None = None, data: dict[str, Any] | None = None) -> Check:
+        """Record an outcome; a failed ``must`` raises ExpectationFailed naming the turn and reply."""
+        check = Check(kind=kind, mode=mode, label=label, status=status, turn=turn, details=details, data=data or {})
+        self._slots.append(check)
+        if mode == "must" and status in ("failed", "inconclusive"):
+            self._fail(check)
+        return check
+
+    def _fail(self, check: Check) -> None:
+        turn_obj = self.conversation.turns[check.turn - 1] if check.turn else self.conversation.last_turn
+        verdict = "was inconclusive" if check.status == "inconclusive" else "failed"
+        where = f"Turn {check.turn}" if check.turn else "Conversation"
+        raise ExpectationFailed(
+            f"{where}: expectation {check.kind} {check.label!r} (must) {verdict}: {check.details}\n"
+            f"  {checks.describe_turn(turn_obj)}"
+        )
+
+    def deterministic(self, kind: str, mode: Mode, label: str, result: checks.Result, *, turn: int | None) -> None:
+        passed, details = result
+        self.record_check(kind, mode, label, "passed" if passed else "failed", details, turn=turn)
+
+    # -- LLM-backed checks -----------------------------------------------------------------------
+    def satisfy(self, criterion: Criterion, mode: Mode, scope: str) -> None:
+        """``the response`` / ``every response`` / ``the conversation`` satisfies a criterion."""
+        if self.llms.judge is None:
+            self._skip_llm_check("satisfy", mode, criterion.name, turn=self.last_turn.number)
+            return
+        if scope == "conversation":
+            self._last_turn_required()
+            self._pending_conversation.append(_Pending(self._reserve(), criterion))
+            if mode == "must":
+                self._flush_conversation(block=True, mode=mode)
+            return
+        turns = self.conversation.turns if scope == "every" else [self.last_turn]
+        if not turns:
+            raise UsageError(f"{self.where}: there is no response yet: add a When step before this assertion")
+        for turn in turns:
+            self._pending.setdefault(turn.number, []).append(_Pending(self._reserve(), criterion))
+        if mode == "must":
+            for turn in turns:
+                self._flush_turn(turn.number, block=True, mode="must")
+
+    def grounded_in(self, source: str, mode: Mode) -> None:
+        turn = self.last_turn
+        label = f"grounded_in:{source}"
+        if self.llms.judge is None:
+            self._skip_llm_check("grounded_in", mode, label, turn=turn.number)
+            return
+        calls = [c for t in self.conversation.turns for c in t.tool_calls if c.name == source]
+
+        def run() -> Check:
+            assert self.judge is not None
+            result = self.judge.grounding(turn.response.text, source, calls)
+            self.conversation.add_usage("judge", result.usage)
+            verdict = result.value
+            data = {"source": source, **verdict.to_data(), "claims_total": len(verdict.claims),
+                    "claims_unsupported": len(verdict.unsupported)}
+            details = verdict.reasoning or ("unsupported claims: " + "; ".join(verdict.unsupported)
+                                            if verdict.unsupported else "every claim is supported")
+            if verdict.unsupported:
+                details = f"unsupported claims: {'; '.join(verdict.unsupported)}. {verdict.reasoning}".strip()
+            return Check("grounded_in", mode, label, "passed" if verdict.passed else "failed", turn.number, details, data)
+
+        self._run_llm_check(run, mode)
+
+    def intent(self, intent: str, mode: Mode) -> None:
+        turn = self.last_turn
+        label = f"intent:{intent}"
+        if self.llms.judge is None:
+            self._skip_llm_check("intent", mode, label, turn=turn.number)
+            return
+
+        def run() -> Check:
+            assert self.judge is not None
+            result = self.judge.intent(format_exchange(turn), intent)
+            self.conversation.add_usage("judge", result.usage)
+            return Check("intent", mode, label, result.value.verdict, turn.number, result.value.reasoning)
+
+        self._run_llm_check(run, mode)
+
+    def goal_achieved(self, mode: Mode) -> None:
+        goal = self.simulator_config.goal
+        if not goal:
+            raise UsageError(f"{self.where}: there is no goal to check: add Given a simulated user with the goal \"...\"")
+        self._last_turn_required()
+        if self.llms.judge is None:
+            self._skip_llm_check("goal", mode, "goal achieved", turn=None)
+            return
+        transcript = self.conversation.transcript()
+
+        def run() -> Check:
+            assert self.judge is not None
+            result = self.judge.goal_achieved(goal, transcript)
+            self.conversation.add_usage("judge", result.usage)
+            return Check("goal", mode, "goal achieved", result.value.verdict, None, result.value.reasoning,
+                         {"goal": goal})
+
+        self._run_llm_check(run, mode)
+
+    # -- topics ------------------------------------------------------------------------------------
+    def topic_path(self) -> list[str]:
+        if self.topics is None:
+            raise UsageError(f"{self.where}: no topics declared: add a Given the topics: table first")
+        return self.conversation.topic_path
+
+    def check_reached(self, topic: str, mode: Mode) -> None:
+        path = self.topic_path()
+        self._require_topics([topic])
+        ok = reached(topic, path)
+        self.record_check("reached_topic", mode, f"reached:{topic}", "passed" if ok else "failed",
+                          f"topic path: {' > '.join(path) or '(none)'}", turn=None, data={"topic": topic})
+
+    def check_follows(self, sequence: Sequence[str], mode: Mode) -> None:
+        path = self.topic_path()
+        self._require_topics(sequence)
+        ok = follows(sequence, path)
+        self.record_check("follow_topics", mode, "follows:" + ">".join(sequence), "passed" if ok else "failed",
+                          f"topic path: {' > '.join(path) or '(none)'}", turn=None, data={"sequence": list(sequence)})
+
+    def _require_topics(self, names: Sequence[str]) -> None:
+        assert self.topics is not None
+        unknown = [n for n in names if n not in self.topics]
+        if unknown:
+            raise UsageError(f"{self.where}: unknown topic(s) {', '.join(unknown)}; declared: {', '.join(self.topics.names)}")
+
+    # -- batching and background work ------------------------------------------------------------
+    def _reserve(self) -> int:
+        self._slots.append(None)
+        return len(self._slots) - 1
+
+    def _skip_llm_check(self, kind: str, mode: Mode, label: str, *, turn: int | None) -> None:
+        if mode == "must":
+            self.require_llm("judge", f'the must expectation "{label}"')
+        self.record_check(kind, mode, label, "skipped", f"no judge LLM: {self.llms.judge_reason}", turn=turn)
+
+    def _last_turn_required(self) -> None:
+        _ = self.last_turn
+
+    def _run_llm_check(self, run: Callable[[], Check], mode: Mode) -> None:
+        slot = self._reserve()
+        if mode == "must" or self.llms.executor is None:
+            check = run()
+            self._slots[slot] = check
+            if mode == "must" and check.status != "passed":
+                self._fail(check)
+        else:
+            self._slots[slot] = self.llms.executor.submit(run)
+
+    def _flush_pending(self) -> None:
+        for number in list(self._pending):
+            self._flush_turn(number, block=False, mode="should")
+        if self._pending_conversation:
+            self._flush_conversation(block=False, mode="should")
+
+    def _flush_turn(self, number: int, *, block: bool, mode: Mode) -> None:
+        pending = self._pending.pop(number, [])
+        if not pending:
+            return
+        turn = self.conversation.turns[number - 1]
+        self._batch(pending, format_exchange(turn), "response", turn.number, block=block, mode=mode)
+
+    def _flush_conversation(self, *, block: bool, mode: Mode) -> None:
+        pending, self._pending_conversation = self._pending_conversation, []
+        self._batch(pending, self.conversation.transcript(), "conversation", None, block=block, mode=mode)
+
+    def _batch(self, pending: list[_Pending], subject: str, scope: str, turn: int | None, *,
+               block: bool, mode: Mode) -> None:
+        """One judge call for every criterion pending on one subject; fills their slots."""
+        unique: dict[str, Criterion] = {p.criterion.name: p.criterion for p in pending}
+        modes = {p.slot: ("must" if block and mode == "must" else "should") for p in pending}
+
+        def run() -> list[Check]:
+            assert self.judge is not None
+            result = self.judge.evaluate_criteria(list(unique.values()), subject=subject, scope=scope)  # type: ignore[arg-type]
+            self.conversation.add_usage("judge", result.usage)
+            by_name = {v.criterion: v for v in result.value}
+            out = []
+            for p in pending:
+                v = by_name[p.criterion.name]
+                out.append(Check("satisfy", modes[p.slot], p.criterion.name, v.verdict, turn, v.reasoning,
+                                 {"scope": scope}))
+            return out
+
+        if block or self.llms.executor is None:
+            results = run()
+            for p, check in zip(pending, results):
+                self._slots[p.slot] = check
+            if block:
+                for check in results:
+                    if check.mode == "must" and check.status != "passed":
+                        self._fail(check)
+            return
+        future = self.llms.executor.submit(run)
+        for index, p in enumerate(pending):
+            self._slots[p.slot] = _Pick(future, index)  # type: ignore[assignment]
+
+    def finish(self) -> None:
+        """Flush pending criteria, wait for background checks, and fill the conversation's lists.
+
+        A background judge call that failed for good is re-raised: an LLM outage is an ``error``.
+        """
+        self._flush_pending()
+        first_error: BaseException | None = None
+        for index, slot in enumerate(self._slots):
+            if isinstance(slot, (Future, _Pick)):
+                try:
+                    self._slots[index] = slot.result()
+                except LLMError as exc:
+                    first_error = first_error or exc
+                    self._slots[index] = None
+        self.conversation.evaluations.clear()
+        self.conversation.expectations.clear()
+        for slot in self._slots:
+            if isinstance(slot, Check):
+                self.conversation.record(slot)
+        if first_error is not None:
+            raise first_error
+
+    def close(self) -> None:
+        self._exit.close()
+
+    def agent_metadata(self) -> dict[str, Any]:
+        return agent_metadata(self._agent) if self._agent is not None else {}
+
+
+class _Pick:
+    """One check out of a batched future's list."""
+
+    def __init__(self, future: Future[list[Check]], index: int) -> None:
+        self.future = future
+        self.index = index
+
+    def result(self) -> Check:
+        return self.future.result()[self.index]

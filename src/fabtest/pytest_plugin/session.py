@@ -1,0 +1,164 @@
+"""Per-pytest-run state, registered as a plugin object (the pytest-xdist pattern).
+
+It builds the judge and simulator LLMs once, knows the project-level criteria and topics, expands
+scenario sets, and on the controller records every scenario result and writes the experiment.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fabtest.criteria import Criterion
+from fabtest.errors import UsageError
+from fabtest.experiment.model import ScenarioResult
+from fabtest.llm.base import LLMNotConfigured
+from fabtest.pytest_plugin.scenario import LLMRoles
+from fabtest.settings import Settings
+from fabtest.topics import TopicGraph, TopicGraphError
+
+
+class FabtestSession:
+    """One pytest run: settings, LLMs, scenario sets, and (on the controller) the experiment."""
+
+    def __init__(self, config: pytest.Config, settings: Settings) -> None:
+        self.config = config
+        self.settings = settings
+        self.iterations = max(1, int(config.getoption("--fabtest-iterations") or 1))
+        self.is_worker = hasattr(config, "workerinput")
+        self.summary_text = ""
+        self._recorder: Any = None
+        self._roles: LLMRoles | None = None
+        self._sets: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self._topics = self._project_topics()
+
+    # -- configuration ---------------------------------------------------------------------------
+    def project_criteria(self) -> dict[str, Criterion]:
+        return {name: Criterion(name, text) for name, text in self.settings.criteria.items()}
+
+    def project_topics(self) -> TopicGraph | None:
+        return self._topics
+
+    def _project_topics(self) -> TopicGraph | None:
+        if not self.settings.topics:
+            return None
+        rows = [{"topic": r.topic, "characteristic": r.characteristic, "triggers": r.triggers, "next": r.next,
+                 "max turns": "" if r.max_turns is None else str(r.max_turns)} for r in self.settings.topics]
+        try:
+            return TopicGraph.from_table(rows, where=f"{self.settings.source} [tool.fabtest] topics")
+        except TopicGraphError as exc:
+            raise pytest.UsageError(str(exc)) from None
+
+    def llm_roles(self) -> LLMRoles:
+        """Build the judge and simulator once; a missing key leaves the role empty with a reason."""
+        if self._roles is None:
+            from fabtest.llm.factory import build_llm
+
+            roles = LLMRoles(executor=ThreadPoolExecutor(max_workers=self.settings.max_concurrency,
+                                                         thread_name_prefix="fabtest-judge"))
+            for role in ("judge", "simulator"):
+                role_settings = getattr(self.settings, role).llm_settings(self.settings.max_concurrency)
+                try:
+                    llm = build_llm(role_settings, cache_mode=self.settings.llm_cache,
+                                    cache_dir=str(Path(str(self.config.rootpath)) / self.settings.cache_dir))
+                except LLMNotConfigured as exc:
+                    setattr(roles, f"{role}_reason", str(exc))
+                else:
+                    setattr(roles, role, llm)
+            self._roles = roles
+        return self._roles
+
+    @staticmethod
+    def salted(roles: LLMRoles, iteration: int) -> LLMRoles:
+        """The iteration is part of the cache key, so repeated runs stay independent."""
+        from fabtest.llm.cache import salted
+
+        return LLMRoles(
+            judge=salted(roles.judge, f"iteration-{iteration}") if roles.judge else None,
+            simulator=salted(roles.simulator, f"iteration-{iteration}") if roles.simulator else None,
+            judge_reason=roles.judge_reason, simulator_reason=roles.simulator_reason, executor=roles.executor,
+        )
+
+    def scenario_set(self, name: str, feature_path: Path) -> list[dict[str, Any]]:
+        """Records of ``scenarios/NAME.*`` (relative to the rootdir), loaded once per run."""
+        from fabtest.scenario_sets import ScenarioSetError, load_scenario_set
+
+        base = Path(str(self.config.rootpath)) / self.settings.scenarios_dir
+        key = (name, str(base))
+        if key not in self._sets:
+            try:
+                records = load_scenario_set(name, base)
+            except ScenarioSetError as exc:
+                raise UsageError(f"{feature_path}: @scenario_set:{name}: {exc}") from None
+            self._sets[key] = [r.model_dump() if hasattr(r, "model_dump") else dict(r) for r in records]
+        return self._sets[key]
+
+    def collect_playbook(self, file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+        from fabtest.pytest_plugin.playbooks import collect_playbook
+
+        return collect_playbook(self, file_path, parent)
+
+    # -- the experiment (controller only) ----------------------------------------------------------
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        from fabtest.pytest_plugin.plugin import RESULT_PROPERTY
+
+        if self.is_worker or self.config.getoption("--fabtest-no-results"):
+            return
+        for name, value in report.user_properties:
+            if name == RESULT_PROPERTY:
+                self._get_recorder().add(ScenarioResult.model_validate(value))
+
+    def _get_recorder(self) -> Any:
+        if self._recorder is None:
+            from fabtest.experiment.recorder import Recorder
+
+            opt = self.config.getoption
+            results_dir = Path(self.settings.results_dir)
+            if not results_dir.is_absolute():
+                results_dir = Path(str(self.config.rootpath)) / results_dir
+            judge, sim = self.settings.judge, self.settings.simulator
+            have_judge, have_sim = self._role_available("judge"), self._role_available("simulator")
+            self._recorder = Recorder(
+                results_dir=results_dir, name=opt("--fabtest-experiment"), tags=opt("--fabtest-tag") or [],
+                experiment_id=opt("--fabtest-experiment-id"),
+                judge_provider=judge.provider if have_judge else None, judge_model=judge.model if have_judge else None,
+                simulator_provider=sim.provider if have_sim else None, simulator_model=sim.model if have_sim else None,
+                iterations=self.iterations, cwd=str(self.config.rootpath),
+            )
+        return self._recorder
+
+    def _role_available(self, role: str) -> bool:
+        from fabtest.llm.factory import llm_available
+
+        try:
+            ok, _ = llm_available(getattr(self.settings, role).llm_settings(self.settings.max_concurrency),
+                                  cache_mode=self.settings.llm_cache)
+        except ValueError:
+            return False
+        return ok
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if self.is_worker or self._recorder is None:
+            return
+        from fabtest.experiment.summary import previous_experiment_id, render_summary
+
+        recorder = self._recorder
+        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+        path = recorder.finalise(interrupted=interrupted)
+        doc = recorder.document(interrupted=interrupted)
+        shown = os.path.relpath(path, str(self.config.rootpath)) if path.is_relative_to(str(self.config.rootpath)) else path
+        self.summary_text = render_summary(doc, shown, previous_experiment_id(recorder.results_dir, recorder.experiment_id))
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.summary_text:
+            terminalreporter.write_sep("=", "fabtest experiment")
+            terminalreporter.write_line(self.summary_text)
+
+    def close(self) -> None:
+        if self._roles is not None and self._roles.executor is not None:
+            self._roles.executor.shutdown(wait=False, cancel_futures=True)

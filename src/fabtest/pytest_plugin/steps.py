@@ -1,0 +1,255 @@
+"""The step vocabulary (DESIGN section 2). Each step parses its words and calls ScenarioState.
+
+Registered as a pytest plugin, so the steps are visible to every feature; a project overrides or
+extends them with ordinary pytest-bdd steps in its conftest.
+"""
+
+from __future__ import annotations
+
+from pytest_bdd import given, parsers, then, when
+
+from fabtest import checks
+from fabtest.conversation import Mode
+from fabtest.criteria import Criterion, criterion_from_text, parse_examples_table, resolve
+from fabtest.errors import UsageError
+from fabtest.pytest_plugin.scenario import ScenarioState
+from fabtest.topics import table_rows
+
+MODE = r"(?P<mode>should|must)"
+Q = r'"(?P<{}>[^"]*)"'  # a quoted value without double quotes inside
+
+
+def _q(name: str) -> str:
+    return Q.format(name)
+
+
+def _table(datatable: list[list[str]] | None, state: ScenarioState, what: str) -> list[list[str]]:
+    if not datatable:
+        raise UsageError(f"{state.where}: {what} needs a data table under the step")
+    return datatable
+
+
+def _mode(mode: str) -> Mode:
+    return "must" if mode == "must" else "should"
+
+
+# -- setup ---------------------------------------------------------------------------------------
+@given(parsers.re(r'the agent ' + _q("name")))
+def _given_agent(fabtest_scenario: ScenarioState, name: str) -> None:
+    fabtest_scenario.use_agent(name)
+
+
+@given(parsers.re(r'the criterion ' + _q("name") + r' means ' + _q("description")))
+def _given_criterion(fabtest_scenario: ScenarioState, name: str, description: str) -> None:
+    fabtest_scenario.define_criterion(_criterion(fabtest_scenario, name, description))
+
+
+@given(parsers.re(r'the criterion ' + _q("name") + r' means ' + _q("description") + r' with examples:'))
+def _given_criterion_examples(fabtest_scenario: ScenarioState, name: str, description: str,
+                              datatable: list[list[str]] | None = None) -> None:
+    try:
+        good, bad = parse_examples_table(_table(datatable, fabtest_scenario, "examples"))
+    except ValueError as exc:
+        raise UsageError(f"{fabtest_scenario.where}: {exc}") from None
+    fabtest_scenario.define_criterion(Criterion(name, description, good, bad))
+
+
+@given(parsers.re(r'the criterion ' + _q("name") + r' means:'))
+def _given_criterion_doc(fabtest_scenario: ScenarioState, name: str, docstring: str = "") -> None:
+    try:
+        fabtest_scenario.define_criterion(criterion_from_text(name, docstring))
+    except ValueError as exc:
+        raise UsageError(f"{fabtest_scenario.where}: {exc}") from None
+
+
+@given("the criteria:")
+def _given_criteria(fabtest_scenario: ScenarioState, datatable: list[list[str]] | None = None) -> None:
+    rows = _table(datatable, fabtest_scenario, "the criteria")
+    header = [c.strip().lower() for c in rows[0]]
+    if header[:2] != ["criterion", "description"]:
+        raise UsageError(f"{fabtest_scenario.where}: the criteria table needs the header | criterion | description |, "
+                         f"got | {' | '.join(rows[0])} |")
+    for row in rows[1:]:
+        fabtest_scenario.define_criterion(_criterion(fabtest_scenario, row[0].strip(), row[1].strip()))
+
+
+def _criterion(state: ScenarioState, name: str, description: str) -> Criterion:
+    try:
+        return Criterion(name, description)
+    except ValueError as exc:
+        raise UsageError(f"{state.where}: {exc}") from None
+
+
+@given("the topics:")
+def _given_topics(fabtest_scenario: ScenarioState, datatable: list[list[str]] | None = None) -> None:
+    fabtest_scenario.define_topics(table_rows(_table(datatable, fabtest_scenario, "the topics")))
+
+
+@given(parsers.re(r'a simulated user with the goal ' + _q("goal")))
+def _given_goal(fabtest_scenario: ScenarioState, goal: str) -> None:
+    fabtest_scenario.configure_simulator(goal=goal)
+
+
+@given(parsers.re(r'the persona ' + _q("persona")))
+def _given_persona(fabtest_scenario: ScenarioState, persona: str) -> None:
+    fabtest_scenario.configure_simulator(persona=persona)
+
+
+@given("the persona:")
+def _given_persona_doc(fabtest_scenario: ScenarioState, docstring: str = "") -> None:
+    fabtest_scenario.configure_simulator(persona=docstring.strip())
+
+
+@given("the simulated user knows:")
+def _given_facts(fabtest_scenario: ScenarioState, datatable: list[list[str]] | None = None) -> None:
+    rows = _table(datatable, fabtest_scenario, "the simulated user knows")
+    if [c.strip().lower() for c in rows[0]][:2] != ["fact", "value"]:
+        raise UsageError(f"{fabtest_scenario.where}: the facts table needs the header | fact | value |")
+    fabtest_scenario.configure_simulator(facts={r[0].strip(): r[1].strip() for r in rows[1:]})
+
+
+@given(parsers.re(r'the simulated user should (?P<neg>not )?' + _q("rule")))
+def _given_rule(fabtest_scenario: ScenarioState, neg: str | None, rule: str) -> None:
+    if neg:
+        fabtest_scenario.configure_simulator(rules_should_not=[rule])
+    else:
+        fabtest_scenario.configure_simulator(rules_should=[rule])
+
+
+@given(parsers.re(r"the simulation takes at most (?P<n>\d+) turns?"))
+def _given_max_turns(fabtest_scenario: ScenarioState, n: str) -> None:
+    if int(n) < 1:
+        raise UsageError(f"{fabtest_scenario.where}: the simulation needs at least 1 turn")
+    fabtest_scenario.configure_simulator(max_turns=int(n))
+
+
+@given(parsers.re(r'the simulation stops when the agent calls ' + _q("tool")))
+def _given_stop_tool(fabtest_scenario: ScenarioState, tool: str) -> None:
+    fabtest_scenario.configure_simulator(stop_on_tool=tool)
+
+
+@given(parsers.re(r'the simulation stops when the conversation reaches the topic ' + _q("topic")))
+def _given_stop_topic(fabtest_scenario: ScenarioState, topic: str) -> None:
+    fabtest_scenario.configure_simulator(stop_on_topic=topic)
+
+
+@given("a simulated user from the scenario")
+def _given_from_record(fabtest_scenario: ScenarioState) -> None:
+    fabtest_scenario.use_record()
+
+
+# -- actions -------------------------------------------------------------------------------------
+@when(parsers.re(r'the user says "(?P<text>.*)"'))
+def _when_says(fabtest_scenario: ScenarioState, text: str) -> None:
+    fabtest_scenario.user_says(text.replace('\\"', '"'))
+
+
+@when("the user says:")
+def _when_says_doc(fabtest_scenario: ScenarioState, docstring: str = "") -> None:
+    fabtest_scenario.user_says(docstring)
+
+
+@when("the simulated user talks to the agent")
+def _when_simulate(fabtest_scenario: ScenarioState) -> None:
+    fabtest_scenario.simulate()
+
+
+# -- assertions ----------------------------------------------------------------------------------
+@then(parsers.re(r'(?P<scope>the response|every response|the conversation) ' + MODE + r' satisfy ' + _q("criterion")))
+def _then_satisfy(fabtest_scenario: ScenarioState, scope: str, mode: str, criterion: str) -> None:
+    chosen = resolve(criterion, fabtest_scenario.criteria)
+    fabtest_scenario.satisfy(chosen, _mode(mode), scope.split()[0] if scope != "the conversation" else "conversation")
+
+
+@then(parsers.re(r'the response ' + MODE + r' (?P<neg>not )?match "(?P<pattern>.*)"'))
+def _then_match(fabtest_scenario: ScenarioState, mode: str, neg: str | None, pattern: str) -> None:
+    state = fabtest_scenario
+    regex = checks.compile_regex(pattern, where=state.where)
+    turn = state.last_turn
+    passed, details = checks.check_regex(turn.response.text, regex)
+    kind = "not_match" if neg else "match"
+    state.deterministic(kind, _mode(mode), f"{kind}:/{pattern}/", (passed != bool(neg), details), turn=turn.number)
+
+
+@then(parsers.re(r'the agent ' + MODE + r' (?P<neg>not )?call ' + _q("tool")))
+def _then_call(fabtest_scenario: ScenarioState, mode: str, neg: str | None, tool: str) -> None:
+    _check_call(fabtest_scenario, mode, neg, tool, [])
+
+
+@then(parsers.re(r'the agent ' + MODE + r' (?P<neg>not )?call ' + _q("tool") + r' with:'))
+def _then_call_with(fabtest_scenario: ScenarioState, mode: str, neg: str | None, tool: str,
+                    datatable: list[list[str]] | None = None) -> None:
+    args = checks.parse_with_table(datatable or [], where=fabtest_scenario.where)
+    _check_call(fabtest_scenario, mode, neg, tool, args)
+
+
+def _check_call(state: ScenarioState, mode: str, neg: str | None, tool: str, args: list[checks.ArgExpectation]) -> None:
+    turn = state.last_turn
+    passed, details = checks.check_called(turn.tool_calls, tool, args)
+    kind = "not_call_tool" if neg else "call_tool"
+    state.deterministic(kind, _mode(mode), f"{kind}:{tool}", (passed != bool(neg), details), turn=turn.number)
+
+
+@then(parsers.re(r'the conversation ' + MODE + r' (?P<neg>not )?include a call to ' + _q("tool")))
+def _then_include(fabtest_scenario: ScenarioState, mode: str, neg: str | None, tool: str) -> None:
+    state = fabtest_scenario
+    state._last_turn_required()
+    passed, details = checks.check_called(state.conversation.tool_calls, tool)
+    kind = "not_include_call" if neg else "include_call"
+    state.deterministic(kind, _mode(mode), f"{kind}:{tool}", (passed != bool(neg), details), turn=None)
+
+
+@then(parsers.re(r'the conversation ' + MODE + r' take at most (?P<n>\d+) turns?'))
+def _then_turns(fabtest_scenario: ScenarioState, mode: str, n: str) -> None:
+    actual = len(fabtest_scenario.conversation.turns)
+    fabtest_scenario.record_check("turn_count", _mode(mode), f"turn_count<={n}",
+                                  "passed" if actual <= int(n) else "failed", f"{actual} turns (max {n})",
+                                  data={"max": int(n), "actual": actual})
+
+
+@then(parsers.re(r'the transcript ' + MODE + r' contain ' + _q("text")))
+def _then_transcript(fabtest_scenario: ScenarioState, mode: str, text: str) -> None:
+    transcript = fabtest_scenario.conversation.transcript()
+    ok = text in transcript
+    fabtest_scenario.record_check("transcript_contains", _mode(mode), f"transcript:{text}", "passed" if ok else "failed",
+                                  f"transcript {'contains' if ok else 'does not contain'} {text!r}")
+
+
+@then(parsers.re(r'the file ' + _q("path") + r' ' + MODE + r' exist'))
+def _then_file_exists(fabtest_scenario: ScenarioState, path: str, mode: str) -> None:
+    result = checks.check_file(fabtest_scenario.workdir, path)
+    fabtest_scenario.deterministic("file_exists", _mode(mode), f"file:{path}", result, turn=None)
+
+
+@then(parsers.re(r'the file ' + _q("path") + r' ' + MODE + r' contain ' + _q("text")))
+def _then_file_contains(fabtest_scenario: ScenarioState, path: str, mode: str, text: str) -> None:
+    result = checks.check_file(fabtest_scenario.workdir, path, text)
+    fabtest_scenario.deterministic("file_contains", _mode(mode), f"file:{path}:{text}", result, turn=None)
+
+
+@then(parsers.re(r'the response ' + MODE + r' be grounded in ' + _q("source")))
+def _then_grounded(fabtest_scenario: ScenarioState, mode: str, source: str) -> None:
+    fabtest_scenario.grounded_in(source, _mode(mode))
+
+
+@then(parsers.re(r'the response ' + MODE + r' have the intent ' + _q("intent")))
+def _then_intent(fabtest_scenario: ScenarioState, mode: str, intent: str) -> None:
+    fabtest_scenario.intent(intent, _mode(mode))
+
+
+@then(parsers.re(r'the goal ' + MODE + r' be achieved'))
+def _then_goal(fabtest_scenario: ScenarioState, mode: str) -> None:
+    fabtest_scenario.goal_achieved(_mode(mode))
+
+
+@then(parsers.re(r'the conversation ' + MODE + r' reach the topic ' + _q("topic")))
+def _then_reach(fabtest_scenario: ScenarioState, mode: str, topic: str) -> None:
+    fabtest_scenario.check_reached(topic, _mode(mode))
+
+
+@then(parsers.re(r'the conversation ' + MODE + r' follow the topics ' + _q("topics")))
+def _then_follow(fabtest_scenario: ScenarioState, mode: str, topics: str) -> None:
+    sequence = [t.strip() for t in topics.split(",") if t.strip()]
+    if not sequence:
+        raise UsageError(f"{fabtest_scenario.where}: follow the topics needs a comma-separated list of topics")
+    fabtest_scenario.check_follows(sequence, _mode(mode))

@@ -1,0 +1,87 @@
+"""The turn loop: send a user message, get the agent's response, classify the topic, record it.
+
+Scripted mode calls :meth:`ConversationRunner.say` per ``When the user says``; simulated mode calls
+:meth:`ConversationRunner.simulate`, which asks the simulator for each user message until a stop
+condition, the turn limit, or an error. Agent failures become explicit exceptions (AgentError,
+AgentTimeout) that the pytest plugin maps to failure types.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from fabtest.agents.base import Agent, AgentError, AgentTimeout
+from fabtest.agents.python import coerce_response
+from fabtest.conversation import AgentResponse, Conversation, Message, Turn
+
+TurnHook = Callable[[Turn], None]
+
+
+class ConversationRunner:
+    """Drives one conversation with one agent. ``on_turn`` hooks run after every turn (topics, limits)."""
+
+    def __init__(self, agent: Agent, conversation: Conversation, *, agent_timeout: float = 60.0) -> None:
+        self.agent = agent
+        self.conversation = conversation
+        self.agent_timeout = agent_timeout
+        self.on_turn: list[TurnHook] = []
+
+    def say(self, text: str) -> Turn:
+        """Send one user message and record the turn."""
+        messages = [*self.conversation.messages, Message("user", text)]
+        started = time.perf_counter()
+        response = call_agent(self.agent, messages, timeout=self.agent_timeout)
+        turn = Turn(number=len(self.conversation.turns) + 1, user=text, response=response,
+                    duration_s=time.perf_counter() - started)
+        self.conversation.turns.append(turn)
+        for hook in self.on_turn:
+            hook(turn)
+        return turn
+
+    def simulate(self, next_message: Callable[[Conversation], str | None], *, max_turns: int,
+                 should_stop: Callable[[Conversation], str | None]) -> str:
+        """Let the simulator talk until ``should_stop`` gives a reason; returns that reason.
+
+        ``next_message`` returning None means the simulated user considers its goal done. Raises
+        MaxTurnsReached when ``max_turns`` turns pass without a stop reason.
+        """
+        from fabtest.errors import MaxTurnsReached
+
+        for _ in range(max_turns):
+            text = next_message(self.conversation)
+            if text is None:
+                return "the simulated user finished its goal"
+            self.say(text)
+            reason = should_stop(self.conversation)
+            if reason:
+                return reason
+        raise MaxTurnsReached(
+            f"the simulation took {max_turns} turns without reaching its stop condition"
+            f" (last agent reply: {self.conversation.turns[-1].response.text[:200]!r})"
+            if self.conversation.turns else f"the simulation took {max_turns} turns without a stop condition")
+
+
+def call_agent(agent: Agent, messages: list[Message], *, timeout: float) -> AgentResponse:
+    """Call ``agent.chat`` on a worker thread so a hung agent becomes an AgentTimeout, not a hung suite."""
+    box: dict[str, Any] = {}
+
+    def _run() -> None:
+        try:
+            box["value"] = agent.chat(messages)
+        except BaseException as exc:  # noqa: BLE001 - re-raised on the caller's thread below
+            box["error"] = exc
+
+    worker = threading.Thread(target=_run, name="fabtest-agent", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        raise AgentTimeout(f"the agent did not answer within {timeout:g}s (agent_timeout)")
+    if "error" in box:
+        exc = box["error"]
+        if isinstance(exc, AgentError):
+            raise exc
+        raise AgentError(f"the agent raised {type(exc).__name__}: {exc}") from exc
+    return coerce_response(box.get("value"))

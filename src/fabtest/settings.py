@@ -1,0 +1,138 @@
+"""``[tool.fabtest]`` settings from pyproject.toml, overridden by ``FABTEST_*`` env and options.
+
+One pydantic model validates the table so a typo is a one-line error naming the file and key
+rather than a setting silently ignored.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from fabtest.errors import UsageError
+from fabtest.llm.base import LLMSettings
+
+
+class RoleSettings(BaseModel):
+    """Provider and model of the judge or the simulator."""
+
+    model_config = ConfigDict(extra="forbid")
+    provider: Literal["gemini", "openai"] = "gemini"
+    model: str = "gemini-2.5-flash"
+    temperature: float | None = None
+    timeout: float = 60.0
+    max_retries: int = 4
+    base_url: str | None = None
+
+    def llm_settings(self, max_concurrency: int) -> LLMSettings:
+        return LLMSettings(
+            provider=self.provider, model=self.model, temperature=self.temperature, timeout_s=self.timeout,
+            max_retries=self.max_retries, base_url=self.base_url, max_concurrency=max_concurrency,
+        )
+
+
+class TopicRow(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    topic: str
+    characteristic: str = ""
+    triggers: str = ""
+    next: str = ""
+    max_turns: int | None = Field(default=None, alias="max turns")
+
+
+class Settings(BaseModel):
+    """Everything fabtest reads from ``[tool.fabtest]``."""
+
+    model_config = ConfigDict(extra="forbid")
+    agent: str | None = None
+    agents: dict[str, Any] = Field(default_factory=dict)
+    agent_timeout: float = 60.0
+    scenario_timeout: float | None = None
+    collect_features: bool = True
+    playbooks: str = "scenarios/playbooks/*.playbook.{json,yaml,yml}"
+    scenarios_dir: str = "scenarios"
+    results_dir: str = "results"
+    judge: RoleSettings = Field(default_factory=RoleSettings)
+    simulator: RoleSettings = Field(default_factory=RoleSettings)
+    max_concurrency: int = 8
+    llm_cache: Literal["on", "off", "replay"] = "off"
+    cache_dir: str = ".fabtest/cache"
+    criteria: dict[str, str] = Field(default_factory=dict)
+    topics: list[TopicRow] = Field(default_factory=list)
+    definitions_file: str | None = None  # YAML/JSON with `criteria:` and `topics:` shared by every feature
+    # where the settings came from, for error messages (not a user key)
+    source: str = Field(default="", exclude=True)
+
+    @classmethod
+    def load(cls, root: Path, environ: dict[str, str] | None = None) -> Settings:
+        """Read ``root/pyproject.toml`` (missing file or table means defaults) and apply env overrides."""
+        environ = dict(os.environ if environ is None else environ)
+        path = root / "pyproject.toml"
+        table: dict[str, Any] = {}
+        if path.is_file():
+            try:
+                data = tomllib.loads(path.read_text(encoding="utf-8"))
+            except tomllib.TOMLDecodeError as exc:
+                raise UsageError(f"{path}: invalid TOML: {exc}") from None
+            table = dict(data.get("tool", {}).get("fabtest", {}))
+        _apply_env(table, environ)
+        try:
+            settings = cls.model_validate(table)
+        except ValidationError as exc:
+            raise UsageError(f"{path} [tool.fabtest]: {_first_error(exc)}") from None
+        settings.source = str(path)
+        if settings.definitions_file:
+            settings._load_definitions(root / settings.definitions_file)
+        return settings
+
+    def _load_definitions(self, path: Path) -> None:
+        if not path.is_file():
+            raise UsageError(f"{self.source} [tool.fabtest]: definitions_file {str(path)!r} does not exist")
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as exc:
+            raise UsageError(f"{path}: invalid YAML: {exc}".replace("\n", " ")) from None
+        if not isinstance(data, dict):
+            raise UsageError(f"{path}: expected a mapping with 'criteria' and/or 'topics'")
+        try:
+            extra = Settings.model_validate({"criteria": data.get("criteria", {}), "topics": data.get("topics", [])})
+        except ValidationError as exc:
+            raise UsageError(f"{path}: {_first_error(exc)}") from None
+        self.criteria = {**extra.criteria, **self.criteria}
+        names = {row.topic for row in self.topics}
+        self.topics = [row for row in extra.topics if row.topic not in names] + self.topics
+
+
+_ENV_KEYS = {
+    "FABTEST_AGENT": ("agent",),
+    "FABTEST_RESULTS_DIR": ("results_dir",),
+    "FABTEST_LLM_CACHE": ("llm_cache",),
+    "FABTEST_AGENT_TIMEOUT": ("agent_timeout",),
+    "FABTEST_JUDGE_PROVIDER": ("judge", "provider"),
+    "FABTEST_JUDGE_MODEL": ("judge", "model"),
+    "FABTEST_SIMULATOR_PROVIDER": ("simulator", "provider"),
+    "FABTEST_SIMULATOR_MODEL": ("simulator", "model"),
+    "FABTEST_MAX_CONCURRENCY": ("max_concurrency",),
+}
+
+
+def _apply_env(table: dict[str, Any], environ: dict[str, str]) -> None:
+    for var, keys in _ENV_KEYS.items():
+        if var in environ and environ[var] != "":
+            target = table
+            for key in keys[:-1]:
+                target = target.setdefault(key, {})
+            target[keys[-1]] = environ[var]
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err["loc"])
+    if err["type"] == "extra_forbidden":
+        return f"unknown key {loc!r}"
+    return f"{loc}: {err['msg']}"

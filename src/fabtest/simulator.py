@@ -1,0 +1,247 @@
+"""The simulated user: an LLM that plays the user from a goal, a persona, facts and rules.
+
+Configuration is inherited (project, Feature Background, Rule Background, scenario) with
+``SimulatorConfig.merge``. The simulator writes one user message per call and never speaks for
+the agent: an empty or role-inverted reply is asked again, then raises ``LLMBadOutput`` (failure
+type ``error``), so the agent is never blamed for the simulator's mistake.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from fabtest.conversation import Conversation, TokenUsage
+from fabtest.llm.base import LLM, LLMBadOutput, LLMNotConfigured
+
+if TYPE_CHECKING:
+    from fabtest.topics import TopicGraph
+
+#: Extra attempts after the first when the simulator's message is unusable.
+MAX_RETRIES = 2
+
+# --------------------------------------------------------------------------------------------
+# Prompts.
+# --------------------------------------------------------------------------------------------
+
+SYSTEM_PROMPT = """\
+You are role-playing a HUMAN USER who is talking to an AI agent (a chatbot). You are the user, \
+never the agent: do not answer your own questions, do not write the agent's lines, and do not \
+describe what you are doing. Write only what the user types next, in the first person, staying \
+in character. Answer with a single JSON object and nothing else."""
+
+USER_PROMPT = """\
+YOUR GOAL
+{goal}
+
+WHO YOU ARE
+{persona}
+
+WHAT YOU KNOW (give these facts when they are relevant or the agent asks; do not invent other facts)
+{facts}
+
+RULES
+{rules}
+
+THE CONVERSATION SO FAR ("You" is you, the user; "Agent" is the AI agent)
+{transcript}
+
+Write your next message to the agent.
+Set "goal_complete" to true only if your goal has been fully achieved (the agent did or confirmed \
+what you need); then "message" is a short closing message.
+JSON: {{"message": "...", "goal_complete": false}}"""
+
+RETRY_NOTE = """\
+
+Your previous answer could not be used: {problem}
+Write the USER's next message (not the agent's), following the JSON schema exactly."""
+
+#: Prefixes that mean the simulator wrote the agent's line instead of the user's.
+_AGENT_PREFIX = re.compile(r"^\s*\**\s*(agent|assistant|ai|bot|chatbot|system)\s*\**\s*:", re.IGNORECASE)
+#: Prefixes that label the user's own line; stripped.
+_USER_PREFIX = re.compile(r"^\s*\**\s*(user|you|me|human|customer)\s*\**\s*:\s*", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class SimulatorConfig:
+    """Everything that shapes the simulated user. ``None`` / empty means "not set at this level"."""
+
+    goal: str | None = None
+    persona: str | None = None
+    facts: dict[str, str] = field(default_factory=dict)
+    rules_should: list[str] = field(default_factory=list)
+    rules_should_not: list[str] = field(default_factory=list)
+    max_turns: int | None = None
+    stop_on_tool: str | None = None
+    stop_on_topic: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_turns is not None and self.max_turns < 1:
+            raise ValueError(f"the simulation needs at least 1 turn, got max_turns={self.max_turns}")
+
+    @property
+    def has_stop_condition(self) -> bool:
+        return self.stop_on_tool is not None or self.stop_on_topic is not None
+
+    def merge(self, child: SimulatorConfig) -> SimulatorConfig:
+        """``child`` (a lower level) on top of ``self``.
+
+        Facts and rules accumulate (a child fact with the same key replaces the parent's; a rule
+        repeated at several levels is kept once). Goal and persona are replaced when the child sets
+        them. ``max_turns`` and the stop condition of the innermost level that sets them win; the
+        stop condition is one setting, so a child that sets either stop replaces both.
+        """
+        stop_tool, stop_topic = self.stop_on_tool, self.stop_on_topic
+        if child.has_stop_condition:
+            stop_tool, stop_topic = child.stop_on_tool, child.stop_on_topic
+        return SimulatorConfig(
+            goal=child.goal if child.goal is not None else self.goal,
+            persona=child.persona if child.persona is not None else self.persona,
+            facts={**self.facts, **child.facts},
+            rules_should=_unique([*self.rules_should, *child.rules_should]),
+            rules_should_not=_unique([*self.rules_should_not, *child.rules_should_not]),
+            max_turns=child.max_turns if child.max_turns is not None else self.max_turns,
+            stop_on_tool=stop_tool,
+            stop_on_topic=stop_topic,
+        )
+
+    def with_changes(self, **changes: Any) -> SimulatorConfig:
+        """A copy with some fields replaced (steps build a level one setting at a time)."""
+        return replace(self, **changes)
+
+    def to_fingerprint(self) -> dict[str, Any]:
+        """Canonical form for the config hash: facts by key, rules sorted (their order carries no
+        meaning)."""
+        return {
+            "goal": self.goal,
+            "persona": self.persona,
+            "facts": {key: self.facts[key] for key in sorted(self.facts)},
+            "rules_should": sorted(self.rules_should),
+            "rules_should_not": sorted(self.rules_should_not),
+            "max_turns": self.max_turns,
+            "stop_on_tool": self.stop_on_tool,
+            "stop_on_topic": self.stop_on_topic,
+        }
+
+
+class SimulatorAnswer(BaseModel):
+    message: str
+    goal_complete: bool = False
+
+
+@dataclass
+class SimResult:
+    """The simulated user's next message and what it cost (all attempts), for the "simulator" role."""
+
+    text: str
+    goal_complete: bool = False
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    attempts: int = 1
+
+
+class Simulator:
+    """Writes the user's side of a conversation with an LLM."""
+
+    def __init__(self, llm: LLM | None, config: SimulatorConfig) -> None:
+        self.llm = llm
+        self.config = config
+
+    def build_prompt(self, conversation: Conversation) -> str:
+        """The prompt for the next user message (public so reports and tests can show it)."""
+        config = self.config
+        facts = "\n".join(f"- {key}: {value}" for key, value in config.facts.items()) or "(nothing specific)"
+        rules = [f"- You should {rule}" for rule in config.rules_should]
+        rules += [f"- You should not {rule}" for rule in config.rules_should_not]
+        return USER_PROMPT.format(
+            goal=config.goal or "(no specific goal: have a natural conversation)",
+            persona=config.persona or "(an ordinary user)",
+            facts=facts,
+            rules="\n".join(rules) or "(none)",
+            transcript=_user_side_transcript(conversation),
+        )
+
+    def next_message(self, conversation: Conversation) -> SimResult:
+        """The user's next message. Empty or agent-voiced replies are asked again up to
+        ``MAX_RETRIES`` times, then ``LLMBadOutput``."""
+        if self.llm is None:
+            raise LLMNotConfigured("no simulator LLM configured")
+        prompt = self.build_prompt(conversation)
+        usage = TokenUsage()
+        problems: list[str] = []
+        attempt_prompt = prompt
+        for attempt in range(1, MAX_RETRIES + 2):
+            completion = self.llm.complete_json(attempt_prompt, SimulatorAnswer, system=SYSTEM_PROMPT)
+            usage.add(completion.usage)
+            answer = completion.parsed
+            text = _clean(answer.message) if answer is not None else ""
+            problem = _problem(text)
+            if problem is None:
+                assert answer is not None
+                return SimResult(text, answer.goal_complete, usage, attempts=attempt)
+            problems.append(problem)
+            attempt_prompt = prompt + RETRY_NOTE.format(problem=problem)
+        raise LLMBadOutput(_failure_message(problems))
+
+    def should_stop(self, conversation: Conversation, topic_graph: TopicGraph | None = None) -> str | None:
+        """Why the simulation should stop now, or None. Stops when the agent has called
+        ``stop_on_tool`` in any turn so far, or the conversation has reached ``stop_on_topic``.
+        With a ``topic_graph``, a stop topic it does not contain is an error, not a silent never."""
+        config = self.config
+        if config.stop_on_tool is not None:
+            for turn in conversation.turns:
+                if any(call.name == config.stop_on_tool for call in turn.tool_calls):
+                    return f'the agent called "{config.stop_on_tool}" (turn {turn.number})'
+        if config.stop_on_topic is not None:
+            if topic_graph is not None and config.stop_on_topic not in topic_graph:
+                raise ValueError(f'the simulation stops at topic "{config.stop_on_topic}", which the topic graph does not have')
+            for turn in conversation.turns:
+                if turn.topic == config.stop_on_topic:
+                    return f'the conversation reached the topic "{config.stop_on_topic}" (turn {turn.number})'
+        return None
+
+
+def _unique(items: list[str]) -> list[str]:
+    seen: list[str] = []
+    for item in items:
+        if item not in seen:
+            seen.append(item)
+    return seen
+
+
+def _user_side_transcript(conversation: Conversation) -> str:
+    if not conversation.turns:
+        return "(nothing yet: write your opening message)"
+    lines: list[str] = []
+    for turn in conversation.turns:
+        lines.append(f"You: {turn.user}")
+        lines.append(f"Agent: {turn.response.text}")
+    return "\n".join(lines)
+
+
+def _clean(message: str) -> str:
+    """Strip whitespace, wrapping quotes and a leading "User:" label."""
+    text = message.strip()
+    text = _USER_PREFIX.sub("", text, count=1).strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+        text = text[1:-1].strip()
+    return text
+
+
+def _problem(text: str) -> str | None:
+    if not text:
+        return "the message was empty"
+    if _AGENT_PREFIX.match(text):
+        return f"the message was written as the agent ({text[:60]!r})"
+    return None
+
+
+def _failure_message(problems: list[str]) -> str:
+    count = len(problems)
+    if all(p == "the message was empty" for p in problems):
+        return f"simulator returned an empty message {count} times"
+    if all(p.startswith("the message was written as the agent") for p in problems):
+        return f"simulator replied as the agent instead of the user {count} times; last: {problems[-1]}"
+    return f"simulator returned no usable user message in {count} attempts: " + "; ".join(problems)
