@@ -27,6 +27,7 @@ class RoleSettings(BaseModel):
     temperature: float | None = None
     timeout: float = 60.0
     max_retries: int = 4
+    backoff: float = 0.5  # first retry delay in seconds; doubles per attempt, with jitter
     base_url: str | None = None
 
     def llm_settings(self, max_concurrency: int) -> LLMSettings:

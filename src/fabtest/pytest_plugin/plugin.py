@@ -10,6 +10,7 @@ it and writes the experiment at the end of the session.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -190,6 +191,26 @@ def _tags(template: Any) -> set[str]:
     return set(template.tags) | set(template.feature.tags) | set(rule_tags)
 
 
+_NEEDS_SIMULATOR = re.compile(r"the simulated user talks to the agent")
+_NEEDS_JUDGE_MUST = re.compile(r"must (satisfy|be grounded in|have the intent|be achieved)")
+
+
+def pytest_bdd_before_scenario(request: pytest.FixtureRequest, feature: Any, scenario: Any) -> None:
+    """Skip before the first step when a scenario cannot run without an LLM that is not configured."""
+    texts = [step.name for step in scenario.steps]
+    needs = []
+    if any(_NEEDS_SIMULATOR.search(t) for t in texts):
+        needs.append(("simulator", "a simulated user"))
+    if any(_NEEDS_JUDGE_MUST.search(t) for t in texts):
+        needs.append(("judge", "a must expectation judged by an LLM"))
+    if not needs:
+        return
+    roles = request.config.stash[SESSION_KEY].llm_roles()
+    for role, what in needs:
+        if getattr(roles, role) is None:
+            pytest.skip(f"{what} needs the {role} LLM: {getattr(roles, role + '_reason')}")
+
+
 def pytest_bdd_before_step(request: pytest.FixtureRequest, feature: Any, scenario: Any, step: Any) -> None:
     where = f"{_relative(request.config, feature.filename)}:{step.line_number}"
     request.node.stash[WHERE_KEY] = where
@@ -245,7 +266,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
                 report.outcome = "failed"
     if exc is not None and isinstance(exc, _SHORT) and report.outcome == "failed":
         report.longrepr = _short_message(item, exc)
-    if state is None:
+    if state is None and not (report.outcome == "skipped" and template_of(getattr(item, "obj", None)) is not None):
         return
     skipped = report.outcome == "skipped"
     kind = failure_type(exc) if exc is not None and report.outcome == "failed" else None
@@ -272,15 +293,11 @@ def _short_message(item: pytest.Item, exc: BaseException) -> str:
 
 
 def _step_location(message: str) -> str:
-    import re
-
     m = re.search(r'Line (\d+) in scenario ".*" in the feature "(.*)"', message)
     return f"{m.group(2)}:{m.group(1)}" if m else ""
 
 
 def _unmatched(message: str) -> str:
-    import re
-
     m = re.search(r"Step definition is not found: (.*?)\. Line", message)
     return m.group(1) if m else ""
 

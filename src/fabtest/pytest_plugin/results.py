@@ -12,8 +12,10 @@ from fabtest.pytest_plugin.collect import template_of
 from fabtest.pytest_plugin.scenario import ScenarioState
 
 
-def build_result(item: pytest.Item, state: ScenarioState, *, passed: bool, skipped: bool, skip_reason: str | None,
+def build_result(item: pytest.Item, state: ScenarioState | None, *, passed: bool, skipped: bool, skip_reason: str | None,
                  failure_type: str | None, failure_message: str | None, duration_s: float) -> ScenarioResult:
+    if state is None:  # skipped before its first step (no LLM configured)
+        return _skipped_result(item, skip_reason, duration_s)
     conv = state.conversation
     template = template_of(getattr(item, "obj", None))
     feature = template.feature.name if template else ""
@@ -50,6 +52,22 @@ def build_result(item: pytest.Item, state: ScenarioState, *, passed: bool, skipp
         topics=[TopicRecord(**r) for r in state.topics.topic_records()] if state.topics else [],
         simulator=state.simulator_config.to_fingerprint() if state.simulator_config.goal else None,
         agent_metadata=_jsonable(state.agent_metadata()),
+    )
+
+
+def _skipped_result(item: pytest.Item, reason: str | None, duration_s: float) -> ScenarioResult:
+    template = template_of(getattr(item, "obj", None))
+    rule = template.rule.name if template is not None and template.rule is not None else None
+    name = _scenario_name(item, template)
+    callspec = getattr(item, "callspec", None)
+    record = callspec.params.get("fabtest_record") if callspec else None
+    record_id = str(record["id"]) if record else None
+    iteration = int(callspec.params.get("fabtest_iteration", 1)) if callspec else 1
+    return ScenarioResult(
+        id=stable_id(template.feature.name, rule, name, record_id), name=name + (f" [{record_id}]" if record_id else ""),
+        nodeid=item.nodeid, feature=template.feature.name, feature_file=template.feature.filename, rule=rule,
+        record_id=record_id, iteration=iteration, passed=False, skipped=True, skip_reason=reason,
+        duration_s=round(duration_s, 4),
     )
 
 

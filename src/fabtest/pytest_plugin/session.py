@@ -61,10 +61,12 @@ class FabtestSession:
             roles = LLMRoles(executor=ThreadPoolExecutor(max_workers=self.settings.max_concurrency,
                                                          thread_name_prefix="fabtest-judge"))
             for role in ("judge", "simulator"):
-                role_settings = getattr(self.settings, role).llm_settings(self.settings.max_concurrency)
+                configured = getattr(self.settings, role)
+                role_settings = configured.llm_settings(self.settings.max_concurrency)
                 try:
                     llm = build_llm(role_settings, cache_mode=self.settings.llm_cache,
-                                    cache_dir=str(Path(str(self.config.rootpath)) / self.settings.cache_dir))
+                                    cache_dir=str(Path(str(self.config.rootpath)) / self.settings.cache_dir),
+                                    backoff_base_s=configured.backoff)
                 except LLMNotConfigured as exc:
                     setattr(roles, f"{role}_reason", str(exc))
                 else:

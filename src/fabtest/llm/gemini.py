@@ -1,0 +1,211 @@
+"""Gemini through the google-genai SDK.
+
+google-genai is imported lazily (it costs about half a second), so importing fabtest stays cheap
+and runs without an LLM never pay for it. The SDK's own retries are off; fabtest retries with
+:func:`fabtest.llm.limits.call_with_retries` so a call is never retried twice over.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import BaseModel
+
+from fabtest.llm.base import Completion, LLMError, LLMNotConfigured, LLMSettings
+from fabtest.llm.limits import (
+    RawAnswer,
+    RetryPolicy,
+    TransientFailure,
+    complete_validated,
+    exception_is_connection_error,
+    exception_is_timeout,
+    is_retryable_status,
+    provider_semaphore,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from google import genai
+
+T = TypeVar("T", bound=BaseModel)
+
+#: Environment variables searched for the key, in order (after ``LLMSettings.api_key_env``).
+GEMINI_KEY_ENV_VARS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+#: Environment variable the SDK (and fabtest) read to point Gemini at another host.
+GEMINI_BASE_URL_ENV = "GOOGLE_GEMINI_BASE_URL"
+
+
+def gemini_api_key(settings: LLMSettings) -> tuple[str | None, str]:
+    """Return ``(key, variable it came from)``; the key is None when no variable is set."""
+    names = ((settings.api_key_env,) if settings.api_key_env else ()) + GEMINI_KEY_ENV_VARS
+    for name in names:
+        value = os.environ.get(name, "").strip()
+        if value:
+            return value, name
+    return None, names[0]
+
+
+def missing_key_message(settings: LLMSettings) -> str:
+    """The reason shown when Gemini has no key: it names the variable to set."""
+    wanted = f"{settings.api_key_env} or GEMINI_API_KEY" if settings.api_key_env else "GEMINI_API_KEY"
+    return f"no Gemini API key: set {wanted} (or GOOGLE_API_KEY) to use the {settings.model} LLM"
+
+
+def gemini_base_url(settings: LLMSettings) -> str | None:
+    """``settings.base_url``, else ``GOOGLE_GEMINI_BASE_URL``, else None (the SDK's default host)."""
+    return settings.base_url or os.environ.get(GEMINI_BASE_URL_ENV) or None
+
+
+class GeminiLLM:
+    """The :class:`~fabtest.llm.base.LLM` protocol on Gemini; safe to share between threads.
+
+    One SDK client lives per instance (created on first use). Calls to the same base URL share
+    a process-wide semaphore of ``settings.max_concurrency``. ``backoff_base_s`` /
+    ``backoff_max_s`` shape retry delays (tests set them near zero); ``bad_output_retries`` is
+    how many times an empty or off-schema answer is asked for again.
+    """
+
+    provider = "gemini"
+
+    def __init__(
+        self,
+        settings: LLMSettings | None = None,
+        *,
+        api_key: str | None = None,
+        backoff_base_s: float = 0.5,
+        backoff_max_s: float = 8.0,
+        bad_output_retries: int = 2,
+    ) -> None:
+        self.settings = settings or LLMSettings()
+        self.model = self.settings.model
+        key = api_key or gemini_api_key(self.settings)[0]
+        if not key:
+            raise LLMNotConfigured(missing_key_message(self.settings))
+        self._api_key = key
+        self.base_url = gemini_base_url(self.settings)
+        self._policy = RetryPolicy(self.settings.max_retries, backoff_base_s, backoff_max_s)
+        self._bad_output_retries = bad_output_retries
+        self._semaphore = provider_semaphore(self.provider, self.base_url, self.settings.max_concurrency)
+        self._client: genai.Client | None = None
+        self._client_lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"GeminiLLM(model={self.model!r}, base_url={self.base_url!r})"
+
+    def complete(self, prompt: str, *, system: str | None = None, temperature: float | None = None) -> Completion[Any]:
+        """Free text from Gemini."""
+        return self._call(prompt, None, system, temperature)
+
+    def complete_json(
+        self, prompt: str, schema: type[T], *, system: str | None = None, temperature: float | None = None
+    ) -> Completion[T]:
+        """Structured output (``application/json`` plus the model's JSON schema), validated by pydantic."""
+        return self._call(prompt, schema, system, temperature)
+
+    def close(self) -> None:
+        """Release the SDK client's connections (optional; the process exit does it too)."""
+        with self._client_lock:
+            client, self._client = self._client, None
+        if client is not None:
+            try:
+                client.close()
+            except Exception:  # noqa: BLE001 - closing is best effort
+                pass
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _call(self, prompt: str, schema: type[T] | None, system: str | None, temperature: float | None) -> Completion[Any]:
+        from google.genai import types
+
+        client = self._get_client()
+        config = types.GenerateContentConfig(
+            system_instruction=system or None,
+            temperature=temperature if temperature is not None else self.settings.temperature,
+            response_mime_type="application/json" if schema is not None else None,
+            response_json_schema=schema.model_json_schema() if schema is not None else None,
+        )
+
+        def fetch() -> RawAnswer:
+            try:
+                response = client.models.generate_content(model=self.model, contents=prompt, config=config)
+            except Exception as exc:  # noqa: BLE001 - classified below
+                raise self._classify(exc) from exc
+            return _raw_answer(response, self.model)
+
+        return complete_validated(
+            fetch,
+            schema=schema,
+            policy=self._policy,
+            bad_output_retries=self._bad_output_retries,
+            what=f"gemini {self.model}",
+            semaphore=self._semaphore,
+        )
+
+    def _timeout_ms(self) -> int:
+        return max(1, int(self.settings.timeout_s * 1000))
+
+    def _get_client(self) -> genai.Client:
+        with self._client_lock:
+            if self._client is None:
+                from google import genai
+                from google.genai import types
+
+                options = types.HttpOptions(timeout=self._timeout_ms(), retry_options=None)
+                if self.base_url:
+                    options.base_url = self.base_url
+                self._client = genai.Client(api_key=self._api_key, http_options=options)
+            return self._client
+
+    def _classify(self, exc: Exception) -> Exception:
+        """Map an SDK or transport exception to TransientFailure (retry) or LLMError (give up)."""
+        from google.genai import errors
+
+        if isinstance(exc, errors.APIError):
+            status = getattr(exc, "code", None)
+            detail = f"HTTP {status} {exc.status or ''}: {exc.message or exc}".strip()
+            if is_retryable_status(status):
+                return TransientFailure(detail, status=status, retry_after_s=_retry_after(exc))
+            hint = " (check the API key)" if status in (401, 403) else ""
+            return LLMError(f"gemini {self.model}: {detail}{hint}")
+        if exception_is_timeout(exc):
+            return TransientFailure(f"timed out after {self.settings.timeout_s:g}s", timeout=True)
+        if exception_is_connection_error(exc):
+            return TransientFailure(f"connection error: {type(exc).__name__}: {exc}")
+        return LLMError(f"gemini {self.model}: {type(exc).__name__}: {exc}")
+
+
+def _raw_answer(response: Any, model: str) -> RawAnswer:
+    """Text of the first candidate (thoughts left out) and token counts."""
+    texts: list[str] = []
+    finish = None
+    candidates = getattr(response, "candidates", None) or []
+    if candidates:
+        finish = getattr(candidates[0], "finish_reason", None)
+        content = getattr(candidates[0], "content", None)
+        for part in getattr(content, "parts", None) or []:
+            if getattr(part, "text", None) and not getattr(part, "thought", False):
+                texts.append(part.text)
+    usage = getattr(response, "usage_metadata", None)
+    metadata: dict[str, Any] = {}
+    if finish is not None:
+        metadata["finish_reason"] = str(getattr(finish, "value", finish))
+    version = getattr(response, "model_version", None)
+    return RawAnswer(
+        text="".join(texts),
+        input_tokens=int(getattr(usage, "prompt_token_count", 0) or 0),
+        output_tokens=int(getattr(usage, "candidates_token_count", 0) or 0)
+        + int(getattr(usage, "thoughts_token_count", 0) or 0),
+        model=version or model,
+        metadata=metadata,
+    )
+
+
+def _retry_after(exc: Exception) -> float | None:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    try:
+        value = headers.get("retry-after") if headers is not None else None
+        return float(value) if value else None
+    except (TypeError, ValueError, AttributeError):
+        return None

@@ -1,0 +1,202 @@
+"""Retries with backoff and process-wide concurrency limits, shared by every provider.
+
+Providers raise :class:`TransientFailure` from one HTTP attempt when the failure is worth
+retrying (408/429/5xx, timeouts, dropped connections); :func:`call_with_retries` sleeps with
+exponential backoff plus jitter and gives up with :class:`LLMError` / :class:`LLMTimeout`.
+SDK-level retries stay off, so a call is never retried twice over.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from fabtest.conversation import TokenUsage
+from fabtest.llm.base import Completion, LLMBadOutput, LLMError, LLMTimeout
+
+R = TypeVar("R")
+T = TypeVar("T", bound=BaseModel)
+
+#: HTTP statuses worth another attempt: request timeout, rate limit, server-side trouble.
+RETRYABLE_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+
+
+def is_retryable_status(status: int | None) -> bool:
+    """True for 408, 429 and any 5xx."""
+    return status is not None and (status in RETRYABLE_STATUSES or 500 <= status <= 599)
+
+
+class TransientFailure(Exception):
+    """One attempt failed in a way a later attempt may not (raised by providers, never escapes)."""
+
+    def __init__(
+        self, message: str, *, status: int | None = None, timeout: bool = False, retry_after_s: float | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.timeout = timeout
+        self.retry_after_s = retry_after_s
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how patiently to retry. ``max_retries`` counts attempts after the first."""
+
+    max_retries: int = 4
+    backoff_base_s: float = 0.5
+    backoff_max_s: float = 8.0
+
+    def delay(self, retry_number: int, retry_after_s: float | None = None) -> float:
+        """Full-jitter exponential delay before retry ``retry_number`` (1-based)."""
+        cap = min(self.backoff_max_s, self.backoff_base_s * (2 ** (retry_number - 1)))
+        delay = cap / 2 + random.uniform(0, cap / 2)
+        if retry_after_s is not None:
+            delay = max(delay, min(retry_after_s, self.backoff_max_s))
+        return max(0.0, delay)
+
+
+def call_with_retries(
+    attempt: Callable[[], R],
+    *,
+    policy: RetryPolicy,
+    what: str,
+    sleep: Callable[[float], None] = time.sleep,
+) -> R:
+    """Run ``attempt`` until it stops raising :class:`TransientFailure` or retries run out.
+
+    ``what`` names the call in error messages ("gemini gemini-2.5-flash"). Raises
+    :class:`LLMTimeout` when every attempt timed out, :class:`LLMError` otherwise.
+    """
+    failures: list[TransientFailure] = []
+    attempts = max(0, policy.max_retries) + 1
+    for number in range(1, attempts + 1):
+        try:
+            return attempt()
+        except TransientFailure as failure:
+            failures.append(failure)
+            if number < attempts:
+                sleep(policy.delay(number, failure.retry_after_s))
+    last = failures[-1]
+    summary = f"{what}: gave up after {attempts} attempt(s); last error: {last}"
+    if all(f.timeout for f in failures):
+        raise LLMTimeout(summary) from last
+    raise LLMError(summary) from last
+
+
+class _Registry:
+    """Lazily created semaphores keyed by (provider, base_url); first creator fixes the size."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._semaphores: dict[tuple[str, str], threading.BoundedSemaphore] = {}
+
+    def get(self, provider: str, base_url: str | None, size: int) -> threading.BoundedSemaphore:
+        key = (provider, (base_url or "").rstrip("/"))
+        with self._lock:
+            sem = self._semaphores.get(key)
+            if sem is None:
+                sem = self._semaphores[key] = threading.BoundedSemaphore(max(1, size))
+            return sem
+
+
+_REGISTRY = _Registry()
+
+
+def provider_semaphore(provider: str, base_url: str | None, size: int) -> threading.BoundedSemaphore:
+    """The process-wide semaphore bounding in-flight calls to one endpoint.
+
+    Shared by every LLM instance (judge, simulator, worker threads) talking to the same
+    provider and base URL, so together they never exceed ``size`` concurrent requests. The size
+    is taken from the first caller for a key.
+    """
+    return _REGISTRY.get(provider, base_url, size)
+
+
+def exception_is_timeout(exc: BaseException) -> bool:
+    """Recognise timeouts from httpx, httpx2 or the stdlib without importing either library."""
+    if isinstance(exc, TimeoutError):
+        return True
+    return any(cls.__name__ in ("TimeoutException", "ReadTimeout", "ConnectTimeout") for cls in type(exc).__mro__)
+
+
+def exception_is_connection_error(exc: BaseException) -> bool:
+    """Recognise dropped or refused connections (httpx/httpx2 transport errors, OSError)."""
+    if isinstance(exc, ConnectionError):
+        return True
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    return bool(names & {"NetworkError", "RemoteProtocolError"})
+
+
+@dataclass
+class RawAnswer:
+    """What one successful HTTP attempt produced, before validation."""
+
+    text: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    model: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+_FENCE = re.compile(r"^\s*```(?:json|JSON)?\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
+
+
+def parse_json_answer(text: str, schema: type[T]) -> T:
+    """Validate ``text`` against ``schema``, tolerating a Markdown code fence around it."""
+    fenced = _FENCE.match(text)
+    return schema.model_validate_json(fenced.group(1) if fenced else text.strip())
+
+
+def complete_validated(
+    fetch: Callable[[], RawAnswer],
+    *,
+    schema: type[T] | None,
+    policy: RetryPolicy,
+    bad_output_retries: int,
+    what: str,
+    semaphore: threading.BoundedSemaphore,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Completion[Any]:
+    """One logical call: transport retries inside, then re-ask on empty or invalid output.
+
+    The semaphore is held only while a request is in flight, never during backoff sleeps.
+    Usage counts one call and the tokens of every attempt that answered; when the output never
+    validates, :class:`LLMBadOutput` carries that usage as ``.usage``.
+    """
+
+    def limited() -> RawAnswer:
+        with semaphore:
+            return fetch()
+
+    usage = TokenUsage(calls=1)
+    problem = ""
+    attempts = max(0, bad_output_retries) + 1
+    for _ in range(attempts):
+        raw = call_with_retries(limited, policy=policy, what=what, sleep=sleep)
+        usage.input_tokens += raw.input_tokens
+        usage.output_tokens += raw.output_tokens
+        if not raw.text.strip():
+            problem = "empty answer"
+            continue
+        if schema is None:
+            return Completion(text=raw.text, usage=usage, model=raw.model, metadata=raw.metadata)
+        try:
+            parsed = parse_json_answer(raw.text, schema)
+        except ValueError as exc:
+            problem = f"answer does not match {schema.__name__}: {_shorten(str(exc))}; got {_shorten(raw.text)!r}"
+            continue
+        return Completion(text=raw.text, parsed=parsed, usage=usage, model=raw.model, metadata=raw.metadata)
+    error = LLMBadOutput(f"{what}: no usable answer after {attempts} attempt(s); last problem: {problem}")
+    error.usage = usage  # type: ignore[attr-defined]
+    raise error
+
+
+def _shorten(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,197 @@
+"""Any OpenAI-compatible ``/v1/chat/completions`` endpoint (vLLM, llama.cpp server, Ollama).
+
+Talks plain HTTP through httpx, so no OpenAI SDK is needed. The base URL comes from
+``LLMSettings.base_url``, else ``OPENAI_BASE_URL``, else ``http://127.0.0.1:8000/v1`` (vLLM's
+default; llama.cpp serves ``http://127.0.0.1:8080/v1`` and Ollama ``http://127.0.0.1:11434/v1``).
+The key (``LLMSettings.api_key_env``, else ``OPENAI_API_KEY``) is optional: local servers
+usually need none. httpx is imported on first use. Retries, timeouts and usage behave exactly as for Gemini.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+import threading
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import BaseModel
+
+from fabtest.llm.base import Completion, LLMError, LLMSettings
+from fabtest.llm.limits import (
+    RawAnswer,
+    RetryPolicy,
+    TransientFailure,
+    complete_validated,
+    exception_is_connection_error,
+    exception_is_timeout,
+    is_retryable_status,
+    provider_semaphore,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    import httpx
+
+T = TypeVar("T", bound=BaseModel)
+
+DEFAULT_OPENAI_BASE_URL = "http://127.0.0.1:8000/v1"
+OPENAI_BASE_URL_ENV = "OPENAI_BASE_URL"
+OPENAI_KEY_ENV = "OPENAI_API_KEY"
+
+
+def openai_base_url(settings: LLMSettings) -> str:
+    """``settings.base_url``, else ``OPENAI_BASE_URL``, else the vLLM default, without a trailing slash."""
+    return (settings.base_url or os.environ.get(OPENAI_BASE_URL_ENV) or DEFAULT_OPENAI_BASE_URL).rstrip("/")
+
+
+def openai_api_key(settings: LLMSettings) -> str | None:
+    """The bearer token, if any variable holds one."""
+    for name in (settings.api_key_env, OPENAI_KEY_ENV):
+        if name and os.environ.get(name, "").strip():
+            return os.environ[name].strip()
+    return None
+
+
+class OpenAICompatLLM:
+    """The :class:`~fabtest.llm.base.LLM` protocol on an OpenAI-compatible server; thread-safe.
+
+    Structured output uses ``response_format={"type": "json_schema", ...}``. ``strict`` is true
+    whenever the schema allows it (every property required, as OpenAI's strict mode demands);
+    local servers constrain decoding to the schema either way.
+    """
+
+    provider = "openai"
+
+    def __init__(
+        self,
+        settings: LLMSettings | None = None,
+        *,
+        api_key: str | None = None,
+        backoff_base_s: float = 0.5,
+        backoff_max_s: float = 8.0,
+        bad_output_retries: int = 2,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.settings = settings or LLMSettings(provider="openai")
+        self.model = self.settings.model
+        self.base_url = openai_base_url(self.settings)
+        key = api_key or openai_api_key(self.settings)
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        import httpx  # deferred: importing fabtest should not pay for it
+
+        self._http = httpx.Client(
+            base_url=self.base_url, headers=headers, timeout=self.settings.timeout_s, transport=transport
+        )
+        self._policy = RetryPolicy(self.settings.max_retries, backoff_base_s, backoff_max_s)
+        self._bad_output_retries = bad_output_retries
+        self._semaphore = provider_semaphore(self.provider, self.base_url, self.settings.max_concurrency)
+        self._close_lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"OpenAICompatLLM(model={self.model!r}, base_url={self.base_url!r})"
+
+    def complete(self, prompt: str, *, system: str | None = None, temperature: float | None = None) -> Completion[Any]:
+        """Free text from the chat completions endpoint."""
+        return self._call(prompt, None, system, temperature)
+
+    def complete_json(
+        self, prompt: str, schema: type[T], *, system: str | None = None, temperature: float | None = None
+    ) -> Completion[T]:
+        """JSON-schema structured output validated by pydantic."""
+        return self._call(prompt, schema, system, temperature)
+
+    def close(self) -> None:
+        with self._close_lock:
+            self._http.close()
+
+    def _call(self, prompt: str, schema: type[T] | None, system: str | None, temperature: float | None) -> Completion[Any]:
+        messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
+        body: dict[str, Any] = {"model": self.model, "messages": messages}
+        temp = temperature if temperature is not None else self.settings.temperature
+        if temp is not None:
+            body["temperature"] = temp
+        if schema is not None:
+            body["response_format"] = _response_format(schema)
+
+        def fetch() -> RawAnswer:
+            try:
+                response = self._http.post("/chat/completions", json=body)
+            except Exception as exc:  # noqa: BLE001 - classified below
+                if exception_is_timeout(exc):
+                    raise TransientFailure(f"timed out after {self.settings.timeout_s:g}s", timeout=True) from exc
+                if exception_is_connection_error(exc):
+                    raise TransientFailure(f"connection error to {self.base_url}: {exc}") from exc
+                raise LLMError(f"openai {self.model}: {type(exc).__name__}: {exc}") from exc
+            if response.status_code != 200:
+                detail = f"HTTP {response.status_code}: {response.text[:300]}"
+                if is_retryable_status(response.status_code):
+                    raise TransientFailure(detail, status=response.status_code, retry_after_s=_retry_after(response))
+                raise LLMError(f"openai {self.model} at {self.base_url}: {detail}")
+            return _raw_answer(response, self.model)
+
+        return complete_validated(
+            fetch,
+            schema=schema,
+            policy=self._policy,
+            bad_output_retries=self._bad_output_retries,
+            what=f"openai {self.model} at {self.base_url}",
+            semaphore=self._semaphore,
+        )
+
+
+def _raw_answer(response: httpx.Response, model: str) -> RawAnswer:
+    """Text of the first choice and the token counts; an unreadable body counts as empty."""
+    try:
+        payload = response.json()
+        message = payload["choices"][0]["message"]
+        text = message.get("content") or ""
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+        return RawAnswer(text="", model=model)
+    usage = payload.get("usage") or {}
+    finish = payload["choices"][0].get("finish_reason")
+    return RawAnswer(
+        text=text,
+        input_tokens=int(usage.get("prompt_tokens") or 0),
+        output_tokens=int(usage.get("completion_tokens") or 0),
+        model=payload.get("model") or model,
+        metadata={"finish_reason": finish} if finish else {},
+    )
+
+
+def _response_format(schema: type[BaseModel]) -> dict[str, Any]:
+    json_schema = _closed(copy.deepcopy(schema.model_json_schema()))
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", schema.__name__)[:64] or "answer"
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": json_schema, "strict": _strict_ok(json_schema)}}
+
+
+def _closed(node: Any) -> Any:
+    """Add ``additionalProperties: false`` to every object schema (what strict mode expects)."""
+    if isinstance(node, dict):
+        if node.get("type") == "object" and "properties" in node:
+            node.setdefault("additionalProperties", False)
+        for value in node.values():
+            _closed(value)
+    elif isinstance(node, list):
+        for value in node:
+            _closed(value)
+    return node
+
+
+def _strict_ok(node: Any) -> bool:
+    """True when every object lists all its properties as required."""
+    if isinstance(node, dict):
+        if node.get("type") == "object" and "properties" in node:
+            if set(node["properties"]) - set(node.get("required") or []):
+                return False
+        return all(_strict_ok(v) for v in node.values())
+    if isinstance(node, list):
+        return all(_strict_ok(v) for v in node)
+    return True
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    try:
+        value = response.headers.get("retry-after")
+        return float(value) if value else None
+    except ValueError:
+        return None

@@ -1,0 +1,1 @@
+"""Tests for fabtest.llm providers, the LLM cache and fabtest.testing.FakeGemini."""
