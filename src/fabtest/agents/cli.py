@@ -1,0 +1,460 @@
+"""An agent behind a command-line program, run once per turn (the Gemini CLI by default).
+
+Each turn starts one subprocess (argv list, never a shell) in its own session/process group, so
+a hung CLI and everything it spawned can be killed together. The CLI keeps the conversation
+history itself, keyed by a session id: the first turn runs the ``command`` template (which
+creates the session), later turns the ``resume_command`` template. Every :class:`CliAgent`
+instance owns a fresh ``uuid4`` session id (one instance per scenario run), so nothing leaks
+between runs; only the latest user message is passed to the CLI.
+
+Placeholders in the templates: ``{prompt}``, ``{model}``, ``{session_id}``, ``{cwd}``. They are
+substituted inside each argv element in one pass, so braces in a prompt are never re-expanded.
+
+``output_format="stream-json"`` parses the Gemini CLI's JSONL events (``init``, ``message``,
+``tool_use``, ``tool_result``, ``error``, ``result``; non-JSON lines are ignored);
+``output_format="text"`` takes stdout as the reply.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from fabtest.agents.base import AgentError, AgentTimeout, OnToolCall
+from fabtest.conversation import AgentResponse, Message, ToolCall
+
+DEFAULT_MODEL = "gemini-2.5-flash"
+DEFAULT_EXECUTABLE = "gemini"
+
+#: First turn of the Gemini CLI 0.61: creates the session with our own id.
+GEMINI_COMMAND: tuple[str, ...] = (
+    "{executable}", "--skip-trust", "-p", "{prompt}", "-m", "{model}", "-o", "stream-json",
+    "--approval-mode", "yolo", "--session-id", "{session_id}",
+)
+#: Later turns: the same, resuming the session (``--resume`` and ``--session-id`` are exclusive).
+GEMINI_RESUME_COMMAND: tuple[str, ...] = (
+    "{executable}", "--skip-trust", "-p", "{prompt}", "-m", "{model}", "-o", "stream-json",
+    "--approval-mode", "yolo", "--resume", "{session_id}",
+)
+
+OUTPUT_FORMATS = ("stream-json", "text")
+_PLACEHOLDER = re.compile(r"\{(prompt|model|session_id|cwd)\}")
+_STDERR_TAIL_LINES = 20
+_SHOW_CHARS = 300
+
+
+class CliAgent:
+    """Runs a CLI per turn; see the module docstring for the templates and formats."""
+
+    def __init__(
+        self,
+        command: Sequence[str] | None = None,
+        resume_command: Sequence[str] | None = None,
+        *,
+        model: str = DEFAULT_MODEL,
+        timeout_s: float = 60.0,
+        cwd: str | os.PathLike[str] | None = None,
+        env: Mapping[str, str] | None = None,
+        output_format: str = "stream-json",
+        executable: str = DEFAULT_EXECUTABLE,
+        session_id: str | None = None,
+        kill_grace_s: float = 2.0,
+    ) -> None:
+        if output_format not in OUTPUT_FORMATS:
+            raise ValueError(f"output_format must be one of {OUTPUT_FORMATS}, got {output_format!r}")
+        if timeout_s <= 0:
+            raise ValueError(f"timeout_s must be positive, got {timeout_s!r}")
+        if command is None:
+            first = [executable if a == "{executable}" else a for a in GEMINI_COMMAND]
+            resume = [executable if a == "{executable}" else a for a in GEMINI_RESUME_COMMAND]
+            if resume_command is not None:
+                resume = list(resume_command)
+        else:
+            first = [str(a) for a in command]
+            if not first:
+                raise ValueError("command must not be empty")
+            resume = [str(a) for a in resume_command] if resume_command is not None else _derive_resume(first)
+        self.command = first
+        self.resume_command = resume
+        self.model = model
+        self.timeout_s = float(timeout_s)
+        self.cwd = str(cwd) if cwd is not None else None
+        self.env = {str(k): str(v) for k, v in (env or {}).items()}
+        self.output_format = output_format
+        self.kill_grace_s = kill_grace_s
+        self.session_id = session_id or str(uuid.uuid4())
+        self.turns = 0
+
+    # -- construction helpers -------------------------------------------------------------------
+
+    @classmethod
+    def build(cls, context: Mapping[str, Any] | None = None) -> CliAgent:
+        """Registry hook: options come from the context (``command``, ``model``, ``timeout_s``...)."""
+        ctx = dict(context or {})
+        options: dict[str, Any] = {}
+        for key in ("command", "resume_command", "model", "timeout_s", "cwd", "env", "output_format",
+                    "executable", "kill_grace_s"):
+            if ctx.get(key) is not None:
+                options[key] = ctx[key]
+        if "model" not in options and ctx.get("agent_model"):
+            options["model"] = ctx["agent_model"]
+        if "timeout_s" not in options and ctx.get("timeout") is not None:
+            options["timeout_s"] = float(ctx["timeout"])
+        if "cwd" not in options and ctx.get("workspace"):
+            options["cwd"] = ctx["workspace"]
+        return cls(**options)
+
+    @classmethod
+    def factory(cls, *args: Any, **kwargs: Any):  # noqa: ANN206 - returns a context factory
+        """A ``factory(context) -> CliAgent`` with fixed options (context fills in the rest)."""
+
+        def make(context: Mapping[str, Any] | None = None) -> CliAgent:
+            ctx = dict(context or {})
+            merged = {**{k: v for k, v in ctx.items() if k in _BUILD_KEYS}, **kwargs}
+            if "model" not in merged and ctx.get("agent_model"):
+                merged["model"] = ctx["agent_model"]
+            if "cwd" not in merged and ctx.get("workspace"):
+                merged["cwd"] = ctx["workspace"]
+            if "timeout_s" not in merged and ctx.get("timeout") is not None:
+                merged["timeout_s"] = float(ctx["timeout"])
+            return cls(*args, **merged)
+
+        return make
+
+    # -- the agent protocol ---------------------------------------------------------------------
+
+    def reset(self) -> None:
+        """Start a new CLI session (fresh id) on the next turn."""
+        self.session_id = str(uuid.uuid4())
+        self.turns = 0
+
+    def metadata(self) -> dict[str, Any]:
+        return {
+            "adapter": "cli",
+            "executable": self.command[0],
+            "model": self.model,
+            "session_id": self.session_id,
+            "output_format": self.output_format,
+            "turns": self.turns,
+        }
+
+    def chat(self, messages: Sequence[Message], on_tool_call: OnToolCall | None = None) -> AgentResponse:
+        prompt = _latest_user_message(messages)
+        user_turns = sum(1 for m in messages if m.role == "user")
+        if self.turns and user_turns <= 1:
+            # The same instance was handed a brand-new conversation: never resume the old one.
+            self.reset()
+        template = self.command if self.turns == 0 else self.resume_command
+        argv = self._render(template, prompt)
+        started = time.monotonic()
+        code, stdout, stderr = self._run(argv)
+        duration = time.monotonic() - started
+        stderr_text = stderr.decode("utf-8", "replace")
+        tail = _tail(stderr_text)
+        if code != 0:
+            detail = _stream_error(stdout) if self.output_format == "stream-json" else None
+            msg = f"CLI agent {Path(argv[0]).name!r} exited with code {code}"
+            if detail:
+                msg += f": {detail}"
+            msg += f"\nstderr (last {_STDERR_TAIL_LINES} lines):\n{tail}" if tail else " (stderr empty)"
+            raise AgentError(msg)
+        stdout_text = stdout.decode("utf-8", "replace")
+        if self.output_format == "text":
+            response = _parse_text(stdout_text)
+        else:
+            response = parse_stream_json(stdout_text)
+        self.turns += 1
+        response.metadata.update({
+            "session_id": self.session_id,
+            "turn": self.turns,
+            "resumed": template is self.resume_command,
+            "exit_code": code,
+            "duration_s": round(duration, 3),
+            "stderr_tail": tail,
+        })
+        if on_tool_call is not None:
+            for call in response.tool_calls:
+                on_tool_call(call)
+        return response
+
+    # -- internals ------------------------------------------------------------------------------
+
+    def _render(self, template: Sequence[str], prompt: str) -> list[str]:
+        values = {"prompt": prompt, "model": self.model, "session_id": self.session_id, "cwd": self.cwd or os.getcwd()}
+        return [_PLACEHOLDER.sub(lambda m: values[m.group(1)], arg) for arg in template]
+
+    def _run(self, argv: list[str]) -> tuple[int, bytes, bytes]:
+        env = {**os.environ, **self.env}
+        try:
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=self.cwd,
+                env=env,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise AgentError(f"CLI agent could not start {argv[0]!r}: {exc}") from None
+        out_chunks: list[bytes] = []
+        err_chunks: list[bytes] = []
+        readers = [
+            threading.Thread(target=_drain, args=(proc.stdout, out_chunks), daemon=True),
+            threading.Thread(target=_drain, args=(proc.stderr, err_chunks), daemon=True),
+        ]
+        for reader in readers:
+            reader.start()
+        try:
+            proc.wait(timeout=self.timeout_s)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc, self.kill_grace_s)
+            _join(readers, 2.0, proc)
+            tail = _tail(b"".join(err_chunks).decode("utf-8", "replace"))
+            msg = f"CLI agent timed out after {self.timeout_s:g}s"
+            if tail:
+                msg += f"\nstderr (last {_STDERR_TAIL_LINES} lines):\n{tail}"
+            raise AgentTimeout(msg) from None
+        except BaseException:
+            _kill_group(proc, 0.2)
+            _join(readers, 1.0, proc)
+            raise
+        # The leader exited; anything it left behind in its group goes too (no orphans).
+        _terminate_leftovers(proc.pid, self.kill_grace_s)
+        _join(readers, 5.0, proc)
+        return proc.returncode, b"".join(out_chunks), b"".join(err_chunks)
+
+
+_BUILD_KEYS = ("command", "resume_command", "model", "timeout_s", "cwd", "env", "output_format", "executable",
+               "kill_grace_s")
+
+
+def gemini_cli(context: Mapping[str, Any] | None = None) -> CliAgent:
+    """Registry factory for the real Gemini CLI.
+
+    Model: ``FABTEST_AGENT_MODEL``, else ``context["agent_model"]``, else ``gemini-2.5-flash``.
+    Executable: ``FABTEST_GEMINI_CLI``, else ``gemini``. Timeout: ``context["timeout"]`` (seconds,
+    default 60); working directory: ``context["cwd"]`` or ``context["workspace"]``.
+    """
+    ctx = dict(context or {})
+    model = os.environ.get("FABTEST_AGENT_MODEL") or ctx.get("agent_model") or ctx.get("model") or DEFAULT_MODEL
+    executable = os.environ.get("FABTEST_GEMINI_CLI") or ctx.get("executable") or DEFAULT_EXECUTABLE
+    timeout = ctx.get("timeout_s", ctx.get("timeout", 60))
+    cwd = ctx.get("cwd") or ctx.get("workspace")
+    env = ctx.get("env") if isinstance(ctx.get("env"), Mapping) else None
+    return CliAgent(model=str(model), executable=str(executable), timeout_s=float(timeout), cwd=cwd, env=env)
+
+
+# -- parsing ----------------------------------------------------------------------------------------
+
+
+def parse_stream_json(stdout: str) -> AgentResponse:
+    """Turn Gemini CLI ``-o stream-json`` output into a response (raises AgentError on garbage)."""
+    segments: list[str] = []
+    current: list[str] = []
+    calls: list[ToolCall] = []
+    by_id: dict[str, ToolCall] = {}
+    metadata: dict[str, Any] = {}
+    warnings: list[str] = []
+    result: dict[str, Any] | None = None
+    events = 0
+    for line in stdout.splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+            continue
+        kind = event["type"]
+        events += 1
+        if kind == "init":
+            if event.get("session_id"):
+                metadata["cli_session_id"] = event["session_id"]
+            if event.get("model"):
+                metadata["model"] = event["model"]
+        elif kind == "message":
+            if event.get("role") == "assistant" and isinstance(event.get("content"), str):
+                current.append(event["content"])
+        elif kind == "tool_use":
+            if current:
+                segments.append("".join(current))
+                current = []
+            params = event.get("parameters")
+            call = ToolCall(
+                name=str(event.get("tool_name") or "?"),
+                arguments=params if isinstance(params, dict) else ({} if params is None else {"value": params}),
+            )
+            tool_id = event.get("tool_id")
+            if tool_id is not None:
+                call.metadata["tool_id"] = tool_id
+                by_id[str(tool_id)] = call
+            calls.append(call)
+        elif kind == "tool_result":
+            call = by_id.get(str(event.get("tool_id")))
+            if call is not None:
+                call.result = event.get("output")
+                if event.get("status"):
+                    call.metadata["status"] = event["status"]
+                if event.get("error"):
+                    call.metadata["error"] = event["error"]
+        elif kind == "error":
+            warnings.append(f"{event.get('severity', 'error')}: {event.get('message', '')}")
+        elif kind == "result":
+            result = event
+    if current:
+        segments.append("".join(current))
+    text = _join_segments(segments)
+    if warnings:
+        metadata["warnings"] = warnings
+    if result is not None:
+        metadata["status"] = result.get("status")
+        if isinstance(result.get("stats"), dict):
+            stats = result["stats"]
+            metadata["stats"] = stats
+            metadata["usage"] = {
+                "input_tokens": stats.get("input_tokens", 0),
+                "output_tokens": stats.get("output_tokens", 0),
+                "total_tokens": stats.get("total_tokens", 0),
+            }
+        if result.get("status") == "error":
+            err = result.get("error") or {}
+            detail = err.get("message") if isinstance(err, dict) else str(err)
+            raise AgentError(f"CLI agent reported an error: {detail or 'unknown error'}")
+    if events == 0:
+        raise AgentError(f"CLI agent produced no stream-json events; stdout was: {_show(stdout)}")
+    if not text.strip() and not calls:
+        raise AgentError(f"CLI agent produced no reply text; stdout was: {_show(stdout)}")
+    return AgentResponse(text=text, tool_calls=calls, metadata=metadata)
+
+
+def _parse_text(stdout: str) -> AgentResponse:
+    text = stdout.strip()
+    if not text:
+        raise AgentError("CLI agent printed nothing on stdout")
+    return AgentResponse(text=text)
+
+
+def _stream_error(stdout: bytes) -> str | None:
+    """The message of a ``result``/``error`` event in a failed run's stdout, if any."""
+    found = None
+    for line in stdout.decode("utf-8", "replace").splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict) and event.get("type") == "result" and isinstance(event.get("error"), dict):
+            found = event["error"].get("message") or found
+        elif isinstance(event, dict) and event.get("type") == "error" and event.get("message"):
+            found = found or event["message"]
+    return _show(found, 200) if found else None
+
+
+def _join_segments(segments: list[str]) -> str:
+    """Text before and after a tool call are separate paragraphs of one reply."""
+    return "\n".join(seg.strip() for seg in segments if seg.strip())
+
+
+def _latest_user_message(messages: Sequence[Message]) -> str:
+    for message in reversed(list(messages)):
+        if message.role == "user":
+            return message.content
+    raise AgentError("CLI agent needs a user message to send, got none")
+
+
+def _derive_resume(command: list[str]) -> list[str]:
+    """A custom first-turn template with ``--session-id X`` resumes with ``--resume X``."""
+    return ["--resume" if a == "--session-id" else a for a in command]
+
+
+def _show(text: str | None, limit: int = _SHOW_CHARS) -> str:
+    text = text or ""
+    if not text.strip():
+        return "(empty)"
+    text = text.strip()
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
+def _tail(text: str, lines: int = _STDERR_TAIL_LINES) -> str:
+    return "\n".join(text.rstrip().splitlines()[-lines:])
+
+
+# -- process handling -------------------------------------------------------------------------------
+
+
+def _drain(stream: Any, sink: list[bytes]) -> None:
+    try:
+        for chunk in iter(lambda: stream.read1(65536), b""):
+            sink.append(chunk)
+    except (OSError, ValueError):
+        pass
+    finally:
+        try:
+            stream.close()
+        except OSError:
+            pass
+
+
+def _join(readers: list[threading.Thread], timeout: float, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + timeout
+    for reader in readers:
+        reader.join(max(0.0, deadline - time.monotonic()))
+    if any(r.is_alive() for r in readers):
+        # Someone outside the group still holds the pipes; stop waiting for them.
+        for stream in (proc.stdout, proc.stderr):
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:
+                pass
+
+
+def _signal_group(pgid: int, sig: int) -> bool:
+    try:
+        os.killpg(pgid, sig)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
+def _kill_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
+    """SIGTERM the whole process group, SIGKILL it after ``grace_s``, reap the leader."""
+    pgid = proc.pid  # start_new_session=True: the leader's pid is the group id
+    _signal_group(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None and not _group_alive(pgid):
+            break
+        time.sleep(0.02)
+    _signal_group(pgid, signal.SIGKILL)
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL cannot be ignored
+        pass
+
+
+def _terminate_leftovers(pgid: int, grace_s: float) -> None:
+    if not _signal_group(pgid, signal.SIGTERM):
+        return
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and _group_alive(pgid):
+        time.sleep(0.02)
+    _signal_group(pgid, signal.SIGKILL)
+
+
+def _group_alive(pgid: int) -> bool:
+    return _signal_group(pgid, 0)

@@ -1,0 +1,209 @@
+"""Loading playbooks: JSON/YAML files validated against ``schema.json``, then a pydantic model.
+
+Every problem is a :class:`PlaybookError` with ONE line naming the file and the place, e.g.
+``playbooks/login.yaml: steps[2].expected_outcome: required``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from fabtest.errors import UsageError
+
+SCHEMA_PATH = Path(__file__).with_name("schema.json")
+EXTENSIONS = (".json", ".yaml", ".yml")
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class PlaybookError(UsageError):
+    """A playbook cannot be used: one line naming the file and the place."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Tmpdir(_Model):
+    link_paths: list[str] = Field(default_factory=list)
+
+
+class Step(_Model):
+    user_input: str
+    expected_outcome: str
+
+
+class SuccessCriteria(_Model):
+    llm_checks: list[str] = Field(default_factory=list)
+    flow_contains: list[str] = Field(default_factory=list)
+    files_exist: list[str] = Field(default_factory=list)
+    files_contain: dict[str, list[str]] = Field(default_factory=dict)
+    tool_calls_contain: dict[str, list[str]] = Field(default_factory=dict)
+
+
+class Persona(_Model):
+    context: str
+    success_criteria: SuccessCriteria
+    initial_user_input: str | None = None
+    max_turns: int = 10
+
+
+class Playbook(_Model):
+    name: str
+    agent_model: str | None = None
+    evaluator_model: str | None = None
+    tmpdir: Tmpdir | None = None
+    timeout: int = 60
+    env: list[str] = Field(default_factory=list)
+    steps: list[Step] = Field(default_factory=list)
+    persona: Persona | None = None
+    #: The file it was loaded from (not part of the schema; excluded from dumps).
+    source: str | None = Field(default=None, exclude=True)
+
+    @property
+    def mode(self) -> str:
+        """``"steps"`` (scripted) when steps are given, else ``"persona"`` (autonomous)."""
+        return "steps" if self.steps else "persona"
+
+    @property
+    def link_paths(self) -> list[str]:
+        return list(self.tmpdir.link_paths) if self.tmpdir else []
+
+
+@lru_cache(maxsize=1)
+def playbook_schema() -> dict[str, Any]:
+    return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+
+
+def load_playbook(path: str | Path) -> Playbook:
+    """Read, parse and validate one playbook file (``.json``, ``.yaml`` or ``.yml``)."""
+    path = Path(path)
+    data = parse_file(path)
+    return validate_playbook(data, source=str(path))
+
+
+def parse_file(path: Path) -> Any:
+    if path.suffix.lower() not in EXTENSIONS:
+        raise PlaybookError(f"{path}: unsupported playbook file type {path.suffix or '(none)'!r}; use .json, .yaml or .yml")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise PlaybookError(f"{path}: file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PlaybookError(f"{path}: cannot read: {exc}") from None
+    if path.suffix.lower() == ".json":
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise PlaybookError(f"{path}: line {exc.lineno}: invalid JSON: {exc.msg} (column {exc.colno})") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}: " if mark is not None else ""
+        problem = exc.problem or exc.context or "syntax error"
+        raise PlaybookError(f"{path}: {where}invalid YAML: {problem}") from None
+    except yaml.YAMLError as exc:
+        raise PlaybookError(f"{path}: invalid YAML: {_one_line(str(exc))}") from None
+
+
+def validate_playbook(data: Any, *, source: str = "<playbook>") -> Playbook:
+    """Validate parsed data against the schema and build the model (PlaybookError on problems)."""
+    validator = jsonschema.Draft7Validator(playbook_schema())
+    errors = list(validator.iter_errors(data))
+    if errors:
+        error = min(errors, key=_error_order)
+        raise PlaybookError(f"{source}: {describe_error(error)}")
+    try:
+        return Playbook.model_validate({**data, "source": source})
+    except Exception as exc:  # noqa: BLE001 - schema and model should agree; be safe anyway
+        raise PlaybookError(f"{source}: {_one_line(str(exc))}") from None
+
+
+def format_path(parts: Any) -> str:
+    """``["steps", 2, "expected_outcome"]`` -> ``steps[2].expected_outcome``."""
+    out = ""
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif not _IDENT.match(str(part)):
+            out += f"[{json.dumps(str(part))}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def describe_error(error: jsonschema.ValidationError) -> str:
+    """One line for one schema violation: ``<json path>: <what is wrong>``."""
+    path = list(error.absolute_path)
+    kind = error.validator
+    if kind == "required":
+        missing = _missing_property(error)
+        note = " (needed when there are no steps)" if "then" in error.absolute_schema_path else ""
+        return f"{format_path([*path, missing])}: required{note}"
+    if kind == "additionalProperties":
+        extra = _unexpected_properties(error)
+        if extra:
+            return f"{format_path([*path, extra[0]])}: unexpected key"
+    where = format_path(path) or "(top level)"
+    if kind == "type":
+        expected = error.validator_value
+        expected = " or ".join(expected) if isinstance(expected, list) else expected
+        return f"{where}: expected {expected}, got {_json_type(error.instance)}"
+    if kind == "anyOf" and not path:
+        return f"{where}: needs 'steps' or 'persona'"
+    if kind == "minimum":
+        return f"{where}: must be >= {error.validator_value}, got {error.instance!r}"
+    return f"{where}: {_one_line(error.message)}"
+
+
+def _missing_property(error: jsonschema.ValidationError) -> str:
+    instance = error.instance if isinstance(error.instance, dict) else {}
+    for name in error.validator_value:
+        if name not in instance:
+            return str(name)
+    return str(error.validator_value[0])
+
+
+def _unexpected_properties(error: jsonschema.ValidationError) -> list[str]:
+    allowed = set((error.schema or {}).get("properties", {}))
+    instance = error.instance if isinstance(error.instance, dict) else {}
+    return sorted(str(k) for k in instance if k not in allowed)
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def _error_order(error: jsonschema.ValidationError) -> tuple[Any, ...]:
+    """Report the first problem in document order; at one place, a wrong type before the rest."""
+    key = tuple((0, p, "") if isinstance(p, int) else (1, 0, str(p)) for p in error.absolute_path)
+    rank = {"type": 0, "required": 1, "additionalProperties": 2}.get(str(error.validator), 3)
+    # A top-level anyOf/if error is reported after any concrete problem elsewhere.
+    top = 1 if not error.absolute_path and error.validator in ("anyOf", "if") else 0
+    return (top, key, rank)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
