@@ -1,0 +1,226 @@
+"""Command line: ``fabtest`` (list, show, report, compare, run) and ``fabtest-compare``.
+
+Exit codes: 0 normally, 1 when a requested gate trips, 2 for usage errors and for missing,
+malformed or ambiguous experiment files (a one-line message on stderr, never a traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from fabtest.experiment.export import ExperimentFileError, list_experiment_files, read_document
+
+__all__ = ["compare_main", "main"]
+
+EXIT_OK, EXIT_GATE, EXIT_ERROR = 0, 1, 2
+
+
+def _default_results_dir() -> str:
+    """``FABTEST_RESULTS_DIR``, else ``[tool.fabtest] results_dir`` of ./pyproject.toml, else results."""
+    env = os.environ.get("FABTEST_RESULTS_DIR")
+    if env:
+        return env
+    try:
+        import tomllib
+
+        with open("pyproject.toml", "rb") as handle:
+            value = tomllib.load(handle).get("tool", {}).get("fabtest", {}).get("results_dir")
+        if isinstance(value, str) and value:
+            return value
+    except (OSError, ValueError):
+        pass
+    return "results"
+
+
+def _rate_arg(text: str) -> float:
+    """``0.8``, ``80`` or ``80%`` → 0.8."""
+    try:
+        value = float(text.rstrip("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a rate: {text!r} (use 0.8 or 80%)") from None
+    if text.endswith("%") or value > 1:
+        value /= 100
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"rate out of range: {text!r}")
+    return value
+
+
+def _add_compare_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("baseline", metavar="BASELINE", help="experiment id, unique id prefix, or path")
+    parser.add_argument("current", metavar="CURRENT", help="experiment id, unique id prefix, or path")
+    parser.add_argument("--results-dir", default=None, help="where experiments are stored (default: results)")
+    parser.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    parser.add_argument("--html", metavar="OUT", default=None, help="also write a self-contained HTML comparison")
+    parser.add_argument("--fail-on-regression", action="store_true", help="exit 1 if any scenario newly fails or completion drops")
+    parser.add_argument("--min-completion", metavar="RATE", type=_rate_arg, default=None, help="exit 1 if current completion is below RATE (0.8 or 80%%)")
+
+
+def _fail(prog: str, message: str) -> int:
+    print(f"{prog}: error: {message}", file=sys.stderr)
+    return EXIT_ERROR
+
+
+def _run_compare(args: argparse.Namespace, prog: str) -> int:
+    from fabtest.experiment.compare import compare, gate_failures, render_json, render_markdown, render_text
+
+    results_dir = args.results_dir or _default_results_dir()
+    try:
+        # Lean documents (no transcripts) unless the HTML report needs the transcripts.
+        _, base = read_document(args.baseline, results_dir, lean=not args.html)
+        _, cur = read_document(args.current, results_dir, lean=not args.html)
+        comparison = compare(base, cur)
+    except ExperimentFileError as exc:
+        return _fail(prog, str(exc))
+    except (KeyError, TypeError, AttributeError) as exc:
+        return _fail(prog, f"malformed experiment file ({type(exc).__name__}: {exc})")
+    renderer = {"text": render_text, "json": render_json, "markdown": render_markdown}[args.format]
+    sys.stdout.write(renderer(comparison))
+    if args.html:
+        from fabtest.report.html import render_comparison_html
+
+        try:
+            Path(args.html).write_text(render_comparison_html(base, cur, comparison), encoding="utf-8")
+        except OSError as exc:
+            return _fail(prog, f"cannot write {args.html}: {exc.strerror or exc}")
+        print(f"HTML comparison written to: {args.html}", file=sys.stderr)
+    failures = gate_failures(comparison, args.fail_on_regression, args.min_completion)
+    for line in failures:
+        print(f"{prog}: gate failed: {line}", file=sys.stderr)
+    return EXIT_GATE if failures else EXIT_OK
+
+
+def compare_main(argv: Sequence[str] | None = None) -> int:
+    """``fabtest-compare BASELINE CURRENT [options]``."""
+    parser = argparse.ArgumentParser(prog="fabtest-compare", description="Compare two fabtest experiments.")
+    _add_compare_args(parser)
+    args = parser.parse_args(argv)
+    return _run_compare(args, "fabtest-compare")
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    from tabulate import tabulate
+
+    from fabtest.experiment.fmt import pct
+
+    results_dir = args.results_dir or _default_results_dir()
+    rows: list[list[Any]] = []
+    for path in list_experiment_files(results_dir):
+        try:
+            _, doc = read_document(path, results_dir, lean=True)
+        except ExperimentFileError as exc:
+            print(f"fabtest: warning: skipping {exc}", file=sys.stderr)
+            continue
+        exp, summary = doc["experiment"], doc["summary"]
+        git = (exp.get("git_commit") or "")[:8] + ("*" if exp.get("git_dirty") else "")
+        name = exp.get("name") or ""
+        if exp.get("interrupted"):
+            name += " (interrupted)"
+        rows.append([exp.get("id"), exp.get("timestamp"), name, summary.get("total_scenarios"),
+                     pct(summary.get("completion_rate")), pct(summary.get("evaluation_rate")), git or "-"])
+    if not rows:
+        print(f"No experiments in {results_dir}/")
+        return EXIT_OK
+    print(tabulate(rows, headers=["ID", "Timestamp", "Name", "Scenarios", "Completion", "Evaluation", "Git"]))
+    return EXIT_OK
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    from fabtest.experiment.summary import previous_experiment_id, render_summary
+
+    results_dir = args.results_dir or _default_results_dir()
+    try:
+        path, doc = read_document(args.experiment, results_dir)
+        text = render_summary(doc, path, previous_experiment_id(path.parent, doc["experiment"]["id"]))
+    except ExperimentFileError as exc:
+        return _fail("fabtest", str(exc))
+    except (KeyError, TypeError, AttributeError) as exc:
+        return _fail("fabtest", f"malformed experiment file ({type(exc).__name__}: {exc})")
+    sys.stdout.write(text)
+    return EXIT_OK
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from fabtest.report.html import render_experiment_html
+
+    results_dir = args.results_dir or _default_results_dir()
+    try:
+        path, doc = read_document(args.experiment, results_dir)
+        html = render_experiment_html(doc)
+    except ExperimentFileError as exc:
+        return _fail("fabtest", str(exc))
+    except (KeyError, TypeError, AttributeError) as exc:
+        return _fail("fabtest", f"malformed experiment file ({type(exc).__name__}: {exc})")
+    out = Path(args.output) if args.output else path.with_suffix(".html")
+    try:
+        out.write_text(html, encoding="utf-8")
+    except OSError as exc:
+        return _fail("fabtest", f"cannot write {out}: {exc.strerror or exc}")
+    print(f"Report written to: {out}")
+    return EXIT_OK
+
+
+def _cmd_recover(args: argparse.Namespace) -> int:
+    from fabtest.experiment.recorder import pending_journals, recover
+
+    results_dir = args.results_dir or _default_results_dir()
+    journals = pending_journals(results_dir)
+    if not journals:
+        print(f"No interrupted experiments in {results_dir}/")
+    for journal in journals:
+        print(f"Recovered (interrupted): {recover(journal)}")
+    return EXIT_OK
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    try:
+        from fabtest.playbook import run_cli  # type: ignore[attr-defined]
+    except ImportError as exc:
+        return _fail("fabtest", f"the playbook runner is not available (fabtest.playbook.run_cli: {exc})")
+    result = run_cli(list(args.args))
+    return int(result or 0)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``fabtest list | show | report | compare | recover | run``."""
+    parser = argparse.ArgumentParser(prog="fabtest", description="fabtest experiments and playbooks.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    p = sub.add_parser("list", help="list stored experiments")
+    p.add_argument("--results-dir", default=None)
+    p.set_defaults(func=_cmd_list)
+
+    p = sub.add_parser("show", help="print the summary of a stored experiment")
+    p.add_argument("experiment", metavar="ID", help="experiment id, unique prefix, or path")
+    p.add_argument("--results-dir", default=None)
+    p.set_defaults(func=_cmd_show)
+
+    p = sub.add_parser("report", help="write the self-contained HTML report of an experiment")
+    p.add_argument("experiment", metavar="ID", help="experiment id, unique prefix, or path")
+    p.add_argument("-o", "--output", default=None, help="output file (default: results/<id>.html)")
+    p.add_argument("--results-dir", default=None)
+    p.set_defaults(func=_cmd_report)
+
+    p = sub.add_parser("compare", help="compare two experiments (same as fabtest-compare)")
+    _add_compare_args(p)
+    p.set_defaults(func=lambda a: _run_compare(a, "fabtest compare"))
+
+    p = sub.add_parser("recover", help="turn journals of interrupted runs into experiment files")
+    p.add_argument("--results-dir", default=None)
+    p.set_defaults(func=_cmd_recover)
+
+    p = sub.add_parser("run", help="run playbook files", add_help=False)
+    p.add_argument("args", nargs=argparse.REMAINDER, metavar="FILE")
+    p.set_defaults(func=_cmd_run)
+
+    args = parser.parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

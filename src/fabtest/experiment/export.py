@@ -1,0 +1,401 @@
+"""The experiment JSON document (DESIGN section 4, seed 10.1): build, write atomically, load.
+
+The document is the contract other tools read, so its top-level keys and the seed 10.1 keys of
+each scenario are fixed; everything else a user might need (iterations, transcripts, tokens,
+durations, variance) is added next to them. Loading turns a document back into the models
+losslessly, so reports and comparisons can be regenerated from a file alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from fabtest.experiment import stats
+from fabtest.experiment.fingerprint import experiment_fingerprints, merge_configuration
+from fabtest.experiment.model import ExperimentInfo, ScenarioResult
+
+__all__ = [
+    "FORMAT_VERSION",
+    "REQUIRED_KEYS",
+    "ExperimentFileError",
+    "build_document",
+    "document_path",
+    "list_experiment_files",
+    "load_document",
+    "new_experiment_id",
+    "read_document",
+    "resolve_experiment",
+    "write_document",
+]
+
+FORMAT_VERSION = 1
+REQUIRED_KEYS = ("experiment", "summary", "scenario_results")
+_DIGITS = 4
+
+
+class ExperimentFileError(Exception):
+    """An experiment file is missing, ambiguous or malformed; the message is one line."""
+
+
+def new_experiment_id() -> str:
+    """``exp_`` plus 6 random hex digits: short enough to type, unique enough per results dir."""
+    return "exp_" + secrets.token_hex(3)
+
+
+def _r(value: float | None) -> float | None:
+    return None if value is None else round(float(value), _DIGITS)
+
+
+def _round_spread(values: dict[str, float | None]) -> dict[str, float | None]:
+    return {k: _r(v) for k, v in values.items()}
+
+
+def _summary(results: Sequence[ScenarioResult]) -> dict[str, Any]:
+    comp = stats.completion(results)
+    ev = stats.evaluation(results)
+    eff = stats.efficiency(results)
+    ground = stats.grounding(results)
+    summary: dict[str, Any] = {
+        "total_scenarios": comp["total"],
+        "passed": comp["passed"],
+        "failed": comp["failed"],
+        "skipped": comp["skipped"],
+        "completion_rate": _r(comp["rate"]),
+        "evaluation_rate": _r(ev["rate"]),
+        "avg_turns": _r(eff["turns"]["mean"]),
+        "avg_topics": _r(eff["topics"]["mean"]),
+        "failure_types": comp["failure_types"],
+        "backtracking_rate": _r(eff["backtracking_rate"]),
+        "evaluations": {k: ev[k] for k in ("evaluated", "passed", "failed", "inconclusive", "skipped")},
+        "skipped_checks": stats.skipped_checks(results),
+        "turns": _round_spread(eff["turns"]),
+        "topics": _round_spread(eff["topics"]),
+        "tokens": stats.tokens(results),
+        "duration_s": _r(sum(r.duration_s for r in results)),
+        "unique_scenarios": len({r.id for r in results}),
+    }
+    if ground["by_source"]:
+        summary["grounding"] = {
+            "by_source": {
+                src: {**e, "rate": _r(e["rate"]), "claim_rate": _r(e["claim_rate"])}
+                for src, e in ground["by_source"].items()
+            },
+            "worst_scenarios": [{**s, "ungrounded_rate": _r(s["ungrounded_rate"])} for s in ground["worst_scenarios"]],
+        }
+    return summary
+
+
+def _scenario_entry(result: ScenarioResult) -> dict[str, Any]:
+    dumped = result.model_dump(mode="json")
+    evaluations = stats.scenario_check_summary(result.evaluations, by_criterion=True)
+    expectations = stats.scenario_check_summary(result.expectations, by_criterion=False)
+    evaluations["rate"] = _r(evaluations["rate"])
+    expectations["rate"] = _r(expectations["rate"])
+    evaluations["details"] = dumped.pop("evaluations")
+    expectations["details"] = dumped.pop("expectations")
+    head = {k: dumped.pop(k) for k in ("id", "name", "passed", "turns", "topics_visited", "failure_type", "failure_message")}
+    return {**head, "evaluations": evaluations, "expectations": expectations, **dumped}
+
+
+def _variance(results: Sequence[ScenarioResult]) -> dict[str, Any]:
+    runs = stats.run_rates(results)
+    per_scenario = stats.iteration_stats(results)
+    return {
+        "std_kind": runs["std_kind"],
+        "runs": [
+            {**r, "completion_rate": _r(r["completion_rate"]), "evaluation_rate": _r(r["evaluation_rate"])}
+            for r in runs["runs"]
+        ],
+        "completion_rate": _round_spread(runs["completion_rate"]),
+        "evaluation_rate": _round_spread(runs["evaluation_rate"]),
+        "scenarios": [
+            {**s, **{k: _r(s[k]) for k in ("pass_rate", "pass_at_k", "pass_hat_k")}} for s in per_scenario
+        ],
+        "flaky": [s["id"] for s in per_scenario if s["label"] == "flaky"],
+    }
+
+
+def build_document(info: ExperimentInfo, results: Sequence[ScenarioResult]) -> dict[str, Any]:
+    """The whole experiment as plain JSON-ready data.
+
+    Fingerprints missing from ``info`` (empty strings) are computed from the results. A
+    ``variance`` section is added when the experiment ran scenarios more than once.
+    """
+    results = list(results)
+    config_h, criteria_h, topic_h = (
+        (info.config_hash, info.criteria_hash, info.topic_graph_hash)
+        if info.config_hash and info.criteria_hash and info.topic_graph_hash
+        else experiment_fingerprints(results)
+    )
+    iterations = max([info.iterations, *(r.iteration for r in results)]) if results else info.iterations
+    criteria, topics, simulators = merge_configuration(results)
+    doc: dict[str, Any] = {
+        "format_version": FORMAT_VERSION,
+        "experiment": {
+            "id": info.id,
+            "timestamp": info.timestamp,
+            "name": info.name,
+            "tags": list(info.tags),
+            "git_commit": info.git_commit,
+            "git_branch": info.git_branch,
+            "git_dirty": info.git_dirty,
+            "config_hash": config_h,
+            "criteria_hash": criteria_h,
+            "topic_graph_hash": topic_h,
+            "judge": {"provider": info.judge_provider, "model": info.judge_model},
+            "simulator": {"provider": info.simulator_provider, "model": info.simulator_model},
+            "iterations": iterations,
+            "interrupted": info.interrupted,
+        },
+        "summary": _summary(results),
+        "criteria_results": {
+            name: {**entry, "rate": _r(entry["rate"])} for name, entry in stats.criteria_performance(results).items()
+        },
+        "configuration": {
+            "criteria": criteria,
+            "topics": [t.model_dump(mode="json") for t in topics],
+            "simulator": [json.loads(s) for s in simulators],
+        },
+        "scenario_results": [_scenario_entry(r) for r in results],
+    }
+    if iterations > 1:
+        doc["variance"] = _variance(results)
+    return doc
+
+
+def document_path(results_dir: str | os.PathLike[str], experiment_id: str) -> Path:
+    return Path(results_dir) / f"{experiment_id}.json"
+
+
+_INDEX_FIELDS = ("id", "name", "iteration", "passed", "skipped", "turns", "failure_type", "eval_passed", "eval_total")
+
+
+def _index(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """Compact per-scenario rows so comparisons and listings need not parse transcripts."""
+    rows = []
+    for e in entries:
+        ev = e.get("evaluations") if isinstance(e.get("evaluations"), dict) else {}
+        rows.append([e.get("id"), e.get("name"), e.get("iteration", 1), e.get("passed"), e.get("skipped", False),
+                     e.get("turns", 0), e.get("failure_type"), ev.get("passed", 0), ev.get("total", 0)])
+    return {"fields": list(_INDEX_FIELDS), "rows": rows}
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def write_document(doc: dict[str, Any], results_dir: str | os.PathLike[str]) -> Path:
+    """Write ``results/<id>.json`` atomically: a temp file in the same directory, then os.replace.
+
+    A reader (or a crash) never sees half a file. Layout (still plain JSON): one top-level key per
+    line, a compact ``scenario_index`` before ``scenario_results``, and one scenario per line, so
+    ``read_document(lean=True)`` can stop reading before the transcripts.
+    """
+    directory = Path(results_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    target = document_path(directory, doc["experiment"]["id"])
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            entries = doc.get("scenario_results") or []
+            head = {k: v for k, v in doc.items() if k not in ("scenario_results", "scenario_index")}
+            head["scenario_index"] = _index(entries)
+            handle.write("{\n")
+            for key, value in head.items():
+                handle.write(f"{_dump(key)}: {_dump(value)},\n")
+            handle.write('"scenario_results": [')
+            for i, entry in enumerate(entries):
+                handle.write(("\n" if i == 0 else ",\n") + _dump(entry))
+            handle.write("\n]\n}\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp_name, 0o644)
+        os.replace(tmp_name, target)
+    except BaseException:
+        try:
+            os.unlink(tmp_name)
+        except OSError:
+            pass
+        raise
+    _fsync_dir(directory)
+    return target
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def list_experiment_files(results_dir: str | os.PathLike[str]) -> list[Path]:
+    """Experiment files in a results directory, oldest first (by modification time, then name)."""
+    directory = Path(results_dir)
+    if not directory.is_dir():
+        return []
+    files = [p for p in directory.glob("*.json") if not p.name.startswith(".") and p.is_file()]
+    return sorted(files, key=lambda p: (p.stat().st_mtime, p.name))
+
+
+def resolve_experiment(ref: str | os.PathLike[str], results_dir: str | os.PathLike[str] = "results") -> Path:
+    """A path, an exact experiment id, or a unique id prefix → the experiment file."""
+    text = os.fspath(ref)
+    as_path = Path(text)
+    if as_path.is_file():
+        return as_path
+    directory = Path(results_dir)
+    exact = document_path(directory, text)
+    if exact.is_file():
+        return exact
+    if text.endswith(".json") or os.sep in text or (os.altsep and os.altsep in text):
+        raise ExperimentFileError(f"{text}: no such file")
+    candidates = [p for p in list_experiment_files(directory) if p.stem.startswith(text)]
+    if not candidates:
+        raise ExperimentFileError(f"{text}: no experiment with this id or prefix in {directory}/")
+    if len(candidates) > 1:
+        names = ", ".join(sorted(p.stem for p in candidates))
+        raise ExperimentFileError(f"{text}: ambiguous experiment prefix, candidates: {names}")
+    return candidates[0]
+
+
+def _check_shape(path: Path, doc: Any) -> dict[str, Any]:
+    if not isinstance(doc, dict):
+        raise ExperimentFileError(f"{path}: not an experiment file (top level is not a JSON object)")
+    for key in REQUIRED_KEYS:
+        if key not in doc:
+            raise ExperimentFileError(f"{path}: not an experiment file (missing key '{key}')")
+    if not isinstance(doc["experiment"], dict) or "id" not in doc["experiment"]:
+        raise ExperimentFileError(f"{path}: not an experiment file (missing key 'experiment.id')")
+    if not isinstance(doc["summary"], dict):
+        raise ExperimentFileError(f"{path}: not an experiment file ('summary' is not an object)")
+    if not isinstance(doc["scenario_results"], list):
+        raise ExperimentFileError(f"{path}: not an experiment file ('scenario_results' is not a list)")
+    doc.setdefault("criteria_results", {})
+    return doc
+
+
+def _read_lean(path: Path) -> dict[str, Any] | None:
+    """Header keys and the scenario index of a file in ``write_document``'s layout, else None.
+
+    Stops reading at ``scenario_results``, so transcripts are never parsed: comparing two
+    100,000-scenario experiments stays within seconds and a few hundred MB.
+    """
+    doc: dict[str, Any] = {}
+    try:
+        with open(path, encoding="utf-8") as handle:
+            if handle.readline().strip() != "{":
+                return None
+            for line in handle:
+                if line.startswith('"scenario_results": ['):
+                    break
+                try:
+                    doc.update(json.loads("{" + line.rstrip().rstrip(",") + "}"))
+                except ValueError:
+                    return None
+            else:
+                return None
+    except (OSError, UnicodeDecodeError):
+        return None
+    index = doc.pop("scenario_index", None)
+    if not isinstance(index, dict) or list(index.get("fields", ())) != list(_INDEX_FIELDS):
+        return None
+    scenarios = []
+    for sid, name, iteration, passed, skipped, turns, failure_type, ev_passed, ev_total in index.get("rows", ()):
+        scenarios.append({"id": sid, "name": name, "iteration": iteration, "passed": passed, "skipped": skipped,
+                          "turns": turns, "failure_type": failure_type,
+                          "evaluations": {"passed": ev_passed, "total": ev_total}})
+    doc["scenario_results"] = scenarios
+    doc["lean"] = True
+    return doc
+
+
+def read_document(
+    ref: str | os.PathLike[str], results_dir: str | os.PathLike[str] = "results", lean: bool = False
+) -> tuple[Path, dict[str, Any]]:
+    """Resolve and parse an experiment file into its raw dict, checking the top-level shape only.
+
+    No models are built. With ``lean=True`` scenario entries carry only what comparisons and
+    listings need (id, name, iteration, passed, skipped, turns, failure_type, evaluation counts)
+    and the document has ``"lean": true``; files not in the written layout are parsed in full.
+    """
+    path = resolve_experiment(ref, results_dir)
+    if lean:
+        doc = _read_lean(path)
+        if doc is not None:
+            return path, _check_shape(path, doc)
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError as exc:
+        raise ExperimentFileError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    try:
+        doc = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ExperimentFileError(
+            f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise ExperimentFileError(f"{path}: not valid JSON (not UTF-8 text at byte {exc.start})") from None
+    del raw
+    if isinstance(doc, dict):
+        doc.pop("scenario_index", None)
+    return path, _check_shape(path, doc)
+
+
+def _info_from(experiment: dict[str, Any]) -> ExperimentInfo:
+    data = dict(experiment)
+    judge = data.pop("judge", None) or {}
+    simulator = data.pop("simulator", None) or {}
+    data.setdefault("judge_provider", judge.get("provider"))
+    data.setdefault("judge_model", judge.get("model"))
+    data.setdefault("simulator_provider", simulator.get("provider"))
+    data.setdefault("simulator_model", simulator.get("model"))
+    return ExperimentInfo.model_validate(data)
+
+
+def _result_from(entry: dict[str, Any]) -> ScenarioResult:
+    data = dict(entry)
+    for key in ("evaluations", "expectations"):
+        value = data.get(key)
+        if isinstance(value, dict):
+            data[key] = value.get("details", [])
+    return ScenarioResult.model_validate(data)
+
+
+def _one_line(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first.get("loc", ()))
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return f"{where}: {first.get('msg', 'invalid')}{more}"
+
+
+def load_document(
+    ref: str | os.PathLike[str], results_dir: str | os.PathLike[str] = "results"
+) -> tuple[ExperimentInfo, list[ScenarioResult], dict[str, Any]]:
+    """Load an experiment (path, id or unique id prefix) back into the models, plus the raw dict."""
+    path, doc = read_document(ref, results_dir)
+    try:
+        info = _info_from(doc["experiment"])
+    except ValidationError as exc:
+        raise ExperimentFileError(f"{path}: invalid experiment ({_one_line(exc)})") from None
+    results: list[ScenarioResult] = []
+    for index, entry in enumerate(doc["scenario_results"]):
+        try:
+            results.append(_result_from(entry if isinstance(entry, dict) else {}))
+        except ValidationError as exc:
+            raise ExperimentFileError(f"{path}: invalid scenario_results[{index}] ({_one_line(exc)})") from None
+    return info, results, doc

@@ -1,0 +1,184 @@
+"""The console summary printed after a run (seed 10.2) and by ``fabtest show``.
+
+It works on the experiment document (a plain dict), so a stored experiment and a fresh one are
+summarised by the same code.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from tabulate import tabulate
+
+from fabtest.experiment.export import list_experiment_files
+from fabtest.experiment.fmt import RULE_HEAVY, RULE_LIGHT, count, git_line, llm_line, num, pct, timestamp
+
+__all__ = ["previous_experiment_id", "render_summary"]
+
+_MAX_LISTED = 10
+
+
+def previous_experiment_id(results_dir: str | os.PathLike[str], current_id: str) -> str | None:
+    """The most recently written other experiment in the results dir: the natural baseline."""
+    others = [p.stem for p in list_experiment_files(results_dir) if p.stem != current_id]
+    return others[-1] if others else None
+
+
+def _table(rows: list[list[Any]], headers: list[str]) -> list[str]:
+    text = tabulate(rows, headers=headers, tablefmt="simple")
+    return ["    " + line for line in text.splitlines()]
+
+
+def _header(doc: dict[str, Any]) -> list[str]:
+    exp = doc["experiment"]
+    name = f' "{exp["name"]}"' if exp.get("name") else ""
+    lines = [
+        "fabtest: Experiment Summary",
+        RULE_HEAVY,
+        "",
+        f"Experiment: {exp.get('id')}{name}",
+        f"Timestamp:  {timestamp(exp.get('timestamp'))}",
+        f"Git:        {git_line(exp)}",
+        f"Judge:      {llm_line(exp.get('judge'))}",
+        f"Simulator:  {llm_line(exp.get('simulator'))}",
+    ]
+    if exp.get("tags"):
+        lines.append(f"Tags:       {', '.join(exp['tags'])}")
+    if exp.get("iterations", 1) > 1:
+        lines.append(f"Runs:       {exp['iterations']} iterations of every scenario")
+    if exp.get("interrupted"):
+        lines.append("Status:     INTERRUPTED (recovered from the journal; results are partial)")
+    return lines
+
+
+def _completion(summary: dict[str, Any]) -> list[str]:
+    counted = summary.get("passed", 0) + summary.get("failed", 0)
+    skipped = summary.get("skipped", 0)
+    lines = [
+        "Completion (Hard Expectations)",
+        f"  Scenarios:        {count(summary.get('total_scenarios', 0))} total, {summary.get('passed', 0)} passed, "
+        f"{summary.get('failed', 0)} failed" + (f", {skipped} skipped" if skipped else ""),
+        f"  Completion Rate:  {pct(summary.get('completion_rate'))} ({summary.get('passed', 0)}/{counted})",
+    ]
+    if skipped:
+        lines.append("  (skipped scenarios are not counted in the rate)")
+    failures = {k: v for k, v in (summary.get("failure_types") or {}).items() if v}
+    if failures:
+        lines.append("  By failure type:")
+        for kind, n in failures.items():
+            lines.append(f"    - {kind}: {n} ({pct(n / counted if counted else None)})")
+    return lines
+
+
+def _quality(doc: dict[str, Any]) -> list[str]:
+    summary = doc["summary"]
+    ev = summary.get("evaluations") or {}
+    lines = [
+        "Quality (Soft Evaluations)",
+        f"  Total Evaluations: {count(ev.get('evaluated', 0))}",
+        f"  Evaluation Rate:   {pct(summary.get('evaluation_rate'))}",
+    ]
+    if ev.get("inconclusive"):
+        lines.append(f"  Inconclusive:      {ev['inconclusive']} (judge could not decide; not rated)")
+    skipped = summary.get("skipped_checks", 0)
+    if skipped:
+        lines.append(f"  Skipped checks:    {skipped} (could not run, e.g. no LLM configured; not rated)")
+    criteria = doc.get("criteria_results") or {}
+    if criteria:
+        lines += ["", "  By Criterion (soft and hard checks):"]
+        rows = [[name, e.get("evaluated", 0), e.get("passed", 0), pct(e.get("rate"))] for name, e in criteria.items()]
+        lines += _table(rows, ["Criterion", "Evaluated", "Passed", "Rate"])
+    return lines
+
+
+def _efficiency(summary: dict[str, Any]) -> list[str]:
+    def spread(key: str) -> str:
+        s = summary.get(key) or {}
+        if s.get("mean") is None:
+            return "n/a"
+        return f"mean {num(s['mean'])}, median {num(s['median'])}, range {num(s['min'], 0)}-{num(s['max'], 0)}"
+
+    return [
+        "Efficiency",
+        f"  Turns:             {spread('turns')}",
+        f"  Topics visited:    {spread('topics')}",
+        f"  Backtracking rate: {pct(summary.get('backtracking_rate'))}",
+    ]
+
+
+def _grounding(summary: dict[str, Any]) -> list[str]:
+    ground = summary.get("grounding")
+    if not ground:
+        return []
+    rows = [
+        [src, e["evaluated"], e["grounded"], pct(e["rate"]), pct(e.get("claim_rate")) if e.get("claims_total") else "-"]
+        for src, e in ground["by_source"].items()
+    ]
+    lines = ["", "Grounding Analysis", *_table(rows, ["Source", "Evaluated", "Grounded", "Rate", "Claims supported"])]
+    if ground.get("worst_scenarios"):
+        lines.append("  Scenarios with highest ungrounded rates:")
+        for s in ground["worst_scenarios"]:
+            lines.append(f"    - {s['name']}: {pct(s['ungrounded_rate'])} ungrounded")
+    return lines
+
+
+def _tokens(summary: dict[str, Any]) -> list[str]:
+    usage = summary.get("tokens") or {}
+    if not usage:
+        return []
+    rows = [[role, count(u["calls"]), count(u["input_tokens"]), count(u["output_tokens"])] for role, u in usage.items()]
+    return ["", "LLM Usage", *_table(rows, ["Role", "Calls", "Input tokens", "Output tokens"])]
+
+
+def _variance(doc: dict[str, Any]) -> list[str]:
+    var = doc.get("variance")
+    if not var:
+        return []
+    rows = [[f"Run {r['iteration']}", pct(r["completion_rate"]), pct(r["evaluation_rate"])] for r in var["runs"]]
+    lines = [RULE_LIGHT, "", f"Variance ({len(var['runs'])} runs)", *_table(rows, ["Run", "Completion", "Evaluation"])]
+    for key, label in (("completion_rate", "Completion"), ("evaluation_rate", "Evaluation")):
+        agg = var.get(key) or {}
+        if agg.get("mean") is not None:
+            lines.append(f"  {label}: mean {pct(agg['mean'])} ± {num(agg['std'] * 100)}pp ({var.get('std_kind', 'sample')} std dev)")
+    flaky = [s for s in var.get("scenarios", []) if s["label"] == "flaky"]
+    stable_fail = sum(1 for s in var.get("scenarios", []) if s["label"] == "stable-fail")
+    lines.append(f"  Flaky scenarios: {len(flaky)}; always failing: {stable_fail}")
+    for s in flaky[:_MAX_LISTED]:
+        lines.append(f"    - {s['name']}: {s['passes']}/{s['runs']} runs passed")
+    if len(flaky) > _MAX_LISTED:
+        lines.append(f"    ... and {len(flaky) - _MAX_LISTED} more")
+    lines.append("")
+    return lines
+
+
+def render_summary(
+    doc: dict[str, Any], path: str | os.PathLike[str] | None = None, previous_id: str | None = None
+) -> str:
+    """The whole console summary; ``path`` and ``previous_id`` add the saved-to and compare lines."""
+    summary = doc["summary"]
+    lines = [
+        *_header(doc),
+        "",
+        RULE_LIGHT,
+        "",
+        *_completion(summary),
+        "",
+        *_quality(doc),
+        "",
+        *_efficiency(summary),
+        *_grounding(summary),
+        *_tokens(summary),
+        "",
+        *_variance(doc),
+        RULE_LIGHT,
+    ]
+    if path is not None:
+        lines += ["", f"Results saved to: {Path(path)}"]
+    this_id = doc["experiment"].get("id")
+    if previous_id:
+        lines += ["", "To compare with the previous experiment:", f"  fabtest-compare {previous_id} {this_id}"]
+    else:
+        lines += ["", "To compare with a later run:", f"  fabtest-compare {this_id} <next experiment id>"]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,466 @@
+"""One self-contained HTML file per experiment or comparison: inline CSS, inline SVG, no JS.
+
+Everything a reviewer needs is in the file (summary, charts, every transcript with tool calls and
+topics, every check with its status, failure messages), so it can be attached to a CI run or
+mailed and opened offline. All text is escaped with ``html.escape``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from html import escape
+from typing import Any
+
+from fabtest.experiment.compare import Comparison
+from fabtest.experiment.fmt import git_line, llm_line, num, pct, pp, signed, timestamp
+from fabtest.report.svg import delta_chart, paired_chart, rate_chart, rate_color
+
+__all__ = ["render_comparison_html", "render_experiment_html"]
+
+_CSS = """
+:root{--fg:#212529;--muted:#6c757d;--line:#e9ecef;--bg:#f8f9fa;--card:#fff;--ok:#2f9e44;--bad:#e03131;
+--warn:#f08c00;--info:#1c7ed6}
+*{box-sizing:border-box}
+body{margin:0;background:var(--bg);color:var(--fg);font:14px/1.5 -apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif}
+main{max-width:1180px;margin:0 auto;padding:24px 28px 60px}
+header.top{background:#1b2430;color:#fff;padding:22px 28px}
+header.top .inner{max-width:1180px;margin:0 auto}
+header.top h1{margin:0 0 4px;font-size:22px;font-weight:600}
+header.top .sub{color:#adb5bd;font-size:13px}
+header.top .meta{display:flex;flex-wrap:wrap;gap:6px 22px;margin-top:12px;font-size:13px;color:#dee2e6}
+header.top .meta b{color:#fff;font-weight:600}
+h2{font-size:17px;margin:30px 0 12px;padding-bottom:6px;border-bottom:1px solid var(--line)}
+h3{font-size:14px;margin:18px 0 8px}
+.cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(160px,1fr));gap:12px}
+.card{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:14px 16px}
+.card .k{color:var(--muted);font-size:12px;text-transform:uppercase;letter-spacing:.04em}
+.card .v{font-size:26px;font-weight:650;margin-top:2px}
+.card .n{color:var(--muted);font-size:12px}
+.panel{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:16px 18px;margin-bottom:14px}
+table{border-collapse:collapse;width:100%;font-size:13px}
+th,td{text-align:left;padding:6px 10px;border-bottom:1px solid var(--line);vertical-align:top}
+th{color:var(--muted);font-weight:600;font-size:12px;text-transform:uppercase;letter-spacing:.03em}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
+.badge{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;font-weight:600}
+.b-pass{background:#ebfbee;color:var(--ok)}.b-fail{background:#fff5f5;color:var(--bad)}
+.b-skip{background:#f1f3f5;color:var(--muted)}.b-warn{background:#fff9db;color:#e67700}
+.b-HIGH{background:#ebfbee;color:var(--ok)}.b-MEDIUM{background:#fff9db;color:#e67700}.b-LOW{background:#fff5f5;color:var(--bad)}
+.up{color:var(--ok);font-weight:600}.down{color:var(--bad);font-weight:600}.flat{color:var(--muted)}
+.icon{display:inline-block;width:18px;text-align:center;font-weight:700}
+.i-passed{color:var(--ok)}.i-failed{color:var(--bad)}.i-inconclusive{color:var(--warn)}.i-skipped{color:var(--muted)}
+details.scenario{background:var(--card);border:1px solid var(--line);border-radius:8px;margin-bottom:10px}
+details.scenario>summary{cursor:pointer;padding:10px 14px;display:flex;gap:10px;align-items:center;list-style:none}
+details.scenario>summary::-webkit-details-marker{display:none}
+details.scenario>summary .name{font-weight:600;flex:1}
+details.scenario>summary .facts{color:var(--muted);font-size:12px}
+details.scenario[open]>summary{border-bottom:1px solid var(--line)}
+.sbody{padding:12px 16px}
+.failure{background:#fff5f5;border-left:3px solid var(--bad);padding:8px 12px;border-radius:4px;margin-bottom:12px;white-space:pre-wrap;font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px}
+.turn{border-left:2px solid var(--line);margin:0 0 12px 6px;padding-left:14px}
+.turn .tn{font-size:12px;color:var(--muted);margin-bottom:4px}
+.msg{padding:8px 12px;border-radius:8px;margin:4px 0;white-space:pre-wrap;max-width:92%}
+.user{background:#e7f5ff}.agent{background:#f1f3f5}
+.msg .who{display:block;font-size:11px;font-weight:700;color:var(--muted);text-transform:uppercase;margin-bottom:2px}
+.tool::before{content:"tool call";display:block;font-size:10px;font-weight:700;color:#868e96;text-transform:uppercase;font-family:-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif}
+.tool{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px;background:#fff;border:1px dashed #ced4da;border-radius:6px;padding:6px 10px;margin:4px 0;white-space:pre-wrap;word-break:break-word}
+.topic{display:inline-block;background:#f3f0ff;color:#6741d9;border-radius:10px;padding:0 8px;font-size:11px;font-weight:600;margin-left:6px}
+.path .topic{margin:0 2px}
+.muted{color:var(--muted)}
+ul.plain{margin:4px 0;padding-left:18px}
+footer{color:var(--muted);font-size:12px;margin-top:40px;text-align:center}
+a{color:var(--info);text-decoration:none}
+"""
+
+_ICONS = {"passed": "✓", "failed": "✗", "inconclusive": "?", "skipped": "–"}
+
+
+def _e(value: Any) -> str:
+    return escape("" if value is None else str(value))
+
+
+def _page(title: str, header: str, body: str) -> str:
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+        f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>"
+        f"{header}<main>{body}<footer>Generated by fabtest · self-contained report</footer></main></body></html>\n"
+    )
+
+
+def _header(title: str, subtitle: str, meta: Iterable[tuple[str, str]]) -> str:
+    items = "".join(f"<span>{_e(k)}: <b>{_e(v)}</b></span>" for k, v in meta)
+    return (
+        f'<header class="top"><div class="inner"><h1>{_e(title)}</h1><div class="sub">{_e(subtitle)}</div>'
+        f'<div class="meta">{items}</div></div></header>'
+    )
+
+
+def _card(key: str, value: str, note: str = "", color: str | None = None) -> str:
+    style = f' style="color:{color}"' if color else ""
+    return f'<div class="card"><div class="k">{_e(key)}</div><div class="v"{style}>{_e(value)}</div><div class="n">{_e(note)}</div></div>'
+
+
+def _table(headers: list[str], rows: Iterable[list[str]], numeric: set[int] = frozenset()) -> str:  # type: ignore[assignment]
+    head = "".join(f'<th class="num">{_e(h)}</th>' if i in numeric else f"<th>{_e(h)}</th>" for i, h in enumerate(headers))
+    body = "".join(
+        "<tr>" + "".join(f'<td class="num">{c}</td>' if i in numeric else f"<td>{c}</td>" for i, c in enumerate(row)) + "</tr>"
+        for row in rows
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _experiment_meta(exp: dict[str, Any]) -> list[tuple[str, str]]:
+    meta = [
+        ("Experiment", str(exp.get("id"))),
+        ("Timestamp", timestamp(exp.get("timestamp"))),
+        ("Git", git_line(exp)),
+        ("Judge", llm_line(exp.get("judge"))),
+        ("Simulator", llm_line(exp.get("simulator"))),
+    ]
+    if exp.get("tags"):
+        meta.append(("Tags", ", ".join(exp["tags"])))
+    if (exp.get("iterations") or 1) > 1:
+        meta.append(("Runs", str(exp["iterations"])))
+    if exp.get("interrupted"):
+        meta.append(("Status", "INTERRUPTED (partial results)"))
+    return meta
+
+
+# ---------------------------------------------------------------------------------------------
+# experiment sections
+
+
+def _summary_cards(summary: dict[str, Any]) -> str:
+    counted = summary.get("passed", 0) + summary.get("failed", 0)
+    ev = summary.get("evaluations") or {}
+    skipped = f", {summary['skipped']} skipped" if summary.get("skipped") else ""
+    return '<div class="cards">' + "".join(
+        [
+            _card("Completion", pct(summary.get("completion_rate")), f"{summary.get('passed', 0)}/{counted} passed{skipped}", rate_color(summary.get("completion_rate"))),
+            _card("Evaluation rate", pct(summary.get("evaluation_rate")), f"{ev.get('passed', 0)}/{ev.get('evaluated', 0)} soft checks passed", rate_color(summary.get("evaluation_rate"))),
+            _card("Scenarios", str(summary.get("total_scenarios", 0)), f"{summary.get('failed', 0)} failed"),
+            _card("Avg turns", num(summary.get("avg_turns")), "per scenario"),
+            _card("Avg topics", num(summary.get("avg_topics")), f"backtracking {pct(summary.get('backtracking_rate'))}"),
+        ]
+    ) + "</div>"
+
+
+def _completion_section(summary: dict[str, Any]) -> str:
+    counted = summary.get("passed", 0) + summary.get("failed", 0)
+    failures = {k: v for k, v in (summary.get("failure_types") or {}).items() if v}
+    items = [("passed", summary.get("passed", 0) / counted if counted else None, f"({summary.get('passed', 0)})")]
+    items += [(k, v / counted if counted else None, f"({v})") for k, v in failures.items()]
+    note = ""
+    if summary.get("skipped"):
+        note = f'<p class="muted">{summary["skipped"]} skipped scenario(s) are not counted in the completion rate.</p>'
+    colors = ["#2f9e44"] + ["#e03131"] * len(failures)
+    chart = rate_chart(items, "completion by outcome", colors)
+    return f'<h2>Completion (hard expectations)</h2><div class="panel">{chart}{note}</div>'
+
+
+def _criteria_section(doc: dict[str, Any]) -> str:
+    criteria = doc.get("criteria_results") or {}
+    summary = doc["summary"]
+    ev = summary.get("evaluations") or {}
+    notes = []
+    if ev.get("inconclusive"):
+        notes.append(f"{ev['inconclusive']} inconclusive evaluation(s) (judge could not decide) are not rated.")
+    if summary.get("skipped_checks"):
+        notes.append(f"{summary['skipped_checks']} check(s) were skipped (could not run, e.g. no LLM configured) and are not rated.")
+    note_html = "".join(f'<p class="muted">{_e(n)}</p>' for n in notes)
+    if not criteria:
+        return f'<h2>Quality by criterion</h2><div class="panel"><p class="muted">No checks were rated.</p>{note_html}</div>'
+    chart = rate_chart([(n, e.get("rate"), f"({e.get('passed', 0)}/{e.get('evaluated', 0)})") for n, e in criteria.items()], "criteria rates")
+    rows = [[_e(n), str(e.get("evaluated", 0)), str(e.get("passed", 0)), pct(e.get("rate"))] for n, e in criteria.items()]
+    return (
+        f'<h2>Quality by criterion</h2><div class="panel">{chart}</div>'
+        f'<div class="panel">{_table(["Criterion", "Evaluated", "Passed", "Rate"], rows, {1, 2, 3})}{note_html}</div>'
+    )
+
+
+def _efficiency_section(summary: dict[str, Any]) -> str:
+    def row(label: str, key: str) -> list[str]:
+        s = summary.get(key) or {}
+        return [label, num(s.get("mean")), num(s.get("median")), f"{num(s.get('min'), 0)}–{num(s.get('max'), 0)}"]
+
+    table = _table(["", "Mean", "Median", "Range"], [row("Turns", "turns"), row("Topics visited", "topics")], {1, 2, 3})
+    return f'<h2>Efficiency</h2><div class="panel">{table}<p class="muted">Backtracking rate: {pct(summary.get("backtracking_rate"))}</p></div>'
+
+
+def _grounding_section(summary: dict[str, Any]) -> str:
+    ground = summary.get("grounding")
+    if not ground:
+        return ""
+    rows = [
+        [_e(src), str(e["evaluated"]), str(e["grounded"]), pct(e["rate"]), pct(e.get("claim_rate")) if e.get("claims_total") else "–"]
+        for src, e in ground["by_source"].items()
+    ]
+    worst = "".join(f"<li>{_e(s['name'])}: {pct(s['ungrounded_rate'])} ungrounded</li>" for s in ground.get("worst_scenarios", []))
+    worst_html = f"<h3>Highest ungrounded rates</h3><ul class=\"plain\">{worst}</ul>" if worst else ""
+    return f'<h2>Grounding</h2><div class="panel">{_table(["Source", "Evaluated", "Grounded", "Rate", "Claims supported"], rows, {1, 2, 3, 4})}{worst_html}</div>'
+
+
+def _tokens_section(summary: dict[str, Any]) -> str:
+    usage = summary.get("tokens") or {}
+    if not usage:
+        return ""
+    rows = [[_e(r), f"{u['calls']:,}", f"{u['input_tokens']:,}", f"{u['output_tokens']:,}"] for r, u in usage.items()]
+    return f'<h2>LLM usage</h2><div class="panel">{_table(["Role", "Calls", "Input tokens", "Output tokens"], rows, {1, 2, 3})}</div>'
+
+
+def _variance_section(doc: dict[str, Any]) -> str:
+    var = doc.get("variance")
+    if not var:
+        return ""
+    rows = [[f"Run {r['iteration']}", str(r["scenarios"]), pct(r["completion_rate"]), pct(r["evaluation_rate"])] for r in var["runs"]]
+    agg_c, agg_e = var.get("completion_rate") or {}, var.get("evaluation_rate") or {}
+
+    def ms(a: dict[str, Any]) -> str:
+        return "n/a" if a.get("mean") is None else f"{pct(a['mean'])} ± {num(a['std'] * 100)}pp"
+
+    rows.append(["<b>Mean ± std</b>", "", ms(agg_c), ms(agg_e)])
+    scen_rows = [
+        [_e(s["name"]), f'<span class="badge {"b-pass" if s["label"] == "stable-pass" else "b-fail" if s["label"] == "stable-fail" else "b-warn"}">{_e(s["label"])}</span>',
+         f"{s['passes']}/{s['runs']}", pct(s["pass_rate"]), pct(s["pass_at_k"]), pct(s["pass_hat_k"])]
+        for s in var.get("scenarios", [])
+    ]
+    return (
+        f'<h2>Variance ({len(var["runs"])} runs)</h2><div class="panel">'
+        f'{_table(["Run", "Scenarios", "Completion", "Evaluation"], rows, {1, 2, 3})}'
+        f'<p class="muted">Standard deviation: {_e(var.get("std_kind", "sample"))} (n − 1).</p></div>'
+        f'<div class="panel"><h3>Per-scenario stability</h3>{_table(["Scenario", "Label", "Passes", "Pass rate", "pass@k", "pass^k"], scen_rows, {2, 3, 4, 5})}'
+        f'<p class="muted">k = runs of the scenario: pass@k = passed at least once, pass^k = passed every time.</p></div>'
+    )
+
+
+def _status_badge(entry: dict[str, Any]) -> str:
+    if entry.get("skipped"):
+        return '<span class="badge b-skip">SKIPPED</span>'
+    if entry.get("passed"):
+        return '<span class="badge b-pass">PASSED</span>'
+    return f'<span class="badge b-fail">FAILED · {_e(entry.get("failure_type") or "assertion")}</span>'
+
+
+def _json(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _transcript(entry: dict[str, Any]) -> str:
+    turns = entry.get("transcript") or []
+    if not turns:
+        return '<p class="muted">No transcript recorded.</p>'
+    out = []
+    for t in turns:
+        topic = f'<span class="topic">{_e(t.get("topic"))}</span>' if t.get("topic") else ""
+        tools = "".join(
+            f'<div class="tool"><b>{_e(c.get("name"))}</b>({_e(_json(c.get("arguments", {})))})'
+            + (f'\n→ {_e(_json(c.get("result")))}' if c.get("result") is not None else "")
+            + "</div>"
+            for c in t.get("tool_calls") or []
+        )
+        out.append(
+            f'<div class="turn"><div class="tn">Turn {_e(t.get("number"))}{topic}'
+            f'<span class="muted"> · {num(t.get("duration_s"), 2)}s</span></div>'
+            f'<div class="msg user"><span class="who">User</span>{_e(t.get("user"))}</div>'
+            f'<div class="msg agent"><span class="who">Agent</span>{_e(t.get("agent"))}</div>{tools}</div>'
+        )
+    return "".join(out)
+
+
+def _checks(title: str, block: Any) -> str:
+    details = block.get("details", []) if isinstance(block, dict) else (block or [])
+    if not details:
+        return ""
+    rows = []
+    for c in details:
+        status = c.get("status", "skipped")
+        icon = f'<span class="icon i-{_e(status)}" title="{_e(status)}">{_ICONS.get(status, "?")}</span>'
+        rows.append([icon, _e(c.get("turn") if c.get("turn") is not None else "–"), _e(c.get("type")), _e(c.get("criterion")),
+                     _e(status), _e(c.get("details"))])
+    summary = ""
+    if isinstance(block, dict):
+        summary = f' <span class="muted">{block.get("passed", 0)}/{block.get("total", 0)} passed</span>'
+    return f"<h3>{_e(title)}{summary}</h3>" + _table(["", "Turn", "Type", "Criterion", "Status", "Details"], rows)
+
+
+def _scenario(entry: dict[str, Any], anchor: str) -> str:
+    ev = entry.get("evaluations") if isinstance(entry.get("evaluations"), dict) else {}
+    iteration = f" · run {entry.get('iteration')}" if (entry.get("iteration") or 1) > 1 else ""
+    facts = f"{entry.get('turns', 0)} turns · eval {pct(ev.get('rate'))}{iteration}"
+    failure = ""
+    if entry.get("failure_message"):
+        failure = f'<div class="failure">{_e(entry["failure_message"])}</div>'
+    if entry.get("skipped") and entry.get("skip_reason"):
+        failure = f'<div class="failure" style="border-color:#adb5bd;background:#f8f9fa">Skipped: {_e(entry["skip_reason"])}</div>'
+    path = entry.get("topic_path") or entry.get("topics_visited") or []
+    path_html = ""
+    if path:
+        path_html = '<p class="path muted">Topics: ' + " → ".join(f'<span class="topic">{_e(t)}</span>' for t in path) + "</p>"
+    where = " · ".join(_e(x) for x in (entry.get("feature"), entry.get("rule"), entry.get("record_id")) if x)
+    opened = " open" if not entry.get("passed") and not entry.get("skipped") else ""
+    return (
+        f'<details class="scenario" id="{_e(anchor)}"{opened}><summary>{_status_badge(entry)}'
+        f'<span class="name">{_e(entry.get("name"))}</span><span class="facts">{_e(facts)}</span></summary>'
+        f'<div class="sbody"><p class="muted">{_e(entry.get("id"))}{" · " + where if where else ""}</p>{failure}{path_html}'
+        f"<h3>Transcript</h3>{_transcript(entry)}"
+        f'{_checks("Evaluations (soft)", entry.get("evaluations"))}{_checks("Expectations (hard)", entry.get("expectations"))}'
+        "</div></details>"
+    )
+
+
+def _scenarios_section(entries: list[dict[str, Any]], title: str = "Scenarios") -> str:
+    if not entries:
+        return f'<h2>{_e(title)}</h2><p class="muted">No scenarios.</p>'
+    ordered = sorted(enumerate(entries), key=lambda p: (bool(p[1].get("passed")) or bool(p[1].get("skipped")), bool(p[1].get("skipped")), p[1].get("name") or "", p[1].get("iteration") or 1))
+    rows = []
+    for i, e in ordered:
+        ev = e.get("evaluations") if isinstance(e.get("evaluations"), dict) else {}
+        rows.append([_status_badge(e), f'<a href="#s{i}">{_e(e.get("name"))}</a>', _e(e.get("iteration", 1)), _e(e.get("turns", 0)),
+                     _e(len(e.get("topics_visited") or [])), pct(ev.get("rate")), _e(e.get("failure_message") or "")])
+    index = _table(["Status", "Scenario", "Run", "Turns", "Topics", "Eval rate", "Failure"], rows, {2, 3, 4, 5})
+    details = "".join(_scenario(e, f"s{i}") for i, e in ordered)
+    return f'<h2>{_e(title)} ({len(entries)})</h2><div class="panel">{index}</div>{details}'
+
+
+def render_experiment_html(doc: dict[str, Any]) -> str:
+    """The full report of one experiment document."""
+    exp, summary = doc["experiment"], doc["summary"]
+    title = f"fabtest experiment {exp.get('id')}" + (f" — {exp['name']}" if exp.get("name") else "")
+    header = _header(exp.get("name") or "fabtest experiment", f"Experiment report · {exp.get('id')}", _experiment_meta(exp))
+    body = (
+        _summary_cards(summary)
+        + _completion_section(summary)
+        + _criteria_section(doc)
+        + _efficiency_section(summary)
+        + _grounding_section(summary)
+        + _tokens_section(summary)
+        + _variance_section(doc)
+        + _scenarios_section(doc.get("scenario_results") or [])
+    )
+    return _page(title, header, body)
+
+
+# ---------------------------------------------------------------------------------------------
+# comparison
+
+
+def _mark_class(mark: str) -> str:
+    return "up" if "▲" in mark else "down" if "▼" in mark else "flat"
+
+
+def _comparability_panel(comparison: Comparison) -> str:
+    c = comparison.comparability
+    crit = "identical" if c.criteria_identical else "; ".join(
+        x for x in (
+            f"added: {', '.join(c.criteria_added)}" if c.criteria_added else "",
+            f"removed: {', '.join(c.criteria_removed)}" if c.criteria_removed else "",
+            f"modified (not compared): {', '.join(c.criteria_modified)}" if c.criteria_modified else "",
+        ) if x
+    ) or "changed"
+
+    def line(ok: bool, severe: bool, label: str, text: str) -> list[str]:
+        icon = '<span class="icon i-passed">✓</span>' if ok else ('<span class="icon i-failed">✗</span>' if severe else '<span class="icon i-inconclusive">⚠</span>')
+        return [icon, _e(label), _e(text)]
+
+    rows = [
+        line(c.topic_graph_identical, True, "Topic graph", "identical" if c.topic_graph_identical else "different"),
+        line(c.criteria_identical, False, "Criteria", crit),
+        line(c.scenarios_added == c.scenarios_removed == 0, c.scenarios_shared == 0, "Scenarios",
+             f"{c.scenarios_shared} shared, {c.scenarios_added} added, {c.scenarios_removed} removed"),
+        line(c.judge_identical, True, "Judge LLM", c.judge_current if c.judge_identical else f"{c.judge_baseline} → {c.judge_current}"),
+        line(c.simulator_identical, False, "Simulator LLM", c.simulator_current if c.simulator_identical else f"{c.simulator_baseline} → {c.simulator_current}"),
+    ]
+    reasons = f' <span class="muted">({_e("; ".join(c.reasons))})</span>' if c.reasons else ""
+    return (
+        f'<h2>Comparability</h2><div class="panel"><p>Comparison validity: <span class="badge b-{_e(c.validity)}">{_e(c.validity)}</span>{reasons}</p>'
+        f'{_table(["", "Aspect", "Assessment"], rows)}</div>'
+    )
+
+
+def _metrics_panel(comparison: Comparison) -> str:
+    rows = []
+    for m in comparison.metrics:
+        fmt = pct if m.kind == "rate" else num
+        delta = pp(m.delta) if m.kind == "rate" else signed(m.delta)
+        rows.append([_e(m.label), fmt(m.baseline), fmt(m.current), delta, f'<span class="{_mark_class(m.mark)}">{_e(m.mark)}</span>'])
+    cards = '<div class="cards">' + "".join(
+        _card(m.label, pct(m.current) if m.kind == "rate" else num(m.current),
+              f"was {pct(m.baseline) if m.kind == 'rate' else num(m.baseline)} · {pp(m.delta) if m.kind == 'rate' else signed(m.delta)} {m.mark}",
+              "#2f9e44" if "▲" in m.mark else "#e03131" if "▼" in m.mark else None)
+        for m in comparison.metrics
+    ) + "</div>"
+    return cards + f'<h2>Metrics</h2><div class="panel">{_table(["Metric", "Baseline", "Current", "Delta", ""], rows, {1, 2, 3})}<p class="muted">Fewer turns and topics count as better.</p></div>'
+
+
+def _criteria_panel(comparison: Comparison) -> str:
+    if not comparison.criteria:
+        return ""
+    paired = paired_chart([(r.name, r.baseline, r.current) for r in comparison.criteria], "criteria baseline vs current")
+    deltas = delta_chart([(r.name, r.delta if r.status == "compared" else None) for r in comparison.criteria], "criteria deltas")
+    rows = [
+        [_e(r.name), pct(r.baseline), pct(r.current), pp(r.delta, 0) if r.status == "compared" else _e(r.status + (" — not compared" if r.status == "modified" else "")),
+         f'<span class="{_mark_class(r.mark)}">{_e(r.mark)}</span>']
+        for r in comparison.criteria
+    ]
+    return (
+        f'<h2>Quality by criterion</h2><div class="panel"><h3>Rates</h3>{paired}<h3>Change</h3>{deltas}</div>'
+        f'<div class="panel">{_table(["Criterion", "Baseline", "Current", "Delta", ""], rows, {1, 2, 3})}</div>'
+    )
+
+
+def _changes_panel(comparison: Comparison) -> str:
+    def block(title: str, items: list[Any], fmt: Any) -> str:
+        if not items:
+            return ""
+        return f"<h3>{_e(title)} ({len(items)})</h3><ul class=\"plain\">" + "".join(f"<li>{fmt(s)}</li>" for s in items) + "</ul>"
+
+    html = (
+        block("Newly failing", comparison.newly_failing, lambda s: f'<span class="down">✗</span> {_e(s.name)} <span class="muted">({_e(s.note)})</span>')
+        + block("Newly passing", comparison.newly_passing, lambda s: f'<span class="up">✓</span> {_e(s.name)}')
+        + block("Quality regressed", comparison.quality_regressed, lambda s: f"{_e(s.name)}: {pct(s.baseline, 0)} → {pct(s.current, 0)}")
+        + block("Quality improved", comparison.quality_improved, lambda s: f"{_e(s.name)}: {pct(s.baseline, 0)} → {pct(s.current, 0)}")
+    )
+    return f'<h2>Scenario changes</h2><div class="panel">{html or "<p class=muted>No scenario changed status or quality.</p>"}</div>'
+
+
+def _variance_panel(comparison: Comparison) -> str:
+    v = comparison.variance
+    if v is None:
+        return ""
+    rows = [
+        [_e(m.name.replace("_", " ")), f"{pct(m.baseline.mean)} ± {num(m.baseline.std * 100)}pp", f"{pct(m.current.mean)} ± {num(m.current.std * 100)}pp",
+         pp(m.delta), "yes" if m.overlap else "<b>no</b>"]
+        for m in v.metrics
+    ]
+    notes = "".join(f'<p class="muted">Note: {_e(n)}</p>' for n in v.notes)
+    changed = [s for s in v.scenario_pass_rates if s.baseline != s.current]
+    per = ""
+    if changed:
+        per = "<h3>Per-scenario pass rate changes</h3>" + _table(
+            ["Scenario", "Baseline", "Current"], [[_e(s.name), pct(s.baseline), pct(s.current)] for s in changed], {1, 2}
+        )
+    return f'<h2>Variance</h2><div class="panel">{_table(["Metric", "Baseline", "Current", "Delta", "Ranges overlap"], rows, {1, 2, 3})}{notes}{per}</div>'
+
+
+def render_comparison_html(baseline_doc: dict[str, Any], current_doc: dict[str, Any], comparison: Comparison) -> str:
+    """The comparison report, with the transcripts of every scenario that changed."""
+    b, c = comparison.baseline, comparison.current
+    meta = [("Baseline", f"{b.id}" + (f" “{b.name}”" if b.name else "") + f" ({timestamp(b.timestamp)})"),
+            ("Current", f"{c.id}" + (f" “{c.name}”" if c.name else "") + f" ({timestamp(c.timestamp)})"),
+            ("Scenarios compared", str(comparison.comparability.scenarios_shared))]
+    header = _header("Experiment comparison", f"{b.id} → {c.id}", meta)
+    changed_ids = {s.id for s in (*comparison.newly_failing, *comparison.newly_passing, *comparison.quality_regressed, *comparison.quality_improved)}
+    changed = [e for e in current_doc.get("scenario_results") or [] if e.get("id") in changed_ids]
+    body = (
+        _metrics_panel(comparison)
+        + _comparability_panel(comparison)
+        + _criteria_panel(comparison)
+        + _changes_panel(comparison)
+        + _variance_panel(comparison)
+        + _scenarios_section(changed, "Changed scenarios (current run)")
+    )
+    return _page(f"fabtest comparison {b.id} → {c.id}", header, body)

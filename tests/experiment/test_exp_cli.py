@@ -1,0 +1,114 @@
+import json
+import sys
+import types
+
+import pytest
+
+from exp_factory import make_doc, make_result
+from fabtest.cli import compare_main, main
+from fabtest.experiment.export import write_document
+
+
+@pytest.fixture
+def results(tmp_path):
+    base = [make_result("a"), make_result("b", turns=6), make_result("c", passed=False)]
+    cur = [make_result("a"), make_result("b", passed=False, failure_type="max_turns"), make_result("c")]
+    write_document(make_doc("exp_111aaa", base, name="baseline"), tmp_path)
+    write_document(make_doc("exp_222bbb", cur, name="current"), tmp_path)
+    return tmp_path
+
+
+def _one_line_error(capsys, prog="fabtest-compare"):
+    err = capsys.readouterr().err
+    assert err.startswith(f"{prog}: error: ")
+    assert err.count("\n") == 1 and "Traceback" not in err
+    return err
+
+
+def test_compare_text_json_markdown(results, capsys):
+    assert compare_main(["exp_111", "exp_222", "--results-dir", str(results)]) == 0
+    out = capsys.readouterr().out
+    assert "Experiment Comparison" in out and "Newly failing (1):" in out
+    assert compare_main(["exp_111aaa", str(results / "exp_222bbb.json"), "--results-dir", str(results), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["newly_passing"][0]["name"] == "c"
+    assert compare_main(["exp_111aaa", "exp_222bbb", "--results-dir", str(results), "--format", "markdown"]) == 0
+    assert capsys.readouterr().out.startswith("## fabtest:")
+
+
+def test_compare_gates(results, capsys):
+    args = ["exp_111aaa", "exp_222bbb", "--results-dir", str(results)]
+    assert compare_main(args + ["--fail-on-regression"]) == 1
+    assert "gate failed: regression" in capsys.readouterr().err
+    assert compare_main(args + ["--min-completion", "0.6"]) == 0
+    assert compare_main(args + ["--min-completion", "70%"]) == 1
+    assert compare_main(["exp_222bbb", "exp_222bbb", "--results-dir", str(results), "--fail-on-regression"]) == 0
+
+
+def test_compare_html(results, tmp_path, capsys):
+    out = tmp_path / "cmp.html"
+    assert compare_main(["exp_111aaa", "exp_222bbb", "--results-dir", str(results), "--html", str(out)]) == 0
+    assert "<svg" in out.read_text()
+
+
+def test_missing_file(results, capsys):
+    assert compare_main([str(results / "nope.json"), "exp_222bbb", "--results-dir", str(results)]) == 2
+    assert "nope.json: no such file" in _one_line_error(capsys)
+    assert compare_main(["exp_999", "exp_222bbb", "--results-dir", str(results)]) == 2
+    assert "no experiment" in _one_line_error(capsys)
+
+
+def test_malformed_json(results, capsys):
+    bad = results / "bad.json"
+    bad.write_text("{\n  \"experiment\": {,\n}")
+    assert compare_main([str(bad), "exp_222bbb", "--results-dir", str(results)]) == 2
+    err = _one_line_error(capsys)
+    assert "bad.json: not valid JSON (line 2, column 18" in err
+
+
+def test_missing_keys(results, capsys):
+    bad = results / "nosummary.json"
+    bad.write_text(json.dumps({"experiment": {"id": "x"}, "scenario_results": []}))
+    assert compare_main(["exp_111aaa", str(bad), "--results-dir", str(results)]) == 2
+    assert "nosummary.json: not an experiment file (missing key 'summary')" in _one_line_error(capsys)
+
+
+def test_ambiguous_prefix(results, capsys):
+    write_document(make_doc("exp_111aab", [make_result("a")]), results)
+    assert compare_main(["exp_111", "exp_222bbb", "--results-dir", str(results)]) == 2
+    assert "ambiguous experiment prefix, candidates: exp_111aaa, exp_111aab" in _one_line_error(capsys)
+
+
+def test_fabtest_list_show_report(results, tmp_path, capsys):
+    assert main(["list", "--results-dir", str(results)]) == 0
+    out = capsys.readouterr().out
+    assert "exp_111aaa" in out and "exp_222bbb" in out and "66.7%" in out
+    assert main(["show", "exp_222", "--results-dir", str(results)]) == 0
+    out = capsys.readouterr().out
+    assert "Experiment: exp_222bbb" in out and "Results saved to:" in out
+    assert "fabtest-compare exp_111aaa exp_222bbb" in out
+    report = tmp_path / "report.html"
+    assert main(["report", "exp_111aaa", "-o", str(report), "--results-dir", str(results)]) == 0
+    assert report.read_text().startswith("<!DOCTYPE html>")
+    assert main(["show", "exp_nothing", "--results-dir", str(results)]) == 2
+    _one_line_error(capsys, "fabtest")
+    assert main(["compare", "exp_111aaa", "exp_222bbb", "--results-dir", str(results), "--fail-on-regression"]) == 1
+
+
+def test_fabtest_run_dispatches_to_playbook(monkeypatch, capsys):
+    seen = {}
+    fake = types.ModuleType("fabtest.playbook")
+
+    def run_cli(args):
+        seen["args"] = args
+        return 3
+
+    fake.run_cli = run_cli
+    monkeypatch.setitem(sys.modules, "fabtest.playbook", fake)
+    assert main(["run", "a.yaml", "b.yaml", "--verbose"]) == 3
+    assert seen["args"] == ["a.yaml", "b.yaml", "--verbose"]
+
+
+def test_fabtest_run_without_playbook_runner(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "fabtest.playbook", types.ModuleType("fabtest.playbook"))
+    assert main(["run", "a.yaml"]) == 2
+    assert "playbook runner is not available" in _one_line_error(capsys, "fabtest")

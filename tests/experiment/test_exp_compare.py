@@ -1,0 +1,144 @@
+import json
+
+import pytest
+
+from exp_factory import CRITERIA, TOPICS, make_doc, make_result
+from fabtest.experiment.compare import (
+    compare,
+    gate_failures,
+    meets_min_completion,
+    regressed,
+    render_json,
+    render_markdown,
+    render_text,
+)
+from fabtest.experiment.model import TopicRecord
+
+
+def _docs():
+    base = [
+        make_result("stays_passing", turns=4),
+        make_result("gets_fixed", passed=False, failure_type="max_turns", turns=8),
+        make_result("breaks", turns=7),
+        make_result("quality_drop", evals=[("friendly", "passed")] * 10),
+        make_result("removed_one"),
+    ]
+    cur = [
+        make_result("stays_passing", turns=3),
+        make_result("gets_fixed", turns=5),
+        make_result("breaks", passed=False, failure_type="max_turns", turns=10),
+        make_result("quality_drop", evals=[("friendly", "passed")] * 8 + [("friendly", "failed")] * 2),
+        make_result("added_one"),
+    ]
+    return make_doc("exp_base01", base, name="v1"), make_doc("exp_curr01", cur, name="v2")
+
+
+def test_deltas_and_scenario_changes():
+    base, cur = _docs()
+    c = compare(base, cur)
+    m = c.metric("completion_rate")
+    assert (m.baseline, m.current, m.delta, m.mark) == (0.8, 0.8, 0.0, "─")
+    turns = c.metric("avg_turns")
+    assert turns.baseline == pytest.approx(5.0) and turns.current == pytest.approx(4.8)
+    assert turns.delta == pytest.approx(-0.2) and turns.mark == "▲"  # fewer turns is better
+    assert [s.name for s in c.newly_passing] == ["gets_fixed"]
+    assert [s.name for s in c.newly_failing] == ["breaks"]
+    assert c.newly_failing[0].failure_type == "max_turns"
+    assert c.newly_failing[0].note == "was completing in 7 turns, now max_turns"
+    assert [s.name for s in c.quality_regressed] == ["quality_drop"]
+    assert c.quality_regressed[0].baseline == 1.0 and c.quality_regressed[0].current == pytest.approx(0.8)
+    comp = c.comparability
+    assert (comp.scenarios_shared, comp.scenarios_added, comp.scenarios_removed) == (4, 1, 1)
+    assert comp.validity == "MEDIUM" and comp.topic_graph_identical and comp.criteria_identical
+    assert c.variance is None
+    text = render_text(c)
+    assert "Newly failing (1):" in text and "breaks (was completing in 7 turns, now max_turns)" in text
+    assert "Comparison validity: MEDIUM" in text
+    assert "Newly passing (1)" in render_markdown(c)
+    assert json.loads(render_json(c))["newly_failing"][0]["name"] == "breaks"
+
+
+def test_identical_experiments_are_high_validity_and_not_regressed():
+    base, _ = _docs()
+    c = compare(base, base)
+    assert c.comparability.validity == "HIGH"
+    assert not regressed(c) and not c.newly_failing and not c.newly_passing
+    assert all(m.mark == "─" for m in c.metrics)
+
+
+def test_criterion_rename_and_rewording_are_flagged():
+    base = make_doc("exp_b", [make_result("a")])
+    renamed = {("warm" if k == "friendly" else k): v for k, v in CRITERIA.items()}
+    cur = make_doc("exp_c", [make_result("a", criteria=renamed, evals=[("warm", "passed"), ("concise", "failed")])])
+    assert base["experiment"]["criteria_hash"] != cur["experiment"]["criteria_hash"]
+    c = compare(base, cur)
+    assert c.comparability.criteria_added == ["warm"] and c.comparability.criteria_removed == ["friendly"]
+    assert not c.comparability.criteria_identical and c.comparability.validity == "MEDIUM"
+    reworded = make_doc("exp_d", [make_result("a", criteria={**CRITERIA, "concise": "Short"}, evals=[("friendly", "passed"), ("concise", "failed")])])
+    c2 = compare(base, reworded)
+    assert c2.comparability.criteria_modified == ["concise"]
+    row = next(r for r in c2.criteria if r.name == "concise")
+    assert row.status == "modified" and row.delta is None
+    assert "modified (not compared)" in render_text(c2)
+    friendly = next(r for r in c2.criteria if r.name == "friendly")
+    assert friendly.status == "compared" and friendly.delta == 0.0
+
+
+def test_low_validity_when_topic_graph_or_judge_differs():
+    base = make_doc("exp_b", [make_result("a")])
+    other_topics = TOPICS + [TopicRecord(name="booking", characteristic="books")]
+    c = compare(base, make_doc("exp_c", [make_result("a", topics=other_topics)]))
+    assert not c.comparability.topic_graph_identical and c.comparability.validity == "LOW"
+    c = compare(base, make_doc("exp_c", [make_result("a")], judge_model="other-model"))
+    assert not c.comparability.judge_identical and c.comparability.validity == "LOW"
+
+
+def test_gates():
+    base, cur = _docs()
+    c = compare(base, cur)
+    assert regressed(c)  # a newly failing scenario
+    assert gate_failures(c) == []
+    assert len(gate_failures(c, fail_on_regression=True)) == 1
+    assert meets_min_completion(c, 0.8) and not meets_min_completion(c, 0.81)
+    assert "below the minimum" in gate_failures(c, min_completion=0.9)[0]
+    better = compare(cur, cur)
+    assert not regressed(better)
+    drop = compare(make_doc("b", [make_result("x"), make_result("y")]), make_doc("c", [make_result("x"), make_result("z", passed=False)]))
+    assert not drop.newly_failing and regressed(drop)  # completion dropped
+
+
+def test_variance_comparison_with_iterations():
+    base = make_doc("exp_b", [make_result(n, iteration=i, passed=(n != "b" or i != 1)) for n in "abcd" for i in (1, 2, 3)], iterations=3)
+    cur = make_doc("exp_c", [make_result(n, iteration=i, passed=n in "ab") for n in "abcd" for i in (1, 2, 3)], iterations=3)
+    c = compare(base, cur)
+    assert c.variance is not None
+    comp = next(v for v in c.variance.metrics if v.name == "completion_rate")
+    assert comp.baseline.runs == [0.75, 1.0, 1.0]
+    assert comp.current.mean == 0.5 and comp.current.std == 0.0
+    assert not comp.overlap and "Completion rate ranges (mean ± std) do not overlap" in c.variance.notes
+    rates = {s.name: (s.baseline, s.current) for s in c.variance.scenario_pass_rates}
+    assert rates["b"] == (pytest.approx(2 / 3), 1.0) and rates["c"] == (1.0, 0.0)
+    assert {s.name for s in c.newly_failing} == {"c", "d"}
+    assert {s.name for s in c.newly_passing} == {"b"}
+    text = render_text(c)
+    assert "Comparison (with variance)" in text and "± " in text and "do not overlap" in text
+
+
+def test_lean_read_gives_the_same_comparison(tmp_path):
+    from fabtest.experiment.export import read_document, write_document
+
+    base, cur = _docs()
+    write_document(base, tmp_path)
+    write_document(cur, tmp_path)
+    _, lean_b = read_document("exp_base01", tmp_path, lean=True)
+    _, lean_c = read_document("exp_curr01", tmp_path, lean=True)
+    assert lean_b.get("lean") is True and "transcript" not in lean_b["scenario_results"][0]
+    _, full_b = read_document("exp_base01", tmp_path)
+    _, full_c = read_document("exp_curr01", tmp_path)
+    assert "lean" not in full_b and full_b["scenario_results"] == base["scenario_results"]
+    assert compare(lean_b, lean_c).to_dict() == compare(full_b, full_c).to_dict() == compare(base, cur).to_dict()
+    # a file in another layout (pretty-printed by some other tool) falls back to a full parse
+    other = tmp_path / "pretty.json"
+    other.write_text(json.dumps(base, indent=2))
+    _, doc = read_document(other, lean=True)
+    assert doc["scenario_results"] == base["scenario_results"]

@@ -1,0 +1,79 @@
+import os
+import shutil
+import subprocess
+import re
+
+import pytest
+
+from exp_factory import check, make_doc, make_result
+from fabtest.experiment.compare import compare
+from fabtest.experiment.summary import render_summary
+from fabtest.report.html import render_comparison_html, render_experiment_html
+
+
+def _doc():
+    grounding = check("venues", "failed", type_="grounded_in", source="search_venues", claims_total=5, claims_unsupported=2)
+    results = [
+        make_result("Book <script>alert(1)</script>", extra_checks=[grounding]),
+        make_result("Needs a bigger room", passed=False, failure_type="max_turns", evals=[("friendly", "failed"), ("concise", "inconclusive")]),
+        make_result("No key configured", skipped=True),
+    ]
+    return make_doc("exp_html01", results, name="Prompt <v2>")
+
+
+def test_experiment_html_is_self_contained_and_escaped():
+    html = render_experiment_html(_doc())
+    assert html.startswith("<!DOCTYPE html>")
+    assert "<script" not in html  # escaped, and no JS of our own
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "Prompt &lt;v2&gt;" in html
+    assert "user line 1 &lt;b&gt;&amp;" in html
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", html)  # no network resources
+    assert "@import" not in html and "<link" not in html
+    assert "<svg" in html and "search_venues" in html and "&quot;city&quot;: &quot;Berlin&quot;" in html
+    assert "max_turns" in html and "Transcript" in html and "Expectations (hard)" in html
+
+
+def test_comparison_html():
+    base = _doc()
+    cur = make_doc("exp_html02", [make_result("Book <script>alert(1)</script>", passed=False), make_result("Needs a bigger room")])
+    html = render_comparison_html(base, cur, compare(base, cur))
+    assert "<script" not in html and "Comparability" in html and "Newly failing" in html
+    assert html.count("<svg") >= 2  # rates and deltas
+
+
+def test_console_summary_mentions_llms_and_skips():
+    text = render_summary(_doc(), "results/exp_html01.json", "exp_000000")
+    assert "Judge:      gemini / gemini-2.0-flash" in text
+    assert "Simulator:  none (no LLM configured)" in text
+    assert "1 skipped" in text and "Grounding Analysis" in text
+    assert "Results saved to: results/exp_html01.json" in text
+    assert "fabtest-compare exp_000000 exp_html01" in text
+
+
+def _chromium():
+    if os.path.exists("/usr/bin/chromium"):
+        return "/usr/bin/chromium"
+    return shutil.which("chromium")
+
+
+def test_chromium_screenshot(tmp_path):
+    browser = _chromium()
+    if browser is None:
+        pytest.skip("chromium not installed: apt-get install chromium")
+    report = tmp_path / "report.html"
+    report.write_text(render_experiment_html(_doc()), encoding="utf-8")
+    shot = tmp_path / "shot.png"
+    cmd = [
+        browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={shot}", "--window-size=1280,2000", f"file://{report}",
+    ]
+    try:
+        subprocess.run(cmd, capture_output=True, timeout=90, check=False)
+    except subprocess.TimeoutExpired:
+        pytest.fail("chromium did not finish within 90 s")
+    assert shot.exists(), "chromium wrote no screenshot"
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(data) > 20_000  # a rendered page, not a blank image
