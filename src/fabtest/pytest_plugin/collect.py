@@ -24,7 +24,10 @@ class FeatureModule(pytest.Module):
         path = Path(self.path)
         module = types.ModuleType(f"fabtest_feature_{_slug(path)}")
         module.__file__ = str(path)
-        feature = get_feature(str(path.parent), path.name)
+        try:
+            feature = get_feature(str(path.parent), path.name)
+        except Exception as exc:  # noqa: BLE001 - any parse failure is the user's file
+            raise self.CollectError(_parse_error(path, exc)) from None
         used: set[str] = set()
         for name in feature.scenarios:
             func = bdd_scenario(str(path), name, features_base_dir=str(path.parent))(_noop)
@@ -34,6 +37,12 @@ class FeatureModule(pytest.Module):
             func.__module__ = module.__name__
             setattr(module, attr, func)
         return module
+
+
+def _parse_error(path: Path, exc: Exception) -> str:
+    """One line naming the file and line of a malformed feature (gherkin's message has both)."""
+    text = " ".join(str(exc).split())
+    return text if str(path.name) in text else f"{path}: {text}"
 
 
 def _noop() -> None:

@@ -118,9 +118,16 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if template_of(metafunc.function) is None:
         return
     session = metafunc.config.stash[SESSION_KEY]
+    # Steps reach these fixtures dynamically, so they are not in the scenario's static closure.
+    for name in ("fabtest_record", "fabtest_iteration"):
+        if name not in metafunc.fixturenames:
+            metafunc.fixturenames.append(name)
     marker = metafunc.definition.get_closest_marker("fabtest_scenario_set")
     if marker is not None:
-        records = session.scenario_set(marker.args[0], Path(str(metafunc.definition.path)))
+        try:
+            records = session.scenario_set(marker.args[0], Path(str(metafunc.definition.path)))
+        except UsageError as exc:
+            raise pytest.Collector.CollectError(str(exc)) from None
         metafunc.parametrize("fabtest_record", records, ids=[str(r["id"]) for r in records], indirect=True)
     if session.iterations > 1:
         metafunc.parametrize("fabtest_iteration", range(1, session.iterations + 1),
@@ -259,8 +266,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     exc = call.excinfo.value if call.excinfo is not None else None
     if state is not None and not isinstance(exc, (pytest.skip.Exception, KeyboardInterrupt)):
         try:
-            state.finish()
-        except LLMError as late:
+            state.finish(verify=exc is None)
+        except (LLMError, ExpectationFailed) as late:
             if exc is None:
                 exc = late
                 report.outcome = "failed"

@@ -378,12 +378,50 @@ class ScenarioState:
         for index, p in enumerate(pending):
             self._slots[p.slot] = _Pick(future, index)  # type: ignore[assignment]
 
-    def finish(self) -> None:
+    def use_record(self) -> None:
+        """``Given a simulated user from the scenario``: goal, persona and facts from the set's record."""
+        if self.record is None:
+            raise UsageError(f"{self.where}: 'a simulated user from the scenario' needs a scenario tagged "
+                             "@scenario_set:NAME (records in scenarios/NAME.json|yaml|yml)")
+        record = self.record
+        facts = {str(k): str(v) for k, v in (record.get("context") or {}).items()}
+        self.configure_simulator(goal=record["goal"], persona=record.get("persona"), facts=facts)
+        max_turns = (record.get("verification") or {}).get("max_turns")
+        if max_turns:
+            self.configure_simulator(max_turns=int(max_turns))
+
+    def _verify_record(self) -> None:
+        """A record's ``verification`` becomes hard expectations checked when the scenario ends."""
+        verification = (self.record or {}).get("verification") or {}
+        conv = self.conversation
+        for tool in _as_list(verification.get("call_tool")):
+            passed, details = checks.check_called(conv.tool_calls, tool)
+            self.record_check("call_tool", "must", f"call_tool:{tool}", "passed" if passed else "failed", details,
+                              data={"tool": tool, "source": "verification"})
+        for topic in _as_list(verification.get("reached_topic")):
+            ok = topic in conv.topic_path
+            self.record_check("reached_topic", "must", f"reached:{topic}", "passed" if ok else "failed",
+                              f"topic path: {' > '.join(conv.topic_path) or '(none)'}",
+                              data={"topic": topic, "source": "verification"})
+        if verification.get("max_turns"):
+            limit, actual = int(verification["max_turns"]), len(conv.turns)
+            self.record_check("turn_count", "must", f"turn_count<={limit}", "passed" if actual <= limit else "failed",
+                              f"{actual} turns (max {limit})", data={"max": limit, "actual": actual})
+
+    def finish(self, *, verify: bool = True) -> None:
         """Flush pending criteria, wait for background checks, and fill the conversation's lists.
 
-        A background judge call that failed for good is re-raised: an LLM outage is an ``error``.
+        With ``verify`` (the scenario's steps all passed) a scenario-set record's verification is
+        checked as hard expectations. A background judge call that failed for good is re-raised:
+        an LLM outage is an ``error``.
         """
         self._flush_pending()
+        verify_error: ExpectationFailed | None = None
+        if verify and self.record is not None:
+            try:
+                self._verify_record()
+            except ExpectationFailed as exc:
+                verify_error = exc
         first_error: BaseException | None = None
         for index, slot in enumerate(self._slots):
             if isinstance(slot, (Future, _Pick)):
@@ -399,12 +437,20 @@ class ScenarioState:
                 self.conversation.record(slot)
         if first_error is not None:
             raise first_error
+        if verify_error is not None:
+            raise verify_error
 
     def close(self) -> None:
         self._exit.close()
 
     def agent_metadata(self) -> dict[str, Any]:
         return agent_metadata(self._agent) if self._agent is not None else {}
+
+
+def _as_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    return [str(v) for v in value] if isinstance(value, (list, tuple)) else [str(value)]
 
 
 class _Pick:

@@ -96,7 +96,7 @@ class FabtestSession:
                 records = load_scenario_set(name, base)
             except ScenarioSetError as exc:
                 raise UsageError(f"{feature_path}: @scenario_set:{name}: {exc}") from None
-            self._sets[key] = [r.model_dump() if hasattr(r, "model_dump") else dict(r) for r in records]
+            self._sets[key] = [r.to_dict() for r in records]
         return self._sets[key]
 
     def collect_playbook(self, file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
