@@ -7,6 +7,7 @@ into an experiment file marked ``"interrupted": true``. No pytest imports: the p
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 from collections.abc import Sequence
@@ -34,11 +35,29 @@ def journal_path(results_dir: str | os.PathLike[str], experiment_id: str) -> Pat
 
 
 def pending_journals(results_dir: str | os.PathLike[str]) -> list[Path]:
-    """Journals left behind by runs that never finished (candidates for ``recover``)."""
+    """Journals left behind by runs that never finished (candidates for ``recover``).
+
+    A journal whose run is still alive is locked by its Recorder and left out, so a second
+    pytest run in the same project never "recovers" a run in progress.
+    """
     directory = Path(results_dir)
     if not directory.is_dir():
         return []
-    return sorted(directory.glob(f".*{_JOURNAL_SUFFIX}"))
+    return sorted(p for p in directory.glob(f".*{_JOURNAL_SUFFIX}") if not _locked(p))
+
+
+def _locked(path: Path) -> bool:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # closing releases a lock we took
+    return False
 
 
 def _append_line(path: Path, record: dict[str, Any]) -> None:
@@ -102,6 +121,9 @@ class Recorder:
         self.journal = journal_path(self.results_dir, self.info.id)
         # The header lets recover() rebuild the identity of the run without the Recorder object.
         _append_line(self.journal, {"kind": "header", "info": self.info.model_dump(mode="json")})
+        # Held while the run lives (released by the OS if it dies): marks the journal as in use.
+        self._lock: Any = open(self.journal, "rb")  # noqa: SIM115 - lives as long as the Recorder
+        fcntl.flock(self._lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
 
     @property
     def experiment_id(self) -> str:
@@ -120,10 +142,8 @@ class Recorder:
     def finalise(self, interrupted: bool = False) -> Path:
         """Write ``results/<id>.json`` atomically and remove the journal."""
         self.path = write_document(self.document(interrupted=interrupted), self.results_dir)
-        try:
-            self.journal.unlink()
-        except FileNotFoundError:
-            pass
+        self.journal.unlink(missing_ok=True)
+        self._lock.close()
         return self.path
 
 

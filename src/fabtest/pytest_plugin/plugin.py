@@ -273,8 +273,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
                 report.outcome = "failed"
     if exc is not None and isinstance(exc, _SHORT) and report.outcome == "failed":
         report.longrepr = _short_message(item, exc)
-    if state is None and not (report.outcome == "skipped" and template_of(getattr(item, "obj", None)) is not None):
-        return
+    if state is None and template_of(getattr(item, "obj", None)) is None:
+        return  # not a scenario (an ordinary test, or a pytest-bdd scenario without fabtest steps)
     skipped = report.outcome == "skipped"
     kind = failure_type(exc) if exc is not None and report.outcome == "failed" else None
     message = _short_message(item, exc) if kind else None
@@ -288,7 +288,10 @@ def _short_message(item: pytest.Item, exc: BaseException) -> str:
     if isinstance(exc, StepDefinitionNotFoundError):
         where = item.stash.get(WHERE_KEY, "")
         step = item.stash.get(STEP_KEY, "")
-        return (f"{_step_location(str(exc)) or where}: no step definition matches this step"
+        location = _step_location(str(exc))
+        if location:
+            location = _relative(item.config, location)
+        return (f"{location or where}: no step definition matches this step"
                 f" ({_unmatched(str(exc)) or step}). Expected one of the fabtest steps listed in the README,"
                 " or a step of your own (pytest-bdd @given/@when/@then) in a conftest.py")
     text = str(exc)

@@ -14,8 +14,9 @@ from fabtest.pytest_plugin.scenario import ScenarioState
 
 def build_result(item: pytest.Item, state: ScenarioState | None, *, passed: bool, skipped: bool, skip_reason: str | None,
                  failure_type: str | None, failure_message: str | None, duration_s: float) -> ScenarioResult:
-    if state is None:  # skipped before its first step (no LLM configured)
-        return _skipped_result(item, skip_reason, duration_s)
+    if state is None:  # skipped or failed before any fabtest step ran
+        return _stateless_result(item, passed=passed, skipped=skipped, skip_reason=skip_reason,
+                                 failure_type=failure_type, failure_message=failure_message, duration_s=duration_s)
     conv = state.conversation
     template = template_of(getattr(item, "obj", None))
     feature = template.feature.name if template else ""
@@ -55,7 +56,8 @@ def build_result(item: pytest.Item, state: ScenarioState | None, *, passed: bool
     )
 
 
-def _skipped_result(item: pytest.Item, reason: str | None, duration_s: float) -> ScenarioResult:
+def _stateless_result(item: pytest.Item, *, passed: bool, skipped: bool, skip_reason: str | None,
+                      failure_type: str | None, failure_message: str | None, duration_s: float) -> ScenarioResult:
     template = template_of(getattr(item, "obj", None))
     rule = template.rule.name if template is not None and template.rule is not None else None
     name = _scenario_name(item, template)
@@ -66,7 +68,8 @@ def _skipped_result(item: pytest.Item, reason: str | None, duration_s: float) ->
     return ScenarioResult(
         id=stable_id(template.feature.name, rule, name, record_id), name=name + (f" [{record_id}]" if record_id else ""),
         nodeid=item.nodeid, feature=template.feature.name, feature_file=template.feature.filename, rule=rule,
-        record_id=record_id, iteration=iteration, passed=False, skipped=True, skip_reason=reason,
+        record_id=record_id, iteration=iteration, passed=passed, skipped=skipped, skip_reason=skip_reason,
+        failure_type=failure_type, failure_message=failure_message,  # type: ignore[arg-type]
         duration_s=round(duration_s, 4),
     )
 

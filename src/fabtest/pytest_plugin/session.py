@@ -31,6 +31,7 @@ class FabtestSession:
         self.iterations = max(1, int(config.getoption("--fabtest-iterations") or 1))
         self.is_worker = hasattr(config, "workerinput")
         self.summary_text = ""
+        self.notes: list[str] = []
         self._recorder: Any = None
         self._roles: LLMRoles | None = None
         self._sets: dict[tuple[str, str], list[dict[str, Any]]] = {}
@@ -119,9 +120,7 @@ class FabtestSession:
             from fabtest.experiment.recorder import Recorder
 
             opt = self.config.getoption
-            results_dir = Path(self.settings.results_dir)
-            if not results_dir.is_absolute():
-                results_dir = Path(str(self.config.rootpath)) / results_dir
+            results_dir = self.results_dir
             judge, sim = self.settings.judge, self.settings.simulator
             have_judge, have_sim = self._role_available("judge"), self._role_available("simulator")
             self._recorder = Recorder(
@@ -143,6 +142,27 @@ class FabtestSession:
             return False
         return ok
 
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        """A run killed earlier left a journal: turn it into an interrupted experiment first."""
+        if self.is_worker or self.config.getoption("--fabtest-no-results"):
+            return
+        from fabtest.experiment.recorder import pending_journals, recover
+
+        for journal in pending_journals(self.results_dir):
+            try:
+                path = recover(journal)
+            except Exception as exc:  # noqa: BLE001 - a damaged journal must not stop the run
+                self.notes.append(f"fabtest: could not recover {journal}: {exc}")
+            else:
+                self.notes.append(f"fabtest: recovered an interrupted run into {path}")
+
+    @property
+    def results_dir(self) -> Path:
+        results_dir = Path(self.settings.results_dir)
+        if not results_dir.is_absolute():
+            results_dir = Path(str(self.config.rootpath)) / results_dir
+        return results_dir
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.is_worker or self._recorder is None:
@@ -157,6 +177,8 @@ class FabtestSession:
         self.summary_text = render_summary(doc, shown, previous_experiment_id(recorder.results_dir, recorder.experiment_id))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        for note in self.notes:
+            terminalreporter.write_line(note)
         if self.summary_text:
             terminalreporter.write_sep("=", "fabtest experiment")
             terminalreporter.write_line(self.summary_text)
