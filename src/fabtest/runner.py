@@ -16,6 +16,7 @@ from typing import Any
 from fabtest.agents.base import Agent, AgentError, AgentTimeout
 from fabtest.agents.python import coerce_response
 from fabtest.conversation import AgentResponse, Conversation, Message, Turn
+from fabtest.errors import MaxTurnsReached, ScenarioTimeout
 
 TurnHook = Callable[[Turn], None]
 
@@ -23,17 +24,32 @@ TurnHook = Callable[[Turn], None]
 class ConversationRunner:
     """Drives one conversation with one agent. ``on_turn`` hooks run after every turn (topics, limits)."""
 
-    def __init__(self, agent: Agent, conversation: Conversation, *, agent_timeout: float = 60.0) -> None:
+    def __init__(self, agent: Agent, conversation: Conversation, *, agent_timeout: float = 60.0,
+                 deadline: float | None = None) -> None:
         self.agent = agent
         self.conversation = conversation
         self.agent_timeout = agent_timeout
+        #: time.monotonic() by which the whole scenario must end (--fabtest-scenario-timeout)
+        self.deadline = deadline
         self.on_turn: list[TurnHook] = []
 
     def say(self, text: str) -> Turn:
         """Send one user message and record the turn."""
         messages = [*self.conversation.messages, Message("user", text)]
         started = time.perf_counter()
-        response = call_agent(self.agent, messages, timeout=self.agent_timeout)
+        timeout = self.agent_timeout
+        if self.deadline is not None:
+            remaining = self.deadline - time.monotonic()
+            if remaining <= 0:
+                raise ScenarioTimeout("the scenario exceeded its time limit (--fabtest-scenario-timeout)")
+            timeout = min(timeout, remaining)
+        try:
+            response = call_agent(self.agent, messages, timeout=timeout)
+        except AgentTimeout:
+            if timeout < self.agent_timeout:
+                raise ScenarioTimeout("the scenario exceeded its time limit (--fabtest-scenario-timeout) "
+                                      "while waiting for the agent") from None
+            raise
         turn = Turn(number=len(self.conversation.turns) + 1, user=text, response=response,
                     duration_s=time.perf_counter() - started)
         self.conversation.turns.append(turn)
@@ -48,8 +64,6 @@ class ConversationRunner:
         ``next_message`` returning None means the simulated user considers its goal done. Raises
         MaxTurnsReached when ``max_turns`` turns pass without a stop reason.
         """
-        from fabtest.errors import MaxTurnsReached
-
         for _ in range(max_turns):
             text = next_message(self.conversation)
             if text is None:

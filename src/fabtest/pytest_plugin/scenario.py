@@ -13,6 +13,7 @@ waits only for the agent and the simulator.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -71,6 +72,7 @@ class ScenarioState:
     record: dict[str, Any] | None = None  # scenario-set record, if any
     conversation: Conversation = field(default_factory=Conversation)
     agent_target: Any = None
+    started: float = field(default_factory=time.monotonic)
     _agent: Agent | None = None
     _runner: ConversationRunner | None = None
     _tracker: TopicTracker | None = None
@@ -118,7 +120,9 @@ class ScenarioState:
     @property
     def runner(self) -> ConversationRunner:
         if self._runner is None:
-            self._runner = ConversationRunner(self.agent, self.conversation, agent_timeout=self.settings.agent_timeout)
+            timeout = self.settings.scenario_timeout
+            self._runner = ConversationRunner(self.agent, self.conversation, agent_timeout=self.settings.agent_timeout,
+                                              deadline=self.started + timeout if timeout else None)
             self._runner.on_turn.append(self._after_turn)
         return self._runner
 
