@@ -551,14 +551,16 @@ def render_text(comparison: Comparison) -> str:
         values = f"{_value(m, 'baseline', m.kind)} → {_value(m, 'current', m.kind)}"
         lines.append(f"  {label + ':':<15} {values:<16} ({_delta_text(m.delta, m.kind)}) {m.mark}".rstrip())
     if c.criteria:
-        lines += ["", "  By Criterion:", f"    {'Criterion':<24} {'Baseline':>9} {'Current':>9} {'Delta':>9}", "    " + "─" * 56]
+        width = max(24, *(len(row.name) for row in c.criteria))
+        lines += ["", "  By Criterion:", f"    {'Criterion':<{width}} {'Baseline':>9} {'Current':>9} {'Delta':>9}",
+                  "    " + "─" * (width + 32)]
         for row in c.criteria:
             if row.status == "compared":
                 tail = f"{pp(row.delta, 0):>9}  {row.mark}"
             else:
                 tail = f"{row.status + (' (not compared)' if row.status == 'modified' else '')}"
                 tail = f"{'':>9}  {tail}"
-            lines.append(f"    {row.name:<24} {pct(row.baseline):>9} {pct(row.current):>9} {tail}".rstrip())
+            lines.append(f"    {row.name:<{width}} {pct(row.baseline):>9} {pct(row.current):>9} {tail}".rstrip())
     lines += ["", RULE_LIGHT, "", "Scenario Changes"]
     if not (c.newly_passing or c.newly_failing or c.quality_improved or c.quality_regressed):
         lines.append("  No scenario changed status or quality.")
