@@ -1,0 +1,155 @@
+"""Experiments from real pytest runs: two runs compared, -n 2 equals sequential, stable ids survive moves."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+PYPROJECT = """
+[tool.fabtest]
+results_dir = "results"
+
+[tool.fabtest.agents]
+venue_bot = "{agent}"
+"""
+
+FEATURE = """
+Feature: Venue bot
+  Background:
+    Given the agent "venue_bot"
+    And the criterion "{criterion}" means "The agent is warm and polite"
+
+  Scenario: Greeting
+    When the user says "Hello!"
+    Then the response must match "(?i)which city"
+    And the response should match "(?i)hello"
+
+  Scenario: Search
+    When the user says "A room in Berlin for 10 people on 12 March"
+    Then the agent must call "search_venues"
+    And the response should match "(?i)€450"
+
+  Scenario: Polite greeting
+    When the user says "Hi!"
+    Then the response must match "^Hello"
+    And the response should not match "^Which"
+"""
+
+
+def project(root: Path, *, agent: str = "fabtest.demo:build_agent", criterion: str = "friendly",
+            feature: str = FEATURE, feature_path: str = "features/venues.feature") -> None:
+    (root / "pyproject.toml").write_text(PYPROJECT.format(agent=agent))
+    path = root / feature_path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(feature.format(criterion=criterion)))
+
+
+def run(root: Path, exp_id: str, *args: str) -> dict[str, Any]:
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+                           "--fabtest-experiment-id", exp_id, *args], cwd=root, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode in (0, 1), proc.stdout[-2000:] + proc.stderr[-2000:]
+    return json.loads((root / "results" / f"{exp_id}.json").read_text())
+
+
+def compare(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "fabtest.cli", "compare", *args, "--results-dir", "results"],
+                          cwd=root, capture_output=True, text=True, timeout=60)
+
+
+DESIGN_KEYS = {
+    "experiment": {"id", "timestamp", "name", "tags", "git_commit", "git_branch", "git_dirty", "config_hash",
+                   "criteria_hash", "topic_graph_hash"},
+    "summary": {"total_scenarios", "passed", "failed", "completion_rate", "evaluation_rate", "avg_turns",
+                "avg_topics"},
+    "scenario": {"id", "name", "passed", "turns", "topics_visited", "failure_type", "failure_message",
+                 "evaluations", "expectations"},
+}
+
+
+def test_two_runs_and_a_comparison(tmp_path: Path) -> None:
+    project(tmp_path)
+    base = run(tmp_path, "exp_aaaaaa", "--fabtest-experiment", "friendly bot")
+    project(tmp_path, agent="fabtest.demo:build_grumpy_agent")
+    cur = run(tmp_path, "exp_bbbbbb", "--fabtest-experiment", "curt bot")
+    for doc in (base, cur):
+        assert DESIGN_KEYS["experiment"] <= set(doc["experiment"])
+        assert DESIGN_KEYS["summary"] <= set(doc["summary"])
+        for scenario in doc["scenario_results"]:
+            assert DESIGN_KEYS["scenario"] <= set(scenario)
+            assert scenario["id"].startswith("example:") and len(scenario["id"]) == len("example:") + 12
+    assert base["summary"]["passed"] == 3
+    assert cur["summary"]["passed"] == 2  # the curt bot no longer opens with "Hello"
+    text = compare(tmp_path, "exp_aaaaaa", "exp_bbbbbb")
+    assert text.returncode == 0, text.stderr
+    out = text.stdout
+    assert "Comparison validity: HIGH" in out
+    assert "Newly failing (1)" in out and "Polite greeting" in out
+    assert "100.0% → 66.7%" in out
+    as_json = json.loads(compare(tmp_path, "exp_aaaaaa", "exp_bbbbbb", "--format", "json").stdout)
+    assert [s["name"] for s in as_json["newly_failing"]] == ["Polite greeting"]
+    gate = compare(tmp_path, "exp_aaaaaa", "exp_bbbbbb", "--fail-on-regression")
+    assert gate.returncode == 1
+
+
+def test_renaming_a_criterion_changes_the_hash_and_is_flagged(tmp_path: Path) -> None:
+    project(tmp_path)
+    base = run(tmp_path, "exp_cccccc")
+    project(tmp_path, criterion="polite")
+    cur = run(tmp_path, "exp_dddddd")
+    assert base["experiment"]["criteria_hash"] != cur["experiment"]["criteria_hash"]
+    assert base["experiment"]["topic_graph_hash"] == cur["experiment"]["topic_graph_hash"]
+    out = compare(tmp_path, "exp_cccccc", "exp_dddddd").stdout
+    assert "Criteria" in out and "friendly" in out and "polite" in out
+    assert "Comparison validity: HIGH" not in out
+
+
+def test_moving_the_file_and_reordering_scenarios_keeps_ids_and_fingerprints(tmp_path: Path) -> None:
+    project(tmp_path)
+    base = run(tmp_path, "exp_eeeeee")
+    shutil.rmtree(tmp_path / "features")
+    head, *scenarios = FEATURE.split("\n  Scenario: ")
+    reordered = head + "".join("\n  Scenario: " + s for s in reversed(scenarios))
+    project(tmp_path, feature=reordered, feature_path="moved/deeper/venues.feature")
+    cur = run(tmp_path, "exp_ffffff")
+    ids = lambda doc: {s["name"]: s["id"] for s in doc["scenario_results"]}  # noqa: E731
+    assert ids(base) == ids(cur)
+    for key in ("config_hash", "criteria_hash", "topic_graph_hash"):
+        assert base["experiment"][key] == cur["experiment"][key]
+
+
+def test_xdist_gives_the_same_summary_as_a_sequential_run(tmp_path: Path) -> None:
+    project(tmp_path)
+    sequential = run(tmp_path, "exp_111111")
+    parallel = run(tmp_path, "exp_222222", "-n", "2")
+    keys = ["total_scenarios", "passed", "failed", "completion_rate", "evaluation_rate", "avg_turns", "avg_topics"]
+    assert {k: sequential["summary"][k] for k in keys} == {k: parallel["summary"][k] for k in keys}
+    assert sequential["criteria_results"] == parallel["criteria_results"]
+    assert sorted(s["id"] for s in sequential["scenario_results"]) == sorted(s["id"] for s in parallel["scenario_results"])
+
+
+def test_iterations_record_variance(tmp_path: Path) -> None:
+    project(tmp_path)
+    doc = run(tmp_path, "exp_333333", "--fabtest-iterations", "3")
+    assert doc["summary"]["total_scenarios"] == 9
+    assert doc["experiment"]["iterations"] == 3
+    assert doc["variance"]["completion_rate"]["mean"] == 1.0
+    assert {s["iteration"] for s in doc["scenario_results"]} == {1, 2, 3}
+
+
+@pytest.mark.parametrize("ref", ["exp_missing", "garbage.json"])
+def test_compare_with_a_bad_experiment_is_a_one_line_error(tmp_path: Path, ref: str) -> None:
+    project(tmp_path)
+    run(tmp_path, "exp_444444")
+    (tmp_path / "garbage.json").write_text("{not json")
+    proc = compare(tmp_path, "exp_444444", ref)
+    assert proc.returncode == 2
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+    assert ref in proc.stderr
