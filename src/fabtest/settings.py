@@ -56,6 +56,7 @@ class Settings(BaseModel):
     scenario_timeout: float | None = None
     collect_features: bool = True
     playbooks: str = "scenarios/playbooks/*.playbook.{json,yaml,yml}"
+    playbook_agent: str | None = None  # default: the Gemini CLI (fabtest.agents.cli:gemini_cli)
     scenarios_dir: str = "scenarios"
     results_dir: str = "results"
     judge: RoleSettings = Field(default_factory=RoleSettings)
@@ -111,6 +112,7 @@ class Settings(BaseModel):
 
 _ENV_KEYS = {
     "FABTEST_AGENT": ("agent",),
+    "FABTEST_PLAYBOOK_AGENT": ("playbook_agent",),
     "FABTEST_RESULTS_DIR": ("results_dir",),
     "FABTEST_LLM_CACHE": ("llm_cache",),
     "FABTEST_AGENT_TIMEOUT": ("agent_timeout",),

@@ -13,6 +13,7 @@ waits only for the agent and the simulator.
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -25,7 +26,7 @@ import pytest
 from fabtest import checks
 from fabtest.agents.base import Agent, agent_metadata
 from fabtest.agents.registry import make_agent
-from fabtest.conversation import Check, Conversation, Mode, Status, Turn
+from fabtest.conversation import Check, Conversation, Mode, Status, TokenUsage, Turn
 from fabtest.criteria import Criterion
 from fabtest.errors import ExpectationFailed, UsageError
 from fabtest.judge import Judge, format_exchange
@@ -77,6 +78,7 @@ class ScenarioState:
     _runner: ConversationRunner | None = None
     _tracker: TopicTracker | None = None
     _exit: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
+    _usage_lock: threading.Lock = field(default_factory=threading.Lock)
     _slots: list[Check | Future[Check] | None] = field(default_factory=list)
     _pending: dict[int, list[_Pending]] = field(default_factory=dict)
     _pending_conversation: list[_Pending] = field(default_factory=list)
@@ -144,7 +146,7 @@ class ScenarioState:
         def next_message(conversation: Conversation) -> str | None:
             self._flush_pending()
             result = simulator.next_message(conversation)
-            conversation.add_usage("simulator", result.usage)
+            self._charge("simulator", result.usage)
             if result.goal_complete and conversation.turns and not config.has_stop_condition:
                 return None
             return result.text
@@ -162,9 +164,14 @@ class ScenarioState:
         result = self._tracker.classify(turn, self.judge)
         turn.topic = result.topic
         if result.usage.calls:
-            self.conversation.add_usage("judge", result.usage)
+            self._charge("judge", result.usage)
         if problem := self._tracker.exceeded_max_turns():
             self.record_check("topic_max_turns", "must", f"max turns:{turn.topic}", "failed", problem, turn=turn.number)
+
+    def _charge(self, role: str, usage: TokenUsage) -> None:
+        """Background judge calls finish on worker threads: add their cost under a lock."""
+        with self._usage_lock:
+            self.conversation.add_usage(role, usage)
 
     @property
     def judge(self) -> Judge | None:
@@ -239,7 +246,7 @@ class ScenarioState:
         def run() -> Check:
             assert self.judge is not None
             result = self.judge.grounding(turn.response.text, source, calls)
-            self.conversation.add_usage("judge", result.usage)
+            self._charge("judge", result.usage)
             verdict = result.value
             data = {"source": source, **verdict.to_data(), "claims_total": len(verdict.claims),
                     "claims_unsupported": len(verdict.unsupported)}
@@ -261,7 +268,7 @@ class ScenarioState:
         def run() -> Check:
             assert self.judge is not None
             result = self.judge.intent(format_exchange(turn), intent)
-            self.conversation.add_usage("judge", result.usage)
+            self._charge("judge", result.usage)
             return Check("intent", mode, label, result.value.verdict, turn.number, result.value.reasoning)
 
         self._run_llm_check(run, mode)
@@ -279,7 +286,7 @@ class ScenarioState:
         def run() -> Check:
             assert self.judge is not None
             result = self.judge.goal_achieved(goal, transcript)
-            self.conversation.add_usage("judge", result.usage)
+            self._charge("judge", result.usage)
             return Check("goal", mode, "goal achieved", result.value.verdict, None, result.value.reasoning,
                          {"goal": goal})
 
@@ -360,7 +367,7 @@ class ScenarioState:
         def run() -> list[Check]:
             assert self.judge is not None
             result = self.judge.evaluate_criteria(list(unique.values()), subject=subject, scope=scope)  # type: ignore[arg-type]
-            self.conversation.add_usage("judge", result.usage)
+            self._charge("judge", result.usage)
             by_name = {v.criterion: v for v in result.value}
             out = []
             for p in pending:

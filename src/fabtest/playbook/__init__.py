@@ -1,0 +1,29 @@
+"""Playbooks (shared/seeds/playbook.schema.json): loading, secrets, workspaces, running.
+
+- :func:`load_playbook` / :class:`Playbook` / :class:`PlaybookError` (``load.py``)
+- :func:`interpolate` / :class:`Redactor` (``secrets.py``), :class:`Workspace` (``workspace.py``)
+- :func:`run_playbook` / :class:`PlaybookOutcome` (``run.py``)
+- :func:`run_cli`: ``fabtest run FILE...`` (``cli.py``)
+"""
+
+from __future__ import annotations
+
+from fabtest.playbook.cli import run_cli
+from fabtest.playbook.load import Playbook, PlaybookError, load_playbook, validate_playbook
+from fabtest.playbook.run import PlaybookOutcome, needed_llms, run_playbook
+from fabtest.playbook.secrets import Redactor, interpolate
+from fabtest.playbook.workspace import Workspace
+
+__all__ = [
+    "Playbook",
+    "PlaybookError",
+    "PlaybookOutcome",
+    "Redactor",
+    "Workspace",
+    "interpolate",
+    "load_playbook",
+    "needed_llms",
+    "run_cli",
+    "run_playbook",
+    "validate_playbook",
+]

@@ -1,0 +1,158 @@
+"""``fabtest run FILE...``: run playbooks outside pytest, with the same summary and experiment file.
+
+Exit codes: 0 when every playbook passed, 1 when any failed or was skipped (no LLM configured:
+nothing was verified), 2 for usage errors (a bad playbook, a missing ``env`` variable, a bad
+``link_paths`` entry, bad settings): one line on stderr, before anything runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from fabtest.errors import UsageError
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+PROG = "fabtest run"
+
+
+def build_roles(settings: Any, root: Path) -> dict[str, Any]:
+    """The judge and simulator LLMs from ``[tool.fabtest]`` (None plus a reason when not configured)."""
+    from fabtest.llm.base import LLMNotConfigured
+    from fabtest.llm.factory import build_llm
+
+    roles: dict[str, Any] = {}
+    for role in ("judge", "simulator"):
+        configured = getattr(settings, role)
+        try:
+            roles[role] = build_llm(configured.llm_settings(settings.max_concurrency), cache_mode=settings.llm_cache,
+                                    cache_dir=str(root / settings.cache_dir), backoff_base_s=configured.backoff)
+            roles[f"{role}_reason"] = ""
+        except LLMNotConfigured as exc:
+            roles[role] = None
+            roles[f"{role}_reason"] = str(exc)
+    return roles
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=PROG, description="Run playbook files (JSON/YAML) against the agent.")
+    p.add_argument("files", nargs="+", metavar="FILE", help="playbook files (.json, .yaml, .yml)")
+    p.add_argument("--results-dir", default=None, help="where the experiment and traces go ([tool.fabtest] results_dir)")
+    p.add_argument("--experiment", default=None, metavar="NAME", help="a name for this experiment")
+    p.add_argument("--experiment-id", default=None, metavar="ID", help="use this experiment id")
+    p.add_argument("--tag", action="append", default=[], metavar="TAG", help="tag the experiment (repeatable)")
+    p.add_argument("--no-results", action="store_true", help="do not write an experiment file")
+    p.add_argument("--agent", default=None, metavar="MODULE:ATTR",
+                   help="agent factory (default: $FABTEST_PLAYBOOK_AGENT, [tool.fabtest] playbook_agent, Gemini CLI)")
+    return p
+
+
+def _error(message: str) -> int:
+    print(f"{PROG}: error: {' '.join(str(message).split())}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def run_cli(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``fabtest run`` (``argv`` without the ``run`` word)."""
+    from fabtest.playbook.load import PlaybookError, load_playbook
+    from fabtest.playbook.run import run_playbook
+    from fabtest.playbook.secrets import interpolate
+    from fabtest.playbook.workspace import Workspace
+    from fabtest.settings import Settings
+
+    try:
+        args = _parser().parse_args(list(argv if argv is not None else sys.argv[1:]))
+    except SystemExit as exc:  # --help (0) or a usage error (2)
+        return int(exc.code or 0)
+    root = Path.cwd()
+    try:
+        settings = Settings.load(root)
+    except UsageError as exc:
+        return _error(str(exc))
+
+    # Everything that can be wrong with the input is found before the first call.
+    playbooks = []
+    for file in args.files:
+        try:
+            playbook = load_playbook(file)
+            interpolate(playbook, os.environ)
+            checker = Workspace(playbook.link_paths, repo_root=root, source=playbook.source)
+            for index, rel in enumerate(playbook.link_paths):
+                checker.resolve_link(index, rel)
+        except PlaybookError as exc:
+            return _error(str(exc))
+        playbooks.append(playbook)
+
+    results_dir = Path(args.results_dir or os.environ.get("FABTEST_RESULTS_DIR") or settings.results_dir)
+    if not results_dir.is_absolute():
+        results_dir = root / results_dir
+    roles = build_roles(settings, root)
+    recorder = None
+    if not args.no_results:
+        from fabtest.experiment.recorder import Recorder
+
+        judge, sim = settings.judge, settings.simulator
+        recorder = Recorder(
+            results_dir=results_dir, name=args.experiment, tags=args.tag, experiment_id=args.experiment_id,
+            judge_provider=judge.provider if roles["judge"] else None,
+            judge_model=judge.model if roles["judge"] else None,
+            simulator_provider=sim.provider if roles["simulator"] else None,
+            simulator_model=sim.model if roles["simulator"] else None, cwd=str(root),
+        )
+    experiment_id = recorder.experiment_id if recorder else args.experiment_id
+
+    failed = skipped = 0
+    total = len(playbooks)
+    try:
+        for number, playbook in enumerate(playbooks, start=1):
+            shown = _relative(playbook.source or "", root)
+            print(f"[{number}/{total}] {playbook.name} ({shown}) ...", flush=True)
+            try:
+                outcome = run_playbook(playbook, agent_factory=args.agent, judge_llm=roles["judge"],
+                                       simulator_llm=roles["simulator"], repo_root=root, results_dir=results_dir,
+                                       settings=settings, experiment_id=experiment_id, nodeid=shown)
+            except PlaybookError as exc:
+                return _error(str(exc))
+            if outcome.skipped:
+                skipped += 1
+                reason = outcome.skip_reason or ""
+                reasons = [roles[f"{r}_reason"] for r in ("judge", "simulator") if r in reason and roles[f"{r}_reason"]]
+                print(f"    SKIPPED: {reason}" + (f" ({'; '.join(reasons)})" if reasons else ""), flush=True)
+            elif outcome.passed:
+                print(f"    PASSED ({len(outcome.conversation.turns)} turns, {outcome.duration_s:.1f}s)", flush=True)
+            else:
+                failed += 1
+                message = (outcome.failure_message or "").replace("\n", "\n    ")
+                print(f"    FAILED [{outcome.failure_type}]: {message}", flush=True)
+            if recorder is not None and outcome.result is not None:
+                recorder.add(outcome.result)
+    finally:
+        for role in ("judge", "simulator"):
+            close = getattr(roles.get(role), "close", None)
+            if callable(close):
+                try:
+                    close()
+                except Exception:  # noqa: BLE001
+                    pass
+    if recorder is not None:
+        from fabtest.experiment.summary import previous_experiment_id, render_summary
+
+        path = recorder.finalise()
+        doc = recorder.document()
+        text = render_summary(doc, _relative(str(path), root), previous_experiment_id(results_dir, experiment_id))
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    passed = total - failed - skipped
+    print(f"{PROG}: {passed} passed, {failed} failed, {skipped} skipped", flush=True)
+    return EXIT_OK if failed == 0 and skipped == 0 else EXIT_FAILED
+
+
+def _relative(path: str, root: Path) -> str:
+    try:
+        rel = os.path.relpath(path, root)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
