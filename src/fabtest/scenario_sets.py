@@ -21,8 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from fabtest.datafile import read_data_file
 from fabtest.errors import UsageError
 
 EXTENSIONS = (".json", ".yaml", ".yml")
@@ -132,23 +131,7 @@ def parse_scenario_set(path: Path, name: str | None = None) -> list[ScenarioReco
 
 
 def _read(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ScenarioSetError(f"{path}: cannot read: {exc}") from None
-    if path.suffix == ".json":
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ScenarioSetError(f"{path}: line {exc.lineno}: invalid JSON: {exc.msg}") from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"line {mark.line + 1}: " if mark is not None else ""
-        raise ScenarioSetError(f"{path}: {where}invalid YAML: {exc.problem or exc.context}") from None
-    except yaml.YAMLError as exc:
-        raise ScenarioSetError(f"{path}: invalid YAML: {' '.join(str(exc).split())}") from None
+    return read_data_file(path, ScenarioSetError)
 
 
 def _record(path: Path, set_name: str, index: int, raw: Any) -> ScenarioRecord:

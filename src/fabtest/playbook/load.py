@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from fabtest.datafile import read_data_file
 from fabtest.errors import UsageError
 
 SCHEMA_PATH = Path(__file__).with_name("schema.json")
@@ -92,26 +92,7 @@ def load_playbook(path: str | Path) -> Playbook:
 def parse_file(path: Path) -> Any:
     if path.suffix.lower() not in EXTENSIONS:
         raise PlaybookError(f"{path}: unsupported playbook file type {path.suffix or '(none)'!r}; use .json, .yaml or .yml")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise PlaybookError(f"{path}: file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PlaybookError(f"{path}: cannot read: {exc}") from None
-    if path.suffix.lower() == ".json":
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise PlaybookError(f"{path}: line {exc.lineno}: invalid JSON: {exc.msg} (column {exc.colno})") from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"line {mark.line + 1}: " if mark is not None else ""
-        problem = exc.problem or exc.context or "syntax error"
-        raise PlaybookError(f"{path}: {where}invalid YAML: {problem}") from None
-    except yaml.YAMLError as exc:
-        raise PlaybookError(f"{path}: invalid YAML: {_one_line(str(exc))}") from None
+    return read_data_file(path, PlaybookError)
 
 
 def validate_playbook(data: Any, *, source: str = "<playbook>") -> Playbook:
