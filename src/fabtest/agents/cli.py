@@ -25,7 +25,7 @@ import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -267,16 +267,7 @@ def parse_stream_json(stdout: str) -> AgentResponse:
     warnings: list[str] = []
     result: dict[str, Any] | None = None
     events = 0
-    for line in stdout.splitlines():
-        line = line.strip()
-        if not line.startswith("{"):
-            continue
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
-            continue
+    for event in _events(stdout):
         kind = event["type"]
         events += 1
         if kind == "init":
@@ -346,10 +337,9 @@ def _parse_text(stdout: str) -> AgentResponse:
     return AgentResponse(text=text)
 
 
-def _stream_error(stdout: bytes) -> str | None:
-    """The message of a ``result``/``error`` event in a failed run's stdout, if any."""
-    found = None
-    for line in stdout.decode("utf-8", "replace").splitlines():
+def _events(stdout: str) -> Iterator[dict[str, Any]]:
+    """The JSON event objects in a stream-json stdout; other lines (warnings, noise) are skipped."""
+    for line in stdout.splitlines():
         line = line.strip()
         if not line.startswith("{"):
             continue
@@ -357,9 +347,17 @@ def _stream_error(stdout: bytes) -> str | None:
             event = json.loads(line)
         except ValueError:
             continue
-        if isinstance(event, dict) and event.get("type") == "result" and isinstance(event.get("error"), dict):
+        if isinstance(event, dict) and isinstance(event.get("type"), str):
+            yield event
+
+
+def _stream_error(stdout: bytes) -> str | None:
+    """The message of a ``result``/``error`` event in a failed run's stdout, if any."""
+    found = None
+    for event in _events(stdout.decode("utf-8", "replace")):
+        if event["type"] == "result" and isinstance(event.get("error"), dict):
             found = event["error"].get("message") or found
-        elif isinstance(event, dict) and event.get("type") == "error" and event.get("message"):
+        elif event["type"] == "error" and event.get("message"):
             found = found or event["message"]
     return _show(found, 200) if found else None
 
