@@ -34,7 +34,11 @@ def coerce_response(value: Any) -> AgentResponse:
         return value
     if isinstance(value, str):
         return AgentResponse(text=value)
-    raise AgentError(f"agent returned {type(value).__name__} ({_short(value)}); expected str or AgentResponse")
+    hint = ""
+    if hasattr(value, "chat"):
+        hint = (" (it looks like an agent: if this function is a factory, name its first parameter"
+                " `context` so fabtest calls it once per scenario)")
+    raise AgentError(f"agent returned {type(value).__name__} ({_short(value)}); expected str or AgentResponse{hint}")
 
 
 def is_factory_callable(func: Callable[..., Any]) -> bool:

@@ -47,7 +47,7 @@ def make_agent(target: Any, context: Mapping[str, Any], *, where: str) -> Agent:
     if inspect.isclass(target):
         if hasattr(target, "build"):
             return _as_agent(target.build(dict(context)), where=where)
-        return _as_agent(target(), where=where)
+        return _as_agent(target(dict(context)) if _init_takes_argument(target) else target(), where=where)
     if hasattr(target, "build") and not hasattr(target, "chat"):
         return _as_agent(target.build(dict(context)), where=where)
     if hasattr(target, "chat"):
@@ -57,6 +57,16 @@ def make_agent(target: Any, context: Mapping[str, Any], *, where: str) -> Agent:
             return _as_agent(target(dict(context)), where=where)
         return CallableAgent(target)
     raise UsageError(f"{where}: {target!r} is not an agent: expected an object with chat(), a factory or a callable")
+
+
+def _init_takes_argument(cls: type) -> bool:
+    """A class whose constructor takes a positional argument gets the scenario context."""
+    try:
+        params = list(inspect.signature(cls).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    return bool(params) and params[0].kind in (params[0].POSITIONAL_ONLY, params[0].POSITIONAL_OR_KEYWORD) \
+        and params[0].default is params[0].empty
 
 
 def _as_agent(obj: Any, *, where: str) -> Agent:

@@ -110,8 +110,10 @@ def pytest_bdd_apply_tag(tag: str, function: Any) -> Any:
     config = CONFIG_STACK[-1]
     if tag.startswith("scenario_set:"):
         return pytest.mark.fabtest_scenario_set(tag.split(":", 1)[1])(function)
-    config.addinivalue_line("markers", f"{tag}: Gherkin tag @{tag}")
-    return getattr(pytest.mark, tag)(function)
+    name, _, value = tag.partition(":")  # @owner:alice becomes the marker owner("alice"): -m owner works
+    config.addinivalue_line("markers", f"{name}: Gherkin tag @{name}")
+    mark = getattr(pytest.mark, name)
+    return (mark(value) if value else mark)(function)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

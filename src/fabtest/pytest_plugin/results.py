@@ -28,7 +28,7 @@ def build_result(item: pytest.Item, state: ScenarioState | None, *, passed: bool
         name=name + (f" [{record_id}]" if record_id else ""),
         nodeid=item.nodeid,
         feature=feature,
-        feature_file=state.context.get("feature_file", ""),
+        feature_file=_relative(item, state.context.get("feature_file", "")),
         rule=rule,
         record_id=record_id,
         iteration=int(state.context.get("iteration", 1)),
@@ -67,7 +67,7 @@ def _stateless_result(item: pytest.Item, *, passed: bool, skipped: bool, skip_re
     iteration = int(callspec.params.get("fabtest_iteration", 1)) if callspec else 1
     return ScenarioResult(
         id=stable_id(template.feature.name, rule, name, record_id), name=name + (f" [{record_id}]" if record_id else ""),
-        nodeid=item.nodeid, feature=template.feature.name, feature_file=template.feature.filename, rule=rule,
+        nodeid=item.nodeid, feature=template.feature.name, feature_file=_relative(item, template.feature.filename), rule=rule,
         record_id=record_id, iteration=iteration, passed=passed, skipped=skipped, skip_reason=skip_reason,
         failure_type=failure_type, failure_message=failure_message,  # type: ignore[arg-type]
         duration_s=round(duration_s, 4),
@@ -83,6 +83,16 @@ def _scenario_name(item: pytest.Item, template: Any) -> str:
     if example:
         name += " (" + ", ".join(f"{k}={v}" for k, v in example.items()) + ")"
     return name
+
+
+def _relative(item: pytest.Item, filename: str) -> str:
+    """Paths relative to the project root, so results files match across machines."""
+    import os
+
+    try:
+        return os.path.relpath(filename, str(item.config.rootpath)) if filename else filename
+    except ValueError:
+        return filename
 
 
 def _jsonable(value: Any) -> Any:

@@ -85,6 +85,9 @@ class ScenarioState:
 
     # -- setup -----------------------------------------------------------------------------------
     def use_agent(self, name: str) -> None:
+        if self._agent is not None:
+            raise UsageError(f'{self.where}: Given the agent "{name}" comes after the conversation started; '
+                             "put it before the first When step")
         if name not in self.settings.agents:
             known = ", ".join(sorted(self.settings.agents)) or "none"
             raise UsageError(f'{self.where}: unknown agent "{name}"; [tool.fabtest.agents] defines: {known}')
