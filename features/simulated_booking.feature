@@ -5,10 +5,11 @@ Feature: Simulated users book venues
 
   Background:
     Given the agent "venue_bot"
-    And the criteria:
-      | criterion | description                           |
-      | friendly  | The agent is warm and polite          |
-      | concise   | The reply has at most three sentences |
+    And the criterion "friendly" means "The agent is warm and polite"
+    And the criterion "concise" means "The reply has at most three sentences" with examples:
+      | example                                                        | verdict |
+      | I found 2 venues in Berlin. Which one would you like?          | good    |
+      | Sure. Let me check. I looked. There are venues. Pick one. Ok?  | bad     |
     And the topics:
       | topic              | characteristic                            | triggers                         | next               |
       | greeting           | The agent greets and asks what is needed |                                  | gathering_details  |

@@ -253,10 +253,10 @@ class ScenarioState:
             verdict = result.value
             data = {"source": source, **verdict.to_data(), "claims_total": len(verdict.claims),
                     "claims_unsupported": len(verdict.unsupported)}
-            details = verdict.reasoning or ("unsupported claims: " + "; ".join(verdict.unsupported)
-                                            if verdict.unsupported else "every claim is supported")
             if verdict.unsupported:
                 details = f"unsupported claims: {'; '.join(verdict.unsupported)}. {verdict.reasoning}".strip()
+            else:
+                details = verdict.reasoning or "every claim is supported"
             return Check("grounded_in", mode, label, "passed" if verdict.passed else "failed", turn.number, details, data)
 
         self._run_llm_check(run, mode)
