@@ -48,6 +48,9 @@ class ArgExpectation:
             return cls(name, value, regex=compile_regex(value[1:-1], where=where))
         if m := _NUMERIC_RE.match(value):
             return cls(name, value, comparison=(m.group(1), float(m.group(2))))
+        if value[:1] in "<>":
+            raise UsageError(f"{where}: 'with:' value {value!r} for {name!r}: a comparison needs a number, "
+                             "e.g. >= 10")
         return cls(name, value)
 
     def matches(self, arguments: dict[str, Any]) -> bool:

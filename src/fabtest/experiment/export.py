@@ -284,6 +284,12 @@ def _check_shape(path: Path, doc: Any) -> dict[str, Any]:
         raise ExperimentFileError(f"{path}: not an experiment file ('summary' is not an object)")
     if not isinstance(doc["scenario_results"], list):
         raise ExperimentFileError(f"{path}: not an experiment file ('scenario_results' is not a list)")
+    for index, entry in enumerate(doc["scenario_results"]):
+        if not isinstance(entry, dict):
+            raise ExperimentFileError(f"{path}: scenario_results[{index}]: expected an object")
+        for key in ("id", "passed"):
+            if key not in entry:
+                raise ExperimentFileError(f"{path}: scenario_results[{index}]: missing key '{key}'")
     doc.setdefault("criteria_results", {})
     return doc
 

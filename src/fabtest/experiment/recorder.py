@@ -1,6 +1,6 @@
 """Collects scenario results during a run and writes the experiment file at the end.
 
-Every result is also appended to a journal (``results/.<id>.journal.jsonl``, fsynced) the moment
+Every result is also appended to a journal (``results/.<id>.journal.jsonl``, flushed) the moment
 it arrives, so a crash or a killed CI job loses nothing: ``recover`` turns a journal left behind
 into an experiment file marked ``"interrupted": true``. No pytest imports: the plugin drives this.
 """
@@ -60,12 +60,10 @@ def _locked(path: Path) -> bool:
     return False
 
 
-def _append_line(path: Path, record: dict[str, Any]) -> None:
-    line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
-    with open(path, "a", encoding="utf-8") as handle:
-        handle.write(line)
-        handle.flush()
-        os.fsync(handle.fileno())
+def _append_line(handle: Any, record: dict[str, Any]) -> None:
+    """One JSON line, flushed to the OS: it survives the process being killed (not a power cut)."""
+    handle.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+    handle.flush()
 
 
 def _finalise_info(info: ExperimentInfo, results: Sequence[ScenarioResult]) -> ExperimentInfo:
@@ -120,10 +118,11 @@ class Recorder:
         self.results_dir.mkdir(parents=True, exist_ok=True)
         self.journal = journal_path(self.results_dir, self.info.id)
         # The header lets recover() rebuild the identity of the run without the Recorder object.
-        _append_line(self.journal, {"kind": "header", "info": self.info.model_dump(mode="json")})
-        # Held while the run lives (released by the OS if it dies): marks the journal as in use.
-        self._lock: Any = open(self.journal, "rb")  # noqa: SIM115 - lives as long as the Recorder
-        fcntl.flock(self._lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        # Open for the whole run; its lock (released by the OS if the run dies) marks it in use.
+        self._journal: Any = open(self.journal, "a", encoding="utf-8")  # noqa: SIM115
+        fcntl.flock(self._journal.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        _append_line(self._journal, {"kind": "header", "info": self.info.model_dump(mode="json")})
+        os.fsync(self._journal.fileno())
 
     @property
     def experiment_id(self) -> str:
@@ -132,7 +131,7 @@ class Recorder:
     def add(self, result: ScenarioResult) -> None:
         """Keep one result and journal it durably before returning."""
         self.results.append(result)
-        _append_line(self.journal, {"kind": "result", "result": result.model_dump(mode="json")})
+        _append_line(self._journal, {"kind": "result", "result": result.model_dump(mode="json")})
 
     def document(self, interrupted: bool = False) -> dict[str, Any]:
         """The experiment document as it would be written now."""
@@ -143,7 +142,7 @@ class Recorder:
         """Write ``results/<id>.json`` atomically and remove the journal."""
         self.path = write_document(self.document(interrupted=interrupted), self.results_dir)
         self.journal.unlink(missing_ok=True)
-        self._lock.close()
+        self._journal.close()
         return self.path
 
 

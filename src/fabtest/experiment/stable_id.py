@@ -33,7 +33,9 @@ def canonical_path(feature: str, rule: str | None, scenario: str, record_id: str
     if rule is not None and rule.strip():
         parts.append(rule.strip())
     parts.append(scenario.strip())
-    path = "::".join(parts)
+    # "::" inside a name is escaped so Feature "A::B" + Scenario "C" differs from A / rule B / C;
+    # names without "::" keep the ids they always had.
+    path = "::".join(part.replace("::", ":\\:") for part in parts)
     if record_id is not None:
         path += record_suffix(record_id)
     return path

@@ -33,6 +33,7 @@ STATE_KEY = pytest.StashKey[ScenarioState]()
 WHERE_KEY = pytest.StashKey[str]()
 STEP_KEY = pytest.StashKey[str]()
 RESULT_PROPERTY = "fabtest_result"
+PENDING_PROPERTY = "fabtest_pending"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -262,6 +263,13 @@ def failure_type(exc: BaseException) -> str:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     outcome = yield
     report: pytest.TestReport = outcome.get_result()
+    if call.when == "setup" and report.passed and template_of(getattr(item, "obj", None)) is not None:
+        # Who is running, so the controller can record the scenario even if its worker dies.
+        pending = build_result(item, None, passed=False, skipped=False, skip_reason=None, failure_type="error",
+                               failure_message=f"{item.nodeid}: the scenario never finished (its worker crashed)",
+                               duration_s=0.0)
+        report.user_properties.append((PENDING_PROPERTY, pending.model_dump(mode="json")))
+        return
     if call.when != "call":
         return
     state = item.stash.get(STATE_KEY, None)

@@ -33,6 +33,7 @@ class FabtestSession:
         self.summary_text = ""
         self.notes: list[str] = []
         self._recorder: Any = None
+        self._pending: dict[str, dict[str, Any]] = {}  # nodeid -> identity of a scenario started
         self._roles: LLMRoles | None = None
         self._sets: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self._topics = self._project_topics()
@@ -107,13 +108,25 @@ class FabtestSession:
 
     # -- the experiment (controller only) ----------------------------------------------------------
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        from fabtest.pytest_plugin.plugin import RESULT_PROPERTY
+        from fabtest.pytest_plugin.plugin import PENDING_PROPERTY, RESULT_PROPERTY
 
         if self.is_worker or self.config.getoption("--fabtest-no-results"):
             return
         for name, value in report.user_properties:
-            if name == RESULT_PROPERTY:
+            if name == PENDING_PROPERTY:
+                self._pending[report.nodeid] = value
+            elif name == RESULT_PROPERTY:
+                self._pending.pop(report.nodeid, None)
                 self._get_recorder().add(ScenarioResult.model_validate(value))
+        if report.failed and report.when not in ("setup", "call", "teardown") and report.nodeid in self._pending:
+            # pytest-xdist reports a crashed worker's item with when="???" and no result of ours
+            self._record_unfinished(report.nodeid, str(report.longrepr).strip().splitlines()[-1:])
+
+    def _record_unfinished(self, nodeid: str, reason: list[str]) -> None:
+        value = dict(self._pending.pop(nodeid))
+        if reason:
+            value["failure_message"] = f"{value['failure_message']}: {reason[0]}"
+        self._get_recorder().add(ScenarioResult.model_validate(value))
 
     def _get_recorder(self) -> Any:
         if self._recorder is None:
@@ -165,12 +178,17 @@ class FabtestSession:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if self.is_worker or self._recorder is None:
+        if self.is_worker:
+            return
+        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+        if not interrupted:  # a worker that died mid-scenario: record what it was running
+            for nodeid in list(self._pending):
+                self._record_unfinished(nodeid, [])
+        if self._recorder is None:
             return
         from fabtest.experiment.summary import previous_experiment_id, render_summary
 
         recorder = self._recorder
-        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
         path = recorder.finalise(interrupted=interrupted)
         doc = recorder.document(interrupted=interrupted)
         shown = os.path.relpath(path, str(self.config.rootpath)) if path.is_relative_to(str(self.config.rootpath)) else path

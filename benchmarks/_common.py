@@ -1,0 +1,57 @@
+"""Shared helpers for the benchmarks (not collected by pytest: no test_ prefix, outside testpaths)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+from fabtest.testing.fake_gemini import FakeRequest
+
+CRITERION_NAME = re.compile(r"^\d+\. name: (.+)$", re.MULTILINE)
+
+BASE_ARGS = ["-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:hypothesispytest", "-q"]
+
+
+def write(root: Path, relative: str, text: str) -> Path:
+    target = root / relative
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    return target
+
+
+def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("FABTEST_", "GEMINI_", "GOOGLE_", "PYTEST_"))}
+    env.update(extra or {})
+    return env
+
+
+def run_pytest(root: Path, args: list[str], env: dict[str, str], timeout: float = 900) -> tuple[float, subprocess.CompletedProcess[str]]:
+    """Run ``python -m pytest`` in ``root``; returns (wall seconds, process)."""
+    started = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "pytest", *BASE_ARGS, *args], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+    return time.perf_counter() - started, proc
+
+
+def kind_of(request: FakeRequest) -> str:
+    """Which fabtest prompt a request carries (the way demo.offline_llm recognises them)."""
+    text = request.text
+    if "role-playing a HUMAN USER" in text:
+        return "simulator"
+    if "Evaluate the " in text and "CRITERIA" in text:
+        return "criteria"
+    if "CANDIDATE TOPICS" in text:
+        return "topic"
+    return "other"
+
+
+def all_criteria_pass(request: FakeRequest) -> dict[str, Any]:
+    names = [n.strip() for n in CRITERION_NAME.findall(request.prompt)]
+    return {"verdicts": [{"criterion": n, "verdict": "passed", "reasoning": "fine"} for n in names]}
