@@ -155,8 +155,9 @@ class PlaybookItem(pytest.Item):
         assert outcome.result is not None
         self.stash[RESULT_KEY] = outcome.result.model_dump(mode="json")
         if outcome.skipped:
-            reasons = [getattr(roles, f"{role}_reason", "") for role in ("judge", "simulator")
-                       if role in (outcome.skip_reason or "") and getattr(roles, f"{role}_reason", "")]
+            reasons = list(dict.fromkeys(  # the judge and the simulator often miss the same key
+                getattr(roles, f"{role}_reason", "") for role in ("judge", "simulator")
+                if role in (outcome.skip_reason or "") and getattr(roles, f"{role}_reason", "")))
             pytest.skip((outcome.skip_reason or "an LLM is missing") + (f" ({'; '.join(reasons)})" if reasons else ""))
         if not outcome.passed:
             raise PlaybookFailed(outcome.failure_message or "the playbook failed", outcome.failure_type or "error")

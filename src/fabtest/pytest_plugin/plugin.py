@@ -263,12 +263,20 @@ def failure_type(exc: BaseException) -> str:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     outcome = yield
     report: pytest.TestReport = outcome.get_result()
-    if call.when == "setup" and report.passed and template_of(getattr(item, "obj", None)) is not None:
-        # Who is running, so the controller can record the scenario even if its worker dies.
-        pending = build_result(item, None, passed=False, skipped=False, skip_reason=None, failure_type="error",
-                               failure_message=f"{item.nodeid}: the scenario never finished (its worker crashed)",
-                               duration_s=0.0)
-        report.user_properties.append((PENDING_PROPERTY, pending.model_dump(mode="json")))
+    if call.when == "setup" and template_of(getattr(item, "obj", None)) is not None:
+        if report.passed:
+            # Who is running, so the controller can record the scenario even if its worker dies.
+            message = f"{item.nodeid}: the scenario never finished (its worker crashed)"
+            prop = PENDING_PROPERTY
+        elif report.failed:  # a fixture (fabtest_agent, a server) failed before the first step
+            message = f"{item.nodeid}: setup failed: {report.longrepr.reprcrash.message}" \
+                if hasattr(report.longrepr, "reprcrash") else f"{item.nodeid}: setup failed"
+            prop = RESULT_PROPERTY
+        else:
+            return
+        result = build_result(item, None, passed=False, skipped=False, skip_reason=None, failure_type="error",
+                              failure_message=message, duration_s=call.duration)
+        report.user_properties.append((prop, result.model_dump(mode="json")))
         return
     if call.when != "call":
         return
