@@ -23,7 +23,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 from tabulate import tabulate
 

@@ -23,10 +23,7 @@ pytestmark = pytest.mark.skipif(
     not GEMINI or not shutil.which("node"), reason="the Gemini CLI is not installed (set FABTEST_GEMINI_CLI or put gemini on PATH)"
 )
 
-try:
-    from fabtest.testing import FakeGemini, Reply
-except ImportError:  # pragma: no cover - FakeGemini ships with fabtest
-    FakeGemini = None  # type: ignore[assignment,misc]
+from fabtest.testing import FakeGemini
 
 
 def cli_env(tmp_path, base_url: str) -> dict[str, str]:
@@ -53,7 +50,6 @@ def cli_env(tmp_path, base_url: str) -> dict[str, str]:
     }
 
 
-@pytest.mark.skipif(FakeGemini is None, reason="fabtest.testing.FakeGemini missing")
 def test_real_gemini_cli_multi_turn_tool_call_and_isolation(tmp_path):
     workspace = tmp_path / "ws"
     workspace.mkdir()
@@ -118,7 +114,6 @@ def _processes_with(marker: str) -> list[int]:
     return found
 
 
-@pytest.mark.skipif(FakeGemini is None, reason="fabtest.testing.FakeGemini missing")
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc to look for leftover processes")
 def test_real_gemini_cli_hang_is_killed_with_all_its_processes(tmp_path):
     import time

@@ -5,13 +5,11 @@ from __future__ import annotations
 import json
 import re
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from fabtest.testing import FakeGemini
 from fabtest.testing.fake_gemini import FakeRequest
 
 BASE_ARGS = ("-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:unraisableexception",

@@ -45,7 +45,7 @@ CASES = {
                       {"files_contain": {"booking.txt": ["Munich"]}}),
     "tool_calls_contain": ({"tool_calls_contain": {"book_venue": ["ber-spree", '"people": 10']}},
                            {"tool_calls_contain": {"book_venue": ["muc-isar"]}}),
-    "llm_checks": ({"llm_checks": ["The agent stays polite"]}, 
+    "llm_checks": ({"llm_checks": ["The agent stays polite"]},
                    # the offline judge looks at the latest reply: never friendly AND quoting a price at once
                    {"llm_checks": ["The agent is friendly", "The agent quotes a price"]}),
 }

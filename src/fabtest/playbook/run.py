@@ -64,7 +64,7 @@ from fabtest.experiment.model import CheckRecord, ScenarioResult, TurnRecord, Us
 from fabtest.experiment.stable_id import stable_id
 from fabtest.judge import Judge, format_exchange
 from fabtest.llm.base import LLM, LLMError
-from fabtest.playbook.load import Playbook, PlaybookError, SuccessCriteria, load_playbook
+from fabtest.playbook.load import Playbook, SuccessCriteria, load_playbook
 from fabtest.playbook.secrets import Redactor, interpolate
 from fabtest.playbook.workspace import Workspace
 from fabtest.runner import ConversationRunner

@@ -381,7 +381,7 @@ class ScenarioState:
 
         if block or self.llms.executor is None:
             results = run()
-            for p, check in zip(pending, results):
+            for p, check in zip(pending, results, strict=True):
                 self._slots[p.slot] = check
             if block:
                 for check in results:
