@@ -187,9 +187,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``fabtest list | show | report | compare | recover | run``."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    if args and args[0] == "run":  # the playbook runner parses its own options (argparse REMAINDER can't)
-        return _cmd_run(argparse.Namespace(args=args[1:]))
+    raw = list(sys.argv[1:] if argv is None else argv)
+    if raw and raw[0] == "run":  # the playbook runner parses its own options (argparse REMAINDER can't)
+        return _cmd_run(argparse.Namespace(args=raw[1:]))
     parser = argparse.ArgumentParser(prog="fabtest", description="fabtest experiments and playbooks.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True

@@ -294,8 +294,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if state is None and template_of(getattr(item, "obj", None)) is None:
         return  # not a scenario (an ordinary test, or a pytest-bdd scenario without fabtest steps)
     skipped = report.outcome == "skipped"
-    kind = failure_type(exc) if exc is not None and report.outcome == "failed" else None
-    message = _short_message(item, exc) if kind else None
+    failed = exc is not None and report.outcome == "failed"
+    kind = failure_type(exc) if failed and exc is not None else None
+    message = _short_message(item, exc) if failed and exc is not None else None
     result = build_result(item, state, passed=report.outcome == "passed", skipped=skipped,
                           skip_reason=_skip_reason(report) if skipped else None, failure_type=kind,
                           failure_message=message, duration_s=call.duration)

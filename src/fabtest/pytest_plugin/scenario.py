@@ -365,7 +365,7 @@ class ScenarioState:
                block: bool, mode: Mode) -> None:
         """One judge call for every criterion pending on one subject; fills their slots."""
         unique: dict[str, Criterion] = {p.criterion.name: p.criterion for p in pending}
-        modes = {p.slot: ("must" if block and mode == "must" else "should") for p in pending}
+        modes: dict[int, Mode] = {p.slot: ("must" if block and mode == "must" else "should") for p in pending}
 
         def run() -> list[Check]:
             assert self.judge is not None
