@@ -60,11 +60,11 @@ class FabtestSession:
         if self._roles is None:
             from fabtest.llm.factory import build_llm
 
-            roles = LLMRoles(executor=ThreadPoolExecutor(max_workers=self.settings.max_concurrency,
-                                                         thread_name_prefix="fabtest-judge"))
+            limit = self.concurrency_share()
+            roles = LLMRoles(executor=ThreadPoolExecutor(max_workers=limit, thread_name_prefix="fabtest-judge"))
             for role in ("judge", "simulator"):
                 configured = getattr(self.settings, role)
-                role_settings = configured.llm_settings(self.settings.max_concurrency)
+                role_settings = configured.llm_settings(limit)
                 try:
                     llm = build_llm(role_settings, cache_mode=self.settings.llm_cache,
                                     cache_dir=str(Path(str(self.config.rootpath)) / self.settings.cache_dir),
@@ -75,6 +75,12 @@ class FabtestSession:
                     setattr(roles, role, llm)
             self._roles = roles
         return self._roles
+
+    def concurrency_share(self) -> int:
+        """This process's part of ``max_concurrency``: under ``-n N`` each worker gets 1/N of it,
+        so the whole suite stays inside the provider's limit, not N times over."""
+        workers = int(getattr(self.config, "workerinput", {}).get("workercount", 1) or 1)
+        return max(1, self.settings.max_concurrency // workers)
 
     @staticmethod
     def salted(roles: LLMRoles, iteration: int) -> LLMRoles:
