@@ -291,6 +291,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
                 report.outcome = "failed"
     if exc is not None and isinstance(exc, _SHORT) and report.outcome == "failed":
         report.longrepr = _short_message(item, exc)
+    if state is not None and report.outcome == "failed" and state.conversation.turns:
+        report.sections.append(("fabtest conversation", _transcript(state)))
     if state is None and template_of(getattr(item, "obj", None)) is None:
         return  # not a scenario (an ordinary test, or a pytest-bdd scenario without fabtest steps)
     skipped = report.outcome == "skipped"
@@ -301,6 +303,21 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
                           skip_reason=_skip_reason(report) if skipped else None, failure_type=kind,
                           failure_message=message, duration_s=call.duration)
     report.user_properties.append((RESULT_PROPERTY, result.model_dump(mode="json")))
+
+
+def _transcript(state: ScenarioState) -> str:
+    """The whole conversation, shown under a failed scenario like captured output."""
+    from fabtest.checks import describe_calls
+
+    lines = []
+    for turn in state.conversation.turns:
+        topic = f"  [topic: {turn.topic}]" if turn.topic else ""
+        lines.append(f"Turn {turn.number}{topic}")
+        lines.append(f"  user:  {turn.user}")
+        lines.append(f"  agent: {turn.response.text}")
+        if turn.tool_calls:
+            lines.append(f"  tools: {describe_calls(turn.tool_calls)}")
+    return "\n".join(lines)
 
 
 def _short_message(item: pytest.Item, exc: BaseException) -> str:
