@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from fabtest._files import atomic_writer
 from fabtest.experiment import stats
 from fabtest.experiment.fingerprint import experiment_fingerprints, merge_configuration
 from fabtest.experiment.model import ExperimentInfo, ScenarioResult
@@ -202,29 +202,17 @@ def write_document(doc: dict[str, Any], results_dir: str | os.PathLike[str]) -> 
     directory = Path(results_dir)
     directory.mkdir(parents=True, exist_ok=True)
     target = document_path(directory, doc["experiment"]["id"])
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            entries = doc.get("scenario_results") or []
-            head = {k: v for k, v in doc.items() if k not in ("scenario_results", "scenario_index")}
-            head["scenario_index"] = _index(entries)
-            handle.write("{\n")
-            for key, value in head.items():
-                handle.write(f"{_dump(key)}: {_dump(value)},\n")
-            handle.write('"scenario_results": [')
-            for i, entry in enumerate(entries):
-                handle.write(("\n" if i == 0 else ",\n") + _dump(entry))
-            handle.write("\n]\n}\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp_name, 0o644)
-        os.replace(tmp_name, target)
-    except BaseException:
-        try:
-            os.unlink(tmp_name)
-        except OSError:
-            pass
-        raise
+    with atomic_writer(target) as handle:
+        entries = doc.get("scenario_results") or []
+        head = {k: v for k, v in doc.items() if k not in ("scenario_results", "scenario_index")}
+        head["scenario_index"] = _index(entries)
+        handle.write("{\n")
+        for key, value in head.items():
+            handle.write(f"{_dump(key)}: {_dump(value)},\n")
+        handle.write('"scenario_results": [')
+        for i, entry in enumerate(entries):
+            handle.write(("\n" if i == 0 else ",\n") + _dump(entry))
+        handle.write("\n]\n}\n")
     _fsync_dir(directory)
     return target
 

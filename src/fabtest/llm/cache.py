@@ -14,13 +14,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
 
+from fabtest._files import atomic_writer
 from fabtest.conversation import TokenUsage
 from fabtest.llm.base import LLM, Completion, LLMError
 
@@ -196,16 +196,5 @@ def _jsonable(value: dict[str, Any]) -> dict[str, Any]:
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    """Write via a temp file in the same directory and ``os.replace``, so readers never see half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem[:16]}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    with atomic_writer(path) as handle:
+        handle.write(text)

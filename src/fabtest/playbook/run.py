@@ -49,18 +49,23 @@ import dataclasses
 import json
 import os
 import re
-import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fabtest._files import atomic_writer
 from fabtest.agents.base import AgentError, AgentTimeout, agent_metadata
 from fabtest.conversation import Check, Conversation, Turn
 from fabtest.criteria import Criterion
 from fabtest.errors import UsageError
-from fabtest.experiment.model import CheckRecord, ScenarioResult, TurnRecord, UsageRecord
+from fabtest.experiment.model import (
+    CheckRecord,
+    ScenarioResult,
+    TurnRecord,
+    UsageRecord,
+)
 from fabtest.experiment.stable_id import stable_id
 from fabtest.judge import Judge, format_exchange
 from fabtest.llm.base import LLM, LLMError
@@ -561,17 +566,9 @@ def _jsonable(value: Any) -> Any:
 
 
 def _write_json(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:20]}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=2, ensure_ascii=False)
-            handle.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    with atomic_writer(path) as handle:
+        json.dump(data, handle, indent=2, ensure_ascii=False)
+        handle.write("\n")
 
 
 # -- the result ----------------------------------------------------------------------------------
