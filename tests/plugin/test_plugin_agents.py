@@ -504,13 +504,13 @@ def test_http_custom_fields(fault_server):
 def test_http_unreachable_is_agent_error():
     import socket
 
-    with socket.socket() as sock:  # a port nobody listens on
+    with socket.socket() as sock:  # bound but not listening: refused, and no other test can take the port
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    agent = HttpAgent(f"http://127.0.0.1:{port}/chat", timeout=2)
-    with pytest.raises(AgentError, match="unreachable"):
-        agent.chat([Message("user", "hi")])
-    agent.close()
+        agent = HttpAgent(f"http://127.0.0.1:{port}/chat", timeout=2)
+        with pytest.raises(AgentError, match="unreachable"):
+            agent.chat([Message("user", "hi")])
+        agent.close()
 
 
 def test_agent_table_with_factory_and_env_expansion(project, monkeypatch):

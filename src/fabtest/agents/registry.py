@@ -47,7 +47,8 @@ def make_agent(target: Any, context: Mapping[str, Any], *, where: str) -> Agent:
     if inspect.isclass(target):
         if hasattr(target, "build"):
             return _as_agent(target.build(dict(context)), where=where)
-        return _as_agent(target(dict(context)) if _init_takes_argument(target) else target(), where=where)
+        factory: Any = target
+        return _as_agent(factory(dict(context)) if _init_takes_argument(target) else factory(), where=where)
     if hasattr(target, "build") and not hasattr(target, "chat"):
         return _as_agent(target.build(dict(context)), where=where)
     if hasattr(target, "chat"):

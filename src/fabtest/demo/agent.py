@@ -80,7 +80,7 @@ class VenueAgent:
 
     def chat(self, messages: Sequence[Message], on_tool_call: Any = None) -> AgentResponse:
         state = _State()
-        reply, calls = "", []
+        reply, calls = "", list[ToolCall]()
         for message in messages:
             if message.role == "user":
                 reply, calls = self._step(state, message.content)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -260,7 +260,7 @@ def failure_type(exc: BaseException) -> str:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
     outcome = yield
     report: pytest.TestReport = outcome.get_result()
     if call.when == "setup" and template_of(getattr(item, "obj", None)) is not None:
@@ -269,8 +269,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             message = f"{item.nodeid}: the scenario never finished (its worker crashed)"
             prop = PENDING_PROPERTY
         elif report.failed:  # a fixture (fabtest_agent, a server) failed before the first step
-            message = f"{item.nodeid}: setup failed: {report.longrepr.reprcrash.message}" \
-                if hasattr(report.longrepr, "reprcrash") else f"{item.nodeid}: setup failed"
+            crash = getattr(report.longrepr, "reprcrash", None)
+            message = f"{item.nodeid}: setup failed" + (f": {crash.message}" if crash is not None else "")
             prop = RESULT_PROPERTY
         else:
             return
@@ -291,7 +291,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
                 report.outcome = "failed"
     if exc is not None and isinstance(exc, _SHORT) and report.outcome == "failed":
         report.longrepr = _short_message(item, exc)
-    if state is not None and report.outcome == "failed" and state.conversation.turns:
+    if state is not None and report.outcome == "failed" and state.conversation.turns \
+            and not isinstance(exc, UsageError):  # a bad input is about the file, not the conversation
         report.sections.append(("fabtest conversation", _transcript(state)))
     if state is None and template_of(getattr(item, "obj", None)) is None:
         return  # not a scenario (an ordinary test, or a pytest-bdd scenario without fabtest steps)

@@ -6,7 +6,14 @@ from typing import Any
 
 import pytest
 
-from fabtest.experiment.model import CheckRecord, ScenarioResult, TopicRecord, TurnRecord, UsageRecord
+from fabtest.experiment.model import (
+    CheckRecord,
+    ScenarioResult,
+    ToolCallRecord,
+    TopicRecord,
+    TurnRecord,
+    UsageRecord,
+)
 from fabtest.experiment.stable_id import stable_id
 from fabtest.pytest_plugin.collect import template_of
 from fabtest.pytest_plugin.scenario import ScenarioState
@@ -45,7 +52,7 @@ def build_result(item: pytest.Item, state: ScenarioState | None, *, passed: bool
         expectations=[CheckRecord.model_validate(c.to_dict()) for c in conv.expectations],
         transcript=[TurnRecord(number=t.number, user=t.user, agent=t.response.text, topic=t.topic,
                                duration_s=round(t.duration_s, 4),
-                               tool_calls=[{"name": c.name, "arguments": c.arguments, "result": _jsonable(c.result)}
+                               tool_calls=[ToolCallRecord(name=c.name, arguments=c.arguments, result=_jsonable(c.result))
                                            for c in t.tool_calls]) for t in conv.turns],
         usage={role: UsageRecord(**u.to_dict()) for role, u in conv.usage.items()},
         duration_s=round(duration_s, 4),

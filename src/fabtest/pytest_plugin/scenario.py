@@ -79,7 +79,7 @@ class ScenarioState:
     _tracker: TopicTracker | None = None
     _exit: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
     _usage_lock: threading.Lock = field(default_factory=threading.Lock)
-    _slots: list[Check | Future[Check] | None] = field(default_factory=list)
+    _slots: list[Check | Future[Check] | _Pick | None] = field(default_factory=list)
     _pending: dict[int, list[_Pending]] = field(default_factory=dict)
     _pending_conversation: list[_Pending] = field(default_factory=list)
 
@@ -390,7 +390,7 @@ class ScenarioState:
             return
         future = self.llms.executor.submit(run)
         for index, p in enumerate(pending):
-            self._slots[p.slot] = _Pick(future, index)  # type: ignore[assignment]
+            self._slots[p.slot] = _Pick(future, index)
 
     def use_record(self) -> None:
         """``Given a simulated user from the scenario``: goal, persona and facts from the set's record."""

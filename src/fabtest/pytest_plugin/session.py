@@ -119,7 +119,7 @@ class FabtestSession:
         if self.is_worker or self.config.getoption("--fabtest-no-results"):
             return
         for name, value in report.user_properties:
-            if name == PENDING_PROPERTY:
+            if name == PENDING_PROPERTY and isinstance(value, dict):
                 self._pending[report.nodeid] = value
             elif name == RESULT_PROPERTY:
                 self._pending.pop(report.nodeid, None)
