@@ -8,6 +8,7 @@ AgentTimeout) that the pytest plugin maps to failure types.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -20,15 +21,20 @@ from fabtest.errors import MaxTurnsReached, ScenarioTimeout
 
 TurnHook = Callable[[Turn], None]
 
+#: Every turn is logged at INFO: ``pytest --log-cli-level=INFO`` shows conversations as they happen.
+log = logging.getLogger("fabtest.conversation")
+
 
 class ConversationRunner:
     """Drives one conversation with one agent. ``on_turn`` hooks run after every turn (topics, limits)."""
 
     def __init__(self, agent: Agent, conversation: Conversation, *, agent_timeout: float = 60.0,
-                 deadline: float | None = None) -> None:
+                 deadline: float | None = None, redact: Callable[[str], str] = str) -> None:
         self.agent = agent
         self.conversation = conversation
         self.agent_timeout = agent_timeout
+        #: applied to everything logged, so secret values (playbook ``env``) never reach a log
+        self.redact = redact
         #: time.monotonic() by which the whole scenario must end (--fabtest-scenario-timeout)
         self.deadline = deadline
         self.on_turn: list[TurnHook] = []
@@ -53,6 +59,11 @@ class ConversationRunner:
         turn = Turn(number=len(self.conversation.turns) + 1, user=text, response=response,
                     duration_s=time.perf_counter() - started)
         self.conversation.turns.append(turn)
+        if log.isEnabledFor(logging.INFO):
+            tools = ", ".join(c.name for c in response.tool_calls)
+            log.info("turn %d user: %s", turn.number, self.redact(text))
+            log.info("turn %d agent: %s%s", turn.number, self.redact(response.text),
+                     self.redact(f"  [tools: {tools}]") if tools else "")
         for hook in self.on_turn:
             hook(turn)
         return turn

@@ -48,7 +48,9 @@ def test_a_missing_env_variable_fails_before_any_call(tmp_path: Path, llm: Any, 
 
 
 def test_env_values_are_absent_from_everything_the_run_writes(project: Path, monkeypatch: pytest.MonkeyPatch,
-                                                             capfd: pytest.CaptureFixture[str], fake: Any) -> None:
+                                                             capfd: pytest.CaptureFixture[str], fake: Any,
+                                                             caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("DEBUG")  # the conversation log (INFO) is on, as with --log-cli-level=INFO
     monkeypatch.setenv("VENUE_CITY", SECRET)
     write_playbook(project / "pb", SECRET_PLAYBOOK)
     code = main(["run", "pb/secret_city.playbook.json", "--experiment-id", "exp_secret"])
@@ -65,6 +67,9 @@ def test_env_values_are_absent_from_everything_the_run_writes(project: Path, mon
         assert SECRET not in text, path
         assert "***" in text
     assert SECRET not in out and SECRET not in err
+    turns = [r.getMessage() for r in caplog.records if r.name == "fabtest.conversation"]
+    assert len(turns) == 6 and "turn 1 user: Hello, I need a room in *** for 12 people" in turns[0]
+    assert not [r for r in caplog.records if SECRET in r.getMessage()]
     assert "FAILED [assertion]: step 3 of 3 failed" in out and "***" in out
     trace = json.loads((project / "results" / "exp_secret.secret_city.trace.json").read_text())
     assert trace["steps"][0]["input"] == "Hello, I need a room in *** for 12 people on 20 June."

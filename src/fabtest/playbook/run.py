@@ -372,7 +372,8 @@ def run_playbook(
             if callable(around):
                 exit_stack.enter_context(around())
             grace = min(5.0, max(0.5, playbook.timeout * 0.25))
-            runner = ConversationRunner(agent, outcome.conversation, agent_timeout=playbook.timeout + grace)
+            runner = ConversationRunner(agent, outcome.conversation, agent_timeout=playbook.timeout + grace,
+                                        redact=redactor.redact)
             if playbook.steps:
                 assert judge is not None
                 _run_steps(playbook, runner, judge, outcome, trace)
