@@ -267,3 +267,35 @@ def test_example_features_run_end_to_end(fake: FakeGemini) -> None:
     assert booking["topics_visited"][-1] == "booking"
     grumpy = names["A grumpy booking still completes"]
     assert grumpy["passed"] and grumpy["evaluations"]["passed"] < grumpy["evaluations"]["total"]
+
+
+def test_calibration_examples_reach_the_judge_from_both_step_forms(pytester: pytest.Pytester, fake: FakeGemini) -> None:
+    result, doc = run(pytester, '''
+        Feature: Calibrated criteria
+          Background:
+            Given the criterion "concise" means "At most three sentences" with examples:
+              | example                                   | verdict |
+              | I found 2 venues. Which one?              | good    |
+              | Well. So. Let me see. Hmm. Maybe. Ok.     | bad     |
+            And the criterion "polite" means:
+              """
+              The agent is warm and polite.
+              Good: Hello! Happy to help.
+              Bad: What do you want?
+              """
+
+          Scenario: Judged with calibration
+            Given the agent "venue_bot"
+            When the user says "Hello!"
+            Then the response should satisfy "concise"
+            And the response should satisfy "polite"
+        ''')
+    result.assert_outcomes(passed=1)
+    [call] = criteria_calls(fake)  # both criteria of the turn in one call
+    prompt = call.prompt
+    assert "example that PASSES: I found 2 venues. Which one?" in prompt
+    assert "example that FAILS: Well. So. Let me see. Hmm. Maybe. Ok." in prompt
+    assert "description: The agent is warm and polite." in prompt
+    assert "example that PASSES: Hello! Happy to help." in prompt
+    assert "example that FAILS: What do you want?" in prompt
+    assert {d["criterion"] for d in only(doc)["evaluations"]["details"]} == {"concise", "polite"}
