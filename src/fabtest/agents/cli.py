@@ -293,13 +293,13 @@ def parse_stream_json(stdout: str) -> AgentResponse:
                 by_id[str(tool_id)] = call
             calls.append(call)
         elif kind == "tool_result":
-            call = by_id.get(str(event.get("tool_id")))
-            if call is not None:
-                call.result = event.get("output")
+            done = by_id.get(str(event.get("tool_id")))
+            if done is not None:
+                done.result = event.get("output")
                 if event.get("status"):
-                    call.metadata["status"] = event["status"]
+                    done.metadata["status"] = event["status"]
                 if event.get("error"):
-                    call.metadata["error"] = event["error"]
+                    done.metadata["error"] = event["error"]
         elif kind == "error":
             warnings.append(f"{event.get('severity', 'error')}: {event.get('message', '')}")
         elif kind == "result":

@@ -266,16 +266,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if call.when == "setup" and template_of(getattr(item, "obj", None)) is not None:
         if report.passed:
             # Who is running, so the controller can record the scenario even if its worker dies.
-            message = f"{item.nodeid}: the scenario never finished (its worker crashed)"
+            setup_message = f"{item.nodeid}: the scenario never finished (its worker crashed)"
             prop = PENDING_PROPERTY
         elif report.failed:  # a fixture (fabtest_agent, a server) failed before the first step
             crash = getattr(report.longrepr, "reprcrash", None)
-            message = f"{item.nodeid}: setup failed" + (f": {crash.message}" if crash is not None else "")
+            setup_message = f"{item.nodeid}: setup failed" + (f": {crash.message}" if crash is not None else "")
             prop = RESULT_PROPERTY
         else:
             return
         result = build_result(item, None, passed=False, skipped=False, skip_reason=None, failure_type="error",
-                              failure_message=message, duration_s=call.duration)
+                              failure_message=setup_message, duration_s=call.duration)
         report.user_properties.append((prop, result.model_dump(mode="json")))
         return
     if call.when != "call":
