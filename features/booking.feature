@@ -23,6 +23,7 @@ Feature: Booking a venue with the venue bot
       | city     | Berlin  |
       | capacity | >= 10   |
     And the response must match "Spreeblick Loft"
+    And the response should match "€\d+ per day"
     And the response should be grounded in "search_venues"
 
   Scenario: A full booking
@@ -37,6 +38,7 @@ Feature: Booking a venue with the venue bot
     And the response must match "BK-[0-9A-F]{6}"
     And the conversation must include a call to "search_venues"
     And the conversation must take at most 3 turns
+    And the conversation should take at most 2 turns
     And the transcript must contain "is available on 12 March"
 
   Scenario: Soft evaluations never fail the scenario
