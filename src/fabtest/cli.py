@@ -38,13 +38,15 @@ def _default_results_dir() -> str:
 
 
 def _rate_arg(text: str) -> float:
-    """``0.8``, ``80`` or ``80%`` → 0.8."""
+    """``0.8`` or ``80%`` → 0.8. A bare number above 1 is refused: 1.5 could mean 1.5% or 150%."""
     try:
         value = float(text.rstrip("%"))
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a rate: {text!r} (use 0.8 or 80%)") from None
-    if text.endswith("%") or value > 1:
+    if text.endswith("%"):
         value /= 100
+    elif value > 1:
+        raise argparse.ArgumentTypeError(f"rate out of range: {text!r} (a fraction from 0 to 1, or a percentage like 80%)")
     if not 0 <= value <= 1:
         raise argparse.ArgumentTypeError(f"rate out of range: {text!r}")
     return value
@@ -77,7 +79,7 @@ def _run_compare(args: argparse.Namespace, prog: str) -> int:
     except ExperimentFileError as exc:
         return _fail(prog, str(exc))
     except (KeyError, TypeError, AttributeError) as exc:
-        return _fail(prog, f"malformed experiment file ({type(exc).__name__}: {exc})")
+        return _fail(prog, f"malformed experiment file {args.baseline} or {args.current} ({type(exc).__name__}: {exc})")
     renderer = {"text": render_text, "json": render_json, "markdown": render_markdown}[args.format]
     sys.stdout.write(renderer(comparison))
     if args.html:

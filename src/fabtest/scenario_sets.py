@@ -157,6 +157,10 @@ def _record(path: Path, set_name: str, index: int, raw: Any) -> ScenarioRecord:
     verification = {} if verification is None else verification
     if not isinstance(verification, dict):
         raise ScenarioSetError(f"{path}: {label}: verification must be an object, got {_kind(verification)}")
+    unknown = sorted(set(verification) - set(_KNOWN_VERIFICATION))
+    if unknown:
+        raise ScenarioSetError(f"{path}: {label}: unknown verification key(s) {', '.join(unknown)}; "
+                               f"expected {', '.join(_KNOWN_VERIFICATION)}")
     for key, kind in _KNOWN_VERIFICATION.items():
         value = verification.get(key)
         if value is None:

@@ -25,8 +25,8 @@ class RoleSettings(BaseModel):
     provider: Literal["gemini", "openai"] = "gemini"
     model: str = "gemini-2.5-flash"
     temperature: float | None = None
-    timeout: float = 60.0
-    max_retries: int = 4
+    timeout: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=4, ge=0)
     backoff: float = 0.5  # first retry delay in seconds; doubles per attempt, with jitter
     base_url: str | None = None
 
@@ -50,10 +50,10 @@ class Settings(BaseModel):
     """Everything fabtest reads from ``[tool.fabtest]``."""
 
     model_config = ConfigDict(extra="forbid")
-    agent: str | None = None
+    agent: str | dict[str, Any] | None = None  # "module:attr" or a table like {http = "URL"}
     agents: dict[str, Any] = Field(default_factory=dict)
-    agent_timeout: float = 60.0
-    scenario_timeout: float | None = None
+    agent_timeout: float = Field(default=60.0, gt=0)
+    scenario_timeout: float | None = Field(default=None, gt=0)
     collect_features: bool = True
     playbooks: str = "scenarios/playbooks/*.playbook.{json,yaml,yml}"
     playbook_agent: str | None = None  # default: the Gemini CLI (fabtest.agents.cli:gemini_cli)
@@ -61,7 +61,7 @@ class Settings(BaseModel):
     results_dir: str = "results"
     judge: RoleSettings = Field(default_factory=RoleSettings)
     simulator: RoleSettings = Field(default_factory=RoleSettings)
-    max_concurrency: int = 8
+    max_concurrency: int = Field(default=8, ge=1)
     llm_cache: Literal["on", "off", "replay"] = "off"
     cache_dir: str = ".fabtest/cache"
     criteria: dict[str, str] = Field(default_factory=dict)
@@ -82,11 +82,14 @@ class Settings(BaseModel):
             except tomllib.TOMLDecodeError as exc:
                 raise UsageError(f"{path}: invalid TOML: {exc}") from None
             table = dict(data.get("tool", {}).get("fabtest", {}))
-        _apply_env(table, environ)
+        from_env = _apply_env(table, environ)
         try:
             settings = cls.model_validate(table)
         except ValidationError as exc:
-            raise UsageError(f"{path} [tool.fabtest]: {_first_error(exc)}") from None
+            loc = tuple(str(p) for p in exc.errors()[0]["loc"])
+            var = next((v for v, keys in from_env.items() if loc[: len(keys)] == keys), None)
+            where = f"environment variable {var}" if var else f"{path} [tool.fabtest]"
+            raise UsageError(f"{where}: {_first_error(exc)}") from None
         settings.source = str(path)
         if settings.definitions_file:
             settings._load_definitions(root / settings.definitions_file)
@@ -124,13 +127,17 @@ _ENV_KEYS = {
 }
 
 
-def _apply_env(table: dict[str, Any], environ: dict[str, str]) -> None:
+def _apply_env(table: dict[str, Any], environ: dict[str, str]) -> dict[str, tuple[str, ...]]:
+    """Put ``FABTEST_*`` values into the table; returns which variables were used (for errors)."""
+    used: dict[str, tuple[str, ...]] = {}
     for var, keys in _ENV_KEYS.items():
         if var in environ and environ[var] != "":
             target = table
             for key in keys[:-1]:
                 target = target.setdefault(key, {})
             target[keys[-1]] = environ[var]
+            used[var] = keys
+    return used
 
 
 def _first_error(exc: ValidationError) -> str:

@@ -60,11 +60,13 @@ CASES: dict[str, tuple[str, ...]] = {
     "features/with_table_three_columns.feature": ("with_table_three_columns.feature:5", "note"),
     "features/regex_unbalanced.feature": ("regex_unbalanced.feature:5", "invalid regular expression '[a-'"),
     "features/regex_bad_repeat.feature": ("regex_bad_repeat.feature:5", "invalid regular expression '*hello'"),
+    "features/empty.feature": ("empty.feature", 'no "Feature:" found'),
     # scenario sets: named by a feature tagged @scenario_set:<stem>
     "scenario_sets/duplicate_id.json": ("duplicate_id.json", "record 3", "duplicate id 'berlin'"),
     "scenario_sets/no_goal.yaml": ("no_goal.yaml", "record 2", "has no goal"),
     "scenario_sets/invalid_json.json": ("invalid_json.json", "line 3", "invalid JSON"),
     "scenario_sets/bad_verification.json": ("bad_verification.json", "record 1", "verification.max_turns"),
+    "scenario_sets/unknown_verification.json": ("unknown_verification.json", "record 1", "call_tol"),
     "scenario_sets/<missing>": ("sets.feature", "@scenario_set:absent", "not found"),
     # pyproject.toml settings
     "pyproject/unknown_key.toml": ("pyproject.toml", "unknown key 'agnet_timeout'"),
@@ -88,6 +90,7 @@ CASES: dict[str, tuple[str, ...]] = {
     "experiments/top_level_list.json": ("top_level_list.json", "not a JSON object"),
     "experiments/scenario_not_an_object.json": ("scenario_not_an_object.json", "scenario_results[0]"),
     "experiments/scenario_without_id.json": ("scenario_without_id.json", "scenario_results[0]", "id"),
+    "experiments/wrong_value_types.json": ("wrong_value_types.json", "scenario_results[0].passed", "'yes'"),
 }
 
 

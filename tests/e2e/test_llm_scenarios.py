@@ -299,3 +299,25 @@ def test_calibration_examples_reach_the_judge_from_both_step_forms(pytester: pyt
     assert "example that PASSES: Hello! Happy to help." in prompt
     assert "example that FAILS: What do you want?" in prompt
     assert {d["criterion"] for d in only(doc)["evaluations"]["details"]} == {"concise", "polite"}
+
+
+def test_soft_and_hard_criteria_on_one_turn_keep_their_own_modes(pytester: pytest.Pytester, fake: FakeGemini) -> None:
+    result, doc = run(pytester, '''
+        Feature: Mixed modes
+          Background:
+            Given the criterion "friendly" means "The agent is warm and polite"
+            And the criterion "concise" means "The reply has at most three sentences"
+
+          Scenario: Soft failure then hard pass
+            Given the agent "grumpy_bot"
+            When the user says "Hello!"
+            Then the response should satisfy "friendly"
+            And the response must satisfy "concise"
+        ''')
+    result.assert_outcomes(passed=1)
+    scenario = only(doc)
+    [soft] = scenario["evaluations"]["details"]
+    [hard] = scenario["expectations"]["details"]
+    assert (soft["criterion"], soft["mode"], soft["status"]) == ("friendly", "should", "failed")
+    assert (hard["criterion"], hard["mode"], hard["status"]) == ("concise", "must", "passed")
+    assert len(criteria_calls(fake)) == 1  # still one judge call for the turn

@@ -41,6 +41,9 @@ def test_compare_gates(results, capsys):
     assert "gate failed: regression" in capsys.readouterr().err
     assert compare_main(args + ["--min-completion", "0.6"]) == 0
     assert compare_main(args + ["--min-completion", "70%"]) == 1
+    with pytest.raises(SystemExit) as refused:  # 1.5 is neither a fraction nor clearly a percentage
+        compare_main(args + ["--min-completion", "1.5"])
+    assert refused.value.code == 2
     assert compare_main(["exp_222bbb", "exp_222bbb", "--results-dir", str(results), "--fail-on-regression"]) == 0
 
 

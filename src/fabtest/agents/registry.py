@@ -79,8 +79,8 @@ def _as_agent(obj: Any, *, where: str) -> Agent:
 
 
 def _from_table(table: Mapping[str, Any], context: Mapping[str, Any], *, where: str) -> Agent:
-    """``{http = "URL", headers = {...}, timeout = 10}`` or ``{cli = [...argv]}`` style definitions."""
-    table = {k: _expand(v) for k, v in table.items()}
+    """``{http = "URL", headers = {...}, timeout = 10}`` or ``{factory = "module:attr", ...}``."""
+    table = {k: _expand(v, where) for k, v in table.items()}
     if "http" in table:
         from fabtest.agents.http import HttpAgent
 
@@ -88,7 +88,8 @@ def _from_table(table: Mapping[str, Any], context: Mapping[str, Any], *, where: 
         try:
             return HttpAgent(table["http"], **options)
         except TypeError as exc:
-            raise UsageError(f"{where}: bad HTTP agent options: {exc}") from None
+            raise UsageError(f"{where}: bad options for the HTTP agent at {table['http']}: "
+                             f"{str(exc).replace('HttpAgent.__init__() ', '')}") from None
     if "factory" in table:
         target = import_object(str(table["factory"]), where=where)
         extra = {k: v for k, v in table.items() if k != "factory"}
@@ -96,12 +97,17 @@ def _from_table(table: Mapping[str, Any], context: Mapping[str, Any], *, where: 
     raise UsageError(f"{where}: agent table needs 'http = \"URL\"' or 'factory = \"module:attr\"', got {sorted(table)}")
 
 
-def _expand(value: Any) -> Any:
+def _expand(value: Any, where: str) -> Any:
     """``${VAR}`` in configured strings comes from the environment, so secrets stay out of pyproject."""
     if isinstance(value, str):
-        return re.sub(r"\$\{(\w+)\}", lambda m: os.environ.get(m.group(1), ""), value)
+        def env(match: re.Match[str]) -> str:
+            if match.group(1) not in os.environ:
+                raise UsageError(f"{where}: the agent configuration uses ${{{match.group(1)}}}, which is not set")
+            return os.environ[match.group(1)]
+
+        return re.sub(r"\$\{(\w+)\}", env, value)
     if isinstance(value, Mapping):
-        return {k: _expand(v) for k, v in value.items()}
+        return {k: _expand(v, where) for k, v in value.items()}
     return value
 
 

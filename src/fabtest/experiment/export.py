@@ -272,12 +272,19 @@ def _check_shape(path: Path, doc: Any) -> dict[str, Any]:
         raise ExperimentFileError(f"{path}: not an experiment file ('summary' is not an object)")
     if not isinstance(doc["scenario_results"], list):
         raise ExperimentFileError(f"{path}: not an experiment file ('scenario_results' is not a list)")
+    for key in ("completion_rate", "evaluation_rate", "avg_turns", "avg_topics"):
+        value = doc["summary"].get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise ExperimentFileError(f"{path}: summary.{key}: expected a number or null, got {value!r}")
     for index, entry in enumerate(doc["scenario_results"]):
         if not isinstance(entry, dict):
             raise ExperimentFileError(f"{path}: scenario_results[{index}]: expected an object")
         for key in ("id", "passed"):
             if key not in entry:
                 raise ExperimentFileError(f"{path}: scenario_results[{index}]: missing key '{key}'")
+        if not isinstance(entry["passed"], bool):
+            raise ExperimentFileError(f"{path}: scenario_results[{index}].passed: expected true or false, "
+                                      f"got {entry['passed']!r}")
     doc.setdefault("criteria_results", {})
     return doc
 

@@ -41,6 +41,8 @@ class FeatureModule(pytest.Module):
 
 def _parse_error(path: Path, exc: Exception) -> str:
     """One line naming the file and line of a malformed feature (gherkin's message has both)."""
+    if isinstance(exc, KeyError):  # pytest-bdd found no "feature" in the parsed document
+        return f'{path}: no "Feature:" found (the file is empty or only has comments)'
     text = " ".join(str(exc).split())
     return text if str(path.name) in text else f"{path}: {text}"
 

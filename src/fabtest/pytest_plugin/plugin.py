@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 from pytest_bdd.exceptions import StepDefinitionNotFoundError
 
 from fabtest.agents.base import AgentError, AgentTimeout
@@ -62,6 +64,18 @@ def pytest_configure(config: pytest.Config) -> None:
         settings = _settings(config)
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
+    # `agent = "myapp.bot:Bot"` names a module of the project: import it from the project root,
+    # as `python -m pytest` would, also when plain `pytest` runs without a rootdir conftest.
+    root = str(config.rootpath)
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    experiment_id = config.getoption("--fabtest-experiment-id")
+    if experiment_id is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", experiment_id):
+        raise pytest.UsageError(f"--fabtest-experiment-id {experiment_id!r}: use letters, digits, '_', '.' and '-' "
+                                "(it names results/<id>.json)")
+    iterations = config.getoption("--fabtest-iterations")
+    if iterations is not None and iterations < 1:
+        raise pytest.UsageError(f"--fabtest-iterations {iterations}: run every scenario at least once (N >= 1)")
     config.addinivalue_line("markers", "fabtest_scenario_set(name): expand a scenario over a scenario set")
     config.pluginmanager.register(steps, "fabtest-steps")
     session = FabtestSession(config, settings)
@@ -82,8 +96,17 @@ def _settings(config: pytest.Config) -> Settings:
         changes = {field: opt(f"--fabtest-{role}-{field}") for field in ("provider", "model", "temperature")}
         changes = {k: v for k, v in changes.items() if v is not None}
         if changes:
-            updates[role] = getattr(settings, role).model_copy(update=changes)
-    return settings.model_copy(update=updates)
+            updates[role] = {**getattr(settings, role).model_dump(), **changes}
+    if not updates:
+        return settings
+    try:  # validated like the pyproject values: --fabtest-agent-timeout 0 is an error, not a hang
+        checked = Settings.model_validate({**settings.model_dump(), **updates})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        option = "--fabtest-" + str(err["loc"][0]).replace("_", "-")
+        raise UsageError(f"{option}: {err['msg']}") from None
+    checked.source = settings.source
+    return checked
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -177,6 +200,7 @@ def fabtest_scenario(request: pytest.FixtureRequest, tmp_path: Path, fabtest_llm
         "tags": sorted(item.keywords.get("fabtest_tags", set()) or _tags(template)),
         "iteration": fabtest_iteration,
         "workdir": str(tmp_path),
+        "cwd": str(tmp_path),  # the name CLI adapters read: a CLI agent runs in the scenario's directory
     }
     if fabtest_record is not None:
         context["record"] = fabtest_record
@@ -283,12 +307,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     state = item.stash.get(STATE_KEY, None)
     exc = call.excinfo.value if call.excinfo is not None else None
     if state is not None and not isinstance(exc, (pytest.skip.Exception, KeyboardInterrupt)):
-        try:
-            state.finish(verify=exc is None)
-        except (LLMError, ExpectationFailed) as late:
-            if exc is None:
-                exc = late
-                report.outcome = "failed"
+        for late_step in (lambda: state.finish(verify=exc is None), state.close):
+            try:
+                late_step()
+            except (LLMError, ExpectationFailed, AgentError) as late:
+                if exc is None:
+                    exc = late
+                    report.outcome = "failed"
     if exc is not None and isinstance(exc, _SHORT) and report.outcome == "failed":
         report.longrepr = _short_message(item, exc)
     if state is not None and report.outcome == "failed" and state.conversation.turns \
@@ -314,11 +339,15 @@ def _transcript(state: ScenarioState) -> str:
     for turn in state.conversation.turns:
         topic = f"  [topic: {turn.topic}]" if turn.topic else ""
         lines.append(f"Turn {turn.number}{topic}")
-        lines.append(f"  user:  {turn.user}")
-        lines.append(f"  agent: {turn.response.text}")
+        lines.append(f"  user:  {_clip(turn.user)}")
+        lines.append(f"  agent: {_clip(turn.response.text)}")
         if turn.tool_calls:
             lines.append(f"  tools: {describe_calls(turn.tool_calls)}")
     return "\n".join(lines)
+
+
+def _clip(text: str, limit: int = 2000) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}... [{len(text) - limit} more characters]"
 
 
 def _short_message(item: pytest.Item, exc: BaseException) -> str:

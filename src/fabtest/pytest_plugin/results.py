@@ -32,7 +32,7 @@ def build_result(item: pytest.Item, state: ScenarioState | None, *, passed: bool
     record_id = str(state.record["id"]) if state.record else None
     return ScenarioResult(
         id=stable_id(feature, rule, name, record_id),
-        name=name + (f" [{record_id}]" if record_id else ""),
+        name=_with_record(name, state.record),
         nodeid=item.nodeid,
         feature=feature,
         feature_file=_relative(item, state.context.get("feature_file", "")),
@@ -73,12 +73,17 @@ def _stateless_result(item: pytest.Item, *, passed: bool, skipped: bool, skip_re
     record_id = str(record["id"]) if record else None
     iteration = int(callspec.params.get("fabtest_iteration", 1)) if callspec else 1
     return ScenarioResult(
-        id=stable_id(template.feature.name, rule, name, record_id), name=name + (f" [{record_id}]" if record_id else ""),
+        id=stable_id(template.feature.name, rule, name, record_id), name=_with_record(name, record),
         nodeid=item.nodeid, feature=template.feature.name, feature_file=_relative(item, template.feature.filename), rule=rule,
         record_id=record_id, iteration=iteration, passed=passed, skipped=skipped, skip_reason=skip_reason,
         failure_type=failure_type, failure_message=failure_message,  # type: ignore[arg-type]
         duration_s=round(duration_s, 4),
     )
+
+
+def _with_record(name: str, record: dict[str, Any] | None) -> str:
+    """A scenario-set run is shown by its record's name (its id when it has none)."""
+    return f"{name} [{record.get('name') or record['id']}]" if record else name
 
 
 def _scenario_name(item: pytest.Item, template: Any) -> str:

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from fabtest import checks
-from fabtest.agents.base import Agent, agent_metadata
+from fabtest.agents.base import Agent, AgentError, agent_metadata
 from fabtest.agents.registry import make_agent
 from fabtest.conversation import Check, Conversation, Mode, Status, TokenUsage, Turn
 from fabtest.criteria import Criterion
@@ -54,6 +54,7 @@ class _Pending:
 
     slot: int
     criterion: Criterion
+    mode: Mode
 
 
 @dataclass
@@ -119,7 +120,10 @@ class ScenarioState:
             self._agent = make_agent(target, self.context, where=self.where)
             around = getattr(self._agent, "around", None)
             if callable(around):
-                self._exit.enter_context(around())
+                try:
+                    self._exit.enter_context(around())
+                except Exception as exc:  # noqa: BLE001 - the user's isolation hook: report, don't trace
+                    raise AgentError(f"the agent's around() failed on entry: {type(exc).__name__}: {exc}") from exc
         return self._agent
 
     @property
@@ -225,18 +229,18 @@ class ScenarioState:
             return
         if scope == "conversation":
             self._last_turn_required()
-            self._pending_conversation.append(_Pending(self._reserve(), criterion))
+            self._pending_conversation.append(_Pending(self._reserve(), criterion, mode))
             if mode == "must":
-                self._flush_conversation(block=True, mode=mode)
+                self._flush_conversation(block=True)
             return
         turns = self.conversation.turns if scope == "every" else [self.last_turn]
         if not turns:
             raise UsageError(f"{self.where}: there is no response yet: add a When step before this assertion")
         for turn in turns:
-            self._pending.setdefault(turn.number, []).append(_Pending(self._reserve(), criterion))
+            self._pending.setdefault(turn.number, []).append(_Pending(self._reserve(), criterion, mode))
         if mode == "must":
             for turn in turns:
-                self._flush_turn(turn.number, block=True, mode="must")
+                self._flush_turn(turn.number, block=True)
 
     def grounded_in(self, source: str, mode: Mode) -> None:
         turn = self.last_turn
@@ -253,10 +257,8 @@ class ScenarioState:
             verdict = result.value
             data = {"source": source, **verdict.to_data(), "claims_total": len(verdict.claims),
                     "claims_unsupported": len(verdict.unsupported)}
-            if verdict.unsupported:
-                details = f"unsupported claims: {'; '.join(verdict.unsupported)}. {verdict.reasoning}".strip()
-            else:
-                details = verdict.reasoning or "every claim is supported"
+            details = verdict.reasoning or ("unsupported claims: " + "; ".join(verdict.unsupported)
+                                            if verdict.unsupported else "every claim is supported")
             return Check("grounded_in", mode, label, "passed" if verdict.passed else "failed", turn.number, details, data)
 
         self._run_llm_check(run, mode)
@@ -346,26 +348,28 @@ class ScenarioState:
 
     def _flush_pending(self) -> None:
         for number in list(self._pending):
-            self._flush_turn(number, block=False, mode="should")
+            self._flush_turn(number, block=False)
         if self._pending_conversation:
-            self._flush_conversation(block=False, mode="should")
+            self._flush_conversation(block=False)
 
-    def _flush_turn(self, number: int, *, block: bool, mode: Mode) -> None:
+    def _flush_turn(self, number: int, *, block: bool) -> None:
         pending = self._pending.pop(number, [])
         if not pending:
             return
         turn = self.conversation.turns[number - 1]
-        self._batch(pending, format_exchange(turn), "response", turn.number, block=block, mode=mode)
+        self._batch(pending, format_exchange(turn), "response", turn.number, block=block)
 
-    def _flush_conversation(self, *, block: bool, mode: Mode) -> None:
+    def _flush_conversation(self, *, block: bool) -> None:
         pending, self._pending_conversation = self._pending_conversation, []
-        self._batch(pending, self.conversation.transcript(), "conversation", None, block=block, mode=mode)
+        self._batch(pending, self.conversation.transcript(), "conversation", None, block=block)
 
-    def _batch(self, pending: list[_Pending], subject: str, scope: str, turn: int | None, *,
-               block: bool, mode: Mode) -> None:
-        """One judge call for every criterion pending on one subject; fills their slots."""
+    def _batch(self, pending: list[_Pending], subject: str, scope: str, turn: int | None, *, block: bool) -> None:
+        """One judge call for every criterion pending on one subject; fills their slots.
+
+        Each check keeps its own mode: a soft criterion batched with a hard one stays soft.
+        ``block`` waits for the verdicts (a ``must`` is among them) and fails on a hard one.
+        """
         unique: dict[str, Criterion] = {p.criterion.name: p.criterion for p in pending}
-        modes: dict[int, Mode] = {p.slot: ("must" if block and mode == "must" else "should") for p in pending}
 
         def run() -> list[Check]:
             assert self.judge is not None
@@ -375,7 +379,7 @@ class ScenarioState:
             out = []
             for p in pending:
                 v = by_name[p.criterion.name]
-                out.append(Check("satisfy", modes[p.slot], p.criterion.name, v.verdict, turn, v.reasoning,
+                out.append(Check("satisfy", p.mode, p.criterion.name, v.verdict, turn, v.reasoning,
                                  {"scope": scope}))
             return out
 
@@ -455,7 +459,11 @@ class ScenarioState:
             raise verify_error
 
     def close(self) -> None:
-        self._exit.close()
+        """Leave the agent's ``around()``; a failure there is the scenario's ``error``."""
+        try:
+            self._exit.close()
+        except Exception as exc:  # noqa: BLE001
+            raise AgentError(f"the agent's around() failed on exit: {type(exc).__name__}: {exc}") from exc
 
     def agent_metadata(self) -> dict[str, Any]:
         return agent_metadata(self._agent) if self._agent is not None else {}
