@@ -155,13 +155,14 @@ def _where(scenario: str) -> str:
 
 
 def _sections(out: str) -> dict[str, str]:
-    """The text pytest printed under each failing test's ``____ test_x ____`` header."""
+    """The text pytest printed under each failing scenario's ``____ Scenario: Name ____`` header,
+    keyed by the scenario's test function name."""
     import re
 
     failures = out.split("= FAILURES =", 1)[1].split("\n", 1)[1]
     failures = re.split(r"^={3,}", failures, flags=re.M)[0]
-    parts = re.split(r"^_{3,} (test_\w+) _{3,}$", failures, flags=re.M)
-    return {parts[i]: parts[i + 1].strip() for i in range(1, len(parts), 2)}
+    parts = re.split(r"^_{3,} Scenario: (.+?) _{3,}$", failures, flags=re.M)
+    return {_test_name(parts[i]): parts[i + 1].strip() for i in range(1, len(parts), 2)}
 
 
 def _test_name(scenario: str) -> str:

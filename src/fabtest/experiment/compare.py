@@ -357,7 +357,7 @@ def _scenario_changes(
             ftype = c.failures.most_common(1)[0][0] if c.failures else "assertion"
             turns = b.turns / b.runs
             turns_text = str(int(turns)) if turns == int(turns) else f"{turns:.1f}"
-            note = f"was completing in {turns_text} turns, now {ftype}"
+            note = f"was completing in {turns_text} turn{'' if turns == 1 else 's'}, now {ftype}"
             if c.runs > 1:
                 note += f" ({c.runs - c.passes}/{c.runs} runs failed)"
             failing.append(ScenarioChange(sid, c.name, b.passes / b.runs, c.passes / c.runs, ftype, note))

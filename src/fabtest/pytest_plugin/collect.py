@@ -7,6 +7,7 @@ works unchanged and users extend the vocabulary with ordinary pytest-bdd steps i
 
 from __future__ import annotations
 
+import functools
 import types
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,14 @@ from pytest_bdd.scenario import get_python_name_generator, scenario_wrapper_temp
 
 class FeatureModule(pytest.Module):
     """A ``.feature`` file collected as if it were a test module."""
+
+    def collect(self) -> list[pytest.Item | pytest.Collector]:
+        items = list(super().collect())
+        for item in items:
+            template = template_of(getattr(item, "obj", None))
+            if template is not None:  # skips and reports point at the scenario's line, not pytest-bdd's code
+                item.reportinfo = functools.partial(_scenario_location, self.path, template)  # type: ignore[method-assign]
+        return items
 
     def _getobj(self) -> types.ModuleType:
         path = Path(self.path)
@@ -45,6 +54,10 @@ def _parse_error(path: Path, exc: Exception) -> str:
         return f'{path}: no "Feature:" found (the file is empty or only has comments)'
     text = " ".join(str(exc).split())
     return text if str(path.name) in text else f"{path}: {text}"
+
+
+def _scenario_location(path: Path, template: Any) -> tuple[Path, int, str]:
+    return path, template.line_number - 1, f"Scenario: {template.name}"
 
 
 def _noop() -> None:

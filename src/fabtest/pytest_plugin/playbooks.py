@@ -158,7 +158,8 @@ class PlaybookItem(pytest.Item):
             reasons = list(dict.fromkeys(  # the judge and the simulator often miss the same key
                 getattr(roles, f"{role}_reason", "") for role in ("judge", "simulator")
                 if role in (outcome.skip_reason or "") and getattr(roles, f"{role}_reason", "")))
-            pytest.skip((outcome.skip_reason or "an LLM is missing") + (f" ({'; '.join(reasons)})" if reasons else ""))
+            raise pytest.skip.Exception((outcome.skip_reason or "an LLM is missing")
+                                        + (f" ({'; '.join(reasons)})" if reasons else ""), _use_item_location=True)
         if not outcome.passed:
             raise PlaybookFailed(outcome.failure_message or "the playbook failed", outcome.failure_type or "error")
 

@@ -242,7 +242,9 @@ def pytest_bdd_before_scenario(request: pytest.FixtureRequest, feature: Any, sce
     roles = request.config.stash[SESSION_KEY].llm_roles()
     for role, what in needs:
         if getattr(roles, role) is None:
-            pytest.skip(f"{what} needs the {role} LLM: {getattr(roles, role + '_reason')}")
+            # reported at the scenario (file:line), not at this line of the plugin
+            raise pytest.skip.Exception(f"{what} needs the {role} LLM: {getattr(roles, role + '_reason')}",
+                                        _use_item_location=True)
 
 
 def pytest_bdd_before_step(request: pytest.FixtureRequest, feature: Any, scenario: Any, step: Any) -> None:

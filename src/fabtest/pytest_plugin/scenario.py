@@ -189,7 +189,7 @@ class ScenarioState:
         llm = self.llms.judge if role == "judge" else self.llms.simulator
         if llm is None:
             reason = self.llms.judge_reason if role == "judge" else self.llms.simulator_reason
-            pytest.skip(f"{what} needs the {role} LLM: {reason}")
+            raise pytest.skip.Exception(f"{what} needs the {role} LLM: {reason}", _use_item_location=True)
 
     @property
     def last_turn(self) -> Turn:
@@ -424,7 +424,7 @@ class ScenarioState:
         if verification.get("max_turns"):
             limit, actual = int(verification["max_turns"]), len(conv.turns)
             self.record_check("turn_count", "must", f"turn_count<={limit}", "passed" if actual <= limit else "failed",
-                              f"{actual} turns (max {limit})", data={"max": limit, "actual": actual})
+                              f"{_turns(actual)} (max {limit})", data={"max": limit, "actual": actual})
 
     def finish(self, *, verify: bool = True) -> None:
         """Flush pending criteria, wait for background checks, and fill the conversation's lists.
@@ -467,6 +467,10 @@ class ScenarioState:
 
     def agent_metadata(self) -> dict[str, Any]:
         return agent_metadata(self._agent) if self._agent is not None else {}
+
+
+def _turns(count: int) -> str:
+    return f"{count} turn" if count == 1 else f"{count} turns"
 
 
 def _as_list(value: Any) -> list[str]:

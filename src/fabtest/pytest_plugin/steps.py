@@ -203,7 +203,7 @@ def _then_include(fabtest_scenario: ScenarioState, mode: str, neg: str | None, t
 def _then_turns(fabtest_scenario: ScenarioState, mode: str, n: str) -> None:
     actual = len(fabtest_scenario.conversation.turns)
     fabtest_scenario.record_check("turn_count", _mode(mode), f"turn_count<={n}",
-                                  "passed" if actual <= int(n) else "failed", f"{actual} turns (max {n})",
+                                  "passed" if actual <= int(n) else "failed", f"{actual} turn{'' if actual == 1 else 's'} (max {n})",
                                   data={"max": int(n), "actual": actual})
 
 
