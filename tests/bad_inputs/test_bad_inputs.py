@@ -61,6 +61,8 @@ CASES: dict[str, tuple[str, ...]] = {
     "features/regex_unbalanced.feature": ("regex_unbalanced.feature:5", "invalid regular expression '[a-'"),
     "features/regex_bad_repeat.feature": ("regex_bad_repeat.feature:5", "invalid regular expression '*hello'"),
     "features/empty.feature": ("empty.feature", 'no "Feature:" found'),
+    "features/outline_without_examples.feature": ("outline_without_examples.feature:2", "no Examples"),
+    "features/criterion_typo.feature": ("criterion_typo.feature:7", 'did you mean "friendly"'),
     # scenario sets: named by a feature tagged @scenario_set:<stem>
     "scenario_sets/duplicate_id.json": ("duplicate_id.json", "record 3", "duplicate id 'berlin'"),
     "scenario_sets/no_goal.yaml": ("no_goal.yaml", "record 2", "has no goal"),

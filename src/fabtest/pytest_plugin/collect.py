@@ -38,7 +38,10 @@ class FeatureModule(pytest.Module):
         except Exception as exc:  # noqa: BLE001 - any parse failure is the user's file
             raise self.CollectError(_parse_error(path, exc)) from None
         used: set[str] = set()
-        for name in feature.scenarios:
+        for name, template in feature.scenarios.items():
+            if template.keyword.strip() in ("Scenario Outline", "Scenario Template") and not any(template.examples):
+                raise self.CollectError(f"{_relative_path(self, path)}:{template.line_number}: Scenario Outline "
+                                        f'"{name}" has no Examples table, so its <placeholders> would stay literal')
             func = bdd_scenario(str(path), name, features_base_dir=str(path.parent))(_noop)
             attr = next(n for n in get_python_name_generator(name) if n not in used)
             used.add(attr)
@@ -54,6 +57,13 @@ def _parse_error(path: Path, exc: Exception) -> str:
         return f'{path}: no "Feature:" found (the file is empty or only has comments)'
     text = " ".join(str(exc).split())
     return text if str(path.name) in text else f"{path}: {text}"
+
+
+def _relative_path(node: pytest.Collector, path: Path) -> str:
+    try:
+        return str(path.relative_to(node.config.rootpath))
+    except ValueError:
+        return str(path)
 
 
 def _scenario_location(path: Path, template: Any) -> tuple[Path, int, str]:

@@ -6,6 +6,8 @@ extends them with ordinary pytest-bdd steps in its conftest.
 
 from __future__ import annotations
 
+import difflib
+
 from pytest_bdd import given, parsers, then, when
 
 from fabtest import checks
@@ -157,8 +159,20 @@ def _when_simulate(fabtest_scenario: ScenarioState) -> None:
 # -- assertions ----------------------------------------------------------------------------------
 @then(parsers.re(r'(?P<scope>the response|every response|the conversation) ' + MODE + r' satisfy ' + _q("criterion")))
 def _then_satisfy(fabtest_scenario: ScenarioState, scope: str, mode: str, criterion: str) -> None:
+    _check_not_misspelled(fabtest_scenario, criterion)
     chosen = resolve(criterion, fabtest_scenario.criteria)
     fabtest_scenario.satisfy(chosen, _mode(mode), scope.split()[0] if scope != "the conversation" else "conversation")
+
+
+def _check_not_misspelled(state: ScenarioState, text: str) -> None:
+    """A one-word name close to a declared criterion is a typo, not an ad-hoc criterion."""
+    name = text.strip()
+    if name in state.criteria or " " in name:
+        return
+    close = difflib.get_close_matches(name, list(state.criteria), n=1, cutoff=0.8)
+    if close:
+        raise UsageError(f'{state.where}: unknown criterion "{name}"; did you mean "{close[0]}"? '
+                         "(an ad-hoc criterion is written as a sentence)")
 
 
 @then(parsers.re(r'the response ' + MODE + r' (?P<neg>not )?match "(?P<pattern>.*)"'))
