@@ -135,3 +135,13 @@ def test_fabtest_run_without_a_key_skips_and_exits_1(project: Path, monkeypatch:
     out, _ = capfd.readouterr()
     assert code == 1 and "SKIPPED: judging the steps needs the judge LLM" in out and "GEMINI_API_KEY" in out
     assert not (project / "results").exists()
+
+
+def test_fabtest_run_exits_2_on_an_agent_that_does_not_import(project: Path, capfd: pytest.CaptureFixture[str],
+                                                               fake: Any) -> None:
+    write_playbook(project / "pb", PASSING)
+    code = main(["run", "pb/passing.playbook.json", "--agent", "no_such_module:build"])
+    out, err = capfd.readouterr()
+    assert code == 2
+    assert err.count("\n") == 1 and "no_such_module" in err and "does not import" in err
+    assert fake.requests == [] and not (project / "results").exists()  # nothing ran, nothing written

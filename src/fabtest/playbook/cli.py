@@ -75,6 +75,14 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
         return _error(str(exc))
 
     # Everything that can be wrong with the input is found before the first call.
+    agent = args.agent or os.environ.get("FABTEST_PLAYBOOK_AGENT") or settings.playbook_agent
+    if agent:
+        from fabtest.agents.registry import import_object
+
+        try:
+            import_object(agent, where="fabtest run --agent" if args.agent else "playbook agent")
+        except UsageError as exc:
+            return _error(str(exc))
     playbooks = []
     for file in args.files:
         try:
