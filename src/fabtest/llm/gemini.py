@@ -15,14 +15,13 @@ from pydantic import BaseModel
 
 from fabtest.llm.base import Completion, LLMError, LLMNotConfigured, LLMSettings
 from fabtest.llm.limits import (
+    ProviderBase,
     RawAnswer,
-    RetryPolicy,
     TransientFailure,
     complete_validated,
     exception_is_connection_error,
     exception_is_timeout,
     is_retryable_status,
-    provider_semaphore,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -57,7 +56,7 @@ def gemini_base_url(settings: LLMSettings) -> str | None:
     return settings.base_url or os.environ.get(GEMINI_BASE_URL_ENV) or None
 
 
-class GeminiLLM:
+class GeminiLLM(ProviderBase):
     """The :class:`~fabtest.llm.base.LLM` protocol on Gemini; safe to share between threads.
 
     One SDK client lives per instance (created on first use). Calls to the same base URL share
@@ -77,31 +76,15 @@ class GeminiLLM:
         backoff_max_s: float = 8.0,
         bad_output_retries: int = 2,
     ) -> None:
-        self.settings = settings or LLMSettings()
-        self.model = self.settings.model
-        key = api_key or gemini_api_key(self.settings)[0]
+        settings = settings or LLMSettings()
+        key = api_key or gemini_api_key(settings)[0]
         if not key:
-            raise LLMNotConfigured(missing_key_message(self.settings))
+            raise LLMNotConfigured(missing_key_message(settings))
         self._api_key = key
-        self.base_url = gemini_base_url(self.settings)
-        self._policy = RetryPolicy(self.settings.max_retries, backoff_base_s, backoff_max_s)
-        self._bad_output_retries = bad_output_retries
-        self._semaphore = provider_semaphore(self.provider, self.base_url, self.settings.max_concurrency)
+        self._setup(settings, gemini_base_url(settings), backoff_base_s=backoff_base_s, backoff_max_s=backoff_max_s,
+                    bad_output_retries=bad_output_retries)
         self._client: genai.Client | None = None
         self._client_lock = threading.Lock()
-
-    def __repr__(self) -> str:
-        return f"GeminiLLM(model={self.model!r}, base_url={self.base_url!r})"
-
-    def complete(self, prompt: str, *, system: str | None = None, temperature: float | None = None) -> Completion[Any]:
-        """Free text from Gemini."""
-        return self._call(prompt, None, system, temperature)
-
-    def complete_json(
-        self, prompt: str, schema: type[T], *, system: str | None = None, temperature: float | None = None
-    ) -> Completion[T]:
-        """Structured output (``application/json`` plus the model's JSON schema), validated by pydantic."""
-        return self._call(prompt, schema, system, temperature)
 
     def close(self) -> None:
         """Release the SDK client's connections (optional; the process exit does it too)."""

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from fabtest.conversation import TokenUsage
-from fabtest.llm.base import Completion, LLMBadOutput, LLMError, LLMTimeout
+from fabtest.llm.base import Completion, LLMBadOutput, LLMError, LLMSettings, LLMTimeout
 
 R = TypeVar("R")
 T = TypeVar("T", bound=BaseModel)
@@ -200,3 +200,35 @@ def complete_validated(
 
 def _shorten(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class ProviderBase:
+    """What every provider shares: settings, retry policy, the endpoint's semaphore, and the
+    two protocol methods, which both go through the provider's one ``_call``."""
+
+    provider: str
+
+    def _setup(self, settings: LLMSettings, base_url: str | None, *, backoff_base_s: float, backoff_max_s: float,
+               bad_output_retries: int) -> None:
+        self.settings = settings
+        self.model = settings.model
+        self.base_url = base_url
+        self._policy = RetryPolicy(settings.max_retries, backoff_base_s, backoff_max_s)
+        self._bad_output_retries = bad_output_retries
+        self._semaphore = provider_semaphore(self.provider, base_url, settings.max_concurrency)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
+
+    def complete(self, prompt: str, *, system: str | None = None, temperature: float | None = None) -> Completion[Any]:
+        """Free text."""
+        return self._call(prompt, None, system, temperature)
+
+    def complete_json(
+        self, prompt: str, schema: type[T], *, system: str | None = None, temperature: float | None = None
+    ) -> Completion[T]:
+        """Structured output for ``schema``, validated by pydantic."""
+        return self._call(prompt, schema, system, temperature)
+
+    def _call(self, prompt: str, schema: type[T] | None, system: str | None, temperature: float | None) -> Completion[Any]:
+        raise NotImplementedError

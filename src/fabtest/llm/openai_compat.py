@@ -19,14 +19,13 @@ from pydantic import BaseModel
 
 from fabtest.llm.base import Completion, LLMError, LLMSettings
 from fabtest.llm.limits import (
+    ProviderBase,
     RawAnswer,
-    RetryPolicy,
     TransientFailure,
     complete_validated,
     exception_is_connection_error,
     exception_is_timeout,
     is_retryable_status,
-    provider_semaphore,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -52,7 +51,7 @@ def openai_api_key(settings: LLMSettings) -> str | None:
     return None
 
 
-class OpenAICompatLLM:
+class OpenAICompatLLM(ProviderBase):
     """The :class:`~fabtest.llm.base.LLM` protocol on an OpenAI-compatible server; thread-safe.
 
     Structured output uses ``response_format={"type": "json_schema", ...}``. ``strict`` is true
@@ -72,33 +71,16 @@ class OpenAICompatLLM:
         bad_output_retries: int = 2,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        self.settings = settings or LLMSettings(provider="openai")
-        self.model = self.settings.model
-        self.base_url = openai_base_url(self.settings)
-        key = api_key or openai_api_key(self.settings)
+        settings = settings or LLMSettings(provider="openai")
+        self._setup(settings, openai_base_url(settings), backoff_base_s=backoff_base_s, backoff_max_s=backoff_max_s,
+                    bad_output_retries=bad_output_retries)
+        key = api_key or openai_api_key(settings)
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         import httpx  # deferred: importing fabtest should not pay for it
 
-        self._http = httpx.Client(
-            base_url=self.base_url, headers=headers, timeout=self.settings.timeout_s, transport=transport
-        )
-        self._policy = RetryPolicy(self.settings.max_retries, backoff_base_s, backoff_max_s)
-        self._bad_output_retries = bad_output_retries
-        self._semaphore = provider_semaphore(self.provider, self.base_url, self.settings.max_concurrency)
+        self._http = httpx.Client(base_url=self.base_url, headers=headers, timeout=settings.timeout_s,
+                                  transport=transport)
         self._close_lock = threading.Lock()
-
-    def __repr__(self) -> str:
-        return f"OpenAICompatLLM(model={self.model!r}, base_url={self.base_url!r})"
-
-    def complete(self, prompt: str, *, system: str | None = None, temperature: float | None = None) -> Completion[Any]:
-        """Free text from the chat completions endpoint."""
-        return self._call(prompt, None, system, temperature)
-
-    def complete_json(
-        self, prompt: str, schema: type[T], *, system: str | None = None, temperature: float | None = None
-    ) -> Completion[T]:
-        """JSON-schema structured output validated by pydantic."""
-        return self._call(prompt, schema, system, temperature)
 
     def close(self) -> None:
         with self._close_lock:
