@@ -99,3 +99,13 @@ def test_unset_variable_in_an_agent_table_is_named(project, monkeypatch):
     result = project.run("features")
     result.assert_outcomes(failed=1)
     assert "${BOT_TOKEN}, which is not set" in project.output(result)
+
+
+def test_reusing_an_experiment_id_says_it_replaces_the_old_file(project):
+    project.pyproject('agent = "mybot:Exits"')
+    project.agent(AROUND.replace("raise RuntimeError(\"rollback failed\")", "pass"))
+    project.feature("features/f.feature", 'Feature: F\n  Scenario: S\n    When the user says "hi"\n')
+    first = project.run("features", "--fabtest-experiment-id", "exp_again")
+    assert "is replaced" not in project.output(first)
+    second = project.run("features", "--fabtest-experiment-id", "exp_again")
+    assert "experiment exp_again existed and is replaced by this run" in project.output(second)

@@ -140,6 +140,9 @@ class FabtestSession:
 
             opt = self.config.getoption
             results_dir = self.results_dir
+            given_id = opt("--fabtest-experiment-id")
+            if given_id and (results_dir / f"{given_id}.json").exists():
+                self.notes.append(f"fabtest: experiment {given_id} existed and is replaced by this run")
             judge, sim = self.settings.judge, self.settings.simulator
             have_judge, have_sim = self._role_available("judge"), self._role_available("simulator")
             self._recorder = Recorder(
