@@ -6,6 +6,7 @@ No I/O here. Agents produce ``AgentResponse``; the runner appends ``Turn``s and 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -183,3 +184,9 @@ class Conversation:
 
     def add_usage(self, role: str, usage: TokenUsage) -> None:
         self.usage.setdefault(role, TokenUsage()).add(usage)
+
+
+def jsonable(value: Any) -> Any:
+    """Plain JSON data: what an agent or a provider returned may hold dates, sets or objects,
+    which become text, so results, caches and traces always serialise."""
+    return json.loads(json.dumps(value, default=str))

@@ -6,9 +6,14 @@ report (``user_properties``) to the controller, and is aggregated by the recorde
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
+
+from fabtest.conversation import jsonable
+
+if TYPE_CHECKING:
+    from fabtest.conversation import Conversation
 
 FailureType = Literal["assertion", "max_turns", "timeout", "error"]
 
@@ -104,3 +109,17 @@ class ExperimentInfo(BaseModel):
     simulator_model: str | None = None
     iterations: int = 1
     interrupted: bool = False
+
+
+def turn_records(conversation: Conversation) -> list[TurnRecord]:
+    """The transcript of a conversation as result records (features and playbooks alike)."""
+    return [
+        TurnRecord(number=t.number, user=t.user, agent=t.response.text, topic=t.topic, duration_s=round(t.duration_s, 4),
+                   tool_calls=[ToolCallRecord(name=c.name, arguments=jsonable(c.arguments), result=jsonable(c.result))
+                               for c in t.tool_calls])
+        for t in conversation.turns
+    ]
+
+
+def usage_records(conversation: Conversation) -> dict[str, UsageRecord]:
+    return {role: UsageRecord(**usage.to_dict()) for role, usage in conversation.usage.items()}

@@ -21,7 +21,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel
 
 from fabtest._files import atomic_writer
-from fabtest.conversation import TokenUsage
+from fabtest.conversation import TokenUsage, jsonable
 from fabtest.llm.base import LLM, Completion, LLMError
 
 T = TypeVar("T", bound=BaseModel)
@@ -179,7 +179,7 @@ class CachedLLM:
             "parsed_json": completion.parsed.model_dump_json() if isinstance(completion.parsed, BaseModel) else None,
             "model": completion.model,
             "usage": completion.usage.to_dict(),
-            "metadata": _jsonable(completion.metadata),
+            "metadata": jsonable(completion.metadata),
         }
         completion.metadata.update(cached=False, cache_key=key)
         _atomic_write(self.path_for(key), json.dumps(entry, indent=2, ensure_ascii=False))
@@ -189,10 +189,6 @@ def salted(llm: LLM, salt: object) -> LLM:
     """``llm.with_salt(salt)`` when the LLM is cached, else the LLM itself (uncached calls need no salt)."""
     with_salt = getattr(llm, "with_salt", None)
     return with_salt(salt) if callable(with_salt) else llm
-
-
-def _jsonable(value: dict[str, Any]) -> dict[str, Any]:
-    return json.loads(json.dumps(value, default=str))
 
 
 def _atomic_write(path: Path, text: str) -> None:

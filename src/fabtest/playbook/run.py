@@ -57,14 +57,14 @@ from typing import Any
 
 from fabtest._files import atomic_writer
 from fabtest.agents.base import AgentError, AgentTimeout, agent_metadata
-from fabtest.conversation import Check, Conversation, Turn
+from fabtest.conversation import Check, Conversation, Turn, jsonable
 from fabtest.criteria import Criterion
 from fabtest.errors import UsageError
 from fabtest.experiment.model import (
     CheckRecord,
     ScenarioResult,
-    TurnRecord,
-    UsageRecord,
+    turn_records,
+    usage_records,
 )
 from fabtest.experiment.stable_id import stable_id
 from fabtest.judge import Judge, format_exchange
@@ -414,7 +414,7 @@ def run_playbook(
             "failure_message": outcome.failure_message, "workspace": str(kept) if kept else None,
             "agent": agent_meta, **trace,
         }
-        _write_json(trace_path, redactor.redact_obj(_jsonable(doc)))
+        _write_json(trace_path, redactor.redact_obj(jsonable(doc)))
     return finish()
 
 
@@ -557,13 +557,9 @@ def _short(text: str, limit: int = 300) -> str:
 
 def _safe_metadata(agent: Any) -> dict[str, Any]:
     try:
-        return _jsonable(agent_metadata(agent))
+        return jsonable(agent_metadata(agent))
     except Exception:  # noqa: BLE001 - metadata is a courtesy
         return {}
-
-
-def _jsonable(value: Any) -> Any:
-    return json.loads(json.dumps(value, default=str))
 
 
 def _write_json(path: Path, data: Any) -> None:
@@ -597,11 +593,8 @@ def _result(outcome: PlaybookOutcome, playbook: Playbook, redactor: Redactor, *,
         failure_type=outcome.failure_type,  # type: ignore[arg-type]
         failure_message=outcome.failure_message,
         expectations=[CheckRecord.model_validate(c.to_dict()) for c in outcome.checks],
-        transcript=[TurnRecord(number=t.number, user=t.user, agent=t.response.text, duration_s=round(t.duration_s, 4),
-                               tool_calls=[{"name": c.name, "arguments": _jsonable(c.arguments),
-                                            "result": _jsonable(c.result)} for c in t.tool_calls])
-                    for t in conv.turns],
-        usage={role: UsageRecord(**u.to_dict()) for role, u in conv.usage.items()},
+        transcript=turn_records(conv),
+        usage=usage_records(conv),
         duration_s=round(outcome.duration_s, 4),
         criteria=criteria,
         simulator=sim_config.to_fingerprint() if sim_config is not None else None,

@@ -6,13 +6,13 @@ from typing import Any
 
 import pytest
 
+from fabtest.conversation import jsonable
 from fabtest.experiment.model import (
     CheckRecord,
     ScenarioResult,
-    ToolCallRecord,
     TopicRecord,
-    TurnRecord,
-    UsageRecord,
+    turn_records,
+    usage_records,
 )
 from fabtest.experiment.stable_id import stable_id
 from fabtest.pytest_plugin.collect import template_of
@@ -50,16 +50,13 @@ def build_result(item: pytest.Item, state: ScenarioState | None, *, passed: bool
         failure_message=failure_message,
         evaluations=[CheckRecord.model_validate(c.to_dict()) for c in conv.evaluations],
         expectations=[CheckRecord.model_validate(c.to_dict()) for c in conv.expectations],
-        transcript=[TurnRecord(number=t.number, user=t.user, agent=t.response.text, topic=t.topic,
-                               duration_s=round(t.duration_s, 4),
-                               tool_calls=[ToolCallRecord(name=c.name, arguments=c.arguments, result=_jsonable(c.result))
-                                           for c in t.tool_calls]) for t in conv.turns],
-        usage={role: UsageRecord(**u.to_dict()) for role, u in conv.usage.items()},
+        transcript=turn_records(conv),
+        usage=usage_records(conv),
         duration_s=round(duration_s, 4),
         criteria={c.name: c.description for c in state.criteria.values()},
         topics=[TopicRecord(**r) for r in state.topics.topic_records()] if state.topics else [],
         simulator=state.simulator_config.to_fingerprint() if state.simulator_config.goal else None,
-        agent_metadata=_jsonable(state.agent_metadata()),
+        agent_metadata=jsonable(state.agent_metadata()),
     )
 
 
@@ -105,9 +102,3 @@ def _relative(item: pytest.Item, filename: str) -> str:
         return os.path.relpath(filename, str(item.config.rootpath)) if filename else filename
     except ValueError:
         return filename
-
-
-def _jsonable(value: Any) -> Any:
-    import json
-
-    return json.loads(json.dumps(value, default=str))
