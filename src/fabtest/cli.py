@@ -1,4 +1,4 @@
-"""Command line: ``fabtest`` (list, show, report, compare, run) and ``fabtest-compare``.
+"""Command line: ``fabtest`` (list, show, report, compare, run, steps) and ``fabtest-compare``.
 
 Exit codes: 0 normally, 1 when a requested gate trips, 2 for usage errors and for missing,
 malformed or ambiguous experiment files (a one-line message on stderr, never a traceback).
@@ -187,8 +187,21 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return int(result or 0)
 
 
+def _cmd_steps(args: argparse.Namespace) -> int:
+    from fabtest.pytest_plugin.vocabulary import collect_steps, render_steps
+
+    paths = list(args.paths) or (["features"] if Path("features").is_dir() else ["."])
+    steps, code, output = collect_steps(paths)
+    if code not in (0, 5):  # 5: nothing collected, which still lists the built-in steps
+        tail = [line for line in output.splitlines() if line.strip()][-15:]
+        sys.stderr.write("\n".join(tail) + "\n")
+        return _fail("fabtest steps", f"pytest could not collect {' '.join(paths)} (exit code {code}); see above")
+    sys.stdout.write(render_steps(steps))
+    return EXIT_OK
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """``fabtest list | show | report | compare | recover | run``."""
+    """``fabtest list | show | report | compare | recover | run | steps``."""
     raw = list(sys.argv[1:] if argv is None else argv)
     if raw and raw[0] == "run":  # the playbook runner parses its own options (argparse REMAINDER can't)
         return _cmd_run(argparse.Namespace(args=raw[1:]))
@@ -218,6 +231,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = sub.add_parser("recover", help="turn journals of interrupted runs into experiment files")
     p.add_argument("--results-dir", default=None)
     p.set_defaults(func=_cmd_recover)
+
+    p = sub.add_parser("steps", help="list the step vocabulary (built-in and the project's own), one example each")
+    p.add_argument("paths", nargs="*", metavar="PATH", help="what pytest collects to find the project's steps "
+                                                            "(default: features/ if it exists, else .)")
+    p.set_defaults(func=_cmd_steps)
 
     p = sub.add_parser("run", help="run playbook files", add_help=False)
     p.add_argument("args", nargs=argparse.REMAINDER, metavar="FILE")

@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 from fabtest.conversation import TokenUsage, ToolCall, Turn
 from fabtest.criteria import Criterion
 from fabtest.llm.base import LLM, LLMBadOutput, LLMNotConfigured
+from fabtest.llm.calls import LLMCall, llm_call
 
 if TYPE_CHECKING:
     from fabtest.topics import Topic
@@ -312,7 +313,9 @@ class Judge:
             subject=subject,
             count=len(criteria),
         )
-        return self._ask(prompt, CriteriaAnswer, lambda answer: _match_verdicts(criteria, answer), "criteria")
+        call = LLMCall("criteria", subject=subject, criteria=tuple(criteria), scope=scope)
+        with llm_call(call):
+            return self._ask(prompt, CriteriaAnswer, lambda answer: _match_verdicts(criteria, answer), "criteria")
 
     def grounding(self, response: str, source: str, tool_results: Sequence[ToolCall]) -> JudgeResult[GroundingVerdict]:
         """Claims in ``response`` checked against the calls to tool ``source``. Without such a call
@@ -321,24 +324,30 @@ class Judge:
         if not calls:
             return JudgeResult(tool_not_called(source), TokenUsage(), attempts=0)
         prompt = GROUNDING_PROMPT.format(source=source, response=response, tool_results=_dump_tool_results(calls))
-        return self._ask(prompt, GroundingAnswer, _grounding_verdict, "grounding")
+        call = LLMCall("grounding", subject=response, response=response, source=source, tool_calls=tuple(calls))
+        with llm_call(call):
+            return self._ask(prompt, GroundingAnswer, _grounding_verdict, "grounding")
 
     def intent(self, exchange: str, intent: str) -> JudgeResult[Verdict]:
         """Whether the agent's reply in ``exchange`` has ``intent``."""
         prompt = INTENT_PROMPT.format(intent=intent, exchange=exchange)
-        return self._ask(prompt, VerdictAnswer, _plain_verdict, "intent")
+        with llm_call(LLMCall("intent", subject=exchange, intent=intent)):
+            return self._ask(prompt, VerdictAnswer, _plain_verdict, "intent")
 
     def goal_achieved(self, goal: str, transcript: str) -> JudgeResult[Verdict]:
         """Whether the simulated user's ``goal`` was achieved in ``transcript``."""
         prompt = GOAL_PROMPT.format(goal=goal, transcript=transcript)
-        return self._ask(prompt, VerdictAnswer, _plain_verdict, "goal")
+        with llm_call(LLMCall("goal", subject=transcript, goal=goal)):
+            return self._ask(prompt, VerdictAnswer, _plain_verdict, "goal")
 
     def choose_topic(self, current: Topic, candidates: Sequence[Topic], exchange: str) -> JudgeResult[str]:
         """The topic after ``exchange``: ``current`` or one of ``candidates`` (its successors)."""
         options: list[Topic] = [current, *[t for t in candidates if t.name != current.name]]
         prompt = TOPIC_PROMPT.format(current=current.name, candidates=_topics_block(options), exchange=exchange)
         allowed = [t.name for t in options]
-        return self._ask(prompt, TopicAnswer, lambda answer: _match_topic(allowed, answer), "topic choice")
+        call = LLMCall("topic", subject=exchange, current_topic=current.name, candidates=tuple(allowed))
+        with llm_call(call):
+            return self._ask(prompt, TopicAnswer, lambda answer: _match_topic(allowed, answer), "topic choice")
 
     def _ask(self, prompt: str, schema: type[M], interpret: Callable[[M], R], what: str) -> JudgeResult[R]:
         """One structured call; an unusable answer is asked again (with the problem) up to

@@ -61,6 +61,8 @@ class Settings(BaseModel):
     results_dir: str = "results"
     judge: RoleSettings = Field(default_factory=RoleSettings)
     simulator: RoleSettings = Field(default_factory=RoleSettings)
+    # "module:attr": an in-process judge and simulator used when the configured provider has no key
+    offline_llm: str | None = None
     max_concurrency: int = Field(default=8, ge=1)
     llm_cache: Literal["on", "off", "replay"] = "off"
     cache_dir: str = ".fabtest/cache"

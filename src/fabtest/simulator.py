@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from fabtest.conversation import Conversation, TokenUsage
 from fabtest.llm.base import LLM, LLMBadOutput, LLMNotConfigured
+from fabtest.llm.calls import LLMCall, llm_call
 
 if TYPE_CHECKING:
     from fabtest.topics import TopicGraph
@@ -172,8 +173,11 @@ class Simulator:
         usage = TokenUsage()
         problems: list[str] = []
         attempt_prompt = prompt
+        call = LLMCall("simulated_user", subject=_user_side_transcript(conversation), goal=self.config.goal,
+                       conversation=conversation, persona=self.config.persona, facts=dict(self.config.facts))
         for attempt in range(1, MAX_RETRIES + 2):
-            completion = self.llm.complete_json(attempt_prompt, SimulatorAnswer, system=SYSTEM_PROMPT)
+            with llm_call(call):
+                completion = self.llm.complete_json(attempt_prompt, SimulatorAnswer, system=SYSTEM_PROMPT)
             usage.add(completion.usage)
             answer = completion.parsed
             text = _clean(answer.message) if answer is not None else ""

@@ -1,11 +1,20 @@
-"""A heuristic stand-in for Gemini that plays the demo's simulated users and judge offline.
+"""A heuristic stand-in for Gemini that plays the VENUE DEMO's simulated users and judge offline.
 
-It answers fabtest's own prompts (simulator, criteria, grounding, intent, goal, topic choice)
-through :class:`fabtest.testing.FakeGemini`, with rules simple enough to predict: a reply is
-"friendly" when it greets or thanks, "concise" with at most three sentences, a price is grounded
-when the tool results carry it. The test suite runs the example features end to end against it,
-and ``python -m fabtest.demo.offline_llm`` (it prints the variables to set) lets you try the simulated examples without
-a key.
+Demo-only: its rules are tuned to :mod:`fabtest.demo`'s venue-booking agent and its example
+features (a reply is "friendly" when it greets or thanks, "concise" with at most three
+sentences, a price is grounded when the tool results carry it, the simulated user picks the
+first venue offered). For your own agent, script a :class:`fabtest.testing.FakeLLM` instead
+(README "Testing your own features offline").
+
+Two forms share the same heuristics:
+
+* :func:`demo_llm`, an in-process :class:`~fabtest.testing.FakeLLM` that answers by kind of
+  call. This repository's ``pyproject.toml`` names it as ``[tool.fabtest] offline_llm``, so
+  ``pytest features/`` runs the simulated and judged examples without a key (labelled as a
+  heuristic demo judge in the summary and the experiment); a real key takes precedence.
+* :func:`offline_gemini` / ``python -m fabtest.demo.offline_llm``, the same answers served as a
+  fake Gemini REST API, so the real google-genai client path is exercised (it reads the
+  inputs back from fabtest's prompts, which is fine for a demo and wrong for your tests).
 """
 
 from __future__ import annotations
@@ -17,7 +26,9 @@ import sys
 import time
 from typing import Any
 
+from fabtest.llm.calls import LLMCall
 from fabtest.testing.fake_gemini import FakeGemini, FakeRequest
+from fabtest.testing.scripted import FakeLLM
 
 _FRIENDLY = re.compile(r"(?i)\b(hello|hi|thanks|thank you|happy to|please|glad)\b")
 _CRITERION_NAME = re.compile(r"^\d+\. name: (.+)$", re.MULTILINE)
@@ -44,17 +55,21 @@ def answer(request: FakeRequest) -> Any:
 
 # -- the simulated user ---------------------------------------------------------------------------
 def _simulated_user(prompt: str) -> dict[str, Any]:
-    goal = _section(prompt, "YOUR GOAL")
     facts = _section(prompt, "WHAT YOU KNOW")
     transcript = _section(prompt, "THE CONVERSATION SO FAR")
     agent_lines = [line[len("Agent: "):] for line in transcript.splitlines() if line.startswith("Agent: ")]
+    values = re.findall(r"^- [^:]+: (.+)$", facts, re.MULTILINE)
+    return _user_reply(_section(prompt, "YOUR GOAL"), values, agent_lines)
+
+
+def _user_reply(goal: str, fact_values: list[str], agent_lines: list[str]) -> dict[str, Any]:
     if not agent_lines:
         return {"message": "Hi, I need a venue for an event.", "goal_complete": False}
     last = agent_lines[-1]
     if "confirmation number" in last or "already confirmed" in last:
         return {"message": "Great, thank you!", "goal_complete": True}
     if re.search(r"(?i)which city|how many people|what date", last):
-        details = " ".join(v for v in re.findall(r"^- [^:]+: (.+)$", facts, re.MULTILINE))
+        details = " ".join(fact_values)
         return {"message": f"{goal} {details}".strip(), "goal_complete": False}
     if re.search(r"(?i)shall i book", last):
         return {"message": "Yes, please book it.", "goal_complete": False}
@@ -73,16 +88,16 @@ def _section(prompt: str, heading: str) -> str:
 # -- the judge --------------------------------------------------------------------------------------
 def _criteria(prompt: str) -> dict[str, Any]:
     subject = _blocks(prompt)[0] if _blocks(prompt) else ""
-    reply = _agent_reply(subject)
     verdicts = []
     for name in _CRITERION_NAME.findall(prompt):
-        passed, reason = _judge_criterion(name.strip(), prompt, reply, subject)
+        passed, reason = _judge_criterion(name.strip(), _description(prompt, name.strip()), subject)
         verdicts.append({"criterion": name.strip(), "verdict": "passed" if passed else "failed", "reasoning": reason})
     return {"verdicts": verdicts}
 
 
-def _judge_criterion(name: str, prompt: str, reply: str, subject: str) -> tuple[bool, str]:
-    described = (name + " " + _description(prompt, name)).lower()
+def _judge_criterion(name: str, description: str, subject: str) -> tuple[bool, str]:
+    reply = _agent_reply(subject)
+    described = (name + " " + description).lower()
     if "friendly" in described or "polite" in described or "warm" in described:
         ok = bool(_FRIENDLY.search(reply))
         return ok, "greets or thanks the user" if ok else "no greeting, thanks or polite phrase"
@@ -107,6 +122,10 @@ def _description(prompt: str, name: str) -> str:
 def _grounding(prompt: str) -> dict[str, Any]:
     blocks = _blocks(prompt)
     response, results = (blocks + ["", ""])[:2]
+    return _grounding_claims(response, results)
+
+
+def _grounding_claims(response: str, results: str) -> dict[str, Any]:
     prices = {int(p) for p in re.findall(r'"price_per_day": (\d+)', results)}
     claims = []
     for name, price in re.findall(r"([A-Z][\w]+(?: [A-Z][\w]+)*) \([^)]*€(\d+)", response):
@@ -122,8 +141,12 @@ def _grounding(prompt: str) -> dict[str, Any]:
 
 def _intent(prompt: str) -> dict[str, Any]:
     intent = re.search(r"INTENT: (.+)", prompt)
-    wanted = intent.group(1).lower() if intent else ""
-    reply = _agent_reply(_blocks(prompt)[0] if _blocks(prompt) else "")
+    return _intent_verdict(intent.group(1) if intent else "", _blocks(prompt)[0] if _blocks(prompt) else "")
+
+
+def _intent_verdict(intent: str, exchange: str) -> dict[str, Any]:
+    wanted = intent.lower()
+    reply = _agent_reply(exchange)
     if "gather" in wanted or "ask" in wanted:
         ok = "?" in reply
     elif "book" in wanted or "confirm" in wanted:
@@ -136,7 +159,10 @@ def _intent(prompt: str) -> dict[str, Any]:
 
 
 def _goal(prompt: str) -> dict[str, Any]:
-    transcript = _blocks(prompt)[0] if _blocks(prompt) else ""
+    return _goal_verdict(_blocks(prompt)[0] if _blocks(prompt) else "")
+
+
+def _goal_verdict(transcript: str) -> dict[str, Any]:
     ok = "confirmation number" in transcript
     return {"verdict": "passed" if ok else "failed",
             "reasoning": "the agent confirmed a booking" if ok else "no booking was confirmed"}
@@ -145,8 +171,13 @@ def _goal(prompt: str) -> dict[str, Any]:
 def _topic(prompt: str) -> dict[str, Any]:
     current = re.search(r'currently in the topic "([^"]+)"', prompt)
     candidates = re.findall(r"^- ([\w-]+):", prompt, re.MULTILINE)
-    reply = _agent_reply(_blocks(prompt)[-1] if _blocks(prompt) else "")
-    choice = current.group(1) if current else (candidates[0] if candidates else "")
+    exchange = _blocks(prompt)[-1] if _blocks(prompt) else ""
+    return _topic_choice(current.group(1) if current else None, candidates, exchange)
+
+
+def _topic_choice(current: str | None, candidates: list[str], exchange: str) -> dict[str, Any]:
+    reply = _agent_reply(exchange)
+    choice = current or (candidates[0] if candidates else "")
     if "?" in reply and len(candidates) > 1 and re.search(r"(?i)which city|how many|what date", reply):
         choice = next((c for c in candidates if "gather" in c), choice)
     return {"topic": choice, "reasoning": "by the content of the reply"}
@@ -159,6 +190,38 @@ def _blocks(prompt: str) -> list[str]:
 def _agent_reply(exchange: str) -> str:
     lines = [line[len("Agent: "):] for line in exchange.splitlines() if line.startswith("Agent: ")]
     return lines[-1] if lines else exchange
+
+
+# -- in process: the same heuristics, answered by kind of call ---------------------------------------
+#: What the summary and the experiment say about this judge and simulator.
+DEMO_NOTE = "heuristic demo judge/simulator, not a real model: set GEMINI_API_KEY for a real one"
+
+
+def demo_llm() -> FakeLLM:
+    """The demo heuristics as an in-process LLM (``[tool.fabtest] offline_llm`` of this repository)."""
+
+    def user(call: LLMCall) -> dict[str, Any]:
+        turns = call.conversation.turns if call.conversation is not None else []
+        return _user_reply(call.goal or "", list(call.facts.values()), [t.response.text for t in turns])
+
+    def criterion(call: LLMCall) -> tuple[str, str]:
+        asked = call.criteria[0]  # a verdict function sees one criterion at a time
+        ok, reason = _judge_criterion(asked.name, "" if asked.ad_hoc else asked.description, call.subject)
+        return ("passed" if ok else "failed"), reason
+
+    def grounding(call: LLMCall) -> dict[str, Any]:
+        payload = [{"arguments": c.arguments, "result": c.result} for c in call.tool_calls]
+        return _grounding_claims(call.response, json.dumps(payload, indent=2, ensure_ascii=False, default=str,
+                                                           sort_keys=True))
+
+    fake = FakeLLM(provider="demo", model="fabtest.demo.offline_llm", note=DEMO_NOTE)
+    fake.simulated_user(user)
+    fake.intents(default=lambda call: _intent_verdict(call.intent or "", call.subject))
+    fake.goal_achieved(lambda call: _goal_verdict(call.subject))
+    fake.topic(lambda call: _topic_choice(call.current_topic, list(call.candidates), call.subject))
+    fake.grounded(default=grounding)
+    fake.verdicts(default=criterion)
+    return fake
 
 
 def offline_gemini(latency: float = 0.0) -> FakeGemini:

@@ -150,8 +150,8 @@ def build_document(info: ExperimentInfo, results: Sequence[ScenarioResult]) -> d
             "config_hash": config_h,
             "criteria_hash": criteria_h,
             "topic_graph_hash": topic_h,
-            "judge": {"provider": info.judge_provider, "model": info.judge_model},
-            "simulator": {"provider": info.simulator_provider, "model": info.simulator_model},
+            "judge": _llm_entry(info.judge_provider, info.judge_model, info.judge_note),
+            "simulator": _llm_entry(info.simulator_provider, info.simulator_model, info.simulator_note),
             "iterations": iterations,
             "interrupted": info.interrupted,
         },
@@ -357,6 +357,14 @@ def read_document(
     return path, _check_shape(path, doc)
 
 
+def _llm_entry(provider: str | None, model: str | None, note: str | None) -> dict[str, Any]:
+    """``{provider, model}``, plus ``note`` when the role is a demo or scripted stand-in."""
+    entry: dict[str, Any] = {"provider": provider, "model": model}
+    if note:
+        entry["note"] = note
+    return entry
+
+
 def _info_from(experiment: dict[str, Any]) -> ExperimentInfo:
     data = dict(experiment)
     judge = data.pop("judge", None) or {}
@@ -365,6 +373,8 @@ def _info_from(experiment: dict[str, Any]) -> ExperimentInfo:
     data.setdefault("judge_model", judge.get("model"))
     data.setdefault("simulator_provider", simulator.get("provider"))
     data.setdefault("simulator_model", simulator.get("model"))
+    data.setdefault("judge_note", judge.get("note"))
+    data.setdefault("simulator_note", simulator.get("note"))
     return ExperimentInfo.model_validate(data)
 
 

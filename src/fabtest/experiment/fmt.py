@@ -59,4 +59,5 @@ def llm_line(entry: dict[str, Any] | None) -> str:
     provider, model = entry.get("provider"), entry.get("model")
     if not provider and not model:
         return "none (no LLM configured)"
-    return " / ".join(str(x) for x in (provider, model) if x)
+    text = " / ".join(str(x) for x in (provider, model) if x)
+    return f"{text} ({entry['note']})" if entry.get("note") else text

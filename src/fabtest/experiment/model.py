@@ -107,6 +107,9 @@ class ExperimentInfo(BaseModel):
     judge_model: str | None = None
     simulator_provider: str | None = None
     simulator_model: str | None = None
+    #: What the judge/simulator is when it is no real model (a demo or scripted stand-in).
+    judge_note: str | None = None
+    simulator_note: str | None = None
     iterations: int = 1
     interrupted: bool = False
 

@@ -94,6 +94,8 @@ class Recorder:
         simulator_provider: str | None = None,
         simulator_model: str | None = None,
         iterations: int = 1,
+        judge_note: str | None = None,
+        simulator_note: str | None = None,
         cwd: str | os.PathLike[str] | None = None,
     ) -> None:
         self.results_dir = Path(results_dir)
@@ -108,6 +110,8 @@ class Recorder:
             judge_model=judge_model,
             simulator_provider=simulator_provider,
             simulator_model=simulator_model,
+            judge_note=judge_note,
+            simulator_note=simulator_note,
             iterations=iterations,
             git_commit=git.commit,
             git_branch=git.branch,

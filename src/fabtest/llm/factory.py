@@ -67,6 +67,53 @@ def llm_available(settings: LLMSettings, *, cache_mode: CacheMode | str = "off")
     return False, missing_key_message(settings)
 
 
+def role_llm(
+    settings: LLMSettings,
+    *,
+    offline_llm: str | None = None,
+    cache_mode: CacheMode | str = "off",
+    cache_dir: str | os.PathLike[str] = ".fabtest/cache",
+    **options: Any,
+) -> LLM:
+    """The LLM for one role: the configured provider when it is available (a key is set, an
+    OpenAI-compatible endpoint, or a ``replay`` cache), else the in-process ``offline_llm``
+    (``[tool.fabtest] offline_llm``, ``module:attr``), else :class:`LLMNotConfigured`.
+
+    A real provider always wins over the offline stand-in, so setting ``GEMINI_API_KEY`` is all it
+    takes to move from the demo heuristics to a real judge and simulator.
+    """
+    available, _ = llm_available(settings, cache_mode=cache_mode)
+    if available or not offline_llm:
+        return build_llm(settings, cache_mode=cache_mode, cache_dir=cache_dir, **options)
+    return load_llm_object(offline_llm, where="[tool.fabtest] offline_llm")
+
+
+def load_llm_object(spec: str, *, where: str) -> LLM:
+    """``module:attr`` naming an LLM object, or a function or class that returns one when called
+    without arguments. Raises :class:`fabtest.errors.UsageError` naming ``where``."""
+    from fabtest.agents.registry import import_object
+    from fabtest.errors import UsageError
+
+    obj = import_object(spec, where=where)
+    if not hasattr(obj, "complete_json") or isinstance(obj, type):
+        if not callable(obj):
+            raise UsageError(f"{where}: {spec!r} is neither an LLM (complete, complete_json) nor a function returning one")
+        obj = obj()
+    if not (hasattr(obj, "complete_json") and hasattr(obj, "complete")):
+        raise UsageError(f"{where}: {spec!r} gave {type(obj).__name__}, which has no complete/complete_json methods")
+    return obj  # type: ignore[no-any-return]
+
+
+def describe_llm(llm: Any) -> tuple[str | None, str | None, str | None]:
+    """``(provider, model, note)`` of a built LLM for the experiment; ``note`` says what a demo or
+    scripted stand-in is (an attribute ``note`` on the LLM, or on the LLM a cache wraps)."""
+    if llm is None:
+        return None, None, None
+    inner = getattr(llm, "inner", None)
+    note = getattr(llm, "note", None) or getattr(inner, "note", None)
+    return getattr(llm, "provider", None), getattr(llm, "model", None), note
+
+
 def _check_provider(provider: str) -> None:
     if provider not in PROVIDERS:
         raise ValueError(f"unknown LLM provider {provider!r}: allowed providers are {', '.join(PROVIDERS)}")

@@ -21,16 +21,18 @@ PROG = "fabtest run"
 
 
 def build_roles(settings: Any, root: Path) -> dict[str, Any]:
-    """The judge and simulator LLMs from ``[tool.fabtest]`` (None plus a reason when not configured)."""
+    """The judge and simulator LLMs from ``[tool.fabtest]``: the provider, else ``offline_llm``
+    (None plus a reason when neither is there)."""
     from fabtest.llm.base import LLMNotConfigured
-    from fabtest.llm.factory import build_llm
+    from fabtest.llm.factory import role_llm
 
     roles: dict[str, Any] = {}
     for role in ("judge", "simulator"):
         configured = getattr(settings, role)
         try:
-            roles[role] = build_llm(configured.llm_settings(settings.max_concurrency), cache_mode=settings.llm_cache,
-                                    cache_dir=str(root / settings.cache_dir), backoff_base_s=configured.backoff)
+            roles[role] = role_llm(configured.llm_settings(settings.max_concurrency), offline_llm=settings.offline_llm,
+                                   cache_mode=settings.llm_cache, cache_dir=str(root / settings.cache_dir),
+                                   backoff_base_s=configured.backoff)
             roles[f"{role}_reason"] = ""
         except LLMNotConfigured as exc:
             roles[role] = None
@@ -73,6 +75,10 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
         settings = Settings.load(root)
     except UsageError as exc:
         return _error(str(exc))
+    # `agent = "pkg.bot:Bot"` names a module of the project: importable from the project root, as
+    # under pytest (which puts the rootdir on sys.path too), without PYTHONPATH=.
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
 
     # Everything that can be wrong with the input is found before the first call.
     agent = args.agent or os.environ.get("FABTEST_PLAYBOOK_AGENT") or settings.playbook_agent
@@ -98,18 +104,20 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
     results_dir = Path(args.results_dir or os.environ.get("FABTEST_RESULTS_DIR") or settings.results_dir)
     if not results_dir.is_absolute():
         results_dir = root / results_dir
-    roles = build_roles(settings, root)
+    try:
+        roles = build_roles(settings, root)
+    except UsageError as exc:  # an offline_llm that does not import
+        return _error(str(exc))
     recorder = None
     if not args.no_results:
         from fabtest.experiment.recorder import Recorder
+        from fabtest.llm.factory import describe_llm
 
-        judge, sim = settings.judge, settings.simulator
+        judge, sim = describe_llm(roles["judge"]), describe_llm(roles["simulator"])
         recorder = Recorder(
             results_dir=results_dir, name=args.experiment, tags=args.tag, experiment_id=args.experiment_id,
-            judge_provider=judge.provider if roles["judge"] else None,
-            judge_model=judge.model if roles["judge"] else None,
-            simulator_provider=sim.provider if roles["simulator"] else None,
-            simulator_model=sim.model if roles["simulator"] else None, cwd=str(root),
+            judge_provider=judge[0], judge_model=judge[1], judge_note=judge[2],
+            simulator_provider=sim[0], simulator_model=sim[1], simulator_note=sim[2], cwd=str(root),
         )
     experiment_id = recorder.experiment_id if recorder else args.experiment_id
 

@@ -50,6 +50,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--fabtest-agent", default=None, metavar="MODULE:ATTR", help="the default agent")
     group.addoption("--fabtest-agent-timeout", type=float, default=None, metavar="S", help="timeout per agent call")
     group.addoption("--fabtest-scenario-timeout", type=float, default=None, metavar="S", help="timeout per scenario")
+    group.addoption("--fabtest-fake-llm", nargs="?", const="", default=None, metavar="SCRIPT",
+                    help="judge and simulate with fabtest.testing.FakeLLM: a script (.yaml/.json) or module:attr; "
+                         "with no value, an empty fake that the fabtest_fake_llm fixture scripts")
     group.addoption("--fabtest-llm-cache", choices=["on", "off", "replay"], default=None,
                     help="record/replay cache of LLM calls under .fabtest/cache")
     for role in ("judge", "simulator"):
@@ -79,6 +82,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "fabtest_scenario_set(name): expand a scenario over a scenario set")
     config.pluginmanager.register(steps, "fabtest-steps")
     session = FabtestSession(config, settings)
+    session.fake_llm()  # a bad --fabtest-fake-llm script is a usage error before anything runs
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(session, "fabtest-session")
 
@@ -177,6 +181,13 @@ def fabtest_record(request: pytest.FixtureRequest) -> dict[str, Any] | None:
 def fabtest_agent() -> Any:
     """Override in a conftest to return an agent or a factory for the scenarios below it."""
     return None
+
+
+@pytest.fixture(scope="session")
+def fabtest_fake_llm(pytestconfig: pytest.Config) -> Any:
+    """The :class:`fabtest.testing.FakeLLM` of ``--fabtest-fake-llm`` (the judge and simulator of every
+    feature and playbook in this run), to script further or to inspect ``calls``; None without it."""
+    return pytestconfig.stash[SESSION_KEY].fake_llm()
 
 
 @pytest.fixture(scope="session")

@@ -35,6 +35,7 @@ class FabtestSession:
         self._recorder: Any = None
         self._pending: dict[str, dict[str, Any]] = {}  # nodeid -> identity of a scenario started
         self._roles: LLMRoles | None = None
+        self._fake: Any = None
         self._sets: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self._topics = self._project_topics()
 
@@ -55,22 +56,45 @@ class FabtestSession:
         except TopicGraphError as exc:
             raise pytest.UsageError(str(exc)) from None
 
+    def fake_llm(self) -> Any:
+        """The fake of ``--fabtest-fake-llm`` (built once per process), or None."""
+        spec = self.config.getoption("--fabtest-fake-llm", None)
+        if spec is None:
+            return None
+        if self._fake is None:
+            from fabtest.testing.scripted import FakeLLM, load_fake_llm
+
+            try:
+                self._fake = load_fake_llm(spec, root=Path(str(self.config.rootpath))) if spec else FakeLLM()
+            except UsageError as exc:
+                raise pytest.UsageError(str(exc)) from None
+        return self._fake
+
     def llm_roles(self) -> LLMRoles:
-        """Build the judge and simulator once; a missing key leaves the role empty with a reason."""
+        """Build the judge and simulator once: the ``--fabtest-fake-llm`` fake for both, else each
+        role's provider, else ``[tool.fabtest] offline_llm``; a missing key leaves the role empty
+        with a reason (precedence: README "Running without a key")."""
         if self._roles is None:
-            from fabtest.llm.factory import build_llm
+            from fabtest.llm.factory import role_llm
 
             limit = self.concurrency_share()
             roles = LLMRoles(executor=ThreadPoolExecutor(max_workers=limit, thread_name_prefix="fabtest-judge"))
+            fake = self.fake_llm()
             for role in ("judge", "simulator"):
+                if fake is not None:
+                    setattr(roles, role, fake)
+                    continue
                 configured = getattr(self.settings, role)
                 role_settings = configured.llm_settings(limit)
                 try:
-                    llm = build_llm(role_settings, cache_mode=self.settings.llm_cache,
-                                    cache_dir=str(Path(str(self.config.rootpath)) / self.settings.cache_dir),
-                                    backoff_base_s=configured.backoff)
+                    llm = role_llm(role_settings, offline_llm=self.settings.offline_llm,
+                                   cache_mode=self.settings.llm_cache,
+                                   cache_dir=str(Path(str(self.config.rootpath)) / self.settings.cache_dir),
+                                   backoff_base_s=configured.backoff)
                 except LLMNotConfigured as exc:
                     setattr(roles, f"{role}_reason", str(exc))
+                except UsageError as exc:
+                    raise pytest.UsageError(str(exc)) from None
                 else:
                     setattr(roles, role, llm)
             self._roles = roles
@@ -143,26 +167,18 @@ class FabtestSession:
             given_id = opt("--fabtest-experiment-id")
             if given_id and (results_dir / f"{given_id}.json").exists():
                 self.notes.append(f"fabtest: experiment {given_id} existed and is replaced by this run")
-            judge, sim = self.settings.judge, self.settings.simulator
-            have_judge, have_sim = self._role_available("judge"), self._role_available("simulator")
+            from fabtest.llm.factory import describe_llm
+
+            roles = self.llm_roles()
+            judge, sim = describe_llm(roles.judge), describe_llm(roles.simulator)
             self._recorder = Recorder(
                 results_dir=results_dir, name=opt("--fabtest-experiment"), tags=opt("--fabtest-tag") or [],
                 experiment_id=opt("--fabtest-experiment-id"),
-                judge_provider=judge.provider if have_judge else None, judge_model=judge.model if have_judge else None,
-                simulator_provider=sim.provider if have_sim else None, simulator_model=sim.model if have_sim else None,
+                judge_provider=judge[0], judge_model=judge[1], judge_note=judge[2],
+                simulator_provider=sim[0], simulator_model=sim[1], simulator_note=sim[2],
                 iterations=self.iterations, cwd=str(self.config.rootpath),
             )
         return self._recorder
-
-    def _role_available(self, role: str) -> bool:
-        from fabtest.llm.factory import llm_available
-
-        try:
-            ok, _ = llm_available(getattr(self.settings, role).llm_settings(self.settings.max_concurrency),
-                                  cache_mode=self.settings.llm_cache)
-        except ValueError:
-            return False
-        return ok
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         """A run killed earlier left a journal: turn it into an interrupted experiment first."""

@@ -1,10 +1,14 @@
 """Test utilities for fabtest users and fabtest's own tests.
 
+:class:`FakeLLM` is an in-process judge and simulated user scripted by kind of call (the user's
+lines, a verdict per criterion, the next topic, ...), for testing your own features offline
+without reading fabtest's prompts (also ``pytest --fabtest-fake-llm script.yaml``).
 :class:`FakeGemini` is a scripted, local Gemini REST server (127.0.0.1) that the real
 google-genai client and the Gemini CLI can talk to, so LLM-backed paths run without the
 internet. See :mod:`fabtest.testing.fake_gemini` for the rules, faults and records it offers.
 """
 
 from fabtest.testing.fake_gemini import FakeGemini, FakeRequest, Fault, Reply, Rule
+from fabtest.testing.scripted import FakeLLM, FakeLLMError, load_fake_llm
 
-__all__ = ["FakeGemini", "FakeRequest", "Fault", "Reply", "Rule"]
+__all__ = ["FakeGemini", "FakeLLM", "FakeLLMError", "FakeRequest", "Fault", "Reply", "Rule", "load_fake_llm"]
