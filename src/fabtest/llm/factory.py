@@ -98,7 +98,10 @@ def load_llm_object(spec: str, *, where: str) -> LLM:
     if not hasattr(obj, "complete_json") or isinstance(obj, type):
         if not callable(obj):
             raise UsageError(f"{where}: {spec!r} is neither an LLM (complete, complete_json) nor a function returning one")
-        obj = obj()
+        try:
+            obj = obj()
+        except Exception as exc:  # noqa: BLE001 - the user's factory: one line, not a traceback
+            raise UsageError(f"{where}: calling {spec!r} failed: {type(exc).__name__}: {exc}") from None
     if not (hasattr(obj, "complete_json") and hasattr(obj, "complete")):
         raise UsageError(f"{where}: {spec!r} gave {type(obj).__name__}, which has no complete/complete_json methods")
     return obj  # type: ignore[no-any-return]

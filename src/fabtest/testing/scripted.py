@@ -87,8 +87,9 @@ class FakeLLM:
                  **more: Answer) -> FakeLLM:
         """The verdict per criterion name (``"passed"``, ``"failed"``, ``"inconclusive"``, a bool, or a
         function of the call, whose ``criteria`` is then just that one criterion, returning a verdict
-        or ``(verdict, reasoning)``); ``default`` for criteria not named. Ad-hoc criteria are named by their
-        text: pass those in the mapping."""
+        or ``(verdict, reasoning)``); ``default`` for criteria not named. A criterion is found by its
+        name or its description, so ad-hoc criteria, playbook ``expected_outcome`` and ``llm_checks``
+        are keyed by their text: pass those in the mapping."""
         self._verdicts.update({_key(k): _check_verdict(v, k) for k, v in {**(by_name or {}), **more}.items()})
         if default is not None:
             self._verdict_default = _check_verdict(default, "default")
@@ -187,7 +188,8 @@ class FakeLLM:
     def _answer_criteria(self, call: LLMCall) -> dict[str, Any]:
         verdicts = []
         for criterion in call.criteria:
-            value = self._verdicts.get(_key(criterion.name), self._verdict_default)
+            value = self._verdicts.get(_key(criterion.name), self._verdicts.get(_key(criterion.description)))
+            value = self._verdict_default if value is None else value
             if value is None:
                 raise FakeLLMError(f"FakeLLM: no verdict scripted for the criterion {criterion.name!r}: "
                                    f"call fake.verdicts({{{criterion.name!r}: 'passed'}}) or fake.verdicts(default=...)")
