@@ -267,3 +267,11 @@ def test_fake_llm_option_wins_over_a_key(pytester: pytest.Pytester, gemini: Fake
     result, doc = run(pytester, "--fabtest-fake-llm", "fake.yaml")
     result.assert_outcomes(passed=1)
     assert doc["experiment"]["judge"]["provider"] == "fake" and gemini.request_count == 0
+
+
+def test_an_offline_llm_that_does_not_import_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".toml", pyproject=DEMO_PYPROJECT.replace("fabtest.demo.offline_llm:demo_llm", "no_such_mod:llm"))
+    pytester.makefile(".feature", demo=DEMO_FEATURE)
+    result = pytester.runpytest("-p", "no:randomly")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*[[]tool.fabtest[]] offline_llm*no_such_mod:llm*does not import*"])

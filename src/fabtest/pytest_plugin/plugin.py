@@ -82,7 +82,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "fabtest_scenario_set(name): expand a scenario over a scenario set")
     config.pluginmanager.register(steps, "fabtest-steps")
     session = FabtestSession(config, settings)
-    session.fake_llm()  # a bad --fabtest-fake-llm script is a usage error before anything runs
+    session.fake_llm()  # a bad --fabtest-fake-llm script or offline_llm is a usage error before anything runs
+    session.check_offline_llm()
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(session, "fabtest-session")
 

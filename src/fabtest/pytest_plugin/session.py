@@ -70,6 +70,16 @@ class FabtestSession:
                 raise pytest.UsageError(str(exc)) from None
         return self._fake
 
+    def check_offline_llm(self) -> None:
+        """``[tool.fabtest] offline_llm`` that does not import is a usage error before anything runs."""
+        if self.settings.offline_llm:
+            from fabtest.agents.registry import import_object
+
+            try:
+                import_object(self.settings.offline_llm, where=f"{self.settings.source} [tool.fabtest] offline_llm")
+            except UsageError as exc:
+                raise pytest.UsageError(str(exc)) from None
+
     def llm_roles(self) -> LLMRoles:
         """Build the judge and simulator once: the ``--fabtest-fake-llm`` fake for both, else each
         role's provider, else ``[tool.fabtest] offline_llm``; a missing key leaves the role empty
