@@ -179,8 +179,12 @@ class FabtestSession:
                 self.notes.append(f"fabtest: experiment {given_id} existed and is replaced by this run")
             from fabtest.llm.factory import describe_llm
 
-            roles = self.llm_roles()
-            judge, sim = describe_llm(roles.judge), describe_llm(roles.simulator)
+            try:
+                roles: LLMRoles | None = self.llm_roles()
+            except pytest.UsageError:  # already reported where the LLM was needed; not a reporting crash
+                roles = None
+            judge = describe_llm(roles.judge if roles else None)
+            sim = describe_llm(roles.simulator if roles else None)
             self._recorder = Recorder(
                 results_dir=results_dir, name=opt("--fabtest-experiment"), tags=opt("--fabtest-tag") or [],
                 experiment_id=opt("--fabtest-experiment-id"),

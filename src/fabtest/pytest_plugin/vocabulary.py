@@ -106,8 +106,8 @@ def collect_steps(paths: Sequence[str], *, extra_args: Sequence[str] = ()) -> tu
     collector = _Collector()
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        code = pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", *extra_args, *paths],
-                           plugins=[collector])
+        args = ["--collect-only", "-q", "-p", "no:cacheprovider", "--fabtest-no-results", *extra_args, *paths]
+        code = pytest.main(args, plugins=[collector])
     lines = _feature_lines(collector.feature_files)
     steps = [_info(context, lines) for context in collector.contexts]
     order = {"given": 0, "when": 1, "then": 2}

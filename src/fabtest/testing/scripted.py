@@ -7,13 +7,14 @@ and the inputs its prompt was built from), and the fake answers from that. When 
 a prompt, your script still holds. See the README section "Testing your own features offline".
 
 Anything not scripted is an ``error`` naming the method to call, never a silent pass. Every call
-is kept in :attr:`FakeLLM.calls` so a test can assert what was asked.
+is kept in :attr:`FakeLLM.calls` (the latest 10,000) so a test can assert what was asked.
 """
 
 from __future__ import annotations
 
 import threading
 import weakref
+from collections import deque
 from dataclasses import replace
 from collections.abc import Callable, Mapping, Sequence
 from os import PathLike
@@ -36,6 +37,7 @@ T = TypeVar("T", bound=BaseModel)
 Answer = Any
 _VERDICTS = ("passed", "failed", "inconclusive")
 _REASON = "scripted by FakeLLM"
+MAX_KEPT_CALLS = 10_000
 
 
 class FakeLLMError(LLMError):
@@ -56,7 +58,8 @@ class FakeLLM:
         self.model = model
         #: Shown next to the provider in the summary and the experiment (``judge.note``).
         self.note = note if note is not None else "scripted fake LLM (fabtest.testing.FakeLLM), not a real model"
-        self.calls: list[LLMCall] = []
+        #: The latest calls, oldest first (bounded: a long suite does not keep every conversation alive).
+        self.calls: deque[LLMCall] = deque(maxlen=MAX_KEPT_CALLS)
         self._lock = threading.Lock()
         self._user: Answer = None
         self._then = "Thanks, that's all."
