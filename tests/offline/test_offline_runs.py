@@ -275,3 +275,15 @@ def test_an_offline_llm_that_does_not_import_is_a_usage_error(pytester: pytest.P
     result = pytester.runpytest("-p", "no:randomly")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*[[]tool.fabtest[]] offline_llm*no_such_mod:llm*does not import*"])
+
+
+def test_this_repository_runs_its_examples_on_the_labelled_demo_llm_without_a_key() -> None:
+    """`pytest features/` on a fresh machine: the demo LLM is named explicitly in this repo's pyproject."""
+    from fabtest.llm.base import LLMSettings
+    from fabtest.llm.factory import describe_llm, role_llm
+    from fabtest.settings import Settings
+
+    settings = Settings.load(Path(__file__).resolve().parents[2], environ={})
+    assert settings.offline_llm == "fabtest.demo.offline_llm:demo_llm"
+    provider, _, note = describe_llm(role_llm(LLMSettings(), offline_llm=settings.offline_llm))
+    assert provider == "demo" and note is not None and "GEMINI_API_KEY" in note
