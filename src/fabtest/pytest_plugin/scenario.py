@@ -79,6 +79,7 @@ class ScenarioState:
     started: float = field(default_factory=time.monotonic)
     _agent: Agent | None = None
     _metadata: dict[str, Any] = field(default_factory=dict)
+    _closed: bool = False
     _runner: ConversationRunner | None = None
     _tracker: TopicTracker | None = None
     _exit: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
@@ -469,6 +470,9 @@ class ScenarioState:
     def close(self) -> None:
         """Read the agent's ``metadata()``, leave its ``around()`` and stop what it started; a failure
         in any of them is the scenario's ``error`` (the first one is raised, the rest still run)."""
+        if self._closed:  # the late report step and the fixture's teardown both close
+            return
+        self._closed = True
         scenario_deadline(None)
         first: AgentError | None = None
         if self._agent is not None:
