@@ -365,7 +365,7 @@ def run_playbook(
             }
             try:
                 agent = build_playbook_agent(target, context, where=source)
-            except UsageError as exc:
+            except (UsageError, AgentError) as exc:
                 raise _Stop("error", f"cannot build the agent: {exc}") from None
             except Exception as exc:  # noqa: BLE001 - a broken factory is an error outcome
                 raise _Stop("error", f"cannot build the agent: {type(exc).__name__}: {exc}") from None
