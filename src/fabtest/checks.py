@@ -16,6 +16,7 @@ from typing import Any
 
 from fabtest.conversation import ToolCall, Turn
 from fabtest.errors import UsageError
+from fabtest.patterns import Pattern, PatternError, compile_pattern, search
 
 Result = tuple[bool, str]
 
@@ -25,10 +26,11 @@ _COMPARATORS: dict[str, Callable[[float, float], bool]] = {
 _NUMERIC_RE = re.compile(r"^\s*(>=|<=|>|<)\s*(-?\d+(?:\.\d+)?)\s*$")
 
 
-def compile_regex(pattern: str, *, where: str) -> re.Pattern[str]:
+def compile_regex(pattern: str, *, where: str) -> Pattern:
+    """A user pattern, matched later with a time limit (see :mod:`fabtest.patterns`)."""
     try:
-        return re.compile(pattern)
-    except re.error as exc:
+        return compile_pattern(pattern)
+    except PatternError as exc:
         raise UsageError(f"{where}: invalid regular expression {pattern!r}: {exc}") from None
 
 
@@ -38,7 +40,7 @@ class ArgExpectation:
 
     name: str
     expected: str
-    regex: re.Pattern[str] | None = None
+    regex: Pattern | None = None
     comparison: tuple[str, float] | None = None
 
     @classmethod
@@ -58,7 +60,7 @@ class ArgExpectation:
             return False
         actual = arguments[self.name]
         if self.regex is not None:
-            return self.regex.search(_as_text(actual)) is not None
+            return search(self.regex, _as_text(actual), where=f"argument {self.name!r}") is not None
         if self.comparison is not None:
             op, bound = self.comparison
             number = _as_number(actual)
@@ -103,8 +105,8 @@ def check_called(calls: Sequence[ToolCall], name: str, args: Sequence[ArgExpecta
     return False, f"did not call {name}; calls were: {describe_calls(calls)}"
 
 
-def check_regex(text: str, regex: re.Pattern[str]) -> Result:
-    m = regex.search(text)
+def check_regex(text: str, regex: Pattern, *, where: str = "") -> Result:
+    m = search(regex, text, where=where)
     return (True, f"matched {m.group(0)!r}") if m else (False, f"no match for /{regex.pattern}/")
 
 

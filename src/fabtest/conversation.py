@@ -60,6 +60,8 @@ class Turn:
     response: AgentResponse
     topic: str | None = None
     duration_s: float = 0.0
+    #: the topic left through a trigger of a topic that is not its successor (None: on the graph)
+    off_graph_from: str | None = None
 
     @property
     def tool_calls(self) -> list[ToolCall]:
@@ -159,6 +161,11 @@ class Conversation:
             if topic not in seen:
                 seen.append(topic)
         return seen
+
+    @property
+    def off_graph_transitions(self) -> list[str]:
+        """Every jump outside the topic graph, as ``"from -> to (turn n)"``."""
+        return [f"{t.off_graph_from} -> {t.topic} (turn {t.number})" for t in self.turns if t.off_graph_from]
 
     @property
     def backtracked(self) -> bool:

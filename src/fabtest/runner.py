@@ -15,8 +15,15 @@ from collections.abc import Callable
 from typing import Any
 
 from fabtest.agents.base import Agent, AgentError, AgentTimeout
-from fabtest.agents.python import coerce_response
-from fabtest.conversation import AgentResponse, Conversation, Message, Turn
+from fabtest.agents.boundary import (
+    AgentDataError,
+    accepts_keyword,
+    coerce_response,
+    coerce_tool_call,
+    guarded,
+    merge_tool_calls,
+)
+from fabtest.conversation import AgentResponse, Conversation, Message, ToolCall, Turn
 from fabtest.errors import MaxTurnsReached, ScenarioTimeout
 
 TurnHook = Callable[[Turn], None]
@@ -90,23 +97,59 @@ class ConversationRunner:
 
 
 def call_agent(agent: Agent, messages: list[Message], *, timeout: float) -> AgentResponse:
-    """Call ``agent.chat`` on a worker thread so a hung agent becomes an AgentTimeout, not a hung suite."""
+    """Call ``agent.chat`` on a worker thread so a hung agent becomes an AgentTimeout, not a hung suite.
+
+    An agent whose ``chat`` takes ``on_tool_call`` gets a callback; calls reported through it and
+    calls returned in the response are merged (one call reported both ways counts once). Whatever
+    comes back is validated at :mod:`fabtest.agents.boundary`.
+    """
     box: dict[str, Any] = {}
+    reported: list[ToolCall] = []
+    problems: list[AgentError] = []
+    lock = threading.Lock()
+    done = threading.Event()
+
+    def on_tool_call(call: Any) -> None:
+        with lock:
+            if done.is_set():
+                return  # a late report from an agent that already timed out
+            try:
+                reported.append(coerce_tool_call(call, where=f"on_tool_call(call #{len(reported) + 1})"))
+            except AgentError as exc:  # kept until chat returns: the agent may swallow what we raise
+                problems.append(exc)
+
+    kwargs = {"on_tool_call": on_tool_call} if accepts_keyword(getattr(agent, "chat", None), "on_tool_call") else {}
 
     def _run() -> None:
         try:
-            box["value"] = agent.chat(messages)
+            box["value"] = guarded("the agent raised", agent.chat, messages, **kwargs)
         except BaseException as exc:  # noqa: BLE001 - re-raised on the caller's thread below
             box["error"] = exc
 
     worker = threading.Thread(target=_run, name="fabtest-agent", daemon=True)
     worker.start()
     worker.join(timeout)
+    with lock:
+        done.set()
     if worker.is_alive():
+        cancel_agent(agent)
         raise AgentTimeout(f"the agent did not answer within {timeout:g}s (agent_timeout)")
     if "error" in box:
-        exc = box["error"]
-        if isinstance(exc, AgentError):
-            raise exc
-        raise AgentError(f"the agent raised {type(exc).__name__}: {exc}") from exc
-    return coerce_response(box.get("value"))
+        raise box["error"]
+    response = coerce_response(box.get("value"))
+    if problems:
+        raise AgentDataError(f"the agent reported bad data: {problems[0]}")
+    if reported:
+        response.tool_calls = merge_tool_calls(response.tool_calls, reported)
+    return response
+
+
+def cancel_agent(agent: Any) -> None:
+    """Ask an agent that ran out of time to stop what it started (a CLI's process group); its own
+    failure to do so is not the scenario's story, the timeout is."""
+    cancel = getattr(agent, "cancel", None)
+    if callable(cancel):
+        try:
+            guarded("the agent's cancel() raised", cancel)
+        except AgentError:
+            log.warning("the agent's cancel() failed after a timeout", exc_info=True)

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from fabtest.conversation import TokenUsage, Turn
 from fabtest.judge import Judge, format_exchange
+from fabtest.patterns import IGNORECASE, Pattern, PatternError, compile_pattern, search
 
 TriggerKind = Literal["tool", "agent", "user"]
 
@@ -48,19 +49,19 @@ class Trigger:
             raise TriggerError(f"{self.kind} trigger has an empty {'name' if self.kind == 'tool' else 'regex'}")
         if self.kind != "tool":
             try:
-                re.compile(self.pattern, re.IGNORECASE if self.ignore_case else 0)
-            except re.error as exc:
+                compile_pattern(self.pattern, IGNORECASE if self.ignore_case else 0)
+            except PatternError as exc:
                 raise TriggerError(f"invalid regex /{self.pattern}/ in {self.kind} trigger: {exc}") from None
 
     @property
-    def regex(self) -> re.Pattern[str]:
-        return re.compile(self.pattern, re.IGNORECASE if self.ignore_case else 0)
+    def regex(self) -> Pattern:
+        return compile_pattern(self.pattern, IGNORECASE if self.ignore_case else 0)
 
     def fires(self, turn: Turn) -> bool:
         if self.kind == "tool":
             return any(call.name == self.pattern for call in turn.tool_calls)
         text = turn.response.text if self.kind == "agent" else turn.user
-        return self.regex.search(text or "") is not None
+        return search(self.regex, text or "", where=f"topic trigger {self}") is not None
 
     def __str__(self) -> str:
         if self.kind == "tool":
@@ -388,16 +389,20 @@ class Classification:
     """The topic after a turn and how it was decided (``usage`` is the judge's cost, if asked)."""
 
     topic: str
-    via: Literal["trigger", "judge", "stay"]
+    via: Literal["trigger", "judge", "stay", "off_graph"]
     usage: TokenUsage = field(default_factory=TokenUsage)
+    #: for ``off_graph``: the topic that was left, although the new one is not its successor
+    left: str | None = None
 
 
 class TopicTracker:
     """The current topic of one conversation, updated turn by turn.
 
     Rule per turn: a trigger of the current topic keeps it; else the first successor (declared
-    order) whose trigger fires becomes current; else, if the current topic has successors and a
-    judge is available, the judge chooses among the current topic and its successors; else stay.
+    order) whose trigger fires becomes current; else the first other topic whose trigger fires
+    becomes current as an *off-graph* jump (recorded, so ``follow the topics`` fails on it);
+    else, if the current topic has successors and a judge is available, the judge chooses among
+    the current topic and its successors; else stay.
     Turn counts are totals per topic over the whole conversation (returning to a topic adds on).
     """
 
@@ -406,6 +411,8 @@ class TopicTracker:
         self.current = graph.initial
         self.path: list[str] = []
         self.turns_in: dict[str, int] = {}
+        #: every jump to a topic that is not a successor of the one left ("greeting -> booking")
+        self.off_graph: list[str] = []
 
     def classify(self, turn: Turn, judge: Judge | None = None) -> Classification:
         """Decide the topic after ``turn`` and record it; the caller stores it on the turn."""
@@ -414,8 +421,13 @@ class TopicTracker:
             result = Classification(current.name, "trigger")
         else:
             moved = next((t for t in self.graph.successors(current.name) if t.triggered_by(turn)), None)
+            jumped = None if moved is not None else next(
+                (self.graph[n] for n in self.graph.names if n != current.name and self.graph[n].triggered_by(turn)), None)
             if moved is not None:
                 result = Classification(moved.name, "trigger")
+            elif jumped is not None:
+                result = Classification(jumped.name, "off_graph", left=current.name)
+                self.off_graph.append(f"{current.name} -> {jumped.name}")
             elif current.successors and judge is not None and judge.available:
                 answer = judge.choose_topic(
                     current, self.graph.successors(current.name), format_exchange(turn, include_tools=True)

@@ -59,13 +59,13 @@ def wait_gone(pid: int, seconds: float = 5.0) -> bool:
 
 def test_default_command_is_the_gemini_cli():
     agent = CliAgent(model="gemini-2.5-pro")
-    assert agent.command == ["gemini", "--skip-trust", "-p", "{prompt}", "-m", "{model}", "-o", "stream-json",
+    assert agent.command == ["gemini", "--skip-trust", "--prompt={prompt}", "-m", "{model}", "-o", "stream-json",
                              "--approval-mode", "yolo", "--session-id", "{session_id}"]
     assert agent.resume_command[-2:] == ["--resume", "{session_id}"]
     assert "--session-id" not in agent.resume_command
     rendered = agent._render(agent.command, "hi {model} there")
-    assert rendered[3] == "hi {model} there"  # placeholders in the prompt are not re-expanded
-    assert rendered[5] == "gemini-2.5-pro"
+    assert rendered[2] == "--prompt=hi {model} there"  # placeholders in the prompt are not re-expanded
+    assert rendered[4] == "gemini-2.5-pro"
     assert rendered[-1] == agent.session_id
 
 

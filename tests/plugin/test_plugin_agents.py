@@ -199,8 +199,10 @@ def test_plain_callable_gets_the_whole_conversation(agents_run):
 def test_callable_returning_agent_response_records_tool_calls(agents_run):
     turn = agents_run.scenarios["Callable returning tool calls"]["transcript"][0]
     assert turn["tool_calls"] == [
-        {"name": "search_venues", "arguments": {"city": "Berlin", "capacity": 12}, "result": [{"id": "ber-spree"}]},
-        {"name": "check_availability", "arguments": {"venue_id": "ber-spree", "date": "12 March"}, "result": True},
+        {"name": "search_venues", "arguments": {"city": "Berlin", "capacity": 12}, "result": [{"id": "ber-spree"}],
+         "metadata": {}},
+        {"name": "check_availability", "arguments": {"venue_id": "ber-spree", "date": "12 March"}, "result": True,
+         "metadata": {}},
     ]
 
 

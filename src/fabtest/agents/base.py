@@ -31,9 +31,8 @@ class Agent(Protocol):
 
 
 def agent_metadata(agent: Any) -> dict[str, Any]:
-    """The agent's ``metadata()`` if it has one, else an empty dict."""
-    meta = getattr(agent, "metadata", None)
-    if callable(meta):
-        value = meta()
-        return dict(value) if value else {}
-    return {}
+    """The agent's ``metadata()`` as plain data ({} without one); raises AgentError when it raises or
+    returns something that is not a mapping (see :mod:`fabtest.agents.boundary`)."""
+    from fabtest.agents.boundary import safe_metadata
+
+    return safe_metadata(agent)

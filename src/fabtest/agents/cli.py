@@ -1,7 +1,10 @@
 """An agent behind a command-line program, run once per turn (the Gemini CLI by default).
 
 Each turn starts one subprocess (argv list, never a shell) in its own session/process group, so
-a hung CLI and everything it spawned can be killed together. The CLI keeps the conversation
+a hung CLI and everything it spawned can be killed together: on the CLI's own timeout, when the
+runner gives up on the turn (``agent_timeout``, ``--fabtest-scenario-timeout``: :meth:`CliAgent.cancel`),
+when the scenario ends (:meth:`CliAgent.close`), and when the Python process exits (Ctrl-C, the
+end of pytest: an ``atexit`` hook kills every group still alive). The CLI keeps the conversation
 history itself, keyed by a session id: the first turn runs the ``command`` template (which
 creates the session), later turns the ``resume_command`` template. Every :class:`CliAgent`
 instance owns a fresh ``uuid4`` session id (one instance per scenario run), so nothing leaks
@@ -17,6 +20,7 @@ substituted inside each argv element in one pass, so braces in a prompt are neve
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import re
@@ -35,14 +39,16 @@ from fabtest.conversation import AgentResponse, Message, ToolCall
 DEFAULT_MODEL = "gemini-2.5-flash"
 DEFAULT_EXECUTABLE = "gemini"
 
-#: First turn of the Gemini CLI 0.61: creates the session with our own id.
+#: First turn of the Gemini CLI 0.61: creates the session with our own id. The prompt is glued to
+#: its flag (``--prompt=TEXT``, which yargs reads as one value) so a user message such as
+#: ``--help`` can never be parsed as a flag.
 GEMINI_COMMAND: tuple[str, ...] = (
-    "{executable}", "--skip-trust", "-p", "{prompt}", "-m", "{model}", "-o", "stream-json",
+    "{executable}", "--skip-trust", "--prompt={prompt}", "-m", "{model}", "-o", "stream-json",
     "--approval-mode", "yolo", "--session-id", "{session_id}",
 )
 #: Later turns: the same, resuming the session (``--resume`` and ``--session-id`` are exclusive).
 GEMINI_RESUME_COMMAND: tuple[str, ...] = (
-    "{executable}", "--skip-trust", "-p", "{prompt}", "-m", "{model}", "-o", "stream-json",
+    "{executable}", "--skip-trust", "--prompt={prompt}", "-m", "{model}", "-o", "stream-json",
     "--approval-mode", "yolo", "--resume", "{session_id}",
 )
 
@@ -93,6 +99,7 @@ class CliAgent:
         self.kill_grace_s = kill_grace_s
         self.session_id = session_id or str(uuid.uuid4())
         self.turns = 0
+        self._running: set[subprocess.Popen[bytes]] = set()
 
     # -- construction helpers -------------------------------------------------------------------
 
@@ -146,6 +153,15 @@ class CliAgent:
             "output_format": self.output_format,
             "turns": self.turns,
         }
+
+    def cancel(self) -> None:
+        """Kill every process group this agent has running (the runner gave up on the turn)."""
+        for proc in list(self._running):
+            _kill_group(proc, min(self.kill_grace_s, 0.5))
+
+    def close(self) -> None:
+        """The scenario ended: nothing this agent started may outlive it."""
+        self.cancel()
 
     def chat(self, messages: Sequence[Message], on_tool_call: OnToolCall | None = None) -> AgentResponse:
         prompt = _latest_user_message(messages)
@@ -206,6 +222,15 @@ class CliAgent:
             )
         except OSError as exc:
             raise AgentError(f"CLI agent could not start {argv[0]!r}: {exc}") from None
+        self._running.add(proc)
+        _track(proc.pid)
+        try:
+            return self._wait(proc)
+        finally:
+            self._running.discard(proc)
+            _untrack(proc.pid)
+
+    def _wait(self, proc: subprocess.Popen[bytes]) -> tuple[int, bytes, bytes]:
         out_chunks: list[bytes] = []
         err_chunks: list[bytes] = []
         readers = [
@@ -392,6 +417,32 @@ def _tail(text: str, lines: int = _STDERR_TAIL_LINES) -> str:
 
 
 # -- process handling -------------------------------------------------------------------------------
+
+#: process groups started by any CliAgent and not yet reaped: killed at interpreter exit
+_LIVE_GROUPS: set[int] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def _track(pgid: int) -> None:
+    with _LIVE_LOCK:
+        _LIVE_GROUPS.add(pgid)
+
+
+def _untrack(pgid: int) -> None:
+    with _LIVE_LOCK:
+        _LIVE_GROUPS.discard(pgid)
+
+
+def kill_all_groups() -> None:
+    """SIGKILL every CLI process group still alive (pytest exit, Ctrl-C, a worker shutting down)."""
+    with _LIVE_LOCK:
+        groups = list(_LIVE_GROUPS)
+        _LIVE_GROUPS.clear()
+    for pgid in groups:
+        _signal_group(pgid, signal.SIGKILL)
+
+
+atexit.register(kill_all_groups)
 
 
 def _drain(stream: Any, sink: list[bytes]) -> None:

@@ -1,8 +1,11 @@
 """An agent behind an HTTP JSON endpoint.
 
-Default wire format (change it with the field options):
+Default wire format (change it with the field options; README "Plugging in your agent"):
 request ``{"messages": [{"role": "user", "content": "..."}], "session_id": "..."}``;
-response ``{"text": "...", "tool_calls": [{"name", "arguments", "result"}], "metadata": {...}}``.
+response ``{"text": "...", "tool_calls": [...], "metadata": {...}}``. ``tool_calls`` entries may be
+in any shape :mod:`fabtest.agents.boundary` accepts (``{name, arguments}``, ``{name, args}``,
+OpenAI's ``{id, type, function: {name, arguments: "<json>"}}``, with ``result``/``output``);
+``metadata`` (model, request id, usage...) is recorded with the turn.
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ from typing import Any
 import httpx
 
 from fabtest.agents.base import AgentError, AgentTimeout, OnToolCall
-from fabtest.conversation import AgentResponse, Message, ToolCall
+from fabtest.agents.boundary import coerce_response
+from fabtest.conversation import AgentResponse, Message
 
 
 class HttpAgent:
@@ -71,12 +75,16 @@ class HttpAgent:
         text = _dig(data, text_field)
         if not isinstance(text, str):
             raise AgentError(f"HTTP agent at {self.url}: response has no string field {text_field!r}: {str(data)[:200]}")
-        calls = [_tool_call(c, self.url) for c in (_dig(data, calls_field) or [])]
+        try:  # the same boundary as Python agents: every common tool-call shape, bad data named by field
+            response = coerce_response({"text": text, "tool_calls": _dig(data, calls_field),
+                                        "metadata": _dig(data, meta_field)})
+        except AgentError as exc:
+            raise AgentError(f"HTTP agent at {self.url}: {str(exc).replace('the agent returned bad data: ', '')}"
+                             ) from None
         if on_tool_call is not None:
-            for call in calls:
+            for call in response.tool_calls:
                 on_tool_call(call)
-        meta = _dig(data, meta_field)
-        return AgentResponse(text=text, tool_calls=calls, metadata=meta if isinstance(meta, dict) else {})
+        return response
 
 
 def _dig(data: Any, dotted: str) -> Any:
@@ -85,11 +93,3 @@ def _dig(data: Any, dotted: str) -> Any:
             return None
         data = data.get(part)
     return data
-
-
-def _tool_call(raw: Any, url: str) -> ToolCall:
-    if not isinstance(raw, Mapping) or not isinstance(raw.get("name"), str):
-        raise AgentError(f"HTTP agent at {url}: malformed tool call {str(raw)[:120]}")
-    args = raw.get("arguments") or {}
-    return ToolCall(name=raw["name"], arguments=dict(args) if isinstance(args, Mapping) else {"value": args},
-                    result=raw.get("result"), metadata=dict(raw.get("metadata") or {}))

@@ -1,6 +1,6 @@
 """A command-line front-end of the demo agent that mimics the Gemini CLI's headless mode.
 
-    python -m fabtest.demo.cli --skip-trust -p TEXT -m MODEL -o stream-json --approval-mode yolo \\
+    python -m fabtest.demo.cli --skip-trust --prompt=TEXT -m MODEL -o stream-json --approval-mode yolo \\
         --session-id UUID          # first turn: creates the session
     python -m fabtest.demo.cli ... --resume UUID      # later turns
 
@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def command(agent: str = "build_agent") -> list[str]:
     """The first-turn argv template that runs this front-end with the interpreter running fabtest."""
-    argv = [sys.executable, "-m", "fabtest.demo.cli", "--skip-trust", "-p", "{prompt}", "-m", "{model}",
+    argv = [sys.executable, "-m", "fabtest.demo.cli", "--skip-trust", "--prompt={prompt}", "-m", "{model}",
             "-o", "stream-json", "--approval-mode", "yolo", "--session-id", "{session_id}"]
     return argv + (["--agent", agent] if agent != "build_agent" else [])
 

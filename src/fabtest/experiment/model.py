@@ -35,6 +35,8 @@ class ToolCallRecord(BaseModel):
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
     result: Any = None
+    #: what the agent said about the call (id, status, latency...), as it gave it
+    metadata: dict[str, Any] = Field(default_factory=dict)
 
 
 class TurnRecord(BaseModel):
@@ -43,7 +45,12 @@ class TurnRecord(BaseModel):
     agent: str
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
     topic: str | None = None
+    #: the agent's latency for this turn (the time ``chat`` took), in seconds
     duration_s: float = 0.0
+    #: ``AgentResponse.metadata`` / the HTTP response's ``metadata`` (model, request id, usage...)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    #: the topic was reached through a trigger of a topic that is not a successor of the previous one
+    off_graph: bool = False
 
 
 class UsageRecord(BaseModel):
@@ -76,6 +83,8 @@ class ScenarioResult(BaseModel):
     topics_visited: list[str] = Field(default_factory=list)
     topic_path: list[str] = Field(default_factory=list)
     backtracked: bool = False
+    #: topic changes through a trigger of a non-successor ("greeting -> booking (turn 2)")
+    off_graph_transitions: list[str] = Field(default_factory=list)
     failure_type: FailureType | None = None
     failure_message: str | None = None
     evaluations: list[CheckRecord] = Field(default_factory=list)
@@ -118,7 +127,9 @@ def turn_records(conversation: Conversation) -> list[TurnRecord]:
     """The transcript of a conversation as result records (features and playbooks alike)."""
     return [
         TurnRecord(number=t.number, user=t.user, agent=t.response.text, topic=t.topic, duration_s=round(t.duration_s, 4),
-                   tool_calls=[ToolCallRecord(name=c.name, arguments=jsonable(c.arguments), result=jsonable(c.result))
+                   metadata=jsonable(t.response.metadata), off_graph=t.off_graph_from is not None,
+                   tool_calls=[ToolCallRecord(name=c.name, arguments=jsonable(c.arguments), result=jsonable(c.result),
+                                              metadata=jsonable(c.metadata))
                                for c in t.tool_calls])
         for t in conversation.turns
     ]

@@ -108,6 +108,14 @@ def _efficiency(summary: dict[str, Any]) -> list[str]:
     ]
 
 
+def _off_graph(doc: dict[str, Any]) -> list[str]:
+    """Topic jumps the graph does not allow, counted only when there are some."""
+    jumps = [len(s.get("off_graph_transitions") or []) for s in doc.get("scenario_results") or []]
+    if not sum(jumps):
+        return []
+    return [f"  Off-graph jumps:   {sum(jumps)} in {sum(1 for j in jumps if j)} scenario(s)"]
+
+
 def _grounding(summary: dict[str, Any]) -> list[str]:
     ground = summary.get("grounding")
     if not ground:
@@ -168,6 +176,7 @@ def render_summary(
         *_quality(doc),
         "",
         *_efficiency(summary),
+        *_off_graph(doc),
         *_grounding(summary),
         *_tokens(summary),
         "",

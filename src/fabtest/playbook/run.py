@@ -57,6 +57,7 @@ from typing import Any
 
 from fabtest._files import atomic_writer
 from fabtest.agents.base import AgentError, AgentTimeout, agent_metadata
+from fabtest.agents.boundary import guarded
 from fabtest.conversation import Check, Conversation, Turn, jsonable
 from fabtest.criteria import Criterion
 from fabtest.errors import UsageError
@@ -151,7 +152,7 @@ def build_playbook_agent(target: Any, context: Mapping[str, Any], *, where: str)
     if hasattr(target, "chat") and not isinstance(target, type):
         return target
     if callable(target):
-        agent = target(dict(context))
+        agent = guarded("the agent factory raised", target, dict(context))
         if not hasattr(agent, "chat"):
             raise UsageError(f"{where}: the agent factory returned {type(agent).__name__}, which has no chat() method")
         return agent
@@ -364,13 +365,16 @@ def run_playbook(
             }
             try:
                 agent = build_playbook_agent(target, context, where=source)
-            except UsageError as exc:
+            except (UsageError, AgentError) as exc:
                 raise _Stop("error", f"cannot build the agent: {exc}") from None
             except Exception as exc:  # noqa: BLE001 - a broken factory is an error outcome
                 raise _Stop("error", f"cannot build the agent: {type(exc).__name__}: {exc}") from None
             around = getattr(agent, "around", None)
             if callable(around):
-                exit_stack.enter_context(around())
+                try:
+                    guarded("the agent's around() failed on entry:", lambda: exit_stack.enter_context(around()))
+                except AgentError as exc:
+                    raise _Stop("error", str(exc)) from None
             grace = min(5.0, max(0.5, playbook.timeout * 0.25))
             runner = ConversationRunner(agent, outcome.conversation, agent_timeout=playbook.timeout + grace,
                                         redact=redactor.redact)
@@ -389,7 +393,11 @@ def run_playbook(
             with contextlib.suppress(Exception):
                 exit_stack.close()
             if agent is not None:
-                agent_meta = _safe_metadata(agent)
+                try:
+                    agent_meta = agent_metadata(agent)  # guarded and validated at the agent boundary
+                except AgentError as exc:  # this playbook's error, never the run's
+                    if outcome.passed:
+                        outcome.passed, outcome.failure_type, outcome.failure_message = False, "error", str(exc)
                 close = getattr(agent, "close", None)
                 if callable(close):
                     with contextlib.suppress(Exception):
@@ -553,13 +561,6 @@ def _turn_data(turn: Turn) -> dict[str, Any]:
 def _short(text: str, limit: int = 300) -> str:
     text = " ".join(text.split())
     return repr(text if len(text) <= limit else text[: limit - 3] + "...")
-
-
-def _safe_metadata(agent: Any) -> dict[str, Any]:
-    try:
-        return jsonable(agent_metadata(agent))
-    except Exception:  # noqa: BLE001 - metadata is a courtesy
-        return {}
 
 
 def _write_json(path: Path, data: Any) -> None:

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from pytest_bdd.exceptions import StepDefinitionNotFoundError
 
 from fabtest.agents.base import AgentError, AgentTimeout
+from fabtest.agents.boundary import agent_traceback
 from fabtest.errors import ExpectationFailed, MaxTurnsReached, ScenarioTimeout, UsageError
 from fabtest.llm.base import LLMError
 from fabtest.pytest_plugin import steps
@@ -115,6 +116,9 @@ def _settings(config: pytest.Config) -> Settings:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    from fabtest.agents.cli import kill_all_groups
+
+    kill_all_groups()  # no CLI agent process outlives the run (also on xdist workers, Ctrl-C)
     session = config.stash.get(SESSION_KEY, None)
     if session is not None:
         session.close()
@@ -330,6 +334,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
                     report.outcome = "failed"
     if exc is not None and isinstance(exc, _SHORT) and report.outcome == "failed":
         report.longrepr = _short_message(item, exc)
+        if isinstance(exc, AgentError) and item.config.option.tbstyle == "long" and (frames := agent_traceback(exc)):
+            report.sections.append(("fabtest agent traceback", frames))  # --tb=long: the failing line in the agent
     if state is not None and report.outcome == "failed" and state.conversation.turns \
             and not isinstance(exc, UsageError):  # a bad input is about the file, not the conversation
         report.sections.append(("fabtest conversation", _transcript(state)))

@@ -21,9 +21,22 @@ from fabtest.pytest_plugin.scenario import ScenarioState
 
 def build_result(item: pytest.Item, state: ScenarioState | None, *, passed: bool, skipped: bool, skip_reason: str | None,
                  failure_type: str | None, failure_message: str | None, duration_s: float) -> ScenarioResult:
+    """The scenario's result; never raises, so no scenario can take the session down (INTERNALERROR)."""
     if state is None:  # skipped or failed before any fabtest step ran
         return _stateless_result(item, passed=passed, skipped=skipped, skip_reason=skip_reason,
                                  failure_type=failure_type, failure_message=failure_message, duration_s=duration_s)
+    try:
+        return _full_result(item, state, passed=passed, skipped=skipped, skip_reason=skip_reason,
+                            failure_type=failure_type, failure_message=failure_message, duration_s=duration_s)
+    except Exception as exc:  # noqa: BLE001 - the boundary validates agent data; this is the last guard
+        message = f"fabtest could not record this scenario's conversation ({type(exc).__name__}: {exc})"
+        return _stateless_result(item, passed=False, skipped=False, skip_reason=None, failure_type="error",
+                                 failure_message="\n".join(m for m in (failure_message, message) if m),
+                                 duration_s=duration_s)
+
+
+def _full_result(item: pytest.Item, state: ScenarioState, *, passed: bool, skipped: bool, skip_reason: str | None,
+                 failure_type: str | None, failure_message: str | None, duration_s: float) -> ScenarioResult:
     conv = state.conversation
     template = template_of(getattr(item, "obj", None))
     feature = template.feature.name if template else ""
@@ -46,6 +59,7 @@ def build_result(item: pytest.Item, state: ScenarioState | None, *, passed: bool
         topics_visited=conv.topics_visited,
         topic_path=conv.topic_path,
         backtracked=conv.backtracked,
+        off_graph_transitions=conv.off_graph_transitions,
         failure_type=failure_type,  # type: ignore[arg-type]
         failure_message=failure_message,
         evaluations=[CheckRecord.model_validate(c.to_dict()) for c in conv.evaluations],

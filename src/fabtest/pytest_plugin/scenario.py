@@ -25,13 +25,15 @@ import pytest
 
 from fabtest import checks
 from fabtest.agents.base import Agent, AgentError, agent_metadata
+from fabtest.agents.boundary import guarded
 from fabtest.agents.registry import make_agent
 from fabtest.conversation import Check, Conversation, Mode, Status, TokenUsage, Turn
 from fabtest.criteria import Criterion
 from fabtest.errors import ExpectationFailed, UsageError
 from fabtest.judge import Judge, format_exchange
 from fabtest.llm.base import LLM, LLMError
-from fabtest.runner import ConversationRunner
+from fabtest.patterns import scenario_deadline
+from fabtest.runner import ConversationRunner, cancel_agent
 from fabtest.settings import Settings
 from fabtest.simulator import Simulator, SimulatorConfig
 from fabtest.topics import TopicGraph, TopicGraphError, TopicTracker, follows, reached
@@ -76,6 +78,8 @@ class ScenarioState:
     agent_target: Any = None
     started: float = field(default_factory=time.monotonic)
     _agent: Agent | None = None
+    _metadata: dict[str, Any] = field(default_factory=dict)
+    _closed: bool = False
     _runner: ConversationRunner | None = None
     _tracker: TopicTracker | None = None
     _exit: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
@@ -117,21 +121,21 @@ class ScenarioState:
             if target is None:
                 raise UsageError(f"{self.where}: no agent configured: set [tool.fabtest] agent = \"module:attr\", "
                                  "define a fabtest_agent fixture, or use Given the agent \"name\"")
-            self._agent = make_agent(target, self.context, where=self.where)
-            around = getattr(self._agent, "around", None)
+            agent = guarded("the agent factory raised", make_agent, target, self.context, where=self.where)
+            around = getattr(agent, "around", None)
             if callable(around):
-                try:
-                    self._exit.enter_context(around())
-                except Exception as exc:  # noqa: BLE001 - the user's isolation hook: report, don't trace
-                    raise AgentError(f"the agent's around() failed on entry: {type(exc).__name__}: {exc}") from exc
+                guarded("the agent's around() failed on entry:", lambda: self._exit.enter_context(around()))
+            self._agent = agent
         return self._agent
 
     @property
     def runner(self) -> ConversationRunner:
         if self._runner is None:
             timeout = self.settings.scenario_timeout
+            deadline = self.started + timeout if timeout else None
             self._runner = ConversationRunner(self.agent, self.conversation, agent_timeout=self.settings.agent_timeout,
-                                              deadline=self.started + timeout if timeout else None)
+                                              deadline=deadline)
+            scenario_deadline(deadline)  # user patterns (match, triggers) stop at it too
             self._runner.on_turn.append(self._after_turn)
         return self._runner
 
@@ -170,6 +174,7 @@ class ScenarioState:
             self._tracker = TopicTracker(self.topics)
         result = self._tracker.classify(turn, self.judge)
         turn.topic = result.topic
+        turn.off_graph_from = result.left
         if result.usage.calls:
             self._charge("judge", result.usage)
         if problem := self._tracker.exceeded_max_turns():
@@ -313,9 +318,13 @@ class ScenarioState:
     def check_follows(self, sequence: Sequence[str], mode: Mode) -> None:
         path = self.topic_path()
         self._require_topics(sequence)
-        ok = follows(sequence, path)
+        jumps = self.conversation.off_graph_transitions
+        ok = follows(sequence, path) and not jumps
+        details = f"topic path: {' > '.join(path) or '(none)'}"
+        if jumps:
+            details += f"; off-graph transition(s), not allowed by the topics' next column: {', '.join(jumps)}"
         self.record_check("follow_topics", mode, "follows:" + ">".join(sequence), "passed" if ok else "failed",
-                          f"topic path: {' > '.join(path) or '(none)'}", turn=None, data={"sequence": list(sequence)})
+                          details, turn=None, data={"sequence": list(sequence)})
 
     def _require_topics(self, names: Sequence[str]) -> None:
         assert self.topics is not None
@@ -459,14 +468,30 @@ class ScenarioState:
             raise verify_error
 
     def close(self) -> None:
-        """Leave the agent's ``around()``; a failure there is the scenario's ``error``."""
+        """Read the agent's ``metadata()``, leave its ``around()`` and stop what it started; a failure
+        in any of them is the scenario's ``error`` (the first one is raised, the rest still run)."""
+        if self._closed:  # the late report step and the fixture's teardown both close
+            return
+        self._closed = True
+        scenario_deadline(None)
+        first: AgentError | None = None
+        if self._agent is not None:
+            try:
+                self._metadata = agent_metadata(self._agent)
+            except AgentError as exc:
+                first = exc
         try:
-            self._exit.close()
-        except Exception as exc:  # noqa: BLE001
-            raise AgentError(f"the agent's around() failed on exit: {type(exc).__name__}: {exc}") from exc
+            guarded("the agent's around() failed on exit:", self._exit.close)
+        except AgentError as exc:
+            first = first or exc
+        if self._agent is not None:
+            cancel_agent(self._agent)  # a CLI agent's process group, if a turn left one behind
+        if first is not None:
+            raise first
 
     def agent_metadata(self) -> dict[str, Any]:
-        return agent_metadata(self._agent) if self._agent is not None else {}
+        """What the agent's ``metadata()`` said when the scenario closed ({} if it failed)."""
+        return self._metadata
 
 
 def _turns(count: int) -> str:

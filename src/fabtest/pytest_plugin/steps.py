@@ -180,7 +180,7 @@ def _then_match(fabtest_scenario: ScenarioState, mode: str, neg: str | None, pat
     state = fabtest_scenario
     regex = checks.compile_regex(pattern, where=state.where)
     turn = state.last_turn
-    passed, details = checks.check_regex(turn.response.text, regex)
+    passed, details = checks.check_regex(turn.response.text, regex, where=state.where)
     kind = "not_match" if neg else "match"
     state.deterministic(kind, _mode(mode), f"{kind}:/{pattern}/", (passed != bool(neg), details), turn=turn.number)
 

@@ -256,19 +256,32 @@ def _transcript(entry: dict[str, Any]) -> str:
     out = []
     for t in turns:
         topic = f'<span class="topic">{_e(t.get("topic"))}</span>' if t.get("topic") else ""
+        if t.get("off_graph"):
+            topic += '<span class="topic" style="background:#fff4e6;color:#d9480f">off-graph jump</span>'
         tools = "".join(
             f'<div class="tool"><b>{_e(c.get("name"))}</b>({_e(_json(c.get("arguments", {})))})'
             + (f'\n→ {_e(_json(c.get("result")))}' if c.get("result") is not None else "")
+            + _metadata_line(c.get("metadata"))
             + "</div>"
             for c in t.get("tool_calls") or []
         )
         out.append(
             f'<div class="turn"><div class="tn">Turn {_e(t.get("number"))}{topic}'
-            f'<span class="muted"> · {num(t.get("duration_s"), 2)}s</span></div>'
+            f'<span class="muted"> · agent {num(t.get("duration_s"), 2)}s</span></div>'
             f'<div class="msg user"><span class="who">User</span>{_e(t.get("user"))}</div>'
-            f'<div class="msg agent"><span class="who">Agent</span>{_e(t.get("agent"))}</div>{tools}</div>'
+            f'<div class="msg agent"><span class="who">Agent</span>{_e(t.get("agent"))}'
+            f'{_metadata_line(t.get("metadata"))}</div>{tools}</div>'
         )
     return "".join(out)
+
+
+def _metadata_line(meta: Any) -> str:
+    """What the agent said about a reply or a tool call (model, request id, latency), one muted line."""
+    if not isinstance(meta, dict) or not meta:
+        return ""
+    parts = " · ".join(f"{_e(k)}: {_e(v if isinstance(v, (str, int, float)) else _json(v))}" for k, v in meta.items())
+    return f'<div class="muted" style="font-size:11px">{parts}</div>'
+
 
 
 def _checks(title: str, block: Any) -> str:

@@ -1,0 +1,250 @@
+"""The one boundary between fabtest and the agent under test.
+
+Everything user code hands back (``chat``'s return value, calls reported through ``on_tool_call``,
+``metadata()``, an HTTP body) is validated here, once, and becomes plain fabtest data; everything
+user code raises (``chat``, ``on_tool_call``, ``around()``, ``metadata()``, a factory's
+``build()``) goes through :func:`guarded` and becomes an :class:`AgentError` with the user's
+exception chained. So a misbehaving agent costs its own scenario (failure type ``error``) and
+never the run: nothing past this module sees a tool call whose name is not a string.
+
+Tool calls are accepted in the shapes agents commonly produce, so nobody has to write a mapping:
+``ToolCall``, ``{name, arguments}`` and ``{name, args}`` (arguments as an object or a JSON
+string), OpenAI's ``{id, type, function: {name, arguments: "<json>"}}``, each with an optional
+``result`` or ``output`` and ``metadata``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator
+
+from fabtest.agents.base import AgentError
+from fabtest.conversation import AgentResponse, ToolCall
+from fabtest.errors import UsageError
+
+__all__ = ["AgentDataError", "accepts_keyword", "agent_traceback", "coerce_response", "coerce_tool_call",
+           "guarded", "merge_tool_calls", "safe_metadata"]
+
+T = TypeVar("T")
+
+#: fabtest's own errors pass through the guard unchanged: they already say what went wrong.
+_OURS = (AgentError, UsageError)
+_FABTEST_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: frames under these fabtest directories are user-facing examples, shown like an agent's own
+_SHOWN_FABTEST_DIRS = tuple(os.path.join(_FABTEST_DIR, d) + os.sep for d in ("demo", "testing"))
+
+
+class AgentDataError(AgentError):
+    """The agent answered, but with data fabtest cannot use; the message names the field."""
+
+
+def guarded(failed: str, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Call one user hook (``chat``, ``around()``, ``metadata()``, a factory): what it raises becomes an
+    AgentError reading ``"<failed> <ExceptionType>: <message>"`` (``failed`` says which hook, e.g.
+    ``"the agent's around() failed on exit:"``), with the user's exception chained so its frames
+    stay visible."""
+    try:
+        return func(*args, **kwargs)
+    except _OURS:
+        raise
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - user code: anything it raises is its failure
+        raise AgentError(f"{failed} {type(exc).__name__}: {exc}") from exc
+
+
+def agent_traceback(exc: BaseException) -> str | None:
+    """The frames of the agent's own code behind an AgentError (fabtest's frames left out), or None."""
+    cause = exc.__cause__
+    if cause is None or isinstance(cause, _OURS):
+        return None
+    frames = [f for f in traceback.extract_tb(cause.__traceback__) if _users_frame(f.filename)]
+    if not frames:
+        return None
+    lines = ["Traceback (the agent's frames, most recent call last):", *traceback.format_list(frames)]
+    lines += traceback.format_exception_only(type(cause), cause)
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines).rstrip()
+
+
+def _users_frame(filename: str) -> bool:
+    path = os.path.abspath(filename)
+    if path.startswith(_SHOWN_FABTEST_DIRS):
+        return True
+    return not path.startswith(_FABTEST_DIR + os.sep) and os.path.basename(path) != "threading.py"
+
+
+def accepts_keyword(func: Any, name: str) -> bool:
+    """True when ``func`` takes a keyword ``name`` (or ``**kwargs``), so plain ``chat(messages)`` agents
+    are never handed arguments they do not expect."""
+    try:
+        params = inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+# -- validation ------------------------------------------------------------------------------------
+
+
+class _ToolCallIn(BaseModel):
+    """A tool call as fabtest stores it, after the common shapes were brought to one."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: StrictStr = Field(min_length=1)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    result: Any = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("arguments", "metadata", mode="before")
+    @classmethod
+    def _none_is_empty(cls, value: Any) -> Any:
+        return {} if value is None else value
+
+
+def coerce_tool_call(raw: Any, *, where: str = "tool_calls[0]") -> ToolCall:
+    """One tool call in any accepted shape as a ToolCall; AgentDataError naming ``where`` otherwise."""
+    fields = _normalise_call(raw, where)
+    try:
+        model = _ToolCallIn.model_validate(fields)
+    except ValidationError as exc:
+        raise AgentDataError(_first_error(exc, where)) from None
+    return ToolCall(name=model.name, arguments=_plain(model.arguments, f"{where}.arguments"),
+                    result=_plain(model.result, f"{where}.result"), metadata=_plain(model.metadata, f"{where}.metadata"))
+
+
+def _normalise_call(raw: Any, where: str) -> dict[str, Any]:
+    if isinstance(raw, ToolCall):
+        return {"name": raw.name, "arguments": raw.arguments, "result": raw.result, "metadata": raw.metadata}
+    if not isinstance(raw, Mapping):
+        raise AgentDataError(f"{where}: expected a ToolCall or a mapping with 'name' and 'arguments', "
+                             f"got {type(raw).__name__} ({_short(raw)})")
+    metadata = raw.get("metadata")
+    metadata = dict(metadata) if isinstance(metadata, Mapping) else metadata
+    function = raw.get("function")
+    if isinstance(function, Mapping):  # OpenAI chat completions: {id, type, function: {name, arguments}}
+        name, arguments, args_where = function.get("name"), function.get("arguments"), f"{where}.function.arguments"
+    else:
+        key = "arguments" if "arguments" in raw else "args"
+        name, arguments, args_where = raw.get("name"), raw.get(key), f"{where}.{key}"
+    if isinstance(arguments, str):
+        arguments = _json_arguments(arguments, args_where)
+    if raw.get("id") is not None and (metadata is None or isinstance(metadata, dict)):
+        metadata = {"id": raw["id"], **(metadata or {})}
+    result = raw["result"] if "result" in raw else raw.get("output")
+    return {"name": name, "arguments": arguments, "result": result, "metadata": metadata}
+
+
+def _json_arguments(text: str, where: str) -> Any:
+    if not text.strip():
+        return {}
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise AgentDataError(f"{where}: not valid JSON ({exc}): {_short(text)}") from None
+
+
+def coerce_response(value: Any, *, where: str = "") -> AgentResponse:
+    """What ``chat`` returned as a validated AgentResponse: an AgentResponse, a string, or a mapping
+    with ``text`` (plus ``tool_calls`` and ``metadata``); anything else is an AgentDataError."""
+    prefix = f"{where}: " if where else ""
+    if isinstance(value, str):
+        return AgentResponse(text=value)
+    if isinstance(value, AgentResponse):
+        text, calls, metadata = value.text, value.tool_calls, value.metadata
+    elif isinstance(value, Mapping) and "text" in value:
+        text, calls, metadata = value.get("text"), value.get("tool_calls"), value.get("metadata")
+    else:
+        hint = ""
+        if hasattr(value, "chat"):
+            hint = (" (it looks like an agent: if this function is a factory, name its first parameter"
+                    " `context` so fabtest calls it once per scenario)")
+        raise AgentDataError(f"{prefix}the agent returned {type(value).__name__} ({_short(value)}); "
+                             f"expected str or AgentResponse{hint}")
+    if not isinstance(text, str):
+        raise AgentDataError(f"{prefix}the agent returned bad data: text: expected a string, got "
+                             f"{type(text).__name__} ({_short(text)})")
+    if calls is None:
+        calls = []
+    if isinstance(calls, (str, bytes, Mapping)) or not isinstance(calls, Sequence):
+        raise AgentDataError(f"{prefix}the agent returned bad data: tool_calls: expected a list of tool calls, got "
+                             f"{type(calls).__name__} ({_short(calls)})")
+    try:
+        tool_calls = [coerce_tool_call(call, where=f"tool_calls[{i}]") for i, call in enumerate(calls)]
+        meta = _metadata(metadata, "metadata")
+    except AgentDataError as exc:
+        raise AgentDataError(f"{prefix}the agent returned bad data: {exc}") from None
+    return AgentResponse(text=text, tool_calls=tool_calls, metadata=meta)
+
+
+def safe_metadata(agent: Any) -> dict[str, Any]:
+    """The agent's ``metadata()`` as plain JSON data ({} without one); a raising or malformed
+    ``metadata()`` is an AgentError naming it."""
+    meta = getattr(agent, "metadata", None)
+    if not callable(meta):
+        return {}
+    value = guarded("the agent's metadata() raised", meta)
+    try:
+        return _metadata(value, "metadata()")
+    except AgentDataError as exc:
+        raise AgentDataError(f"the agent returned bad data: {exc}") from None
+
+
+def _metadata(value: Any, where: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise AgentDataError(f"{where}: expected a mapping, got {type(value).__name__} ({_short(value)})")
+    return _plain({str(k): v for k, v in value.items()}, where)
+
+
+def _plain(value: Any, where: str) -> Any:
+    """Plain JSON data (objects become text), so results and reports always serialise."""
+    try:
+        return json.loads(json.dumps(value, default=str))
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise AgentDataError(f"{where}: not JSON data ({type(exc).__name__}: {exc})") from None
+
+
+def _first_error(exc: ValidationError, where: str) -> str:
+    err = exc.errors()[0]
+    loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])
+    got = err.get("input")
+    return f"{where}{loc}: {err['msg']}, got {type(got).__name__} ({_short(got)})"
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# -- merging -----------------------------------------------------------------------------------------
+
+
+def merge_tool_calls(returned: Sequence[ToolCall], reported: Sequence[ToolCall]) -> list[ToolCall]:
+    """Calls returned in the response plus calls reported through ``on_tool_call``; a call reported
+    both ways (same name and arguments, or the same ``id``) counts once, keeping what either side knew."""
+    merged = list(returned)
+    unmatched = list(range(len(merged)))
+    for call in reported:
+        twin = next((i for i in unmatched if _same_call(merged[i], call)), None)
+        if twin is None:
+            merged.append(call)
+            continue
+        unmatched.remove(twin)
+        kept = merged[twin]
+        merged[twin] = ToolCall(name=kept.name, arguments=kept.arguments,
+                                result=kept.result if kept.result is not None else call.result,
+                                metadata={**call.metadata, **kept.metadata})
+    return merged
+
+
+def _same_call(a: ToolCall, b: ToolCall) -> bool:
+    a_id, b_id = a.metadata.get("id", a.metadata.get("tool_id")), b.metadata.get("id", b.metadata.get("tool_id"))
+    if a_id is not None and b_id is not None:
+        return a_id == b_id and a.name == b.name
+    return a.name == b.name and a.arguments == b.arguments
