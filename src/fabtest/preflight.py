@@ -37,16 +37,15 @@ _JUDGE_STEP = re.compile(r"\b(should|must) (?:not )?(satisfy|be grounded in|have
                          r"reach the topic|follow the topics)\b")
 _SIMULATOR_STEP = re.compile(r"\bthe simulated user talks to the agent\b")
 _ENV_REF = re.compile(r"\$\{(\w+)\}")
-_HINT = "(skip this check with --fabtest-no-preflight)"
 
 
 class PreflightFailed(UsageError):
     """What the run needs is not there; ``problems`` holds one line per problem."""
 
-    def __init__(self, problems: list[str]) -> None:
+    def __init__(self, problems: list[str], *, skip_option: str = "--fabtest-no-preflight") -> None:
         self.problems = problems
         lines = [f"fabtest pre-flight: {p}" for p in problems]
-        lines[-1] += f" {_HINT}"
+        lines[-1] += f" (skip this check with {skip_option})"
         super().__init__("\n".join(lines))
 
 
@@ -147,45 +146,53 @@ def _check_http(where: str, url: Any) -> str | None:
 
 
 def check_llms(settings: Any, needs: Needs, *, cache_mode: str) -> list[str]:
-    """Probe the judge and the simulator the run needs; roles with the same endpoint are probed once."""
+    """Probe the judge and the simulator the run needs; roles sharing one endpoint are probed once."""
     if cache_mode == "replay":
         return []  # every answer comes from the cache: no key, no call
-    from fabtest.llm.base import LLMError
-    from fabtest.llm.factory import build_llm, llm_available
+    from fabtest.llm.factory import llm_available
 
-    problems: list[str] = []
-    probed: dict[Any, str | None] = {}
+    endpoints: dict[tuple[Any, ...], list[str]] = {}
     for role in ("judge", "simulator"):
         if not getattr(needs, role):
             continue
-        configured = getattr(settings, role)
-        llm_settings = configured.llm_settings(settings.max_concurrency)
-        available, _ = llm_available(llm_settings)
-        if not available:
-            continue  # no key: the scenarios that need it are skipped with the reason
-        key = (llm_settings.provider, llm_settings.model, llm_settings.base_url, llm_settings.api_key_env)
-        if key not in probed:
-            probed[key] = None
-            llm = build_llm(llm_settings, cache_mode="off", backoff_base_s=configured.backoff)
-            try:
-                llm.probe()  # type: ignore[attr-defined]
-            except LLMError as exc:
-                probed[key] = " ".join(str(exc).split())
-            finally:
-                close = getattr(llm, "close", None)
-                if callable(close):
-                    close()
-        if probed[key] is not None:
-            problems.append(f"the {role} LLM did not answer a pre-flight call: {probed[key]}")
+        llm_settings = getattr(settings, role).llm_settings(settings.max_concurrency)
+        if llm_available(llm_settings)[0]:  # without a key the scenarios that need it are skipped
+            key = (llm_settings.provider, llm_settings.model, llm_settings.base_url, llm_settings.api_key_env)
+            endpoints.setdefault(key, []).append(role)
+    problems = []
+    for roles in endpoints.values():
+        why = _probe(settings, roles[0])
+        if why is not None:
+            who = " and ".join(roles) + (" LLMs" if len(roles) > 1 else " LLM")
+            problems.append(f"the {who} did not answer a pre-flight call: {why}")
     return problems
 
 
-def run_preflight(settings: Any, needs: Needs, *, cache_mode: str) -> None:
+def _probe(settings: Any, role: str) -> str | None:
+    from fabtest.llm.base import LLMError
+    from fabtest.llm.factory import build_llm
+
+    configured = getattr(settings, role)
+    llm = build_llm(configured.llm_settings(settings.max_concurrency), cache_mode="off",
+                    backoff_base_s=configured.backoff)
+    try:
+        llm.probe()  # type: ignore[attr-defined]
+    except LLMError as exc:
+        return " ".join(str(exc).split())
+    finally:
+        close = getattr(llm, "close", None)
+        if callable(close):
+            close()
+    return None
+
+
+def run_preflight(settings: Any, needs: Needs, *, cache_mode: str,
+                  skip_option: str = "--fabtest-no-preflight") -> None:
     """Raise :class:`PreflightFailed` listing every problem; return when the run can start."""
     problems = [p for p in (check_agent(w, t) for w, t in needs.agents.items()) if p]
     problems += check_llms(settings, needs, cache_mode=cache_mode)
     if problems:
-        raise PreflightFailed(problems)
+        raise PreflightFailed(problems, skip_option=skip_option)
 
 
 def feature_text_needs(path: Path) -> Needs:

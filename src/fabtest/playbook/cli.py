@@ -114,7 +114,7 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
         where = "fabtest run --agent" if args.agent else "playbook agent"
         needs = Needs(agents={where: resolve_agent_target(args.agent, settings=settings)}, judge=True, simulator=True)
         try:
-            run_preflight(settings, needs, cache_mode=settings.llm_cache)
+            run_preflight(settings, needs, cache_mode=settings.llm_cache, skip_option="--no-preflight")
         except UsageError as exc:
             return _error_lines(str(exc))
 
