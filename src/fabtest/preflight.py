@@ -29,7 +29,8 @@ from urllib.parse import urlsplit
 
 from fabtest.errors import UsageError
 
-__all__ = ["Needs", "PreflightFailed", "check_agent", "check_llms", "needs_of_steps", "run_preflight"]
+__all__ = ["Needs", "PreflightFailed", "check_agent", "check_llms", "configured_agents", "feature_text_needs",
+           "needs_of_steps", "run_preflight"]
 
 #: Seconds to wait for an HTTP agent's TCP handshake (a local server answers in microseconds).
 CONNECT_TIMEOUT_S = 3.0

@@ -65,6 +65,8 @@ def _check(fabtest_session: Any, needs: Needs, *, scenarios: bool, playbooks: bo
     if not (scenarios or playbooks):
         return
     needs.agents = configured_agents(settings, scenarios=scenarios, playbooks=playbooks)
+    if fabtest_session.config.getoption("--fabtest-fake-llm", None) is not None:
+        needs.judge = needs.simulator = False  # a scripted fake answers for both: nothing to probe
     try:
         run_preflight(settings, needs, cache_mode=settings.llm_cache)
     except PreflightFailed as exc:
