@@ -133,3 +133,17 @@ def test_openai_probe(fake_openai) -> None:  # noqa: ANN001
     fake_openai.replies = [401]
     with pytest.raises(LLMError, match="HTTP 401"):
         llm.probe()
+
+
+@pytest.mark.parametrize(("workerinput", "floor"), [(None, 10), ({"workercount": 2}, 5), ({"workercount": 32}, 1)])
+def test_each_xdist_worker_gets_its_share_of_the_floor(workerinput: dict[str, int] | None, floor: int) -> None:
+    from types import SimpleNamespace
+
+    from fabtest.pytest_plugin.session import FabtestSession
+    from fabtest.settings import Settings
+
+    config = SimpleNamespace(getoption=lambda *_: None)
+    if workerinput is not None:
+        config.workerinput = workerinput  # type: ignore[attr-defined]
+    budget = FabtestSession(config, Settings(retry_budget=0.2)).retry_budget  # type: ignore[arg-type]
+    assert (budget.floor, budget.ratio) == (floor, 0.2)
