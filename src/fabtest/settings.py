@@ -65,6 +65,7 @@ class Settings(BaseModel):
     offline_llm: str | None = None
     max_concurrency: int = Field(default=8, ge=1)
     llm_cache: Literal["on", "off", "replay"] = "off"
+    retry_budget: float = Field(default=0.1, ge=0, allow_inf_nan=False)  # see fabtest.llm.budget
     cache_dir: str = ".fabtest/cache"
     criteria: dict[str, str] = Field(default_factory=dict)
     topics: list[TopicRow] = Field(default_factory=list)

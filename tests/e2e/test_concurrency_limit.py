@@ -36,7 +36,7 @@ def run_suite(tmp_path: Path, limit: int, *args: str) -> int:
                                "--fabtest-no-results", *args], cwd=tmp_path, capture_output=True, text=True,
                               timeout=300, env={**os.environ, **fake.env()})
         assert proc.returncode == 0, proc.stdout[-2000:]
-        assert fake.request_count == 6 * 3  # one judge call per turn
+        assert fake.request_count == 6 * 3 + 1  # one judge call per turn, and the pre-flight probe
         return fake.max_in_flight
 
 

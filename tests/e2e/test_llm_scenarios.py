@@ -61,7 +61,9 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGemini]:
 def run(pytester: pytest.Pytester, feature: str, *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:
     pytester.makefile(".toml", pyproject=PYPROJECT)
     pytester.makefile(".feature", scenario=textwrap.dedent(feature))
-    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", "--fabtest-experiment-id", "exp_e2e", *args)
+    # no pre-flight: its probe would meet the faults injected for the scenarios (see tests/preflight)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", "--fabtest-experiment-id", "exp_e2e",
+                                "--fabtest-no-preflight", *args)
     doc = json.loads((pytester.path / "results" / "exp_e2e.json").read_text())
     return result, doc
 

@@ -58,7 +58,8 @@ def llm_run(pytester: pytest.Pytester, fake: FakeGemini) -> tuple[FaultRun, Fake
         fake.add_fault("malformed_json", times=None, pattern="garbled-json")
         fake.add_fault("timeout", times=None, pattern="slowpoke", delay_s=3.0)
         fake.add_fault("empty", times=1, pattern="Empty-once goal")
-        run = run_project(pytester, FEATURE, judge_timeout=0.4)
+        # six of eight scenarios are faulty on purpose: lift the suite's retry budget (tested below)
+        run = run_project(pytester, FEATURE, "--fabtest-retry-budget", "100", judge_timeout=0.4)
         # keep only what the tests need: the fake stops when the fixture ends
         _RUN["run"] = (run, _Snapshot(fake))  # type: ignore[assignment]
     return _RUN["run"]
@@ -129,7 +130,7 @@ def test_connection_refused_is_an_error_and_deterministic_scenarios_pass(
     monkeypatch.setenv("GEMINI_API_KEY", "fake-key")
     feature = ("Feature: No server\n" + soft("Needs the judge", "hello")
                + '\n  Scenario: Deterministic\n    When the user says "hi"\n    Then the response must match "hello"\n')
-    run = run_project(pytester, feature)
+    run = run_project(pytester, feature, "--fabtest-no-preflight")  # pre-flight would stop the run: see below
     run.result.assert_outcomes(passed=1, failed=1)
     run.failed("Needs the judge", "error", "connection", "gave up after 3 attempt(s)")
     deterministic = run.scenarios["Deterministic"]

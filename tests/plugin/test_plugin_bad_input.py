@@ -144,7 +144,7 @@ def _bad_project(project):
 
 @pytest.fixture
 def bad_run(shared_run):
-    return shared_run("bad-input", _bad_project, "features")
+    return shared_run("bad-input", _bad_project, "features", "--fabtest-no-preflight")  # each scenario fails alone
 
 
 def _where(scenario: str) -> str:
@@ -239,7 +239,7 @@ def test_default_agent_that_does_not_import(project):
             When the user says "hi"
     '''
     project.feature("features/default.feature", feature)
-    result = project.run("features")
+    result = project.run("features", "--fabtest-no-preflight")  # the scenario's own guard (pre-flight: tests/preflight)
     result.assert_outcomes(failed=1)
     out = project.output(result)
     line = project.line_of(feature, "When the user says")

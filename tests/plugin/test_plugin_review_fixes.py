@@ -96,7 +96,7 @@ def test_unset_variable_in_an_agent_table_is_named(project, monkeypatch):
     monkeypatch.delenv("BOT_TOKEN", raising=False)
     project.pyproject('agent = { http = "http://127.0.0.1:9/chat", headers = { Authorization = "Bearer ${BOT_TOKEN}" } }')
     project.feature("features/f.feature", 'Feature: F\n  Scenario: S\n    When the user says "hi"\n')
-    result = project.run("features")
+    result = project.run("features", "--fabtest-no-preflight")  # the scenario's own guard (pre-flight: tests/preflight)
     result.assert_outcomes(failed=1)
     assert "${BOT_TOKEN}, which is not set" in project.output(result)
 

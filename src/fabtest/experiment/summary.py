@@ -14,6 +14,7 @@ from tabulate import tabulate
 
 from fabtest.experiment.export import list_experiment_files
 from fabtest.experiment.fmt import RULE_HEAVY, RULE_LIGHT, count, git_line, llm_line, num, pct, timestamp
+from fabtest.llm.budget import budget_line
 
 __all__ = ["previous_experiment_id", "render_summary"]
 
@@ -172,6 +173,7 @@ def render_summary(
         RULE_LIGHT,
         "",
         *_completion(summary),
+        *budget_line(doc),
         "",
         *_quality(doc),
         "",

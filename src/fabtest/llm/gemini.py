@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel
 
 from fabtest.llm.base import Completion, LLMError, LLMNotConfigured, LLMSettings
+from fabtest.llm.budget import RetryBudget
 from fabtest.llm.limits import (
+    PROBE_PROMPT,
     ProviderBase,
     RawAnswer,
     TransientFailure,
@@ -75,6 +77,7 @@ class GeminiLLM(ProviderBase):
         backoff_base_s: float = 0.5,
         backoff_max_s: float = 8.0,
         bad_output_retries: int = 2,
+        retry_budget: RetryBudget | None = None,
     ) -> None:
         settings = settings or LLMSettings()
         key = api_key or gemini_api_key(settings)[0]
@@ -82,7 +85,7 @@ class GeminiLLM(ProviderBase):
             raise LLMNotConfigured(missing_key_message(settings))
         self._api_key = key
         self._setup(settings, gemini_base_url(settings), backoff_base_s=backoff_base_s, backoff_max_s=backoff_max_s,
-                    bad_output_retries=bad_output_retries)
+                    bad_output_retries=bad_output_retries, retry_budget=retry_budget)
         self._client: genai.Client | None = None
         self._client_lock = threading.Lock()
 
@@ -123,7 +126,17 @@ class GeminiLLM(ProviderBase):
             bad_output_retries=self._bad_output_retries,
             what=f"gemini {self.model}",
             semaphore=self._semaphore,
+            budget=self._budget,
         )
+
+    def _probe_attempt(self) -> None:
+        from google.genai import types
+
+        config = types.GenerateContentConfig(max_output_tokens=16)
+        try:
+            self._get_client().models.generate_content(model=self.model, contents=PROBE_PROMPT, config=config)
+        except Exception as exc:  # noqa: BLE001 - classified below
+            raise self._classify(exc) from exc
 
     def _timeout_ms(self) -> int:
         return max(1, int(self.settings.timeout_s * 1000))

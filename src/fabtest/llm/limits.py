@@ -20,6 +20,7 @@ from pydantic import BaseModel
 
 from fabtest.conversation import TokenUsage
 from fabtest.llm.base import Completion, LLMBadOutput, LLMError, LLMSettings, LLMTimeout
+from fabtest.llm.budget import RetryBudget, budget_spent_message
 
 R = TypeVar("R")
 T = TypeVar("T", bound=BaseModel)
@@ -68,11 +69,14 @@ def call_with_retries(
     policy: RetryPolicy,
     what: str,
     sleep: Callable[[float], None] = time.sleep,
+    budget: RetryBudget | None = None,
 ) -> R:
     """Run ``attempt`` until it stops raising :class:`TransientFailure` or retries run out.
 
     ``what`` names the call in error messages ("gemini gemini-2.5-flash"). Raises
-    :class:`LLMTimeout` when every attempt timed out, :class:`LLMError` otherwise.
+    :class:`LLMTimeout` when every attempt timed out, :class:`LLMError` otherwise. Every retry
+    is paid from ``budget`` (the suite's retry budget) when one is given; once it is spent the
+    transient failure ends the call at once with :class:`~fabtest.llm.budget.RetryBudgetSpent`.
     """
     failures: list[TransientFailure] = []
     attempts = max(0, policy.max_retries) + 1
@@ -82,6 +86,8 @@ def call_with_retries(
         except TransientFailure as failure:
             failures.append(failure)
             if number < attempts:
+                if budget is not None and not budget.spend():
+                    raise budget.exhausted(f"{what}: {failure}") from failure
                 sleep(policy.delay(number, failure.retry_after_s))
     last = failures[-1]
     summary = f"{what}: gave up after {attempts} attempt(s); last error: {last}"
@@ -163,12 +169,14 @@ def complete_validated(
     what: str,
     semaphore: threading.BoundedSemaphore,
     sleep: Callable[[float], None] = time.sleep,
+    budget: RetryBudget | None = None,
 ) -> Completion[Any]:
     """One logical call: transport retries inside, then re-ask on empty or invalid output.
 
     The semaphore is held only while a request is in flight, never during backoff sleeps.
     Usage counts one call and the tokens of every attempt that answered; when the output never
-    validates, :class:`LLMBadOutput` carries that usage as ``.usage``.
+    validates, :class:`LLMBadOutput` carries that usage as ``.usage``. Transport retries and
+    re-asks are both paid from ``budget`` (see :mod:`fabtest.llm.budget`).
     """
 
     def limited() -> RawAnswer:
@@ -178,8 +186,14 @@ def complete_validated(
     usage = TokenUsage(calls=1)
     problem = ""
     attempts = max(0, bad_output_retries) + 1
-    for _ in range(attempts):
-        raw = call_with_retries(limited, policy=policy, what=what, sleep=sleep)
+    if budget is not None:
+        budget.record_call()
+    for number in range(attempts):
+        if number and budget is not None and not budget.spend():
+            error = LLMBadOutput(f"{what}: {problem}; not asked again: {budget_spent_message(budget)}")
+            error.usage = usage  # type: ignore[attr-defined]
+            raise error
+        raw = call_with_retries(limited, policy=policy, what=what, sleep=sleep, budget=budget)
         usage.input_tokens += raw.input_tokens
         usage.output_tokens += raw.output_tokens
         if not raw.text.strip():
@@ -209,13 +223,14 @@ class ProviderBase:
     provider: str
 
     def _setup(self, settings: LLMSettings, base_url: str | None, *, backoff_base_s: float, backoff_max_s: float,
-               bad_output_retries: int) -> None:
+               bad_output_retries: int, retry_budget: RetryBudget | None = None) -> None:
         self.settings = settings
         self.model = settings.model
         self.base_url = base_url
         self._policy = RetryPolicy(settings.max_retries, backoff_base_s, backoff_max_s)
         self._bad_output_retries = bad_output_retries
         self._semaphore = provider_semaphore(self.provider, base_url, settings.max_concurrency)
+        self._budget = retry_budget
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
@@ -230,5 +245,23 @@ class ProviderBase:
         """Structured output for ``schema``, validated by pydantic."""
         return self._call(prompt, schema, system, temperature)
 
+    def probe(self) -> None:
+        """One cheap call (a few output tokens, at most two retries, no retry budget) proving that
+        the host, the key and the model answer; raises :class:`LLMError` naming why not."""
+        policy = RetryPolicy(min(2, self._policy.max_retries), self._policy.backoff_base_s, self._policy.backoff_max_s)
+
+        def limited() -> None:
+            with self._semaphore:
+                self._probe_attempt()
+
+        call_with_retries(limited, policy=policy, what=f"{self.provider} {self.model}")
+
     def _call(self, prompt: str, schema: type[T] | None, system: str | None, temperature: float | None) -> Completion[Any]:
         raise NotImplementedError
+
+    def _probe_attempt(self) -> None:
+        raise NotImplementedError
+
+
+#: What the pre-flight probe asks; recognisable in a fake server's request log.
+PROBE_PROMPT = "fabtest preflight check: reply with the word OK."

@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel
 
 from fabtest.llm.base import Completion, LLMError, LLMSettings
+from fabtest.llm.budget import RetryBudget
 from fabtest.llm.limits import (
+    PROBE_PROMPT,
     ProviderBase,
     RawAnswer,
     TransientFailure,
@@ -69,11 +71,12 @@ class OpenAICompatLLM(ProviderBase):
         backoff_base_s: float = 0.5,
         backoff_max_s: float = 8.0,
         bad_output_retries: int = 2,
+        retry_budget: RetryBudget | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         settings = settings or LLMSettings(provider="openai")
         self._setup(settings, openai_base_url(settings), backoff_base_s=backoff_base_s, backoff_max_s=backoff_max_s,
-                    bad_output_retries=bad_output_retries)
+                    bad_output_retries=bad_output_retries, retry_budget=retry_budget)
         key = api_key or openai_api_key(settings)
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         import httpx  # deferred: importing fabtest should not pay for it
@@ -96,20 +99,7 @@ class OpenAICompatLLM(ProviderBase):
             body["response_format"] = _response_format(schema)
 
         def fetch() -> RawAnswer:
-            try:
-                response = self._http.post("/chat/completions", json=body)
-            except Exception as exc:  # noqa: BLE001 - classified below
-                if exception_is_timeout(exc):
-                    raise TransientFailure(f"timed out after {self.settings.timeout_s:g}s", timeout=True) from exc
-                if exception_is_connection_error(exc):
-                    raise TransientFailure(f"connection error to {self.base_url}: {exc}") from exc
-                raise LLMError(f"openai {self.model}: {type(exc).__name__}: {exc}") from exc
-            if response.status_code != 200:
-                detail = f"HTTP {response.status_code}: {response.text[:300]}"
-                if is_retryable_status(response.status_code):
-                    raise TransientFailure(detail, status=response.status_code, retry_after_s=_retry_after(response))
-                raise LLMError(f"openai {self.model} at {self.base_url}: {detail}")
-            return _raw_answer(response, self.model)
+            return _raw_answer(self._post(body), self.model)
 
         return complete_validated(
             fetch,
@@ -118,7 +108,28 @@ class OpenAICompatLLM(ProviderBase):
             bad_output_retries=self._bad_output_retries,
             what=f"openai {self.model} at {self.base_url}",
             semaphore=self._semaphore,
+            budget=self._budget,
         )
+
+    def _probe_attempt(self) -> None:
+        self._post({"model": self.model, "messages": [{"role": "user", "content": PROBE_PROMPT}], "max_tokens": 4})
+
+    def _post(self, body: dict[str, Any]) -> httpx.Response:
+        """One POST to /chat/completions; a failure becomes TransientFailure (retry) or LLMError."""
+        try:
+            response = self._http.post("/chat/completions", json=body)
+        except Exception as exc:  # noqa: BLE001 - classified below
+            if exception_is_timeout(exc):
+                raise TransientFailure(f"timed out after {self.settings.timeout_s:g}s", timeout=True) from exc
+            if exception_is_connection_error(exc):
+                raise TransientFailure(f"connection error to {self.base_url}: {exc}") from exc
+            raise LLMError(f"openai {self.model}: {type(exc).__name__}: {exc}") from exc
+        if response.status_code != 200:
+            detail = f"HTTP {response.status_code}: {response.text[:300]}"
+            if is_retryable_status(response.status_code):
+                raise TransientFailure(detail, status=response.status_code, retry_after_s=_retry_after(response))
+            raise LLMError(f"openai {self.model} at {self.base_url}: {detail}")
+        return response
 
 
 def _raw_answer(response: httpx.Response, model: str) -> RawAnswer:

@@ -2,7 +2,7 @@
 
 Exit codes: 0 when every playbook passed, 1 when any failed or was skipped (no LLM configured:
 nothing was verified), 2 for usage errors (a bad playbook, a missing ``env`` variable, a bad
-``link_paths`` entry, bad settings): one line on stderr, before anything runs.
+``link_paths`` entry, bad settings, a failed pre-flight check): one line on stderr, before anything runs.
 """
 
 from __future__ import annotations
@@ -22,17 +22,21 @@ PROG = "fabtest run"
 
 def build_roles(settings: Any, root: Path) -> dict[str, Any]:
     """The judge and simulator LLMs from ``[tool.fabtest]``: the provider, else ``offline_llm``
-    (None plus a reason when neither is there)."""
+    (None plus a reason when neither is there); they share one retry budget (``retry_budget``,
+    see fabtest.llm.budget)."""
     from fabtest.llm.base import LLMNotConfigured
+    from fabtest.llm.budget import RetryBudget
     from fabtest.llm.factory import role_llm
 
+    budget = RetryBudget(settings.retry_budget)
     roles: dict[str, Any] = {}
     for role in ("judge", "simulator"):
         configured = getattr(settings, role)
         try:
             roles[role] = role_llm(configured.llm_settings(settings.max_concurrency), offline_llm=settings.offline_llm,
                                    cache_mode=settings.llm_cache, cache_dir=str(root / settings.cache_dir),
-                                   backoff_base_s=configured.backoff)
+                                   backoff_base_s=configured.backoff,
+                                   retry_budget=budget)
             roles[f"{role}_reason"] = ""
         except LLMNotConfigured as exc:
             roles[role] = None
@@ -48,6 +52,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--experiment-id", default=None, metavar="ID", help="use this experiment id")
     p.add_argument("--tag", action="append", default=[], metavar="TAG", help="tag the experiment (repeatable)")
     p.add_argument("--no-results", action="store_true", help="do not write an experiment file")
+    p.add_argument("--no-preflight", action="store_true",
+                   help="skip the pre-flight check of the agent and the LLMs before the first playbook")
     p.add_argument("--agent", default=None, metavar="MODULE:ATTR",
                    help="agent factory (default: $FABTEST_PLAYBOOK_AGENT, [tool.fabtest] playbook_agent, Gemini CLI)")
     return p
@@ -55,6 +61,13 @@ def _parser() -> argparse.ArgumentParser:
 
 def _error(message: str) -> int:
     print(f"{PROG}: error: {' '.join(str(message).split())}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _error_lines(message: str) -> int:
+    """Several one-line problems (the pre-flight's), each on its own line."""
+    for line in message.splitlines():
+        print(f"{PROG}: error: {line}", file=sys.stderr)
     return EXIT_USAGE
 
 
@@ -100,6 +113,16 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
         except PlaybookError as exc:
             return _error(str(exc))
         playbooks.append(playbook)
+    if not args.no_preflight:
+        from fabtest.playbook.run import resolve_agent_target
+        from fabtest.preflight import Needs, run_preflight
+
+        where = "fabtest run --agent" if args.agent else "playbook agent"
+        needs = Needs(agents={where: resolve_agent_target(args.agent, settings=settings)}, judge=True, simulator=True)
+        try:
+            run_preflight(settings, needs, cache_mode=settings.llm_cache, skip_option="--no-preflight")
+        except UsageError as exc:
+            return _error_lines(str(exc))
 
     results_dir = Path(args.results_dir or os.environ.get("FABTEST_RESULTS_DIR") or settings.results_dir)
     if not results_dir.is_absolute():

@@ -54,6 +54,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--fabtest-fake-llm", nargs="?", const="", default=None, metavar="SCRIPT",
                     help="judge and simulate with fabtest.testing.FakeLLM: a script (.yaml/.json) or module:attr; "
                          "with no value, an empty fake that the fabtest_fake_llm fixture scripts")
+    group.addoption("--fabtest-no-preflight", action="store_true",
+                    help="skip the pre-flight check of agents and LLMs before the first scenario")
+    group.addoption("--fabtest-retry-budget", type=float, default=None, metavar="RATIO",
+                    help="retries may add at most RATIO times the calls made (default 0.1)")
     group.addoption("--fabtest-llm-cache", choices=["on", "off", "replay"], default=None,
                     help="record/replay cache of LLM calls under .fabtest/cache")
     for role in ("judge", "simulator"):
@@ -95,7 +99,7 @@ def _settings(config: pytest.Config) -> Settings:
     updates: dict[str, Any] = {}
     for name, key in (("--fabtest-results-dir", "results_dir"), ("--fabtest-agent", "agent"),
                       ("--fabtest-agent-timeout", "agent_timeout"), ("--fabtest-scenario-timeout", "scenario_timeout"),
-                      ("--fabtest-llm-cache", "llm_cache")):
+                      ("--fabtest-llm-cache", "llm_cache"), ("--fabtest-retry-budget", "retry_budget")):
         if opt(name) is not None:
             updates[key] = opt(name)
     for role in ("judge", "simulator"):

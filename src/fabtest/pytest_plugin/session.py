@@ -38,6 +38,8 @@ class FabtestSession:
         self._fake: Any = None
         self._sets: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self._topics = self._project_topics()
+        self._preflight_done = False
+        self.retry_budget = self._make_retry_budget()
 
     # -- configuration ---------------------------------------------------------------------------
     def project_criteria(self) -> dict[str, Criterion]:
@@ -100,7 +102,7 @@ class FabtestSession:
                     llm = role_llm(role_settings, offline_llm=self.settings.offline_llm,
                                    cache_mode=self.settings.llm_cache,
                                    cache_dir=str(Path(str(self.config.rootpath)) / self.settings.cache_dir),
-                                   backoff_base_s=configured.backoff)
+                                   backoff_base_s=configured.backoff, retry_budget=self.retry_budget)
                 except LLMNotConfigured as exc:
                     setattr(roles, f"{role}_reason", str(exc))
                 except UsageError as exc:
@@ -109,6 +111,13 @@ class FabtestSession:
                     setattr(roles, role, llm)
             self._roles = roles
         return self._roles
+
+    def _make_retry_budget(self) -> Any:
+        """This process's share of the suite's retry budget (see fabtest.llm.budget)."""
+        from fabtest.llm.budget import RETRY_BUDGET_FLOOR, RetryBudget
+
+        workers = int(getattr(self.config, "workerinput", {}).get("workercount", 1) or 1)
+        return RetryBudget(self.settings.retry_budget, floor=max(1, RETRY_BUDGET_FLOOR // workers))
 
     def concurrency_share(self) -> int:
         """This process's part of ``max_concurrency``: under ``-n N`` each worker gets 1/N of it,
@@ -145,6 +154,21 @@ class FabtestSession:
         from fabtest.pytest_plugin.playbooks import collect_playbook
 
         return collect_playbook(self, file_path, parent)
+
+    # -- pre-flight (once per run, before the first scenario) -------------------------------------
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        from fabtest.pytest_plugin import preflight
+
+        if not self.is_worker and not self.config.pluginmanager.has_plugin("dsession") and preflight.enabled(self.config):
+            preflight.check_items(self, session.items)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        from fabtest.pytest_plugin import preflight
+
+        if not self._preflight_done and preflight.enabled(self.config):
+            self._preflight_done = True
+            preflight.check_nodeids(self, list(ids))
 
     # -- the experiment (controller only) ----------------------------------------------------------
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:

@@ -1,0 +1,205 @@
+"""Pre-flight: before the first scenario, check that what the run will need is there.
+
+A run is often hours of paid LLM calls. A typo in an agent's module name, an HTTP agent that
+is not started, a missing CLI or a revoked API key would otherwise fail every scenario one by
+one, each after spending on the others. So before the first scenario fabtest checks, once:
+
+- every configured agent target: a ``module:attr`` imports, an HTTP agent's host accepts a TCP
+  connection, a CLI agent's executable exists;
+- the judge and the simulator, when the run needs them and a key is configured, answer one
+  cheap call with the configured key and model (``probe``: a few output tokens).
+
+Each problem is one line naming what and why; the caller stops the run as a usage error
+(pytest exit 4, ``fabtest run`` exit 2). ``--fabtest-no-preflight`` skips the check. Nothing here
+imports pytest: the plugin and ``fabtest run`` share it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import re
+import shutil
+import socket
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from fabtest.errors import UsageError
+
+__all__ = ["Needs", "PreflightFailed", "check_agent", "check_llms", "configured_agents", "feature_text_needs",
+           "needs_of_steps", "run_preflight"]
+
+#: Seconds to wait for an HTTP agent's TCP handshake (a local server answers in microseconds).
+CONNECT_TIMEOUT_S = 3.0
+_JUDGE_STEP = re.compile(r"\b(should|must) (?:not )?(satisfy|be grounded in|have the intent|be achieved|"
+                         r"reach the topic|follow the topics)\b")
+_SIMULATOR_STEP = re.compile(r"\bthe simulated user talks to the agent\b")
+_ENV_REF = re.compile(r"\$\{(\w+)\}")
+
+
+class PreflightFailed(UsageError):
+    """What the run needs is not there; ``problems`` holds one line per problem."""
+
+    def __init__(self, problems: list[str], *, skip_option: str = "--fabtest-no-preflight") -> None:
+        self.problems = problems
+        lines = [f"fabtest pre-flight: {p}" for p in problems]
+        lines[-1] += f" (skip this check with {skip_option})"
+        super().__init__("\n".join(lines))
+
+
+@dataclass
+class Needs:
+    """What the collected scenarios and playbooks will use."""
+
+    agents: dict[str, Any] = field(default_factory=dict)  # where (the setting's name) -> target
+    judge: bool = False
+    simulator: bool = False
+
+    def add_steps(self, texts: Iterable[str]) -> None:
+        """A scenario's step texts: LLM-judged steps need the judge, a simulated user the simulator."""
+        for text in texts:
+            self.judge = self.judge or bool(_JUDGE_STEP.search(text))
+            self.simulator = self.simulator or bool(_SIMULATOR_STEP.search(text))
+
+
+def needs_of_steps(texts: Iterable[str]) -> Needs:
+    """The LLM needs of some step texts (for a scenario, or a whole feature file's lines)."""
+    needs = Needs()
+    needs.add_steps(texts)
+    return needs
+
+
+def configured_agents(settings: Any, *, scenarios: bool, playbooks: bool) -> dict[str, Any]:
+    """The agent targets of ``[tool.fabtest]`` a run with these kinds of items may build."""
+    agents: dict[str, Any] = {}
+    if scenarios:
+        if settings.agent is not None:
+            agents["[tool.fabtest] agent"] = settings.agent
+        for name, target in (settings.agents or {}).items():
+            agents[f"[tool.fabtest.agents] {name}"] = target
+    if playbooks:
+        from fabtest.playbook.run import resolve_agent_target
+
+        agents["playbook agent"] = resolve_agent_target(None, settings=settings)
+    return agents
+
+
+def check_agent(where: str, target: Any) -> str | None:
+    """One line saying why ``target`` cannot be used, or None when it looks ready."""
+    try:
+        if isinstance(target, str):
+            return _check_object(where, target)
+        if isinstance(target, Mapping):
+            if "http" in target:
+                return _check_http(where, target["http"])
+            if "factory" in target:
+                return _check_object(where, str(target["factory"]))
+    except UsageError as exc:
+        return str(exc)
+    return None  # an object handed over in code, or a table the registry will judge itself
+
+
+def _check_object(where: str, spec: str) -> str | None:
+    from fabtest.agents.registry import import_object
+
+    obj = import_object(spec, where=where)
+    executable = _cli_executable(obj)
+    if executable is not None and shutil.which(executable) is None:
+        return (f"{where}: agent {spec!r} runs the CLI {executable!r}, which is not on PATH "
+                "(install it, or set FABTEST_GEMINI_CLI to its path)")
+    return None
+
+
+def _cli_executable(obj: Any) -> str | None:
+    """The executable a CLI agent target will start, when it can be told without building it."""
+    from fabtest.agents.cli import CliAgent, gemini_cli
+
+    if obj is gemini_cli:
+        return os.environ.get("FABTEST_GEMINI_CLI") or "gemini"
+    if isinstance(obj, CliAgent):
+        return obj.command[0]
+    if inspect.isclass(obj) and issubclass(obj, CliAgent):
+        return os.environ.get("FABTEST_GEMINI_CLI") or "gemini"
+    return None
+
+
+def _check_http(where: str, url: Any) -> str | None:
+    missing = [name for name in _ENV_REF.findall(str(url)) if name not in os.environ]
+    if missing:
+        return f"{where}: the agent configuration uses ${{{missing[0]}}}, which is not set"
+    parts = urlsplit(_ENV_REF.sub(lambda m: os.environ[m.group(1)], str(url)))
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"{where}: the HTTP agent URL must start with http:// or https:// and name a host"
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return f"{where}: the HTTP agent URL has an invalid port"
+    shown = f"{parts.scheme}://{parts.hostname}:{port}"  # never the path or query: they may hold a token
+    try:
+        with socket.create_connection((parts.hostname, port), timeout=CONNECT_TIMEOUT_S):
+            return None
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        return f"{where}: the HTTP agent at {shown} does not accept connections ({reason}); is the server running?"
+
+
+def check_llms(settings: Any, needs: Needs, *, cache_mode: str) -> list[str]:
+    """Probe the judge and the simulator the run needs; roles sharing one endpoint are probed once."""
+    if cache_mode == "replay":
+        return []  # every answer comes from the cache: no key, no call
+    from fabtest.llm.factory import llm_available
+
+    endpoints: dict[tuple[Any, ...], list[str]] = {}
+    for role in ("judge", "simulator"):
+        if not getattr(needs, role):
+            continue
+        llm_settings = getattr(settings, role).llm_settings(settings.max_concurrency)
+        if llm_available(llm_settings)[0]:  # without a key the scenarios that need it are skipped
+            key = (llm_settings.provider, llm_settings.model, llm_settings.base_url, llm_settings.api_key_env)
+            endpoints.setdefault(key, []).append(role)
+    problems = []
+    for roles in endpoints.values():
+        why = _probe(settings, roles[0])
+        if why is not None:
+            who = " and ".join(roles) + (" LLMs" if len(roles) > 1 else " LLM")
+            problems.append(f"the {who} did not answer a pre-flight call: {why}")
+    return problems
+
+
+def _probe(settings: Any, role: str) -> str | None:
+    from fabtest.llm.base import LLMError
+    from fabtest.llm.factory import build_llm
+
+    configured = getattr(settings, role)
+    llm = build_llm(configured.llm_settings(settings.max_concurrency), cache_mode="off",
+                    backoff_base_s=configured.backoff)
+    try:
+        llm.probe()  # type: ignore[attr-defined]
+    except LLMError as exc:
+        return " ".join(str(exc).split())
+    finally:
+        close = getattr(llm, "close", None)
+        if callable(close):
+            close()
+    return None
+
+
+def run_preflight(settings: Any, needs: Needs, *, cache_mode: str,
+                  skip_option: str = "--fabtest-no-preflight") -> None:
+    """Raise :class:`PreflightFailed` listing every problem; return when the run can start."""
+    problems = [p for p in (check_agent(w, t) for w, t in needs.agents.items()) if p]
+    problems += check_llms(settings, needs, cache_mode=cache_mode)
+    if problems:
+        raise PreflightFailed(problems, skip_option=skip_option)
+
+
+def feature_text_needs(path: Path) -> Needs:
+    """The LLM needs of a whole feature file, read as text (the xdist controller has no items)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return Needs()
+    return needs_of_steps(text.splitlines())
