@@ -30,7 +30,7 @@ from fabtest.conversation import Check, Conversation, Mode, Status, TokenUsage, 
 from fabtest.criteria import Criterion
 from fabtest.errors import ExpectationFailed, UsageError
 from fabtest.judge import Judge, format_exchange
-from fabtest.llm.base import LLM, LLMError
+from fabtest.llm.base import LLM, LLMError, LLMNotConfigured
 from fabtest.runner import ConversationRunner
 from fabtest.settings import Settings
 from fabtest.simulator import Simulator, SimulatorConfig
@@ -117,7 +117,11 @@ class ScenarioState:
             if target is None:
                 raise UsageError(f"{self.where}: no agent configured: set [tool.fabtest] agent = \"module:attr\", "
                                  "define a fabtest_agent fixture, or use Given the agent \"name\"")
-            self._agent = make_agent(target, self.context, where=self.where)
+            try:
+                self._agent = make_agent(target, self.context, where=self.where)
+            except LLMNotConfigured as exc:  # a built-in agent without a key: skipped like the judge's scenarios
+                raise pytest.skip.Exception(f"the agent needs an LLM: {exc}",
+                                            _use_item_location=True) from None
             around = getattr(self._agent, "around", None)
             if callable(around):
                 try:
