@@ -194,16 +194,18 @@ class McpConnection:
             self._task = asyncio.run_coroutine_threadsafe(self._hold(ready), loop)
             _LOOP.run(_await(ready), spec.startup_timeout)
         except TimeoutError:
+            tail = self._stderr_tail()
             self.close()
             raise AgentError(f"MCP server {spec.label!r} did not start within {spec.startup_timeout:g}s "
-                             f"(startup_timeout){self._stderr_tail()}") from None
-        except AgentError:
+                             f"(startup_timeout){tail}") from None
+        except AgentError as exc:
+            tail = self._stderr_tail()
             self.close()
-            raise
+            raise AgentError(f"{exc}{tail}") from None
         except Exception as exc:  # noqa: BLE001 - the SDK and the server can fail in many ways
+            tail = self._stderr_tail()
             self.close()
-            raise AgentError(f"MCP server {spec.label!r} failed to start: {_describe(exc)}"
-                             f"{self._stderr_tail()}") from exc
+            raise AgentError(f"MCP server {spec.label!r} failed to start: {_describe(exc)}{tail}") from exc
         return self
 
     async def _hold(self, ready: asyncio.Future[Any]) -> None:
