@@ -19,7 +19,8 @@ server = MCPServer("fabtest-test-server")
 @server.tool()
 def lookup(key: str) -> dict[str, Any]:
     """Look a key up in the test catalogue."""
-    return {"key": key, "value": {"alpha": 1, "beta": 2}.get(key), "pid": os.getpid()}
+    return {"key": key, "value": {"alpha": 1, "beta": 2}.get(key), "pid": os.getpid(),
+            "sees_gemini_key": "GEMINI_API_KEY" in os.environ}
 
 
 @server.tool()

@@ -60,7 +60,8 @@ def test_stdio_server_tools_are_declared_called_and_recorded(fake: FakeGemini, t
     assert reply.text == "value is 1"
     [call] = reply.tool_calls
     assert call.name == "lookup" and call.arguments == {"key": "alpha"}
-    assert call.result == {"key": "alpha", "value": 1, "pid": pid}
+    # the server got its own env entry but not the key fabtest holds (the fake fixture set GEMINI_API_KEY)
+    assert call.result == {"key": "alpha", "value": 1, "pid": pid, "sees_gemini_key": False}
     assert call.metadata["source"].startswith("mcp:")
     assert set(fake.requests[0].tool_names) == {"lookup", "slow", "broken"}
     assert wait_gone(pid), "the stdio server outlived its scenario"
@@ -86,6 +87,7 @@ def test_http_server_started_by_fabtest_is_killed_with_its_group(fake: FakeGemin
         reply = agent.chat([Message("user", "beta?")])
         [pid] = pids(pid_dir)
     assert reply.tool_calls[0].result["value"] == 2
+    assert reply.tool_calls[0].result["sees_gemini_key"] is False
     assert reply.tool_calls[0].metadata["source"] == "mcp:catalogue"
     assert wait_gone(pid), "the HTTP server outlived its scenario"
 

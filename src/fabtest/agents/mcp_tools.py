@@ -347,9 +347,12 @@ def _describe(exc: BaseException) -> str:
 
 
 def _spawn(spec: McpServerSpec, stderr: Any) -> subprocess.Popen[bytes]:
+    from mcp.client.stdio import get_default_environment  # the same minimal environment as a stdio server
+
     try:
         return subprocess.Popen(list(spec.command), stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr,
-                                cwd=spec.cwd, env={**os.environ, **dict(spec.env)}, start_new_session=True)
+                                cwd=spec.cwd, env={**get_default_environment(), **dict(spec.env)},
+                                start_new_session=True)
     except OSError as exc:
         raise AgentError(f"MCP server {spec.label!r} could not start {spec.command[0]!r}: {exc}") from None
 
