@@ -15,6 +15,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from fabtest.testing import FakeGemini
 
 from .helpers import SERVER, alive, pids
@@ -85,3 +87,14 @@ def test_a_project_with_a_builtin_agent_and_an_mcp_server(tmp_path: Path) -> Non
     while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not alive(pid), "the shared MCP server outlived the pytest run"  # ... stopped when pytest exited
+
+
+def test_without_a_key_its_scenarios_are_skipped_naming_the_variable(pytester: pytest.Pytester,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    pytester.makefile(".toml", pyproject='[tool.fabtest.agents.helper]\ngemini = "gemini-2.5-flash"\n')
+    pytester.makefile(".feature", helper=textwrap.dedent(FEATURE))
+    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", "-rs")
+    result.assert_outcomes(skipped=2)
+    result.stdout.fnmatch_lines(["*helper.feature:*the agent needs an LLM*set GEMINI_API_KEY*built-in agent*"])

@@ -74,7 +74,7 @@ class BuiltinConfig(BaseModel):
 def build_builtin_agent(table: Mapping[str, Any], context: Mapping[str, Any], *, where: str) -> BuiltinAgent:
     """The registry's entry point: validate the table (one-line errors) and build the agent."""
     name = context.get("agent_name")
-    where = f"{where}: agent {name!r}" if name else where
+    where = f"{where}: [tool.fabtest.agents.{name}]" if name else where
     try:
         config = BuiltinConfig.model_validate(dict(table))
     except ValidationError as exc:
@@ -107,8 +107,6 @@ class BuiltinAgent:
         self.config = config
         self.settings = config.llm_settings()
         self._where = where
-        if self.settings.provider == "gemini" and not gemini_api_key(self.settings)[0]:
-            raise LLMNotConfigured(missing_key_message(self.settings).replace(" LLM", " built-in agent"))
         skills = load_skills(config.skills, root=root, where=where)
         self.instructions = "\n\n".join(p for p in (_instructions(config.instructions, root, where),
                                                     skills_instructions(skills)) if p)
@@ -128,6 +126,9 @@ class BuiltinAgent:
         self._seen: list[Message] | None = None
         self._usage = TokenUsage()
         self._closed = False
+        # last, so a broken table is reported even where no key is set
+        if self.settings.provider == "gemini" and not gemini_api_key(self.settings)[0]:
+            raise LLMNotConfigured(missing_key_message(self.settings).replace(" LLM", " built-in agent"))
 
     # -- the agent protocol ---------------------------------------------------------------------
     def metadata(self) -> dict[str, Any]:

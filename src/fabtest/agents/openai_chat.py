@@ -32,7 +32,7 @@ _KEYS = {"openai", "model", "headers", "timeout", "system", "extra_body", "sessi
 def build_openai_chat_agent(table: Mapping[str, Any], context: Mapping[str, Any], *, where: str) -> OpenAIChatAgent:
     """The registry's entry point: check the table's keys, one-line errors naming them."""
     name = context.get("agent_name")
-    where = f"{where}: agent {name!r}" if name else where
+    where = f"{where}: [tool.fabtest.agents.{name}]" if name else where
     unknown = sorted(set(table) - _KEYS)
     if unknown:
         raise UsageError(f"{where}: unknown key {unknown[0]!r} for an OpenAI chat-completions agent "
