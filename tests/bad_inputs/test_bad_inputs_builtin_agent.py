@@ -13,7 +13,8 @@ import pytest
 
 from test_bad_inputs import BASE_ARGS, _write
 
-CORPUS = Path(__file__).parent / "corpus" / "builtin_agent"
+# beside corpus/, whose every file test_bad_inputs.py expects in its own CASES
+CORPUS = Path(__file__).parent / "corpus_builtin_agent"
 
 CASES: dict[str, tuple[str, ...]] = {
     "unknown_key.toml": ("helper.feature:4", "[tool.fabtest.agents.helper]", "unknown key 'instrucions'"),
