@@ -191,3 +191,14 @@ def test_fake_gemini_tool_script_is_stateless_per_loop(fake: FakeGemini) -> None
     assert answered.text == "end"
     other = client.models.generate_content(model="m", contents="something else")
     assert other.text == "OK"  # the pattern is matched against the latest user text only
+
+
+def test_rate_limits_are_retried_and_an_outage_is_an_agent_error(fake: FakeGemini, tmp_path: Path) -> None:
+    fake.add_fault(429, times=1)
+    fake.default_text = "hello"
+    agent = build({"backoff": 0.01, "max_retries": 1}, tmp_path)
+    assert agent.chat([Message("user", "hi")]).text == "hello"
+    assert fake.request_count == 2  # one 429, then the answer
+    fake.add_fault(500, times=None)
+    with pytest.raises(AgentError, match="the model failed: .*gave up after 2 attempt"):
+        agent.chat([Message("user", "hi")])
