@@ -202,3 +202,13 @@ def test_rate_limits_are_retried_and_an_outage_is_an_agent_error(fake: FakeGemin
     fake.add_fault(500, times=None)
     with pytest.raises(AgentError, match="the model failed: .*gave up after 2 attempt"):
         agent.chat([Message("user", "hi")])
+
+
+def test_variables_inside_the_mcp_list_come_from_the_environment(fake: FakeGemini, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("FABTEST_TEST_MCP_TOKEN", raising=False)
+    table = {"mcp": [{"url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer ${FABTEST_TEST_MCP_TOKEN}"}}]}
+    with pytest.raises(UsageError, match=r"uses \$\{FABTEST_TEST_MCP_TOKEN\}, which is not set"):
+        build(table, tmp_path)
+    monkeypatch.setenv("FABTEST_TEST_MCP_TOKEN", "s3cret")
+    assert build(table, tmp_path)._specs[0].headers == (("Authorization", "Bearer s3cret"),)
