@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, f
 from fabtest.agents.base import AgentError
 from fabtest.conversation import AgentResponse, ToolCall
 from fabtest.errors import UsageError
+from fabtest.llm.base import LLMNotConfigured
 
 __all__ = ["AgentDataError", "accepts_keyword", "agent_traceback", "coerce_response", "coerce_tool_call",
            "guarded", "merge_tool_calls", "safe_metadata"]
@@ -34,7 +35,8 @@ __all__ = ["AgentDataError", "accepts_keyword", "agent_traceback", "coerce_respo
 T = TypeVar("T")
 
 #: fabtest's own errors pass through the guard unchanged: they already say what went wrong.
-_OURS = (AgentError, UsageError)
+#: fabtest's own errors pass through unchanged (a built-in agent without a key is a skip, not a failure)
+_OURS = (AgentError, UsageError, LLMNotConfigured)
 _FABTEST_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: frames under these fabtest directories are user-facing examples, shown like an agent's own
 _SHOWN_FABTEST_DIRS = tuple(os.path.join(_FABTEST_DIR, d) + os.sep for d in ("demo", "testing"))

@@ -79,7 +79,8 @@ def _as_agent(obj: Any, *, where: str) -> Agent:
 
 
 def _from_table(table: Mapping[str, Any], context: Mapping[str, Any], *, where: str) -> Agent:
-    """``{http = "URL", headers = {...}, timeout = 10}`` or ``{factory = "module:attr", ...}``."""
+    """``{http = "URL", ...}``, ``{openai = "URL", model = ...}``, a built-in agent (``gemini = "MODEL"`` or
+    ``provider = ...``, see :mod:`fabtest.agents.builtin`) or ``{factory = "module:attr", ...}``."""
     table = {k: _expand(v, where) for k, v in table.items()}
     if "http" in table:
         from fabtest.agents.http import HttpAgent
@@ -90,11 +91,20 @@ def _from_table(table: Mapping[str, Any], context: Mapping[str, Any], *, where: 
         except TypeError as exc:
             raise UsageError(f"{where}: bad options for the HTTP agent at {table['http']}: "
                              f"{str(exc).replace('HttpAgent.__init__() ', '')}") from None
+    if "openai" in table:
+        from fabtest.agents.openai_chat import build_openai_chat_agent
+
+        return build_openai_chat_agent(table, context, where=where)
+    if "gemini" in table or "provider" in table:
+        from fabtest.agents.builtin import build_builtin_agent
+
+        return build_builtin_agent(table, context, where=where)
     if "factory" in table:
         target = import_object(str(table["factory"]), where=where)
         extra = {k: v for k, v in table.items() if k != "factory"}
         return make_agent(target, {**context, **extra}, where=where)
-    raise UsageError(f"{where}: agent table needs 'http = \"URL\"' or 'factory = \"module:attr\"', got {sorted(table)}")
+    raise UsageError(f"{where}: agent table needs 'http = \"URL\"', 'openai = \"URL\"', 'gemini = \"MODEL\"', "
+                     f"'provider = \"openai\"' or 'factory = \"module:attr\"', got {sorted(table)}")
 
 
 def _expand(value: Any, where: str) -> Any:
@@ -108,6 +118,8 @@ def _expand(value: Any, where: str) -> Any:
         return re.sub(r"\$\{(\w+)\}", env, value)
     if isinstance(value, Mapping):
         return {k: _expand(v, where) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_expand(v, where) for v in value]
     return value
 
 

@@ -38,6 +38,10 @@ _BLOCK = re.compile(r"<<<\n(.*?)\n>>>", re.DOTALL)
 def answer(request: FakeRequest) -> Any:
     """The JSON (or text) a sensible model would give to one of fabtest's prompts."""
     text = request.text
+    if request.tool_names:  # a built-in agent's tool loop, not one of fabtest's prompts
+        from fabtest.demo.offline_agent_model import answer as agent_step
+
+        return agent_step(request)
     if "role-playing a HUMAN USER" in text:
         return _simulated_user(request.prompt)
     if "Evaluate the " in text and "CRITERIA" in text:

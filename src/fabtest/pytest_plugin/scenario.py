@@ -31,7 +31,7 @@ from fabtest.conversation import Check, Conversation, Mode, Status, TokenUsage, 
 from fabtest.criteria import Criterion
 from fabtest.errors import ExpectationFailed, UsageError
 from fabtest.judge import Judge, format_exchange
-from fabtest.llm.base import LLM, LLMError
+from fabtest.llm.base import LLM, LLMError, LLMNotConfigured
 from fabtest.patterns import scenario_deadline
 from fabtest.runner import ConversationRunner, cancel_agent
 from fabtest.settings import Settings
@@ -121,7 +121,11 @@ class ScenarioState:
             if target is None:
                 raise UsageError(f"{self.where}: no agent configured: set [tool.fabtest] agent = \"module:attr\", "
                                  "define a fabtest_agent fixture, or use Given the agent \"name\"")
-            agent = guarded("the agent factory raised", make_agent, target, self.context, where=self.where)
+            try:
+                agent = guarded("the agent factory raised", make_agent, target, self.context, where=self.where)
+            except LLMNotConfigured as exc:  # a built-in agent without a key: skipped like the judge's scenarios
+                raise pytest.skip.Exception(f"the agent needs an LLM: {exc}",
+                                            _use_item_location=True) from None
             around = getattr(agent, "around", None)
             if callable(around):
                 guarded("the agent's around() failed on entry:", lambda: self._exit.enter_context(around()))

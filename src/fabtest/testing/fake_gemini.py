@@ -27,7 +27,7 @@ How a reply is chosen, per request:
 1. **Faults** (:meth:`FakeGemini.add_fault`) first: the first fault whose pattern matches and
    that has uses left fires (HTTP 429/500/any status, ``"timeout"``, ``"malformed_json"``,
    ``"wrong_schema"``, ``"empty"``).
-2. **Rules** (:meth:`FakeGemini.add_rule`) in the order added: the first whose regex is found in
+2. **Rules** (:meth:`FakeGemini.add_rule`, :meth:`FakeGemini.add_tool_script`) in the order added: the first whose regex is found in
    the request text (system instruction + every content part, joined by newlines) and that has
    uses left answers with text, JSON, a function call, or whatever its callback returns.
 3. The ``handler`` given to the constructor, if any (a callback for every request).
@@ -113,6 +113,46 @@ class FakeRequest:
     @property
     def temperature(self) -> float | None:
         return self.generation_config.get("temperature")
+
+    @property
+    def contents(self) -> list[dict[str, Any]]:
+        """The request's ``contents`` (the conversation, function calls and responses included)."""
+        return list(self.body.get("contents") or [])
+
+    @property
+    def last_user_text(self) -> str:
+        """The text of the latest user message that is not a function response."""
+        for content in reversed(self.contents):
+            texts = [str(p["text"]) for p in content.get("parts") or [] if "text" in p]
+            if content.get("role", "user") == "user" and texts:
+                return "\n".join(texts)
+        return ""
+
+    @property
+    def tool_rounds(self) -> int:
+        """Function-response turns since the latest user text: 0 on the first call of a tool loop."""
+        rounds = 0
+        for content in reversed(self.contents):
+            parts = content.get("parts") or []
+            if content.get("role", "user") == "user" and any("text" in p for p in parts):
+                break
+            if any("functionResponse" in p for p in parts):
+                rounds += 1
+        return rounds
+
+    @property
+    def function_responses(self) -> list[dict[str, Any]]:
+        """The ``{name, response}`` the caller sent back in its latest turn (empty if it sent text)."""
+        contents = self.contents
+        if not contents:
+            return []
+        return [p["functionResponse"] for p in contents[-1].get("parts") or [] if "functionResponse" in p]
+
+    @property
+    def tool_names(self) -> list[str]:
+        """Names of the function declarations the caller offered."""
+        return [d.get("name", "") for tool in self.body.get("tools") or []
+                for d in tool.get("functionDeclarations") or []]
 
 
 @dataclass
@@ -308,6 +348,50 @@ class FakeGemini:
         with self._lock:
             self._rules.append(rule)
         return rule
+
+    def add_tool_script(
+        self,
+        pattern: str | re.Pattern[str],
+        steps: list[Any],
+        *,
+        times: int | None = None,
+    ) -> Rule:
+        """Play one tool loop: a user message matching ``pattern`` gets ``steps`` in order.
+
+        Each step answers one model call of the loop, chosen by how many function responses the
+        caller has sent since that user message (:attr:`FakeRequest.tool_rounds`), so the script
+        is stateless and safe under concurrency. A step is a function call
+        ``{"name": ..., "args": {...}}``, a list of them (parallel calls), a str (the final
+        text), a :class:`Reply`, or a callable ``f(request) -> Reply | dict | list | str``
+        (to answer from the function responses it got). Past the last step the request falls
+        through to later rules. ``pattern`` is searched in :attr:`FakeRequest.last_user_text`::
+
+            fake.add_tool_script(r"Berlin", [
+                {"name": "search_venues", "args": {"city": "Berlin", "capacity": 10}},
+                lambda req: f"I found {len(req.function_responses[0]['response']['result'])} venues.",
+            ])
+        """
+        compiled = _compile(pattern)
+        script = list(steps)
+
+        def play(request: FakeRequest) -> ReplyLike:
+            if not compiled.search(request.last_user_text):
+                return None
+            index = request.tool_rounds
+            if index >= len(script):
+                return None
+            step = script[index]
+            if callable(step):
+                step = step(request)
+            if isinstance(step, Reply) or step is None:
+                return step
+            if isinstance(step, str):
+                return Reply(text=step)
+            if isinstance(step, (dict, list)):
+                return Reply(function_call=step)
+            raise TypeError(f"tool script steps are dicts, lists, str, Reply or callables, not {type(step).__name__}")
+
+        return self.add_rule(r"", callback=play, times=times)
 
     def add_fault(
         self,

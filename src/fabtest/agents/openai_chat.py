@@ -1,0 +1,143 @@
+"""An agent that speaks the OpenAI chat-completions protocol itself: ``{openai = URL, model = "..."}``.
+
+Many agent servers (and agent frameworks' "OpenAI-compatible" front ends) take a chat-completions
+request and answer with a chat-completions response, running their own tools. fabtest sends the
+conversation so far as ``messages`` (user and assistant turns, an optional ``system`` first) and
+reads ``choices[0].message``: ``content`` is the reply, ``tool_calls`` (``{id, type: "function",
+function: {name, arguments: "<json>"}}``) are recorded as the turn's tool calls, with a
+``result`` or ``output`` next to ``function`` taken as the call's result when the server gives
+one. ``usage`` (``prompt_tokens``, ``completion_tokens``) is reported in
+``AgentResponse.metadata["usage"]``. ``URL`` is the endpoint itself (``.../chat/completions``) or
+its base (``.../v1``).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import httpx
+
+from fabtest.agents.base import AgentError, AgentTimeout, OnToolCall
+from fabtest.agents.builtin_models import openai_function_call
+from fabtest.conversation import AgentResponse, Message, TokenUsage, ToolCall
+from fabtest.errors import UsageError
+
+__all__ = ["OpenAIChatAgent", "build_openai_chat_agent"]
+
+_KEYS = {"openai", "model", "headers", "timeout", "system", "extra_body", "session_field"}
+
+
+def build_openai_chat_agent(table: Mapping[str, Any], context: Mapping[str, Any], *, where: str) -> OpenAIChatAgent:
+    """The registry's entry point: check the table's keys, one-line errors naming them."""
+    name = context.get("agent_name")
+    where = f"{where}: [tool.fabtest.agents.{name}]" if name else where
+    unknown = sorted(set(table) - _KEYS)
+    if unknown:
+        raise UsageError(f"{where}: unknown key {unknown[0]!r} for an OpenAI chat-completions agent "
+                         f"(allowed: {', '.join(sorted(_KEYS))})")
+    url = table["openai"]
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        raise UsageError(f"{where}: openai must be the endpoint's URL, like \"http://127.0.0.1:8000/v1\", got {url!r}")
+    model = table.get("model", "")
+    if not isinstance(model, str):
+        raise UsageError(f"{where}: model must be a string, got {model!r}")
+    timeout = table.get("timeout", 60)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+        raise UsageError(f"{where}: timeout must be a positive number of seconds, got {timeout!r}")
+    for key in ("headers", "extra_body"):
+        if not isinstance(table.get(key, {}), Mapping):
+            raise UsageError(f"{where}: {key} must be a table, got {table[key]!r}")
+    return OpenAIChatAgent(url, model=model, headers=table.get("headers"), timeout=float(timeout),
+                           system=str(table.get("system") or ""), extra_body=table.get("extra_body"),
+                           session_field=table.get("session_field"))
+
+
+class OpenAIChatAgent:
+    """POSTs the conversation as chat-completions messages each turn; see the module docstring."""
+
+    def __init__(self, url: str, *, model: str = "", headers: Mapping[str, str] | None = None,
+                 timeout: float = 60.0, system: str = "", extra_body: Mapping[str, Any] | None = None,
+                 session_field: str | None = None) -> None:
+        url = url.rstrip("/")
+        self.url = url if url.endswith("/chat/completions") else f"{url}/chat/completions"
+        self.model = model
+        self.timeout = timeout
+        self.system = system
+        self._extra = dict(extra_body or {})
+        self._session_field = session_field
+        self._session_id = str(uuid.uuid4())
+        self._usage = TokenUsage()
+        self._client = httpx.Client(headers=dict(headers or {}), timeout=timeout)
+
+    def metadata(self) -> dict[str, Any]:
+        return {"adapter": "openai-chat", "url": self.url, "model": self.model, "usage": self._usage.to_dict()}
+
+    def close(self) -> None:
+        self._client.close()
+
+    def around(self) -> Any:
+        from contextlib import closing
+
+        return closing(self)
+
+    def chat(self, messages: Sequence[Message], on_tool_call: OnToolCall | None = None) -> AgentResponse:
+        wire = [{"role": "user" if m.role == "user" else "assistant", "content": m.content} for m in messages]
+        body: dict[str, Any] = {**self._extra, "messages": ([{"role": "system", "content": self.system}]
+                                                            if self.system else []) + wire}
+        if self.model:
+            body["model"] = self.model
+        if self._session_field:
+            body[self._session_field] = self._session_id
+        try:
+            reply = self._client.post(self.url, json=body)
+        except httpx.TimeoutException:
+            raise AgentTimeout(f"OpenAI chat agent at {self.url} did not answer within {self.timeout:g}s") from None
+        except httpx.HTTPError as exc:
+            raise AgentError(f"OpenAI chat agent at {self.url} unreachable: {type(exc).__name__}: {exc}") from None
+        if reply.status_code >= 400:
+            raise AgentError(f"OpenAI chat agent at {self.url} answered {reply.status_code}: {reply.text[:300]}")
+        try:
+            payload = reply.json()
+            choice = payload["choices"][0]
+            message = choice["message"]
+        except (ValueError, KeyError, IndexError, TypeError):
+            raise AgentError(f"OpenAI chat agent at {self.url}: expected {{\"choices\": [{{\"message\": {{...}}}}]}}, "
+                             f"got {reply.text[:200]!r}") from None
+        content = message.get("content") if isinstance(message, Mapping) else None
+        if content is not None and not isinstance(content, str):
+            raise AgentError(f"OpenAI chat agent at {self.url}: choices[0].message.content is "
+                             f"{type(content).__name__}, expected a string")
+        calls = [_tool_call(raw, self.url) for raw in (message.get("tool_calls") or [])]
+        if on_tool_call is not None:
+            for call in calls:
+                on_tool_call(call)
+        usage = _usage(payload.get("usage"))
+        self._usage.add(usage)
+        metadata: dict[str, Any] = {"usage": usage.to_dict()}
+        for key, value in (("id", payload.get("id")), ("model", payload.get("model")),
+                           ("finish_reason", choice.get("finish_reason"))):
+            if value:
+                metadata[key] = value
+        return AgentResponse(text=content or "", tool_calls=calls, metadata=metadata)
+
+
+def _tool_call(raw: Any, url: str) -> ToolCall:
+    parsed = openai_function_call(raw, where=f"OpenAI chat agent at {url}")
+    result = None
+    for key in ("result", "output"):
+        if isinstance(raw, Mapping) and key in raw:
+            result = raw[key]
+            break
+    return ToolCall(name=parsed.name, arguments=parsed.arguments, result=result, metadata={"id": parsed.id})
+
+
+def _usage(raw: Any) -> TokenUsage:
+    if not isinstance(raw, Mapping):
+        return TokenUsage(calls=1)
+    try:
+        return TokenUsage(calls=1, input_tokens=int(raw.get("prompt_tokens") or 0),
+                          output_tokens=int(raw.get("completion_tokens") or 0))
+    except (TypeError, ValueError):
+        return TokenUsage(calls=1)
