@@ -79,7 +79,7 @@ def _as_agent(obj: Any, *, where: str) -> Agent:
 
 
 def _from_table(table: Mapping[str, Any], context: Mapping[str, Any], *, where: str) -> Agent:
-    """``{http = "URL", headers = {...}, timeout = 10}`` or ``{factory = "module:attr", ...}``."""
+    """``{http = "URL", headers = {...}, timeout = 10}``, ``{acp = [argv...]}`` or ``{factory = "module:attr", ...}``."""
     table = {k: _expand(v, where) for k, v in table.items()}
     if "http" in table:
         from fabtest.agents.http import HttpAgent
@@ -90,11 +90,19 @@ def _from_table(table: Mapping[str, Any], context: Mapping[str, Any], *, where: 
         except TypeError as exc:
             raise UsageError(f"{where}: bad options for the HTTP agent at {table['http']}: "
                              f"{str(exc).replace('HttpAgent.__init__() ', '')}") from None
+    if "acp" in table:
+        from fabtest.agents.acp import from_table
+
+        try:
+            return from_table(table, context)
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"{where}: bad options for the ACP agent {table['acp']!r}: {exc}") from None
     if "factory" in table:
         target = import_object(str(table["factory"]), where=where)
         extra = {k: v for k, v in table.items() if k != "factory"}
         return make_agent(target, {**context, **extra}, where=where)
-    raise UsageError(f"{where}: agent table needs 'http = \"URL\"' or 'factory = \"module:attr\"', got {sorted(table)}")
+    raise UsageError(f"{where}: agent table needs 'http = \"URL\"', 'acp = [\"program\", ...]' or "
+                     f"'factory = \"module:attr\"', got {sorted(table)}")
 
 
 def _expand(value: Any, where: str) -> Any:
