@@ -6,6 +6,7 @@
 - ``shell``: a tool call that sends ``rawInput`` and fails with text output.
 - ``ask``: asks permission first, then says which option it got (or that it was cancelled).
 - ``where``: the session's cwd, the MCP server names and the fs capability the client advertised.
+- ``spawn``: starts a grandchild that outlives the agent unless its process group is killed.
 - ``crash``: writes to stderr and exits with code 3. ``hang``: starts a grandchild and never answers.
 - ``silent``: ends the turn without any text.
 
@@ -114,6 +115,9 @@ class EchoAgent:
         elif command == "crash":
             print("echo-agent: crashing on purpose", file=sys.stderr, flush=True)
             os._exit(3)
+        elif command == "spawn":
+            subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+            await self.say(session_id, "spawned a helper")
         elif command == "hang":
             subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
             await asyncio.sleep(300)

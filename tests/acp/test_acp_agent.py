@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 import uuid
@@ -207,3 +208,17 @@ def test_rebuilt_arguments_from_locations_only():
     assert rebuild_arguments("read_file", {"kind": "read", "title": "a.py", "locations": [Loc()]}) == {
         "file_path": "/w/a.py"}
     assert rebuild_arguments("glob", {"kind": "search", "title": "*.py"}) == {}
+
+
+def test_an_agent_left_running_is_killed_at_interpreter_exit(tmp_path, marker):
+    script = (
+        "import sys\n"
+        "from fabtest.agents.acp import AcpAgent\n"
+        "from fabtest.conversation import Message\n"
+        f"agent = AcpAgent([sys.executable, {ECHO!r}], cwd={str(tmp_path)!r}, env={{'FABTEST_ACP_MARKER': {marker!r}}})\n"
+        "print(agent.chat([Message('user', 'spawn')]).text, flush=True)\n"
+        "sys.exit(0)  # no close(): the process must not outlive the interpreter\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "spawned a helper", done.stderr
+    assert gone(marker)

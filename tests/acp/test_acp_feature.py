@@ -36,14 +36,18 @@ Feature: an ACP agent
 """
 
 
-def test_a_feature_runs_end_to_end_over_acp(pytester: pytest.Pytester) -> None:
-    marker = f"FABTEST_ACP_FEATURE_{uuid.uuid4().hex}"
+def write_project(pytester: pytest.Pytester, marker: str, *, agent_timeout: float) -> None:
     table = json.dumps({"acp": [sys.executable, ECHO]})[1:-1].replace('":', '" =')
     pytester.makefile(".toml", pyproject=(
-        '[tool.fabtest]\nagent_timeout = 20\n\n[tool.fabtest.agents]\n'
+        f'[tool.fabtest]\nagent_timeout = {agent_timeout}\n\n[tool.fabtest.agents]\n'
         f'echo = {{ {table}, env = {{ FABTEST_ACP_MARKER = "{marker}" }} }}\n'))
     (pytester.path / "features").mkdir()
     (pytester.path / "features" / "acp.feature").write_text(FEATURE)
+
+
+def test_a_feature_runs_end_to_end_over_acp(pytester: pytest.Pytester) -> None:
+    marker = f"FABTEST_ACP_FEATURE_{uuid.uuid4().hex}"
+    write_project(pytester, marker, agent_timeout=20)
     results = pytester.path / "results"
     # The hang becomes a timeout through agent_timeout (the runner's bound); the scenario's end kills it.
     run = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "features",
@@ -59,3 +63,16 @@ def test_a_feature_runs_end_to_end_over_acp(pytester: pytest.Pytester) -> None:
     assert hang["failure_type"] == "timeout", hang["failure_message"]
     run.assert_outcomes(passed=1, failed=2)
     assert Path(pytester.path / "notes.txt").exists() is False  # the agent wrote in the scenario's directory
+
+
+def test_a_scenario_timeout_kills_the_agent_too(pytester: pytest.Pytester) -> None:
+    marker = f"FABTEST_ACP_FEATURE_{uuid.uuid4().hex}"
+    write_project(pytester, marker, agent_timeout=120)
+    results = pytester.path / "results"
+    run = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "features", "-k", "hangs",
+                                        "--fabtest-results-dir", str(results), "--fabtest-scenario-timeout", "20")
+    assert gone(marker)
+    experiment = json.loads(next(p for p in results.glob("*.json") if not p.name.startswith(".")).read_text())
+    (hang,) = experiment["scenario_results"]
+    assert hang["failure_type"] == "timeout", run.stdout.str()
+    assert "--fabtest-scenario-timeout" in hang["failure_message"]
