@@ -222,3 +222,13 @@ def test_an_agent_left_running_is_killed_at_interpreter_exit(tmp_path, marker):
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.stdout.strip() == "spawned a helper", done.stderr
     assert gone(marker)
+
+
+def test_environment_variables_are_expanded_inside_lists(monkeypatch, tmp_path):
+    monkeypatch.setenv("FABTEST_TEST_TOKEN", "s3cret")
+    agent = make_agent({"acp": [sys.executable, ECHO, "--token=${FABTEST_TEST_TOKEN}"],
+                        "mcp_servers": [{"name": "d", "url": "http://127.0.0.1:9/mcp",
+                                         "headers": {"Authorization": "Bearer ${FABTEST_TEST_TOKEN}"}}]},
+                       {"cwd": str(tmp_path)}, where="t")
+    assert agent.command[-1] == "--token=s3cret"
+    assert agent.mcp_servers[0].headers[0].value == "Bearer s3cret"

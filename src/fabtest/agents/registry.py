@@ -116,6 +116,8 @@ def _expand(value: Any, where: str) -> Any:
         return re.sub(r"\$\{(\w+)\}", env, value)
     if isinstance(value, Mapping):
         return {k: _expand(v, where) for k, v in value.items()}
+    if isinstance(value, list):  # e.g. an ACP agent's command and its MCP servers' headers
+        return [_expand(v, where) for v in value]
     return value
 
 
