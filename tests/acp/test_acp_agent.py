@@ -119,21 +119,25 @@ def test_raw_input_is_used_as_is_and_failed_output_is_kept(tmp_path, marker):
     assert call.result == "ls: cannot access '/nowhere'"
 
 
-@pytest.mark.parametrize(("permission", "answer", "status"), [
+PERMISSION_CASES = [
     ("allow", "permission: proceed_once", "completed"),
     ("cancel", "permission: cancelled", "denied"),
     ({"run_shell_command": "deny", "*": "allow"}, "permission: cancel", "denied"),
     ({"execute": "allow", "*": "deny"}, "permission: proceed_once", "completed"),
-])
-def test_permission_requests_are_answered_from_configuration(tmp_path, marker, permission, answer, status):
-    agent = echo_agent(tmp_path, marker, permission=permission)
+]
+
+
+def test_permission_requests_are_answered_from_configuration(tmp_path, marker):
+    agent = echo_agent(tmp_path, marker)
     with agent.around():
-        (reply,) = talk(agent, "ask")
-    assert reply.text == answer
-    (call,) = reply.tool_calls
-    assert call.name == "run_shell_command"
-    assert call.arguments == {"command": "rm -rf build"}
-    assert call.metadata["status"] == status
+        for permission, answer, status in PERMISSION_CASES:  # one process: each turn asks again
+            agent.permission = permission
+            (reply,) = talk(agent, "ask")
+            assert reply.text == answer, permission
+            (call,) = reply.tool_calls
+            assert call.name == "run_shell_command"
+            assert call.arguments == {"command": "rm -rf build"}
+            assert call.metadata["status"] == status, permission
 
 
 def test_a_crash_is_an_agent_error_with_stderr_and_nothing_is_left(tmp_path, marker):

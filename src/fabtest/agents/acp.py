@@ -73,8 +73,8 @@ class _Turn:
 class _Client:
     """The ACP client: collects session updates and answers permission requests."""
 
-    def __init__(self, permission: str | Mapping[str, str]) -> None:
-        self.permission = permission
+    def __init__(self, owner: AcpAgent) -> None:
+        self.owner = owner  # its ``permission`` is read at each request, so a test may change it
         self.turn = _Turn()
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
@@ -90,7 +90,7 @@ class _Client:
         from acp.schema import AllowedOutcome, DeniedOutcome, RequestPermissionResponse
 
         call = self._track(tool_call)
-        decision = _decide(self.permission, call.name, getattr(tool_call, "kind", None))
+        decision = _decide(self.owner.permission, call.name, getattr(tool_call, "kind", None))
         wanted = {"allow": ("allow_once", "allow_always"), "deny": ("reject_once", "reject_always")}.get(decision, ())
         for option_kind in wanted:
             for option in options:
@@ -234,7 +234,7 @@ class AcpAgent:
         self.turns = 0
         self.session_id: str | None = None
         self.agent_info: dict[str, Any] = {}
-        self._client = _Client(permission)
+        self._client = _Client(self)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._proc: asyncio.subprocess.Process | None = None
