@@ -164,8 +164,11 @@ def test_a_hang_is_a_timeout_and_the_whole_group_is_killed(tmp_path, marker):
 
 def test_an_agent_that_does_not_start_is_an_agent_error(tmp_path):
     agent = AcpAgent([str(tmp_path / "no-such-agent")], cwd=tmp_path)
-    with agent.around(), pytest.raises(AgentError, match="could not start"):
-        agent.chat([Message("user", "hi")])
+    with agent.around():
+        with pytest.raises(AgentError, match="could not start"):
+            agent.chat([Message("user", "hi")])
+        with pytest.raises(AgentError, match="already stopped"):
+            agent.chat([Message("user", "hi")])
 
 
 def test_an_empty_turn_is_an_agent_error(tmp_path, marker):

@@ -273,8 +273,12 @@ class AcpAgent:
                 raise AgentError("the ACP agent was already stopped (a timeout or the end of the scenario)")
             deadline = time.monotonic() + self.timeout_s
             started = time.monotonic()
-            if self._loop is None:
-                self._run(self._start(), deadline, "to start")
+            if self.session_id is None:
+                try:
+                    self._run(self._start(), deadline, "to start")
+                except AgentError:
+                    self.close()  # half started is not started: the next turn says so
+                    raise
             elif self.turns and sum(1 for m in messages if m.role == "user") <= 1:
                 # The same instance was handed a brand-new conversation: a new session, not the old one.
                 self._run(self._new_session(), deadline, "to open a new session")
