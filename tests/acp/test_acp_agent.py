@@ -190,8 +190,9 @@ def test_configured_from_a_table(tmp_path):
     agent = make_agent({"acp": [sys.executable, ECHO], "permission": "deny", "timeout": 7,
                         "mcp_servers": [{"name": "m", "command": "x"}]}, {"cwd": str(tmp_path)}, where="t")
     assert isinstance(agent, AcpAgent)
-    assert (agent.command, agent.permission, agent.timeout_s, agent.cwd) == (
-        [sys.executable, ECHO], "deny", 7.0, str(tmp_path.resolve()))
+    assert (agent.command, agent.permission, agent.timeout_s, agent.startup_timeout_s, agent.cwd) == (
+        [sys.executable, ECHO], "deny", 7.0, 7.0, str(tmp_path.resolve()))
+    assert make_agent({"acp": ["x"], "startup_timeout": 90}, {}, where="t").startup_timeout_s == 90.0
     gemini = make_agent({"acp": True, "model": "gemini-2.5-pro"}, {"cwd": str(tmp_path)}, where="t")
     assert gemini.command[1:] == ["--acp", "--skip-trust", "-m", "gemini-2.5-pro", "--approval-mode", "yolo"]
 

@@ -214,6 +214,7 @@ class AcpAgent:
         mcp_servers: Sequence[Mapping[str, Any]] = (),
         auth_method: str | None = None,
         kill_grace_s: float = 1.0,
+        startup_timeout_s: float | None = None,
     ) -> None:
         argv = [str(a) for a in command]
         if not argv:
@@ -227,6 +228,8 @@ class AcpAgent:
         self.cwd = str(Path(cwd or os.getcwd()).resolve())
         self.env = {str(k): str(v) for k, v in (env or {}).items()}
         self.timeout_s = float(timeout_s)
+        #: start-up (process, ``initialize``, ``session/new``) has its own budget, before the first prompt's
+        self.startup_timeout_s = float(startup_timeout_s) if startup_timeout_s else self.timeout_s
         self.permission = permission
         self.mcp_servers = [_mcp_server(s) for s in mcp_servers]
         self.auth_method = auth_method
@@ -259,6 +262,9 @@ class AcpAgent:
         for key in ("env", "permission", "mcp_servers", "auth_method", "kill_grace_s"):
             if ctx.get(key) is not None:
                 options[key] = ctx[key]
+        for key in ("startup_timeout_s", "startup_timeout"):
+            if ctx.get(key) is not None:
+                options["startup_timeout_s"] = float(ctx[key])
         timeout = ctx.get("timeout_s", ctx.get("timeout"))
         if timeout is not None:
             options["timeout_s"] = float(timeout)
@@ -271,15 +277,15 @@ class AcpAgent:
         with self._lock:
             if self._closed:
                 raise AgentError("the ACP agent was already stopped (a timeout or the end of the scenario)")
-            deadline = time.monotonic() + self.timeout_s
             started = time.monotonic()
             if self.session_id is None:
                 try:
-                    self._run(self._start(), deadline, "to start")
+                    self._run(self._start(), started + self.startup_timeout_s, "to start")
                 except AgentError:
                     self.close()  # half started is not started: the next turn says so
                     raise
-            elif self.turns and sum(1 for m in messages if m.role == "user") <= 1:
+            deadline = time.monotonic() + self.timeout_s
+            if self.turns and sum(1 for m in messages if m.role == "user") <= 1:
                 # The same instance was handed a brand-new conversation: a new session, not the old one.
                 self._run(self._new_session(), deadline, "to open a new session")
                 self.turns = 0
@@ -345,7 +351,8 @@ class AcpAgent:
             future.cancel()
             tail = self._stderr_tail()
             self.close()
-            raise AgentTimeout(f"ACP agent {Path(self.command[0]).name!r} took longer than {self.timeout_s:g}s "
+            limit = self.startup_timeout_s if doing == "to start" else self.timeout_s
+            raise AgentTimeout(f"ACP agent {Path(self.command[0]).name!r} took longer than {limit:g}s "
                                f"{doing}; its processes were killed"
                                + (f"\nstderr (last {_STDERR_TAIL_LINES} lines):\n{tail}" if tail else "")) from None
         except AgentError:
@@ -575,7 +582,8 @@ def gemini_acp(context: Mapping[str, Any] | None = None) -> AcpAgent:
     command = [str(executable), "--acp", "--skip-trust", "-m", str(model),
                "--approval-mode", str(ctx.get("approval_mode") or "yolo")]
     env = ctx.get("env") if isinstance(ctx.get("env"), Mapping) else None
-    options: dict[str, Any] = {k: ctx[k] for k in ("permission", "mcp_servers", "kill_grace_s") if ctx.get(k) is not None}
+    options: dict[str, Any] = {k: ctx[k] for k in ("permission", "mcp_servers", "kill_grace_s", "startup_timeout_s")
+                               if ctx.get(k) is not None}
     return AcpAgent(command, cwd=ctx.get("cwd") or ctx.get("workspace"), env=env,
                     timeout_s=float(ctx.get("timeout_s", ctx.get("timeout", 60))), **options)
 
