@@ -79,8 +79,9 @@ def _as_agent(obj: Any, *, where: str) -> Agent:
 
 
 def _from_table(table: Mapping[str, Any], context: Mapping[str, Any], *, where: str) -> Agent:
-    """``{http = "URL", ...}``, ``{openai = "URL", model = ...}``, a built-in agent (``gemini = "MODEL"`` or
-    ``provider = ...``, see :mod:`fabtest.agents.builtin`) or ``{factory = "module:attr", ...}``."""
+    """``{http = "URL", ...}``, ``{openai = "URL", model = ...}``, ``{acp = [argv...]}``, a built-in
+    agent (``gemini = "MODEL"`` or ``provider = ...``, see :mod:`fabtest.agents.builtin`) or
+    ``{factory = "module:attr", ...}``."""
     table = {k: _expand(v, where) for k, v in table.items()}
     if "http" in table:
         from fabtest.agents.http import HttpAgent
@@ -99,12 +100,20 @@ def _from_table(table: Mapping[str, Any], context: Mapping[str, Any], *, where: 
         from fabtest.agents.builtin import build_builtin_agent
 
         return build_builtin_agent(table, context, where=where)
+    if "acp" in table:
+        from fabtest.agents.acp import from_table
+
+        try:
+            return from_table(table, context)
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"{where}: bad options for the ACP agent {table['acp']!r}: {exc}") from None
     if "factory" in table:
         target = import_object(str(table["factory"]), where=where)
         extra = {k: v for k, v in table.items() if k != "factory"}
         return make_agent(target, {**context, **extra}, where=where)
     raise UsageError(f"{where}: agent table needs 'http = \"URL\"', 'openai = \"URL\"', 'gemini = \"MODEL\"', "
-                     f"'provider = \"openai\"' or 'factory = \"module:attr\"', got {sorted(table)}")
+                     f"'provider = \"openai\"', 'acp = [\"program\", ...]' or 'factory = \"module:attr\"', "
+                     f"got {sorted(table)}")
 
 
 def _expand(value: Any, where: str) -> Any:
@@ -118,7 +127,7 @@ def _expand(value: Any, where: str) -> Any:
         return re.sub(r"\$\{(\w+)\}", env, value)
     if isinstance(value, Mapping):
         return {k: _expand(v, where) for k, v in value.items()}
-    if isinstance(value, list):
+    if isinstance(value, list):  # e.g. an ACP agent's command and its MCP servers' headers
         return [_expand(v, where) for v in value]
     return value
 

@@ -18,8 +18,9 @@ What a run does, in order:
 3. The agent, built once per run with the context ``{"playbook", "playbook_file", "agent_model",
    "timeout", "workspace", "cwd", "env", "iteration"}``: ``agent_factory`` when given, else
    ``$FABTEST_PLAYBOOK_AGENT``, else ``[tool.fabtest] playbook_agent``, else the Gemini CLI
-   (:func:`fabtest.agents.cli.gemini_cli`). ``timeout`` bounds every agent call (the CLI adapter
-   kills the process group; a Python agent is abandoned a moment later by the runner).
+   (:func:`fabtest.agents.acp.gemini`: over ACP when the CLI supports it, else per turn). ``timeout``
+   bounds every agent call (the CLI adapters kill the process group; a Python agent is abandoned a
+   moment later by the runner).
 4. ``evaluator_model`` rebuilds the judge and simulator with that model (same provider settings
    and cache) when it differs from theirs.
 5. Steps mode: each ``user_input`` goes to the agent; its ``expected_outcome`` is judged against
@@ -87,7 +88,7 @@ __all__ = [
     "trace_file_name",
 ]
 
-DEFAULT_AGENT = "fabtest.agents.cli:gemini_cli"
+DEFAULT_AGENT = "fabtest.agents.acp:gemini"  # ACP when the installed CLI speaks it, else per turn
 PLAYBOOK_AGENT_ENV = "FABTEST_PLAYBOOK_AGENT"
 #: The feature name playbook results are filed under (stable ids, experiment grouping).
 FEATURE = "playbook"

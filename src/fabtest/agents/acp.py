@@ -1,0 +1,475 @@
+"""An agent behind the Agent Client Protocol (``gemini --acp``): one process and one session per scenario.
+
+The per-turn CLI adapter (:mod:`fabtest.agents.cli`) starts Node for every turn (6-9 s each with
+the Gemini CLI); over ACP the process starts once, opens one session in the scenario's working
+directory, and every turn is one ``session/prompt`` in that session (tens of milliseconds plus
+the model's own time). The client side is the ``agent-client-protocol`` SDK; only the process is
+started here rather than by the SDK's ``spawn_agent_process``, because that helper neither puts
+the child in its own process group (so a hung agent's helpers could not be killed together) nor
+drains stderr (a chatty agent would block on a full pipe). The child inherits the environment
+like :class:`~fabtest.agents.cli.CliAgent` (the SDK's own helper would trim it to PATH/HOME).
+
+Streamed updates become the reply: ``agent_message_chunk`` text (text before and after a tool
+call are separate paragraphs), ``tool_call``/``tool_call_update`` become :class:`ToolCall` s with
+status and output. Agents that send ``rawInput`` give their arguments as they are; the Gemini
+CLI does not, so arguments are rebuilt from what it does send (see :func:`rebuild_arguments`
+and README "ACP agents (persistent Gemini CLI)"). Permission requests are answered from the
+``permission`` setting (allow by default, like ``--approval-mode yolo``). The client advertises
+no file-system or terminal capability, so the agent reads and writes files itself.
+
+The process group is killed when the scenario ends (``around()``/``close()``), when a turn
+exceeds ``timeout_s``, and at interpreter exit for anything still running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Coroutine, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from fabtest.agents.acp_updates import PERMISSIONS, Collector, Turn, rebuild_arguments
+from fabtest.agents.base import AgentError, AgentTimeout, OnToolCall
+from fabtest.conversation import AgentResponse, Message
+
+__all__ = ["AcpAgent", "PERMISSIONS", "from_table", "gemini", "gemini_acp", "gemini_supports_acp", "rebuild_arguments"]
+
+_STDERR_TAIL_LINES = 20
+_STREAM_LIMIT = 50 * 1024 * 1024  # the SDK's own default: a turn may carry big diffs
+_LIVE_GROUPS: set[int] = set()
+_LIVE_LOCK = threading.Lock()
+T = TypeVar("T")
+
+
+# -- the adapter ------------------------------------------------------------------------------------
+
+
+class AcpAgent:
+    """Drives one ACP agent process for one scenario (see the module docstring)."""
+
+    def __init__(
+        self,
+        command: Sequence[str],
+        *,
+        cwd: str | os.PathLike[str] | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout_s: float = 60.0,
+        permission: str | Mapping[str, str] = "allow",
+        mcp_servers: Sequence[Mapping[str, Any]] = (),
+        auth_method: str | None = None,
+        kill_grace_s: float = 1.0,
+        startup_timeout_s: float | None = None,
+    ) -> None:
+        argv = [str(a) for a in command]
+        if not argv:
+            raise ValueError("the ACP command must not be empty")
+        if timeout_s <= 0:
+            raise ValueError(f"timeout_s must be positive, got {timeout_s!r}")
+        for decision in [permission] if isinstance(permission, str) else list(permission.values()):
+            if decision not in PERMISSIONS:
+                raise ValueError(f"permission must be one of {PERMISSIONS} (or a table of them), got {decision!r}")
+        self.command = argv
+        self.cwd = str(Path(cwd or os.getcwd()).resolve())
+        self.env = {str(k): str(v) for k, v in (env or {}).items()}
+        self.timeout_s = float(timeout_s)
+        #: start-up (process, ``initialize``, ``session/new``) has its own budget, before the first prompt's
+        self.startup_timeout_s = float(startup_timeout_s) if startup_timeout_s else self.timeout_s
+        self.permission = permission
+        self.mcp_servers = [_mcp_server(s) for s in mcp_servers]
+        self.auth_method = auth_method
+        self.kill_grace_s = kill_grace_s
+        self.turns = 0
+        self.session_id: str | None = None
+        self.agent_info: dict[str, Any] = {}
+        self._client = Collector(self)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._proc: asyncio.subprocess.Process | None = None
+        self._exited: asyncio.Future[int] | None = None
+        self._conn: Any = None
+        self._stderr_dir: str | None = None
+        self._closed = False
+        self._lock = threading.Lock()
+
+    # -- construction -----------------------------------------------------------------------------
+
+    @classmethod
+    def build(cls, context: Mapping[str, Any] | None = None) -> AcpAgent:
+        """Registry hook: ``{acp = [argv...], permission = "allow", mcp_servers = [...], timeout = 60}``."""
+        ctx = dict(context or {})
+        command = ctx.get("acp") or ctx.get("command")
+        if isinstance(command, str):
+            command = [command]
+        if not command or not isinstance(command, (list, tuple)):
+            raise ValueError("an ACP agent needs 'acp = [\"program\", \"arg\", ...]'")
+        options: dict[str, Any] = {}
+        for key in ("env", "permission", "mcp_servers", "auth_method", "kill_grace_s"):
+            if ctx.get(key) is not None:
+                options[key] = ctx[key]
+        for key in ("startup_timeout_s", "startup_timeout"):
+            if ctx.get(key) is not None:
+                options["startup_timeout_s"] = float(ctx[key])
+        timeout = ctx.get("timeout_s", ctx.get("timeout"))
+        if timeout is not None:
+            options["timeout_s"] = float(timeout)
+        return cls(command, cwd=ctx.get("cwd") or ctx.get("workspace"), **options)
+
+    # -- the agent protocol -------------------------------------------------------------------------
+
+    def chat(self, messages: Sequence[Message], on_tool_call: OnToolCall | None = None) -> AgentResponse:
+        prompt = _latest_user_message(messages)
+        with self._lock:
+            if self._closed:
+                raise AgentError("the ACP agent was already stopped (a timeout or the end of the scenario)")
+            started = time.monotonic()
+            if self.session_id is None:
+                try:
+                    self._run(self._start(), started + self.startup_timeout_s, "to start")
+                except AgentError:
+                    self.close()  # half started is not started: the next turn says so
+                    raise
+            deadline = time.monotonic() + self.timeout_s
+            if self.turns and sum(1 for m in messages if m.role == "user") <= 1:
+                # The same instance was handed a brand-new conversation: a new session, not the old one.
+                self._run(self._new_session(), deadline, "to open a new session")
+                self.turns = 0
+            result, turn = self._run(self._prompt(prompt), deadline, "to answer")
+            self.turns += 1
+        response = AgentResponse(text=turn.text(), tool_calls=list(turn.calls.values()))
+        for call in response.tool_calls:
+            if call.metadata.get("permission", "").startswith(("deny", "cancel")) \
+                    and call.metadata.get("status") in (None, "pending"):
+                call.metadata["status"] = "denied"
+        response.metadata.update(_prompt_metadata(result))
+        response.metadata.update({"session_id": self.session_id, "turn": self.turns,
+                                  "duration_s": round(time.monotonic() - started, 3)})
+        if not response.text.strip() and not response.tool_calls:
+            raise AgentError(f"the ACP agent ended its turn ({result.stop_reason}) without a reply"
+                             + self._stderr_note())
+        if on_tool_call is not None:
+            for call in response.tool_calls:
+                on_tool_call(call)
+        return response
+
+    @contextlib.contextmanager
+    def around(self) -> Iterator[None]:
+        """The scenario: whatever happens in it, the agent's process group is gone afterwards."""
+        try:
+            yield
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Kill the process group, stop the event loop, remove the stderr file. Safe to call twice."""
+        self._closed = True
+        proc, loop = self._proc, self._loop
+        if proc is not None:
+            _kill_group(proc.pid, self.kill_grace_s)
+        if loop is not None and loop.is_running():
+            with contextlib.suppress(Exception):
+                asyncio.run_coroutine_threadsafe(self._aclose(), loop).result(5)
+            loop.call_soon_threadsafe(loop.stop)
+        if self._thread is not None:
+            self._thread.join(5)
+        self._loop = self._thread = None
+        if self._stderr_dir is not None:
+            shutil.rmtree(self._stderr_dir, ignore_errors=True)
+            self._stderr_dir = None
+
+    def metadata(self) -> dict[str, Any]:
+        return {"adapter": "acp", "command": self.command[0], "session_id": self.session_id, "turns": self.turns,
+                **({"agent": self.agent_info} if self.agent_info else {})}
+
+    # -- internals ----------------------------------------------------------------------------------
+
+    def _run(self, coro: Coroutine[Any, Any, T], deadline: float, doing: str) -> T:
+        """Run ``coro`` on the agent's loop; past the deadline the process group is killed."""
+        if self._loop is None:
+            self._loop = asyncio.new_event_loop()
+            self._thread = threading.Thread(target=self._loop.run_forever, name="fabtest-acp", daemon=True)
+            self._thread.start()
+        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        try:
+            return future.result(max(0.0, deadline - time.monotonic()))
+        except TimeoutError:
+            future.cancel()
+            tail = self._stderr_tail()
+            self.close()
+            limit = self.startup_timeout_s if doing == "to start" else self.timeout_s
+            raise AgentTimeout(f"ACP agent {Path(self.command[0]).name!r} took longer than {limit:g}s "
+                               f"{doing}; its processes were killed"
+                               + (f"\nstderr (last {_STDERR_TAIL_LINES} lines):\n{tail}" if tail else "")) from None
+        except AgentError:
+            if self._exited is not None and self._exited.done():
+                self.close()  # it crashed: whatever it left in its group goes too
+            raise
+        except Exception as exc:  # noqa: BLE001 - a protocol error is the agent's failure, not ours
+            raise AgentError(f"ACP agent {Path(self.command[0]).name!r} failed {doing}: "
+                             f"{_describe(exc)}{self._stderr_note()}") from exc
+
+    async def _start(self) -> None:
+        from acp import PROTOCOL_VERSION, connect_to_agent
+        from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementation
+
+        self._stderr_dir = tempfile.mkdtemp(prefix="fabtest-acp-")
+        with open(Path(self._stderr_dir) / "stderr.log", "wb") as stderr:
+            try:
+                self._proc = await asyncio.create_subprocess_exec(
+                    *self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
+                    cwd=self.cwd, env={**os.environ, **self.env}, start_new_session=True, limit=_STREAM_LIMIT)
+            except OSError as exc:
+                raise AgentError(f"ACP agent could not start {self.command[0]!r}: {exc}") from None
+        with _LIVE_LOCK:
+            _LIVE_GROUPS.add(self._proc.pid)
+        self._exited = asyncio.ensure_future(self._proc.wait())
+        self._conn = connect_to_agent(self._client, self._proc.stdin, self._proc.stdout)
+        # No fs capability: the Gemini CLI would then read files through us, and a missing file
+        # answered with an error breaks its write_file.
+        capabilities = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=False, write_text_file=False),
+                                          terminal=False)
+        info = await self._or_exit(self._conn.initialize(
+            protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities,
+            client_info=Implementation(name="fabtest", version=_version())))
+        if info.agent_info is not None:
+            self.agent_info = {"name": info.agent_info.name, "version": info.agent_info.version}
+        if self.auth_method:
+            await self._or_exit(self._conn.authenticate(method_id=self.auth_method))
+        await self._new_session()
+
+    async def _new_session(self) -> None:
+        session = await self._or_exit(self._conn.new_session(cwd=self.cwd, mcp_servers=list(self.mcp_servers)))
+        self.session_id = session.session_id
+
+    async def _prompt(self, text: str) -> tuple[Any, Turn]:
+        from acp import text_block
+
+        self._client.turn = Turn()
+        result = await self._or_exit(self._conn.prompt(session_id=self.session_id, prompt=[text_block(text)]))
+        return result, self._client.turn
+
+    async def _or_exit(self, awaitable: Any) -> Any:
+        """Await a request, or fail as soon as the agent process exits (a crash never hangs a turn)."""
+        assert self._exited is not None
+        task = asyncio.ensure_future(awaitable)
+        try:
+            await asyncio.wait({task, self._exited}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:  # the caller gave up (timeout): so does the request
+            task.cancel()
+            raise
+        if task.done() and (task.cancelled() or task.exception() is None):
+            return task.result()
+        if not self._exited.done():
+            # The request failed (often "connection closed"): if the process is exiting, say so.
+            await asyncio.wait({self._exited}, timeout=1.0)
+            if not self._exited.done():
+                return task.result()
+        task.cancel()
+        code = self._exited.result()
+        raise AgentError(f"ACP agent {Path(self.command[0]).name!r} exited with code {code} in the middle of a "
+                         f"request{self._stderr_note()}")
+
+    async def _aclose(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._conn.close(), 2)
+        if self._proc is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._proc.wait(), 2)
+            with _LIVE_LOCK:
+                _LIVE_GROUPS.discard(self._proc.pid)
+
+    def _stderr_tail(self) -> str:
+        if self._stderr_dir is None:
+            return ""
+        try:
+            text = (Path(self._stderr_dir) / "stderr.log").read_text("utf-8", "replace")
+        except OSError:
+            return ""
+        return "\n".join(text.rstrip().splitlines()[-_STDERR_TAIL_LINES:])
+
+    def _stderr_note(self) -> str:
+        tail = self._stderr_tail()
+        return f"\nstderr (last {_STDERR_TAIL_LINES} lines):\n{tail}" if tail else " (stderr empty)"
+
+
+def _prompt_metadata(result: Any) -> dict[str, Any]:
+    """Stop reason and token usage (the Gemini CLI puts it in ``_meta.quota.token_count``)."""
+    meta: dict[str, Any] = {"stop_reason": result.stop_reason}
+    counts = ((result.field_meta or {}).get("quota") or {}).get("token_count")
+    usage = getattr(result, "usage", None)
+    if isinstance(counts, dict):
+        inp, out = int(counts.get("input_tokens") or 0), int(counts.get("output_tokens") or 0)
+        meta["usage"] = {"input_tokens": inp, "output_tokens": out, "total_tokens": inp + out}
+    elif usage is not None:
+        meta["usage"] = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+                         "total_tokens": usage.total_tokens}
+    return meta
+
+
+def _mcp_server(spec: Mapping[str, Any]) -> Any:
+    """``{name, command, args, env}`` (stdio) or ``{name, url, headers, type = "http" | "sse"}``."""
+    from acp.schema import EnvVariable, HttpHeader, HttpMcpServer, McpServerStdio, SseMcpServer
+
+    spec = dict(spec)
+    if "url" in spec:
+        headers = [HttpHeader(name=str(k), value=str(v)) for k, v in (spec.get("headers") or {}).items()]
+        kind = SseMcpServer if spec.get("type") == "sse" else HttpMcpServer
+        return kind(type="sse" if kind is SseMcpServer else "http", name=str(spec["name"]), url=str(spec["url"]),
+                    headers=headers)
+    if "command" not in spec or "name" not in spec:
+        raise ValueError(f"an MCP server needs name and command (stdio) or name and url (http), got {sorted(spec)}")
+    env = [EnvVariable(name=str(k), value=str(v)) for k, v in (spec.get("env") or {}).items()]
+    return McpServerStdio(name=str(spec["name"]), command=str(spec["command"]),
+                          args=[str(a) for a in spec.get("args") or []], env=env)
+
+
+def _latest_user_message(messages: Sequence[Message]) -> str:
+    for message in reversed(list(messages)):
+        if message.role == "user":
+            return message.content
+    raise AgentError("the ACP agent needs a user message to send, got none")
+
+
+def _describe(exc: BaseException) -> str:
+    data = getattr(exc, "data", None)
+    text = f"{type(exc).__name__}: {exc}"
+    return f"{text} ({data})" if data else text
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("fabtest")
+    except Exception:  # noqa: BLE001 - metadata is optional in a source checkout
+        return "0"
+
+
+# -- the process group ------------------------------------------------------------------------------
+
+
+def _kill_group(pgid: int, grace_s: float) -> None:
+    """SIGTERM the group, SIGKILL whatever is left after ``grace_s``."""
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        pass
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and _group_has_live_members(pgid):
+        time.sleep(0.02)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+    with _LIVE_LOCK:
+        _LIVE_GROUPS.discard(pgid)
+
+
+def _group_has_live_members(pgid: int) -> bool:
+    """True while a non-zombie process of the group exists (``killpg(0)`` also counts zombies)."""
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    if not os.path.isdir("/proc"):
+        return True
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    fields = fh.read().rsplit(")", 1)[-1].split()
+            except OSError:
+                continue
+            if fields[0] != "Z" and int(fields[2]) == pgid:
+                return True
+    return False
+
+
+@atexit.register
+def _kill_leftovers() -> None:
+    """At interpreter (pytest) exit, nothing an ACP agent started may outlive the run."""
+    with _LIVE_LOCK:
+        groups = list(_LIVE_GROUPS)
+        _LIVE_GROUPS.clear()
+    for pgid in groups:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+
+
+# -- the Gemini CLI over ACP ------------------------------------------------------------------------
+
+DEFAULT_MODEL = "gemini-2.5-flash"
+_SUPPORTS: dict[str, bool] = {}
+
+
+def gemini_supports_acp(executable: str = "gemini") -> bool:
+    """Does the installed Gemini CLI accept ``--acp``? (``gemini --help`` lists it; cached per executable.)"""
+    if executable not in _SUPPORTS:
+        try:
+            out = subprocess.run([executable, "--help"], capture_output=True, timeout=30, stdin=subprocess.DEVNULL,
+                                 text=True, errors="replace")
+            _SUPPORTS[executable] = "--acp" in out.stdout + out.stderr
+        except (OSError, subprocess.SubprocessError):
+            _SUPPORTS[executable] = False
+    return _SUPPORTS[executable]
+
+
+def gemini_acp(context: Mapping[str, Any] | None = None) -> AcpAgent:
+    """Registry factory: the Gemini CLI over ACP (``gemini --acp --skip-trust -m MODEL``).
+
+    Model, executable, timeout and working directory as in :func:`fabtest.agents.cli.gemini_cli`
+    (``FABTEST_AGENT_MODEL``, ``FABTEST_GEMINI_CLI``, ``timeout``, ``cwd``); ``permission`` and
+    ``mcp_servers`` from the context. ``approval_mode = "default"`` makes the CLI ask permission
+    for each edit or command (answered by ``permission``); the default is ``yolo``.
+    """
+    ctx = dict(context or {})
+    model = os.environ.get("FABTEST_AGENT_MODEL") or ctx.get("agent_model") or ctx.get("model") or DEFAULT_MODEL
+    executable = os.environ.get("FABTEST_GEMINI_CLI") or ctx.get("executable") or "gemini"
+    command = [str(executable), "--acp", "--skip-trust", "-m", str(model),
+               "--approval-mode", str(ctx.get("approval_mode") or "yolo")]
+    env = ctx.get("env") if isinstance(ctx.get("env"), Mapping) else None
+    options: dict[str, Any] = {k: ctx[k] for k in ("permission", "mcp_servers", "kill_grace_s", "startup_timeout_s")
+                               if ctx.get(k) is not None}
+    return AcpAgent(command, cwd=ctx.get("cwd") or ctx.get("workspace"), env=env,
+                    timeout_s=float(ctx.get("timeout_s", ctx.get("timeout", 60))), **options)
+
+
+def gemini(context: Mapping[str, Any] | None = None) -> Any:
+    """Registry factory: the Gemini CLI over ACP when the installed CLI supports ``--acp``, else per turn.
+
+    ``FABTEST_GEMINI_TRANSPORT=per-turn`` (or ``acp = false`` in the context) keeps the per-turn
+    subprocess adapter (:func:`fabtest.agents.cli.gemini_cli`); ``=acp`` insists on ACP.
+    """
+    ctx = dict(context or {})
+    transport = os.environ.get("FABTEST_GEMINI_TRANSPORT") or ("per-turn" if ctx.get("acp") is False else "auto")
+    if transport not in ("auto", "acp", "per-turn"):
+        raise ValueError(f"FABTEST_GEMINI_TRANSPORT must be auto, acp or per-turn, got {transport!r}")
+    executable = os.environ.get("FABTEST_GEMINI_CLI") or ctx.get("executable") or "gemini"
+    if transport == "acp" or (transport == "auto" and gemini_supports_acp(str(executable))):
+        return gemini_acp(ctx)
+    from fabtest.agents.cli import gemini_cli
+
+    return gemini_cli(ctx)
+
+
+def from_table(table: Mapping[str, Any], context: Mapping[str, Any]) -> Any:
+    """``{acp = ["program", "arg", ...], ...}`` for any ACP agent, ``{acp = true, ...}`` for the Gemini CLI
+    over ACP, ``{acp = false}`` for the Gemini CLI per turn; other keys join the context."""
+    merged = {**context, **table}
+    spec = table["acp"]
+    if spec is True:
+        return gemini_acp(merged)
+    if spec is False:
+        return gemini(merged)
+    if isinstance(spec, str):
+        merged["acp"] = [spec]
+    elif not isinstance(spec, (list, tuple)) or not spec:
+        raise ValueError("acp must be a non-empty list of strings (the command), true or false")
+    return AcpAgent.build(merged)
