@@ -45,7 +45,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--experiment", default=None, metavar="NAME", help="a name for this experiment")
     p.add_argument("--experiment-id", default=None, metavar="ID", help="use this experiment id")
     p.add_argument("--tag", action="append", default=[], metavar="TAG", help="tag the experiment (repeatable)")
-    p.add_argument("--no-results", action="store_true", help="do not write an experiment file")
+    p.add_argument("--no-results", action="store_true", help="do not write an experiment file nor traces")
     p.add_argument("--agent", default=None, metavar="MODULE:ATTR",
                    help="agent factory (default: $FABTEST_PLAYBOOK_AGENT, [tool.fabtest] playbook_agent, Gemini CLI)")
     return p
@@ -122,7 +122,8 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
             try:
                 outcome = run_playbook(playbook, agent_factory=args.agent, judge_llm=roles["judge"],
                                        simulator_llm=roles["simulator"], repo_root=root, results_dir=results_dir,
-                                       settings=settings, experiment_id=experiment_id, nodeid=shown)
+                                       settings=settings, experiment_id=experiment_id, nodeid=shown,
+                                       write_trace=not args.no_results)
             except PlaybookError as exc:
                 return _error(str(exc))
             if outcome.skipped:
