@@ -21,7 +21,8 @@ rates count every run.
 
 The regression gate asks, for completion and for each criterion, whether the current pass count
 is lower than chance allows: a one-sided Fisher's exact test on the 2×2 table of passed/failed
-counts (baseline vs current), significant when p < alpha. An identical rerun has p = 1.
+counts (baseline vs current), significant when p < alpha (0.05 by default) and the rate fell.
+An identical rerun has no drop (and p >= 0.5), so it never fails.
 """
 
 from __future__ import annotations
