@@ -86,6 +86,10 @@ def test_two_runs_and_a_comparison(tmp_path: Path) -> None:
             assert DESIGN_KEYS["scenario"] <= set(scenario)
             assert scenario["id"].startswith("example:") and len(scenario["id"]) == len("example:") + 12
     assert base["summary"]["passed"] == 3
+    # seed 10.1: the "must call" step's detail names its tool beside its type
+    calls = [d for e in base["scenario_results"] for d in e["expectations"]["details"] if d["type"] == "call_tool"]
+    assert calls and all(d["tool"] == "search_venues" and "data" not in d for d in calls)
+    assert "call_tool:search_venues" in base["checks_results"] and "call_tool:search_venues" not in base["criteria_results"]
     assert cur["summary"]["passed"] == 2  # the curt bot no longer opens with "Hello"
     text = compare(tmp_path, "exp_aaaaaa", "exp_bbbbbb")
     assert text.returncode == 0, text.stderr

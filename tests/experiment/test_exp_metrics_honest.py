@@ -69,8 +69,9 @@ def test_compare_puts_checks_in_their_own_table():
 def test_expectation_details_follow_seed_10_1_and_round_trip(tmp_path):
     topic = check("reached:presenting", type_="reached_topic", mode="must", topic="presenting", source="verification")
     turns = check("turn_count<=10", type_="turn_count", mode="must", max=10, actual=5)
-    result = make_result("a", expects=[("call_tool:search_venues", "passed")])
-    result.expectations += [topic, turns]
+    call = check("call_tool:search_venues", type_="call_tool", mode="must", tool="search_venues")
+    result = make_result("a", expects=[])
+    result.expectations += [call, topic, turns]
     doc = make_doc("exp_flat01", [result])
     details = doc["scenario_results"][0]["expectations"]["details"]
     assert all("data" not in d for d in details)
@@ -83,6 +84,17 @@ def test_expectation_details_follow_seed_10_1_and_round_trip(tmp_path):
     _, results, _ = load_document("exp_flat01", tmp_path)
     assert results[0].expectations[2].data == {"max": 10, "actual": 5}
     assert results[0].expectations[1].data == {"topic": "presenting", "source": "verification"}
+
+
+def test_a_data_key_that_would_replace_a_record_key_stays_nested(tmp_path):
+    odd = check("x", type_="match", passed_note="kept", **{"type": "not mine", "data": [1]})
+    doc = make_doc("exp_clash1", [make_result("a", extra_checks=[odd])])
+    detail = doc["scenario_results"][0]["evaluations"]["details"][-1]
+    assert detail["type"] == "match" and detail["passed_note"] == "kept"
+    assert detail["data"] == {"type": "not mine", "data": [1]}
+    write_document(doc, tmp_path)
+    _, results, _ = load_document("exp_clash1", tmp_path)
+    assert results[0].evaluations[-1].data == {"passed_note": "kept", "type": "not mine", "data": [1]}
 
 
 def test_older_files_with_nested_data_still_load(tmp_path):
@@ -202,3 +214,19 @@ def test_list_show_and_the_compare_hint_see_experiments_only(tmp_path, capsys):
     assert "fabtest-compare exp_dc0aaa exp_dc0bbb" in out and ".trace" not in out
     assert read_document("exp_dc0b", tmp_path)[0].name == "exp_dc0bbb.json"
     assert stats.LLM_JUDGED_TYPES >= {"satisfy", "grounded_in"}
+
+
+def test_an_older_scenario_index_falls_back_to_a_full_read(tmp_path):
+    """Files written before the index had criteria and checks still compare the same."""
+    base = make_doc("exp_oldidx", [_with_checks("a"), _with_checks("b", passed=False)])
+    path = write_document(base, tmp_path)
+    lines = path.read_text().splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        if line.startswith('"scenario_index": '):
+            index = json.loads(line[len('"scenario_index": '):].rstrip().rstrip(","))
+            index = {"fields": index["fields"][:9], "rows": [row[:9] for row in index["rows"]]}
+            lines[i] = '"scenario_index": ' + json.dumps(index) + ",\n"
+    path.write_text("".join(lines))
+    _, doc = read_document("exp_oldidx", tmp_path, lean=True)
+    assert "lean" not in doc
+    assert compare(doc, doc).to_dict() == compare(base, base).to_dict()

@@ -104,17 +104,15 @@ _DETAIL_KEYS = ("type", "mode", "criterion", "status", "passed", "turn", "detail
 def _flat_detail(detail: dict[str, Any]) -> dict[str, Any]:
     """Seed 10.1 layout: ``{"type", "tool"|"topic"|"max", "actual", "passed", ...}`` at the top level.
 
-    The check's ``data`` keys go beside ``type`` (never replacing a record key); ``tool`` is filled
-    in from a ``call_tool:NAME`` label when the step did not record it.
+    The check's ``data`` keys go beside ``type``. The rare key that would replace a record key
+    (``type``, ``passed``, ``data`` …) stays under ``data`` so the document remains lossless.
     """
     data = detail.pop("data", None) or {}
     out = dict(detail)
-    for key, value in data.items():
-        if key not in _DETAIL_KEYS:
-            out.setdefault(key, value)
-    criterion = str(out.get("criterion") or "")
-    if "tool" not in out and "call" in str(out.get("type") or "") and ":" in criterion:
-        out["tool"] = criterion.split(":", 1)[1]
+    clashing = {k: v for k, v in data.items() if k in _DETAIL_KEYS or k == "data"}
+    out.update((k, v) for k, v in data.items() if k not in clashing)
+    if clashing:
+        out["data"] = clashing
     return out
 
 
