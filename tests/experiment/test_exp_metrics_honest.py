@@ -230,3 +230,11 @@ def test_an_older_scenario_index_falls_back_to_a_full_read(tmp_path):
     _, doc = read_document("exp_oldidx", tmp_path, lean=True)
     assert "lean" not in doc
     assert compare(doc, doc).to_dict() == compare(base, base).to_dict()
+
+
+def test_a_declared_criterion_that_could_not_run_is_not_removed():
+    base = make_doc("exp_b", [make_result("a")])
+    no_judge = make_result("a", evals=[("friendly", "skipped"), ("concise", "skipped")])
+    c = compare(base, make_doc("exp_c", [no_judge]))
+    assert {r.name: r.status for r in c.criteria} == {"concise": "not evaluated", "friendly": "not evaluated"}
+    assert c.comparability.criteria_identical

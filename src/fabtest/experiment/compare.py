@@ -60,7 +60,7 @@ __all__ = [
 ]
 
 Validity = Literal["HIGH", "MEDIUM", "LOW"]
-Status = Literal["compared", "modified", "added", "removed", "not reached"]
+Status = Literal["compared", "modified", "added", "removed", "not reached", "not evaluated"]
 
 RATE_TOLERANCE = 0.01  # 1pp: smaller changes are marked ─
 COUNT_TOLERANCE = 0.1  # turns and topics
@@ -494,6 +494,8 @@ def _rows(
                 status = "added"
             elif _stopped_early(name, c_shared, b_shared, kind):
                 status, note = "not reached", "not run in the baseline: the scenario stopped early (a must failed)"
+            elif defs is not None and name in defs[0]:
+                status, note = "not evaluated", "declared in both, never rated in the baseline (skipped or inconclusive)"
             else:
                 status = "added"
         else:
@@ -501,6 +503,8 @@ def _rows(
                 status = "removed"
             elif _stopped_early(name, b_shared, c_shared, kind):
                 status, note = "not reached", "not run in the current experiment: the scenario stopped early (a must failed)"
+            elif defs is not None and name in defs[1]:
+                status, note = "not evaluated", "declared in both, never rated in the current experiment (skipped or inconclusive)"
             else:
                 status = "removed"
         rows.append(CriterionDelta(name, b_rate, c_rate, d, _mark(d, "rate"), status, bn, cn, bp, cp, p, note))
