@@ -2,6 +2,8 @@
 
 Exit codes: 0 normally, 1 when a requested gate trips, 2 for usage errors and for missing,
 malformed or ambiguous experiment files (a one-line message on stderr, never a traceback).
+The gate is checked before anything is printed, so a bad ``--min-criterion`` name prints nothing
+but its error.
 """
 
 from __future__ import annotations
@@ -52,14 +54,41 @@ def _rate_arg(text: str) -> float:
     return value
 
 
+def _alpha_arg(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a significance level: {text!r} (use e.g. 0.05)") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"significance level out of range: {text!r} (between 0 and 1, e.g. 0.05)")
+    return value
+
+
+def _criterion_floor_arg(text: str) -> tuple[str, float]:
+    """``friendly=0.8`` or ``friendly=80%`` → ("friendly", 0.8); the name may itself contain ``=``."""
+    name, sep, value = text.rpartition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=RATE, got {text!r} (e.g. friendly=0.8)")
+    return name.strip(), _rate_arg(value.strip())
+
+
 def _add_compare_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("baseline", metavar="BASELINE", help="experiment id, unique id prefix, or path")
     parser.add_argument("current", metavar="CURRENT", help="experiment id, unique id prefix, or path")
     parser.add_argument("--results-dir", default=None, help="where experiments are stored (default: results)")
     parser.add_argument("--format", choices=("text", "json", "markdown"), default="text")
     parser.add_argument("--html", metavar="OUT", default=None, help="also write a self-contained HTML comparison")
-    parser.add_argument("--fail-on-regression", action="store_true", help="exit 1 if any scenario newly fails or completion drops")
-    parser.add_argument("--min-completion", metavar="RATE", type=_rate_arg, default=None, help="exit 1 if current completion is below RATE (0.8 or 80%%)")
+    parser.add_argument("--fail-on-regression", action="store_true",
+                        help="exit 1 if completion or any criterion dropped significantly on the shared scenarios "
+                             "(one-sided Fisher's exact test at --alpha)")
+    parser.add_argument("--alpha", metavar="LEVEL", type=_alpha_arg, default=0.05,
+                        help="significance level of --fail-on-regression (default 0.05)")
+    parser.add_argument("--min-completion", metavar="RATE", type=_rate_arg, default=None,
+                        help="exit 1 if completion on the shared scenarios is below RATE (0.8 or 80%%)")
+    parser.add_argument("--min-evaluation", metavar="RATE", type=_rate_arg, default=None,
+                        help="exit 1 if the evaluation rate on the shared scenarios is below RATE")
+    parser.add_argument("--min-criterion", metavar="NAME=RATE", type=_criterion_floor_arg, action="append", default=[],
+                        help="exit 1 if criterion NAME on the shared scenarios is below RATE (repeatable)")
 
 
 def _fail(prog: str, message: str) -> int:
@@ -80,6 +109,11 @@ def _run_compare(args: argparse.Namespace, prog: str) -> int:
         return _fail(prog, str(exc))
     except (KeyError, TypeError, AttributeError) as exc:
         return _fail(prog, f"malformed experiment file {args.baseline} or {args.current} ({type(exc).__name__}: {exc})")
+    try:
+        failures = gate_failures(comparison, args.fail_on_regression, args.min_completion, alpha=args.alpha,
+                                 min_evaluation=args.min_evaluation, min_criteria=dict(args.min_criterion))
+    except ValueError as exc:
+        return _fail(prog, str(exc))
     renderer = {"text": render_text, "json": render_json, "markdown": render_markdown}[args.format]
     sys.stdout.write(renderer(comparison))
     if args.html:
@@ -90,7 +124,6 @@ def _run_compare(args: argparse.Namespace, prog: str) -> int:
         except OSError as exc:
             return _fail(prog, f"cannot write {args.html}: {exc.strerror or exc}")
         print(f"HTML comparison written to: {args.html}", file=sys.stderr)
-    failures = gate_failures(comparison, args.fail_on_regression, args.min_completion)
     for line in failures:
         print(f"{prog}: gate failed: {line}", file=sys.stderr)
     return EXIT_GATE if failures else EXIT_OK

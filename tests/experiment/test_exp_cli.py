@@ -37,10 +37,11 @@ def test_compare_text_json_markdown(results, capsys):
 
 def test_compare_gates(results, capsys):
     args = ["exp_111aaa", "exp_222bbb", "--results-dir", str(results)]
-    assert compare_main(args + ["--fail-on-regression"]) == 1
-    assert "gate failed: regression" in capsys.readouterr().err
+    # one scenario flipping in a single run is within chance: the statistical gate passes
+    assert compare_main(args + ["--fail-on-regression"]) == 0
     assert compare_main(args + ["--min-completion", "0.6"]) == 0
     assert compare_main(args + ["--min-completion", "70%"]) == 1
+    assert "gate failed: completion rate 66.7% (2/3 passed on shared scenarios) is below the floor 70.0%" in capsys.readouterr().err
     with pytest.raises(SystemExit) as refused:  # 1.5 is neither a fraction nor clearly a percentage
         compare_main(args + ["--min-completion", "1.5"])
     assert refused.value.code == 2
@@ -94,7 +95,7 @@ def test_fabtest_list_show_report(results, tmp_path, capsys):
     assert report.read_text().startswith("<!DOCTYPE html>")
     assert main(["show", "exp_nothing", "--results-dir", str(results)]) == 2
     _one_line_error(capsys, "fabtest")
-    assert main(["compare", "exp_111aaa", "exp_222bbb", "--results-dir", str(results), "--fail-on-regression"]) == 1
+    assert main(["compare", "exp_111aaa", "exp_222bbb", "--results-dir", str(results), "--min-completion", "0.9"]) == 1
 
 
 def test_fabtest_run_dispatches_to_playbook(monkeypatch, capsys):

@@ -36,11 +36,15 @@ def _docs():
 def test_deltas_and_scenario_changes():
     base, cur = _docs()
     c = compare(base, cur)
-    m = c.metric("completion_rate")
-    assert (m.baseline, m.current, m.delta, m.mark) == (0.8, 0.8, 0.0, "─")
+    m = c.metric("completion_rate")  # over the 4 shared scenarios, not the whole experiments
+    assert (m.baseline, m.current, m.delta, m.mark) == (0.75, 0.75, 0.0, "─")
+    assert (m.baseline_counts, m.current_counts) == ((3, 4), (3, 4))
     turns = c.metric("avg_turns")
-    assert turns.baseline == pytest.approx(5.0) and turns.current == pytest.approx(4.8)
-    assert turns.delta == pytest.approx(-0.2) and turns.mark == "▲"  # fewer turns is better
+    assert turns.baseline == pytest.approx(5.5) and turns.current == pytest.approx(5.25)
+    assert turns.delta == pytest.approx(-0.25) and turns.mark == "▲"  # fewer turns is better
+    assert [o.name for o in c.added] == ["added_one"] and [o.name for o in c.removed] == ["removed_one"]
+    whole = {w.name: (w.baseline, w.current) for w in c.whole}
+    assert whole["completion_rate"] == (0.8, 0.8) and whole["total_scenarios"] == (5, 5)
     assert [s.name for s in c.newly_passing] == ["gets_fixed"]
     assert [s.name for s in c.newly_failing] == ["breaks"]
     assert c.newly_failing[0].failure_type == "max_turns"
@@ -96,15 +100,12 @@ def test_low_validity_when_topic_graph_or_judge_differs():
 def test_gates():
     base, cur = _docs()
     c = compare(base, cur)
-    assert regressed(c)  # a newly failing scenario
-    assert gate_failures(c) == []
-    assert len(gate_failures(c, fail_on_regression=True)) == 1
-    assert meets_min_completion(c, 0.8) and not meets_min_completion(c, 0.81)
-    assert "below the minimum" in gate_failures(c, min_completion=0.9)[0]
-    better = compare(cur, cur)
-    assert not regressed(better)
-    drop = compare(make_doc("b", [make_result("x"), make_result("y")]), make_doc("c", [make_result("x"), make_result("z", passed=False)]))
-    assert not drop.newly_failing and regressed(drop)  # completion dropped
+    # one scenario flipping once is not evidence of a regression: the statistical gate passes
+    assert c.newly_failing and not regressed(c)
+    assert gate_failures(c) == [] and gate_failures(c, fail_on_regression=True) == []
+    assert meets_min_completion(c, 0.75) and not meets_min_completion(c, 0.76)
+    assert "below the floor 90.0%" in gate_failures(c, min_completion=0.9)[0]
+    assert not regressed(compare(cur, cur))
 
 
 def test_variance_comparison_with_iterations():

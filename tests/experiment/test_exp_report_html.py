@@ -77,3 +77,19 @@ def test_chromium_screenshot(tmp_path):
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     assert len(data) > 20_000  # a rendered page, not a blank image
+
+
+def test_comparison_html_keeps_shared_added_and_checks_apart():
+    from exp_factory import check
+
+    match = check("match:/venue/", "passed", type_="match")
+    base = make_doc("exp_hb", [make_result(n, extra_checks=[match]) for n in "ab"])
+    cur = make_doc("exp_hc", [make_result(n, extra_checks=[match]) for n in "ab"]
+                   + [make_result("<i>new</i>", passed=False)], iterations=2)
+    html = render_comparison_html(base, cur, compare(base, cur))
+    assert "Metrics (shared scenarios)" in html and "Checks (deterministic, shared scenarios)" in html
+    assert "Added scenarios (only in current) (1)" in html and "&lt;i&gt;new&lt;/i&gt;" in html
+    assert "Whole experiments (different scenario sets: for reference, not compared)" in html
+    assert "n/a (a side has one run)" in html and "<b>no</b>" not in html
+    criteria = html[html.index("Quality by criterion"):html.index("Checks (deterministic")]
+    assert "match:/venue/" not in criteria

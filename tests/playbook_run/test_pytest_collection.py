@@ -56,7 +56,9 @@ def test_a_failing_playbook_shows_a_short_message_and_is_recorded_once(pytester:
     assert "Traceback" not in out and "def runtest" not in out and "workspace kept at" in out
     (entry,) = experiment(project, "exp_f")["scenario_results"]
     assert entry["failure_type"] == "assertion" and entry["turns"] == 1
-    assert (project / "results" / "exp_f.fails.trace.json").is_file()
+    # the trace goes under results/traces/, never beside the experiments
+    assert (project / "results" / "traces" / "exp_f.fails.trace.json").is_file()
+    assert sorted(p.name for p in (project / "results").glob("*.json")) == ["exp_f.json"]
 
 
 def test_a_bad_playbook_is_a_one_line_collection_error(pytester: pytest.Pytester, project: Path) -> None:

@@ -48,7 +48,7 @@ def test_a_failing_step_halts_the_run_and_leaves_a_trace(llm: Any, tmp_path: Pat
     assert not outcome.passed and outcome.failure_type == "assertion"
     assert outcome.failure_message.startswith("step 2 of 3 failed: expected 'The agent quotes a price per day'")
     assert agents.received == ["Hi, I need a meeting room.", "I need it in Berlin."]  # step 3 never sent
-    assert outcome.trace_path == tmp_path / "results" / "exp_abc.halts.trace.json"
+    assert outcome.trace_path == tmp_path / "results" / "traces" / "exp_abc.halts.trace.json"
     trace = json.loads(outcome.trace_path.read_text())
     assert [s["step"] for s in trace["steps"]] == [1, 2]
     step = trace["steps"][1]
@@ -66,7 +66,7 @@ def test_the_trace_is_named_after_the_playbook_without_an_experiment(llm: Any, t
         {"user_input": "Hi", "expected_outcome": "The agent quotes a price"}]})
     outcome = run_playbook(path, agent_factory=BookingAgent, judge_llm=llm, simulator_llm=None, repo_root=tmp_path)
     assert outcome.failure_type == "assertion"
-    assert outcome.trace_path == tmp_path / "results" / "no_exp.trace.json" and outcome.trace_path.is_file()
+    assert outcome.trace_path == tmp_path / "results" / "traces" / "no_exp.trace.json" and outcome.trace_path.is_file()
 
 
 def test_a_hung_cli_agent_is_a_timeout(llm: Any, tmp_path: Path) -> None:

@@ -71,7 +71,7 @@ def test_env_values_are_absent_from_everything_the_run_writes(project: Path, mon
     assert len(turns) == 6 and "turn 1 user: Hello, I need a room in *** for 12 people" in turns[0]
     assert not [r for r in caplog.records if SECRET in r.getMessage()]
     assert "FAILED [assertion]: step 3 of 3 failed" in out and "***" in out
-    trace = json.loads((project / "results" / "exp_secret.secret_city.trace.json").read_text())
+    trace = json.loads((project / "results" / "traces" / "exp_secret.secret_city.trace.json").read_text())
     assert trace["steps"][0]["input"] == "Hello, I need a room in *** for 12 people on 20 June."
 
 

@@ -12,9 +12,17 @@ Validity rule (documented contract):
          simulator LLM differs: shared parts are still comparable.
 * HIGH   otherwise.
 
-Headline metrics come from each experiment's own summary (the numbers people saw); scenario
-changes are computed over the intersection of stable ids. With several runs of a scenario it
-counts as passing only when every run passed.
+Every headline delta, criterion and check row and every gate is computed over the *shared*
+scenarios (stable ids both experiments contain, seed 7.4): a scenario added in the current
+experiment is not a regression of the old ones. Added and removed scenarios are listed apart
+with their outcomes, and each experiment's own whole figures are kept apart and labelled. With
+several runs of a scenario it counts as passing only when every run passed (scenario changes);
+rates count every run.
+
+The regression gate asks, for completion and for each criterion, whether the current pass count
+is lower than chance allows: a one-sided Fisher's exact test on the 2×2 table of passed/failed
+counts (baseline vs current), significant when p < alpha (0.05 by default) and the rate fell.
+An identical rerun has no drop (and p >= 0.5), so it never fails.
 """
 
 from __future__ import annotations
@@ -26,30 +34,39 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from fabtest.experiment.export import entry_topics
 from fabtest.experiment.fmt import RULE_HEAVY, RULE_LIGHT, llm_line, num, pct, pp, signed
+from fabtest.experiment.stats import entry_check_counts
 
 __all__ = [
+    "DEFAULT_ALPHA",
     "Comparability",
     "Comparison",
     "CriterionDelta",
+    "GateResult",
     "MetricDelta",
     "ScenarioChange",
+    "ScenarioOutcome",
     "VarianceComparison",
     "compare",
+    "drop_p_value",
     "gate_failures",
     "meets_min_completion",
     "regressed",
+    "regression_results",
     "render_json",
     "render_markdown",
     "render_text",
 ]
 
 Validity = Literal["HIGH", "MEDIUM", "LOW"]
+Status = Literal["compared", "modified", "added", "removed", "not reached", "not evaluated"]
 
 RATE_TOLERANCE = 0.01  # 1pp: smaller changes are marked ─
 COUNT_TOLERANCE = 0.1  # turns and topics
 BIG_RATE_CHANGE = 0.10  # 10pp: doubled mark
 QUALITY_THRESHOLD = 0.05  # per-scenario evaluation rate change that counts as improved/regressed
+DEFAULT_ALPHA = 0.05
 _LISTED = 20  # rows per list in text/markdown; the JSON output has everything
 
 
@@ -62,18 +79,28 @@ class MetricDelta:
     delta: float | None
     mark: str
     kind: Literal["rate", "count"]
+    # pass counts behind a rate (passed, rated) and the one-sided p-value of a drop
+    baseline_counts: tuple[int, int] | None = None
+    current_counts: tuple[int, int] | None = None
+    p_value: float | None = None
 
 
 @dataclass(slots=True)
 class CriterionDelta:
+    """One criterion (or deterministic check) over the shared scenarios."""
+
     name: str
     baseline: float | None
     current: float | None
     delta: float | None
     mark: str
-    status: Literal["compared", "modified", "added", "removed"]
+    status: Status
     baseline_evaluated: int = 0
     current_evaluated: int = 0
+    baseline_passed: int = 0
+    current_passed: int = 0
+    p_value: float | None = None
+    note: str = ""
 
 
 @dataclass(slots=True)
@@ -84,6 +111,20 @@ class ScenarioChange:
     current: float | None = None
     failure_type: str | None = None
     note: str = ""
+
+
+@dataclass(slots=True)
+class ScenarioOutcome:
+    """An added or removed scenario: how it did in the one experiment that has it."""
+
+    id: str
+    name: str
+    runs: int
+    passes: int
+    skipped: int
+    pass_rate: float | None
+    evaluation_rate: float | None
+    failure_type: str | None = None
 
 
 @dataclass(slots=True)
@@ -119,7 +160,7 @@ class VarianceMetric:
     baseline: RateSpread
     current: RateSpread
     delta: float | None
-    overlap: bool
+    overlap: bool | None  # None: a side has fewer than two runs, so no range to compare
 
 
 @dataclass(slots=True)
@@ -143,13 +184,17 @@ class Comparison:
     baseline: ExperimentRef
     current: ExperimentRef
     comparability: Comparability
-    metrics: list[MetricDelta]
-    criteria: list[CriterionDelta]
+    metrics: list[MetricDelta]  # over the shared scenarios
+    criteria: list[CriterionDelta]  # LLM-judged criteria, shared scenarios
     newly_passing: list[ScenarioChange]
     newly_failing: list[ScenarioChange]
     quality_improved: list[ScenarioChange]
     quality_regressed: list[ScenarioChange]
     variance: VarianceComparison | None = None
+    checks: list[CriterionDelta] = field(default_factory=list)  # deterministic checks, shared scenarios
+    added: list[ScenarioOutcome] = field(default_factory=list)  # only in current
+    removed: list[ScenarioOutcome] = field(default_factory=list)  # only in baseline
+    whole: list[MetricDelta] = field(default_factory=list)  # each experiment's own summary, not compared
 
     def metric(self, name: str) -> MetricDelta:
         return next(m for m in self.metrics if m.name == name)
@@ -159,7 +204,7 @@ class Comparison:
 
 
 # ---------------------------------------------------------------------------------------------
-# marks
+# marks and tests
 
 
 def _mark(delta: float | None, kind: str, lower_is_better: bool = False) -> str:
@@ -180,6 +225,24 @@ def _delta(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else b - a
 
 
+def _rate(passed: int, total: int) -> float | None:
+    return passed / total if total else None
+
+
+def drop_p_value(b_passed: int, b_total: int, c_passed: int, c_total: int) -> float | None:
+    """One-sided Fisher's exact test: how likely a drop this large is by chance (None: nothing to test).
+
+    The 2×2 table is [[baseline passed, baseline failed], [current passed, current failed]];
+    ``alternative="greater"`` asks whether the baseline's odds of passing are higher.
+    """
+    if b_total <= 0 or c_total <= 0:
+        return None
+    from scipy.stats import fisher_exact  # imported here: only comparisons pay for scipy
+
+    result = fisher_exact([[b_passed, b_total - b_passed], [c_passed, c_total - c_passed]], alternative="greater")
+    return float(min(1.0, max(0.0, result.pvalue)))
+
+
 # ---------------------------------------------------------------------------------------------
 # per-scenario aggregation over raw dicts
 
@@ -189,38 +252,69 @@ class _Agg:
     name: str
     runs: int = 0
     passes: int = 0
+    skipped: int = 0
     turns: int = 0
     eval_passed: int = 0
     eval_total: int = 0
+    topic_runs: int = 0
+    topics: int = 0
     failures: Counter[str] | None = None
+    criteria: dict[str, list[int]] = field(default_factory=dict)
+    checks: dict[str, list[int]] = field(default_factory=dict)
+    by_iteration: dict[int, list[int]] = field(default_factory=dict)  # iteration → [passed, ran, ev_p, ev_t]
+
+
+def _merge(into: dict[str, list[int]], counts: dict[str, Any]) -> None:
+    for name, pair in counts.items():
+        slot = into.setdefault(name, [0, 0])
+        slot[0] += int(pair[0])
+        slot[1] += int(pair[1])
+
+
+def _counts(entry: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    if "criteria_counts" in entry:  # a lean entry from the scenario index
+        return entry.get("criteria_counts") or {}, entry.get("checks_counts") or {}
+    return entry_check_counts(entry)
 
 
 def _aggregate(entries: Iterable[dict[str, Any]]) -> dict[str, _Agg]:
     out: dict[str, _Agg] = {}
     for e in entries:
-        if e.get("skipped"):
-            continue
         sid = e.get("id")
         agg = out.get(sid)
         if agg is None:
             agg = out[sid] = _Agg(name=e.get("name") or sid)
+        if e.get("skipped"):
+            agg.skipped += 1
+            continue
         agg.runs += 1
-        if e.get("passed"):
+        passed = bool(e.get("passed"))
+        if passed:
             agg.passes += 1
         else:
             if agg.failures is None:
                 agg.failures = Counter()
             agg.failures[e.get("failure_type") or "assertion"] += 1
         agg.turns += e.get("turns") or 0
+        topics = entry_topics(e)
+        if topics is not None:
+            agg.topic_runs += 1
+            agg.topics += topics
         ev = e.get("evaluations")
+        ev_p = ev_t = 0
         if isinstance(ev, dict):
-            agg.eval_passed += ev.get("passed") or 0
-            agg.eval_total += ev.get("total") or 0
+            ev_p, ev_t = ev.get("passed") or 0, ev.get("total") or 0
+            agg.eval_passed += ev_p
+            agg.eval_total += ev_t
+        criteria, checks = _counts(e)
+        _merge(agg.criteria, criteria)
+        _merge(agg.checks, checks)
+        it = agg.by_iteration.setdefault(int(e.get("iteration") or 1), [0, 0, 0, 0])
+        it[0] += passed
+        it[1] += 1
+        it[2] += ev_p
+        it[3] += ev_t
     return out
-
-
-def _all_ids(entries: Iterable[dict[str, Any]]) -> set[str]:
-    return {e.get("id") for e in entries}
 
 
 def _criteria_definitions(doc: dict[str, Any]) -> dict[str, set[str]]:
@@ -306,41 +400,114 @@ def _comparability(
     )
 
 
-def _metrics(base: dict[str, Any], cur: dict[str, Any]) -> list[MetricDelta]:
-    specs = [
-        ("completion_rate", "Completion rate", "rate", False),
-        ("avg_turns", "Avg turns", "count", True),
-        ("avg_topics", "Avg topics", "count", True),
-        ("evaluation_rate", "Evaluation rate", "rate", False),
-    ]
+@dataclass(slots=True)
+class _Totals:
+    runs: int = 0
+    passes: int = 0
+    turns: int = 0
+    topic_runs: int = 0
+    topics: int = 0
+    eval_passed: int = 0
+    eval_total: int = 0
+
+
+def _totals(aggs: Iterable[_Agg]) -> _Totals:
+    t = _Totals()
+    for a in aggs:
+        t.runs += a.runs
+        t.passes += a.passes
+        t.turns += a.turns
+        t.topic_runs += a.topic_runs
+        t.topics += a.topics
+        t.eval_passed += a.eval_passed
+        t.eval_total += a.eval_total
+    return t
+
+
+def _metrics(b: _Totals, c: _Totals) -> list[MetricDelta]:
+    """Headline deltas over the shared scenarios, with the counts behind the rates."""
     out = []
-    for key, label, kind, lower_better in specs:
-        b, c = base["summary"].get(key), cur["summary"].get(key)
-        d = _delta(b, c)
-        out.append(MetricDelta(key, label, b, c, d, _mark(d, kind, lower_better), kind))  # type: ignore[arg-type]
+    b_rate, c_rate = _rate(b.passes, b.runs), _rate(c.passes, c.runs)
+    d = _delta(b_rate, c_rate)
+    out.append(MetricDelta("completion_rate", "Completion rate", b_rate, c_rate, d, _mark(d, "rate"), "rate",
+                           (b.passes, b.runs), (c.passes, c.runs), drop_p_value(b.passes, b.runs, c.passes, c.runs)))
+    for key, label, bv, cv in (
+        ("avg_turns", "Avg turns", _rate(b.turns, b.runs), _rate(c.turns, c.runs)),
+        ("avg_topics", "Avg topics", _rate(b.topics, b.topic_runs), _rate(c.topics, c.topic_runs)),
+    ):
+        d = _delta(bv, cv)
+        out.append(MetricDelta(key, label, bv, cv, d, _mark(d, "count", True), "count"))
+    b_rate, c_rate = _rate(b.eval_passed, b.eval_total), _rate(c.eval_passed, c.eval_total)
+    d = _delta(b_rate, c_rate)
+    out.append(MetricDelta("evaluation_rate", "Evaluation rate", b_rate, c_rate, d, _mark(d, "rate"), "rate",
+                           (b.eval_passed, b.eval_total), (c.eval_passed, c.eval_total),
+                           drop_p_value(b.eval_passed, b.eval_total, c.eval_passed, c.eval_total)))
     return out
 
 
-def _criteria(base: dict[str, Any], cur: dict[str, Any], modified: list[str]) -> list[CriterionDelta]:
-    b_res, c_res = base.get("criteria_results") or {}, cur.get("criteria_results") or {}
+def _whole(base: dict[str, Any], cur: dict[str, Any]) -> list[MetricDelta]:
+    """Each experiment's own summary figures (different scenario sets: shown, never marked)."""
+    specs = [
+        ("total_scenarios", "Scenario runs", "count"),
+        ("completion_rate", "Completion rate", "rate"),
+        ("avg_turns", "Avg turns", "count"),
+        ("avg_topics", "Avg topics", "count"),
+        ("evaluation_rate", "Evaluation rate", "rate"),
+    ]
+    out = []
+    for key, label, kind in specs:
+        b, c = base["summary"].get(key), cur["summary"].get(key)
+        out.append(MetricDelta(key, label, b, c, None, " ", kind))  # type: ignore[arg-type]
+    return out
+
+
+def _stopped_early(name: str, had: dict[str, _Agg], lacks: dict[str, _Agg], kind: str) -> bool:
+    """True when every shared scenario that ran ``name`` on one side failed on the other (a must
+    stopped it before the step), so the label is missing for that reason, not because it was removed."""
+    ids = [sid for sid, a in had.items() if name in getattr(a, kind)]
+    return bool(ids) and all(lacks[sid].runs > lacks[sid].passes for sid in ids if sid in lacks)
+
+
+def _rows(
+    b_shared: dict[str, _Agg], c_shared: dict[str, _Agg], kind: str,
+    defs: tuple[dict[str, set[str]], dict[str, set[str]]] | None, modified: list[str],
+) -> list[CriterionDelta]:
+    """Criteria (``kind="criteria"``) or checks rows over the shared scenarios."""
+    b_counts: dict[str, list[int]] = {}
+    c_counts: dict[str, list[int]] = {}
+    for a in b_shared.values():
+        _merge(b_counts, getattr(a, kind))
+    for a in c_shared.values():
+        _merge(c_counts, getattr(a, kind))
     rows = []
-    for name in sorted(set(b_res) | set(c_res)):
-        b, c = b_res.get(name) or {}, c_res.get(name) or {}
-        b_rate, c_rate = b.get("rate"), c.get("rate")
+    for name in sorted(set(b_counts) | set(c_counts)):
+        (bp, bn), (cp, cn) = b_counts.get(name, [0, 0]), c_counts.get(name, [0, 0])
+        b_rate, c_rate = _rate(bp, bn), _rate(cp, cn)
+        note, d, p = "", None, None
+        status: Status
         if name in modified:
-            status, d = "modified", None
-        elif name not in b_res:
-            status, d = "added", None
-        elif name not in c_res:
-            status, d = "removed", None
+            status, note = "modified", "not compared"
+        elif name in b_counts and name in c_counts:
+            status, d, p = "compared", _delta(b_rate, c_rate), drop_p_value(bp, bn, cp, cn)
+        elif name in c_counts:
+            if defs is not None and name in defs[1] and name not in defs[0]:
+                status = "added"
+            elif _stopped_early(name, c_shared, b_shared, kind):
+                status, note = "not reached", "not run in the baseline: the scenario stopped early (a must failed)"
+            elif defs is not None and name in defs[0]:
+                status, note = "not evaluated", "declared in both, never rated in the baseline (skipped or inconclusive)"
+            else:
+                status = "added"
         else:
-            status, d = "compared", _delta(b_rate, c_rate)
-        rows.append(
-            CriterionDelta(
-                name, b_rate, c_rate, d, _mark(d, "rate"), status,  # type: ignore[arg-type]
-                int(b.get("evaluated") or 0), int(c.get("evaluated") or 0),
-            )
-        )
+            if defs is not None and name in defs[0] and name not in defs[1]:
+                status = "removed"
+            elif _stopped_early(name, b_shared, c_shared, kind):
+                status, note = "not reached", "not run in the current experiment: the scenario stopped early (a must failed)"
+            elif defs is not None and name in defs[1]:
+                status, note = "not evaluated", "declared in both, never rated in the current experiment (skipped or inconclusive)"
+            else:
+                status = "removed"
+        rows.append(CriterionDelta(name, b_rate, c_rate, d, _mark(d, "rate"), status, bn, cn, bp, cp, p, note))
     return rows
 
 
@@ -350,6 +517,8 @@ def _scenario_changes(
     passing, failing, improved, regressed_ = [], [], [], []
     for sid in sorted(set(b_agg) & set(c_agg), key=lambda s: (c_agg[s].name, s)):
         b, c = b_agg[sid], c_agg[sid]
+        if not b.runs or not c.runs:
+            continue  # skipped on one side: nothing to compare
         b_pass, c_pass = b.passes == b.runs, c.passes == c.runs
         if not b_pass and c_pass:
             passing.append(ScenarioChange(sid, c.name, b.passes / b.runs, c.passes / c.runs))
@@ -372,12 +541,14 @@ def _scenario_changes(
     return passing, failing, improved, regressed_
 
 
-def _run_rates(doc: dict[str, Any], key: str) -> list[float]:
-    var = doc.get("variance")
-    if isinstance(var, dict) and var.get("runs"):
-        return [r[key] for r in var["runs"] if r.get(key) is not None]
-    value = doc["summary"].get(key)
-    return [] if value is None else [value]
+def _outcomes(aggs: dict[str, _Agg], ids: set[str]) -> list[ScenarioOutcome]:
+    out = []
+    for sid in sorted(ids, key=lambda s: (aggs[s].name, s)):
+        a = aggs[sid]
+        ftype = a.failures.most_common(1)[0][0] if a.failures else None
+        out.append(ScenarioOutcome(sid, a.name, a.runs, a.passes, a.skipped, _rate(a.passes, a.runs),
+                                   _rate(a.eval_passed, a.eval_total), ftype))
+    return out
 
 
 def _spread(values: list[float]) -> RateSpread:
@@ -386,44 +557,63 @@ def _spread(values: list[float]) -> RateSpread:
     return RateSpread(values, statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0)
 
 
-def _variance(
-    base: dict[str, Any], cur: dict[str, Any], b_agg: dict[str, _Agg], c_agg: dict[str, _Agg]
-) -> VarianceComparison:
+def _per_run(aggs: Iterable[_Agg], index: int) -> list[float]:
+    """Per-iteration rate over the shared scenarios (index 0: completion, 2: evaluation)."""
+    sums: dict[int, list[int]] = {}
+    for a in aggs:
+        for it, v in a.by_iteration.items():
+            s = sums.setdefault(it, [0, 0])
+            s[0] += v[index]
+            s[1] += v[index + 1]
+    return [s[0] / s[1] for _, s in sorted(sums.items()) if s[1]]
+
+
+def _variance(b_shared: dict[str, _Agg], c_shared: dict[str, _Agg]) -> VarianceComparison:
     metrics, notes = [], []
-    for key, label in (("completion_rate", "Completion rate"), ("evaluation_rate", "Evaluation rate")):
-        b, c = _spread(_run_rates(base, key)), _spread(_run_rates(cur, key))
-        overlap = True
-        if b.mean is not None and c.mean is not None:
+    for key, label, index in (("completion_rate", "Completion rate", 0), ("evaluation_rate", "Evaluation rate", 2)):
+        b, c = _spread(_per_run(b_shared.values(), index)), _spread(_per_run(c_shared.values(), index))
+        overlap: bool | None = None
+        # One run has no spread (sd 0): no range to compare, so never claim the ranges are apart.
+        if b.mean is not None and c.mean is not None and len(b.runs) > 1 and len(c.runs) > 1:
             overlap = not (b.mean + b.std < c.mean - c.std or c.mean + c.std < b.mean - b.std)
             if not overlap:
                 notes.append(f"{label} ranges (mean ± std) do not overlap")
         metrics.append(VarianceMetric(key, b, c, _delta(b.mean, c.mean), overlap))
     per_scenario = [
-        ScenarioChange(sid, c_agg[sid].name, b_agg[sid].passes / b_agg[sid].runs, c_agg[sid].passes / c_agg[sid].runs)
-        for sid in sorted(set(b_agg) & set(c_agg), key=lambda s: (c_agg[s].name, s))
+        ScenarioChange(sid, c_shared[sid].name, _rate(b_shared[sid].passes, b_shared[sid].runs),
+                       _rate(c_shared[sid].passes, c_shared[sid].runs))
+        for sid in sorted(set(b_shared) & set(c_shared), key=lambda s: (c_shared[s].name, s))
     ]
     return VarianceComparison(metrics, notes, per_scenario)
 
 
 def compare(baseline_doc: dict[str, Any], current_doc: dict[str, Any]) -> Comparison:
     """Everything that changed from ``baseline_doc`` to ``current_doc`` (raw experiment dicts)."""
-    b_entries, c_entries = baseline_doc["scenario_results"], current_doc["scenario_results"]
-    b_agg, c_agg = _aggregate(b_entries), _aggregate(c_entries)
-    comparability = _comparability(baseline_doc, current_doc, _all_ids(b_entries), _all_ids(c_entries))
-    passing, failing, improved, regressed_ = _scenario_changes(b_agg, c_agg)
+    b_agg, c_agg = _aggregate(baseline_doc["scenario_results"]), _aggregate(current_doc["scenario_results"])
+    b_ids, c_ids = set(b_agg), set(c_agg)
+    shared = b_ids & c_ids
+    b_shared = {sid: b_agg[sid] for sid in shared}
+    c_shared = {sid: c_agg[sid] for sid in shared}
+    comparability = _comparability(baseline_doc, current_doc, b_ids, c_ids)
+    passing, failing, improved, regressed_ = _scenario_changes(b_shared, c_shared)
     b_ref, c_ref = _ref(baseline_doc), _ref(current_doc)
     has_runs = b_ref.iterations > 1 or c_ref.iterations > 1 or "variance" in baseline_doc or "variance" in current_doc
+    defs = (_criteria_definitions(baseline_doc), _criteria_definitions(current_doc))
     return Comparison(
         baseline=b_ref,
         current=c_ref,
         comparability=comparability,
-        metrics=_metrics(baseline_doc, current_doc),
-        criteria=_criteria(baseline_doc, current_doc, comparability.criteria_modified),
+        metrics=_metrics(_totals(b_shared.values()), _totals(c_shared.values())),
+        criteria=_rows(b_shared, c_shared, "criteria", defs, comparability.criteria_modified),
         newly_passing=passing,
         newly_failing=failing,
         quality_improved=improved,
         quality_regressed=regressed_,
-        variance=_variance(baseline_doc, current_doc, b_agg, c_agg) if has_runs else None,
+        variance=_variance(b_shared, c_shared) if has_runs else None,
+        checks=_rows(b_shared, c_shared, "checks", None, []),
+        added=_outcomes(c_agg, c_ids - b_ids),
+        removed=_outcomes(b_agg, b_ids - c_ids),
+        whole=_whole(baseline_doc, current_doc),
     )
 
 
@@ -431,33 +621,99 @@ def compare(baseline_doc: dict[str, Any], current_doc: dict[str, Any]) -> Compar
 # gates
 
 
-def regressed(comparison: Comparison) -> bool:
-    """True when a shared scenario newly fails or the completion rate dropped at all."""
-    delta = comparison.metric("completion_rate").delta
-    return bool(comparison.newly_failing) or (delta is not None and delta < -1e-9)
+@dataclass(slots=True)
+class GateResult:
+    """One gate verdict: which metric, its counts, the p-value when tested, and why it failed."""
+
+    metric: str
+    failed: bool
+    reason: str
+
+
+def _counts_text(counts: tuple[int, int] | None) -> str:
+    return "n/a" if counts is None else f"{counts[0]}/{counts[1]}"
+
+
+def _drop_line(label: str, b_counts: tuple[int, int], c_counts: tuple[int, int], p: float, alpha: float) -> str:
+    b_rate, c_rate = _rate(*b_counts), _rate(*c_counts)
+    return (f"{label}: {_counts_text(b_counts)} → {_counts_text(c_counts)} passed ({pct(b_rate)} → {pct(c_rate)}) "
+            f"on shared scenarios; one-sided Fisher's exact p = {p:.4g} < alpha {alpha:g}: the drop is larger "
+            f"than chance")
+
+
+def regression_results(comparison: Comparison, alpha: float = DEFAULT_ALPHA) -> list[GateResult]:
+    """The statistical regression test of completion and of every compared criterion."""
+    out = []
+    m = comparison.metric("completion_rate")
+    if m.p_value is not None and m.baseline_counts and m.current_counts:
+        failed = m.p_value < alpha and (m.delta or 0) < 0
+        out.append(GateResult("completion", failed, _drop_line("completion", m.baseline_counts, m.current_counts,
+                                                               m.p_value, alpha) if failed else ""))
+    for row in comparison.criteria:
+        if row.status != "compared" or row.p_value is None:
+            continue
+        failed = row.p_value < alpha and (row.delta or 0) < 0
+        reason = _drop_line(f"criterion {row.name!r}", (row.baseline_passed, row.baseline_evaluated),
+                            (row.current_passed, row.current_evaluated), row.p_value, alpha) if failed else ""
+        out.append(GateResult(f"criterion:{row.name}", failed, reason))
+    return out
+
+
+def regressed(comparison: Comparison, alpha: float = DEFAULT_ALPHA) -> bool:
+    """True when completion or a criterion dropped significantly on the shared scenarios."""
+    return any(r.failed for r in regression_results(comparison, alpha))
 
 
 def meets_min_completion(comparison: Comparison, minimum: float) -> bool:
-    """True when the current completion rate is at least ``minimum`` (a fraction)."""
+    """True when the completion rate over the shared scenarios is at least ``minimum`` (a fraction)."""
     rate = comparison.metric("completion_rate").current
     return rate is not None and rate >= minimum - 1e-12
 
 
+def _floor(label: str, rate: float | None, counts: tuple[int, int] | None, minimum: float) -> str | None:
+    if rate is not None and rate >= minimum - 1e-12:
+        return None
+    if rate is None:
+        return f"{label}: nothing was rated on the shared scenarios, below the floor {pct(minimum)}"
+    return f"{label} {pct(rate)} ({_counts_text(counts)} passed on shared scenarios) is below the floor {pct(minimum)}"
+
+
 def gate_failures(
-    comparison: Comparison, fail_on_regression: bool = False, min_completion: float | None = None
+    comparison: Comparison,
+    fail_on_regression: bool = False,
+    min_completion: float | None = None,
+    *,
+    alpha: float = DEFAULT_ALPHA,
+    min_evaluation: float | None = None,
+    min_criteria: dict[str, float] | None = None,
 ) -> list[str]:
-    """One line per tripped gate (empty when the comparison passes every requested gate)."""
+    """One line per tripped gate (empty when the comparison passes every requested gate).
+
+    Raises ValueError for a ``min_criteria`` name that is no criterion of either experiment.
+    """
     out = []
-    if fail_on_regression and regressed(comparison):
+    if fail_on_regression:
+        out += [f"regression: {r.reason}" for r in regression_results(comparison, alpha) if r.failed]
+    if min_completion is not None:
         m = comparison.metric("completion_rate")
-        out.append(
-            f"regression: {len(comparison.newly_failing)} newly failing scenario(s), completion "
-            f"{pct(m.baseline)} → {pct(m.current)}"
-        )
-    if min_completion is not None and not meets_min_completion(comparison, min_completion):
-        out.append(
-            f"completion rate {pct(comparison.metric('completion_rate').current)} is below the minimum {pct(min_completion)}"
-        )
+        line = _floor("completion rate", m.current, m.current_counts, min_completion)
+        if line:
+            out.append(line)
+    if min_evaluation is not None:
+        m = comparison.metric("evaluation_rate")
+        line = _floor("evaluation rate", m.current, m.current_counts, min_evaluation)
+        if line:
+            out.append(line)
+    rows = {r.name: r for r in comparison.criteria}
+    for name, minimum in (min_criteria or {}).items():
+        row = rows.get(name)
+        if row is None:
+            known = ", ".join(sorted(rows)) or "none"
+            raise ValueError(f"--min-criterion {name}: no criterion {name!r} on the shared scenarios "
+                             f"(criteria: {known})")
+        line = _floor(f"criterion {name!r}", row.current, (row.current_passed, row.current_evaluated), minimum)
+        if line:
+            out.append(line)
     return out
 
 
@@ -516,15 +772,36 @@ def _comparability_lines(c: Comparability) -> list[str]:
     ]
 
 
-def _listed(items: list[ScenarioChange], line) -> list[str]:  # type: ignore[no-untyped-def]
+def _listed(items: list[Any], line) -> list[str]:  # type: ignore[no-untyped-def]
     out = [line(s) for s in items[:_LISTED]]
     if len(items) > _LISTED:
         out.append(f"    ... and {len(items) - _LISTED} more (see --format json)")
     return out
 
 
+def _row_tail(row: CriterionDelta) -> str:
+    if row.status == "compared":
+        return f"{pp(row.delta, 0):>9}  {row.mark}"
+    return f"{'':>9}  {row.status}" + (f" ({row.note})" if row.note else "")
+
+
+def _changed_checks(checks: list[CriterionDelta]) -> tuple[list[CriterionDelta], int]:
+    """Checks worth a row: anything but an unchanged compared check (the rest is counted)."""
+    shown = [r for r in checks if r.status != "compared" or abs(r.delta or 0) >= 1e-12]
+    return shown, len(checks) - len(shown)
+
+
+def _outcome_text(o: ScenarioOutcome) -> str:
+    if not o.runs:
+        return "skipped"
+    status = "passed" if o.passes == o.runs else f"failed ({o.failure_type or 'assertion'})"
+    runs = f", {o.passes}/{o.runs} runs passed" if o.runs > 1 else ""
+    ev = f", evaluations {pct(o.evaluation_rate, 0)}" if o.evaluation_rate is not None else ""
+    return f"{status}{runs}{ev}"
+
+
 def render_text(comparison: Comparison) -> str:
-    """The console comparison (seed 8.1 layout)."""
+    """The console comparison (seed 8.1 layout): shared scenarios first, then what is not compared."""
     c = comparison
     comp = c.comparability
     lines = [
@@ -534,34 +811,39 @@ def render_text(comparison: Comparison) -> str:
         _ref_line("Baseline: ", c.baseline),
         _ref_line("Current:  ", c.current),
         "",
-        f"Scenarios compared: {comp.scenarios_shared} ({comp.scenarios_added} added, {comp.scenarios_removed} removed)",
-        "",
-        *_comparability_lines(comp),
-        "",
-        RULE_LIGHT,
-        "",
-        "Completion (Hard Expectations)",
+        f"Scenarios compared: {comp.scenarios_shared} shared ({comp.scenarios_added} added, {comp.scenarios_removed} removed)",
     ]
+    if comp.scenarios_added or comp.scenarios_removed:
+        lines.append("  Deltas, criteria, checks and gates below are over the shared scenarios only.")
+    lines += ["", *_comparability_lines(comp), "", RULE_LIGHT, "", "Completion (Hard Expectations), shared scenarios"]
     for m in c.metrics:
         if m.name == "evaluation_rate":
-            lines += ["", RULE_LIGHT, "", "Quality (Soft Evaluations)"]
+            lines += ["", RULE_LIGHT, "", "Quality (Soft Evaluations), shared scenarios"]
             label = "Overall"
         else:
             label = {"completion_rate": "Rate", "avg_turns": "Avg Turns", "avg_topics": "Avg Topics"}[m.name]
         values = f"{_value(m, 'baseline', m.kind)} → {_value(m, 'current', m.kind)}"
-        lines.append(f"  {label + ':':<15} {values:<16} ({_delta_text(m.delta, m.kind)}) {m.mark}".rstrip())
+        counts = ""
+        if m.baseline_counts is not None and m.current_counts is not None:
+            counts = f"  [{_counts_text(m.baseline_counts)} → {_counts_text(m.current_counts)}]"
+        lines.append(f"  {label + ':':<15} {values:<16} ({_delta_text(m.delta, m.kind)}) {m.mark}{counts}".rstrip())
     if c.criteria:
         width = max(24, *(len(row.name) for row in c.criteria))
         lines += ["", "  By Criterion:", f"    {'Criterion':<{width}} {'Baseline':>9} {'Current':>9} {'Delta':>9}",
                   "    " + "─" * (width + 32)]
         for row in c.criteria:
-            if row.status == "compared":
-                tail = f"{pp(row.delta, 0):>9}  {row.mark}"
-            else:
-                tail = f"{row.status + (' (not compared)' if row.status == 'modified' else '')}"
-                tail = f"{'':>9}  {tail}"
-            lines.append(f"    {row.name:<{width}} {pct(row.baseline):>9} {pct(row.current):>9} {tail}".rstrip())
-    lines += ["", RULE_LIGHT, "", "Scenario Changes"]
+            lines.append(f"    {row.name:<{width}} {pct(row.baseline):>9} {pct(row.current):>9} {_row_tail(row)}".rstrip())
+    if c.checks:
+        shown, same = _changed_checks(c.checks)
+        lines += ["", RULE_LIGHT, "", f"Checks (deterministic), shared scenarios: {len(c.checks)}"]
+        if shown:
+            width = max(24, *(len(row.name) for row in shown))
+            lines += [f"    {'Check':<{width}} {'Baseline':>9} {'Current':>9} {'Delta':>9}", "    " + "─" * (width + 32)]
+            lines += _listed(shown, lambda row: f"    {row.name:<{width}} {pct(row.baseline):>9} {pct(row.current):>9} "
+                                                f"{_row_tail(row)}".rstrip())
+        if same:
+            lines.append(f"  {same} check{'' if same == 1 else 's'} unchanged")
+    lines += ["", RULE_LIGHT, "", "Scenario Changes (shared scenarios)"]
     if not (c.newly_passing or c.newly_failing or c.quality_improved or c.quality_regressed):
         lines.append("  No scenario changed status or quality.")
     if c.newly_passing:
@@ -576,8 +858,22 @@ def render_text(comparison: Comparison) -> str:
     if c.quality_regressed:
         lines.append(f"  Quality regressed ({len(c.quality_regressed)}):")
         lines += _listed(c.quality_regressed, lambda s: f"    - {s.name}: {pct(s.baseline, 0)} → {pct(s.current, 0)} evaluation pass rate")
+    if c.added or c.removed:
+        lines += ["", RULE_LIGHT, ""]
+        if c.added:
+            lines.append(f"Added scenarios ({len(c.added)}, only in current; not in the deltas above):")
+            lines += _listed(c.added, lambda o: f"    - {o.name}: {_outcome_text(o)}")
+        if c.removed:
+            lines.append(f"Removed scenarios ({len(c.removed)}, only in baseline; not in the deltas above):")
+            lines += _listed(c.removed, lambda o: f"    - {o.name}: {_outcome_text(o)}")
+        lines += ["", "Whole experiments (different scenario sets: for reference, not compared)",
+                  f"  {'':<17} {'Baseline':>9} {'Current':>9}"]
+        for m in c.whole:
+            b = str(m.baseline) if m.name == "total_scenarios" else _value(m, "baseline", m.kind)
+            cur = str(m.current) if m.name == "total_scenarios" else _value(m, "current", m.kind)
+            lines.append(f"  {m.label + ':':<17} {b:>9} {cur:>9}")
     if c.variance is not None:
-        lines += ["", RULE_LIGHT, "", "Comparison (with variance)", ""]
+        lines += ["", RULE_LIGHT, "", "Comparison (with variance), shared scenarios", ""]
         lines.append(f"  {'Metric':<18} {'Baseline':<18} {'Current':<18} Delta")
         lines.append("  " + "─" * 63)
         for vm in c.variance.metrics:
@@ -587,6 +883,8 @@ def render_text(comparison: Comparison) -> str:
             lines.append(f"  {label:<18} {b:<18} {cur:<18} {pp(vm.delta)}")
         for note in c.variance.notes:
             lines.append(f"  Note: {note}")
+        if any(vm.overlap is None for vm in c.variance.metrics):
+            lines.append("  (a side with a single run has no spread: ranges are not compared)")
         changed = [s for s in c.variance.scenario_pass_rates if s.baseline != s.current]
         if changed:
             lines += ["", f"  Per-scenario pass rate changes ({len(changed)}):"]
@@ -599,23 +897,35 @@ def render_json(comparison: Comparison) -> str:
     return json.dumps(comparison.to_dict(), indent=2, ensure_ascii=False) + "\n"
 
 
-def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+def _md_escape(text: Any) -> str:
+    """Markdown/HTML-safe table cell or list text: no pipes, tags, entities or line breaks leak."""
+    out = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    out = out.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
+    return " ".join(out.split())  # newlines, tabs, carriage returns → one space
+
+
+def _md_rows(rows: list[CriterionDelta], title: str) -> list[str]:
+    lines = [f"| {title} | Baseline | Current | Delta | |", "|---|---:|---:|---:|:-:|"]
+    for row in rows:
+        delta = pp(row.delta, 0) if row.status == "compared" else _md_escape(row.status + (f" ({row.note})" if row.note else ""))
+        lines.append(f"| {_md_escape(row.name)} | {pct(row.baseline)} | {pct(row.current)} | {delta} | {row.mark.strip()} |")
+    return lines
 
 
 def render_markdown(comparison: Comparison) -> str:
-    """A compact report for a pull-request comment."""
+    """A compact report for a pull-request comment (same split as the text and JSON formats)."""
     c = comparison
     comp = c.comparability
     icon = {"HIGH": "🟢", "MEDIUM": "🟡", "LOW": "🔴"}[comp.validity]
     lines = [
-        f"## fabtest: `{c.baseline.id}` → `{c.current.id}`",
+        f"## fabtest: `{_md_escape(c.baseline.id)}` → `{_md_escape(c.current.id)}`",
         "",
         f"**Comparison validity: {icon} {comp.validity}**" + (f" ({'; '.join(comp.reasons)})" if comp.reasons else ""),
         "",
-        f"Scenarios compared: {comp.scenarios_shared} ({comp.scenarios_added} added, {comp.scenarios_removed} removed)",
+        f"Scenarios compared: {comp.scenarios_shared} shared ({comp.scenarios_added} added, {comp.scenarios_removed} removed)"
+        + ("; the tables below are over the shared scenarios only." if comp.scenarios_added or comp.scenarios_removed else ""),
         "",
-        "| Metric | Baseline | Current | Delta | |",
+        "| Metric (shared scenarios) | Baseline | Current | Delta | |",
         "|---|---:|---:|---:|:-:|",
     ]
     for m in c.metrics:
@@ -623,23 +933,36 @@ def render_markdown(comparison: Comparison) -> str:
             f"| {m.label} | {_value(m, 'baseline', m.kind)} | {_value(m, 'current', m.kind)} | {_delta_text(m.delta, m.kind)} | {m.mark} |"
         )
     if c.criteria:
-        lines += ["", "### By criterion", "", "| Criterion | Baseline | Current | Delta | |", "|---|---:|---:|---:|:-:|"]
-        for row in c.criteria:
-            delta = pp(row.delta, 0) if row.status == "compared" else row.status
-            lines.append(f"| {_md_escape(row.name)} | {pct(row.baseline)} | {pct(row.current)} | {delta} | {row.mark.strip()} |")
+        lines += ["", "### By criterion", "", *_md_rows(c.criteria, "Criterion")]
+    if c.checks:
+        shown, same = _changed_checks(c.checks)
+        lines += ["", f"### Checks (deterministic, {len(c.checks)})", ""]
+        if shown:
+            lines += _md_rows(shown[:_LISTED], "Check")
+        if same:
+            lines += ["", f"{same} check{'' if same == 1 else 's'} unchanged."]
     for title, items, fmt in (
-        ("Newly failing", c.newly_failing, lambda s: f"- ❌ {_md_escape(s.name)} ({s.note})"),
+        ("Newly failing", c.newly_failing, lambda s: f"- ❌ {_md_escape(s.name)} ({_md_escape(s.note)})"),
         ("Newly passing", c.newly_passing, lambda s: f"- ✅ {_md_escape(s.name)}"),
         ("Quality regressed", c.quality_regressed, lambda s: f"- {_md_escape(s.name)}: {pct(s.baseline, 0)} → {pct(s.current, 0)}"),
         ("Quality improved", c.quality_improved, lambda s: f"- {_md_escape(s.name)}: {pct(s.baseline, 0)} → {pct(s.current, 0)}"),
+        ("Added scenarios (only in current)", c.added, lambda o: f"- {_md_escape(o.name)}: {_outcome_text(o)}"),
+        ("Removed scenarios (only in baseline)", c.removed, lambda o: f"- {_md_escape(o.name)}: {_outcome_text(o)}"),
     ):
         if items:
             lines += ["", f"### {title} ({len(items)})", ""]
             lines += [fmt(s) for s in items[:_LISTED]]
             if len(items) > _LISTED:
                 lines.append(f"- … and {len(items) - _LISTED} more")
+    if c.added or c.removed:
+        lines += ["", "### Whole experiments (different scenario sets, not compared)", "",
+                  "| Metric | Baseline | Current |", "|---|---:|---:|"]
+        for m in c.whole:
+            b = m.baseline if m.name == "total_scenarios" else _value(m, "baseline", m.kind)
+            cur = m.current if m.name == "total_scenarios" else _value(m, "current", m.kind)
+            lines.append(f"| {m.label} | {b} | {cur} |")
     if c.variance is not None:
-        lines += ["", "### Variance", "", "| Metric | Baseline | Current | Delta |", "|---|---:|---:|---:|"]
+        lines += ["", "### Variance (shared scenarios)", "", "| Metric | Baseline | Current | Delta |", "|---|---:|---:|---:|"]
         for vm in c.variance.metrics:
             lines.append(
                 f"| {vm.name.replace('_', ' ')} | {pct(vm.baseline.mean)} ± {num(vm.baseline.std * 100)}pp | "

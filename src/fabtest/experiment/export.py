@@ -32,7 +32,9 @@ __all__ = [
     "load_document",
     "new_experiment_id",
     "read_document",
+    "entry_topics",
     "resolve_experiment",
+    "traces_dir",
     "write_document",
 ]
 
@@ -64,10 +66,13 @@ def _summary(results: Sequence[ScenarioResult]) -> dict[str, Any]:
     eff = stats.efficiency(results)
     ground = stats.grounding(results)
     summary: dict[str, Any] = {
+        # total_scenarios counts every run, skipped ones included; the rates are over what they say.
         "total_scenarios": comp["total"],
         "passed": comp["passed"],
         "failed": comp["failed"],
         "skipped": comp["skipped"],
+        "counted_scenarios": comp["counted"],  # passed + failed: completion_rate and avg_turns are over these
+        "topic_graph_scenarios": eff["topic_graph_scenarios"],  # avg_topics is over these only
         "completion_rate": _r(comp["rate"]),
         "evaluation_rate": _r(ev["rate"]),
         "avg_turns": _r(eff["turns"]["mean"]),
@@ -93,14 +98,32 @@ def _summary(results: Sequence[ScenarioResult]) -> dict[str, Any]:
     return summary
 
 
+_DETAIL_KEYS = ("type", "mode", "criterion", "status", "passed", "turn", "details")
+
+
+def _flat_detail(detail: dict[str, Any]) -> dict[str, Any]:
+    """Seed 10.1 layout: ``{"type", "tool"|"topic"|"max", "actual", "passed", ...}`` at the top level.
+
+    The check's ``data`` keys go beside ``type``. The rare key that would replace a record key
+    (``type``, ``passed``, ``data`` …) stays under ``data`` so the document remains lossless.
+    """
+    data = detail.pop("data", None) or {}
+    out = dict(detail)
+    clashing = {k: v for k, v in data.items() if k in _DETAIL_KEYS or k == "data"}
+    out.update((k, v) for k, v in data.items() if k not in clashing)
+    if clashing:
+        out["data"] = clashing
+    return out
+
+
 def _scenario_entry(result: ScenarioResult) -> dict[str, Any]:
     dumped = result.model_dump(mode="json")
     evaluations = stats.scenario_check_summary(result.evaluations, by_criterion=True)
     expectations = stats.scenario_check_summary(result.expectations, by_criterion=False)
     evaluations["rate"] = _r(evaluations["rate"])
     expectations["rate"] = _r(expectations["rate"])
-    evaluations["details"] = dumped.pop("evaluations")
-    expectations["details"] = dumped.pop("expectations")
+    evaluations["details"] = [_flat_detail(d) for d in dumped.pop("evaluations")]
+    expectations["details"] = [_flat_detail(d) for d in dumped.pop("expectations")]
     head = {k: dumped.pop(k) for k in ("id", "name", "passed", "turns", "topics_visited", "failure_type", "failure_message")}
     return {**head, "evaluations": evaluations, "expectations": expectations, **dumped}
 
@@ -159,6 +182,9 @@ def build_document(info: ExperimentInfo, results: Sequence[ScenarioResult]) -> d
         "criteria_results": {
             name: {**entry, "rate": _r(entry["rate"])} for name, entry in stats.criteria_performance(results).items()
         },
+        "checks_results": {
+            name: {**entry, "rate": _r(entry["rate"])} for name, entry in stats.checks_performance(results).items()
+        },
         "configuration": {
             "criteria": criteria,
             "topics": [t.model_dump(mode="json") for t in topics],
@@ -175,7 +201,18 @@ def document_path(results_dir: str | os.PathLike[str], experiment_id: str) -> Pa
     return Path(results_dir) / f"{experiment_id}.json"
 
 
-_INDEX_FIELDS = ("id", "name", "iteration", "passed", "skipped", "turns", "failure_type", "eval_passed", "eval_total")
+_INDEX_FIELDS = ("id", "name", "iteration", "passed", "skipped", "turns", "failure_type", "eval_passed", "eval_total",
+                 "topics", "criteria", "checks")
+
+
+def entry_topics(entry: dict[str, Any]) -> int | None:
+    """Distinct topics a scenario visited, or None when it had no topic graph (not counted as 0)."""
+    if "topics_count" in entry:  # a lean entry
+        return entry["topics_count"]
+    visited = entry.get("topics_visited") or []
+    if entry.get("topics") or entry.get("topic_path") or visited:
+        return len(visited)
+    return None
 
 
 def _index(entries: list[dict[str, Any]]) -> dict[str, Any]:
@@ -183,8 +220,10 @@ def _index(entries: list[dict[str, Any]]) -> dict[str, Any]:
     rows = []
     for e in entries:
         ev = e.get("evaluations") if isinstance(e.get("evaluations"), dict) else {}
+        criteria, checks = stats.entry_check_counts(e)
         rows.append([e.get("id"), e.get("name"), e.get("iteration", 1), e.get("passed"), e.get("skipped", False),
-                     e.get("turns", 0), e.get("failure_type"), ev.get("passed", 0), ev.get("total", 0)])
+                     e.get("turns", 0), e.get("failure_type"), ev.get("passed", 0), ev.get("total", 0),
+                     entry_topics(e), criteria, checks])
     return {"fields": list(_INDEX_FIELDS), "rows": rows}
 
 
@@ -230,12 +269,21 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+TRACE_SUFFIX = ".trace.json"  # playbook traces: results/traces/, or beside experiments in older versions
+
+
+def traces_dir(results_dir: str | os.PathLike[str]) -> Path:
+    """Where per-run files (playbook traces) go: a subdirectory, so experiments stay alone."""
+    return Path(results_dir) / "traces"
+
+
 def list_experiment_files(results_dir: str | os.PathLike[str]) -> list[Path]:
     """Experiment files in a results directory, oldest first (by modification time, then name)."""
     directory = Path(results_dir)
     if not directory.is_dir():
         return []
-    files = [p for p in directory.glob("*.json") if not p.name.startswith(".") and p.is_file()]
+    files = [p for p in directory.glob("*.json")
+             if not p.name.startswith(".") and not p.name.endswith(TRACE_SUFFIX) and p.is_file()]
     return sorted(files, key=lambda p: (p.stat().st_mtime, p.name))
 
 
@@ -251,7 +299,10 @@ def resolve_experiment(ref: str | os.PathLike[str], results_dir: str | os.PathLi
         return exact
     if text.endswith(".json") or os.sep in text or (os.altsep and os.altsep in text):
         raise ExperimentFileError(f"{text}: no such file")
-    candidates = [p for p in list_experiment_files(directory) if p.stem.startswith(text)]
+    files = list_experiment_files(directory)
+    candidates = [p for p in files if p.stem.startswith(text)]
+    if not candidates and not text.startswith("exp_"):  # ids may be typed without their exp_ prefix
+        candidates = [p for p in files if p.stem.startswith("exp_" + text)]
     if not candidates:
         raise ExperimentFileError(f"{text}: no experiment with this id or prefix in {directory}/")
     if len(candidates) > 1:
@@ -315,10 +366,12 @@ def _read_lean(path: Path) -> dict[str, Any] | None:
     if not isinstance(index, dict) or list(index.get("fields", ())) != list(_INDEX_FIELDS):
         return None
     scenarios = []
-    for sid, name, iteration, passed, skipped, turns, failure_type, ev_passed, ev_total in index.get("rows", ()):
+    for (sid, name, iteration, passed, skipped, turns, failure_type, ev_passed, ev_total, topics, criteria,
+         checks) in index.get("rows", ()):
         scenarios.append({"id": sid, "name": name, "iteration": iteration, "passed": passed, "skipped": skipped,
                           "turns": turns, "failure_type": failure_type,
-                          "evaluations": {"passed": ev_passed, "total": ev_total}})
+                          "evaluations": {"passed": ev_passed, "total": ev_total},
+                          "topics_count": topics, "criteria_counts": criteria, "checks_counts": checks})
     doc["scenario_results"] = scenarios
     doc["lean"] = True
     return doc
@@ -378,12 +431,24 @@ def _info_from(experiment: dict[str, Any]) -> ExperimentInfo:
     return ExperimentInfo.model_validate(data)
 
 
+def _nested_detail(detail: Any) -> Any:
+    """Undo ``_flat_detail``: keys beside the record keys go back under ``data`` (older nested files too)."""
+    if not isinstance(detail, dict):
+        return detail
+    out = {k: v for k, v in detail.items() if k in _DETAIL_KEYS}
+    data = dict(detail.get("data") or {}) if isinstance(detail.get("data"), dict) else {}
+    data.update({k: v for k, v in detail.items() if k not in _DETAIL_KEYS and k != "data"})
+    return {**out, "data": data}
+
+
 def _result_from(entry: dict[str, Any]) -> ScenarioResult:
     data = dict(entry)
     for key in ("evaluations", "expectations"):
         value = data.get(key)
         if isinstance(value, dict):
-            data[key] = value.get("details", [])
+            value = value.get("details", [])
+        if isinstance(value, list):
+            data[key] = [_nested_detail(d) for d in value]
     return ScenarioResult.model_validate(data)
 
 

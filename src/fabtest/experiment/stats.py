@@ -7,6 +7,10 @@ Conventions, shared by export, summary and report:
 * Checks with status ``skipped`` or ``inconclusive`` are left out of every rate; inconclusive
   ones are counted separately because they point at judge trouble.
 * Standard deviations are *sample* standard deviations (n - 1), 0.0 for a single run.
+* Criteria and checks are kept apart: a *criterion* is judged by the LLM (declared or ad-hoc
+  ``satisfy`` criteria, grounding, intent, goal, playbook LLM checks and steps); a *check* is
+  deterministic (``match:/…/``, ``call_tool:…``, ``turn_count<=2``, files, topics …). Mixing them
+  buries four criteria under forty checks.
 """
 
 from __future__ import annotations
@@ -21,10 +25,14 @@ from fabtest.experiment.model import CheckRecord, ScenarioResult
 
 __all__ = [
     "FAILURE_TYPES",
+    "LLM_JUDGED_TYPES",
+    "checks_performance",
     "completion",
     "criteria_performance",
     "efficiency",
+    "entry_check_counts",
     "evaluation",
+    "is_criterion",
     "grounding",
     "iteration_stats",
     "pass_at_k",
@@ -39,6 +47,14 @@ __all__ = [
 ]
 
 FAILURE_TYPES = ("assertion", "max_turns", "timeout", "error")
+
+#: Check types whose verdict comes from the judge LLM: these are the *criteria*.
+LLM_JUDGED_TYPES = frozenset({"satisfy", "grounded_in", "intent", "goal", "llm_check", "step"})
+
+
+def is_criterion(check_type: str | None) -> bool:
+    """True for an LLM-judged check (a criterion), False for a deterministic check."""
+    return check_type in LLM_JUDGED_TYPES
 
 
 def rate(passed: int, total: int) -> float | None:
@@ -108,15 +124,11 @@ def evaluation(results: Sequence[ScenarioResult]) -> dict[str, Any]:
     return counts | {"rate": rate(counts["passed"], counts["evaluated"])}
 
 
-def criteria_performance(results: Sequence[ScenarioResult]) -> dict[str, dict[str, Any]]:
-    """Per ``CheckRecord.criterion`` over soft and hard checks (seed 5.1), sorted by name.
-
-    Skipped checks are left out entirely; inconclusive ones are counted but not rated.
-    """
+def _performance(results: Sequence[ScenarioResult], criteria: bool) -> dict[str, dict[str, Any]]:
     groups: dict[str, list[CheckRecord]] = defaultdict(list)
     for r in results:
         for c in (*r.evaluations, *r.expectations):
-            if c.status != "skipped":
+            if c.status != "skipped" and is_criterion(c.type) == criteria:
                 groups[c.criterion].append(c)
     out: dict[str, dict[str, Any]] = {}
     for name in sorted(groups):
@@ -131,6 +143,41 @@ def criteria_performance(results: Sequence[ScenarioResult]) -> dict[str, dict[st
     return out
 
 
+def criteria_performance(results: Sequence[ScenarioResult]) -> dict[str, dict[str, Any]]:
+    """Per criterion (LLM-judged checks only, soft and hard; seed 5.1), sorted by name.
+
+    Skipped checks are left out entirely; inconclusive ones are counted but not rated.
+    """
+    return _performance(results, criteria=True)
+
+
+def checks_performance(results: Sequence[ScenarioResult]) -> dict[str, dict[str, Any]]:
+    """Per deterministic check label (``match:/…/``, ``call_tool:…`` …), same counting as criteria."""
+    return _performance(results, criteria=False)
+
+
+def entry_check_counts(entry: dict[str, Any]) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
+    """Criteria and checks of one raw scenario entry: ``{label: [passed, evaluated]}`` each.
+
+    Works on the JSON document (``evaluations.details`` / ``expectations.details``) so comparisons
+    need no models; skipped checks are left out, inconclusive ones counted as seen but not rated.
+    """
+    criteria: dict[str, list[int]] = {}
+    checks: dict[str, list[int]] = {}
+    for key in ("evaluations", "expectations"):
+        block = entry.get(key)
+        details = block.get("details") if isinstance(block, dict) else block
+        for d in details if isinstance(details, list) else ():
+            if not isinstance(d, dict) or d.get("status") == "skipped":
+                continue
+            target = criteria if is_criterion(d.get("type")) else checks
+            counts = target.setdefault(str(d.get("criterion")), [0, 0])
+            if d.get("status") in ("passed", "failed"):
+                counts[1] += 1
+                counts[0] += d.get("status") == "passed"
+    return criteria, checks
+
+
 def skipped_checks(results: Sequence[ScenarioResult]) -> int:
     """How many checks could not run (mentioned in the summary so nobody mistakes them for passes)."""
     return sum(1 for r in results for c in (*r.evaluations, *r.expectations) if c.status == "skipped")
@@ -140,9 +187,13 @@ def efficiency(results: Sequence[ScenarioResult]) -> dict[str, Any]:
     """Turns and distinct topics per scenario (mean/median/range) and the backtracking rate."""
     counted = _counted(results)
     with_topics = [r for r in counted if r.topic_path or r.topics_visited]
+    # Topics only mean something where a topic graph was declared: a scenario without one would
+    # pull the average towards 0.
+    with_graph = [r for r in counted if r.topics or r.topic_path or r.topics_visited]
     return {
         "turns": spread([float(r.turns) for r in counted]),
-        "topics": spread([float(len(r.topics_visited)) for r in counted]),
+        "topics": spread([float(len(r.topics_visited)) for r in with_graph]),
+        "topic_graph_scenarios": len(with_graph),
         # Backtracking only means something where a topic graph was followed.
         "backtracking_rate": rate(sum(1 for r in with_topics if r.backtracked), len(with_topics)),
     }
@@ -156,7 +207,7 @@ def grounding(results: Sequence[ScenarioResult], worst: int = 5) -> dict[str, An
     grounding checks has them, else the share of failed grounding checks.
     """
     by_source: dict[str, dict[str, Any]] = {}
-    per_scenario: list[dict[str, Any]] = []
+    per_id: dict[str, dict[str, Any]] = {}
     for r in results:
         checks = [
             c for c in (*r.evaluations, *r.expectations) if c.type == "grounded_in" and c.status in ("passed", "failed")
@@ -181,19 +232,29 @@ def grounding(results: Sequence[ScenarioResult], worst: int = 5) -> dict[str, An
                 claims_bad += bad
             else:
                 all_claims = False
-        if all_claims and claims_total:
-            ungrounded = claims_bad / claims_total
+        # One entry per scenario (all its runs together), never one per iteration.
+        entry = per_id.setdefault(r.id, {"id": r.id, "name": r.name, "runs": 0, "checks": 0, "failed": 0,
+                                         "claims_total": 0, "claims_unsupported": 0, "all_claims": True})
+        entry["runs"] += 1
+        entry["checks"] += len(checks)
+        entry["failed"] += sum(1 for c in checks if c.status == "failed")
+        entry["claims_total"] += claims_total
+        entry["claims_unsupported"] += claims_bad
+        entry["all_claims"] = entry["all_claims"] and all_claims
+    per_scenario: list[dict[str, Any]] = []
+    for e in per_id.values():
+        if e["all_claims"] and e["claims_total"]:
+            ungrounded = e["claims_unsupported"] / e["claims_total"]
         else:
-            ungrounded = sum(1 for c in checks if c.status == "failed") / len(checks)
-        per_scenario.append(
-            {"id": r.id, "name": r.name, "iteration": r.iteration, "checks": len(checks), "ungrounded_rate": ungrounded}
-        )
+            ungrounded = e["failed"] / e["checks"]
+        per_scenario.append({"id": e["id"], "name": e["name"], "runs": e["runs"], "checks": e["checks"],
+                             "ungrounded_rate": ungrounded})
     for entry in by_source.values():
         entry["rate"] = rate(entry["grounded"], entry["evaluated"])
         entry["claim_rate"] = (
             1 - entry["claims_unsupported"] / entry["claims_total"] if entry["claims_total"] else None
         )
-    per_scenario.sort(key=lambda s: (-s["ungrounded_rate"], s["name"], s["iteration"]))
+    per_scenario.sort(key=lambda s: (-s["ungrounded_rate"], s["name"], s["id"]))
     return {
         "by_source": dict(sorted(by_source.items())),
         "worst_scenarios": [s for s in per_scenario if s["ungrounded_rate"] > 0][:worst],

@@ -88,9 +88,28 @@ def _quality(doc: dict[str, Any]) -> list[str]:
         lines.append(f"  Skipped checks:    {skipped} (could not run, e.g. no LLM configured; not rated)")
     criteria = doc.get("criteria_results") or {}
     if criteria:
-        lines += ["", "  By Criterion (soft and hard checks):"]
+        lines += ["", "  By Criterion (LLM-judged, soft and hard):"]
         rows = [[name, e.get("evaluated", 0), e.get("passed", 0), pct(e.get("rate"))] for name, e in criteria.items()]
         lines += _table(rows, ["Criterion", "Evaluated", "Passed", "Rate"])
+    return lines
+
+
+def _checks(doc: dict[str, Any]) -> list[str]:
+    """Deterministic checks, compact: the failing ones, then a count of those that always passed."""
+    checks = doc.get("checks_results") or {}
+    if not checks:
+        return []
+    failing = {n: e for n, e in checks.items() if (e.get("failed") or 0) or (e.get("inconclusive") or 0)}
+    passing = len(checks) - len(failing)
+    lines = ["", f"Checks (deterministic): {len(checks)}, {len(failing)} with failures"]
+    if failing:
+        shown = sorted(failing.items(), key=lambda kv: (kv[1].get("rate") if kv[1].get("rate") is not None else -1, kv[0]))
+        rows = [[name, e.get("evaluated", 0), e.get("passed", 0), pct(e.get("rate"))] for name, e in shown[:_MAX_LISTED]]
+        lines += _table(rows, ["Check", "Evaluated", "Passed", "Rate"])
+        if len(failing) > _MAX_LISTED:
+            lines.append(f"    ... and {len(failing) - _MAX_LISTED} more with failures (see the JSON checks_results)")
+    if passing:
+        lines.append(f"  {passing} check{'' if passing == 1 else 's'} always passed")
     return lines
 
 
@@ -101,10 +120,12 @@ def _efficiency(summary: dict[str, Any]) -> list[str]:
             return "n/a"
         return f"mean {num(s['mean'])}, median {num(s['median'])}, range {num(s['min'], 0)}-{num(s['max'], 0)}"
 
+    with_graph = summary.get("topic_graph_scenarios")
+    topics_note = f" (over the {with_graph} runs with a topic graph)" if with_graph is not None and spread("topics") != "n/a" else ""
     return [
         "Efficiency",
         f"  Turns:             {spread('turns')}",
-        f"  Topics visited:    {spread('topics')}",
+        f"  Topics visited:    {spread('topics')}{topics_note}",
         f"  Backtracking rate: {pct(summary.get('backtracking_rate'))}",
     ]
 
@@ -129,7 +150,8 @@ def _grounding(summary: dict[str, Any]) -> list[str]:
     if ground.get("worst_scenarios"):
         lines.append("  Scenarios with highest ungrounded rates:")
         for s in ground["worst_scenarios"]:
-            lines.append(f"    - {s['name']}: {pct(s['ungrounded_rate'])} ungrounded")
+            runs = f" over {s['runs']} runs" if (s.get("runs") or 1) > 1 else ""
+            lines.append(f"    - {s['name']}: {pct(s['ungrounded_rate'])} ungrounded{runs}")
     return lines
 
 
@@ -176,6 +198,7 @@ def render_summary(
         *budget_line(doc),
         "",
         *_quality(doc),
+        *_checks(doc),
         "",
         *_efficiency(summary),
         *_off_graph(doc),

@@ -51,7 +51,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--experiment", default=None, metavar="NAME", help="a name for this experiment")
     p.add_argument("--experiment-id", default=None, metavar="ID", help="use this experiment id")
     p.add_argument("--tag", action="append", default=[], metavar="TAG", help="tag the experiment (repeatable)")
-    p.add_argument("--no-results", action="store_true", help="do not write an experiment file")
+    p.add_argument("--no-results", action="store_true", help="do not write an experiment file nor traces")
     p.add_argument("--no-preflight", action="store_true",
                    help="skip the pre-flight check of the agent and the LLMs before the first playbook")
     p.add_argument("--agent", default=None, metavar="MODULE:ATTR",
@@ -153,7 +153,8 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
             try:
                 outcome = run_playbook(playbook, agent_factory=args.agent, judge_llm=roles["judge"],
                                        simulator_llm=roles["simulator"], repo_root=root, results_dir=results_dir,
-                                       settings=settings, experiment_id=experiment_id, nodeid=shown)
+                                       settings=settings, experiment_id=experiment_id, nodeid=shown,
+                                       write_trace=not args.no_results)
             except PlaybookError as exc:
                 return _error(str(exc))
             if outcome.skipped:

@@ -35,8 +35,10 @@ What a run does, in order:
    ``assertion``. Either way the message lists the unmet criteria (the LLM checks are judged once
    more at the end so their verdicts are in the result).
 7. On any failure the interaction trace is written as JSON to
-   ``<results_dir>/<experiment id>.<playbook name>.trace.json`` (``<playbook name>.trace.json``
-   without an experiment id); ``results_dir`` defaults to ``<repo_root>/results``.
+   ``<results_dir>/traces/<experiment id>.<playbook name>.trace.json`` (``<playbook name>.trace.json``
+   without an experiment id; ``.iterN`` before ``.trace.json`` for iteration N > 1), never beside
+   the experiments; ``results_dir`` defaults to ``<repo_root>/results``. ``write_trace=False``
+   (``--no-results``, ``--fabtest-no-results``) writes no trace.
 
 Failure types (DESIGN section 3): ``assertion`` (a step or a criterion failed), ``max_turns``,
 ``timeout`` (the agent did not answer within ``timeout``), ``error`` (the agent crashed, or a
@@ -295,8 +297,10 @@ def _describe_unmet(checks: list[Check]) -> str:
 # -- the run --------------------------------------------------------------------------------------
 
 
-def trace_file_name(playbook_name: str, experiment_id: str | None = None) -> str:
+def trace_file_name(playbook_name: str, experiment_id: str | None = None, iteration: int = 1) -> str:
     slug = _SLUG.sub("_", playbook_name).strip("._") or "playbook"
+    if iteration > 1:
+        slug += f".iter{iteration}"
     return f"{experiment_id}.{slug}.trace.json" if experiment_id else f"{slug}.trace.json"
 
 
@@ -313,6 +317,7 @@ def run_playbook(
     experiment_id: str | None = None,
     nodeid: str = "",
     iteration: int = 1,
+    write_trace: bool = True,
 ) -> PlaybookOutcome:
     """Run one playbook; see the module docstring. Raises :class:`PlaybookError` for a bad file,
     a missing ``env`` variable or a bad ``link_paths`` entry (before any call); every other problem
@@ -412,10 +417,14 @@ def run_playbook(
     kept = workspace.close(passed=outcome.passed)
     outcome.workspace_path = kept
     if not outcome.passed:
-        trace_path = results / trace_file_name(playbook.name, experiment_id)
-        outcome.trace_path = trace_path
         extra = f"\n  workspace kept at {kept}" if kept else ""
-        extra += f"\n  trace: {trace_path}"
+        outcome.failure_message = (outcome.failure_message or "failed") + extra
+    if not outcome.passed and write_trace:
+        from fabtest.experiment.export import traces_dir
+
+        trace_path = traces_dir(results) / trace_file_name(playbook.name, experiment_id, iteration)
+        outcome.trace_path = trace_path
+        extra = f"\n  trace: {trace_path}"
         outcome.failure_message = (outcome.failure_message or "failed") + extra
         doc = {
             "playbook": playbook.name, "file": source, "mode": mode, "experiment_id": experiment_id,

@@ -148,6 +148,7 @@ class PlaybookItem(pytest.Item):
                 self.path, judge_llm=roles.judge, simulator_llm=roles.simulator, repo_root=rootdir,
                 results_dir=results_dir, settings=session.settings, experiment_id=_experiment_id(session),
                 nodeid=self.nodeid, iteration=self.iteration,
+                write_trace=not self.config.getoption("--fabtest-no-results", False),
             )
         except PlaybookError as exc:
             self.stash[RESULT_KEY] = _error_result(self, str(exc))

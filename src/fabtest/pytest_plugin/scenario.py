@@ -226,9 +226,10 @@ class ScenarioState:
             f"  {checks.describe_turn(turn_obj)}"
         )
 
-    def deterministic(self, kind: str, mode: Mode, label: str, result: checks.Result, *, turn: int | None) -> None:
+    def deterministic(self, kind: str, mode: Mode, label: str, result: checks.Result, *, turn: int | None,
+                      data: dict[str, Any] | None = None) -> None:
         passed, details = result
-        self.record_check(kind, mode, label, "passed" if passed else "failed", details, turn=turn)
+        self.record_check(kind, mode, label, "passed" if passed else "failed", details, turn=turn, data=data)
 
     # -- LLM-backed checks -----------------------------------------------------------------------
     def satisfy(self, criterion: Criterion, mode: Mode, scope: str) -> None:

@@ -201,7 +201,8 @@ def _check_call(state: ScenarioState, mode: str, neg: str | None, tool: str, arg
     turn = state.last_turn
     passed, details = checks.check_called(turn.tool_calls, tool, args)
     kind = "not_call_tool" if neg else "call_tool"
-    state.deterministic(kind, _mode(mode), f"{kind}:{tool}", (passed != bool(neg), details), turn=turn.number)
+    state.deterministic(kind, _mode(mode), f"{kind}:{tool}", (passed != bool(neg), details), turn=turn.number,
+                        data={"tool": tool})
 
 
 @then(parsers.re(r'the conversation ' + MODE + r' (?P<neg>not )?include a call to ' + _q("tool")))
@@ -210,7 +211,8 @@ def _then_include(fabtest_scenario: ScenarioState, mode: str, neg: str | None, t
     state._last_turn_required()
     passed, details = checks.check_called(state.conversation.tool_calls, tool)
     kind = "not_include_call" if neg else "include_call"
-    state.deterministic(kind, _mode(mode), f"{kind}:{tool}", (passed != bool(neg), details), turn=None)
+    state.deterministic(kind, _mode(mode), f"{kind}:{tool}", (passed != bool(neg), details), turn=None,
+                        data={"tool": tool})
 
 
 @then(parsers.re(r'the conversation ' + MODE + r' take at most (?P<n>\d+) turns?'))

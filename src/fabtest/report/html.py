@@ -406,7 +406,7 @@ def _metrics_panel(comparison: Comparison) -> str:
               "#2f9e44" if "▲" in m.mark else "#e03131" if "▼" in m.mark else None)
         for m in comparison.metrics
     ) + "</div>"
-    return cards + f'<h2>Metrics</h2><div class="panel">{_table(["Metric", "Baseline", "Current", "Delta", ""], rows, {1, 2, 3})}<p class="muted">Fewer turns and topics count as better.</p></div>'
+    return cards + f'<h2>Metrics (shared scenarios)</h2><div class="panel">{_table(["Metric", "Baseline", "Current", "Delta", ""], rows, {1, 2, 3})}<p class="muted">Over the scenarios both experiments contain. Fewer turns and topics count as better.</p></div>'
 
 
 def _criteria_panel(comparison: Comparison) -> str:
@@ -415,14 +415,51 @@ def _criteria_panel(comparison: Comparison) -> str:
     paired = paired_chart([(r.name, r.baseline, r.current) for r in comparison.criteria], "criteria baseline vs current")
     deltas = delta_chart([(r.name, r.delta if r.status == "compared" else None) for r in comparison.criteria], "criteria deltas")
     rows = [
-        [_e(r.name), pct(r.baseline), pct(r.current), pp(r.delta, 0) if r.status == "compared" else _e(r.status + (" — not compared" if r.status == "modified" else "")),
-         f'<span class="{_mark_class(r.mark)}">{_e(r.mark)}</span>']
-        for r in comparison.criteria
+        _row_cells(r) for r in comparison.criteria
     ]
     return (
-        f'<h2>Quality by criterion</h2><div class="panel"><h3>Rates</h3>{paired}<h3>Change</h3>{deltas}</div>'
+        f'<h2>Quality by criterion (shared scenarios)</h2><div class="panel"><h3>Rates</h3>{paired}<h3>Change</h3>{deltas}</div>'
         f'<div class="panel">{_table(["Criterion", "Baseline", "Current", "Delta", ""], rows, {1, 2, 3})}</div>'
     )
+
+
+def _row_cells(r: Any) -> list[str]:
+    delta = pp(r.delta, 0) if r.status == "compared" else _e(r.status + (f" — {r.note}" if r.note else ""))
+    return [_e(r.name), pct(r.baseline), pct(r.current), delta, f'<span class="{_mark_class(r.mark)}">{_e(r.mark)}</span>']
+
+
+def _checks_panel(comparison: Comparison) -> str:
+    """Deterministic checks apart from the criteria; unchanged ones are counted, not listed."""
+    if not comparison.checks:
+        return ""
+    shown = [r for r in comparison.checks if r.status != "compared" or abs(r.delta or 0) >= 1e-12]
+    same = len(comparison.checks) - len(shown)
+    table = _table(["Check", "Baseline", "Current", "Delta", ""], [_row_cells(r) for r in shown], {1, 2, 3}) if shown else ""
+    note = f'<p class="muted">{same} check{"" if same == 1 else "s"} unchanged.</p>' if same else ""
+    return f'<h2>Checks (deterministic, shared scenarios)</h2><div class="panel">{table}{note}</div>'
+
+
+def _outcome_cells(o: Any) -> list[str]:
+    status = "skipped" if not o.runs else "passed" if o.passes == o.runs else f"failed ({o.failure_type or 'assertion'})"
+    return [_e(o.name), _e(status), f"{o.passes}/{o.runs}", pct(o.evaluation_rate)]
+
+
+def _added_removed_panel(comparison: Comparison) -> str:
+    """Scenarios only one side has, and each experiment's whole figures, labelled as not compared."""
+    if not (comparison.added or comparison.removed):
+        return ""
+    html = ""
+    for title, items in (("Added scenarios (only in current)", comparison.added),
+                         ("Removed scenarios (only in baseline)", comparison.removed)):
+        if items:
+            html += f"<h3>{_e(title)} ({len(items)})</h3>" + _table(
+                ["Scenario", "Outcome", "Runs passed", "Evaluations"], [_outcome_cells(o) for o in items], {2, 3})
+    whole = [[_e(m.label), _e(m.baseline) if m.name == "total_scenarios" else (pct if m.kind == "rate" else num)(m.baseline),
+              _e(m.current) if m.name == "total_scenarios" else (pct if m.kind == "rate" else num)(m.current)]
+             for m in comparison.whole]
+    html += ("<h3>Whole experiments (different scenario sets: for reference, not compared)</h3>"
+             + _table(["Metric", "Baseline", "Current"], whole, {1, 2}))
+    return f'<h2>Added and removed scenarios</h2><div class="panel">{html}</div>'
 
 
 def _changes_panel(comparison: Comparison) -> str:
@@ -446,7 +483,7 @@ def _variance_panel(comparison: Comparison) -> str:
         return ""
     rows = [
         [_e(m.name.replace("_", " ")), f"{pct(m.baseline.mean)} ± {num(m.baseline.std * 100)}pp", f"{pct(m.current.mean)} ± {num(m.current.std * 100)}pp",
-         pp(m.delta), "yes" if m.overlap else "<b>no</b>"]
+         pp(m.delta), "n/a (a side has one run)" if m.overlap is None else "yes" if m.overlap else "<b>no</b>"]
         for m in v.metrics
     ]
     notes = "".join(f'<p class="muted">Note: {_e(n)}</p>' for n in v.notes)
@@ -472,7 +509,9 @@ def render_comparison_html(baseline_doc: dict[str, Any], current_doc: dict[str, 
         _metrics_panel(comparison)
         + _comparability_panel(comparison)
         + _criteria_panel(comparison)
+        + _checks_panel(comparison)
         + _changes_panel(comparison)
+        + _added_removed_panel(comparison)
         + _variance_panel(comparison)
         + _scenarios_section(changed, "Changed scenarios (current run)")
     )

@@ -1,0 +1,177 @@
+"""The CI gates of fabtest-compare, each in both directions (must fail / must not fail).
+
+Exit codes: 0 pass, 1 gate failed, 2 usage or bad input.
+"""
+
+import json
+import random
+
+import pytest
+
+from exp_factory import make_doc, make_result
+from fabtest.cli import compare_main
+from fabtest.experiment.compare import compare, drop_p_value, gate_failures, regressed
+from fabtest.experiment.export import write_document
+
+N = 10  # iterations
+
+
+def _runs(name: str, passes: int, *, evals: list[tuple[str, str]] | None = None, n: int = N, **kw):
+    """``n`` runs of one scenario, the first ``passes`` of them passing."""
+    return [make_result(name, iteration=i + 1, passed=i < passes, evals=evals, **kw) for i in range(n)]
+
+
+def _write(tmp_path, baseline, current, iterations=N):
+    write_document(make_doc("exp_base00", baseline, iterations=iterations), tmp_path)
+    write_document(make_doc("exp_curr00", current, iterations=iterations), tmp_path)
+    return ["exp_base00", "exp_curr00", "--results-dir", str(tmp_path)]
+
+
+def _err(capsys) -> str:
+    return capsys.readouterr().err
+
+
+# --- --fail-on-regression: completion ---------------------------------------------------------
+
+
+def test_completion_collapse_over_ten_iterations_fails(tmp_path, capsys):
+    args = _write(tmp_path, _runs("booking", N), _runs("booking", 0))
+    assert compare_main(args + ["--fail-on-regression"]) == 1
+    err = _err(capsys)
+    assert "gate failed: regression: completion: 10/10 → 0/10 passed (100.0% → 0.0%)" in err
+    assert "Fisher's exact p = 5.413e-06 < alpha 0.05" in err and "larger than chance" in err
+
+
+def test_identical_rerun_never_fails(tmp_path, capsys):
+    rng = random.Random(7)
+    for trial in range(5):  # whatever the outcomes, equal counts give p >= 0.5: never below any alpha < 0.5
+        results = [make_result(f"s{k}", iteration=i + 1, passed=rng.random() < 0.5,
+                               evals=[("friendly", rng.choice(["passed", "failed"]))])
+                   for k in range(4) for i in range(3)]
+        doc = make_doc(f"exp_same{trial}", results, iterations=3)
+        c = compare(doc, doc)
+        assert not regressed(c) and gate_failures(c, fail_on_regression=True) == []
+        assert all(r.p_value is None or r.p_value >= 0.5 for r in c.criteria)
+    args = _write(tmp_path, _runs("booking", 5), _runs("booking", 5))
+    assert compare_main(args + ["--fail-on-regression"]) == 0
+
+
+def test_a_small_drop_within_chance_passes(tmp_path):
+    args = _write(tmp_path, _runs("booking", 10), _runs("booking", 8))
+    assert compare_main(args + ["--fail-on-regression"]) == 0
+
+
+def test_an_improvement_never_fails(tmp_path):
+    args = _write(tmp_path, _runs("booking", 0), _runs("booking", N))
+    assert compare_main(args + ["--fail-on-regression"]) == 0
+
+
+# --- --fail-on-regression: criteria (soft included) -------------------------------------------
+
+
+def test_soft_criterion_collapse_fails_while_completion_holds(tmp_path, capsys):
+    good = [("friendly", "passed"), ("concise", "passed")]
+    bad = [("friendly", "failed"), ("concise", "passed")]
+    args = _write(tmp_path, _runs("booking", N, evals=good), _runs("booking", N, evals=bad))
+    assert compare_main(args + ["--fail-on-regression"]) == 1
+    err = _err(capsys)
+    assert "criterion 'friendly': 10/10 → 0/10 passed (100.0% → 0.0%)" in err
+    assert "completion" not in err and "concise" not in err
+
+
+def test_soft_criterion_small_drop_passes(tmp_path):
+    good = [("friendly", "passed")]
+    args = _write(tmp_path, _runs("booking", N, evals=good),
+                  _runs("booking", N, evals=good)[:9] + [make_result("booking", iteration=10, evals=[("friendly", "failed")])])
+    assert compare_main(args + ["--fail-on-regression"]) == 0
+
+
+# --- --alpha ------------------------------------------------------------------------------------
+
+
+def test_alpha_sets_the_level(tmp_path, capsys):
+    assert drop_p_value(10, 10, 6, 10) == pytest.approx(0.0433, abs=1e-4)
+    args = _write(tmp_path, _runs("booking", 10), _runs("booking", 6))
+    assert compare_main(args + ["--fail-on-regression"]) == 1  # p 0.043 < 0.05
+    assert compare_main(args + ["--fail-on-regression", "--alpha", "0.01"]) == 0
+    _err(capsys)
+    for bad in ("0", "1", "five"):
+        with pytest.raises(SystemExit) as refused:
+            compare_main(args + ["--fail-on-regression", "--alpha", bad])
+        assert refused.value.code == 2
+
+
+# --- absolute floors ----------------------------------------------------------------------------
+
+
+def test_min_evaluation_floor_both_ways(tmp_path, capsys):
+    evals = [("friendly", "passed"), ("concise", "failed")]
+    args = _write(tmp_path, _runs("booking", N, evals=evals), _runs("booking", N, evals=evals))
+    assert compare_main(args + ["--min-evaluation", "0.5"]) == 0
+    assert compare_main(args + ["--min-evaluation", "60%"]) == 1
+    assert "evaluation rate 50.0% (10/20 passed on shared scenarios) is below the floor 60.0%" in _err(capsys)
+
+
+def test_min_evaluation_fails_when_nothing_was_evaluated(tmp_path, capsys):
+    args = _write(tmp_path, _runs("booking", 2, evals=[], n=2), _runs("booking", 2, evals=[], n=2), iterations=2)
+    assert compare_main(args + ["--min-evaluation", "0.1"]) == 1
+    assert "nothing was rated" in _err(capsys)
+
+
+def test_min_criterion_floor_both_ways_and_repeatable(tmp_path, capsys):
+    evals = [("friendly", "passed"), ("concise", "failed")]
+    args = _write(tmp_path, _runs("booking", N, evals=evals), _runs("booking", N, evals=evals))
+    assert compare_main(args + ["--min-criterion", "friendly=0.9", "--min-criterion", "concise=0%"]) == 0
+    assert compare_main(args + ["--min-criterion", "friendly=0.9", "--min-criterion", "concise=10%"]) == 1
+    err = _err(capsys)
+    assert "criterion 'concise' 0.0% (0/10 passed on shared scenarios) is below the floor 10.0%" in err
+    assert "friendly" not in err
+
+
+def test_min_criterion_bad_input_is_a_usage_error(tmp_path, capsys):
+    args = _write(tmp_path, _runs("booking", 2, n=2), _runs("booking", 2, n=2), iterations=2)
+    assert compare_main(args + ["--min-criterion", "friendyl=0.8"]) == 2
+    err = _err(capsys)
+    assert err.count("\n") == 1 and "no criterion 'friendyl'" in err and "criteria: concise, friendly" in err
+    for bad in ("friendly", "=0.8", "friendly=high"):
+        with pytest.raises(SystemExit) as refused:
+            compare_main(args + ["--min-criterion", bad])
+        assert refused.value.code == 2
+
+
+def test_min_completion_is_over_shared_scenarios(tmp_path):
+    base = [make_result(n) for n in "abcd"]
+    cur = [make_result(n) for n in "abcd"] + [make_result("new", passed=False)]
+    args = _write(tmp_path, base, cur, iterations=1)
+    assert compare_main(args + ["--min-completion", "1.0"]) == 0  # the new failing scenario is not shared
+    broken = [make_result(n, passed=n != "a") for n in "abcd"]
+    args = _write(tmp_path, base, broken, iterations=1)
+    assert compare_main(args + ["--min-completion", "1.0"]) == 1
+
+
+# --- issue 9 point 1: an added failing scenario is not a regression -----------------------------
+
+
+def test_an_added_failing_scenario_is_not_a_regression(tmp_path, capsys):
+    base = [make_result(n) for n in "abcd"]
+    cur = [make_result(n) for n in "abcd"] + [make_result("new one", passed=False)]
+    args = _write(tmp_path, base, cur, iterations=1)
+    assert compare_main(args + ["--fail-on-regression"]) == 0
+    out = capsys.readouterr().out
+    assert "Rate:           100.0% → 100.0%  (+0.0pp) ─  [4/4 → 4/4]" in out
+    assert "Added scenarios (1, only in current; not in the deltas above):" in out
+    assert "- new one: failed (assertion)" in out
+    assert "Whole experiments (different scenario sets: for reference, not compared)" in out
+    assert compare_main(args + ["--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    completion = next(m for m in data["metrics"] if m["name"] == "completion_rate")
+    assert (completion["baseline"], completion["current"]) == (1.0, 1.0)
+    assert [a["name"] for a in data["added"]] == ["new one"] and data["added"][0]["passes"] == 0
+    whole = next(m for m in data["whole"] if m["name"] == "completion_rate")
+    assert (whole["baseline"], whole["current"]) == (1.0, 0.8)
+    assert compare_main(args + ["--format", "markdown"]) == 0
+    md = capsys.readouterr().out
+    assert "| Completion rate | 100.0% | 100.0% | +0.0pp | ─ |" in md
+    assert "### Added scenarios (only in current) (1)" in md and "- new one: failed (assertion)" in md
+    assert "### Whole experiments (different scenario sets, not compared)" in md
+    assert "| Completion rate | 100.0% | 80.0% |" in md
