@@ -14,6 +14,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from fabtest.datafile import safe_load_yaml
 from fabtest.errors import UsageError
 from fabtest.llm.base import LLMSettings
 
@@ -78,7 +79,7 @@ class Settings(BaseModel):
         table: dict[str, Any] = {}
         if path.is_file():
             try:
-                data = tomllib.loads(path.read_text(encoding="utf-8"))
+                data = tomllib.loads(path.read_text(encoding="utf-8-sig"))
             except tomllib.TOMLDecodeError as exc:
                 raise UsageError(f"{path}: invalid TOML: {exc}") from None
             table = dict(data.get("tool", {}).get("fabtest", {}))
@@ -99,7 +100,9 @@ class Settings(BaseModel):
         if not path.is_file():
             raise UsageError(f"{self.source} [tool.fabtest]: definitions_file {str(path)!r} does not exist")
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            data = safe_load_yaml(path.read_text(encoding="utf-8-sig")) or {}
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"{path}: cannot read: {exc}") from None
         except yaml.YAMLError as exc:
             raise UsageError(f"{path}: invalid YAML: {exc}".replace("\n", " ")) from None
         if not isinstance(data, dict):
