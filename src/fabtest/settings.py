@@ -6,7 +6,9 @@ rather than a setting silently ignored.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -19,16 +21,21 @@ from fabtest.errors import UsageError
 from fabtest.llm.base import LLMSettings
 
 
+#: The longest timeout fabtest accepts (a week): larger values overflow the OS timers.
+MAX_SECONDS = 7 * 24 * 3600.0
+
+
 class RoleSettings(BaseModel):
     """Provider and model of the judge or the simulator."""
 
-    model_config = ConfigDict(extra="forbid")
+    # allow_inf_nan=False: `timeout = inf` is a one-line error, not an OverflowError mid-run
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     provider: Literal["gemini", "openai"] = "gemini"
     model: str = "gemini-2.5-flash"
-    temperature: float | None = None
-    timeout: float = Field(default=60.0, gt=0)
-    max_retries: int = Field(default=4, ge=0)
-    backoff: float = 0.5  # first retry delay in seconds; doubles per attempt, with jitter
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    timeout: float = Field(default=60.0, gt=0, le=MAX_SECONDS)
+    max_retries: int = Field(default=4, ge=0, le=100)
+    backoff: float = Field(default=0.5, ge=0, le=3600)  # first retry delay in seconds; doubles, with jitter
     base_url: str | None = None
 
     def llm_settings(self, max_concurrency: int) -> LLMSettings:
@@ -50,11 +57,11 @@ class TopicRow(BaseModel):
 class Settings(BaseModel):
     """Everything fabtest reads from ``[tool.fabtest]``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     agent: str | dict[str, Any] | None = None  # "module:attr" or a table like {http = "URL"}
     agents: dict[str, Any] = Field(default_factory=dict)
-    agent_timeout: float = Field(default=60.0, gt=0)
-    scenario_timeout: float | None = Field(default=None, gt=0)
+    agent_timeout: float = Field(default=60.0, gt=0, le=MAX_SECONDS)
+    scenario_timeout: float | None = Field(default=None, gt=0, le=MAX_SECONDS)
     collect_features: bool = True
     playbooks: str = "scenarios/playbooks/*.playbook.{json,yaml,yml}"
     playbook_agent: str | None = None  # default: the Gemini CLI (fabtest.agents.cli:gemini_cli)
@@ -62,7 +69,7 @@ class Settings(BaseModel):
     results_dir: str = "results"
     judge: RoleSettings = Field(default_factory=RoleSettings)
     simulator: RoleSettings = Field(default_factory=RoleSettings)
-    max_concurrency: int = Field(default=8, ge=1)
+    max_concurrency: int = Field(default=8, ge=1, le=10_000)
     llm_cache: Literal["on", "off", "replay"] = "off"
     cache_dir: str = ".fabtest/cache"
     criteria: dict[str, str] = Field(default_factory=dict)
@@ -149,3 +156,25 @@ def _first_error(exc: ValidationError) -> str:
     if err["type"] == "extra_forbidden":
         return f"unknown key {loc!r}"
     return f"{loc}: {err['msg']}"
+
+
+def check_results_dir(path: Path, where: str = "results_dir") -> None:
+    """``path`` is (or can be made) a directory this process can write, else a one-line UsageError.
+
+    Checked before the first scenario runs: finding out after an hour of paid calls that the
+    results cannot be saved loses the hour.
+    """
+    shown = f"{where} {str(path)!r}"
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{shown}: is a file, expected a directory; point it at a directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"{shown}: cannot create the directory ({exc.strerror or exc})") from None
+    try:  # a real probe: os.access says yes to root on a read-only file system
+        fd, probe = tempfile.mkstemp(prefix=".fabtest-probe-", dir=path)
+    except OSError as exc:
+        raise UsageError(f"{shown}: the directory is not writable ({exc.strerror or exc})") from None
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
