@@ -24,6 +24,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from fabtest import redaction
 from fabtest._files import remove_stale_temp_files
 from fabtest.errors import UsageError
 from fabtest.experiment.export import build_document, new_experiment_id, write_document
@@ -186,7 +187,9 @@ class Recorder:
         return self.info.id
 
     def add(self, result: ScenarioResult) -> None:
-        """Keep one result and journal it durably before returning."""
+        """Keep one result (secrets redacted) and journal it durably before returning."""
+        if redaction.secrets():
+            result = ScenarioResult.model_validate(redaction.redact_obj(result.model_dump(mode="json")))
         self.results.append(result)
         _append_line(self._journal, {"kind": "result", "result": result.model_dump(mode="json")})
 

@@ -5,6 +5,9 @@ system, prompt, temperature (the call's, else the provider's configured one), th
 caller-chosen ``salt`` (the iteration number, so
 repeated runs of a scenario stay independent instead of replaying one answer five times).
 
+Secrets (:mod:`fabtest.redaction`) never reach a cache file: the stored request and answer show
+``***``; the key hashes the real prompt.
+
 Modes: ``on`` reads through and writes through; ``replay`` never calls the LLM and fails on a
 miss; ``off`` passes every call straight to the wrapped LLM.
 """
@@ -20,6 +23,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
 
+from fabtest import redaction
 from fabtest._files import atomic_writer
 from fabtest.conversation import TokenUsage, jsonable
 from fabtest.llm.base import LLM, Completion, LLMError
@@ -182,7 +186,9 @@ class CachedLLM:
             "metadata": jsonable(completion.metadata),
         }
         completion.metadata.update(cached=False, cache_key=key)
-        _atomic_write(self.path_for(key), json.dumps(entry, indent=2, ensure_ascii=False))
+        # Prompts carry playbook env values and agent tokens: the file keeps them as ***, the key
+        # (a hash of the real prompt) still tells them apart.
+        _atomic_write(self.path_for(key), json.dumps(redaction.redact_obj(entry), indent=2, ensure_ascii=False))
 
 
 def salted(llm: LLM, salt: object) -> LLM:

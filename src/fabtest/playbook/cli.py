@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from fabtest.errors import UsageError
+from fabtest.redaction import redact
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 PROG = "fabtest run"
@@ -54,7 +55,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _error(message: str) -> int:
-    print(f"{PROG}: error: {' '.join(str(message).split())}", file=sys.stderr)
+    print(f"{PROG}: error: {' '.join(redact(str(message)).split())}", file=sys.stderr)
     return EXIT_USAGE
 
 
@@ -153,7 +154,7 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
                 print(f"    PASSED ({len(outcome.conversation.turns)} turns, {outcome.duration_s:.1f}s)", flush=True)
             else:
                 failed += 1
-                message = (outcome.failure_message or "").replace("\n", "\n    ")
+                message = redact(outcome.failure_message or "").replace("\n", "\n    ")
                 print(f"    FAILED [{outcome.failure_type}]: {message}", flush=True)
             if recorder is not None and outcome.result is not None:
                 recorder.add(outcome.result)

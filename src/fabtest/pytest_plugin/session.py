@@ -237,9 +237,21 @@ class FabtestSession:
             terminalreporter.write_sep("=", "fabtest experiment")
             terminalreporter.write_line(self.summary_text)
 
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+        """Secrets (fabtest.redaction) never reach the console: redact the failure text here."""
+        report = yield
+        from fabtest import redaction
+
+        if redaction.secrets() and report.longrepr is not None:
+            report.longrepr = redaction.redact(str(report.longrepr))
+        return report
+
     def close(self) -> None:
+        from fabtest import redaction
         from fabtest._signals import restore_sigterm
 
         restore_sigterm()
+        redaction.clear()
         if self._roles is not None and self._roles.executor is not None:
             self._roles.executor.shutdown(wait=False, cancel_futures=True)
