@@ -20,6 +20,7 @@ counts as passing only when every run passed.
 from __future__ import annotations
 
 import json
+import re
 import statistics
 from collections import Counter
 from collections.abc import Iterable
@@ -599,8 +600,13 @@ def render_json(comparison: Comparison) -> str:
     return json.dumps(comparison.to_dict(), indent=2, ensure_ascii=False) + "\n"
 
 
-def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~])")
+
+
+def _md_escape(text: object) -> str:
+    """Names and notes come from results files: no markup, no raw HTML, one table cell."""
+    plain = " ".join(str(text).split()).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MD_SPECIAL.sub(r"\\\1", plain)
 
 
 def render_markdown(comparison: Comparison) -> str:
@@ -611,7 +617,7 @@ def render_markdown(comparison: Comparison) -> str:
     lines = [
         f"## fabtest: `{c.baseline.id}` → `{c.current.id}`",
         "",
-        f"**Comparison validity: {icon} {comp.validity}**" + (f" ({'; '.join(comp.reasons)})" if comp.reasons else ""),
+        f"**Comparison validity: {icon} {comp.validity}**" + (f" ({_md_escape('; '.join(comp.reasons))})" if comp.reasons else ""),
         "",
         f"Scenarios compared: {comp.scenarios_shared} ({comp.scenarios_added} added, {comp.scenarios_removed} removed)",
         "",
@@ -628,7 +634,7 @@ def render_markdown(comparison: Comparison) -> str:
             delta = pp(row.delta, 0) if row.status == "compared" else row.status
             lines.append(f"| {_md_escape(row.name)} | {pct(row.baseline)} | {pct(row.current)} | {delta} | {row.mark.strip()} |")
     for title, items, fmt in (
-        ("Newly failing", c.newly_failing, lambda s: f"- ❌ {_md_escape(s.name)} ({s.note})"),
+        ("Newly failing", c.newly_failing, lambda s: f"- ❌ {_md_escape(s.name)} ({_md_escape(s.note)})"),
         ("Newly passing", c.newly_passing, lambda s: f"- ✅ {_md_escape(s.name)}"),
         ("Quality regressed", c.quality_regressed, lambda s: f"- {_md_escape(s.name)}: {pct(s.baseline, 0)} → {pct(s.current, 0)}"),
         ("Quality improved", c.quality_improved, lambda s: f"- {_md_escape(s.name)}: {pct(s.baseline, 0)} → {pct(s.current, 0)}"),
