@@ -208,13 +208,16 @@ class _Document(_Doc):
         return value
 
 
+_BRANCHES = {"int", "str", "float", "bool", "none", "nullable"}
+
+
 def _where(loc: tuple[Any, ...]) -> str:
     out = ""
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif str(part).startswith(("_", "function-", "list[", "dict[", "literal[", "int", "str", "float", "bool", "none")):
-            continue  # a union branch pydantic names, not a place in the file
+        elif str(part) in _BRANCHES or str(part).startswith("_") or (str(part).endswith("]") and "[" in str(part)):
+            continue  # a union branch pydantic names (int, list[...], a model), not a place in the file
         else:
             out += f".{part}" if out else str(part)
     return out or "(top level)"

@@ -107,7 +107,20 @@ def validate_playbook(data: Any, *, source: str = "<playbook>") -> Playbook:
     except Exception as exc:  # noqa: BLE001 - schema and model should agree; be safe anyway
         raise PlaybookError(f"{source}: {_one_line(str(exc))}") from None
     _check_workspace_paths(playbook, source)
+    _check_bounds(playbook, source)
     return playbook
+
+
+#: A week: a larger per-call timeout overflows the OS timers (and is surely a typo).
+MAX_TIMEOUT_S = 7 * 24 * 3600
+MAX_TURNS = 1000
+
+
+def _check_bounds(playbook: Playbook, source: str) -> None:
+    if playbook.timeout > MAX_TIMEOUT_S:
+        raise PlaybookError(f"{source}: timeout: must be at most {MAX_TIMEOUT_S} seconds (a week), got {playbook.timeout}")
+    if playbook.persona is not None and playbook.persona.max_turns > MAX_TURNS:
+        raise PlaybookError(f"{source}: persona.max_turns: must be at most {MAX_TURNS}, got {playbook.persona.max_turns}")
 
 
 def workspace_path_problem(rel: str) -> str | None:
