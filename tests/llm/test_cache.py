@@ -144,3 +144,16 @@ def test_cache_files_never_hold_a_secret_but_keys_still_tell_secrets_apart(tmp_p
         assert inner.calls == 3
     finally:
         redaction.clear()
+
+
+@pytest.mark.parametrize("content", ['[1, 2]', '{"text": 5}', '"just a string"', '{"metadata": []}', "\xff"])
+def test_a_foreign_or_damaged_cache_file_is_a_miss_not_a_crash(tmp_path: Path, content: str) -> None:
+    inner = CountingLLM()
+    cached = CachedLLM(inner, cache_dir=tmp_path, mode="on")
+    key = cached.complete("q").metadata["cache_key"]
+    (tmp_path / f"{key}.json").write_text(content, encoding="utf-8")
+    again = cached.complete("q")
+    assert again.text == "answer 2" and again.metadata["cached"] is False  # called again, entry rewritten
+    with pytest.raises(LLMError, match="cache miss"):
+        (tmp_path / f"{key}.json").write_text(content, encoding="utf-8")
+        CachedLLM(inner, cache_dir=tmp_path, mode="replay").complete("q")

@@ -109,6 +109,9 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
             check_results_dir(results_dir, "results_dir")
         except UsageError as exc:
             return _error(str(exc))
+        from fabtest._files import remove_stale_temp_files
+
+        remove_stale_temp_files(results_dir)  # left by a run killed mid-write
     roles = build_roles(settings, root)
     if not args.no_results:
         from fabtest.experiment.recorder import Recorder

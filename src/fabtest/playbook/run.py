@@ -70,6 +70,7 @@ from fabtest.experiment.stable_id import stable_id
 from fabtest.judge import Judge, format_exchange
 from fabtest.llm.base import LLM, LLMError
 from fabtest.playbook.load import Playbook, SuccessCriteria, load_playbook
+from fabtest import redaction
 from fabtest.playbook.secrets import Redactor, interpolate
 from fabtest.playbook.workspace import Workspace, workspace_file
 from fabtest.runner import ConversationRunner
@@ -320,7 +321,7 @@ def run_playbook(
     environ = os.environ if environ is None else environ
     original = playbook_path if isinstance(playbook_path, Playbook) else load_playbook(playbook_path)
     playbook, secrets = interpolate(original, environ)
-    redactor = Redactor(secrets)
+    redactor = Redactor([*secrets, *redaction.secrets()])  # agent-table tokens too
     source = playbook.source or str(playbook_path)
     repo_root = Path(repo_root)
     results = Path(results_dir) if results_dir is not None else repo_root / "results"
