@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
-__all__ = ["atomic_writer", "remove_stale_temp_files"]
+__all__ = ["atomic_writer", "path_inside", "remove_stale_temp_files"]
 
 _TMP_SUFFIX = ".tmp"
 
@@ -69,3 +69,20 @@ def remove_stale_temp_files(directory: str | os.PathLike[str], min_age_s: float 
         finally:
             os.close(fd)
     return removed
+
+
+def path_inside(root: Path, relative: str, *also: Path) -> Path | None:
+    """``root/relative`` when it resolves inside ``root`` (or one of ``also``), else None.
+
+    Resolving first means ``..``, an absolute path and a symlink pointing elsewhere are all
+    "outside": a check on a file never reads ``/etc/shadow`` because a path or a link said so.
+    """
+    if not relative.strip() or "\0" in relative:
+        return None
+    path = root / relative
+    try:
+        resolved = path.resolve()
+    except (OSError, RuntimeError):  # a symlink loop
+        return None
+    roots = [Path(r).resolve() for r in (root, *also)]
+    return path if any(resolved == r or resolved.is_relative_to(r) for r in roots) else None

@@ -90,3 +90,19 @@ def test_a_failed_files_contain_names_the_file_and_the_needle_but_never_quotes_t
     text = json.dumps([c.__dict__ if hasattr(c, "__dict__") else str(c) for c in checks], default=str)
     assert "notes.txt" in text and "Munich" in text
     assert "PRIVATE" not in text
+
+
+def test_feature_file_checks_stay_in_the_working_directory_and_never_quote_content(tmp_path: Path) -> None:
+    from fabtest.checks import check_file
+
+    work = tmp_path / "work"
+    work.mkdir()
+    (tmp_path / "secret.txt").write_text("PRIVATE-CONTENT", encoding="utf-8")
+    (work / "link").symlink_to(tmp_path / "secret.txt")
+    (work / "notes.txt").write_text("PRIVATE-CONTENT here", encoding="utf-8")
+    for rel in ("../secret.txt", str(tmp_path / "secret.txt"), "link"):
+        ok, message = check_file(work, rel, "PRIVATE")
+        assert not ok and "outside" in message and "PRIVATE-CONTENT" not in message
+    ok, message = check_file(work, "notes.txt", "Munich")
+    assert not ok and "Munich" in message and "PRIVATE" not in message
+    assert check_file(work, "notes.txt", "here")[0]

@@ -28,6 +28,7 @@ from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 from types import TracebackType
 
+from fabtest._files import path_inside
 from fabtest.playbook.load import PlaybookError, workspace_path_problem
 
 __all__ = ["Workspace", "workspace_file"]
@@ -41,13 +42,7 @@ def workspace_file(workspace: Path, rel: str, repo_root: Path | None = None) -> 
     """
     if workspace_path_problem(rel) is not None:
         return None
-    path = workspace / rel
-    try:
-        resolved = path.resolve()
-    except (OSError, RuntimeError):  # a symlink loop
-        return None
-    roots = [workspace.resolve()] + ([Path(repo_root).resolve()] if repo_root is not None else [])
-    return path if any(resolved == root or resolved.is_relative_to(root) for root in roots) else None
+    return path_inside(workspace, rel, *([Path(repo_root)] if repo_root is not None else []))
 
 
 class Workspace:
