@@ -243,7 +243,12 @@ class FabtestSession:
         report = yield
         from fabtest import redaction
 
-        if redaction.secrets() and report.longrepr is not None:
+        if not redaction.secrets() or report.longrepr is None:
+            return report
+        if isinstance(report.longrepr, tuple):  # a skip: (path, line, reason)
+            path, line, reason = report.longrepr
+            report.longrepr = (path, line, redaction.redact(str(reason)))
+        else:
             report.longrepr = redaction.redact(str(report.longrepr))
         return report
 
