@@ -137,7 +137,7 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
     failed = skipped = 0
     total = len(playbooks)
     interrupted = False
-    sigterm_as_interrupt()  # SIGTERM ends the run like Ctrl-C: the finished playbooks are saved
+    sigterm = sigterm_as_interrupt()  # SIGTERM ends the run like Ctrl-C: the finished playbooks are saved
     try:
         for number, playbook in enumerate(playbooks, start=1):
             shown = _relative(playbook.source or "", root)
@@ -165,7 +165,7 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
         interrupted = True
         print(f"{PROG}: interrupted; the finished playbooks are saved", file=sys.stderr, flush=True)
     finally:
-        restore_sigterm()
+        restore_sigterm(sigterm)
         _close_roles(roles)
     if recorder is not None:
         from fabtest.experiment.summary import previous_experiment_id, render_summary

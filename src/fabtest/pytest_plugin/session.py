@@ -37,6 +37,7 @@ class FabtestSession:
         self._roles: LLMRoles | None = None
         self._sets: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self._topics = self._project_topics()
+        self._sigterm = False  # our SIGTERM handler is in force (fabtest/_signals.py)
 
     # -- configuration ---------------------------------------------------------------------------
     def project_criteria(self) -> dict[str, Criterion]:
@@ -172,7 +173,7 @@ class FabtestSession:
         from fabtest._signals import sigterm_as_interrupt
         from fabtest.experiment.recorder import recover_pending
 
-        sigterm_as_interrupt()  # SIGTERM (CI, `timeout`) writes the finished scenarios, as Ctrl-C does
+        self._sigterm = sigterm_as_interrupt()  # SIGTERM (CI, `timeout`) saves the finished scenarios, as Ctrl-C
 
         for _journal, path, error in recover_pending(self.results_dir):  # one bad journal never stops the rest
             self.notes.append(f"fabtest: recovered an interrupted run into {path}" if path else
@@ -256,7 +257,7 @@ class FabtestSession:
         from fabtest import redaction
         from fabtest._signals import restore_sigterm
 
-        restore_sigterm()
+        restore_sigterm(self._sigterm)
         redaction.clear()
         if self._roles is not None and self._roles.executor is not None:
             self._roles.executor.shutdown(wait=False, cancel_futures=True)
