@@ -44,12 +44,13 @@ def test_an_agent_url_token_is_redacted_in_results_report_and_console(pytester: 
     pytester.makefile(".toml", pyproject=PYPROJECT)
     pytester.makefile(".feature", token=FEATURE)
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider", "--tb=long",
-                                           "--fabtest-experiment-id", "exp_tok")
+                                           "--fabtest-experiment-id", "exp_tok", "--junitxml=junit.xml")
     output = result.stdout.str() + result.stderr.str()
     assert result.ret == 1, output
     assert "1 failed, 1 skipped" in output  # a skip's (path, line, reason) survives redaction
     assert "127.0.0.1:9" in output  # the failure is still explained
     assert TOKEN not in output
+    assert TOKEN not in (pytester.path / "junit.xml").read_text(encoding="utf-8")
     doc_text = (pytester.path / "results" / "exp_tok.json").read_text(encoding="utf-8")
     assert TOKEN not in doc_text
     doc = json.loads(doc_text)

@@ -244,7 +244,11 @@ class FabtestSession:
         report = yield
         from fabtest import redaction
 
-        if not redaction.secrets() or report.longrepr is None:
+        if not redaction.secrets():
+            return report
+        # results travel in user_properties (to xdist's controller, --junitxml): redact them here too
+        report.user_properties = [(name, redaction.redact_obj(value)) for name, value in report.user_properties]
+        if report.longrepr is None:
             return report
         if isinstance(report.longrepr, tuple):  # a skip: (path, line, reason)
             path, line, reason = report.longrepr
