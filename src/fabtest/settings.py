@@ -162,22 +162,26 @@ def _first_error(exc: ValidationError) -> str:
 
 
 def check_results_dir(path: Path, where: str = "results_dir") -> None:
-    """``path`` is (or can be made) a directory this process can write, else a one-line UsageError.
+    """``path`` is a directory this process can write (or can be created), else a one-line UsageError.
 
     Checked before the first scenario runs: finding out after an hour of paid calls that the
-    results cannot be saved loses the hour.
+    results cannot be saved loses the hour. Nothing is left behind: a missing directory is not
+    created here (a project that runs no scenario gets no ``results/``), its nearest existing
+    parent is probed instead.
     """
     shown = f"{where} {str(path)!r}"
     if path.exists() and not path.is_dir():
         raise UsageError(f"{shown}: is a file, expected a directory; point it at a directory")
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"{shown}: cannot create the directory ({exc.strerror or exc})") from None
+    probe_dir = path
+    while not probe_dir.exists():
+        probe_dir = probe_dir.parent
+    if not probe_dir.is_dir():
+        raise UsageError(f"{shown}: cannot create the directory ({str(probe_dir)!r} is a file)")
     try:  # a real probe: os.access says yes to root on a read-only file system
-        fd, probe = tempfile.mkstemp(prefix=".fabtest-probe-", dir=path)
+        fd, probe = tempfile.mkstemp(prefix=".fabtest-probe-", dir=probe_dir)
     except OSError as exc:
-        raise UsageError(f"{shown}: the directory is not writable ({exc.strerror or exc})") from None
+        verb = "is not writable" if probe_dir == path else f"cannot be created in {str(probe_dir)!r}"
+        raise UsageError(f"{shown}: the directory {verb} ({exc.strerror or exc})") from None
     os.close(fd)
     with contextlib.suppress(OSError):
         os.unlink(probe)
