@@ -1,28 +1,88 @@
-"""Atomic file writes: readers (and a crash) never see half a file."""
+"""Atomic file writes: readers (and a crash) never see half a file, and a crash leaves no litter.
+
+The temp file is locked while it is written. A process killed mid-write (SIGKILL, OOM) leaves
+its temp file behind, unlocked: :func:`remove_stale_temp_files` deletes exactly those, never one
+that a live run (another pytest in the same project) is still writing.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
+
+__all__ = ["atomic_writer", "path_inside", "remove_stale_temp_files"]
+
+_TMP_SUFFIX = ".tmp"
 
 
 @contextlib.contextmanager
 def atomic_writer(path: Path) -> Iterator[TextIO]:
     """Write to a temp file beside ``path``; on success fsync it and ``os.replace`` it into place."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:24]}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:24]}.", suffix=_TMP_SUFFIX, dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)  # "being written": see remove_stale_temp_files
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; results are meant to be shared
-        os.replace(tmp, path)
+            os.chmod(tmp, 0o644)  # mkstemp makes 0600; results are meant to be shared
+            os.replace(tmp, path)  # still locked: the name never points at an unlocked half file
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def remove_stale_temp_files(directory: str | os.PathLike[str], min_age_s: float = 60.0) -> list[Path]:
+    """Delete ``.*.tmp`` files that no live process is writing (left by a killed run); returns them.
+
+    A file younger than ``min_age_s`` is left alone too: it may have been created a moment ago by
+    a writer that has not taken its lock yet.
+    """
+    removed: list[Path] = []
+    now = time.time()
+    folder = Path(directory)
+    if not folder.is_dir():
+        return removed
+    for tmp in folder.glob(f".*{_TMP_SUFFIX}"):
+        try:
+            fd = os.open(tmp, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            if now - os.fstat(fd).st_mtime < min_age_s:
+                continue
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            continue  # a live writer holds it
+        else:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+                removed.append(tmp)
+        finally:
+            os.close(fd)
+    return removed
+
+
+def path_inside(root: Path, relative: str, *also: Path) -> Path | None:
+    """``root/relative`` when it resolves inside ``root`` (or one of ``also``), else None.
+
+    Resolving first means ``..``, an absolute path and a symlink pointing elsewhere are all
+    "outside": a check on a file never reads ``/etc/shadow`` because a path or a link said so.
+    """
+    if not relative.strip() or "\0" in relative:
+        return None
+    path = root / relative
+    try:
+        resolved = path.resolve()
+    except (OSError, RuntimeError):  # a symlink loop
+        return None
+    roots = [Path(r).resolve() for r in (root, *also)]
+    return path if any(resolved == r or resolved.is_relative_to(r) for r in roots) else None

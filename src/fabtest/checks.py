@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fabtest._files import path_inside
 from fabtest.conversation import ToolCall, Turn
 from fabtest.errors import UsageError
 from fabtest.patterns import Pattern, PatternError, compile_pattern, search
@@ -111,14 +112,17 @@ def check_regex(text: str, regex: Pattern, *, where: str = "") -> Result:
 
 
 def check_file(workdir: Path, relative: str, needle: str | None = None) -> Result:
-    path = (workdir / relative)
+    """Inside ``workdir`` only; a failure names the file and the needle, never the file's content."""
+    path = path_inside(workdir, relative)
+    if path is None:
+        return False, f"{relative} is outside {workdir} (file checks stay inside the working directory)"
     if not path.is_file():
         return False, f"{relative} does not exist in {workdir}"
     if needle is None:
         return True, f"{relative} exists"
     text = path.read_text(encoding="utf-8", errors="replace")
     return (True, f"{relative} contains {needle!r}") if needle in text else (
-        False, f"{relative} does not contain {needle!r} (first 200 chars: {text[:200]!r})")
+        False, f"{relative} does not contain {needle!r}")
 
 
 def describe_calls(calls: Sequence[ToolCall]) -> str:

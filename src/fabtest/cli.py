@@ -200,15 +200,20 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_recover(args: argparse.Namespace) -> int:
-    from fabtest.experiment.recorder import pending_journals, recover
+    from fabtest.experiment.recorder import recover_pending
 
     results_dir = args.results_dir or _default_results_dir()
-    journals = pending_journals(results_dir)
-    if not journals:
+    done = recover_pending(results_dir)
+    if not done:
         print(f"No interrupted experiments in {results_dir}/")
-    for journal in journals:
-        print(f"Recovered (interrupted): {recover(journal)}")
-    return EXIT_OK
+    failed = 0
+    for _journal, path, error in done:
+        if path is not None:
+            print(f"Recovered (interrupted): {path}")
+        else:
+            failed += 1
+            print(f"fabtest: error: {error}", file=sys.stderr)
+    return EXIT_ERROR if failed else EXIT_OK
 
 
 def _cmd_run(args: argparse.Namespace) -> int:

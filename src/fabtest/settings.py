@@ -6,7 +6,9 @@ rather than a setting silently ignored.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -14,20 +16,26 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from fabtest.datafile import safe_load_yaml
 from fabtest.errors import UsageError
 from fabtest.llm.base import LLMSettings
+
+
+#: The longest timeout fabtest accepts (a week): larger values overflow the OS timers.
+MAX_SECONDS = 7 * 24 * 3600.0
 
 
 class RoleSettings(BaseModel):
     """Provider and model of the judge or the simulator."""
 
-    model_config = ConfigDict(extra="forbid")
+    # allow_inf_nan=False: `timeout = inf` is a one-line error, not an OverflowError mid-run
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     provider: Literal["gemini", "openai"] = "gemini"
     model: str = "gemini-2.5-flash"
-    temperature: float | None = None
-    timeout: float = Field(default=60.0, gt=0)
-    max_retries: int = Field(default=4, ge=0)
-    backoff: float = 0.5  # first retry delay in seconds; doubles per attempt, with jitter
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    timeout: float = Field(default=60.0, gt=0, le=MAX_SECONDS)
+    max_retries: int = Field(default=4, ge=0, le=100)
+    backoff: float = Field(default=0.5, ge=0, le=3600)  # first retry delay in seconds; doubles, with jitter
     base_url: str | None = None
 
     def llm_settings(self, max_concurrency: int) -> LLMSettings:
@@ -49,11 +57,11 @@ class TopicRow(BaseModel):
 class Settings(BaseModel):
     """Everything fabtest reads from ``[tool.fabtest]``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     agent: str | dict[str, Any] | None = None  # "module:attr" or a table like {http = "URL"}
     agents: dict[str, Any] = Field(default_factory=dict)
-    agent_timeout: float = Field(default=60.0, gt=0)
-    scenario_timeout: float | None = Field(default=None, gt=0)
+    agent_timeout: float = Field(default=60.0, gt=0, le=MAX_SECONDS)
+    scenario_timeout: float | None = Field(default=None, gt=0, le=MAX_SECONDS)
     collect_features: bool = True
     playbooks: str = "scenarios/playbooks/*.playbook.{json,yaml,yml}"
     playbook_agent: str | None = None  # default: the Gemini CLI (fabtest.agents.cli:gemini_cli)
@@ -63,7 +71,7 @@ class Settings(BaseModel):
     simulator: RoleSettings = Field(default_factory=RoleSettings)
     # "module:attr": an in-process judge and simulator used when the configured provider has no key
     offline_llm: str | None = None
-    max_concurrency: int = Field(default=8, ge=1)
+    max_concurrency: int = Field(default=8, ge=1, le=10_000)
     llm_cache: Literal["on", "off", "replay"] = "off"
     retry_budget: float = Field(default=0.1, ge=0, allow_inf_nan=False)  # see fabtest.llm.budget
     cache_dir: str = ".fabtest/cache"
@@ -81,7 +89,7 @@ class Settings(BaseModel):
         table: dict[str, Any] = {}
         if path.is_file():
             try:
-                data = tomllib.loads(path.read_text(encoding="utf-8"))
+                data = tomllib.loads(path.read_text(encoding="utf-8-sig"))
             except tomllib.TOMLDecodeError as exc:
                 raise UsageError(f"{path}: invalid TOML: {exc}") from None
             table = dict(data.get("tool", {}).get("fabtest", {}))
@@ -94,6 +102,9 @@ class Settings(BaseModel):
             where = f"environment variable {var}" if var else f"{path} [tool.fabtest]"
             raise UsageError(f"{where}: {_first_error(exc)}") from None
         settings.source = str(path)
+        from fabtest.agents.registry import register_configured_secrets
+
+        register_configured_secrets(settings.agent, settings.agents)  # ${VAR} values are secrets
         if settings.definitions_file:
             settings._load_definitions(root / settings.definitions_file)
         return settings
@@ -102,7 +113,9 @@ class Settings(BaseModel):
         if not path.is_file():
             raise UsageError(f"{self.source} [tool.fabtest]: definitions_file {str(path)!r} does not exist")
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            data = safe_load_yaml(path.read_text(encoding="utf-8-sig")) or {}
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"{path}: cannot read: {exc}") from None
         except yaml.YAMLError as exc:
             raise UsageError(f"{path}: invalid YAML: {exc}".replace("\n", " ")) from None
         if not isinstance(data, dict):
@@ -149,3 +162,29 @@ def _first_error(exc: ValidationError) -> str:
     if err["type"] == "extra_forbidden":
         return f"unknown key {loc!r}"
     return f"{loc}: {err['msg']}"
+
+
+def check_results_dir(path: Path, where: str = "results_dir") -> None:
+    """``path`` is a directory this process can write (or can be created), else a one-line UsageError.
+
+    Checked before the first scenario runs: finding out after an hour of paid calls that the
+    results cannot be saved loses the hour. Nothing is left behind: a missing directory is not
+    created here (a project that runs no scenario gets no ``results/``), its nearest existing
+    parent is probed instead.
+    """
+    shown = f"{where} {str(path)!r}"
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{shown}: is a file, expected a directory; point it at a directory")
+    probe_dir = path
+    while not probe_dir.exists():
+        probe_dir = probe_dir.parent
+    if not probe_dir.is_dir():
+        raise UsageError(f"{shown}: cannot create the directory ({str(probe_dir)!r} is a file)")
+    try:  # a real probe: os.access says yes to root on a read-only file system
+        fd, probe = tempfile.mkstemp(prefix=".fabtest-probe-", dir=probe_dir)
+    except OSError as exc:
+        verb = "is not writable" if probe_dir == path else f"cannot be created in {str(probe_dir)!r}"
+        raise UsageError(f"{shown}: the directory {verb} ({exc.strerror or exc})") from None
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(probe)

@@ -239,3 +239,31 @@ def test_the_scenario_of_a_crashed_worker_is_recorded_as_an_error(project: Proje
     summary = project.doc()["summary"]
     assert summary["total_scenarios"] == SCENARIOS, output
     assert summary["failure_types"]["error"] == 1
+
+
+def test_sigterm_half_way_is_handled_like_sigint(project: Project) -> None:
+    proc = project.start()
+    finished = project.wait_for_results(proc, 3)
+    proc.send_signal(signal.SIGTERM)
+    output = _wait(proc)
+    assert proc.returncode == 2, output  # pytest's "interrupted", not -15
+    doc = project.doc()
+    names = [s["name"] for s in doc["scenario_results"]]
+    assert doc["experiment"]["interrupted"] is True
+    assert set(finished) <= set(names)
+    assert not project.journal.exists()
+    assert "Traceback" not in output
+
+
+def test_a_second_run_with_the_same_experiment_id_is_refused_before_any_scenario(project: Project) -> None:
+    import fcntl
+
+    project.results.mkdir()
+    with open(project.journal, "a", encoding="utf-8") as live:  # what a run in progress holds
+        fcntl.flock(live.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        second = project.start()
+        output = _wait(second)
+    assert second.returncode == 4, output  # usage error, before any scenario
+    assert f"experiment id '{EXP}' is in use by another run" in output
+    assert "Traceback" not in output and "BlockingIOError" not in output
+    assert "passed" not in output and not project.experiment.exists()

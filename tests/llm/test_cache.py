@@ -123,3 +123,37 @@ def test_cache_over_gemini(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
         assert fake.request_count == 1
     assert first.usage.calls == 1 and first.usage.input_tokens > 0
     assert second.parsed == first.parsed and second.usage == TokenUsage()
+
+
+def test_cache_files_never_hold_a_secret_but_keys_still_tell_secrets_apart(tmp_path: Path) -> None:
+    from fabtest import redaction
+
+    secret, other = "s3cr3t-Value-42", "another-Secret-99"
+    redaction.register(secret, other)
+    try:
+        inner = CountingLLM()
+        cached = CachedLLM(inner, cache_dir=tmp_path, mode="on")
+        first = cached.complete(f"user says: my city is {secret}", system=f"sys {secret}")
+        second = cached.complete(f"user says: my city is {other}", system=f"sys {other}")
+        assert first.metadata["cache_key"] != second.metadata["cache_key"]
+        verdict = cached.complete_json(f'judge "{secret}"', Verdict)
+        stored = "".join(p.read_text(encoding="utf-8") for p in tmp_path.glob("*.json"))
+        assert secret not in stored and other not in stored and "***" in stored
+        assert cached.complete(f"user says: my city is {secret}", system=f"sys {secret}").metadata["cached"] is True
+        assert cached.complete_json(f'judge "{secret}"', Verdict).parsed == verdict.parsed
+        assert inner.calls == 3
+    finally:
+        redaction.clear()
+
+
+@pytest.mark.parametrize("content", ['[1, 2]', '{"text": 5}', '"just a string"', '{"metadata": []}', "\xff"])
+def test_a_foreign_or_damaged_cache_file_is_a_miss_not_a_crash(tmp_path: Path, content: str) -> None:
+    inner = CountingLLM()
+    cached = CachedLLM(inner, cache_dir=tmp_path, mode="on")
+    key = cached.complete("q").metadata["cache_key"]
+    (tmp_path / f"{key}.json").write_text(content, encoding="utf-8")
+    again = cached.complete("q")
+    assert again.text == "answer 2" and again.metadata["cached"] is False  # called again, entry rewritten
+    with pytest.raises(LLMError, match="cache miss"):
+        (tmp_path / f"{key}.json").write_text(content, encoding="utf-8")
+        CachedLLM(inner, cache_dir=tmp_path, mode="replay").complete("q")

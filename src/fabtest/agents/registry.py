@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from fabtest import redaction
 from fabtest.agents.base import Agent
 from fabtest.agents.python import CallableAgent, is_factory_callable
 from fabtest.errors import UsageError
@@ -117,19 +118,40 @@ def _from_table(table: Mapping[str, Any], context: Mapping[str, Any], *, where: 
 
 
 def _expand(value: Any, where: str) -> Any:
-    """``${VAR}`` in configured strings comes from the environment, so secrets stay out of pyproject."""
+    """``${VAR}`` in configured strings comes from the environment, so secrets stay out of pyproject.
+
+    Every substituted value is a secret (:mod:`fabtest.redaction`): results, messages and logs
+    show ``***`` instead of the token in ``?token=${BOT_TOKEN}``.
+    """
     if isinstance(value, str):
         def env(match: re.Match[str]) -> str:
             if match.group(1) not in os.environ:
                 raise UsageError(f"{where}: the agent configuration uses ${{{match.group(1)}}}, which is not set")
+            redaction.register(os.environ[match.group(1)])
             return os.environ[match.group(1)]
 
         return re.sub(r"\$\{(\w+)\}", env, value)
     if isinstance(value, Mapping):
         return {k: _expand(v, where) for k, v in value.items()}
-    if isinstance(value, list):  # e.g. an ACP agent's command and its MCP servers' headers
+    if isinstance(value, (list, tuple)):  # e.g. an ACP agent's command and its MCP servers' headers
         return [_expand(v, where) for v in value]
     return value
+
+
+def register_configured_secrets(*tables: Any) -> None:
+    """Register the environment values that agent tables refer to, before any agent is built.
+
+    The process that writes results (the xdist controller) may never build an agent itself.
+    """
+    for table in tables:
+        if isinstance(table, str):
+            for name in re.findall(r"\$\{(\w+)\}", table):
+                if name in os.environ:
+                    redaction.register(os.environ[name])
+        elif isinstance(table, Mapping):
+            register_configured_secrets(*table.values())
+        elif isinstance(table, (list, tuple)):
+            register_configured_secrets(*table)
 
 
 class with_context:  # noqa: N801 - reads like a function at the call site

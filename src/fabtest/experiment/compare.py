@@ -28,6 +28,7 @@ An identical rerun has no drop (and p >= 0.5), so it never fails.
 from __future__ import annotations
 
 import json
+import re
 import statistics
 from collections import Counter
 from collections.abc import Iterable
@@ -897,11 +898,13 @@ def render_json(comparison: Comparison) -> str:
     return json.dumps(comparison.to_dict(), indent=2, ensure_ascii=False) + "\n"
 
 
-def _md_escape(text: Any) -> str:
-    """Markdown/HTML-safe table cell or list text: no pipes, tags, entities or line breaks leak."""
-    out = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    out = out.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
-    return " ".join(out.split())  # newlines, tabs, carriage returns → one space
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~])")
+
+
+def _md_escape(text: object) -> str:
+    """Names and notes come from results files: no markup, no raw HTML, one table cell."""
+    plain = " ".join(str(text).split()).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MD_SPECIAL.sub(r"\\\1", plain)
 
 
 def _md_rows(rows: list[CriterionDelta], title: str) -> list[str]:
@@ -920,7 +923,7 @@ def render_markdown(comparison: Comparison) -> str:
     lines = [
         f"## fabtest: `{_md_escape(c.baseline.id)}` → `{_md_escape(c.current.id)}`",
         "",
-        f"**Comparison validity: {icon} {comp.validity}**" + (f" ({'; '.join(comp.reasons)})" if comp.reasons else ""),
+        f"**Comparison validity: {icon} {comp.validity}**" + (f" ({_md_escape('; '.join(comp.reasons))})" if comp.reasons else ""),
         "",
         f"Scenarios compared: {comp.scenarios_shared} shared ({comp.scenarios_added} added, {comp.scenarios_removed} removed)"
         + ("; the tables below are over the shared scenarios only." if comp.scenarios_added or comp.scenarios_removed else ""),

@@ -21,6 +21,7 @@ from fabtest._files import atomic_writer
 from fabtest.experiment import stats
 from fabtest.experiment.fingerprint import experiment_fingerprints, merge_configuration
 from fabtest.experiment.model import ExperimentInfo, ScenarioResult
+from fabtest.experiment.validate import document_problem, file_is_complete
 
 __all__ = [
     "FORMAT_VERSION",
@@ -390,7 +391,10 @@ def read_document(
     if lean:
         doc = _read_lean(path)
         if doc is not None:
-            return path, _check_shape(path, doc)
+            if not file_is_complete(path):  # header and index alone are not the whole experiment
+                raise ExperimentFileError(f"{path}: truncated (the scenario results end before the file does); "
+                                          "rerun, or recover it from its journal")
+            return path, _validated(path, _check_shape(path, doc))
     try:
         with open(path, "rb") as handle:
             raw = handle.read()
@@ -407,7 +411,15 @@ def read_document(
     del raw
     if isinstance(doc, dict):
         doc.pop("scenario_index", None)
-    return path, _check_shape(path, doc)
+    return path, _validated(path, _check_shape(path, doc))
+
+
+def _validated(path: Path, doc: dict[str, Any]) -> dict[str, Any]:
+    """The versioned model (experiment/validate.py) accepts it, or one line naming file and field."""
+    problem = document_problem({k: v for k, v in doc.items() if k != "lean"})
+    if problem:
+        raise ExperimentFileError(f"{path}: {problem}")
+    return doc
 
 
 def _llm_entry(provider: str | None, model: str | None, note: str | None) -> dict[str, Any]:

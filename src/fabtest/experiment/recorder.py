@@ -3,6 +3,12 @@
 Every result is also appended to a journal (``results/.<id>.journal.jsonl``, flushed) the moment
 it arrives, so a crash or a killed CI job loses nothing: ``recover`` turns a journal left behind
 into an experiment file marked ``"interrupted": true``. No pytest imports: the plugin drives this.
+
+A journal is read as bytes, line by line: every complete line is kept and a line torn by the
+crash (cut inside a multi-byte character, say) is dropped, so one damaged journal costs its torn
+tail, never the other journals. Each line is validated against the models (the header carries
+``format_version``); the experiment id must be a plain name (no path characters), so a forged
+header cannot make ``recover`` write outside the results directory.
 """
 
 from __future__ import annotations
@@ -10,19 +16,60 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
+from fabtest import redaction
+from fabtest._files import remove_stale_temp_files
+from fabtest.errors import UsageError
 from fabtest.experiment.export import build_document, new_experiment_id, write_document
 from fabtest.experiment.fingerprint import experiment_fingerprints
 from fabtest.experiment.gitinfo import git_info
 from fabtest.experiment.model import ExperimentInfo, ScenarioResult
 
-__all__ = ["Recorder", "journal_path", "pending_journals", "recover", "utc_timestamp"]
+__all__ = [
+    "EXPERIMENT_ID_HELP",
+    "ExperimentInUse",
+    "JOURNAL_FORMAT_VERSION",
+    "JournalError",
+    "Recorder",
+    "check_experiment_id",
+    "journal_path",
+    "pending_journals",
+    "recover",
+    "recover_pending",
+    "utc_timestamp",
+    "valid_experiment_id",
+]
 
 _JOURNAL_SUFFIX = ".journal.jsonl"
+JOURNAL_FORMAT_VERSION = 1
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+EXPERIMENT_ID_HELP = "use letters, digits, '_', '.' and '-' (at most 128; it names results/<id>.json)"
+
+
+class ExperimentInUse(UsageError):
+    """Another live run is recording an experiment with the same id."""
+
+
+class JournalError(Exception):
+    """A journal cannot be recovered; the message is one line naming the file."""
+
+
+def valid_experiment_id(experiment_id: object) -> bool:
+    """A plain file name: no '/', no '..', no leading dot, nothing a shell or a path would interpret."""
+    return isinstance(experiment_id, str) and _ID.fullmatch(experiment_id) is not None
+
+
+def check_experiment_id(experiment_id: str | None, where: str) -> None:
+    """UsageError naming ``where`` when a given id is not a plain name."""
+    if experiment_id is not None and not valid_experiment_id(experiment_id):
+        raise UsageError(f"{where} {experiment_id!r}: {EXPERIMENT_ID_HELP}")
 
 
 def utc_timestamp() -> str:
@@ -117,6 +164,7 @@ class Recorder:
             git_branch=git.branch,
             git_dirty=git.dirty,
         )
+        check_experiment_id(self.info.id, "experiment id")
         self.results: list[ScenarioResult] = []
         self.path: Path | None = None
         self.results_dir.mkdir(parents=True, exist_ok=True)
@@ -124,8 +172,18 @@ class Recorder:
         # The header lets recover() rebuild the identity of the run without the Recorder object.
         # Open for the whole run; its lock (released by the OS if the run dies) marks it in use.
         self._journal: Any = open(self.journal, "a", encoding="utf-8")  # noqa: SIM115
-        fcntl.flock(self._journal.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        _append_line(self._journal, {"kind": "header", "info": self.info.model_dump(mode="json")})
+        try:
+            fcntl.flock(self._journal.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self._journal.close()
+            raise ExperimentInUse(in_use_message(self.results_dir, self.info.id)) from None
+        if self.journal.stat().st_size:  # a journal left by a killed run with this id: recover it first
+            self._journal.close()
+            recover(self.journal)
+            self._journal = open(self.journal, "a", encoding="utf-8")  # noqa: SIM115
+            fcntl.flock(self._journal.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        _append_line(self._journal, {"kind": "header", "format_version": JOURNAL_FORMAT_VERSION,
+                                     "info": self.info.model_dump(mode="json")})
         os.fsync(self._journal.fileno())
 
     @property
@@ -133,7 +191,9 @@ class Recorder:
         return self.info.id
 
     def add(self, result: ScenarioResult) -> None:
-        """Keep one result and journal it durably before returning."""
+        """Keep one result (secrets redacted) and journal it durably before returning."""
+        if redaction.secrets():
+            result = ScenarioResult.model_validate(redaction.redact_obj(result.model_dump(mode="json")))
         self.results.append(result)
         _append_line(self._journal, {"kind": "result", "result": result.model_dump(mode="json")})
 
@@ -141,6 +201,11 @@ class Recorder:
         """The experiment document as it would be written now."""
         info = _finalise_info(self.info, self.results).model_copy(update={"interrupted": interrupted})
         return build_document(info, self.results)
+
+    def discard(self) -> None:
+        """Nothing was recorded: release the id and remove the journal, write no experiment."""
+        self.journal.unlink(missing_ok=True)
+        self._journal.close()
 
     def finalise(self, interrupted: bool = False) -> Path:
         """Write ``results/<id>.json`` atomically and remove the journal."""
@@ -150,22 +215,47 @@ class Recorder:
         return self.path
 
 
+def in_use_message(results_dir: Path, experiment_id: str) -> str:
+    return (f"experiment id {experiment_id!r} is in use by another run that is still going "
+            f"({journal_path(results_dir, experiment_id)} is locked); wait for it or choose another id")
+
+
+def experiment_id_in_use(results_dir: str | os.PathLike[str], experiment_id: str) -> bool:
+    """A live run holds the journal of this id (checked before any scenario runs)."""
+    journal = journal_path(results_dir, experiment_id)
+    return journal.exists() and _locked(journal)
+
+
 def _read_journal(path: Path) -> tuple[ExperimentInfo | None, list[ScenarioResult]]:
+    """Header and results of every complete, valid line; a torn last line is dropped."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise JournalError(f"{path}: cannot read ({exc.strerror or exc})") from None
     info: ExperimentInfo | None = None
     results: list[ScenarioResult] = []
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            line = line.strip()
-            if not line:
-                continue
+    complete = data.split(b"\n")[:-1]  # the part after the last newline is torn (or empty)
+    for number, raw in enumerate(complete, start=1):
+        try:
+            record = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            continue  # damaged in place (a disk error): the other lines still count
+        if not isinstance(record, dict):
+            continue
+        if record.get("kind") == "header":
+            version = record.get("format_version", 1)
+            if version != JOURNAL_FORMAT_VERSION:
+                raise JournalError(f"{path}: line {number}: format_version: {version!r} is not supported "
+                                   f"(this fabtest reads version {JOURNAL_FORMAT_VERSION}); recover it with the "
+                                   "fabtest that wrote it")
             try:
-                record = json.loads(line)
-                if record.get("kind") == "header":
-                    info = ExperimentInfo.model_validate(record["info"])
-                elif record.get("kind") == "result":
-                    results.append(ScenarioResult.model_validate(record["result"]))
-            except (ValueError, KeyError, AttributeError):
-                # A line torn by the crash itself: everything before it is still good.
+                info = ExperimentInfo.model_validate(record.get("info"))
+            except ValidationError:
+                continue
+        elif record.get("kind") == "result":
+            try:
+                results.append(ScenarioResult.model_validate(record.get("result")))
+            except ValidationError:
                 continue
     return info, results
 
@@ -173,15 +263,39 @@ def _read_journal(path: Path) -> tuple[ExperimentInfo | None, list[ScenarioResul
 def recover(journal: str | os.PathLike[str]) -> Path:
     """Write the experiment file from a journal left behind, marked ``"interrupted": true``.
 
-    The file goes next to the journal; the journal is removed once the file is safely written.
+    The file goes next to the journal (never elsewhere: the id must be a plain name); the journal
+    is removed once the file is safely written. Raises :class:`JournalError` when it cannot be.
     """
     path = Path(journal)
     info, results = _read_journal(path)
+    stem = path.name.removeprefix(".").removesuffix(_JOURNAL_SUFFIX)
+    fallback = stem if valid_experiment_id(stem) else new_experiment_id()
     if info is None:
-        stem = path.name.removeprefix(".").removesuffix(_JOURNAL_SUFFIX) or new_experiment_id()
-        info = ExperimentInfo(id=stem, timestamp=utc_timestamp())
+        info = ExperimentInfo(id=fallback, timestamp=utc_timestamp())
+    elif not valid_experiment_id(info.id):
+        info = info.model_copy(update={"id": fallback})
     info = _finalise_info(info, results)
     doc = build_document(info.model_copy(update={"interrupted": True}), results)
-    out = write_document(doc, path.parent)
+    try:
+        out = write_document(doc, path.parent)
+    except OSError as exc:
+        raise JournalError(f"{path}: cannot write the recovered experiment ({exc.strerror or exc})") from None
     path.unlink(missing_ok=True)
     return out
+
+
+def recover_pending(results_dir: str | os.PathLike[str]) -> list[tuple[Path, Path | None, str]]:
+    """Recover every journal left behind and remove stale temp files; one journal never stops the rest.
+
+    Returns ``(journal, experiment file or None, error line or "")`` per journal.
+    """
+    remove_stale_temp_files(results_dir)
+    done: list[tuple[Path, Path | None, str]] = []
+    for journal in pending_journals(results_dir):
+        try:
+            done.append((journal, recover(journal), ""))
+        except JournalError as exc:
+            done.append((journal, None, str(exc)))
+        except Exception as exc:  # noqa: BLE001 - a damaged journal must not stop the others
+            done.append((journal, None, f"{journal}: cannot recover ({type(exc).__name__}: {exc})"))
+    return done

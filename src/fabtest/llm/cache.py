@@ -5,6 +5,9 @@ system, prompt, temperature (the call's, else the provider's configured one), th
 caller-chosen ``salt`` (the iteration number, so
 repeated runs of a scenario stay independent instead of replaying one answer five times).
 
+Secrets (:mod:`fabtest.redaction`) never reach a cache file: the stored request and answer show
+``***``; the key hashes the real prompt.
+
 Modes: ``on`` reads through and writes through; ``replay`` never calls the LLM and fails on a
 miss; ``off`` passes every call straight to the wrapped LLM.
 """
@@ -18,8 +21,9 @@ import time
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
+from fabtest import redaction
 from fabtest._files import atomic_writer
 from fabtest.conversation import TokenUsage, jsonable
 from fabtest.llm.base import LLM, Completion, LLMError
@@ -128,18 +132,18 @@ class CachedLLM:
     def _load(self, key: str, schema: type[T] | None) -> Completion[Any] | None:
         """The cached completion, or None on a miss (``replay`` raises instead)."""
         path = self.path_for(key)
-        entry: dict[str, Any] | None = None
+        entry: _Entry | None = None
         try:
-            entry = json.loads(path.read_text(encoding="utf-8"))
+            entry = _Entry.model_validate_json(path.read_bytes())
         except FileNotFoundError:
             pass
         except (OSError, ValueError):
-            entry = None  # a damaged entry is a miss; "on" mode rewrites it
+            entry = None  # a damaged or foreign entry is a miss; "on" mode rewrites it
         parsed = None
         if entry is not None and schema is not None:
             try:
-                parsed = schema.model_validate_json(entry.get("parsed_json") or entry["text"])
-            except (ValueError, KeyError):
+                parsed = schema.model_validate_json(entry.parsed_json or entry.text)
+            except ValueError:
                 entry = None
         if entry is None:
             if self.mode == "replay":
@@ -148,11 +152,9 @@ class CachedLLM:
                     "--fabtest-llm-cache replay: run once with --fabtest-llm-cache on to record it"
                 )
             return None
-        metadata = dict(entry.get("metadata") or {})
+        metadata = dict(entry.metadata)
         metadata.update(cached=True, cache_key=key)
-        return Completion(
-            text=entry.get("text", ""), parsed=parsed, usage=TokenUsage(), model=entry.get("model", ""), metadata=metadata
-        )
+        return Completion(text=entry.text, parsed=parsed, usage=TokenUsage(), model=entry.model, metadata=metadata)
 
     def _store(
         self,
@@ -182,7 +184,19 @@ class CachedLLM:
             "metadata": jsonable(completion.metadata),
         }
         completion.metadata.update(cached=False, cache_key=key)
-        _atomic_write(self.path_for(key), json.dumps(entry, indent=2, ensure_ascii=False))
+        # Prompts carry playbook env values and agent tokens: the file keeps them as ***, the key
+        # (a hash of the real prompt) still tells them apart.
+        _atomic_write(self.path_for(key), json.dumps(redaction.redact_obj(entry), indent=2, ensure_ascii=False))
+
+
+class _Entry(BaseModel):
+    """What a cache file must hold to be replayed (validated on read: files can be edited or damaged)."""
+
+    model_config = ConfigDict(extra="ignore", strict=True)
+    text: str
+    parsed_json: str | None = None
+    model: str = ""
+    metadata: dict[str, Any] = Field(default_factory=dict)
 
 
 def salted(llm: LLM, salt: object) -> LLM:

@@ -2,7 +2,9 @@
 
 Exit codes: 0 when every playbook passed, 1 when any failed or was skipped (no LLM configured:
 nothing was verified), 2 for usage errors (a bad playbook, a missing ``env`` variable, a bad
-``link_paths`` entry, bad settings, a failed pre-flight check): one line on stderr, before anything runs.
+``link_paths`` entry, bad settings, a bad ``--experiment-id``, a results directory that cannot be
+written, a failed pre-flight check): one line on stderr, before anything runs; 130 when interrupted
+(Ctrl-C or SIGTERM: the finished playbooks are saved, marked interrupted).
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from fabtest.errors import UsageError
+from fabtest.redaction import redact
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 PROG = "fabtest run"
 
 
@@ -60,7 +63,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _error(message: str) -> int:
-    print(f"{PROG}: error: {' '.join(str(message).split())}", file=sys.stderr)
+    print(f"{PROG}: error: {' '.join(redact(str(message)).split())}", file=sys.stderr)
     return EXIT_USAGE
 
 
@@ -77,7 +80,8 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
     from fabtest.playbook.run import run_playbook
     from fabtest.playbook.secrets import interpolate
     from fabtest.playbook.workspace import Workspace
-    from fabtest.settings import Settings
+    from fabtest.experiment.recorder import check_experiment_id
+    from fabtest.settings import Settings, check_results_dir
 
     try:
         args = _parser().parse_args(list(argv if argv is not None else sys.argv[1:]))
@@ -85,6 +89,7 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
         return int(exc.code or 0)
     root = Path.cwd()
     try:
+        check_experiment_id(args.experiment_id, "--experiment-id")
         settings = Settings.load(root)
     except UsageError as exc:
         return _error(str(exc))
@@ -127,25 +132,43 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
     results_dir = Path(args.results_dir or os.environ.get("FABTEST_RESULTS_DIR") or settings.results_dir)
     if not results_dir.is_absolute():
         results_dir = root / results_dir
+    recorder = None
+    if not args.no_results:
+        try:
+            check_results_dir(results_dir, "results_dir")
+        except UsageError as exc:
+            return _error(str(exc))
+        from fabtest._files import remove_stale_temp_files
+
+        remove_stale_temp_files(results_dir)  # left by a run killed mid-write
     try:
         roles = build_roles(settings, root)
     except UsageError as exc:  # an offline_llm that does not import
         return _error(str(exc))
-    recorder = None
     if not args.no_results:
         from fabtest.experiment.recorder import Recorder
         from fabtest.llm.factory import describe_llm
 
         judge, sim = describe_llm(roles["judge"]), describe_llm(roles["simulator"])
-        recorder = Recorder(
-            results_dir=results_dir, name=args.experiment, tags=args.tag, experiment_id=args.experiment_id,
-            judge_provider=judge[0], judge_model=judge[1], judge_note=judge[2],
-            simulator_provider=sim[0], simulator_model=sim[1], simulator_note=sim[2], cwd=str(root),
-        )
+        if args.experiment_id and (results_dir / f"{args.experiment_id}.json").exists():
+            print(f"{PROG}: experiment {args.experiment_id} exists and is replaced by this run", file=sys.stderr)
+        try:
+            recorder = Recorder(
+                results_dir=results_dir, name=args.experiment, tags=args.tag, experiment_id=args.experiment_id,
+                judge_provider=judge[0], judge_model=judge[1], judge_note=judge[2],
+                simulator_provider=sim[0], simulator_model=sim[1], simulator_note=sim[2], cwd=str(root),
+            )
+        except UsageError as exc:  # another live run records this id
+            _close_roles(roles)
+            return _error(f"--experiment-id: {exc}")
     experiment_id = recorder.experiment_id if recorder else args.experiment_id
+
+    from fabtest._signals import restore_sigterm, sigterm_as_interrupt
 
     failed = skipped = 0
     total = len(playbooks)
+    interrupted = False
+    sigterm = sigterm_as_interrupt()  # SIGTERM ends the run like Ctrl-C: the finished playbooks are saved
     try:
         for number, playbook in enumerate(playbooks, start=1):
             shown = _relative(playbook.source or "", root)
@@ -166,28 +189,38 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
                 print(f"    PASSED ({len(outcome.conversation.turns)} turns, {outcome.duration_s:.1f}s)", flush=True)
             else:
                 failed += 1
-                message = (outcome.failure_message or "").replace("\n", "\n    ")
+                message = redact(outcome.failure_message or "").replace("\n", "\n    ")
                 print(f"    FAILED [{outcome.failure_type}]: {message}", flush=True)
             if recorder is not None and outcome.result is not None:
                 recorder.add(outcome.result)
+    except KeyboardInterrupt:
+        interrupted = True
+        print(f"{PROG}: interrupted; the finished playbooks are saved", file=sys.stderr, flush=True)
     finally:
-        for role in ("judge", "simulator"):
-            close = getattr(roles.get(role), "close", None)
-            if callable(close):
-                try:
-                    close()
-                except Exception:  # noqa: BLE001
-                    pass
+        restore_sigterm(sigterm)
+        _close_roles(roles)
     if recorder is not None:
         from fabtest.experiment.summary import previous_experiment_id, render_summary
 
-        path = recorder.finalise()
-        doc = recorder.document()
+        path = recorder.finalise(interrupted=interrupted)
+        doc = recorder.document(interrupted=interrupted)
         text = render_summary(doc, _relative(str(path), root), previous_experiment_id(results_dir, experiment_id))
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    if interrupted:
+        return EXIT_INTERRUPTED
     passed = total - failed - skipped
     print(f"{PROG}: {passed} passed, {failed} failed, {skipped} skipped", flush=True)
     return EXIT_OK if failed == 0 and skipped == 0 else EXIT_FAILED
+
+
+def _close_roles(roles: dict[str, Any]) -> None:
+    for role in ("judge", "simulator"):
+        close = getattr(roles.get(role), "close", None)
+        if callable(close):
+            try:
+                close()
+            except Exception:  # noqa: BLE001 - closing must not hide the run's outcome
+                pass
 
 
 def _relative(path: str, root: Path) -> str:

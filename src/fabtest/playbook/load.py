@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 from functools import lru_cache
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
 import jsonschema
@@ -103,9 +103,57 @@ def validate_playbook(data: Any, *, source: str = "<playbook>") -> Playbook:
         error = min(errors, key=_error_order)
         raise PlaybookError(f"{source}: {describe_error(error)}")
     try:
-        return Playbook.model_validate({**data, "source": source})
+        playbook = Playbook.model_validate({**data, "source": source})
     except Exception as exc:  # noqa: BLE001 - schema and model should agree; be safe anyway
         raise PlaybookError(f"{source}: {_one_line(str(exc))}") from None
+    _check_workspace_paths(playbook, source)
+    _check_bounds(playbook, source)
+    return playbook
+
+
+#: A week: a larger per-call timeout overflows the OS timers (and is surely a typo).
+MAX_TIMEOUT_S = 7 * 24 * 3600
+MAX_TURNS = 1000
+
+
+def _check_bounds(playbook: Playbook, source: str) -> None:
+    if playbook.timeout > MAX_TIMEOUT_S:
+        raise PlaybookError(f"{source}: timeout: must be at most {MAX_TIMEOUT_S} seconds (a week), got {playbook.timeout}")
+    if playbook.persona is not None and playbook.persona.max_turns > MAX_TURNS:
+        raise PlaybookError(f"{source}: persona.max_turns: must be at most {MAX_TURNS}, got {playbook.persona.max_turns}")
+
+
+def workspace_path_problem(rel: str) -> str | None:
+    """Why ``rel`` cannot name a file inside the workspace (absolute, escaping, empty), else None."""
+    if not rel.strip():
+        return "empty path"
+    if "\0" in rel:
+        return f"{rel!r} contains a NUL character"
+    if PurePosixPath(rel).is_absolute() or PureWindowsPath(rel).is_absolute() or PureWindowsPath(rel).drive \
+            or rel.startswith(("~", "\\")):
+        return f"{rel!r} is absolute; success criteria name files relative to the workspace"
+    depth = 0
+    for part in rel.replace("\\", "/").split("/"):
+        if part == "..":
+            depth -= 1
+            if depth < 0:
+                return f"{rel!r} is outside the workspace ('..' climbs out of it)"
+        elif part not in ("", "."):
+            depth += 1
+    return None
+
+
+def _check_workspace_paths(playbook: Playbook, source: str) -> None:
+    """``files_exist`` / ``files_contain`` name files in the workspace, never elsewhere on the machine."""
+    criteria = playbook.persona.success_criteria if playbook.persona else None
+    if criteria is None:
+        return
+    named = [(f"persona.success_criteria.files_exist[{i}]", rel) for i, rel in enumerate(criteria.files_exist)]
+    named += [(format_path(["persona", "success_criteria", "files_contain", rel]), rel) for rel in criteria.files_contain]
+    for where, rel in named:
+        problem = workspace_path_problem(rel)
+        if problem:
+            raise PlaybookError(f"{source}: {where}: {problem}")
 
 
 def format_path(parts: Any) -> str:

@@ -74,8 +74,9 @@ from fabtest.experiment.stable_id import stable_id
 from fabtest.judge import Judge, format_exchange
 from fabtest.llm.base import LLM, LLMError
 from fabtest.playbook.load import Playbook, SuccessCriteria, load_playbook
+from fabtest import redaction
 from fabtest.playbook.secrets import Redactor, interpolate
-from fabtest.playbook.workspace import Workspace
+from fabtest.playbook.workspace import Workspace, workspace_file
 from fabtest.runner import ConversationRunner
 from fabtest.simulator import Simulator, SimulatorConfig
 
@@ -218,7 +219,8 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str, sort_keys=True)
 
 
-def _deterministic(criteria: SuccessCriteria, conversation: Conversation, workspace: Path) -> list[Check]:
+def _deterministic(criteria: SuccessCriteria, conversation: Conversation, workspace: Path,
+                   repo_root: Path | None = None) -> list[Check]:
     """One check per expected string/file; all cheap, run after every turn."""
     out: list[Check] = []
     output = _agent_output(conversation)
@@ -228,14 +230,14 @@ def _deterministic(criteria: SuccessCriteria, conversation: Conversation, worksp
                           f"the agent's output contains {needle!r}" if ok
                           else f"{needle!r} not found in the agent's output"))
     for rel in criteria.files_exist:
-        path = workspace / rel
-        ok = path.exists()
+        path = workspace_file(workspace, rel, repo_root)
+        ok = path is not None and path.exists()
         out.append(_check("files_exist", f"files_exist:{rel}", ok,
                           f"{rel} exists" if ok else f"{rel} does not exist in the workspace"))
     for rel, needles in criteria.files_contain.items():
-        path = workspace / rel
+        path = workspace_file(workspace, rel, repo_root)
         text: str | None = None
-        if path.is_file():
+        if path is not None and path.is_file():
             text = path.read_text(encoding="utf-8", errors="replace")
         for needle in needles:
             label = f"files_contain:{rel}:{needle}"
@@ -244,7 +246,7 @@ def _deterministic(criteria: SuccessCriteria, conversation: Conversation, worksp
             else:
                 ok = needle in text
                 out.append(_check("files_contain", label, ok, f"{rel} contains {needle!r}" if ok
-                                  else f"{rel} does not contain {needle!r} (starts {text[:120]!r})"))
+                                  else f"{rel} does not contain {needle!r}"))
     calls = conversation.tool_calls
     for tool, needles in criteria.tool_calls_contain.items():
         args = [_json(c.arguments) for c in calls if c.name == tool]
@@ -326,7 +328,7 @@ def run_playbook(
     environ = os.environ if environ is None else environ
     original = playbook_path if isinstance(playbook_path, Playbook) else load_playbook(playbook_path)
     playbook, secrets = interpolate(original, environ)
-    redactor = Redactor(secrets)
+    redactor = Redactor([*secrets, *redaction.secrets()])  # agent-table tokens too
     source = playbook.source or str(playbook_path)
     repo_root = Path(repo_root)
     results = Path(results_dir) if results_dir is not None else repo_root / "results"
@@ -390,7 +392,7 @@ def run_playbook(
             if playbook.persona is not None:
                 sim_config = _simulator_config(playbook)
                 _run_persona(playbook, runner, judge, Simulator(sim_model, sim_config), sim_config, ws_path,
-                             outcome, trace)
+                             outcome, trace, repo_root=repo_root)
             outcome.passed = True
         except _Stop as stop:
             outcome.failure_type = stop.failure_type
@@ -477,7 +479,8 @@ def _simulator_config(playbook: Playbook) -> SimulatorConfig:
 
 
 def _run_persona(playbook: Playbook, runner: ConversationRunner, judge: Judge | None, simulator: Simulator,
-                 config: SimulatorConfig, workspace: Path, outcome: PlaybookOutcome, trace: dict[str, Any]) -> None:
+                 config: SimulatorConfig, workspace: Path, outcome: PlaybookOutcome, trace: dict[str, Any],
+                 repo_root: Path | None = None) -> None:
     persona = playbook.persona
     assert persona is not None
     criteria = persona.success_criteria
@@ -491,7 +494,7 @@ def _run_persona(playbook: Playbook, runner: ConversationRunner, judge: Judge | 
     def evaluate() -> bool:
         """Cheap criteria every turn; the LLM checks once those hold. True when everything holds."""
         nonlocal deterministic, llm_checks, llm_checked_at
-        deterministic = _deterministic(criteria, conversation, workspace)
+        deterministic = _deterministic(criteria, conversation, workspace, repo_root)
         if _unmet(deterministic) or not criteria.llm_checks:
             return not _unmet(deterministic)
         llm_checks = _judge_llm_checks(judge, criteria.llm_checks, conversation)

@@ -3,20 +3,23 @@
 Only variables named in the playbook's ``env`` list are substituted (other ``${...}`` text is left
 alone), in ``steps`` and ``persona`` (every string, including ``files_contain`` /
 ``tool_calls_contain`` keys). A listed variable that is not set is a :class:`PlaybookError`
-before anything runs. The substituted values are secrets: pass them to :class:`Redactor` and
-redact every trace, result and log line before it is written.
+before anything runs. The substituted values are secrets: they are registered with :mod:`fabtest.redaction` (so the
+recorder, the LLM cache, logs and console redact them) and returned, for the run's own
+:class:`Redactor` over every trace, result and message it writes.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
+from fabtest import redaction
 from fabtest.playbook.load import Playbook, PlaybookError
+from fabtest.redaction import REDACTED, Redactor
 
-REDACTED = "***"
+__all__ = ["REDACTED", "Redactor", "interpolate"]
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -45,35 +48,5 @@ def interpolate(playbook: Playbook, environ: Mapping[str, str] | None = None) ->
         data[key] = sub(data[key])
     filled = Playbook.model_validate({**data, "source": playbook.source})
     secrets = sorted({v for v in values.values() if v.strip()}, key=len, reverse=True)
+    redaction.register(*secrets)
     return filled, secrets
-
-
-class Redactor:
-    """Replaces every secret value with ``***`` in text and in JSON-like data."""
-
-    def __init__(self, secrets: Iterable[str] = ()) -> None:
-        unique = {s for s in secrets if isinstance(s, str) and s.strip()}
-        self.secrets = sorted(unique, key=len, reverse=True)  # longest first: overlapping values
-        self._pattern = re.compile("|".join(re.escape(s) for s in self.secrets)) if self.secrets else None
-
-    def __bool__(self) -> bool:
-        return bool(self.secrets)
-
-    def redact(self, text: str) -> str:
-        if self._pattern is None or not isinstance(text, str):
-            return text
-        return self._pattern.sub(REDACTED, text)
-
-    def redact_obj(self, value: Any) -> Any:
-        """A copy of dicts/lists/tuples/strings with secrets redacted (keys too); other values as is."""
-        if self._pattern is None:
-            return value
-        if isinstance(value, str):
-            return self.redact(value)
-        if isinstance(value, Mapping):
-            return {self.redact(k) if isinstance(k, str) else k: self.redact_obj(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [self.redact_obj(v) for v in value]
-        if isinstance(value, tuple):
-            return tuple(self.redact_obj(v) for v in value)
-        return value

@@ -9,8 +9,13 @@
 
 Each link path is relative to the repository root and appears at the same relative place in the
 workspace. An absolute path, or one whose ``..`` climbs out of the repository, is refused; a
-path that does not exist is an error. Both are :class:`PlaybookError`, raised before the
-directory is created.
+path that does not exist is an error, and so is a symlink in the repository whose target lies
+outside it (symlinks are resolved before the check). All are :class:`PlaybookError`, raised
+before the directory is created.
+
+Success criteria (``files_exist`` / ``files_contain``) read files through :func:`workspace_file`,
+which refuses anything that resolves outside the workspace and the repository, so a playbook (or
+an agent that plants a symlink) cannot make fabtest read ``/etc/shadow`` into a result.
 """
 
 from __future__ import annotations
@@ -23,7 +28,21 @@ from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 from types import TracebackType
 
-from fabtest.playbook.load import PlaybookError
+from fabtest._files import path_inside
+from fabtest.playbook.load import PlaybookError, workspace_path_problem
+
+__all__ = ["Workspace", "workspace_file"]
+
+
+def workspace_file(workspace: Path, rel: str, repo_root: Path | None = None) -> Path | None:
+    """``workspace/rel`` when it stays inside the workspace (or the repository, via a link), else None.
+
+    The check is made on the resolved path, so a symlink planted in the workspace that points
+    elsewhere reads as "outside", the same as an absolute or ``..`` path.
+    """
+    if workspace_path_problem(rel) is not None:
+        return None
+    return path_inside(workspace, rel, *([Path(repo_root)] if repo_root is not None else []))
 
 
 class Workspace:
@@ -110,6 +129,16 @@ class Workspace:
         target = self.repo_root / normal
         if not (target.exists() or target.is_symlink()):
             raise PlaybookError(f"{where}{place}: {rel!r} does not exist in {self.repo_root}")
+        try:
+            resolved = target.resolve(strict=True)
+        except (OSError, RuntimeError):
+            raise PlaybookError(f"{where}{place}: {rel!r} is a broken or looping symlink") from None
+        root = self.repo_root.resolve()
+        if not (resolved == root or resolved.is_relative_to(root)):
+            raise PlaybookError(f"{where}{place}: {rel!r} is a symlink to {str(resolved)!r}, outside the repository "
+                                f"{root}; link the real path inside the repository instead")
+        if resolved == root:
+            raise PlaybookError(f"{where}{place}: {rel!r} is the repository itself; link the paths the agent needs")
         return target
 
 

@@ -40,6 +40,7 @@ class FabtestSession:
         self._topics = self._project_topics()
         self._preflight_done = False
         self.retry_budget = self._make_retry_budget()
+        self._sigterm = False  # our SIGTERM handler is in force (fabtest/_signals.py)
 
     # -- configuration ---------------------------------------------------------------------------
     def project_criteria(self) -> dict[str, Criterion]:
@@ -222,15 +223,39 @@ class FabtestSession:
         """A run killed earlier left a journal: turn it into an interrupted experiment first."""
         if self.is_worker or self.config.getoption("--fabtest-no-results"):
             return
-        from fabtest.experiment.recorder import pending_journals, recover
+        self._check_results_destination()
+        from fabtest._signals import sigterm_as_interrupt
+        from fabtest.experiment.recorder import recover_pending
 
-        for journal in pending_journals(self.results_dir):
+        self._sigterm = sigterm_as_interrupt()  # SIGTERM (CI, `timeout`) saves the finished scenarios, as Ctrl-C
+
+        for _journal, path, error in recover_pending(self.results_dir):  # one bad journal never stops the rest
+            self.notes.append(f"fabtest: recovered an interrupted run into {path}" if path else
+                              f"fabtest: could not recover: {error}")
+        self._claim_experiment_id()
+
+    def _check_results_destination(self) -> None:
+        """Before any scenario runs: results can be saved, and no live run records the same id."""
+        from fabtest.experiment.recorder import experiment_id_in_use, in_use_message
+        from fabtest.settings import check_results_dir
+
+        try:
+            check_results_dir(self.results_dir)
+        except UsageError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        given_id = self.config.getoption("--fabtest-experiment-id")
+        if given_id and experiment_id_in_use(self.results_dir, given_id):
+            raise pytest.UsageError(f"--fabtest-experiment-id: {in_use_message(self.results_dir, given_id)}")
+
+    def _claim_experiment_id(self) -> None:
+        """A given id is claimed (its journal locked) now, so a concurrent run with it stops at once."""
+        from fabtest.experiment.recorder import ExperimentInUse
+
+        if self.config.getoption("--fabtest-experiment-id"):
             try:
-                path = recover(journal)
-            except Exception as exc:  # noqa: BLE001 - a damaged journal must not stop the run
-                self.notes.append(f"fabtest: could not recover {journal}: {exc}")
-            else:
-                self.notes.append(f"fabtest: recovered an interrupted run into {path}")
+                self._get_recorder()
+            except ExperimentInUse as exc:
+                raise pytest.UsageError(f"--fabtest-experiment-id: {exc}") from None
 
     @property
     def results_dir(self) -> Path:
@@ -252,6 +277,9 @@ class FabtestSession:
         from fabtest.experiment.summary import previous_experiment_id, render_summary
 
         recorder = self._recorder
+        if not recorder.results:  # claimed early (a given id) but nothing ran: no empty experiment
+            recorder.discard()
+            return
         path = recorder.finalise(interrupted=interrupted)
         doc = recorder.document(interrupted=interrupted)
         shown = os.path.relpath(path, str(self.config.rootpath)) if path.is_relative_to(str(self.config.rootpath)) else path
@@ -264,6 +292,30 @@ class FabtestSession:
             terminalreporter.write_sep("=", "fabtest experiment")
             terminalreporter.write_line(self.summary_text)
 
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+        """Secrets (fabtest.redaction) never reach the console: redact the failure text here."""
+        report = yield
+        from fabtest import redaction
+
+        if not redaction.secrets():
+            return report
+        # results travel in user_properties (to xdist's controller, --junitxml): redact them here too
+        report.user_properties = [(name, redaction.redact_obj(value)) for name, value in report.user_properties]
+        if report.longrepr is None:
+            return report
+        if isinstance(report.longrepr, tuple):  # a skip: (path, line, reason)
+            path, line, reason = report.longrepr
+            report.longrepr = (path, line, redaction.redact(str(reason)))
+        else:
+            report.longrepr = redaction.redact(str(report.longrepr))
+        return report
+
     def close(self) -> None:
+        from fabtest import redaction
+        from fabtest._signals import restore_sigterm
+
+        restore_sigterm(self._sigterm)
+        redaction.clear()
         if self._roles is not None and self._roles.executor is not None:
             self._roles.executor.shutdown(wait=False, cancel_futures=True)

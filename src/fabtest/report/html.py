@@ -2,7 +2,9 @@
 
 Everything a reviewer needs is in the file (summary, charts, every transcript with tool calls and
 topics, every check with its status, failure messages), so it can be attached to a CI run or
-mailed and opened offline. All text is escaped with ``html.escape``.
+mailed and opened offline. Every value from the document is escaped with ``html.escape``: a
+results file may come from elsewhere (a hand-edited or foreign experiment), so table cells are
+escaped unless they are an :class:`_Html` fragment this module built itself.
 """
 
 from __future__ import annotations
@@ -75,8 +77,16 @@ a{color:var(--info);text-decoration:none}
 _ICONS = {"passed": "✓", "failed": "✗", "inconclusive": "?", "skipped": "–"}
 
 
-def _e(value: Any) -> str:
-    return escape("" if value is None else str(value))
+class _Html(str):
+    """A fragment of markup built here from escaped parts: table cells pass it through as is."""
+
+
+def _e(value: Any) -> _Html:
+    return _Html(escape("" if value is None else str(value)))
+
+
+def _cell(value: Any) -> str:
+    return value if isinstance(value, _Html) else escape("" if value is None else str(value))
 
 
 def _page(title: str, header: str, body: str) -> str:
@@ -104,7 +114,8 @@ def _card(key: str, value: str, note: str = "", color: str | None = None) -> str
 def _table(headers: list[str], rows: Iterable[list[str]], numeric: set[int] = frozenset()) -> str:  # type: ignore[assignment]
     head = "".join(f'<th class="num">{_e(h)}</th>' if i in numeric else f"<th>{_e(h)}</th>" for i, h in enumerate(headers))
     body = "".join(
-        "<tr>" + "".join(f'<td class="num">{c}</td>' if i in numeric else f"<td>{c}</td>" for i, c in enumerate(row)) + "</tr>"
+        "<tr>" + "".join(f'<td class="num">{_cell(c)}</td>' if i in numeric else f"<td>{_cell(c)}</td>"
+                        for i, c in enumerate(row)) + "</tr>"
         for row in rows
     )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
@@ -153,7 +164,7 @@ def _completion_section(summary: dict[str, Any]) -> str:
     items += [(k, v / counted if counted else None, f"({v})") for k, v in failures.items()]
     note = ""
     if summary.get("skipped"):
-        note = f'<p class="muted">{summary["skipped"]} skipped scenario(s) are not counted in the completion rate.</p>'
+        note = f'<p class="muted">{_e(summary["skipped"])} skipped scenario(s) are not counted in the completion rate.</p>'
     colors = ["#2f9e44"] + ["#e03131"] * len(failures)
     chart = rate_chart(items, "completion by outcome", colors)
     return f'<h2>Completion (hard expectations)</h2><div class="panel">{chart}{note}</div>'
@@ -219,9 +230,9 @@ def _variance_section(doc: dict[str, Any]) -> str:
     def ms(a: dict[str, Any]) -> str:
         return "n/a" if a.get("mean") is None else f"{pct(a['mean'])} ± {num(a['std'] * 100)}pp"
 
-    rows.append(["<b>Mean ± std</b>", "", ms(agg_c), ms(agg_e)])
+    rows.append([_Html("<b>Mean ± std</b>"), "", ms(agg_c), ms(agg_e)])
     scen_rows = [
-        [_e(s["name"]), f'<span class="badge {"b-pass" if s["label"] == "stable-pass" else "b-fail" if s["label"] == "stable-fail" else "b-warn"}">{_e(s["label"])}</span>',
+        [_e(s["name"]), _Html(f'<span class="badge {"b-pass" if s["label"] == "stable-pass" else "b-fail" if s["label"] == "stable-fail" else "b-warn"}">{_e(s["label"])}</span>'),
          f"{s['passes']}/{s['runs']}", pct(s["pass_rate"]), pct(s["pass_at_k"]), pct(s["pass_hat_k"])]
         for s in var.get("scenarios", [])
     ]
@@ -234,12 +245,12 @@ def _variance_section(doc: dict[str, Any]) -> str:
     )
 
 
-def _status_badge(entry: dict[str, Any]) -> str:
+def _status_badge(entry: dict[str, Any]) -> _Html:
     if entry.get("skipped"):
-        return '<span class="badge b-skip">SKIPPED</span>'
+        return _Html('<span class="badge b-skip">SKIPPED</span>')
     if entry.get("passed"):
-        return '<span class="badge b-pass">PASSED</span>'
-    return f'<span class="badge b-fail">FAILED · {_e(entry.get("failure_type") or "assertion")}</span>'
+        return _Html('<span class="badge b-pass">PASSED</span>')
+    return _Html(f'<span class="badge b-fail">FAILED · {_e(entry.get("failure_type") or "assertion")}</span>')
 
 
 def _json(value: Any) -> str:
@@ -291,12 +302,12 @@ def _checks(title: str, block: Any) -> str:
     rows = []
     for c in details:
         status = c.get("status", "skipped")
-        icon = f'<span class="icon i-{_e(status)}" title="{_e(status)}">{_ICONS.get(status, "?")}</span>'
+        icon = _Html(f'<span class="icon i-{_e(status)}" title="{_e(status)}">{_ICONS.get(status, "?")}</span>')
         rows.append([icon, _e(c.get("turn") if c.get("turn") is not None else "–"), _e(c.get("type")), _e(c.get("criterion")),
                      _e(status), _e(c.get("details"))])
     summary = ""
     if isinstance(block, dict):
-        summary = f' <span class="muted">{block.get("passed", 0)}/{block.get("total", 0)} passed</span>'
+        summary = f' <span class="muted">{_e(block.get("passed", 0))}/{_e(block.get("total", 0))} passed</span>'
     return f"<h3>{_e(title)}{summary}</h3>" + _table(["", "Turn", "Type", "Criterion", "Status", "Details"], rows)
 
 
@@ -332,7 +343,7 @@ def _scenarios_section(entries: list[dict[str, Any]], title: str = "Scenarios") 
     rows = []
     for i, e in ordered:
         ev = e.get("evaluations") if isinstance(e.get("evaluations"), dict) else {}
-        rows.append([_status_badge(e), f'<a href="#s{i}">{_e(e.get("name"))}</a>', _e(e.get("iteration", 1)), _e(e.get("turns", 0)),
+        rows.append([_status_badge(e), _Html(f'<a href="#s{i}">{_e(e.get("name"))}</a>'), _e(e.get("iteration", 1)), _e(e.get("turns", 0)),
                      _e(len(e.get("topics_visited") or [])), pct(ev.get("rate")), _e(e.get("failure_message") or "")])
     index = _table(["Status", "Scenario", "Run", "Turns", "Topics", "Eval rate", "Failure"], rows, {2, 3, 4, 5})
     details = "".join(_scenario(e, f"s{i}") for i, e in ordered)
@@ -376,7 +387,7 @@ def _comparability_panel(comparison: Comparison) -> str:
     ) or "changed"
 
     def line(ok: bool, severe: bool, label: str, text: str) -> list[str]:
-        icon = '<span class="icon i-passed">✓</span>' if ok else ('<span class="icon i-failed">✗</span>' if severe else '<span class="icon i-inconclusive">⚠</span>')
+        icon = _Html('<span class="icon i-passed">✓</span>' if ok else ('<span class="icon i-failed">✗</span>' if severe else '<span class="icon i-inconclusive">⚠</span>'))
         return [icon, _e(label), _e(text)]
 
     rows = [
@@ -399,7 +410,7 @@ def _metrics_panel(comparison: Comparison) -> str:
     for m in comparison.metrics:
         fmt = pct if m.kind == "rate" else num
         delta = pp(m.delta) if m.kind == "rate" else signed(m.delta)
-        rows.append([_e(m.label), fmt(m.baseline), fmt(m.current), delta, f'<span class="{_mark_class(m.mark)}">{_e(m.mark)}</span>'])
+        rows.append([_e(m.label), fmt(m.baseline), fmt(m.current), delta, _Html(f'<span class="{_mark_class(m.mark)}">{_e(m.mark)}</span>')])
     cards = '<div class="cards">' + "".join(
         _card(m.label, pct(m.current) if m.kind == "rate" else num(m.current),
               f"was {pct(m.baseline) if m.kind == 'rate' else num(m.baseline)} · {pp(m.delta) if m.kind == 'rate' else signed(m.delta)} {m.mark}",
@@ -425,7 +436,7 @@ def _criteria_panel(comparison: Comparison) -> str:
 
 def _row_cells(r: Any) -> list[str]:
     delta = pp(r.delta, 0) if r.status == "compared" else _e(r.status + (f" — {r.note}" if r.note else ""))
-    return [_e(r.name), pct(r.baseline), pct(r.current), delta, f'<span class="{_mark_class(r.mark)}">{_e(r.mark)}</span>']
+    return [_e(r.name), pct(r.baseline), pct(r.current), delta, _Html(f'<span class="{_mark_class(r.mark)}">{_e(r.mark)}</span>')]
 
 
 def _checks_panel(comparison: Comparison) -> str:
@@ -483,7 +494,7 @@ def _variance_panel(comparison: Comparison) -> str:
         return ""
     rows = [
         [_e(m.name.replace("_", " ")), f"{pct(m.baseline.mean)} ± {num(m.baseline.std * 100)}pp", f"{pct(m.current.mean)} ± {num(m.current.std * 100)}pp",
-         pp(m.delta), "n/a (a side has one run)" if m.overlap is None else "yes" if m.overlap else "<b>no</b>"]
+         pp(m.delta), "n/a (a side has one run)" if m.overlap is None else "yes" if m.overlap else _Html("<b>no</b>")]
         for m in v.metrics
     ]
     notes = "".join(f'<p class="muted">Note: {_e(n)}</p>' for n in v.notes)

@@ -1,0 +1,127 @@
+"""One way to keep secrets out of everything fabtest writes: results, traces, logs, messages, caches.
+
+A secret is any value fabtest substituted from the environment: ``${VAR}`` in an agent table of
+``[tool.fabtest]`` (an HTTP agent's ``?token=${BOT_TOKEN}``) and the variables a playbook lists in
+``env``. Where a value is substituted it is :func:`register`-ed in this process; every writer
+then passes its text through :func:`redact` / :func:`redact_obj`, which replace each secret (and
+its JSON-escaped and URL-encoded forms) with ``***``. Values shorter than
+:data:`MIN_SECRET_LENGTH` are not registered: hiding every "1" or "on" would shred the results
+and hide nothing.
+
+The registry is per process (pytest-xdist workers register what they substitute themselves);
+the pytest plugin clears it when a session starts and ends.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+from urllib.parse import quote, quote_plus
+
+__all__ = ["MIN_SECRET_LENGTH", "REDACTED", "Redactor", "clear", "redact", "redact_obj", "register", "secrets"]
+
+REDACTED = "***"
+MIN_SECRET_LENGTH = 4
+_LOGGERS = ("fabtest", "fabtest.conversation")
+
+
+def _forms(secret: str) -> set[str]:
+    """The secret as written, JSON-escaped and URL-encoded (httpx and json.dumps change it so)."""
+    return {secret, json.dumps(secret, ensure_ascii=False)[1:-1], json.dumps(secret)[1:-1],
+            quote(secret, safe=""), quote_plus(secret, safe="")}
+
+
+class Redactor:
+    """Replaces every secret value with ``***`` in text and in JSON-like data."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        unique = {s for s in secrets if isinstance(s, str) and s.strip()}
+        self.secrets = sorted(unique, key=len, reverse=True)  # longest first: overlapping values
+        forms = {form for s in self.secrets for form in _forms(s) if form.strip()}
+        ordered = sorted(forms, key=len, reverse=True)
+        self._pattern = re.compile("|".join(re.escape(s) for s in ordered)) if ordered else None
+
+    def __bool__(self) -> bool:
+        return bool(self.secrets)
+
+    def redact(self, text: str) -> str:
+        if self._pattern is None or not isinstance(text, str):
+            return text
+        return self._pattern.sub(REDACTED, text)
+
+    def redact_obj(self, value: Any) -> Any:
+        """A copy of dicts/lists/tuples/strings with secrets redacted (keys too); other values as is."""
+        if self._pattern is None:
+            return value
+        if isinstance(value, str):
+            return self.redact(value)
+        if isinstance(value, Mapping):
+            return {self.redact(k) if isinstance(k, str) else k: self.redact_obj(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.redact_obj(v) for v in value]
+        if isinstance(value, tuple):
+            return tuple(self.redact_obj(v) for v in value)
+        return value
+
+
+_lock = threading.Lock()
+_secrets: set[str] = set()
+_current = Redactor()
+
+
+class _LogFilter(logging.Filter):
+    """Redacts a record's final message (arguments included) before any handler sees it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if _current:
+            try:
+                message = record.getMessage()
+            except Exception:  # noqa: BLE001 - a bad format string is logging's problem, not ours
+                return True
+            record.msg, record.args = _current.redact(message), None
+        return True
+
+
+_FILTER = _LogFilter()
+
+
+def register(*values: str) -> None:
+    """Treat these values as secrets from now on in this process."""
+    global _current
+    fresh = {v for v in values if isinstance(v, str) and len(v.strip()) >= MIN_SECRET_LENGTH} - _secrets
+    if not fresh:
+        return
+    with _lock:
+        _secrets.update(fresh)
+        _current = Redactor(_secrets)
+        for name in _LOGGERS:
+            logger = logging.getLogger(name)
+            if _FILTER not in logger.filters:
+                logger.addFilter(_FILTER)
+
+
+def secrets() -> list[str]:
+    """The registered secrets, longest first."""
+    return list(_current.secrets)
+
+
+def clear() -> None:
+    """Forget every registered secret (a new session starts)."""
+    global _current
+    with _lock:
+        _secrets.clear()
+        _current = Redactor()
+
+
+def redact(text: str) -> str:
+    """``text`` with every registered secret replaced by ``***``."""
+    return _current.redact(text)
+
+
+def redact_obj(value: Any) -> Any:
+    """A copy of JSON-like data with every registered secret replaced by ``***`` (keys too)."""
+    return _current.redact_obj(value)
