@@ -183,6 +183,10 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     return session.collect_playbook(file_path, parent)
 
 
+# pytest's own marks that fail without their arguments
+_NOT_MARKERS = frozenset({"parametrize"})
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_bdd_apply_tag(tag: str, function: Any) -> Any:
     """Gherkin tags become registered markers (so ``--strict-markers`` works); scenario sets expand."""
@@ -194,6 +198,10 @@ def pytest_bdd_apply_tag(tag: str, function: Any) -> Any:
     if tag.startswith("scenario_set:"):
         return pytest.mark.fabtest_scenario_set(tag.split(":", 1)[1])(function)
     name, _, value = tag.partition(":")  # @owner:alice becomes the marker owner("alice"): -m owner works
+    if name.startswith("_") or name in _NOT_MARKERS:
+        # pytest refuses these as markers (private names; marks that need arguments): the tag still
+        # reaches the scenario's context and results, it only cannot be selected with -m
+        return function
     config.addinivalue_line("markers", f"{name}: Gherkin tag @{name}")
     mark = getattr(pytest.mark, name)
     return (mark(value) if value else mark)(function)
@@ -314,9 +322,21 @@ def pytest_bdd_before_step(request: pytest.FixtureRequest, feature: Any, scenari
     where = f"{_relative(request.config, feature.filename)}:{step.line_number}"
     request.node.stash[WHERE_KEY] = where
     request.node.stash[STEP_KEY] = f"{step.keyword} {step.name}"
+    request.node.stash[steps.LEVEL_KEY] = _step_level(feature, scenario, step)
+    table = getattr(step, "datatable", None)
+    request.node.stash[steps.ROW_LINES_KEY] = [row.location.line for row in table.rows] if table is not None else []
     state = request.node.stash.get(STATE_KEY, None)
     if state is not None:
         state.where = where
+
+
+def _step_level(feature: Any, scenario: Any, step: Any) -> tuple[str, int]:
+    """Which level a step is written at: a criterion may be defined once per level."""
+    for kind, owner in (("Feature Background", feature), ("Rule Background", getattr(scenario, "rule", None))):
+        background = getattr(owner, "background", None)
+        if background is not None and any(s.line_number == step.line_number for s in background.steps):
+            return kind, background.line_number
+    return "Scenario", 0
 
 
 def _relative(config: pytest.Config, filename: str) -> str:
