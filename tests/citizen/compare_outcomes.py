@@ -11,13 +11,16 @@ import re
 import sys
 from pathlib import Path
 
-_LINE = re.compile(r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (\S+)")
+_LINE = re.compile(r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (?:\[\d+\] )?(\S+)")
 
 
 def outcomes(log: Path) -> dict[str, str]:
-    """Node id (or skip location) -> outcome word."""
+    """Node id (or skip location) -> outcome word, from the run's own short test summary (lines
+    above it may be the output of the suite's inner pytest runs)."""
+    lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    starts = [i for i, line in enumerate(lines) if "short test summary info" in line]
     found: dict[str, str] = {}
-    for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+    for line in lines[starts[-1] + 1:] if starts else []:
         match = _LINE.match(line)
         if match:
             found[match.group(2)] = match.group(1)

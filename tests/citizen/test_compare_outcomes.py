@@ -6,7 +6,10 @@ from pathlib import Path
 
 from tests.citizen.compare_outcomes import main
 
-WITHOUT = "PASSED tests/a.py::test_one\nFAILED tests/a.py::test_two - boom\n1 failed, 1 passed in 1.0s\n"
+SUMMARY = "=== short test summary info ===\n"
+# an inner run's output (captured by the suite's own tests) comes before the summary and is ignored
+WITHOUT = ("FAILED test_inner.py::test_x - inner\n" + SUMMARY
+           + "PASSED tests/a.py::test_one\nFAILED tests/a.py::test_two - boom\n1 failed, 1 passed in 1.0s\n")
 
 
 def test_identical_outcomes_pass(tmp_path: Path, capsys) -> None:
@@ -18,7 +21,7 @@ def test_identical_outcomes_pass(tmp_path: Path, capsys) -> None:
 
 def test_a_changed_or_missing_outcome_fails_naming_the_test(tmp_path: Path, capsys) -> None:
     (tmp_path / "without.log").write_text(WITHOUT)
-    (tmp_path / "with.log").write_text("FAILED tests/a.py::test_one - fabtest\n")
+    (tmp_path / "with.log").write_text(SUMMARY + "FAILED tests/a.py::test_one - fabtest\n")
     assert main([str(tmp_path / "without.log"), str(tmp_path / "with.log")]) == 1
     out = capsys.readouterr().out
     assert "tests/a.py::test_one: without PASSED, with FAILED" in out
