@@ -8,6 +8,7 @@ works unchanged and users extend the vocabulary with ordinary pytest-bdd steps i
 from __future__ import annotations
 
 import functools
+import re
 import types
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,16 @@ from typing import Any
 import pytest
 from pytest_bdd import scenario as bdd_scenario
 from pytest_bdd.feature import get_feature
+from pytest_bdd.parser import Feature, FeatureParser, Rule, ScenarioTemplate, get_tag_names
 from pytest_bdd.scenario import get_python_name_generator, scenario_wrapper_template_registry
+
+from fabtest.experiment.stable_id import canonical_path
+
+_ENCODING = "utf-8-sig"
+_KEYWORD_LINE = re.compile(r"^\s*(Scenario Outline|Scenario Template|Scenario|Example|Examples|Background|Rule)\b(?!\s*:)")
+
+# canonical Feature::Rule::Scenario path -> "file:line" of the first scenario collected with it
+_SEEN_KEY = pytest.StashKey[dict[str, str]]()
 
 
 class FeatureModule(pytest.Module):
@@ -33,22 +43,103 @@ class FeatureModule(pytest.Module):
         path = Path(self.path)
         module = types.ModuleType(f"fabtest_feature_{_slug(path)}")
         module.__file__ = str(path)
-        try:
-            feature = get_feature(str(path.parent), path.name)
+        try:  # utf-8-sig: a byte order mark written by some editors is not part of "Feature:"
+            feature = get_feature(str(path.parent), path.name, encoding=_ENCODING)
+            templates = _all_templates(path, feature)
         except Exception as exc:  # noqa: BLE001 - any parse failure is the user's file
             raise self.CollectError(_parse_error(path, exc)) from None
+        missing = _keyword_without_colon(path, feature, templates)
+        if missing is not None:
+            line, keyword = missing
+            raise self.CollectError(f'{_relative_path(self, path)}:{line}: "{keyword}" needs a colon ("{keyword}: name"); '
+                                    "without it the line is read as description text and its scenario is lost")
         used: set[str] = set()
-        for name, template in feature.scenarios.items():
+        for template in self._unique_templates(path, feature, templates):
+            name = template.name
             if template.keyword.strip() in ("Scenario Outline", "Scenario Template") and not any(template.examples):
                 raise self.CollectError(f"{_relative_path(self, path)}:{template.line_number}: Scenario Outline "
                                         f'"{name}" has no Examples table, so its <placeholders> would stay literal')
-            func = bdd_scenario(str(path), name, features_base_dir=str(path.parent))(_noop)
+            if feature.scenarios.get(name) is template:
+                func = bdd_scenario(str(path), name, features_base_dir=str(path.parent))(_noop)
+            else:  # the same name under another Rule: pytest-bdd keeps one scenario per name
+                from pytest_bdd.scenario import _get_scenario_decorator
+
+                func = _get_scenario_decorator(feature, str(path), template, name)(_noop)
             attr = next(n for n in get_python_name_generator(name) if n not in used)
             used.add(attr)
             func.__name__ = attr
             func.__module__ = module.__name__
             setattr(module, attr, func)
         return module
+
+
+    def _unique_templates(self, path: Path, feature: Feature,
+                          templates: list[ScenarioTemplate]) -> list[ScenarioTemplate]:
+        """Every scenario of the file, in order, each with a stable id no other collected scenario has.
+
+        The stable id is ``Feature::Rule::Scenario`` (it survives moves and reordering), so two
+        scenarios that share it would be merged in results and comparisons: a collection error.
+        """
+        seen = self.config.stash.setdefault(_SEEN_KEY, {})
+        here = _relative_path(self, path)
+        for template in templates:
+            rule = template.rule.name if template.rule is not None else None
+            key = canonical_path(feature.name, rule, template.name)
+            location = f"{here}:{template.line_number}"
+            first = seen.setdefault(key, location)
+            if first != location:
+                within = "Rule" if rule else "Feature"
+                raise self.CollectError(
+                    f'{location}: scenario "{template.name.strip()}" has the same {within} and name as {first}, '
+                    "so both would get one stable id in results and comparisons; rename one of them"
+                    + ("" if rule else ", or put them under different Rules"))
+        return templates
+
+
+def _all_templates(path: Path, feature: Feature) -> list[ScenarioTemplate]:
+    """All scenarios, with repeated names too (pytest-bdd's ``feature.scenarios`` keeps the last of
+    each name, which would drop the others silently)."""
+    parser = FeatureParser(str(path.parent), path.name, encoding=_ENCODING)
+    document = parser._parse_feature_file()  # noqa: SLF001 - the one parse that sees every scenario
+    templates: list[ScenarioTemplate] = []
+    for child in document.feature.children:
+        if child.scenario:
+            templates.append(_known(feature, parser.parse_scenario(child.scenario, feature, None)))
+        elif child.rule:
+            rule_data = child.rule
+            background = next((parser.parse_background(c.background) for c in rule_data.children if c.background), None)
+            rule = Rule(keyword=rule_data.keyword, name=rule_data.name, description=rule_data.description,
+                        tags=get_tag_names(rule_data.tags), background=background)
+            templates.extend(_known(feature, parser.parse_scenario(c.scenario, feature, rule))
+                             for c in rule_data.children if c.scenario)
+    return templates
+
+
+def _keyword_without_colon(path: Path, feature: Feature, templates: list[ScenarioTemplate]) -> tuple[int, str] | None:
+    """The first ``Scenario name`` (no colon) line that Gherkin swallowed as description text.
+
+    Only English keywords, and only lines inside a description: anywhere else Gherkin itself
+    already reports the line as a syntax error.
+    """
+    if feature.language not in ("", "en"):
+        return None
+    descriptions = [feature.description]
+    for template in templates:
+        descriptions.append(template.description)
+        if template.rule is not None:
+            descriptions.append(template.rule.description)
+    described = {line.strip() for text in descriptions for line in (text or "").splitlines() if line.strip()}
+    for number, line in enumerate(path.read_text(encoding=_ENCODING).splitlines(), start=1):
+        match = _KEYWORD_LINE.match(line)
+        if match and line.strip() in described:
+            return number, match.group(1)
+    return None
+
+
+def _known(feature: Feature, template: ScenarioTemplate) -> ScenarioTemplate:
+    """pytest-bdd's own template for the scenario it kept, so ``scenario()`` binds the same object."""
+    kept = feature.scenarios.get(template.name)
+    return kept if kept is not None and kept.line_number == template.line_number else template
 
 
 def _parse_error(path: Path, exc: Exception) -> str:

@@ -1,5 +1,9 @@
 """The pytest plugin (``pytest11`` entry point): options, collection, fixtures, outcomes, experiment.
 
+fabtest is installed into environments it does not own, so it stays dormant (only its options are
+registered) unless the project opts in: a ``[tool.fabtest]`` table in the rootdir's pyproject.toml,
+``--fabtest`` or ``-p fabtest``. A dormant run behaves exactly as if fabtest were not installed.
+
 Flow: ``pytest_configure`` reads ``[tool.fabtest]``; ``pytest_collect_file`` turns ``.feature``
 files into modules; the ``fabtest_scenario`` fixture gives each scenario its state; after the call
 phase ``pytest_runtest_makereport`` classifies the outcome (DESIGN section 3) and attaches the
@@ -12,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import tomllib
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
@@ -41,6 +46,8 @@ PENDING_PROPERTY = "fabtest_pending"
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("fabtest", "fabtest: behaviour tests for conversational agents")
+    group.addoption("--fabtest", action="store_true", default=False,
+                    help="enable fabtest for this run (without a [tool.fabtest] table in pyproject.toml)")
     group.addoption("--fabtest-iterations", type=int, default=None, metavar="N",
                     help="run every scenario N times (pass rate, pass@k, variance)")
     group.addoption("--fabtest-experiment", default=None, metavar="NAME", help="a name for this experiment")
@@ -68,6 +75,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if not opted_in(config):
+        if any(_names_feature(arg) for arg in config.args):
+            config.pluginmanager.register(_DormantHint(), "fabtest-dormant-hint")
+        return
     try:
         settings = _settings(config)
     except UsageError as exc:
@@ -91,6 +102,52 @@ def pytest_configure(config: pytest.Config) -> None:
     session.check_offline_llm()
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(session, "fabtest-session")
+
+
+# -- opting in -------------------------------------------------------------------------------------
+_PLUGIN_NAMES = frozenset({"fabtest", "fabtest.pytest_plugin.plugin"})
+_TABLE_LINE = re.compile(r"^\s*\[\[?\s*tool\s*\.\s*fabtest\b", re.MULTILINE)
+
+
+def opted_in(config: pytest.Config) -> bool:
+    """True when this run asked for fabtest: ``--fabtest``, ``-p fabtest`` or ``[tool.fabtest]``."""
+    if config.getoption("--fabtest", False):
+        return True
+    if _PLUGIN_NAMES.intersection(getattr(config.option, "plugins", None) or []):
+        return True
+    return has_fabtest_table(Path(str(config.rootpath)) / "pyproject.toml")
+
+
+def has_fabtest_table(pyproject: Path) -> bool:
+    """A ``[tool.fabtest]`` table (even empty) in ``pyproject``; an unparsable file that spells the
+    table out still counts, so its TOML error is reported instead of silently ignored."""
+    try:
+        text = pyproject.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return bool(_TABLE_LINE.search(text))
+    tool = data.get("tool")
+    return isinstance(tool, dict) and "fabtest" in tool
+
+
+def _names_feature(arg: str) -> bool:
+    return arg.split("::", 1)[0].endswith(".feature")
+
+
+def _active(config: pytest.Config) -> bool:
+    return SESSION_KEY in config.stash
+
+
+class _DormantHint:
+    """Registered only when fabtest is dormant and a ``.feature`` file was named: say how to opt in."""
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        terminalreporter.write_line(
+            "fabtest is installed but not enabled for this project, so .feature files are not collected by it: "
+            "add a [tool.fabtest] table to pyproject.toml or run with --fabtest")
 
 
 def _settings(config: pytest.Config) -> Settings:
@@ -139,22 +196,32 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     return session.collect_playbook(file_path, parent)
 
 
+# pytest's own marks that fail without their arguments
+_NOT_MARKERS = frozenset({"parametrize"})
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_bdd_apply_tag(tag: str, function: Any) -> Any:
     """Gherkin tags become registered markers (so ``--strict-markers`` works); scenario sets expand."""
     from pytest_bdd.utils import CONFIG_STACK
 
-    config = CONFIG_STACK[-1]
+    config = CONFIG_STACK[-1] if CONFIG_STACK else None
+    if config is None or not _active(config):
+        return None  # dormant: pytest-bdd's own tag handling
     if tag.startswith("scenario_set:"):
         return pytest.mark.fabtest_scenario_set(tag.split(":", 1)[1])(function)
     name, _, value = tag.partition(":")  # @owner:alice becomes the marker owner("alice"): -m owner works
+    if name.startswith("_") or name in _NOT_MARKERS:
+        # pytest refuses these as markers (private names; marks that need arguments): the tag still
+        # reaches the scenario's context and results, it only cannot be selected with -m
+        return function
     config.addinivalue_line("markers", f"{name}: Gherkin tag @{name}")
     mark = getattr(pytest.mark, name)
     return (mark(value) if value else mark)(function)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if template_of(metafunc.function) is None:
+    if not _active(metafunc.config) or template_of(metafunc.function) is None:
         return
     session = metafunc.config.stash[SESSION_KEY]
     # Steps reach these fixtures dynamically, so they are not in the scenario's static closure.
@@ -251,6 +318,8 @@ _NEEDS_JUDGE_MUST = re.compile(r"must (satisfy|be grounded in|have the intent|be
 
 def pytest_bdd_before_scenario(request: pytest.FixtureRequest, feature: Any, scenario: Any) -> None:
     """Skip before the first step when a scenario cannot run without an LLM that is not configured."""
+    if not _active(request.config):
+        return
     texts = [step.name for step in scenario.steps]
     needs = []
     if any(_NEEDS_SIMULATOR.search(t) for t in texts):
@@ -268,12 +337,26 @@ def pytest_bdd_before_scenario(request: pytest.FixtureRequest, feature: Any, sce
 
 
 def pytest_bdd_before_step(request: pytest.FixtureRequest, feature: Any, scenario: Any, step: Any) -> None:
+    if not _active(request.config):
+        return
     where = f"{_relative(request.config, feature.filename)}:{step.line_number}"
     request.node.stash[WHERE_KEY] = where
     request.node.stash[STEP_KEY] = f"{step.keyword} {step.name}"
+    request.node.stash[steps.LEVEL_KEY] = _step_level(feature, scenario, step)
+    table = getattr(step, "datatable", None)
+    request.node.stash[steps.ROW_LINES_KEY] = [row.location.line for row in table.rows] if table is not None else []
     state = request.node.stash.get(STATE_KEY, None)
     if state is not None:
         state.where = where
+
+
+def _step_level(feature: Any, scenario: Any, step: Any) -> tuple[str, int]:
+    """Which level a step is written at: a criterion may be defined once per level."""
+    for kind, owner in (("Feature Background", feature), ("Rule Background", getattr(scenario, "rule", None))):
+        background = getattr(owner, "background", None)
+        if background is not None and any(s.line_number == step.line_number for s in background.steps):
+            return kind, background.line_number
+    return "Scenario", 0
 
 
 def _relative(config: pytest.Config, filename: str) -> str:
@@ -308,6 +391,8 @@ def failure_type(exc: BaseException) -> str:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
     outcome = yield
+    if not _active(item.config):
+        return
     report: pytest.TestReport = outcome.get_result()
     if call.when == "setup" and template_of(getattr(item, "obj", None)) is not None:
         if report.passed:

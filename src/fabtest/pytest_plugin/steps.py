@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 
+import pytest
 from pytest_bdd import given, parsers, then, when
 
 from fabtest import checks
@@ -31,6 +32,36 @@ def _table(datatable: list[list[str]] | None, state: ScenarioState, what: str) -
     return datatable
 
 
+# Set by the plugin before each step: where the step is written ("Feature Background" at line N,
+# "Rule Background" at line N, or "Scenario") and the lines of its data table rows.
+LEVEL_KEY = pytest.StashKey[tuple[str, int]]()
+ROW_LINES_KEY = pytest.StashKey[list[int]]()
+_DEFINED_KEY = pytest.StashKey[dict[tuple[tuple[str, int], str], str]]()
+
+
+def _define(request: pytest.FixtureRequest, state: ScenarioState, criterion: Criterion, where: str) -> None:
+    """Define a criterion, refusing a second definition of one name at one level.
+
+    A lower level (Rule Background, Scenario) may redefine a name on purpose; two definitions side
+    by side are a slip that would silently keep the last one.
+    """
+    node = request.node
+    level = node.stash.get(LEVEL_KEY, ("Scenario", 0))
+    first = node.stash.setdefault(_DEFINED_KEY, {}).setdefault((level, criterion.name), where)
+    if first != where:
+        raise UsageError(f'{where}: the criterion "{criterion.name}" is already defined in this {level[0]} at {first}; '
+                         "remove one of them (a Rule Background or a Scenario may redefine it to override)")
+    state.define_criterion(criterion)
+
+
+def _row_where(request: pytest.FixtureRequest, state: ScenarioState, index: int) -> str:
+    """``file:line`` of row ``index`` of the step's data table (the step's line if unknown)."""
+    lines = request.node.stash.get(ROW_LINES_KEY, [])
+    if index >= len(lines):
+        return state.where
+    return f"{state.where.rsplit(':', 1)[0]}:{lines[index]}"
+
+
 def _mode(mode: str) -> Mode:
     return "must" if mode == "must" else "should"
 
@@ -42,37 +73,42 @@ def _given_agent(fabtest_scenario: ScenarioState, name: str) -> None:
 
 
 @given(parsers.re(r'the criterion ' + _q("name") + r' means ' + _q("description")))
-def _given_criterion(fabtest_scenario: ScenarioState, name: str, description: str) -> None:
-    fabtest_scenario.define_criterion(_criterion(fabtest_scenario, name, description))
+def _given_criterion(request: pytest.FixtureRequest, fabtest_scenario: ScenarioState, name: str,
+                     description: str) -> None:
+    _define(request, fabtest_scenario, _criterion(fabtest_scenario, name, description), fabtest_scenario.where)
 
 
 @given(parsers.re(r'the criterion ' + _q("name") + r' means ' + _q("description") + r' with examples:'))
-def _given_criterion_examples(fabtest_scenario: ScenarioState, name: str, description: str,
-                              datatable: list[list[str]] | None = None) -> None:
+def _given_criterion_examples(request: pytest.FixtureRequest, fabtest_scenario: ScenarioState, name: str,
+                              description: str, datatable: list[list[str]] | None = None) -> None:
     try:
         good, bad = parse_examples_table(_table(datatable, fabtest_scenario, "examples"))
     except ValueError as exc:
         raise UsageError(f"{fabtest_scenario.where}: {exc}") from None
-    fabtest_scenario.define_criterion(Criterion(name, description, good, bad))
+    _define(request, fabtest_scenario, Criterion(name, description, good, bad), fabtest_scenario.where)
 
 
 @given(parsers.re(r'the criterion ' + _q("name") + r' means:'))
-def _given_criterion_doc(fabtest_scenario: ScenarioState, name: str, docstring: str = "") -> None:
+def _given_criterion_doc(request: pytest.FixtureRequest, fabtest_scenario: ScenarioState, name: str,
+                         docstring: str = "") -> None:
     try:
-        fabtest_scenario.define_criterion(criterion_from_text(name, docstring))
+        criterion = criterion_from_text(name, docstring)
     except ValueError as exc:
         raise UsageError(f"{fabtest_scenario.where}: {exc}") from None
+    _define(request, fabtest_scenario, criterion, fabtest_scenario.where)
 
 
 @given("the criteria:")
-def _given_criteria(fabtest_scenario: ScenarioState, datatable: list[list[str]] | None = None) -> None:
+def _given_criteria(request: pytest.FixtureRequest, fabtest_scenario: ScenarioState,
+                    datatable: list[list[str]] | None = None) -> None:
     rows = _table(datatable, fabtest_scenario, "the criteria")
     header = [c.strip().lower() for c in rows[0]]
     if header[:2] != ["criterion", "description"]:
         raise UsageError(f"{fabtest_scenario.where}: the criteria table needs the header | criterion | description |, "
                          f"got | {' | '.join(rows[0])} |")
-    for row in rows[1:]:
-        fabtest_scenario.define_criterion(_criterion(fabtest_scenario, row[0].strip(), row[1].strip()))
+    for index, row in enumerate(rows[1:], start=1):
+        criterion = _criterion(fabtest_scenario, row[0].strip(), row[1].strip())
+        _define(request, fabtest_scenario, criterion, _row_where(request, fabtest_scenario, index))
 
 
 def _criterion(state: ScenarioState, name: str, description: str) -> Criterion:
