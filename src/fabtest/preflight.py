@@ -115,9 +115,10 @@ def _check_object(where: str, spec: str) -> str | None:
 
 def _cli_executable(obj: Any) -> str | None:
     """The executable a CLI agent target will start, when it can be told without building it."""
+    from fabtest.agents.acp import gemini, gemini_acp
     from fabtest.agents.cli import CliAgent, gemini_cli
 
-    if obj is gemini_cli:
+    if obj in (gemini_cli, gemini, gemini_acp):
         return os.environ.get("FABTEST_GEMINI_CLI") or "gemini"
     if isinstance(obj, CliAgent):
         return obj.command[0]

@@ -3,7 +3,7 @@
 Whatever the input, the answer is a result or a one-line error: never a traceback, never an
 INTERNALERROR, exit codes only from the contract (0 ok, 1 a gate or a test failed, 2 bad input;
 pytest adds 4 for a usage error and 5 for nothing collected). Examples are bounded so the whole
-file stays well under 30 s. Inputs that still crash are recorded in the xfail reasons below.
+file stays well under 30 s.
 """
 
 from __future__ import annotations
@@ -136,9 +136,6 @@ def _assert_clean_pytest(result: pytest.RunResult, text: str) -> None:
     assert found is None, f"{found.group(0) if found else ''} for\n{text}\n{output[-3000:]}"
 
 
-@pytest.mark.xfail(strict=False, reason="collection crashes other helpers are fixing (issue 10 items 6 and 10): "
-                   "a lone '@' tag line before a Scenario is an IndexError traceback in pytest_plugin/collect.py; "
-                   "tags '@_wip' and '@parametrize' are collection tracebacks")
 @SLOW_FUZZ
 @given(text=feature_texts())
 def test_feature_text_never_crashes_a_run(fuzz_project: pytest.Pytester, text: str) -> None:
@@ -254,10 +251,6 @@ def results_docs(draw: st.DrawFn) -> Any:
     return draw(st.one_of(st.just(doc), st.just(doc), st.just(doc), _json))
 
 
-@pytest.mark.xfail(strict=False, reason="untrusted results files (issue 10 item 9), fixed by another helper: "
-                   "`fabtest show`/`report` of a valid experiment with summary.turns.mean = 'a' raise ValueError "
-                   "(experiment/fmt.py num), show with summary.total_scenarios = 'a' too (fmt.count), and "
-                   "fabtest-compare with experiment.iterations = 'a' raises ValueError (int())")
 @FUZZ
 @given(doc=results_docs(), command=st.sampled_from(["show", "report", "compare"]))
 def test_a_results_file_is_shown_or_refused_in_one_line(tmp_path_factory: pytest.TempPathFactory,

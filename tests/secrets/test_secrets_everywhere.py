@@ -44,7 +44,8 @@ def test_an_agent_url_token_is_redacted_in_results_report_and_console(pytester: 
     pytester.makefile(".toml", pyproject=PYPROJECT)
     pytester.makefile(".feature", token=FEATURE)
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider", "--tb=long",
-                                           "--fabtest-experiment-id", "exp_tok", "--junitxml=junit.xml")
+                                           "--fabtest-experiment-id", "exp_tok", "--junitxml=junit.xml",
+                                           "--fabtest-no-preflight")  # the per-scenario path is under test
     output = result.stdout.str() + result.stderr.str()
     assert result.ret == 1, output
     assert "1 failed, 1 skipped" in output  # a skip's (path, line, reason) survives redaction

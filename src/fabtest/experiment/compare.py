@@ -898,13 +898,12 @@ def render_json(comparison: Comparison) -> str:
     return json.dumps(comparison.to_dict(), indent=2, ensure_ascii=False) + "\n"
 
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~])")
-
-
-def _md_escape(text: object) -> str:
-    """Names and notes come from results files: no markup, no raw HTML, one table cell."""
-    plain = " ".join(str(text).split()).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return _MD_SPECIAL.sub(r"\\\1", plain)
+def _md_escape(text: Any) -> str:
+    """Names and notes come from results files: Markdown/HTML-safe table cell or list text, so no
+    pipes, tags, entities or line breaks leak."""
+    out = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    out = out.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
+    return " ".join(out.split())  # newlines, tabs, carriage returns → one space
 
 
 def _md_rows(rows: list[CriterionDelta], title: str) -> list[str]:

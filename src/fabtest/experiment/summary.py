@@ -132,7 +132,8 @@ def _efficiency(summary: dict[str, Any]) -> list[str]:
 
 def _off_graph(doc: dict[str, Any]) -> list[str]:
     """Topic jumps the graph does not allow, counted only when there are some."""
-    jumps = [len(s.get("off_graph_transitions") or []) for s in doc.get("scenario_results") or []]
+    jumps = [len(s.get("off_graph_transitions") or []) for s in doc.get("scenario_results") or []
+             if isinstance(s, dict)]
     if not sum(jumps):
         return []
     return [f"  Off-graph jumps:   {sum(jumps)} in {sum(1 for j in jumps if j)} scenario(s)"]

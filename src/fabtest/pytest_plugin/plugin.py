@@ -211,7 +211,7 @@ def pytest_bdd_apply_tag(tag: str, function: Any) -> Any:
     if tag.startswith("scenario_set:"):
         return pytest.mark.fabtest_scenario_set(tag.split(":", 1)[1])(function)
     name, _, value = tag.partition(":")  # @owner:alice becomes the marker owner("alice"): -m owner works
-    if name.startswith("_") or name in _NOT_MARKERS:
+    if not name or name.startswith("_") or name in _NOT_MARKERS:  # "" from a lone "@"
         # pytest refuses these as markers (private names; marks that need arguments): the tag still
         # reaches the scenario's context and results, it only cannot be selected with -m
         return function
