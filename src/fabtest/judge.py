@@ -2,7 +2,8 @@
 
 The judge is stateless: every method builds one prompt from exactly what it must judge (the
 latest exchange for a response criterion, the transcript for a conversation criterion) and makes
-one structured LLM call at temperature 0. Showing the judge less history keeps it from grading the
+one structured LLM call at temperature 0 (``samples`` > 1 asks the criteria N times and keeps the
+majority with its split, see :func:`majority`). Showing the judge less history keeps it from grading the
 wrong turn. An answer that validates against the schema but is still unusable (a verdict missing,
 a topic that is not a candidate) is asked again up to twice, with the problem spelled out, then
 raises ``LLMBadOutput``: a judge failure is an error, never a silent pass or an assertion failure.
@@ -22,6 +23,7 @@ from pydantic import BaseModel, Field
 from fabtest.conversation import TokenUsage, ToolCall, Turn
 from fabtest.criteria import Criterion
 from fabtest.llm.base import LLM, LLMBadOutput, LLMNotConfigured
+from fabtest.llm.cache import sample_view
 from fabtest.llm.calls import LLMCall, llm_call
 
 if TYPE_CHECKING:
@@ -220,15 +222,43 @@ class Verdict:
 
 @dataclass(frozen=True)
 class CriterionVerdict:
-    """The verdict on one criterion (``criterion`` is the requested name, as declared)."""
+    """The verdict on one criterion (``criterion`` is the requested name, as declared).
+
+    ``samples`` is the split of verdicts when the judge was asked more than once (else None)."""
 
     criterion: str
     verdict: VerdictLabel
     reasoning: str = ""
+    samples: dict[str, int] | None = None
 
     @property
     def passed(self) -> bool | None:
         return None if self.verdict == "inconclusive" else self.verdict == "passed"
+
+    @property
+    def confidence(self) -> Literal["high", "low"] | None:
+        """"low" when sampled verdicts disagreed, "high" when unanimous, None when not sampled."""
+        if not self.samples:
+            return None
+        return "high" if len(self.samples) == 1 else "low"
+
+    def sample_data(self) -> dict[str, object]:
+        """``{"samples": {...}, "confidence": ...}`` for ``Check.data`` (empty when not sampled)."""
+        if not self.samples:
+            return {}
+        return {"samples": dict(self.samples), "confidence": self.confidence}
+
+
+def majority(verdicts: Sequence[VerdictLabel]) -> tuple[VerdictLabel, dict[str, int]]:
+    """The label more samples gave than any other, and the split. A tie for the top (1–1, or
+    1–1–1) is "inconclusive": the judge could not make up its mind, which is not a pass."""
+    split: dict[str, int] = {}
+    for label in verdicts:
+        split[label] = split.get(label, 0) + 1
+    ranked = sorted(split.items(), key=lambda item: -item[1])
+    if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
+        return "inconclusive", split
+    return ranked[0][0], split  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -268,6 +298,28 @@ class JudgeResult(Generic[R]):
     attempts: int = 1
 
 
+def criterion_data(criterion: Criterion) -> dict[str, object]:
+    """What a ``satisfy`` check records about its criterion so ``fabtest rejudge`` can ask the
+    judge the same question later: the description and the calibration examples."""
+    data: dict[str, object] = {"description": criterion.description}
+    if criterion.good_examples or criterion.bad_examples:
+        data["examples"] = {"good": list(criterion.good_examples), "bad": list(criterion.bad_examples)}
+    return data
+
+
+def criterion_from_data(name: str, data: dict[str, object]) -> Criterion | None:
+    """The criterion a check recorded with :func:`criterion_data`, or None when it recorded none
+    (results written before descriptions were recorded)."""
+    description = data.get("description")
+    if not isinstance(description, str) or not description.strip():
+        return None
+    examples = data.get("examples") if isinstance(data.get("examples"), dict) else {}
+    assert isinstance(examples, dict)
+    good = [str(e) for e in examples.get("good") or [] if isinstance(e, str)]
+    bad = [str(e) for e in examples.get("bad") or [] if isinstance(e, str)]
+    return Criterion(name, description, good, bad)
+
+
 def tool_not_called(source: str) -> GroundingVerdict:
     """The verdict when the response cannot be grounded because the tool was never called."""
     return GroundingVerdict(verdict="failed", reasoning=f'tool "{source}" was not called')
@@ -282,19 +334,44 @@ class Judge:
     """Asks an LLM for verdicts. ``llm=None`` means no judge is configured: every method raises
     ``LLMNotConfigured`` so the caller can record the check as skipped."""
 
-    def __init__(self, llm: LLM | None) -> None:
+    def __init__(self, llm: LLM | None, *, samples: int = 1) -> None:
+        if samples < 1:
+            raise ValueError(f"judge samples must be at least 1, got {samples}")
         self.llm = llm
+        self.samples = samples
 
     @property
     def available(self) -> bool:
         return self.llm is not None
 
     def evaluate_criteria(
-        self, criteria: Sequence[Criterion], *, subject: str, scope: Scope
+        self, criteria: Sequence[Criterion], *, subject: str, scope: Scope, samples: int | None = None
     ) -> JudgeResult[list[CriterionVerdict]]:
         """All ``criteria`` judged in one call against ``subject`` (the latest exchange for
         ``scope="response"``, the transcript for ``scope="conversation"``). Verdicts come back in
-        the order requested, one per criterion."""
+        the order requested, one per criterion. With ``samples`` (default: the judge's) above 1 the
+        call is made that many times, each sample its own cache entry, and the majority kept."""
+        count = self.samples if samples is None else samples
+        if count <= 1 or not criteria:
+            return self._criteria_once(criteria, subject=subject, scope=scope, llm=self.llm)
+        runs = [
+            self._criteria_once(criteria, subject=subject, scope=scope, llm=sample_view(self.llm, index))
+            for index in range(count)
+        ]
+        usage = TokenUsage()
+        for run in runs:
+            usage.add(run.usage)
+        combined: list[CriterionVerdict] = []
+        for position, criterion in enumerate(criteria):
+            votes = [run.value[position] for run in runs]
+            label, split = majority([v.verdict for v in votes])
+            reason = next((v.reasoning for v in votes if v.verdict == label), votes[0].reasoning)
+            combined.append(CriterionVerdict(criterion.name, label, reason, split))
+        return JudgeResult(combined, usage, attempts=sum(run.attempts for run in runs))
+
+    def _criteria_once(
+        self, criteria: Sequence[Criterion], *, subject: str, scope: Scope, llm: LLM | None
+    ) -> JudgeResult[list[CriterionVerdict]]:
         if not criteria:
             return JudgeResult([], TokenUsage(), attempts=0)
         names = [c.name for c in criteria]
@@ -315,7 +392,9 @@ class Judge:
         )
         call = LLMCall("criteria", subject=subject, criteria=tuple(criteria), scope=scope)
         with llm_call(call):
-            return self._ask(prompt, CriteriaAnswer, lambda answer: _match_verdicts(criteria, answer), "criteria")
+            return self._ask(
+                prompt, CriteriaAnswer, lambda answer: _match_verdicts(criteria, answer), "criteria", llm=llm
+            )
 
     def grounding(self, response: str, source: str, tool_results: Sequence[ToolCall]) -> JudgeResult[GroundingVerdict]:
         """Claims in ``response`` checked against the calls to tool ``source``. Without such a call
@@ -349,16 +428,19 @@ class Judge:
         with llm_call(call):
             return self._ask(prompt, TopicAnswer, lambda answer: _match_topic(allowed, answer), "topic choice")
 
-    def _ask(self, prompt: str, schema: type[M], interpret: Callable[[M], R], what: str) -> JudgeResult[R]:
+    def _ask(
+        self, prompt: str, schema: type[M], interpret: Callable[[M], R], what: str, *, llm: LLM | None = None
+    ) -> JudgeResult[R]:
         """One structured call; an unusable answer is asked again (with the problem) up to
         ``MAX_RETRIES`` times. Provider errors propagate: the provider already retried them."""
-        if self.llm is None:
+        llm = llm or self.llm
+        if llm is None:
             raise LLMNotConfigured("no judge LLM configured")
         usage = TokenUsage()
         problems: list[str] = []
         attempt_prompt = prompt
         for attempt in range(1, MAX_RETRIES + 2):
-            completion = self.llm.complete_json(attempt_prompt, schema, system=SYSTEM_PROMPT, temperature=0.0)
+            completion = llm.complete_json(attempt_prompt, schema, system=SYSTEM_PROMPT, temperature=0.0)
             usage.add(completion.usage)
             parsed = completion.parsed
             try:

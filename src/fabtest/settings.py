@@ -45,6 +45,13 @@ class RoleSettings(BaseModel):
         )
 
 
+class JudgeSettings(RoleSettings):
+    """The judge's role settings plus ``samples``: how many times each criterion is judged (the
+    majority wins and a split shows as low confidence; README "Why did this scenario flake?")."""
+
+    samples: int = Field(default=1, ge=1, le=25)
+
+
 class TopicRow(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
     topic: str
@@ -67,7 +74,7 @@ class Settings(BaseModel):
     playbook_agent: str | None = None  # default: the Gemini CLI (fabtest.agents.cli:gemini_cli)
     scenarios_dir: str = "scenarios"
     results_dir: str = "results"
-    judge: RoleSettings = Field(default_factory=RoleSettings)
+    judge: JudgeSettings = Field(default_factory=JudgeSettings)
     simulator: RoleSettings = Field(default_factory=RoleSettings)
     # "module:attr": an in-process judge and simulator used when the configured provider has no key
     offline_llm: str | None = None
@@ -137,6 +144,7 @@ _ENV_KEYS = {
     "FABTEST_AGENT_TIMEOUT": ("agent_timeout",),
     "FABTEST_JUDGE_PROVIDER": ("judge", "provider"),
     "FABTEST_JUDGE_MODEL": ("judge", "model"),
+    "FABTEST_JUDGE_SAMPLES": ("judge", "samples"),
     "FABTEST_SIMULATOR_PROVIDER": ("simulator", "provider"),
     "FABTEST_SIMULATOR_MODEL": ("simulator", "model"),
     "FABTEST_MAX_CONCURRENCY": ("max_concurrency",),

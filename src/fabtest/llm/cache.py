@@ -3,7 +3,8 @@
 Each answer is one JSON file ``<cache_dir>/<sha256>.json``; the key covers provider, model,
 system, prompt, temperature (the call's, else the provider's configured one), the schema and a
 caller-chosen ``salt`` (the iteration number, so
-repeated runs of a scenario stay independent instead of replaying one answer five times).
+repeated runs of a scenario stay independent instead of replaying one answer five times, and the
+judge sample index, see :func:`sample_view`).
 
 Secrets (:mod:`fabtest.redaction`) never reach a cache file: the stored request and answer show
 ``***``; the key hashes the real prompt.
@@ -203,6 +204,16 @@ def salted(llm: LLM, salt: object) -> LLM:
     """``llm.with_salt(salt)`` when the LLM is cached, else the LLM itself (uncached calls need no salt)."""
     with_salt = getattr(llm, "with_salt", None)
     return with_salt(salt) if callable(with_salt) else llm
+
+
+def sample_view(llm: LLM | None, index: int) -> LLM | None:
+    """The LLM for judge sample ``index``: sample 0 is the plain call (so a cache recorded without
+    sampling still answers it), later samples add ``/sample-N`` to the salt so each is its own
+    cache entry instead of replaying the first answer N times."""
+    if llm is None or index == 0:
+        return llm
+    current = getattr(llm, "salt", "")
+    return salted(llm, f"{current}/sample-{index}")
 
 
 def _atomic_write(path: Path, text: str) -> None:

@@ -30,7 +30,7 @@ from fabtest.agents.registry import make_agent
 from fabtest.conversation import Check, Conversation, Mode, Status, TokenUsage, Turn
 from fabtest.criteria import Criterion
 from fabtest.errors import ExpectationFailed, UsageError
-from fabtest.judge import Judge, format_exchange
+from fabtest.judge import Judge, criterion_data, format_exchange
 from fabtest.llm.base import LLM, LLMError, LLMNotConfigured
 from fabtest.patterns import scenario_deadline
 from fabtest.runner import ConversationRunner, cancel_agent
@@ -191,7 +191,8 @@ class ScenarioState:
 
     @property
     def judge(self) -> Judge | None:
-        return Judge(self.llms.judge) if self.llms.judge is not None else None
+        samples = self.settings.judge.samples
+        return Judge(self.llms.judge, samples=samples) if self.llms.judge is not None else None
 
     def require_llm(self, role: str, what: str) -> None:
         """Skip the scenario (with the variable to set) when it cannot run without an LLM."""
@@ -394,7 +395,7 @@ class ScenarioState:
             for p in pending:
                 v = by_name[p.criterion.name]
                 out.append(Check("satisfy", p.mode, p.criterion.name, v.verdict, turn, v.reasoning,
-                                 {"scope": scope}))
+                                 {"scope": scope, **criterion_data(p.criterion), **v.sample_data()}))
             return out
 
         if block or self.llms.executor is None:

@@ -1,0 +1,197 @@
+"""Judge sampling and ``fabtest rejudge`` end to end: the real google-genai client against FakeGemini.
+
+A small project runs a scripted scenario with the demo agent; the judge's criteria calls are
+scripted per test (steady, or flipping on purpose) so the split and the flip rate are known.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fabtest.cli import compare_main, main
+from fabtest.demo.offline_llm import offline_gemini
+from fabtest.judge import majority
+from fabtest.testing import FakeGemini
+
+PYPROJECT = """
+[tool.fabtest]
+agent = "fabtest.demo:build_agent"
+results_dir = "results"
+llm_cache = "on"
+
+[tool.fabtest.agents]
+venue_bot = "fabtest.demo:build_agent"
+
+[tool.fabtest.criteria]
+friendly = "The reply is warm and polite"
+
+[tool.fabtest.judge]
+backoff = 0.01
+max_retries = 1
+timeout = 5
+{judge_extra}
+"""
+
+FEATURE = """
+Feature: Greeting
+  Scenario: Friendly greeting
+    Given the agent "venue_bot"
+    When the user says "Hello!"
+    Then the response should satisfy "friendly"
+    And the response should satisfy "The reply is short"
+"""
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGemini]:
+    with offline_gemini() as server:
+        for name, value in server.env().items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+        yield server
+
+
+def criteria_calls(fake: FakeGemini) -> list[Any]:
+    return [r for r in fake.requests if "CRITERIA" in r.text and "Evaluate the " in r.text]
+
+
+def script_verdicts(fake: FakeGemini, friendly: list[str]) -> None:
+    """Criteria calls answer "friendly" with the given verdicts in turn (cycling); the rest pass."""
+    cycle = itertools.cycle(friendly)
+
+    def answer(request: Any) -> dict[str, Any]:
+        names = [line.split("name: ", 1)[1].strip() for line in request.text.splitlines() if ". name: " in line]
+        return {"verdicts": [{"criterion": n, "verdict": next(cycle) if n == "friendly" else "passed",
+                              "reasoning": f"scripted for {n}"} for n in names]}
+
+    fake.add_rule(r"Evaluate the ", callback=answer)
+
+
+def run(pytester: pytest.Pytester, *args: str, judge_extra: str = "") -> dict[str, Any]:
+    pytester.makefile(".toml", pyproject=PYPROJECT.format(judge_extra=judge_extra))
+    pytester.makefile(".feature", scenario=textwrap.dedent(FEATURE))
+    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", "--fabtest-experiment-id", "exp_e2e",
+                                "--fabtest-no-preflight", *args)
+    result.assert_outcomes(passed=1)
+    return json.loads((pytester.path / "results" / "exp_e2e.json").read_text())
+
+
+def friendly_checks(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    return [d for s in doc["scenario_results"] for d in s["evaluations"]["details"] if d["criterion"] == "friendly"]
+
+
+def test_majority_and_ties() -> None:
+    assert majority(["passed", "failed", "passed"]) == ("passed", {"passed": 2, "failed": 1})
+    assert majority(["failed", "failed", "failed"])[0] == "failed"
+    assert majority(["passed", "failed"])[0] == "inconclusive"  # a tie is no pass
+    assert majority(["passed", "failed", "inconclusive"])[0] == "inconclusive"
+
+
+def test_samples_take_the_majority_and_record_the_split(pytester: pytest.Pytester, fake: FakeGemini) -> None:
+    script_verdicts(fake, ["passed", "failed", "passed"])
+    doc = run(pytester, judge_extra="samples = 3")
+    [check] = friendly_checks(doc)
+    assert check["status"] == "passed"
+    assert check["samples"] == {"passed": 2, "failed": 1} and check["confidence"] == "low"
+    assert check["description"] == "The reply is warm and polite"  # recorded for rejudge
+    short = [d for d in doc["scenario_results"][0]["evaluations"]["details"] if d["criterion"] == "The reply is short"]
+    assert short[0]["samples"] == {"passed": 3} and short[0]["confidence"] == "high"
+    # each sample is its own cache entry: three calls reached the judge, not one replayed thrice
+    assert len(criteria_calls(fake)) == 3
+    assert len(list((pytester.path / ".fabtest" / "cache").glob("*.json"))) == 3
+    # a rerun replays all three samples from the cache
+    fake.reset()
+    script_verdicts(fake, ["failed"])
+    again = run(pytester, judge_extra="samples = 3")
+    assert friendly_checks(again)[0]["samples"] == {"passed": 2, "failed": 1}
+    assert criteria_calls(fake) == []
+
+
+def test_without_samples_nothing_is_recorded_about_splits(pytester: pytest.Pytester, fake: FakeGemini) -> None:
+    script_verdicts(fake, ["passed"])
+    [check] = friendly_checks(run(pytester))
+    assert "samples" not in check and "confidence" not in check
+    assert len(criteria_calls(fake)) == 1
+
+
+def rejudge(pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any]:
+    capsys.readouterr()
+    code = main(["rejudge", "exp_e2e", "--format", "json", *args])
+    out = capsys.readouterr().out
+    return code, json.loads(out) if code == 0 else out
+
+
+def test_rejudge_sees_a_judge_that_flips(pytester: pytest.Pytester, fake: FakeGemini,
+                                         capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    script_verdicts(fake, ["passed"])
+    run(pytester)
+    monkeypatch.chdir(pytester.path)
+    fake.reset()
+    script_verdicts(fake, ["failed", "passed", "failed"])  # the judge changes its mind on the same text
+    code, report = rejudge(pytester, capsys, "--times", "3")
+    assert code == 0
+    # one call per repetition for the turn's two criteria (batched as the run did); no agent, no simulator
+    calls = criteria_calls(fake)
+    assert len(calls) == 3 and len(fake.requests) == 3
+    assert "description: The reply is warm and polite" in calls[0].text
+    assert "User: Hello!" in calls[0].text
+    friendly = report["agreement"]["criteria"]["friendly"]
+    assert friendly["flip_rate"] == pytest.approx(2 / 3, abs=1e-3)
+    assert friendly["self_agreement"] == pytest.approx(2 / 3, abs=1e-3) and friendly["unanimous"] == 0
+    assert friendly["majority_changed"] == 1
+    assert report["agreement"]["criteria"]["The reply is short"]["flip_rate"] == 0
+    # the new experiment holds the re-judged verdicts on the recorded transcripts
+    new_id = report["rejudged_experiment"]
+    new = json.loads((pytester.path / "results" / f"{new_id}.json").read_text())
+    assert "rejudge-of:exp_e2e" in new["experiment"]["tags"]
+    [check] = friendly_checks(new)
+    assert check["status"] == "failed" and check["recorded"] == "passed"
+    assert check["samples"] == {"failed": 2, "passed": 1} and check["confidence"] == "low"
+    assert new["criteria_results"]["friendly"]["passed"] == 0
+    assert new["scenario_results"][0]["transcript"] == json.loads(
+        (pytester.path / "results" / "exp_e2e.json").read_text())["scenario_results"][0]["transcript"]
+    assert compare_main(["exp_e2e", new_id]) == 0
+    # re-judging again replays the cache: the same answers, no call
+    fake.reset()
+    code, again = rejudge(pytester, capsys, "--times", "3", "--no-save")
+    assert again["agreement"] == report["agreement"] and fake.requests == []
+
+
+def test_rejudge_narrows_and_tries_another_model(pytester: pytest.Pytester, fake: FakeGemini,
+                                                 capsys: pytest.CaptureFixture[str],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    script_verdicts(fake, ["passed"])
+    run(pytester)
+    monkeypatch.chdir(pytester.path)
+    fake.reset()
+    script_verdicts(fake, ["passed"])
+    code, report = rejudge(pytester, capsys, "--times", "2", "--criterion", "friendly", "--judge-model", "judge-b")
+    assert code == 0
+    assert set(report["agreement"]["criteria"]) == {"friendly"}
+    assert {r.model for r in fake.requests} == {"judge-b"}
+    assert "The reply is short" not in criteria_calls(fake)[0].text
+    new = json.loads((pytester.path / "results" / f"{report['rejudged_experiment']}.json").read_text())
+    assert new["experiment"]["judge"]["model"] == "judge-b"
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["rejudge", "exp_nope"], "exp_nope"),
+    (["rejudge", "exp_e2e", "--scenario", "Nope"], "--scenario 'Nope'"),
+    (["rejudge", "exp_e2e", "--criterion", "nope"], "--criterion 'nope'"),
+])
+def test_rejudge_bad_input_is_one_line(pytester: pytest.Pytester, fake: FakeGemini, capsys: pytest.CaptureFixture[str],
+                                       monkeypatch: pytest.MonkeyPatch, args: list[str], message: str) -> None:
+    script_verdicts(fake, ["passed"])
+    run(pytester)
+    monkeypatch.chdir(pytester.path)
+    capsys.readouterr()
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err
