@@ -17,7 +17,9 @@ import pytest
 
 from fabtest.cli import compare_main, main
 from fabtest.demo.offline_llm import offline_gemini
+from fabtest.experiment.summary import render_summary
 from fabtest.judge import majority
+from fabtest.report.html import render_experiment_html
 from fabtest.testing import FakeGemini
 
 PYPROJECT = """
@@ -103,6 +105,9 @@ def test_samples_take_the_majority_and_record_the_split(pytester: pytest.Pyteste
     assert check["description"] == "The reply is warm and polite"  # recorded for rejudge
     short = [d for d in doc["scenario_results"][0]["evaluations"]["details"] if d["criterion"] == "The reply is short"]
     assert short[0]["samples"] == {"passed": 3} and short[0]["confidence"] == "high"
+    # visible in the console summary and the HTML report
+    assert "Low confidence:    1 verdict(s)" in render_summary(doc, pytester.path / "results" / "exp_e2e.json", None)
+    assert "passed (low confidence: 2 passed, 1 failed)" in render_experiment_html(doc)
     # each sample is its own cache entry: three calls reached the judge, not one replayed thrice
     assert len(criteria_calls(fake)) == 3
     assert len(list((pytester.path / ".fabtest" / "cache").glob("*.json"))) == 3

@@ -91,6 +91,10 @@ def _quality(doc: dict[str, Any]) -> list[str]:
         lines += ["", "  By Criterion (LLM-judged, soft and hard):"]
         rows = [[name, e.get("evaluated", 0), e.get("passed", 0), pct(e.get("rate"))] for name, e in criteria.items()]
         lines += _table(rows, ["Criterion", "Evaluated", "Passed", "Rate"])
+    from fabtest.judging.render import low_confidence_count
+
+    if low := low_confidence_count(doc):
+        lines.append(f"  Low confidence:    {low} verdict(s) where the judge's samples split (see 'samples')")
     return lines
 
 

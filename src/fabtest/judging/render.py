@@ -6,7 +6,25 @@ from typing import Any
 
 from tabulate import tabulate
 
-__all__ = ["render_rejudge_text"]
+__all__ = ["low_confidence_count", "render_rejudge_text", "split_note"]
+
+
+def split_note(detail: dict[str, Any]) -> str:
+    """``"low confidence: 2 passed, 1 failed"`` for a check whose judge samples split, else ""."""
+    samples = detail.get("samples")
+    if detail.get("confidence") != "low" or not isinstance(samples, dict):
+        return ""
+    return "low confidence: " + ", ".join(f"{n} {label}" for label, n in samples.items())
+
+
+def low_confidence_count(doc: dict[str, Any]) -> int:
+    """Checks of an experiment whose judge samples did not agree."""
+    count = 0
+    for entry in doc.get("scenario_results") or []:
+        for block in ("evaluations", "expectations"):
+            details = (entry.get(block) or {}).get("details") if isinstance(entry, dict) else None
+            count += sum(1 for d in details or [] if isinstance(d, dict) and d.get("confidence") == "low")
+    return count
 
 
 def _row(name: str, entry: dict[str, Any]) -> list[Any]:

@@ -16,6 +16,7 @@ from typing import Any
 
 from fabtest.experiment.compare import Comparison
 from fabtest.experiment.fmt import git_line, llm_line, num, pct, pp, signed, timestamp
+from fabtest.judging.render import split_note
 from fabtest.report.svg import delta_chart, paired_chart, rate_chart, rate_color
 
 __all__ = ["render_comparison_html", "render_experiment_html"]
@@ -303,8 +304,9 @@ def _checks(title: str, block: Any) -> str:
     for c in details:
         status = c.get("status", "skipped")
         icon = _Html(f'<span class="icon i-{_e(status)}" title="{_e(status)}">{_ICONS.get(status, "?")}</span>')
+        note = split_note(c)  # judge samples that split (fabtest.judging)
         rows.append([icon, _e(c.get("turn") if c.get("turn") is not None else "–"), _e(c.get("type")), _e(c.get("criterion")),
-                     _e(status), _e(c.get("details"))])
+                     _e(f"{status} ({note})" if note else status), _e(c.get("details"))])
     summary = ""
     if isinstance(block, dict):
         summary = f' <span class="muted">{_e(block.get("passed", 0))}/{_e(block.get("total", 0))} passed</span>'
