@@ -239,7 +239,7 @@ def _cmd_steps(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``fabtest list | show | report | compare | recover | rejudge | run | steps``."""
+    """``fabtest list | show | report | compare | recover | rejudge | calibrate | run | steps``."""
     raw = list(sys.argv[1:] if argv is None else argv)
     if raw and raw[0] == "run":  # the playbook runner parses its own options (argparse REMAINDER can't)
         return _cmd_run(argparse.Namespace(args=raw[1:]))
@@ -280,6 +280,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = sub.add_parser("rejudge", help="re-judge an experiment's recorded transcripts: is the judge consistent?")
     judging.add_rejudge_args(p)
     p.set_defaults(func=lambda a: judging.run_rejudge(a, a.results_dir or _default_results_dir()))
+
+    p = sub.add_parser("calibrate", help="judge labelled examples: accuracy and Cohen's kappa against human verdicts")
+    judging.add_calibrate_args(p)
+    p.set_defaults(func=judging.run_calibrate)
 
     p = sub.add_parser("run", help="run playbook files", add_help=False)
     p.add_argument("args", nargs=argparse.REMAINDER, metavar="FILE")

@@ -15,7 +15,7 @@ from pathlib import Path
 from fabtest.errors import UsageError
 from fabtest.llm.base import LLM, LLMError, LLMNotConfigured
 
-__all__ = ["add_rejudge_args", "judge_llm", "run_rejudge"]
+__all__ = ["add_calibrate_args", "add_rejudge_args", "judge_llm", "run_calibrate", "run_rejudge"]
 
 EXIT_OK, EXIT_GATE, EXIT_ERROR = 0, 1, 2
 
@@ -100,4 +100,58 @@ def run_rejudge(args: argparse.Namespace, results_dir: str) -> int:
                                      "agreement": table, "checks": [r.to_dict() for r in rows]}, indent=2) + "\n")
     else:
         sys.stdout.write(render_rejudge_text(table, source=info.id, new_id=new_id, times=args.times))
+    return EXIT_OK
+
+
+def add_calibrate_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", metavar="FILE", nargs="?", help="labelled examples (YAML or JSON)")
+    p.add_argument("--from-features", nargs="*", metavar="PATH", default=None,
+                   help="take the labelled examples from criteria 'with examples' in these feature files or "
+                        "directories (default: features/)")
+    p.add_argument("--times", type=_times_arg, default=1, help="verdicts per example; above 1 also reports "
+                                                                 "the judge's self-agreement (default 1)")
+    p.add_argument("--min-kappa", type=float, default=None, help="exit 1 if the overall kappa is below this")
+    p.add_argument("--judge-model", default=None, help="another judge model (same provider)")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+
+
+def run_calibrate(args: argparse.Namespace) -> int:
+    from fabtest.judging.calibrate import calibrate, calibration_report, examples_from_features, load_examples
+    from fabtest.judging.render import render_calibration_text
+    from fabtest.settings import Settings
+
+    if (args.file is None) == (args.from_features is None):
+        return _fail("calibrate needs FILE or --from-features (one of them)")
+    if args.min_kappa is not None and not -1 <= args.min_kappa <= 1:
+        return _fail(f"--min-kappa {args.min_kappa}: kappa lies between -1 and 1 (e.g. 0.6)")
+    try:
+        if args.file is not None:
+            source = args.file
+            examples = load_examples(Path(args.file), Settings.load(Path.cwd()).criteria)
+        else:
+            paths = [Path(p) for p in args.from_features] or [Path("features")]
+            missing = [str(p) for p in paths if not p.exists()]
+            if missing:
+                return _fail(f"--from-features: {', '.join(missing)} does not exist")
+            source = " ".join(str(p) for p in paths)
+            examples = examples_from_features(paths)
+            if not examples:
+                return _fail(f"--from-features: no criterion 'with examples' (or Good:/Bad: lines) in {source}")
+        llm = judge_llm(args.judge_model)
+        judged = calibrate(examples, llm, times=args.times,
+                           progress=lambda line: print(f"judging {line}", file=sys.stderr))
+    except (UsageError, LLMNotConfigured) as exc:
+        return _fail(str(exc))
+    except LLMError as exc:
+        return _fail(f"the judge failed: {exc}")
+    report = calibration_report(judged, args.times)
+    if args.format == "json":
+        sys.stdout.write(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write(render_calibration_text(report, source=source))
+    kappa = report["overall"]["kappa"]
+    if args.min_kappa is not None and (kappa is None or kappa < args.min_kappa):
+        shown = "undefined (one label only)" if kappa is None else f"{kappa:.2f}"
+        print(f"fabtest calibrate: gate failed: kappa {shown} is below --min-kappa {args.min_kappa}", file=sys.stderr)
+        return EXIT_GATE
     return EXIT_OK
