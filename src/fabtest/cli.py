@@ -78,6 +78,9 @@ def _add_compare_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--results-dir", default=None, help="where experiments are stored (default: results)")
     parser.add_argument("--format", choices=("text", "json", "markdown"), default="text")
     parser.add_argument("--html", metavar="OUT", default=None, help="also write a self-contained HTML comparison")
+    parser.add_argument("--scenario", metavar="ID", action="append", default=[],
+                        help="show this scenario's two conversations side by side from the first turn where they "
+                             "differ (repeatable; default: the scenarios that changed outcome, at most 5)")
     parser.add_argument("--fail-on-regression", action="store_true",
                         help="exit 1 if completion or any criterion dropped significantly on the shared scenarios "
                              "(one-sided Fisher's exact test at --alpha)")
@@ -115,7 +118,11 @@ def _run_compare(args: argparse.Namespace, prog: str) -> int:
     except ValueError as exc:
         return _fail(prog, str(exc))
     renderer = {"text": render_text, "json": render_json, "markdown": render_markdown}[args.format]
-    sys.stdout.write(renderer(comparison))
+    try:
+        diffs = _conversation_diffs(args, results_dir, comparison, base, cur)
+    except KeyError as exc:
+        return _fail(prog, str(exc.args[0]))
+    sys.stdout.write(_with_diffs(renderer(comparison), diffs, args.format))
     if args.html:
         from fabtest.report.html import render_comparison_html
 
@@ -127,6 +134,36 @@ def _run_compare(args: argparse.Namespace, prog: str) -> int:
     for line in failures:
         print(f"{prog}: gate failed: {line}", file=sys.stderr)
     return EXIT_GATE if failures else EXIT_OK
+
+
+def _conversation_diffs(args: argparse.Namespace, results_dir: str, comparison: Any, base: dict[str, Any],
+                        cur: dict[str, Any]) -> list[Any]:
+    """Turn-by-turn diffs for ``--scenario`` or the scenarios that changed outcome (transcripts are
+    read only when there is something to diff)."""
+    from fabtest.experiment.diff import diff_scenarios
+
+    ids = list(args.scenario) or [s.id for s in [*comparison.newly_failing, *comparison.newly_passing]][:5]
+    if not ids:
+        return []
+    if not args.html:  # the lean read has no transcripts
+        _, base = read_document(args.baseline, results_dir)
+        _, cur = read_document(args.current, results_dir)
+    return diff_scenarios(base, cur, ids)
+
+
+def _with_diffs(rendered: str, diffs: list[Any], fmt: str) -> str:
+    if not diffs:
+        return rendered
+    from fabtest.experiment.compare import render_diffs_markdown, render_diffs_text
+
+    if fmt == "json":
+        import dataclasses
+        import json
+
+        data = json.loads(rendered)
+        data["conversation_diffs"] = [{**dataclasses.asdict(d), "what": d.what} for d in diffs]
+        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    return rendered + (render_diffs_markdown(diffs) if fmt == "markdown" else render_diffs_text(diffs))
 
 
 def compare_main(argv: Sequence[str] | None = None) -> int:

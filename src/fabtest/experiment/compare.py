@@ -31,16 +31,19 @@ import json
 import re
 import statistics
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from fabtest.experiment.diff import ConversationDiff, tool_summary
 from fabtest.experiment.export import entry_topics
 from fabtest.experiment.fmt import RULE_HEAVY, RULE_LIGHT, llm_line, num, pct, pp, signed
 from fabtest.experiment.stats import entry_check_counts
 
 __all__ = [
     "DEFAULT_ALPHA",
+    "render_diffs_markdown",
+    "render_diffs_text",
     "Comparability",
     "Comparison",
     "CriterionDelta",
@@ -896,6 +899,62 @@ def render_text(comparison: Comparison) -> str:
 
 def render_json(comparison: Comparison) -> str:
     return json.dumps(comparison.to_dict(), indent=2, ensure_ascii=False) + "\n"
+
+
+def _side_lines(turn: dict[str, Any] | None, width: int) -> list[str]:
+    """One side of a turn, wrapped: user, agent, then tool calls (``(no turn)`` when absent)."""
+    import textwrap
+
+    if turn is None:
+        return ["(no turn)"]
+    lines: list[str] = []
+    for label, text in (("User", turn.get("user")), ("Agent", turn.get("agent"))):
+        lines += textwrap.wrap(f"{label}: {' '.join(str(text or '').split())}", width) or [f"{label}:"]
+    for call in tool_summary(turn):
+        lines += textwrap.wrap(f"-> {call}", width)
+    return lines
+
+
+def _outcome(passed: bool | None) -> str:
+    return "passed" if passed else "failed" if passed is not None else "?"
+
+
+def render_diffs_text(diffs: Sequence[ConversationDiff], width: int = 48) -> str:
+    """Each conversation diff side by side (baseline | current) from the turn before the first difference."""
+    from itertools import zip_longest
+
+    out: list[str] = []
+    for d in diffs:
+        out += ["", f"Conversation diff: {d.name} ({d.scenario_id}): baseline {_outcome(d.baseline_passed)}, "
+                    f"current {_outcome(d.current_passed)}"]
+        if d.first is None:
+            out.append("  the recorded conversations are the same")
+            continue
+        out.append(f"  first difference at turn {d.first}: {d.what}")
+        out.append(f"  {'BASELINE':<{width}} | CURRENT")
+        for pair in d.pairs:
+            mark = "  <- first difference" if pair.number == d.first else ""
+            out.append(f"  -- turn {pair.number}{mark}")
+            left, right = _side_lines(pair.baseline, width), _side_lines(pair.current, width)
+            out += [f"  {a:<{width}} | {b}" for a, b in zip_longest(left, right, fillvalue="")]
+    return "\n".join(out) + "\n" if out else ""
+
+
+def render_diffs_markdown(diffs: Sequence[ConversationDiff]) -> str:
+    """Each conversation diff as a Markdown table: turn, baseline, current."""
+    out: list[str] = []
+    for d in diffs:
+        out += ["", f"### Conversation diff: {_md_escape(d.name)} (baseline {_outcome(d.baseline_passed)}, "
+                    f"current {_outcome(d.current_passed)})", ""]
+        if d.first is None:
+            out.append("The recorded conversations are the same.")
+            continue
+        out += [f"First difference at turn {d.first}: {d.what}.", "", "| Turn | Baseline | Current |", "|---:|---|---|"]
+        for pair in d.pairs:
+            cells = [" / ".join(_md_escape(line) for line in _side_lines(side, 10_000)) for side in (pair.baseline, pair.current)]
+            number = f"**{pair.number}**" if pair.number == d.first else str(pair.number)
+            out.append(f"| {number} | {cells[0]} | {cells[1]} |")
+    return "\n".join(out) + "\n" if out else ""
 
 
 def _md_escape(text: Any) -> str:

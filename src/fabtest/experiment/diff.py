@@ -1,0 +1,116 @@
+"""Turn-by-turn differences between two recorded conversations of one scenario.
+
+When a scenario changes outcome between two experiments, the first question is where the two
+conversations part: did the (simulated) user say something else, did the agent answer differently,
+or did it call other tools? :func:`first_difference` finds that turn and :func:`diff_scenarios` pairs
+the turns from there on, as plain data; ``experiment/compare.py`` renders it side by side.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = ["ConversationDiff", "TurnPair", "diff_scenarios", "first_difference", "tool_summary"]
+
+Part = Literal["user", "agent", "tools", "length"]
+
+#: Turns shown before the first difference, for context.
+CONTEXT_TURNS = 1
+
+
+def tool_summary(turn: dict[str, Any]) -> list[str]:
+    """The tool calls of a recorded turn as ``name(args)`` lines (results left out: too long)."""
+    out = []
+    for call in turn.get("tool_calls") or []:
+        if isinstance(call, dict):
+            args = ", ".join(f"{k}={v!r}" for k, v in sorted((call.get("arguments") or {}).items()))
+            out.append(f"{call.get('name')}({args})")
+    return out
+
+
+def _norm(text: Any) -> str:
+    return " ".join(str(text or "").split())
+
+
+def first_difference(base: Sequence[dict[str, Any]], cur: Sequence[dict[str, Any]]) -> tuple[int, Part] | None:
+    """The first turn (1-based) where the transcripts differ and what differs there: the user turn,
+    then the agent's response, then its tool calls; ``length`` when one conversation simply goes on
+    longer. None when they are the same (whitespace aside)."""
+    for number, (a, b) in enumerate(zip(base, cur, strict=False), start=1):
+        if _norm(a.get("user")) != _norm(b.get("user")):
+            return number, "user"
+        if _norm(a.get("agent")) != _norm(b.get("agent")):
+            return number, "agent"
+        if tool_summary(a) != tool_summary(b):
+            return number, "tools"
+    if len(base) != len(cur):
+        return min(len(base), len(cur)) + 1, "length"
+    return None
+
+
+@dataclass
+class TurnPair:
+    """Turn ``number`` on both sides (None where that side has no such turn)."""
+
+    number: int
+    baseline: dict[str, Any] | None
+    current: dict[str, Any] | None
+
+
+@dataclass
+class ConversationDiff:
+    scenario_id: str
+    name: str
+    baseline_passed: bool | None
+    current_passed: bool | None
+    first: int | None  # first differing turn, None when the conversations are the same
+    part: Part | None
+    pairs: list[TurnPair] = field(default_factory=list)
+
+    @property
+    def what(self) -> str:
+        return {"user": "the user turn differs", "agent": "the agent's response differs",
+                "tools": "the agent's tool calls differ", "length": "one conversation goes on longer",
+                None: "the conversations are the same"}[self.part]
+
+
+def _first_run(entries: Iterable[Any], scenario_id: str) -> dict[str, Any] | None:
+    runs = [e for e in entries if isinstance(e, dict) and e.get("id") == scenario_id]
+    return min(runs, key=lambda e: e.get("iteration", 1)) if runs else None
+
+
+def _turns(entry: dict[str, Any] | None) -> list[dict[str, Any]]:
+    return [t for t in (entry or {}).get("transcript") or [] if isinstance(t, dict)]
+
+
+def diff_scenarios(base_doc: dict[str, Any], cur_doc: dict[str, Any], scenario_ids: Sequence[str]) -> list[ConversationDiff]:
+    """The conversation diff of each scenario id both experiments ran (their first iteration); an id
+    may be a unique prefix or an exact name. Unknown ids raise ``KeyError`` naming them."""
+    base_entries = [e for e in base_doc.get("scenario_results") or [] if isinstance(e, dict)]
+    cur_entries = [e for e in cur_doc.get("scenario_results") or [] if isinstance(e, dict)]
+    cur_ids = {e.get("id") for e in cur_entries}
+    shared = {e.get("id"): e.get("name") for e in base_entries if e.get("id") in cur_ids}
+    out = []
+    for wanted in scenario_ids:
+        matches = [i for i, n in shared.items() if i == wanted or n == wanted or str(i).startswith(wanted)]
+        if len(matches) != 1:
+            problem = "no scenario both experiments ran" if not matches else f"{len(matches)} scenarios"
+            raise KeyError(f"--scenario {wanted!r}: {problem} matches it (give its id, a unique id prefix or its name)")
+        out.append(_diff(str(matches[0]), _first_run(base_entries, matches[0]), _first_run(cur_entries, matches[0])))
+    return out
+
+
+def _diff(scenario_id: str, base: dict[str, Any] | None, cur: dict[str, Any] | None) -> ConversationDiff:
+    a, b = _turns(base), _turns(cur)
+    found = first_difference(a, b)
+    diff = ConversationDiff(scenario_id, str((cur or base or {}).get("name", scenario_id)),
+                            (base or {}).get("passed"), (cur or {}).get("passed"),
+                            found[0] if found else None, found[1] if found else None)
+    if found:
+        start = max(1, found[0] - CONTEXT_TURNS)
+        for number in range(start, max(len(a), len(b)) + 1):
+            diff.pairs.append(TurnPair(number, a[number - 1] if number <= len(a) else None,
+                                       b[number - 1] if number <= len(b) else None))
+    return diff

@@ -1,0 +1,79 @@
+"""Turn-by-turn conversation diffs in ``fabtest-compare`` (computing in experiment/diff.py,
+rendering in experiment/compare.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fabtest.cli import compare_main
+from fabtest.experiment.diff import first_difference
+from fabtest.experiment.export import build_document, write_document
+from fabtest.experiment.model import ExperimentInfo, ScenarioResult, ToolCallRecord, TurnRecord
+
+
+def turn(number: int, user: str, agent: str, *tools: str) -> dict[str, object]:
+    return {"number": number, "user": user, "agent": agent,
+            "tool_calls": [{"name": t, "arguments": {"city": "Berlin"}} for t in tools]}
+
+
+def test_first_difference_names_the_part() -> None:
+    a = [turn(1, "hi", "hello"), turn(2, "Berlin", "Found 2", "search")]
+    assert first_difference(a, a) is None
+    assert first_difference(a, [turn(1, "hi ", " hello"), turn(2, "Berlin", "Found 2", "search")]) is None
+    assert first_difference(a, [turn(1, "hey", "hello")]) == (1, "user")
+    assert first_difference(a, [a[0], turn(2, "Berlin", "Nothing")]) == (2, "agent")
+    assert first_difference(a, [a[0], turn(2, "Berlin", "Found 2", "book")]) == (2, "tools")
+    assert first_difference(a, a[:1]) == (2, "length")
+
+
+def _write(results: Path, exp_id: str, passed: bool, transcript: list[TurnRecord]) -> None:
+    result = ScenarioResult(id="example:abc123", name="Booking", passed=passed, turns=len(transcript),
+                            transcript=transcript, failure_type=None if passed else "assertion")
+    other = ScenarioResult(id="example:def456", name="Greeting", passed=True, turns=1,
+                           transcript=[TurnRecord(number=1, user="hi", agent="hello")])
+    write_document(build_document(ExperimentInfo(id=exp_id, timestamp="2026-01-01T00:00:00Z"), [result, other]), results)
+
+
+@pytest.fixture
+def results(tmp_path: Path) -> Path:
+    same = TurnRecord(number=1, user="Book a room in Berlin", agent="Which date?")
+    _write(tmp_path, "exp_a", True, [same, TurnRecord(number=2, user="12 March", agent="Booked!",
+                                                      tool_calls=[ToolCallRecord(name="book_venue")])])
+    _write(tmp_path, "exp_b", False, [same, TurnRecord(number=2, user="12 March", agent="Sorry, I cannot."),
+                                      TurnRecord(number=3, user="Why?", agent="No rooms.")])
+    return tmp_path
+
+
+def test_compare_shows_the_changed_scenario_side_by_side(results: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    compare_main(["exp_a", "exp_b", "--results-dir", str(results)])
+    out = capsys.readouterr().out
+    assert "Conversation diff: Booking (example:abc123): baseline passed, current failed" in out
+    assert "first difference at turn 2: the agent's response differs" in out
+    assert "-- turn 2  <- first difference" in out
+    row = next(line for line in out.splitlines() if "Agent: Booked!" in line)
+    assert row.split("|")[1].strip() == "Agent: Sorry, I cannot."  # side by side
+    assert "-> book_venue()" in out and "(no turn)" in out  # baseline has no turn 3
+    assert "Greeting" not in out.split("Conversation diff")[1]  # unchanged scenarios are not diffed
+
+
+def test_compare_markdown_and_json_diffs(results: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    compare_main(["exp_a", "exp_b", "--results-dir", str(results), "--format", "markdown"])
+    md = capsys.readouterr().out
+    assert "| **2** | User: 12 March / Agent: Booked! / -&gt; book_venue() | User: 12 March / Agent: Sorry, I cannot. |" \
+        in md
+    assert "| 3 | (no turn) | User: Why? / Agent: No rooms. |" in md
+    assert "First difference at turn 2: the agent's response differs." in md
+    compare_main(["exp_a", "exp_b", "--results-dir", str(results), "--format", "json"])
+    [diff] = json.loads(capsys.readouterr().out)["conversation_diffs"]
+    assert diff["first"] == 2 and diff["part"] == "agent" and len(diff["pairs"]) == 3
+
+
+def test_compare_scenario_option(results: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    compare_main(["exp_a", "exp_b", "--results-dir", str(results), "--scenario", "Greeting"])
+    assert "Greeting (example:def456): baseline passed, current passed" in capsys.readouterr().out
+    assert compare_main(["exp_a", "exp_b", "--results-dir", str(results), "--scenario", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "--scenario 'nope': no scenario both experiments ran matches it" in err and len(err.splitlines()) == 1
