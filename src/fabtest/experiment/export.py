@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from fabtest._files import atomic_writer
 from fabtest.experiment import stats
+from fabtest.experiment.attribution import attribute_flakiness
 from fabtest.experiment.fingerprint import experiment_fingerprints, merge_configuration
 from fabtest.experiment.model import ExperimentInfo, ScenarioResult
 from fabtest.experiment.validate import document_problem, file_is_complete
@@ -144,6 +145,8 @@ def _variance(results: Sequence[ScenarioResult]) -> dict[str, Any]:
             {**s, **{k: _r(s[k]) for k in ("pass_rate", "pass_at_k", "pass_hat_k")}} for s in per_scenario
         ],
         "flaky": [s["id"] for s in per_scenario if s["label"] == "flaky"],
+        # simulator / agent / judge / undetermined, with the turn and evidence (experiment/attribution.py)
+        "flaky_causes": [a.to_dict() for a in attribute_flakiness(results)],
     }
 
 

@@ -181,8 +181,11 @@ def _variance(doc: dict[str, Any]) -> list[str]:
     flaky = [s for s in var.get("scenarios", []) if s["label"] == "flaky"]
     stable_fail = sum(1 for s in var.get("scenarios", []) if s["label"] == "stable-fail")
     lines.append(f"  Flaky scenarios: {len(flaky)}; always failing: {stable_fail}")
+    causes = {c.get("id"): c for c in var.get("flaky_causes") or [] if isinstance(c, dict)}
     for s in flaky[:_MAX_LISTED]:
-        lines.append(f"    - {s['name']}: {s['passes']}/{s['runs']} runs passed")
+        cause = causes.get(s["id"])
+        why = f" (flaky: {cause['cause']}; {cause['evidence']})" if cause else ""
+        lines.append(f"    - {s['name']}: {s['passes']}/{s['runs']} runs passed{why}")
     if len(flaky) > _MAX_LISTED:
         lines.append(f"    ... and {len(flaky) - _MAX_LISTED} more")
     lines.append("")
