@@ -16,6 +16,7 @@ from fabtest.demo.offline_llm import offline_gemini
 from fabtest.experiment.attribution import attribute_flakiness
 from fabtest.experiment.model import CheckRecord, ScenarioResult, TurnRecord
 from fabtest.experiment.summary import render_summary
+from fabtest.report.html import render_experiment_html
 from fabtest.testing import FakeGemini
 
 PYPROJECT = """
@@ -79,6 +80,7 @@ def test_a_judge_that_flips_is_named(pytester: pytest.Pytester, fake: FakeGemini
     assert cause["cause"] == "judge" and cause["turn"] is None
     assert "friendly (turn 1): passed in 1, failed in 2" in cause["evidence"]
     assert "(flaky: judge; same transcript in every run" in render_summary(doc)
+    assert "flaky: judge (same transcript in every run" in render_experiment_html(doc)
 
 
 def test_a_simulator_that_takes_another_path_is_named(pytester: pytest.Pytester, fake: FakeGemini) -> None:

@@ -232,16 +232,18 @@ def _variance_section(doc: dict[str, Any]) -> str:
         return "n/a" if a.get("mean") is None else f"{pct(a['mean'])} ± {num(a['std'] * 100)}pp"
 
     rows.append([_Html("<b>Mean ± std</b>"), "", ms(agg_c), ms(agg_e)])
+    causes = {c.get("id"): c for c in var.get("flaky_causes") or [] if isinstance(c, dict)}  # experiment/attribution.py
     scen_rows = [
         [_e(s["name"]), _Html(f'<span class="badge {"b-pass" if s["label"] == "stable-pass" else "b-fail" if s["label"] == "stable-fail" else "b-warn"}">{_e(s["label"])}</span>'),
-         f"{s['passes']}/{s['runs']}", pct(s["pass_rate"]), pct(s["pass_at_k"]), pct(s["pass_hat_k"])]
+         f"{s['passes']}/{s['runs']}", pct(s["pass_rate"]), pct(s["pass_at_k"]), pct(s["pass_hat_k"]),
+         _e(f"flaky: {c['cause']} ({c['evidence']})" if (c := causes.get(s["id"])) else "")]
         for s in var.get("scenarios", [])
     ]
     return (
         f'<h2>Variance ({len(var["runs"])} runs)</h2><div class="panel">'
         f'{_table(["Run", "Scenarios", "Completion", "Evaluation"], rows, {1, 2, 3})}'
         f'<p class="muted">Standard deviation: {_e(var.get("std_kind", "sample"))} (n − 1).</p></div>'
-        f'<div class="panel"><h3>Per-scenario stability</h3>{_table(["Scenario", "Label", "Passes", "Pass rate", "pass@k", "pass^k"], scen_rows, {2, 3, 4, 5})}'
+        f'<div class="panel"><h3>Per-scenario stability</h3>{_table(["Scenario", "Label", "Passes", "Pass rate", "pass@k", "pass^k", "Why"], scen_rows, {2, 3, 4, 5})}'
         f'<p class="muted">k = runs of the scenario: pass@k = passed at least once, pass^k = passed every time.</p></div>'
     )
 
