@@ -127,7 +127,7 @@ def _run_compare(args: argparse.Namespace, prog: str) -> int:
         from fabtest.report.html import render_comparison_html
 
         try:
-            Path(args.html).write_text(render_comparison_html(base, cur, comparison), encoding="utf-8")
+            Path(args.html).write_text(render_comparison_html(base, cur, comparison, diffs), encoding="utf-8")
         except OSError as exc:
             return _fail(prog, f"cannot write {args.html}: {exc.strerror or exc}")
         print(f"HTML comparison written to: {args.html}", file=sys.stderr)

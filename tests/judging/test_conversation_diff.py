@@ -71,6 +71,14 @@ def test_compare_markdown_and_json_diffs(results: Path, capsys: pytest.CaptureFi
     assert diff["first"] == 2 and diff["part"] == "agent" and len(diff["pairs"]) == 3
 
 
+def test_compare_html_has_the_diff(results: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = results / "c.html"
+    assert compare_main(["exp_a", "exp_b", "--results-dir", str(results), "--html", str(out)]) == 0
+    html = out.read_text()
+    assert "<h2>Conversation diffs</h2>" in html and "first difference at turn 2: the agent&#x27;s response differs" in html
+    assert "Agent: Sorry, I cannot." in html and "-&gt; book_venue()" in html
+
+
 def test_compare_scenario_option(results: Path, capsys: pytest.CaptureFixture[str]) -> None:
     compare_main(["exp_a", "exp_b", "--results-dir", str(results), "--scenario", "Greeting"])
     assert "Greeting (example:def456): baseline passed, current passed" in capsys.readouterr().out

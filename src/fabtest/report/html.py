@@ -10,11 +10,12 @@ escaped unless they are an :class:`_Html` fragment this module built itself.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from html import escape
 from typing import Any
 
 from fabtest.experiment.compare import Comparison
+from fabtest.experiment.diff import ConversationDiff, tool_summary
 from fabtest.experiment.fmt import git_line, llm_line, num, pct, pp, signed, timestamp
 from fabtest.judging.render import split_note
 from fabtest.report.svg import delta_chart, paired_chart, rate_chart, rate_color
@@ -511,8 +512,33 @@ def _variance_panel(comparison: Comparison) -> str:
     return f'<h2>Variance</h2><div class="panel">{_table(["Metric", "Baseline", "Current", "Delta", "Ranges overlap"], rows, {1, 2, 3})}{notes}{per}</div>'
 
 
-def render_comparison_html(baseline_doc: dict[str, Any], current_doc: dict[str, Any], comparison: Comparison) -> str:
-    """The comparison report, with the transcripts of every scenario that changed."""
+def _diffs_section(diffs: Sequence[ConversationDiff]) -> str:
+    """Conversation diffs (experiment/diff.py) as side-by-side tables from the first difference."""
+    if not diffs:
+        return ""
+    parts = ["<h2>Conversation diffs</h2>"]
+    for d in diffs:
+        rows = []
+        for pair in d.pairs:
+            sides = [_Html("<br>".join(_e(line) for line in _diff_lines(side))) for side in (pair.baseline, pair.current)]
+            number = _Html(f"<b>{pair.number}</b>") if pair.number == d.first else str(pair.number)
+            rows.append([number, *sides])
+        where = f"first difference at turn {d.first}: {d.what}" if d.first else d.what
+        parts.append(f'<div class="panel"><h3>{_e(d.name)}</h3><p class="muted">{_e(d.scenario_id)} · {_e(where)}</p>'
+                     + (_table(["Turn", "Baseline", "Current"], rows) if rows else "") + "</div>")
+    return "".join(parts)
+
+
+def _diff_lines(turn: dict[str, Any] | None) -> list[str]:
+    if turn is None:
+        return ["(no turn)"]
+    return [f"User: {turn.get('user', '')}", f"Agent: {turn.get('agent', '')}", *(f"-> {c}" for c in tool_summary(turn))]
+
+
+def render_comparison_html(baseline_doc: dict[str, Any], current_doc: dict[str, Any], comparison: Comparison,
+                           diffs: Sequence[ConversationDiff] = ()) -> str:
+    """The comparison report, with the transcripts of every scenario that changed and the
+    turn-by-turn ``diffs`` (see ``fabtest-compare --scenario``)."""
     b, c = comparison.baseline, comparison.current
     meta = [("Baseline", f"{b.id}" + (f" “{b.name}”" if b.name else "") + f" ({timestamp(b.timestamp)})"),
             ("Current", f"{c.id}" + (f" “{c.name}”" if c.name else "") + f" ({timestamp(c.timestamp)})"),
@@ -528,6 +554,7 @@ def render_comparison_html(baseline_doc: dict[str, Any], current_doc: dict[str, 
         + _changes_panel(comparison)
         + _added_removed_panel(comparison)
         + _variance_panel(comparison)
+        + _diffs_section(diffs)
         + _scenarios_section(changed, "Changed scenarios (current run)")
     )
     return _page(f"fabtest comparison {b.id} → {c.id}", header, body)
