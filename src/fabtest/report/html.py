@@ -14,8 +14,9 @@ from collections.abc import Iterable
 from html import escape
 from typing import Any
 
-from fabtest.experiment.compare import Comparison
-from fabtest.experiment.fmt import git_line, llm_line, num, pct, pp, signed, timestamp
+from fabtest.experiment.compare import Comparison, cost_lines
+from fabtest.experiment.cost import unpriced_note
+from fabtest.experiment.fmt import git_line, llm_line, num, pct, pp, signed, timestamp, usd
 from fabtest.report.svg import delta_chart, paired_chart, rate_chart, rate_color
 
 __all__ = ["render_comparison_html", "render_experiment_html"]
@@ -213,6 +214,15 @@ def _grounding_section(summary: dict[str, Any]) -> str:
 
 
 def _tokens_section(summary: dict[str, Any]) -> str:
+    spent = summary.get("cost") if isinstance(summary.get("cost"), dict) else None
+    if spent is not None and spent.get("lines"):
+        rows = [[_e(ln["role"]), _e(ln.get("model") or "(not reported)"), f"{ln['calls']:,}", f"{ln['input_tokens']:,}",
+                 f"{ln['output_tokens']:,}", usd(ln.get("usd"))] for ln in spent["lines"]]
+        total = usd(spent.get("total_usd")) + ("" if spent.get("complete", True) else " (priced tokens only)")
+        notes = "".join(f"<p>{_e(unpriced_note(entry))}</p>" for entry in spent.get("unpriced") or [])
+        table = _table(["Role", "Model", "Calls", "Input tokens", "Output tokens", "Cost (USD)"], rows, {2, 3, 4, 5})
+        return (f'<h2>LLM usage and cost</h2><div class="panel">{table}<p><strong>Total cost: {_e(total)}</strong></p>'
+                f'{notes}<p style="color:var(--muted)">{_e(spent.get("note", ""))}</p></div>')
     usage = summary.get("tokens") or {}
     if not usage:
         return ""
@@ -524,6 +534,7 @@ def render_comparison_html(baseline_doc: dict[str, Any], current_doc: dict[str, 
         + _changes_panel(comparison)
         + _added_removed_panel(comparison)
         + _variance_panel(comparison)
+        + "".join(f'<h2>Cost</h2><div class="panel"><p>{_e(line)}</p></div>' for line in cost_lines(comparison))
         + _scenarios_section(changed, "Changed scenarios (current run)")
     )
     return _page(f"fabtest comparison {b.id} → {c.id}", header, body)
