@@ -154,3 +154,49 @@ def test_prices_table_in_pyproject(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text('[tool.fabtest.prices]\n"my-model" = { input = 1, outptu = 1.5 }\n')
     with pytest.raises(UsageError, match=r"prices\.my-model\.(outptu|output)"):
         Settings.load(tmp_path, environ={})
+
+
+def test_gemini_cli_stats_are_priced_per_model() -> None:
+    """The CLI's result.stats.models splits a turn by model (it routes some requests elsewhere)."""
+    from fabtest.agents.cli import parse_stream_json
+
+    stdout = "\n".join(json.dumps(e) for e in [
+        {"type": "init", "session_id": "s1", "model": "gemini-2.5-pro"},
+        {"type": "message", "role": "assistant", "content": "Done."},
+        {"type": "result", "status": "success", "stats": {
+            "total_tokens": 1600, "input_tokens": 1400, "output_tokens": 200, "cached": 0, "input": 1400,
+            "duration_ms": 5, "tool_calls": 0, "models": {
+                "gemini-2.5-pro": {"total_tokens": 1100, "input_tokens": 1000, "output_tokens": 100},
+                "gemini-2.5-flash-lite": {"total_tokens": 500, "input_tokens": 400, "output_tokens": 100}}}},
+    ])
+    reply = parse_stream_json(stdout)
+    conv = Conversation()
+    conv.turns.append(Turn(number=1, user="u", response=reply))
+    result = make_result("Greeting").model_copy(update={
+        "usage": usage_records(conv), "transcript": [TurnRecord(number=1, user="u", agent=reply.text, metadata=reply.metadata)]})
+    assert result.usage["agent"] == UsageRecord(calls=1, input_tokens=1400, output_tokens=200, model=None)
+    doc = build_document(make_info(), [result])
+    lines = {(ln["role"], ln["model"]): ln for ln in doc["summary"]["cost"]["lines"]}
+    assert lines[("agent", "gemini-2.5-pro")]["usd"] == pytest.approx((1000 * 1.25 + 100 * 10.0) / 1e6)
+    assert lines[("agent", "gemini-2.5-flash-lite")]["usd"] == pytest.approx((400 * 0.10 + 100 * 0.40) / 1e6)
+    agent = doc["scenario_results"][0]["cost"]["roles"]["agent"]
+    assert agent["model"] is None and set(agent["models"]) == {"gemini-2.5-pro", "gemini-2.5-flash-lite"}
+    assert doc["summary"]["cost"]["complete"] is True
+
+
+def test_an_acp_agent_prices_its_quota_tokens_with_the_model_it_was_started_with(tmp_path: Path) -> None:
+    import sys
+    import uuid
+
+    from fabtest.agents.acp import AcpAgent
+    from fabtest.conversation import Message
+
+    echo = Path(__file__).parent.parent / "acp" / "echo_agent.py"
+    agent = AcpAgent([sys.executable, str(echo)], cwd=tmp_path, env={"FABTEST_ACP_MARKER": uuid.uuid4().hex},
+                     model="gemini-2.5-flash")
+    with agent.around():
+        reply = agent.chat([Message("user", "hello there")])
+    assert reply.metadata["model"] == "gemini-2.5-flash" and reply.metadata["usage"]["input_tokens"] == 2
+    conv = Conversation()
+    conv.turns.append(Turn(number=1, user="hello there", response=reply))
+    assert usage_records(conv)["agent"] == UsageRecord(calls=1, input_tokens=2, output_tokens=2, model="gemini-2.5-flash")

@@ -27,12 +27,14 @@ __all__ = [
     "PRICES_NOTE",
     "PRICES_TAKEN",
     "Price",
+    "agent_turn_lines",
     "agent_turn_usage",
     "cost_delta",
     "experiment_cost",
     "find_price",
     "price_table",
     "scenario_cost",
+    "total_text",
     "unpriced_note",
 ]
 
@@ -118,6 +120,31 @@ def _agent_model(metadata: Mapping[str, Any] | None) -> str | None:
     return model if isinstance(model, str) and model else None
 
 
+def agent_turn_lines(metadata: Mapping[str, Any] | None) -> list[tuple[str | None, int, int, int]]:
+    """``(model, calls, input_tokens, output_tokens)`` per model for one agent turn.
+
+    ``usage.models`` (``{name: {input_tokens, output_tokens}}``, as the Gemini CLI's
+    ``result.stats.models`` gives it) splits the turn by model; otherwise the whole turn is
+    ``metadata["model"]``'s (None when not named).
+    """
+    counted = agent_turn_usage(metadata)
+    if counted is None:
+        return []
+    models = metadata["usage"].get("models") if metadata else None  # type: ignore[index]
+    split: list[tuple[str | None, int, int, int]] = []
+    if isinstance(models, Mapping):
+        for name, entry in models.items():
+            part = agent_turn_usage({"usage": entry}) if isinstance(entry, Mapping) else None
+            if part is None or not isinstance(name, str) or not name:
+                split = []
+                break
+            split.append((name, 0, part[1], part[2]))
+    if split:
+        split[0] = (split[0][0], counted[0], split[0][2], split[0][3])
+        return split
+    return [(_agent_model(metadata), *counted)]
+
+
 @dataclass(slots=True)
 class _Line:
     """Tokens of one role on one model, and their cost (None: no price)."""
@@ -152,10 +179,8 @@ def _lines(result: ScenarioResult, role_models: Mapping[str, str | None],
         model = getattr(usage, "model", None) or role_models.get(role)
         line(role, model).add(usage.calls, usage.input_tokens, usage.output_tokens, find_price(prices, model))
     for turn in result.transcript:
-        counted = agent_turn_usage(turn.metadata)
-        if counted is not None:
-            model = _agent_model(turn.metadata)
-            line("agent", model).add(*counted, find_price(prices, model))
+        for model, calls, inp, out in agent_turn_lines(turn.metadata):
+            line("agent", model).add(calls, inp, out, find_price(prices, model))
     if "agent" in result.usage and not any(role == "agent" for role, _ in lines):
         usage = result.usage["agent"]  # charged by a custom step, not reported per turn
         model = getattr(usage, "model", None)
@@ -231,6 +256,17 @@ def experiment_cost(results: Sequence[ScenarioResult], role_models: Mapping[str,
                    for m in sorted(used) if (p := find_price(prices, m)) is not None},
         "note": PRICES_NOTE,
     }
+
+
+def total_text(spent: Mapping[str, Any]) -> str:
+    """The summary's total: dollars, saying so when some tokens had no price."""
+    from fabtest.experiment.fmt import usd
+
+    if spent.get("complete", True):
+        return usd(spent.get("total_usd"))
+    if not any(ln.get("usd") for ln in spent.get("lines") or []):
+        return "n/a (no price for any tokens)"
+    return f"{usd(spent.get('total_usd'))} (priced tokens only; the n/a rows are not included)"
 
 
 def unpriced_note(entry: Mapping[str, Any]) -> str:

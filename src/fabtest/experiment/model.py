@@ -142,18 +142,15 @@ def turn_records(conversation: Conversation) -> list[TurnRecord]:
 def usage_records(conversation: Conversation) -> dict[str, UsageRecord]:
     """Tokens per role: judge and simulator as charged, the agent summed from each turn's
     ``metadata["usage"]`` (with its ``metadata["model"]`` when every turn names the same one)."""
-    from fabtest.experiment.cost import agent_turn_usage
+    from fabtest.experiment.cost import agent_turn_lines
 
     records = {role: UsageRecord(**usage.to_dict()) for role, usage in conversation.usage.items()}
     calls = inp = out = 0
     models: set[str | None] = set()
     for turn in conversation.turns:
-        counted = agent_turn_usage(turn.response.metadata)
-        if counted is None:
-            continue
-        calls, inp, out = calls + counted[0], inp + counted[1], out + counted[2]
-        model = turn.response.metadata.get("model")
-        models.add(model if isinstance(model, str) and model else None)
+        for model, n, i, o in agent_turn_lines(turn.response.metadata):
+            calls, inp, out = calls + n, inp + i, out + o
+            models.add(model)
     if models:
         mine = records.get("agent") or UsageRecord()
         records["agent"] = UsageRecord(calls=mine.calls + calls, input_tokens=mine.input_tokens + inp,

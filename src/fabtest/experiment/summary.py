@@ -13,7 +13,7 @@ from typing import Any
 from tabulate import tabulate
 
 from fabtest.experiment.export import list_experiment_files
-from fabtest.experiment.cost import unpriced_note
+from fabtest.experiment.cost import total_text, unpriced_note
 from fabtest.experiment.fmt import RULE_HEAVY, RULE_LIGHT, count, git_line, llm_line, num, pct, timestamp, usd
 from fabtest.llm.budget import budget_line
 
@@ -172,9 +172,8 @@ def _cost_table(spent: dict[str, Any]) -> list[str]:
     """Tokens and USD per role and model (the agent included), the total, and what had no price."""
     rows = [[ln["role"], ln.get("model") or "(not reported)", count(ln["calls"]), count(ln["input_tokens"]),
              count(ln["output_tokens"]), usd(ln.get("usd"))] for ln in spent["lines"]]
-    total = usd(spent.get("total_usd"))
     lines = ["", "LLM Usage", *_table(rows, ["Role", "Model", "Calls", "Input tokens", "Output tokens", "Cost (USD)"]),
-             f"  Total cost: {total}" + ("" if spent.get("complete", True) else " (priced tokens only; n/a above)")]
+             f"  Total cost: {total_text(spent)}"]
     lines += [f"  Note: {unpriced_note(entry)}" for entry in spent.get("unpriced") or []]
     return lines
 

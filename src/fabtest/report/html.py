@@ -15,7 +15,7 @@ from html import escape
 from typing import Any
 
 from fabtest.experiment.compare import Comparison, cost_lines
-from fabtest.experiment.cost import unpriced_note
+from fabtest.experiment.cost import total_text, unpriced_note
 from fabtest.experiment.fmt import git_line, llm_line, num, pct, pp, signed, timestamp, usd
 from fabtest.report.svg import delta_chart, paired_chart, rate_chart, rate_color
 
@@ -218,7 +218,7 @@ def _tokens_section(summary: dict[str, Any]) -> str:
     if spent is not None and spent.get("lines"):
         rows = [[_e(ln["role"]), _e(ln.get("model") or "(not reported)"), f"{ln['calls']:,}", f"{ln['input_tokens']:,}",
                  f"{ln['output_tokens']:,}", usd(ln.get("usd"))] for ln in spent["lines"]]
-        total = usd(spent.get("total_usd")) + ("" if spent.get("complete", True) else " (priced tokens only)")
+        total = total_text(spent)
         notes = "".join(f"<p>{_e(unpriced_note(entry))}</p>" for entry in spent.get("unpriced") or [])
         table = _table(["Role", "Model", "Calls", "Input tokens", "Output tokens", "Cost (USD)"], rows, {2, 3, 4, 5})
         return (f'<h2>LLM usage and cost</h2><div class="panel">{table}<p><strong>Total cost: {_e(total)}</strong></p>'
