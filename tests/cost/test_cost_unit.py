@@ -200,3 +200,24 @@ def test_an_acp_agent_prices_its_quota_tokens_with_the_model_it_was_started_with
     conv = Conversation()
     conv.turns.append(Turn(number=1, user="hello there", response=reply))
     assert usage_records(conv)["agent"] == UsageRecord(calls=1, input_tokens=2, output_tokens=2, model="gemini-2.5-flash")
+
+
+@pytest.mark.parametrize("bad", ["x", {"lines": "x"}, {"lines": [{"role": "agent"}]}, {"lines": [5]},
+                                 {"lines": [{"role": "a", "calls": 1, "input_tokens": 1, "output_tokens": 1, "usd": "1"}]}])
+def test_a_hand_edited_cost_block_falls_back_to_the_tokens_table(bad) -> None:
+    from fabtest.report.html import render_experiment_html
+
+    doc = build_document(make_info(), [make_result("Greeting")])
+    doc["summary"]["cost"] = bad
+    text = render_summary(doc)
+    assert "LLM Usage" in text and "Cost (USD)" not in text
+    assert "LLM usage" in render_experiment_html(doc)
+
+
+def test_a_bad_price_is_a_one_line_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".toml", pyproject='[tool.fabtest.prices]\n"my-model" = { input = "cheap", output = 1 }\n')
+    pytester.makefile(".feature", x='Feature: X\n  Scenario: Y\n    When the user says "hi"\n')
+    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly")
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(["*pyproject.toml*prices.my-model.input*"])
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()

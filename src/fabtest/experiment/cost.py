@@ -34,6 +34,7 @@ __all__ = [
     "find_price",
     "price_table",
     "scenario_cost",
+    "summary_cost",
     "total_text",
     "unpriced_note",
 ]
@@ -256,6 +257,23 @@ def experiment_cost(results: Sequence[ScenarioResult], role_models: Mapping[str,
                    for m in sorted(used) if (p := find_price(prices, m)) is not None},
         "note": PRICES_NOTE,
     }
+
+
+def summary_cost(summary: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``summary.cost`` when it has the shape renderers need, else None (an older or hand-edited file)."""
+    spent = summary.get("cost")
+    if not isinstance(spent, dict) or not isinstance(spent.get("lines"), list) or not spent["lines"]:
+        return None
+    keys = {"role": str, "calls": int, "input_tokens": int, "output_tokens": int}
+    for ln in spent["lines"]:
+        if not isinstance(ln, dict) or any(not isinstance(ln.get(k), t) for k, t in keys.items()) \
+                or not isinstance(ln.get("usd"), (int, float, type(None))) or isinstance(ln.get("usd"), bool):
+            return None
+    if not isinstance(spent.get("total_usd"), (int, float, type(None))) or not isinstance(spent.get("unpriced", []), list):
+        return None
+    if not all(isinstance(e, dict) for e in spent.get("unpriced", [])):
+        return None
+    return spent
 
 
 def total_text(spent: Mapping[str, Any]) -> str:

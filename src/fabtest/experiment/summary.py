@@ -13,7 +13,7 @@ from typing import Any
 from tabulate import tabulate
 
 from fabtest.experiment.export import list_experiment_files
-from fabtest.experiment.cost import total_text, unpriced_note
+from fabtest.experiment.cost import summary_cost, total_text, unpriced_note
 from fabtest.experiment.fmt import RULE_HEAVY, RULE_LIGHT, count, git_line, llm_line, num, pct, timestamp, usd
 from fabtest.llm.budget import budget_line
 
@@ -158,8 +158,8 @@ def _grounding(summary: dict[str, Any]) -> list[str]:
 
 
 def _tokens(summary: dict[str, Any]) -> list[str]:
-    spent = summary.get("cost") if isinstance(summary.get("cost"), dict) else None
-    if spent is not None and spent.get("lines"):
+    spent = summary_cost(summary)
+    if spent is not None:
         return _cost_table(spent)
     usage = summary.get("tokens") or {}  # an experiment written before costs were recorded
     if not usage:

@@ -15,7 +15,7 @@ from html import escape
 from typing import Any
 
 from fabtest.experiment.compare import Comparison, cost_lines
-from fabtest.experiment.cost import total_text, unpriced_note
+from fabtest.experiment.cost import summary_cost, total_text, unpriced_note
 from fabtest.experiment.fmt import git_line, llm_line, num, pct, pp, signed, timestamp, usd
 from fabtest.report.svg import delta_chart, paired_chart, rate_chart, rate_color
 
@@ -214,8 +214,8 @@ def _grounding_section(summary: dict[str, Any]) -> str:
 
 
 def _tokens_section(summary: dict[str, Any]) -> str:
-    spent = summary.get("cost") if isinstance(summary.get("cost"), dict) else None
-    if spent is not None and spent.get("lines"):
+    spent = summary_cost(summary)
+    if spent is not None:
         rows = [[_e(ln["role"]), _e(ln.get("model") or "(not reported)"), f"{ln['calls']:,}", f"{ln['input_tokens']:,}",
                  f"{ln['output_tokens']:,}", usd(ln.get("usd"))] for ln in spent["lines"]]
         total = total_text(spent)
