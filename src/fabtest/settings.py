@@ -52,6 +52,14 @@ class JudgeSettings(RoleSettings):
     samples: int = Field(default=1, ge=1, le=25)
 
 
+class ModelPrice(BaseModel):
+    """``[tool.fabtest.prices]`` entry: USD per million input and output tokens (README "Cost")."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+
+
 class TopicRow(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
     topic: str
@@ -84,6 +92,8 @@ class Settings(BaseModel):
     cache_dir: str = ".fabtest/cache"
     criteria: dict[str, str] = Field(default_factory=dict)
     topics: list[TopicRow] = Field(default_factory=list)
+    # model name -> {input, output} USD per million tokens; replaces or adds to experiment/cost.py's defaults
+    prices: dict[str, ModelPrice] = Field(default_factory=dict)
     definitions_file: str | None = None  # YAML/JSON with `criteria:` and `topics:` shared by every feature
     # where the settings came from, for error messages (not a user key)
     source: str = Field(default="", exclude=True)

@@ -68,7 +68,9 @@ class AcpAgent:
         auth_method: str | None = None,
         kill_grace_s: float = 1.0,
         startup_timeout_s: float | None = None,
+        model: str | None = None,
     ) -> None:
+        self.model = model  # what the agent was started with, so its tokens can be priced (README "Cost")
         argv = [str(a) for a in command]
         if not argv:
             raise ValueError("the ACP command must not be empty")
@@ -150,6 +152,8 @@ class AcpAgent:
                     and call.metadata.get("status") in (None, "pending"):
                 call.metadata["status"] = "denied"
         response.metadata.update(_prompt_metadata(result))
+        if self.model and "usage" in response.metadata:
+            response.metadata.setdefault("model", self.model)
         response.metadata.update({"session_id": self.session_id, "turn": self.turns,
                                   "duration_s": round(time.monotonic() - started, 3)})
         if not response.text.strip() and not response.tool_calls:
@@ -438,7 +442,7 @@ def gemini_acp(context: Mapping[str, Any] | None = None) -> AcpAgent:
     options: dict[str, Any] = {k: ctx[k] for k in ("permission", "mcp_servers", "kill_grace_s", "startup_timeout_s")
                                if ctx.get(k) is not None}
     return AcpAgent(command, cwd=ctx.get("cwd") or ctx.get("workspace"), env=env,
-                    timeout_s=float(ctx.get("timeout_s", ctx.get("timeout", 60))), **options)
+                    timeout_s=float(ctx.get("timeout_s", ctx.get("timeout", 60))), model=str(model), **options)
 
 
 def gemini(context: Mapping[str, Any] | None = None) -> Any:

@@ -344,6 +344,9 @@ def parse_stream_json(stdout: str) -> AgentResponse:
                 "output_tokens": stats.get("output_tokens", 0),
                 "total_tokens": stats.get("total_tokens", 0),
             }
+            models = _model_usage(stats.get("models"))
+            if models:  # the CLI routes some requests to other models: each is priced as its own (README "Cost")
+                metadata["usage"]["models"] = models
         if result.get("status") == "error":
             err = result.get("error") or {}
             detail = err.get("message") if isinstance(err, dict) else str(err)
@@ -353,6 +356,14 @@ def parse_stream_json(stdout: str) -> AgentResponse:
     if not text.strip() and not calls:
         raise AgentError(f"CLI agent produced no reply text; stdout was: {_show(stdout)}")
     return AgentResponse(text=text, tool_calls=calls, metadata=metadata)
+
+
+def _model_usage(models: Any) -> dict[str, dict[str, Any]]:
+    """``result.stats.models`` (``{name: {input_tokens, output_tokens, ...}}``) as per-model usage."""
+    if not isinstance(models, dict):
+        return {}
+    return {str(name): {"input_tokens": entry.get("input_tokens", 0), "output_tokens": entry.get("output_tokens", 0)}
+            for name, entry in models.items() if isinstance(entry, dict)}
 
 
 def _parse_text(stdout: str) -> AgentResponse:

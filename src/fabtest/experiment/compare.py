@@ -35,9 +35,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from fabtest.experiment.cost import cost_delta
 from fabtest.experiment.diff import ConversationDiff, tool_summary
 from fabtest.experiment.export import entry_topics
-from fabtest.experiment.fmt import RULE_HEAVY, RULE_LIGHT, llm_line, num, pct, pp, signed
+from fabtest.experiment.fmt import RULE_HEAVY, RULE_LIGHT, llm_line, num, pct, pp, signed, usd
 from fabtest.experiment.stats import entry_check_counts
 
 __all__ = [
@@ -53,6 +54,7 @@ __all__ = [
     "ScenarioOutcome",
     "VarianceComparison",
     "compare",
+    "cost_lines",
     "drop_p_value",
     "gate_failures",
     "meets_min_completion",
@@ -199,6 +201,8 @@ class Comparison:
     added: list[ScenarioOutcome] = field(default_factory=list)  # only in current
     removed: list[ScenarioOutcome] = field(default_factory=list)  # only in baseline
     whole: list[MetricDelta] = field(default_factory=list)  # each experiment's own summary, not compared
+    #: experiment/cost.py's ``cost_delta`` over the shared scenarios; None when neither side recorded a cost
+    cost: dict[str, Any] | None = None
 
     def metric(self, name: str) -> MetricDelta:
         return next(m for m in self.metrics if m.name == name)
@@ -618,7 +622,27 @@ def compare(baseline_doc: dict[str, Any], current_doc: dict[str, Any]) -> Compar
         added=_outcomes(c_agg, c_ids - b_ids),
         removed=_outcomes(b_agg, b_ids - c_ids),
         whole=_whole(baseline_doc, current_doc),
+        cost=cost_delta(_shared_entries(baseline_doc, shared), _shared_entries(current_doc, shared)),
     )
+
+
+def _shared_entries(doc: dict[str, Any], shared: set[str]) -> list[dict[str, Any]]:
+    return [e for e in doc["scenario_results"] if isinstance(e, dict) and e.get("id") in shared]
+
+
+def cost_lines(comparison: Comparison) -> list[str]:
+    """The cost delta as text lines (also used by the markdown and HTML renderers)."""
+    spent = comparison.cost
+    if not spent:
+        return []
+    if not spent["scenarios"]:
+        return [f"Cost: not compared ({spent['unpriced']} shared scenario(s) have tokens without a price)"]
+    ratio = f", x{spent['ratio']:.2f}" if spent.get("ratio") is not None else ""
+    line = (f"Cost, {spent['scenarios']} shared scenario(s): {usd(spent['baseline_usd'])} → {usd(spent['current_usd'])} "
+            f"({usd(spent['delta_usd'], signed=True)}{ratio})")
+    if spent["unpriced"]:
+        line += f"; {spent['unpriced']} more shared scenario(s) not priced on both sides, left out"
+    return [line]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -893,6 +917,8 @@ def render_text(comparison: Comparison) -> str:
         if changed:
             lines += ["", f"  Per-scenario pass rate changes ({len(changed)}):"]
             lines += _listed(changed, lambda s: f"    - {s.name}: {pct(s.baseline, 0)} → {pct(s.current, 0)}")
+    if c.cost:
+        lines += ["", RULE_LIGHT, "", *cost_lines(c)]
     lines += ["", RULE_LIGHT]
     return "\n".join(lines) + "\n"
 
@@ -1030,4 +1056,6 @@ def render_markdown(comparison: Comparison) -> str:
                 f"{pct(vm.current.mean)} ± {num(vm.current.std * 100)}pp | {pp(vm.delta)} |"
             )
         lines += [f"\n> {note}" for note in c.variance.notes]
+    if c.cost:
+        lines += ["", *(_md_escape(line) for line in cost_lines(c))]
     return "\n".join(lines) + "\n"

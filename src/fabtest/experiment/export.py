@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from fabtest._files import atomic_writer
-from fabtest.experiment import stats
+from fabtest.experiment import cost, stats
 from fabtest.experiment.attribution import attribute_flakiness
 from fabtest.experiment.fingerprint import experiment_fingerprints, merge_configuration
 from fabtest.experiment.model import ExperimentInfo, ScenarioResult
@@ -118,8 +118,9 @@ def _flat_detail(detail: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _scenario_entry(result: ScenarioResult) -> dict[str, Any]:
+def _scenario_entry(result: ScenarioResult, costing: tuple[dict[str, str | None], dict[str, cost.Price]]) -> dict[str, Any]:
     dumped = result.model_dump(mode="json")
+    dumped["cost"] = cost.scenario_cost(result, *costing)
     evaluations = stats.scenario_check_summary(result.evaluations, by_criterion=True)
     expectations = stats.scenario_check_summary(result.expectations, by_criterion=False)
     evaluations["rate"] = _r(evaluations["rate"])
@@ -164,6 +165,7 @@ def build_document(info: ExperimentInfo, results: Sequence[ScenarioResult]) -> d
     )
     iterations = max([info.iterations, *(r.iteration for r in results)]) if results else info.iterations
     criteria, topics, simulators = merge_configuration(results)
+    costing = ({"judge": info.judge_model, "simulator": info.simulator_model}, cost.price_table(info.prices))
     doc: dict[str, Any] = {
         "format_version": FORMAT_VERSION,
         "experiment": {
@@ -181,8 +183,9 @@ def build_document(info: ExperimentInfo, results: Sequence[ScenarioResult]) -> d
             "simulator": _llm_entry(info.simulator_provider, info.simulator_model, info.simulator_note),
             "iterations": iterations,
             "interrupted": info.interrupted,
+            **({"prices": dict(info.prices)} if info.prices else {}),  # [tool.fabtest.prices], so a reload costs alike
         },
-        "summary": _summary(results),
+        "summary": {**_summary(results), "cost": cost.experiment_cost(results, *costing)},
         "criteria_results": {
             name: {**entry, "rate": _r(entry["rate"])} for name, entry in stats.criteria_performance(results).items()
         },
@@ -194,7 +197,7 @@ def build_document(info: ExperimentInfo, results: Sequence[ScenarioResult]) -> d
             "topics": [t.model_dump(mode="json") for t in topics],
             "simulator": [json.loads(s) for s in simulators],
         },
-        "scenario_results": [_scenario_entry(r) for r in results],
+        "scenario_results": [_scenario_entry(r, costing) for r in results],
     }
     if iterations > 1:
         doc["variance"] = _variance(results)
@@ -206,7 +209,7 @@ def document_path(results_dir: str | os.PathLike[str], experiment_id: str) -> Pa
 
 
 _INDEX_FIELDS = ("id", "name", "iteration", "passed", "skipped", "turns", "failure_type", "eval_passed", "eval_total",
-                 "topics", "criteria", "checks")
+                 "topics", "criteria", "checks", "cost_usd", "cost_complete")
 
 
 def entry_topics(entry: dict[str, Any]) -> int | None:
@@ -225,9 +228,10 @@ def _index(entries: list[dict[str, Any]]) -> dict[str, Any]:
     for e in entries:
         ev = e.get("evaluations") if isinstance(e.get("evaluations"), dict) else {}
         criteria, checks = stats.entry_check_counts(e)
+        spent = e.get("cost") if isinstance(e.get("cost"), dict) else {}
         rows.append([e.get("id"), e.get("name"), e.get("iteration", 1), e.get("passed"), e.get("skipped", False),
                      e.get("turns", 0), e.get("failure_type"), ev.get("passed", 0), ev.get("total", 0),
-                     entry_topics(e), criteria, checks])
+                     entry_topics(e), criteria, checks, spent.get("usd"), spent.get("complete", True)])
     return {"fields": list(_INDEX_FIELDS), "rows": rows}
 
 
@@ -371,11 +375,12 @@ def _read_lean(path: Path) -> dict[str, Any] | None:
         return None
     scenarios = []
     for (sid, name, iteration, passed, skipped, turns, failure_type, ev_passed, ev_total, topics, criteria,
-         checks) in index.get("rows", ()):
+         checks, cost_usd, cost_complete) in index.get("rows", ()):
         scenarios.append({"id": sid, "name": name, "iteration": iteration, "passed": passed, "skipped": skipped,
                           "turns": turns, "failure_type": failure_type,
                           "evaluations": {"passed": ev_passed, "total": ev_total},
-                          "topics_count": topics, "criteria_counts": criteria, "checks_counts": checks})
+                          "topics_count": topics, "criteria_counts": criteria, "checks_counts": checks,
+                          "cost_usd": cost_usd, "cost_complete": cost_complete})
     doc["scenario_results"] = scenarios
     doc["lean"] = True
     return doc

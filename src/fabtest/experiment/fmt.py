@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["count", "git_line", "llm_line", "num", "pct", "pp", "signed", "timestamp"]
+__all__ = ["count", "git_line", "llm_line", "num", "pct", "pp", "signed", "timestamp", "usd"]
 
 RULE_HEAVY = "━" * 66
 RULE_LIGHT = "─" * 66
@@ -26,6 +26,14 @@ def num(value: float | None, digits: int = 1) -> str:
 
 def signed(value: float | None, digits: int = 1) -> str:
     return "n/a" if value is None else f"{value:+.{digits}f}"
+
+
+def usd(value: float | None, signed: bool = False) -> str:
+    """Dollars with enough digits for a cent's fraction (a scenario often costs $0.0004); ``n/a`` when unpriced."""
+    if value is None:
+        return "n/a"
+    digits = 2 if abs(value) >= 10 else 4 if abs(value) >= 0.01 or value == 0 else 6
+    return f"{'+' if signed and value >= 0 else '-' if value < 0 else ''}${abs(value):,.{digits}f}"
 
 
 def count(value: int) -> str:

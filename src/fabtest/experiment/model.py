@@ -57,6 +57,8 @@ class UsageRecord(BaseModel):
     calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    #: the model that spent them when the role names it (the agent); else the experiment's judge/simulator model
+    model: str | None = None
 
 
 class TopicRecord(BaseModel):
@@ -121,6 +123,8 @@ class ExperimentInfo(BaseModel):
     simulator_note: str | None = None
     iterations: int = 1
     interrupted: bool = False
+    #: ``[tool.fabtest.prices]``: model -> {input, output} USD per million tokens, over the defaults
+    prices: dict[str, dict[str, float]] = Field(default_factory=dict)
 
 
 def turn_records(conversation: Conversation) -> list[TurnRecord]:
@@ -136,4 +140,20 @@ def turn_records(conversation: Conversation) -> list[TurnRecord]:
 
 
 def usage_records(conversation: Conversation) -> dict[str, UsageRecord]:
-    return {role: UsageRecord(**usage.to_dict()) for role, usage in conversation.usage.items()}
+    """Tokens per role: judge and simulator as charged, the agent summed from each turn's
+    ``metadata["usage"]`` (with its ``metadata["model"]`` when every turn names the same one)."""
+    from fabtest.experiment.cost import agent_turn_lines
+
+    records = {role: UsageRecord(**usage.to_dict()) for role, usage in conversation.usage.items()}
+    calls = inp = out = 0
+    models: set[str | None] = set()
+    for turn in conversation.turns:
+        for model, n, i, o in agent_turn_lines(turn.response.metadata):
+            calls, inp, out = calls + n, inp + i, out + o
+            models.add(model)
+    if models:
+        mine = records.get("agent") or UsageRecord()
+        records["agent"] = UsageRecord(calls=mine.calls + calls, input_tokens=mine.input_tokens + inp,
+                                       output_tokens=mine.output_tokens + out,
+                                       model=next(iter(models)) if len(models) == 1 else None)
+    return records

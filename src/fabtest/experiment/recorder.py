@@ -144,6 +144,7 @@ class Recorder:
         judge_note: str | None = None,
         simulator_note: str | None = None,
         cwd: str | os.PathLike[str] | None = None,
+        prices: dict[str, dict[str, float]] | None = None,
     ) -> None:
         self.results_dir = Path(results_dir)
         # Git state is taken at the start: that is the code the scenarios run against.
@@ -163,6 +164,7 @@ class Recorder:
             git_commit=git.commit,
             git_branch=git.branch,
             git_dirty=git.dirty,
+            prices=dict(prices or {}),
         )
         check_experiment_id(self.info.id, "experiment id")
         self.results: list[ScenarioResult] = []

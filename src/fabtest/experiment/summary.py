@@ -13,7 +13,8 @@ from typing import Any
 from tabulate import tabulate
 
 from fabtest.experiment.export import list_experiment_files
-from fabtest.experiment.fmt import RULE_HEAVY, RULE_LIGHT, count, git_line, llm_line, num, pct, timestamp
+from fabtest.experiment.cost import summary_cost, total_text, unpriced_note
+from fabtest.experiment.fmt import RULE_HEAVY, RULE_LIGHT, count, git_line, llm_line, num, pct, timestamp, usd
 from fabtest.llm.budget import budget_line
 
 __all__ = ["previous_experiment_id", "render_summary"]
@@ -161,11 +162,24 @@ def _grounding(summary: dict[str, Any]) -> list[str]:
 
 
 def _tokens(summary: dict[str, Any]) -> list[str]:
-    usage = summary.get("tokens") or {}
+    spent = summary_cost(summary)
+    if spent is not None:
+        return _cost_table(spent)
+    usage = summary.get("tokens") or {}  # an experiment written before costs were recorded
     if not usage:
         return []
     rows = [[role, count(u["calls"]), count(u["input_tokens"]), count(u["output_tokens"])] for role, u in usage.items()]
     return ["", "LLM Usage", *_table(rows, ["Role", "Calls", "Input tokens", "Output tokens"])]
+
+
+def _cost_table(spent: dict[str, Any]) -> list[str]:
+    """Tokens and USD per role and model (the agent included), the total, and what had no price."""
+    rows = [[ln["role"], ln.get("model") or "(not reported)", count(ln["calls"]), count(ln["input_tokens"]),
+             count(ln["output_tokens"]), usd(ln.get("usd"))] for ln in spent["lines"]]
+    lines = ["", "LLM Usage", *_table(rows, ["Role", "Model", "Calls", "Input tokens", "Output tokens", "Cost (USD)"]),
+             f"  Total cost: {total_text(spent)}"]
+    lines += [f"  Note: {unpriced_note(entry)}" for entry in spent.get("unpriced") or []]
+    return lines
 
 
 def _variance(doc: dict[str, Any]) -> list[str]:

@@ -216,6 +216,7 @@ class FabtestSession:
                 judge_provider=judge[0], judge_model=judge[1], judge_note=judge[2],
                 simulator_provider=sim[0], simulator_model=sim[1], simulator_note=sim[2],
                 iterations=self.iterations, cwd=str(self.config.rootpath),
+                prices={m: p.model_dump() for m, p in self.settings.prices.items()},
             )
         return self._recorder
 

@@ -14,9 +14,10 @@ from collections.abc import Iterable, Sequence
 from html import escape
 from typing import Any
 
-from fabtest.experiment.compare import Comparison
+from fabtest.experiment.compare import Comparison, cost_lines
+from fabtest.experiment.cost import summary_cost, total_text, unpriced_note
 from fabtest.experiment.diff import ConversationDiff, tool_summary
-from fabtest.experiment.fmt import git_line, llm_line, num, pct, pp, signed, timestamp
+from fabtest.experiment.fmt import git_line, llm_line, num, pct, pp, signed, timestamp, usd
 from fabtest.judging.render import split_note
 from fabtest.report.svg import delta_chart, paired_chart, rate_chart, rate_color
 
@@ -215,6 +216,15 @@ def _grounding_section(summary: dict[str, Any]) -> str:
 
 
 def _tokens_section(summary: dict[str, Any]) -> str:
+    spent = summary_cost(summary)
+    if spent is not None:
+        rows = [[_e(ln["role"]), _e(ln.get("model") or "(not reported)"), f"{ln['calls']:,}", f"{ln['input_tokens']:,}",
+                 f"{ln['output_tokens']:,}", usd(ln.get("usd"))] for ln in spent["lines"]]
+        total = total_text(spent)
+        notes = "".join(f"<p>{_e(unpriced_note(entry))}</p>" for entry in spent.get("unpriced") or [])
+        table = _table(["Role", "Model", "Calls", "Input tokens", "Output tokens", "Cost (USD)"], rows, {2, 3, 4, 5})
+        return (f'<h2>LLM usage and cost</h2><div class="panel">{table}<p><strong>Total cost: {_e(total)}</strong></p>'
+                f'{notes}<p style="color:var(--muted)">{_e(spent.get("note", ""))}</p></div>')
     usage = summary.get("tokens") or {}
     if not usage:
         return ""
@@ -555,6 +565,7 @@ def render_comparison_html(baseline_doc: dict[str, Any], current_doc: dict[str, 
         + _added_removed_panel(comparison)
         + _variance_panel(comparison)
         + _diffs_section(diffs)
+        + "".join(f'<h2>Cost</h2><div class="panel"><p>{_e(line)}</p></div>' for line in cost_lines(comparison))
         + _scenarios_section(changed, "Changed scenarios (current run)")
     )
     return _page(f"fabtest comparison {b.id} → {c.id}", header, body)
