@@ -263,15 +263,23 @@ _BUILD_KEYS = ("command", "resume_command", "model", "timeout_s", "cwd", "env", 
                "kill_grace_s")
 
 
+def agent_model(context: Mapping[str, Any]) -> str:
+    """The Gemini CLI's model, most specific first: the playbook's ``agent_model`` (it names the model
+    it was written for), then ``FABTEST_AGENT_MODEL`` (the default for every run without one), then
+    the agent table's ``model``, then ``gemini-2.5-flash``. README "Playbooks" documents the order."""
+    return str(context.get("agent_model") or os.environ.get("FABTEST_AGENT_MODEL") or context.get("model")
+               or DEFAULT_MODEL)
+
+
 def gemini_cli(context: Mapping[str, Any] | None = None) -> CliAgent:
     """Registry factory for the real Gemini CLI.
 
-    Model: ``FABTEST_AGENT_MODEL``, else ``context["agent_model"]``, else ``gemini-2.5-flash``.
+    Model: see :func:`agent_model` (a playbook's ``agent_model``, else ``FABTEST_AGENT_MODEL``...).
     Executable: ``FABTEST_GEMINI_CLI``, else ``gemini``. Timeout: ``context["timeout"]`` (seconds,
     default 60); working directory: ``context["cwd"]`` or ``context["workspace"]``.
     """
     ctx = dict(context or {})
-    model = os.environ.get("FABTEST_AGENT_MODEL") or ctx.get("agent_model") or ctx.get("model") or DEFAULT_MODEL
+    model = agent_model(ctx)
     executable = os.environ.get("FABTEST_GEMINI_CLI") or ctx.get("executable") or DEFAULT_EXECUTABLE
     timeout = ctx.get("timeout_s", ctx.get("timeout", 60))
     cwd = ctx.get("cwd") or ctx.get("workspace")
