@@ -326,13 +326,7 @@ def parse_stream_json(stdout: str) -> AgentResponse:
                 by_id[str(tool_id)] = call
             calls.append(call)
         elif kind == "tool_result":
-            done = by_id.get(str(event.get("tool_id")))
-            if done is not None:
-                done.result = event.get("output")
-                if event.get("status"):
-                    done.metadata["status"] = event["status"]
-                if event.get("error"):
-                    done.metadata["error"] = event["error"]
+            _record_result(event, by_id.get(str(event.get("tool_id"))) or _first_open(calls))
         elif kind == "error":
             warnings.append(f"{event.get('severity', 'error')}: {event.get('message', '')}")
         elif kind == "result":
@@ -361,6 +355,27 @@ def parse_stream_json(stdout: str) -> AgentResponse:
     if not text.strip() and not calls:
         raise AgentError(f"CLI agent produced no reply text; stdout was: {_show(stdout)}")
     return AgentResponse(text=text, tool_calls=calls, metadata=metadata)
+
+
+def _record_result(event: Mapping[str, Any], call: ToolCall | None) -> None:
+    """Keep what a ``tool_result`` says: ``status`` always (the Gemini CLI sends it without ``output``
+    for ``write_file``), ``output`` as the result when given, else a failed tool's error message."""
+    if call is None:
+        return
+    status, output, error = event.get("status"), event.get("output"), event.get("error")
+    if isinstance(status, str) and status:
+        call.metadata["status"] = status
+    if error:
+        call.metadata["error"] = error
+    if output is not None:
+        call.result = output
+    elif call.result is None and status == "error" and isinstance(error, Mapping) and error.get("message"):
+        call.result = str(error["message"])
+
+
+def _first_open(calls: list[ToolCall]) -> ToolCall | None:
+    """The earliest call still waiting for its result (a ``tool_result`` without a known ``tool_id``)."""
+    return next((c for c in calls if "status" not in c.metadata and c.result is None), None)
 
 
 def _parse_text(stdout: str) -> AgentResponse:
