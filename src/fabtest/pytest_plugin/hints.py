@@ -33,6 +33,15 @@ _TAIL = ("List every step with `fabtest steps`, or define your own (pytest-bdd @
 def unmatched_step_message(request: pytest.FixtureRequest, where: str, step: Any) -> str:
     """``where: no step definition matches this step (KEYWORD text); <hint>. <how to list steps>``."""
     keyword = str(step.keyword).strip() or _KEYWORDS.get(step.type, "Step")
+    try:
+        hint = "; ".join(_hints(request, keyword, step))
+    except Exception:  # noqa: BLE001 - a user's step parser that raises must not hide the real error
+        hint = ""
+    return (f"{where}: no step definition matches this step ({keyword} {step.name})"
+            + (f"; {hint}" if hint else "") + f". {_TAIL}")
+
+
+def _hints(request: pytest.FixtureRequest, keyword: str, step: Any) -> list[str]:
     looked_up = _KEYWORDS.get(step.type, str(step.type).capitalize())
     steps = list(_visible_steps(request))
     hints: list[str] = []
@@ -54,9 +63,7 @@ def unmatched_step_message(request: pytest.FixtureRequest, where: str, step: Any
             near = closest(step.name, step.type, steps)
             if near:
                 hints.append(f"closest step: {near}")
-    hint = "; ".join(hints)
-    return (f"{where}: no step definition matches this step ({keyword} {step.name})"
-            + (f"; {hint}" if hint else "") + f". {_TAIL}")
+    return hints
 
 
 def closest(text: str, step_type: str, steps: list[Any]) -> str | None:
