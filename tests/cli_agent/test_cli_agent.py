@@ -199,8 +199,9 @@ def test_gemini_cli_factory_reads_env_and_context(monkeypatch):
     assert agent.model == "gemini-2.5-pro" and agent.timeout_s == 5
     monkeypatch.setenv("FABTEST_AGENT_MODEL", "m-env")
     monkeypatch.setenv("FABTEST_GEMINI_CLI", "/opt/gemini")
-    agent = gemini_cli({"agent_model": "ignored"})
+    agent = gemini_cli({})
     assert agent.model == "m-env" and agent.command[0] == "/opt/gemini" and agent.resume_command[0] == "/opt/gemini"
+    assert gemini_cli({"agent_model": "pinned"}).model == "pinned"  # a playbook's agent_model wins over the variable
 
 
 def test_factory_and_build_work_with_the_registry(tmp_path):

@@ -434,7 +434,9 @@ def gemini_acp(context: Mapping[str, Any] | None = None) -> AcpAgent:
     for each edit or command (answered by ``permission``); the default is ``yolo``.
     """
     ctx = dict(context or {})
-    model = os.environ.get("FABTEST_AGENT_MODEL") or ctx.get("agent_model") or ctx.get("model") or DEFAULT_MODEL
+    from fabtest.agents.cli import agent_model
+
+    model = agent_model(ctx)  # the playbook's agent_model wins over FABTEST_AGENT_MODEL (as for gemini_cli)
     executable = os.environ.get("FABTEST_GEMINI_CLI") or ctx.get("executable") or "gemini"
     command = [str(executable), "--acp", "--skip-trust", "-m", str(model),
                "--approval-mode", str(ctx.get("approval_mode") or "yolo")]

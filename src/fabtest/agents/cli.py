@@ -263,15 +263,23 @@ _BUILD_KEYS = ("command", "resume_command", "model", "timeout_s", "cwd", "env", 
                "kill_grace_s")
 
 
+def agent_model(context: Mapping[str, Any]) -> str:
+    """The Gemini CLI's model, most specific first: the playbook's ``agent_model`` (it names the model
+    it was written for), then ``FABTEST_AGENT_MODEL`` (the default for every run without one), then
+    the agent table's ``model``, then ``gemini-2.5-flash``. README "Playbooks" documents the order."""
+    return str(context.get("agent_model") or os.environ.get("FABTEST_AGENT_MODEL") or context.get("model")
+               or DEFAULT_MODEL)
+
+
 def gemini_cli(context: Mapping[str, Any] | None = None) -> CliAgent:
     """Registry factory for the real Gemini CLI.
 
-    Model: ``FABTEST_AGENT_MODEL``, else ``context["agent_model"]``, else ``gemini-2.5-flash``.
+    Model: see :func:`agent_model` (a playbook's ``agent_model``, else ``FABTEST_AGENT_MODEL``...).
     Executable: ``FABTEST_GEMINI_CLI``, else ``gemini``. Timeout: ``context["timeout"]`` (seconds,
     default 60); working directory: ``context["cwd"]`` or ``context["workspace"]``.
     """
     ctx = dict(context or {})
-    model = os.environ.get("FABTEST_AGENT_MODEL") or ctx.get("agent_model") or ctx.get("model") or DEFAULT_MODEL
+    model = agent_model(ctx)
     executable = os.environ.get("FABTEST_GEMINI_CLI") or ctx.get("executable") or DEFAULT_EXECUTABLE
     timeout = ctx.get("timeout_s", ctx.get("timeout", 60))
     cwd = ctx.get("cwd") or ctx.get("workspace")
@@ -318,13 +326,7 @@ def parse_stream_json(stdout: str) -> AgentResponse:
                 by_id[str(tool_id)] = call
             calls.append(call)
         elif kind == "tool_result":
-            done = by_id.get(str(event.get("tool_id")))
-            if done is not None:
-                done.result = event.get("output")
-                if event.get("status"):
-                    done.metadata["status"] = event["status"]
-                if event.get("error"):
-                    done.metadata["error"] = event["error"]
+            _record_result(event, by_id.get(str(event.get("tool_id"))) or _first_open(calls))
         elif kind == "error":
             warnings.append(f"{event.get('severity', 'error')}: {event.get('message', '')}")
         elif kind == "result":
@@ -364,6 +366,27 @@ def _model_usage(models: Any) -> dict[str, dict[str, Any]]:
         return {}
     return {str(name): {"input_tokens": entry.get("input_tokens", 0), "output_tokens": entry.get("output_tokens", 0)}
             for name, entry in models.items() if isinstance(entry, dict)}
+
+
+def _record_result(event: Mapping[str, Any], call: ToolCall | None) -> None:
+    """Keep what a ``tool_result`` says: ``status`` always (the Gemini CLI sends it without ``output``
+    for ``write_file``), ``output`` as the result when given, else a failed tool's error message."""
+    if call is None:
+        return
+    status, output, error = event.get("status"), event.get("output"), event.get("error")
+    if isinstance(status, str) and status:
+        call.metadata["status"] = status
+    if error:
+        call.metadata["error"] = error
+    if output is not None:
+        call.result = output
+    elif call.result is None and status == "error" and isinstance(error, Mapping) and error.get("message"):
+        call.result = str(error["message"])
+
+
+def _first_open(calls: list[ToolCall]) -> ToolCall | None:
+    """The earliest call still waiting for its result (a ``tool_result`` without a known ``tool_id``)."""
+    return next((c for c in calls if "status" not in c.metadata and c.result is None), None)
 
 
 def _parse_text(stdout: str) -> AgentResponse:

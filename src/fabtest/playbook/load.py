@@ -57,7 +57,7 @@ class Persona(_Model):
 
 class Playbook(_Model):
     name: str
-    agent_model: str | None = None
+    agent_model: str | None = None  # wins over FABTEST_AGENT_MODEL: agents/cli.py agent_model()
     evaluator_model: str | None = None
     tmpdir: Tmpdir | None = None
     timeout: int = 60

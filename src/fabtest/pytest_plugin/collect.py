@@ -7,6 +7,7 @@ works unchanged and users extend the vocabulary with ordinary pytest-bdd steps i
 
 from __future__ import annotations
 
+import difflib
 import functools
 import re
 import types
@@ -59,6 +60,9 @@ class FeatureModule(pytest.Module):
             if template.keyword.strip() in ("Scenario Outline", "Scenario Template") and not any(template.examples):
                 raise self.CollectError(f"{_relative_path(self, path)}:{template.line_number}: Scenario Outline "
                                         f'"{name}" has no Examples table, so its <placeholders> would stay literal')
+            unknown = _unknown_placeholder(template)
+            if unknown is not None:
+                raise self.CollectError(f"{_relative_path(self, path)}:{unknown}")
             if feature.scenarios.get(name) is template:
                 func = bdd_scenario(str(path), name, features_base_dir=str(path.parent))(_noop)
             else:  # the same name under another Rule: pytest-bdd keeps one scenario per name
@@ -113,6 +117,36 @@ def _all_templates(path: Path, feature: Feature) -> list[ScenarioTemplate]:
             templates.extend(_known(feature, parser.parse_scenario(c.scenario, feature, rule))
                              for c in rule_data.children if c.scenario)
     return templates
+
+
+_PLACEHOLDER = re.compile(r"<([A-Za-z_][\w .-]*)>")
+
+
+def _unknown_placeholder(template: ScenarioTemplate) -> str | None:
+    """``LINE: message`` for the first ``<name>`` of an outline that an Examples table has no column
+    for: pytest-bdd would leave it literal, and the step would run with the text ``<autor>``."""
+    own = [step for step in template.steps if step.background is None]
+    texts = [(template.line_number, template.name)]
+    for step in own:
+        texts.append((step.line_number, step.name))
+        if step.docstring:
+            texts.append((step.line_number, step.docstring))
+        if step.datatable is not None:
+            texts.extend((cell.location.line, cell.value) for row in step.datatable.rows for cell in row.cells)
+    for examples in template.examples:
+        if not examples:
+            continue
+        columns = list(examples.example_params)
+        for line, text in texts:
+            for name in _PLACEHOLDER.findall(text or ""):
+                if name in columns:
+                    continue
+                close = difflib.get_close_matches(name, columns, n=1, cutoff=0.6)
+                hint = f"; did you mean <{close[0]}>?" if close else "; add the column or fix the name"
+                table = f"the Examples table at line {examples.line_number}" if examples.line_number else "Examples"
+                return (f"{line}: the placeholder <{name}> has no column in {table} "
+                        f"(columns: {', '.join(columns)}){hint}")
+    return None
 
 
 def _keyword_without_colon(path: Path, feature: Feature, templates: list[ScenarioTemplate]) -> tuple[int, str] | None:

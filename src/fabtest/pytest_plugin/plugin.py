@@ -29,7 +29,7 @@ from fabtest.agents.base import AgentError, AgentTimeout
 from fabtest.agents.boundary import agent_traceback
 from fabtest.errors import ExpectationFailed, MaxTurnsReached, ScenarioTimeout, UsageError
 from fabtest.llm.base import LLMError
-from fabtest.pytest_plugin import steps
+from fabtest.pytest_plugin import hints, steps
 from fabtest.pytest_plugin.collect import FeatureModule, template_of
 from fabtest.pytest_plugin.results import build_result
 from fabtest.pytest_plugin.scenario import LLMRoles, ScenarioState
@@ -350,6 +350,13 @@ def pytest_bdd_before_step(request: pytest.FixtureRequest, feature: Any, scenari
         state.where = where
 
 
+def pytest_bdd_step_func_lookup_error(request: pytest.FixtureRequest, feature: Any, scenario: Any, step: Any,
+                                      exception: Exception) -> None:
+    if _active(request.config):  # the step as written, with what to write instead (pytest_plugin/hints.py)
+        where = f"{_relative(request.config, feature.filename)}:{step.line_number}"
+        request.node.stash[hints.UNMATCHED_KEY] = hints.unmatched_step_message(request, where, step)
+
+
 def _step_level(feature: Any, scenario: Any, step: Any) -> tuple[str, int]:
     """Which level a step is written at: a criterion may be defined once per level."""
     for kind, owner in (("Feature Background", feature), ("Rule Background", getattr(scenario, "rule", None))):
@@ -460,6 +467,8 @@ def _clip(text: str, limit: int = 2000) -> str:
 
 
 def _short_message(item: pytest.Item, exc: BaseException) -> str:
+    if isinstance(exc, StepDefinitionNotFoundError) and hints.UNMATCHED_KEY in item.stash:
+        return item.stash[hints.UNMATCHED_KEY]
     if isinstance(exc, StepDefinitionNotFoundError):
         where = item.stash.get(WHERE_KEY, "")
         step = item.stash.get(STEP_KEY, "")

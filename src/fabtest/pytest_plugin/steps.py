@@ -12,6 +12,7 @@ import pytest
 from pytest_bdd import given, parsers, then, when
 
 from fabtest import checks
+from fabtest.agents.base import AgentError, agent_metadata
 from fabtest.conversation import Mode
 from fabtest.criteria import Criterion, criterion_from_text, parse_examples_table, resolve
 from fabtest.errors import UsageError
@@ -37,6 +38,7 @@ def _table(datatable: list[list[str]] | None, state: ScenarioState, what: str) -
 LEVEL_KEY = pytest.StashKey[tuple[str, int]]()
 ROW_LINES_KEY = pytest.StashKey[list[int]]()
 _DEFINED_KEY = pytest.StashKey[dict[tuple[tuple[str, int], str], str]]()
+_STOP_TOOL_KEY = pytest.StashKey[tuple[str, str]]()  # (tool, where) of the stop condition in force
 
 
 def _define(request: pytest.FixtureRequest, state: ScenarioState, criterion: Criterion, where: str) -> None:
@@ -162,7 +164,8 @@ def _given_max_turns(fabtest_scenario: ScenarioState, n: str) -> None:
 
 
 @given(parsers.re(r'the simulation stops when the agent calls ' + _q("tool")))
-def _given_stop_tool(fabtest_scenario: ScenarioState, tool: str) -> None:
+def _given_stop_tool(request: pytest.FixtureRequest, fabtest_scenario: ScenarioState, tool: str) -> None:
+    request.node.stash[_STOP_TOOL_KEY] = (tool, fabtest_scenario.where)  # checked when the simulation starts
     fabtest_scenario.configure_simulator(stop_on_tool=tool)
 
 
@@ -188,7 +191,10 @@ def _when_says_doc(fabtest_scenario: ScenarioState, docstring: str = "") -> None
 
 
 @when("the simulated user talks to the agent")
-def _when_simulate(fabtest_scenario: ScenarioState) -> None:
+def _when_simulate(request: pytest.FixtureRequest, fabtest_scenario: ScenarioState) -> None:
+    stop = request.node.stash.get(_STOP_TOOL_KEY, None)
+    if stop is not None and fabtest_scenario.simulator_config.stop_on_tool == stop[0]:
+        _check_tool_name(fabtest_scenario, stop[0], where=stop[1])
     fabtest_scenario.simulate()
 
 
@@ -235,16 +241,42 @@ def _then_call_with(fabtest_scenario: ScenarioState, mode: str, neg: str | None,
 
 def _check_call(state: ScenarioState, mode: str, neg: str | None, tool: str, args: list[checks.ArgExpectation]) -> None:
     turn = state.last_turn
+    _check_tool_name(state, tool)
     passed, details = checks.check_called(turn.tool_calls, tool, args)
     kind = "not_call_tool" if neg else "call_tool"
     state.deterministic(kind, _mode(mode), f"{kind}:{tool}", (passed != bool(neg), details), turn=turn.number,
                         data={"tool": tool})
 
 
+def _check_tool_name(state: ScenarioState, tool: str, *, where: str | None = None) -> None:
+    """A tool the agent does not declare (``tools`` in its metadata) is a typo: ``must not call
+    "serch_books"`` would pass forever. Agents that declare no tools are not checked."""
+    declared = _declared_tools(state)
+    if not declared or tool in declared or any(c.name == tool for c in state.conversation.tool_calls):
+        return
+    close = difflib.get_close_matches(tool, declared, n=1, cutoff=0.6)
+    shown = ", ".join(f'"{name}"' for name in declared[:20]) + (", ..." if len(declared) > 20 else "")
+    hint = f'; did you mean "{close[0]}"?' if close else ""
+    raise UsageError(f'{where or state.where}: unknown tool "{tool}": the agent declares {shown}{hint}')
+
+
+def _declared_tools(state: ScenarioState) -> list[str]:
+    try:
+        meta = agent_metadata(state.agent)
+    except AgentError:  # the agent's own failure is reported where it happens, not as a typo
+        return []
+    tools = meta.get("tools")
+    if not isinstance(tools, list):
+        return []
+    names = [t if isinstance(t, str) else t.get("name") if isinstance(t, dict) else None for t in tools]
+    return [n for n in names if isinstance(n, str) and n]
+
+
 @then(parsers.re(r'the conversation ' + MODE + r' (?P<neg>not )?include a call to ' + _q("tool")))
 def _then_include(fabtest_scenario: ScenarioState, mode: str, neg: str | None, tool: str) -> None:
     state = fabtest_scenario
     state._last_turn_required()
+    _check_tool_name(state, tool)
     passed, details = checks.check_called(state.conversation.tool_calls, tool)
     kind = "not_include_call" if neg else "include_call"
     state.deterministic(kind, _mode(mode), f"{kind}:{tool}", (passed != bool(neg), details), turn=None,

@@ -1,0 +1,135 @@
+"""What to write instead when a step matches no step definition.
+
+pytest-bdd only says "Step definition is not found" and names the step by the *type* it looked up,
+which for ``And``/``But`` is the keyword above it (``When "the response must ..."``). A user needs
+the step as written, on its own line, and the likely fix: the same text under another keyword,
+the quotes fabtest expects (double quotes, not 'single' or “smart” ones, and not none), or the
+closest step of the vocabulary (built-in and the project's own steps, whatever pytest-bdd sees).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+__all__ = ["UNMATCHED_KEY", "closest", "unmatched_step_message"]
+
+#: The one-line message for the step that matched nothing, set when pytest-bdd reports it.
+UNMATCHED_KEY = pytest.StashKey[str]()
+
+_KEYWORDS = {"given": "Given", "when": "When", "then": "Then"}
+_CONTINUATIONS = ("And", "But", "*")
+_SMART = re.compile(r"[“”„‟«»]([^“”„‟«»\"]*)[“”„‟«»]|[‘‚]([^‘’‚]*)[’‘]")
+_SINGLE = re.compile(r"(?<!\w)'([^']*)'(?!\w)")
+_QUOTED = re.compile(r'"[^"]*"')
+_TAIL = ("List every step with `fabtest steps`, or define your own (pytest-bdd @given/@when/@then) "
+         "in a conftest.py")
+
+
+def unmatched_step_message(request: pytest.FixtureRequest, where: str, step: Any) -> str:
+    """``where: no step definition matches this step (KEYWORD text); <hint>. <how to list steps>``."""
+    keyword = str(step.keyword).strip() or _KEYWORDS.get(step.type, "Step")
+    try:
+        hint = "; ".join(_hints(request, keyword, step))
+    except Exception:  # noqa: BLE001 - a user's step parser that raises must not hide the real error
+        hint = ""
+    return (f"{where}: no step definition matches this step ({keyword} {step.name})"
+            + (f"; {hint}" if hint else "") + f". {_TAIL}")
+
+
+def _hints(request: pytest.FixtureRequest, keyword: str, step: Any) -> list[str]:
+    looked_up = _KEYWORDS.get(step.type, str(step.type).capitalize())
+    steps = list(_visible_steps(request))
+    hints: list[str] = []
+    other = next((ctx for ctx in steps if ctx.type not in (None, step.type) and ctx.parser.is_matching(step.name)), None)
+    if other is not None:
+        kind = _KEYWORDS.get(other.type, str(other.type))
+        if keyword in _CONTINUATIONS:
+            hints.append(f'"{keyword}" continues the {looked_up} step above, but this is a {kind} step: '
+                         f"write {kind} {step.name}")
+        else:
+            hints.append(f"this is a {kind} step, not a {looked_up} step: write {kind} {step.name}")
+    else:
+        fixed = _requoted(step.name, step.type, steps)
+        if fixed is not None:
+            hints.append(f"did you mean: {looked_up} {fixed}? (quoted values use double quotes \"...\")")
+        else:
+            if _SMART.search(step.name) or _SINGLE.search(step.name):
+                hints.append("quoted values use double quotes (\"...\"), not 'single' or “smart” quotes")
+            near = closest(step.name, step.type, steps)
+            if near:
+                hints.append(f"closest step: {near}")
+    return hints
+
+
+def closest(text: str, step_type: str, steps: list[Any]) -> str | None:
+    """The example line of the step most like ``text`` (quoted values aside), or None if none is close."""
+    wanted = _shape(_normalised(text))
+    best: tuple[float, str] | None = None
+    for ctx in steps:
+        if ctx.type not in (None, step_type):
+            continue
+        for example in _examples(ctx):
+            body = example.split(" ", 1)[1] if example.split(" ", 1)[0] in _KEYWORDS.values() else example
+            score = difflib.SequenceMatcher(None, wanted, _shape(body)).ratio()
+            if best is None or score > best[0]:
+                best = (score, example if example != body else f"{_KEYWORDS.get(step_type, '')} {body}".strip())
+    return best[1] if best is not None and best[0] >= 0.6 else None
+
+
+def _requoted(text: str, step_type: str, steps: list[Any]) -> str | None:
+    """``text`` with its quotes fixed so that a step matches it, if one simple fix does."""
+    candidates = [_normalised(text)] if _normalised(text) != text else []
+    if '"' not in text:
+        words = text.split(" ")
+        for i in range(1, len(words)):  # quote the rest of the line, then one word
+            candidates.append(" ".join(words[:i]) + ' "' + " ".join(words[i:]) + '"')
+        for i in range(1, len(words)):
+            candidates.append(" ".join([*words[:i], f'"{words[i]}"', *words[i + 1:]]))
+    for candidate in candidates:
+        if any(ctx.type in (None, step_type) and ctx.parser.is_matching(candidate) for ctx in steps):
+            return candidate
+    return None
+
+
+def _normalised(text: str) -> str:
+    """Smart and single quotes around a value become double quotes."""
+    text = _SMART.sub(lambda m: '"' + (m.group(1) if m.group(1) is not None else m.group(2)) + '"', text)
+    return _SINGLE.sub(lambda m: '"' + m.group(1) + '"', text)
+
+
+def _shape(text: str) -> str:
+    return _QUOTED.sub('""', text).lower()
+
+
+def _examples(ctx: Any) -> list[str]:
+    from fabtest.pytest_plugin.vocabulary import BUILTIN_EXAMPLES
+
+    func = ctx.step_func
+    if getattr(func, "__module__", "") == "fabtest.pytest_plugin.steps":
+        example = BUILTIN_EXAMPLES.get(getattr(func, "__name__", ""))
+        return [example] if example else []
+    pattern = getattr(ctx.parser, "name", None)
+    return [str(pattern)] if pattern else []
+
+
+def _visible_steps(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """The step definitions pytest-bdd could use for this item (fabtest's, conftests', modules')."""
+    from pytest_bdd.compat import get_fixture_names, getfixturedefs
+    from pytest_bdd.steps import StepNamePrefix, step_function_context_registry
+
+    manager = request._fixturemanager  # noqa: SLF001 - pytest-bdd looks its steps up the same way
+    seen: set[int] = set()
+    for name in get_fixture_names(manager):
+        if not name.startswith(StepNamePrefix.step_def.value):
+            continue
+        for fixturedef in getfixturedefs(manager, name, request.node) or ():
+            ctx = step_function_context_registry.get(fixturedef.func)
+            if ctx is None or id(ctx) in seen or getattr(ctx.step_func, "__module__", "").startswith("pytest_bdd"):
+                continue
+            seen.add(id(ctx))
+            yield ctx

@@ -1,0 +1,60 @@
+"""Outline placeholders with no Examples column are collection errors: one line naming file:line,
+the placeholder, the columns and the closest one (the cases are inline; see test_bad_inputs_features.py)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from tests.bad_inputs.test_bad_inputs import BASE_ARGS, GOOD_AGENT, GOOD_FEATURE, GOOD_PYPROJECT
+
+OUTLINE = ("Feature: F\n  Scenario Outline: S\n    When the user says \"{step}\"\n"
+           "    Then the response must match \"hello\"\n{extra}"
+           "    Examples:\n      | author | title |\n      | Le Guin | Lathe |\n")
+
+# case -> (feature text, texts the one error line must hold). The file is written as "bad.feature".
+CASES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "placeholder_typo": (OUTLINE.format(step="books by <autor>", extra=""),
+                         ("bad.feature:3", "<autor>", "columns: author, title", "did you mean <author>?")),
+    "placeholder_unknown": (OUTLINE.format(step="books from <year>", extra=""),
+                            ("bad.feature:3", "<year>", "Examples table at line 5", "columns: author, title")),
+    "placeholder_in_table": (OUTLINE.format(step="hi", extra="    And the agent must call \"search\" with:\n"
+                                            "      | argument | value    |\n      | title    | <titel>  |\n"),
+                             ("bad.feature:7", "<titel>", "did you mean <title>?")),
+    "placeholder_in_name": ("Feature: F\n  Scenario Outline: S <autor>\n    When the user says \"<author>\"\n"
+                            "    Examples:\n      | author |\n      | x |\n",
+                            ("bad.feature:2", "<autor>", "did you mean <author>?")),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_bad_outline_gives_one_line_naming_file_and_line(case: str, pytester: pytest.Pytester,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "PYTEST_ADDOPTS"):
+        monkeypatch.delenv(var, raising=False)
+    text, expected = CASES[case]
+    root = pytester.path
+    (root / "goodbot.py").write_text(textwrap.dedent(GOOD_AGENT), encoding="utf-8")
+    (root / "pyproject.toml").write_text(textwrap.dedent(GOOD_PYPROJECT), encoding="utf-8")
+    (root / "fine.feature").write_text(textwrap.dedent(GOOD_FEATURE).lstrip("\n"), encoding="utf-8")
+    (root / "bad.feature").write_text(text, encoding="utf-8")
+    result = pytester.runpytest(*BASE_ARGS, "-q", str(root))
+    output = result.stdout.str() + "\n" + result.stderr.str()
+    assert result.ret != 0, output
+    assert "Traceback" not in output, output
+    lines = [line for line in output.splitlines() if all(piece in line for piece in expected)]
+    assert lines, f"no single line holds all of {expected}:\n{output}"
+
+
+def test_outline_with_every_placeholder_known_still_runs(pytester: pytest.Pytester,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Known placeholders still collect (the check only refuses names no column has)."""
+    monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
+    root = pytester.path
+    (root / "goodbot.py").write_text(textwrap.dedent(GOOD_AGENT), encoding="utf-8")
+    (root / "pyproject.toml").write_text(textwrap.dedent(GOOD_PYPROJECT), encoding="utf-8")
+    (root / "ok.feature").write_text(OUTLINE.format(step="books by <author> called <title>", extra=""),
+                                     encoding="utf-8")
+    result = pytester.runpytest(*BASE_ARGS, "-q", "--collect-only", str(root))
+    assert result.ret == 0, result.stdout.str()
