@@ -12,12 +12,9 @@ from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 from pydantic import BaseModel
 
 from fabtest.conversation import TokenUsage
+from fabtest.errors import LLMError, LLMNotConfigured  # defined with the whole tree; importable from here too
 
 T = TypeVar("T", bound=BaseModel)
-
-
-class LLMError(Exception):
-    """An LLM call failed for good (after retries). Maps to failure type ``error``."""
 
 
 class LLMTimeout(LLMError):
@@ -26,10 +23,6 @@ class LLMTimeout(LLMError):
 
 class LLMBadOutput(LLMError):
     """The LLM answered, but never with something usable (invalid JSON, empty, off-schema)."""
-
-
-class LLMNotConfigured(LLMError):
-    """No credentials for the provider: callers skip with this message as the reason."""
 
 
 @dataclass

@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from fabtest.errors import FabtestError
+
 RESULT_KEY = pytest.StashKey[dict[str, Any]]()
 DEFAULT_PATTERN = "scenarios/playbooks/*.playbook.{json,yaml,yml}"
 _REPORTER_NAME = "fabtest-playbooks"
@@ -115,14 +117,6 @@ class PlaybookFile(pytest.File):
         return super().repr_failure(excinfo)
 
 
-class PlaybookFailed(Exception):
-    """A playbook run failed; the message is what the user sees (redacted)."""
-
-    def __init__(self, message: str, failure_type: str) -> None:
-        super().__init__(message)
-        self.failure_type = failure_type
-
-
 class PlaybookItem(pytest.Item):
     def __init__(self, *, playbook_name: str, iteration: int = 1, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -152,7 +146,7 @@ class PlaybookItem(pytest.Item):
             )
         except PlaybookError as exc:
             self.stash[RESULT_KEY] = _error_result(self, str(exc))
-            raise PlaybookFailed(str(exc), "error") from None
+            raise
         assert outcome.result is not None
         self.stash[RESULT_KEY] = outcome.result.model_dump(mode="json")
         if outcome.skipped:
@@ -162,10 +156,11 @@ class PlaybookItem(pytest.Item):
             raise pytest.skip.Exception((outcome.skip_reason or "an LLM is missing")
                                         + (f" ({'; '.join(reasons)})" if reasons else ""), _use_item_location=True)
         if not outcome.passed:
-            raise PlaybookFailed(outcome.failure_message or "the playbook failed", outcome.failure_type or "error")
+            # the class of what ended the run says its failure type; the message is the redacted one
+            raise type(outcome.error or FabtestError())(outcome.failure_message or "the playbook failed") from None
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
-        if isinstance(excinfo.value, PlaybookFailed):
+        if isinstance(excinfo.value, FabtestError):
             return f"{self.path.name}: playbook {self.playbook_name!r} failed [{excinfo.value.failure_type}]: {excinfo.value}"
         return super().repr_failure(excinfo)
 

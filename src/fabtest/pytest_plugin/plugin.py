@@ -25,10 +25,8 @@ import pytest
 from pydantic import ValidationError
 from pytest_bdd.exceptions import StepDefinitionNotFoundError
 
-from fabtest.agents.base import AgentError, AgentTimeout
 from fabtest.agents.boundary import agent_traceback
-from fabtest.errors import ExpectationFailed, MaxTurnsReached, ScenarioTimeout, UsageError
-from fabtest.llm.base import LLMError
+from fabtest.errors import AgentError, ExpectationFailed, FabtestError, FailureType, LLMError, UsageError, failure_type_of
 from fabtest.pytest_plugin import steps
 from fabtest.pytest_plugin.collect import FeatureModule, template_of
 from fabtest.pytest_plugin.results import build_result
@@ -40,6 +38,7 @@ SESSION_KEY = pytest.StashKey[FabtestSession]()
 STATE_KEY = pytest.StashKey[ScenarioState]()
 WHERE_KEY = pytest.StashKey[str]()
 STEP_KEY = pytest.StashKey[str]()
+UNMATCHED_KEY = pytest.StashKey[tuple[str, str]]()  # (file:line, step) of a step no definition matches
 RESULT_PROPERTY = "fabtest_result"
 PENDING_PROPERTY = "fabtest_pending"
 
@@ -350,6 +349,14 @@ def pytest_bdd_before_step(request: pytest.FixtureRequest, feature: Any, scenari
         state.where = where
 
 
+def pytest_bdd_step_func_lookup_error(request: pytest.FixtureRequest, feature: Any, scenario: Any, step: Any,
+                                      exception: Exception) -> None:
+    """Keep where the unmatched step is, so its message names it without parsing pytest-bdd's text."""
+    if _active(request.config):
+        where = f"{_relative(request.config, feature.filename)}:{step.line_number}"
+        request.node.stash[UNMATCHED_KEY] = (where, str(step))
+
+
 def _step_level(feature: Any, scenario: Any, step: Any) -> tuple[str, int]:
     """Which level a step is written at: a criterion may be defined once per level."""
     for kind, owner in (("Feature Background", feature), ("Rule Background", getattr(scenario, "rule", None))):
@@ -367,25 +374,12 @@ def _relative(config: pytest.Config, filename: str) -> str:
 
 
 # -- outcomes ---------------------------------------------------------------------------------------
-_FAILURE_TYPES: tuple[tuple[type[BaseException], str], ...] = (
-    (ExpectationFailed, "assertion"),
-    (MaxTurnsReached, "max_turns"),
-    (AgentTimeout, "timeout"),
-    (ScenarioTimeout, "timeout"),
-    (AgentError, "error"),
-    (LLMError, "error"),
-    (UsageError, "error"),
-    (AssertionError, "assertion"),
-)
-_SHORT = (ExpectationFailed, MaxTurnsReached, AgentError, LLMError, UsageError, StepDefinitionNotFoundError,
-          ScenarioTimeout)
+_SHORT = (FabtestError, StepDefinitionNotFoundError)
 
 
-def failure_type(exc: BaseException) -> str:
-    for cls, kind in _FAILURE_TYPES:
-        if isinstance(exc, cls):
-            return kind
-    return "error"
+def failure_type(exc: BaseException) -> FailureType:
+    """The failure type of DESIGN section 3: it lives on the exception class (:mod:`fabtest.errors`)."""
+    return failure_type_of(exc)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -421,7 +415,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
                 if exc is None:
                     exc = late
                     report.outcome = "failed"
-    if exc is not None and isinstance(exc, _SHORT) and report.outcome == "failed":
+    # a scenario or test function; other items (playbooks) word their own failure in repr_failure
+    if exc is not None and isinstance(exc, _SHORT) and report.outcome == "failed" and isinstance(item, pytest.Function):
         report.longrepr = _short_message(item, exc)
         if isinstance(exc, AgentError) and item.config.option.tbstyle == "long" and (frames := agent_traceback(exc)):
             report.sections.append(("fabtest agent traceback", frames))  # --tb=long: the failing line in the agent
@@ -461,13 +456,9 @@ def _clip(text: str, limit: int = 2000) -> str:
 
 def _short_message(item: pytest.Item, exc: BaseException) -> str:
     if isinstance(exc, StepDefinitionNotFoundError):
-        where = item.stash.get(WHERE_KEY, "")
-        step = item.stash.get(STEP_KEY, "")
-        location = _step_location(str(exc))
-        if location:
-            location = _relative(item.config, location)
-        return (f"{location or where}: no step definition matches this step"
-                f" ({_unmatched(str(exc)) or step}). Expected one of the fabtest steps listed in the README,"
+        location, unmatched = item.stash.get(UNMATCHED_KEY, (item.stash.get(WHERE_KEY, ""), item.stash.get(STEP_KEY, "")))
+        return (f"{location}: no step definition matches this step"
+                f" ({unmatched}). Expected one of the fabtest steps listed in the README,"
                 " or a step of your own (pytest-bdd @given/@when/@then) in a conftest.py")
     text = str(exc)
     if isinstance(exc, UsageError):
@@ -475,16 +466,6 @@ def _short_message(item: pytest.Item, exc: BaseException) -> str:
     where = item.stash.get(WHERE_KEY, "")
     step = item.stash.get(STEP_KEY, "")
     return f"{where}: {step}\n{type(exc).__name__}: {text}" if where else text
-
-
-def _step_location(message: str) -> str:
-    m = re.search(r'Line (\d+) in scenario ".*" in the feature "(.*)"', message)
-    return f"{m.group(2)}:{m.group(1)}" if m else ""
-
-
-def _unmatched(message: str) -> str:
-    m = re.search(r"Step definition is not found: (.*?)\. Line", message)
-    return m.group(1) if m else ""
 
 
 def _skip_reason(report: pytest.TestReport) -> str:
