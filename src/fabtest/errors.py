@@ -19,8 +19,9 @@ without a traceback: a user needs the step and what happened, not our stack. ::
     │   └── agents.boundary.AgentDataError          "error"
     └── LLMError                                    "error"   the judge / simulator LLM failed
         ├── llm.base.LLMTimeout, LLMBadOutput, llm.budget.RetryBudgetSpent
-        └── LLMNotConfigured                        "error", ``skips = True``: a front end that
-                                                    needed the LLM reports a skip, not a failure
+        └── LLMNotConfigured                        "error"   no credentials for a provider
+            └── NeedsLLM                            ``skips = True``: the scenario needed that LLM,
+                                                    so a front end reports a skip, not a failure
 
 Any other ``AssertionError`` (a plain ``assert`` in a user's own step) is an ``assertion``;
 anything else is an ``error`` (:func:`failure_type_of`).
@@ -31,7 +32,7 @@ from __future__ import annotations
 from typing import ClassVar, Literal
 
 __all__ = ["AgentError", "AgentTimeout", "ExpectationFailed", "FabtestError", "FailureType", "LLMError",
-           "LLMNotConfigured", "MaxTurnsReached", "ScenarioTimeout", "UsageError", "failure_type_of"]
+           "LLMNotConfigured", "MaxTurnsReached", "NeedsLLM", "ScenarioTimeout", "UsageError", "failure_type_of"]
 
 FailureType = Literal["assertion", "max_turns", "timeout", "error"]
 
@@ -86,7 +87,11 @@ class LLMError(FabtestError):
 
 
 class LLMNotConfigured(LLMError):
-    """No credentials for the provider: callers skip with this message as the reason."""
+    """No credentials for the provider: callers that need the LLM raise :class:`NeedsLLM`."""
+
+
+class NeedsLLM(LLMNotConfigured):
+    """The scenario cannot run without an LLM that is not configured: front ends report a skip."""
 
     skips = True
 

@@ -30,7 +30,7 @@ from fabtest.errors import AgentError, ExpectationFailed, FabtestError, FailureT
 from fabtest.pytest_plugin import steps
 from fabtest.pytest_plugin.collect import FeatureModule, template_of
 from fabtest.pytest_plugin.results import build_result
-from fabtest.pytest_plugin.scenario import LLMRoles, ScenarioState
+from fabtest.engine.scenario import LLMRoles, ScenarioState
 from fabtest.pytest_plugin.session import FabtestSession
 from fabtest.settings import Settings
 
@@ -380,6 +380,18 @@ _SHORT = (FabtestError, StepDefinitionNotFoundError)
 def failure_type(exc: BaseException) -> FailureType:
     """The failure type of DESIGN section 3: it lives on the exception class (:mod:`fabtest.errors`)."""
     return failure_type_of(exc)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    """The engine says a scenario needs an LLM that is not configured (NeedsLLM); pytest calls it a skip."""
+    try:
+        return (yield)
+    except FabtestError as exc:
+        if not exc.skips or not _active(item.config):
+            raise
+        # reported at the scenario (file:line), not at this line of the plugin
+        raise pytest.skip.Exception(str(exc), _use_item_location=True) from None
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -16,7 +16,7 @@ from fabtest.experiment.model import (
 )
 from fabtest.experiment.stable_id import stable_id
 from fabtest.pytest_plugin.collect import template_of
-from fabtest.pytest_plugin.scenario import ScenarioState
+from fabtest.engine.scenario import ScenarioState
 
 
 def build_result(item: pytest.Item, state: ScenarioState | None, *, passed: bool, skipped: bool, skip_reason: str | None,

@@ -17,7 +17,7 @@ from fabtest.criteria import Criterion
 from fabtest.errors import UsageError
 from fabtest.experiment.model import ScenarioResult
 from fabtest.llm.base import LLMNotConfigured
-from fabtest.pytest_plugin.scenario import LLMRoles
+from fabtest.engine.scenario import LLMRoles
 from fabtest.settings import Settings
 from fabtest.topics import TopicGraph, TopicGraphError
 
