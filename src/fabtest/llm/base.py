@@ -12,7 +12,8 @@ from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 from pydantic import BaseModel
 
 from fabtest.conversation import TokenUsage
-from fabtest.errors import LLMError, LLMNotConfigured  # defined with the whole tree; importable from here too
+from fabtest.errors import LLMError as LLMError  # defined with the whole tree; importable from here too
+from fabtest.errors import LLMNotConfigured as LLMNotConfigured
 
 T = TypeVar("T", bound=BaseModel)
 

@@ -58,6 +58,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fabtest import redaction
 from fabtest._files import atomic_writer
 from fabtest.agents.base import AgentError, AgentTimeout, agent_metadata
 from fabtest.agents.boundary import guarded
@@ -74,7 +75,6 @@ from fabtest.experiment.stable_id import stable_id
 from fabtest.judge import Judge, format_exchange
 from fabtest.llm.base import LLM, LLMError
 from fabtest.playbook.load import Playbook, SuccessCriteria, load_playbook
-from fabtest import redaction
 from fabtest.playbook.secrets import Redactor, interpolate
 from fabtest.playbook.workspace import Workspace, workspace_file
 from fabtest.runner import ConversationRunner
@@ -180,9 +180,11 @@ def _with_model(llm: LLM | None, model: str | None, built: list[Any]) -> LLM | N
             return llm
         return CachedLLM(inner, cache_dir=llm.cache_dir, mode=llm.mode, salt=llm.salt)  # type: ignore[arg-type]
     settings = getattr(llm, "settings", None)
-    if settings is None or not dataclasses.is_dataclass(settings):
-        return llm  # a custom LLM object: it knows its own model
+    from fabtest.llm.base import LLMSettings
     from fabtest.llm.factory import build_llm
+
+    if not isinstance(settings, LLMSettings):
+        return llm  # a custom LLM object: it knows its own model
 
     options: dict[str, Any] = {}
     policy = getattr(llm, "_policy", None)
@@ -318,7 +320,7 @@ def run_playbook(
     is in the returned outcome."""
     started = time.perf_counter()
     environ = os.environ if environ is None else environ
-    original = playbook_path if isinstance(playbook_path, Playbook) else load_playbook(playbook_path)
+    original = playbook_path if isinstance(playbook_path, Playbook) else load_playbook(Path(playbook_path))
     playbook, secrets = interpolate(original, environ)
     redactor = Redactor([*secrets, *redaction.secrets()])  # agent-table tokens too
     source = playbook.source or str(playbook_path)

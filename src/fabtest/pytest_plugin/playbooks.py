@@ -150,9 +150,9 @@ class PlaybookItem(pytest.Item):
         assert outcome.result is not None
         self.stash[RESULT_KEY] = outcome.result.model_dump(mode="json")
         if outcome.skipped:
+            why = {"judge": roles.judge_reason, "simulator": roles.simulator_reason}
             reasons = list(dict.fromkeys(  # the judge and the simulator often miss the same key
-                getattr(roles, f"{role}_reason", "") for role in ("judge", "simulator")
-                if role in (outcome.skip_reason or "") and getattr(roles, f"{role}_reason", "")))
+                why[role] for role in why if role in (outcome.skip_reason or "") and why[role]))
             raise pytest.skip.Exception((outcome.skip_reason or "an LLM is missing")
                                         + (f" ({'; '.join(reasons)})" if reasons else ""), _use_item_location=True)
         if not outcome.passed:
@@ -169,9 +169,8 @@ class PlaybookItem(pytest.Item):
 
 
 def _fabtest_session(config: pytest.Config) -> Any:
-    from fabtest.pytest_plugin.plugin import SESSION_KEY
-
-    return config.stash.get(SESSION_KEY, None)
+    # by its plugin name, not the plugin's stash key: importing the plugin module here would be a cycle
+    return config.pluginmanager.get_plugin("fabtest-session")
 
 
 def _experiment_id(session: Any) -> str | None:
@@ -212,7 +211,7 @@ class _Reporter:
         result = item.stash.get(RESULT_KEY, None)
         if result is None:
             return
-        from fabtest.pytest_plugin.plugin import RESULT_PROPERTY
+        from fabtest.pytest_plugin.results import RESULT_PROPERTY
 
         if report.outcome == "skipped" and not result.get("skipped"):
             result = {**result, "skipped": True, "passed": False}

@@ -26,11 +26,19 @@ from pydantic import ValidationError
 from pytest_bdd.exceptions import StepDefinitionNotFoundError
 
 from fabtest.agents.boundary import agent_traceback
-from fabtest.errors import AgentError, ExpectationFailed, FabtestError, FailureType, LLMError, UsageError, failure_type_of
+from fabtest.engine.scenario import LLMRoles, ScenarioState
+from fabtest.errors import (
+    AgentError,
+    ExpectationFailed,
+    FabtestError,
+    FailureType,
+    LLMError,
+    UsageError,
+    failure_type_of,
+)
 from fabtest.pytest_plugin import steps
 from fabtest.pytest_plugin.collect import FeatureModule, template_of
-from fabtest.pytest_plugin.results import build_result
-from fabtest.engine.scenario import LLMRoles, ScenarioState
+from fabtest.pytest_plugin.results import PENDING_PROPERTY, RESULT_PROPERTY, build_result
 from fabtest.pytest_plugin.session import FabtestSession
 from fabtest.settings import Settings
 
@@ -39,8 +47,6 @@ STATE_KEY = pytest.StashKey[ScenarioState]()
 WHERE_KEY = pytest.StashKey[str]()
 STEP_KEY = pytest.StashKey[str]()
 UNMATCHED_KEY = pytest.StashKey[tuple[str, str]]()  # (file:line, step) of a step no definition matches
-RESULT_PROPERTY = "fabtest_result"
-PENDING_PROPERTY = "fabtest_pending"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -420,7 +426,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     state = item.stash.get(STATE_KEY, None)
     exc = call.excinfo.value if call.excinfo is not None else None
     if state is not None and not isinstance(exc, (pytest.skip.Exception, KeyboardInterrupt)):
-        for late_step in (lambda: state.finish(verify=exc is None), state.close):
+        verify = exc is None  # the record's verification runs only when every step passed
+        for late_step in (lambda: state.finish(verify=verify), state.close):
             try:
                 late_step()
             except (LLMError, ExpectationFailed, AgentError) as late:

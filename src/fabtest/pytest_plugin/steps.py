@@ -14,8 +14,8 @@ from pytest_bdd import given, parsers, then, when
 from fabtest import checks
 from fabtest.conversation import Mode
 from fabtest.criteria import Criterion, criterion_from_text, parse_examples_table, resolve
-from fabtest.errors import UsageError
 from fabtest.engine.scenario import ScenarioState
+from fabtest.errors import UsageError
 from fabtest.topics import table_rows
 
 MODE = r"(?P<mode>should|must)"
