@@ -62,6 +62,7 @@ from fabtest import redaction
 from fabtest._files import atomic_writer
 from fabtest.agents.base import AgentError, AgentTimeout, agent_metadata
 from fabtest.agents.boundary import guarded
+from fabtest.agents.registry import make_agent
 from fabtest.conversation import Check, Conversation, Turn, jsonable
 from fabtest.criteria import Criterion
 from fabtest.errors import ExpectationFailed, FabtestError, FailureType, MaxTurnsReached, UsageError
@@ -140,19 +141,8 @@ def resolve_agent_target(agent_factory: Any = None, *, settings: Any = None,
 
 
 def build_playbook_agent(target: Any, context: Mapping[str, Any], *, where: str) -> Any:
-    """A fresh agent from a ``module:attr`` string, a factory ``f(context)``, a class or an agent."""
-    if isinstance(target, str):
-        from fabtest.agents.registry import make_agent
-
-        return make_agent(target, dict(context), where=where)
-    if hasattr(target, "chat") and not isinstance(target, type):
-        return target
-    if callable(target):
-        agent = guarded("the agent factory raised", target, dict(context))
-        if not hasattr(agent, "chat"):
-            raise UsageError(f"{where}: the agent factory returned {type(agent).__name__}, which has no chat() method")
-        return agent
-    raise UsageError(f"{where}: {target!r} is not an agent factory")
+    """A fresh agent, built like a feature's (``agents.registry.make_agent``) behind the one guard."""
+    return guarded("the agent factory raised", make_agent, target, dict(context), where=where)
 
 
 # -- LLMs -----------------------------------------------------------------------------------------
