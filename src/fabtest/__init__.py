@@ -1,12 +1,14 @@
 """fabtest: behaviour-testing for conversational agents.
 
 Write Gherkin features, run ``pytest features/``, compare experiments with ``fabtest-compare``.
-The public API is small: the conversation data model, the agent protocol and its errors.
+The public API is small: the conversation data model, the agent protocol and fabtest's
+errors (:mod:`fabtest.errors`, for custom steps).
 """
 
 from fabtest.agents.base import Agent, AgentError, AgentTimeout
 from fabtest.agents.registry import with_context
 from fabtest.conversation import AgentResponse, Check, Conversation, Message, ToolCall, Turn
+from fabtest.errors import ExpectationFailed, FabtestError, UsageError
 
 __version__ = "0.1.0"
 
@@ -17,8 +19,11 @@ __all__ = [
     "AgentTimeout",
     "Check",
     "Conversation",
+    "ExpectationFailed",
+    "FabtestError",
     "Message",
     "ToolCall",
     "Turn",
+    "UsageError",
     "with_context",
 ]

@@ -172,7 +172,7 @@ class Conversation:
         """True when the conversation returned to a topic it had left."""
         path = self.topic_path
         left: set[str] = set()
-        for prev, cur in zip(path, path[1:]):
+        for prev, cur in zip(path, path[1:], strict=False):
             if cur != prev:
                 left.add(prev)
                 if cur in left:

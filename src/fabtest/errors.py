@@ -1,23 +1,103 @@
-"""Exceptions that end a scenario with an explicit failure type, and the usage error.
+"""fabtest's one exception tree: each class knows how the scenario it ends is reported.
 
-The pytest plugin maps these to the failure types of DESIGN section 3 and prints their message
-without a traceback: a user needs the step and what happened, not our stack.
+The outcome lives on the class (``failure_type``, DESIGN section 3), so no caller keeps an
+order-sensitive ``isinstance`` table or a private channel such as ``_Stop("error", ...)``:
+raise the class that says what happened and let the front end read ``exc.failure_type``.
+Context a front end shows (``where``: ``file:line`` or a playbook step; ``line``) is stored as
+attributes, so nobody has to parse a message with a regex. The front ends print these messages
+without a traceback: a user needs the step and what happened, not our stack. ::
+
+    FabtestError                      failure_type  "error"
+    ├── UsageError                                  "error"   bad input: one line naming file and place
+    │   ├── patterns.RegexTimeout                   "error"
+    │   ├── preflight.PreflightFailed, playbook.load.PlaybookError, ...
+    ├── ExpectationFailed (also AssertionError)     "assertion"
+    ├── MaxTurnsReached                             "max_turns"
+    ├── ScenarioTimeout                             "timeout"
+    ├── AgentError                                  "error"   the agent under test failed
+    │   ├── AgentTimeout                            "timeout"
+    │   └── agents.boundary.AgentDataError          "error"
+    └── LLMError                                    "error"   the judge / simulator LLM failed
+        ├── llm.base.LLMTimeout, LLMBadOutput, llm.budget.RetryBudgetSpent
+        └── LLMNotConfigured                        "error"   no credentials for a provider
+            └── NeedsLLM                            ``skips = True``: the scenario needed that LLM,
+                                                    so a front end reports a skip, not a failure
+
+Any other ``AssertionError`` (a plain ``assert`` in a user's own step) is an ``assertion``;
+anything else is an ``error`` (:func:`failure_type_of`).
 """
 
 from __future__ import annotations
 
+from typing import ClassVar, Literal
 
-class UsageError(Exception):
+__all__ = ["AgentError", "AgentTimeout", "ExpectationFailed", "FabtestError", "FailureType", "LLMError",
+           "LLMNotConfigured", "MaxTurnsReached", "NeedsLLM", "ScenarioTimeout", "UsageError", "failure_type_of"]
+
+FailureType = Literal["assertion", "max_turns", "timeout", "error"]
+
+
+class FabtestError(Exception):
+    """Base of every error fabtest raises on purpose; ``failure_type`` is how it ends a scenario."""
+
+    failure_type: ClassVar[FailureType] = "error"
+    #: True when the scenario should be reported as skipped (something it needs is not configured)
+    skips: ClassVar[bool] = False
+
+    def __init__(self, *args: object, where: str | None = None, line: int | None = None) -> None:
+        super().__init__(*args)
+        self.where = where  # "file:line" or a playbook step, when the raiser knows it
+        self.line = line
+
+
+class UsageError(FabtestError):
     """Bad input from the user (feature, table, regex, settings): one line naming file and place."""
 
 
-class ExpectationFailed(AssertionError):
+class ExpectationFailed(FabtestError, AssertionError):
     """A ``must`` expectation failed: failure type ``assertion``."""
 
+    failure_type = "assertion"
 
-class MaxTurnsReached(Exception):
+
+class MaxTurnsReached(FabtestError):
     """The simulation ran out of turns before its stop condition: failure type ``max_turns``."""
 
+    failure_type = "max_turns"
 
-class ScenarioTimeout(Exception):
+
+class ScenarioTimeout(FabtestError):
     """The whole scenario exceeded ``--fabtest-scenario-timeout``: failure type ``timeout``."""
+
+    failure_type = "timeout"
+
+
+class AgentError(FabtestError):
+    """The agent failed to answer (raised, crashed, exited non-zero, answered garbage)."""
+
+
+class AgentTimeout(AgentError):
+    """The agent did not answer within its timeout."""
+
+    failure_type = "timeout"
+
+
+class LLMError(FabtestError):
+    """An LLM call failed for good (after retries). Maps to failure type ``error``."""
+
+
+class LLMNotConfigured(LLMError):
+    """No credentials for the provider: callers that need the LLM raise :class:`NeedsLLM`."""
+
+
+class NeedsLLM(LLMNotConfigured):
+    """The scenario cannot run without an LLM that is not configured: front ends report a skip."""
+
+    skips = True
+
+
+def failure_type_of(exc: BaseException) -> FailureType:
+    """How ``exc`` ends a scenario: its class says so; a plain ``assert`` is an ``assertion``."""
+    if isinstance(exc, FabtestError):
+        return exc.failure_type
+    return "assertion" if isinstance(exc, AssertionError) else "error"

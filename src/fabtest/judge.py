@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Generic, Literal, TypeVar
+from typing import Generic, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -26,8 +26,15 @@ from fabtest.llm.base import LLM, LLMBadOutput, LLMNotConfigured
 from fabtest.llm.cache import sample_view
 from fabtest.llm.calls import LLMCall, llm_call
 
-if TYPE_CHECKING:
-    from fabtest.topics import Topic
+
+class Topic(Protocol):
+    """What the topic prompt needs of a topic (``fabtest.topics.Topic``; no import, so no cycle)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def characteristic(self) -> str: ...
+
 
 R = TypeVar("R")
 M = TypeVar("M", bound=BaseModel)

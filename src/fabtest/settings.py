@@ -20,7 +20,6 @@ from fabtest.datafile import safe_load_yaml
 from fabtest.errors import UsageError
 from fabtest.llm.base import LLMSettings
 
-
 #: The longest timeout fabtest accepts (a week): larger values overflow the OS timers.
 MAX_SECONDS = 7 * 24 * 3600.0
 

@@ -338,7 +338,7 @@ def table_rows(table: Sequence[Sequence[str]]) -> list[dict[str, str]]:
     if not table:
         return []
     header = [cell.strip() for cell in table[0]]
-    return [dict(zip(header, (cell for cell in row))) for row in table[1:]]
+    return [dict(zip(header, (cell for cell in row), strict=False)) for row in table[1:]]
 
 
 def _column_key(name: str) -> str:

@@ -11,16 +11,11 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from fabtest.conversation import AgentResponse, Message, ToolCall
+from fabtest.errors import AgentError, AgentTimeout  # defined with the whole tree; importable from here too
+
+__all__ = ["Agent", "AgentError", "AgentTimeout", "OnToolCall", "agent_metadata"]
 
 OnToolCall = Callable[[ToolCall], None]
-
-
-class AgentError(Exception):
-    """The agent failed to answer (raised, crashed, exited non-zero, answered garbage)."""
-
-
-class AgentTimeout(AgentError):
-    """The agent did not answer within its timeout."""
 
 
 @runtime_checkable

@@ -24,9 +24,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator
 
-from fabtest.agents.base import AgentError
 from fabtest.conversation import AgentResponse, ToolCall
-from fabtest.errors import UsageError
+from fabtest.errors import AgentError, UsageError
 from fabtest.llm.base import LLMNotConfigured
 
 __all__ = ["AgentDataError", "accepts_keyword", "agent_traceback", "coerce_response", "coerce_tool_call",

@@ -22,7 +22,7 @@ import sys
 import tempfile
 import time
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +50,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _fail(message: str, code: int = FATAL_INPUT_ERROR) -> int:
@@ -102,9 +102,8 @@ def main(argv: list[str] | None = None) -> int:
                          "Use --resume to resume it, or provide a different ID.")
         history = []
 
-    from fabtest.conversation import Message
-
     import fabtest.demo as demo
+    from fabtest.conversation import Message
 
     started = time.monotonic()
     stream = args.output_format == "stream-json"

@@ -28,7 +28,6 @@ An identical rerun has no drop (and p >= 0.5), so it never fails.
 from __future__ import annotations
 
 import json
-import re
 import statistics
 from collections import Counter
 from collections.abc import Iterable, Sequence

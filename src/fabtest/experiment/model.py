@@ -11,11 +11,10 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, Field
 
 from fabtest.conversation import jsonable
+from fabtest.errors import FailureType
 
 if TYPE_CHECKING:
     from fabtest.conversation import Conversation
-
-FailureType = Literal["assertion", "max_turns", "timeout", "error"]
 
 
 class CheckRecord(BaseModel):

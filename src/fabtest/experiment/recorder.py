@@ -18,7 +18,7 @@ import json
 import os
 import re
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +74,7 @@ def check_experiment_id(experiment_id: str | None, where: str) -> None:
 
 def utc_timestamp() -> str:
     """Now, as ISO 8601 UTC with a ``Z`` (seed 10.1)."""
-    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    return datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 def journal_path(results_dir: str | os.PathLike[str], experiment_id: str) -> Path:

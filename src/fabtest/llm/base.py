@@ -12,12 +12,10 @@ from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 from pydantic import BaseModel
 
 from fabtest.conversation import TokenUsage
+from fabtest.errors import LLMError as LLMError  # defined with the whole tree; importable from here too
+from fabtest.errors import LLMNotConfigured as LLMNotConfigured
 
 T = TypeVar("T", bound=BaseModel)
-
-
-class LLMError(Exception):
-    """An LLM call failed for good (after retries). Maps to failure type ``error``."""
 
 
 class LLMTimeout(LLMError):
@@ -26,10 +24,6 @@ class LLMTimeout(LLMError):
 
 class LLMBadOutput(LLMError):
     """The LLM answered, but never with something usable (invalid JSON, empty, off-schema)."""
-
-
-class LLMNotConfigured(LLMError):
-    """No credentials for the provider: callers skip with this message as the reason."""
 
 
 @dataclass

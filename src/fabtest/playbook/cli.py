@@ -76,11 +76,11 @@ def _error_lines(message: str) -> int:
 
 def run_cli(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``fabtest run`` (``argv`` without the ``run`` word)."""
+    from fabtest.experiment.recorder import check_experiment_id
     from fabtest.playbook.load import PlaybookError, load_playbook
     from fabtest.playbook.run import run_playbook
     from fabtest.playbook.secrets import interpolate
     from fabtest.playbook.workspace import Workspace
-    from fabtest.experiment.recorder import check_experiment_id
     from fabtest.settings import Settings, check_results_dir
 
     try:

@@ -58,12 +58,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fabtest import redaction
 from fabtest._files import atomic_writer
 from fabtest.agents.base import AgentError, AgentTimeout, agent_metadata
 from fabtest.agents.boundary import guarded
+from fabtest.agents.registry import make_agent
 from fabtest.conversation import Check, Conversation, Turn, jsonable
 from fabtest.criteria import Criterion
-from fabtest.errors import UsageError
+from fabtest.errors import ExpectationFailed, FabtestError, FailureType, MaxTurnsReached, UsageError
 from fabtest.experiment.model import (
     CheckRecord,
     ScenarioResult,
@@ -74,7 +76,6 @@ from fabtest.experiment.stable_id import stable_id
 from fabtest.judge import Judge, format_exchange
 from fabtest.llm.base import LLM, LLMError
 from fabtest.playbook.load import Playbook, SuccessCriteria, load_playbook
-from fabtest import redaction
 from fabtest.playbook.secrets import Redactor, interpolate
 from fabtest.playbook.workspace import Workspace, workspace_file
 from fabtest.runner import ConversationRunner
@@ -108,8 +109,9 @@ class PlaybookOutcome:
     source: str
     mode: str  # "steps", "persona" or "steps+persona"
     passed: bool
-    failure_type: str | None = None  # assertion | max_turns | timeout | error
+    failure_type: FailureType | None = None  # from ``error``'s class (fabtest.errors)
     failure_message: str | None = None
+    error: FabtestError | None = None  # what ended a failed run; its message is ``failure_message``
     skipped: bool = False
     skip_reason: str | None = None
     conversation: Conversation = field(default_factory=Conversation)
@@ -122,15 +124,6 @@ class PlaybookOutcome:
     @property
     def status(self) -> str:
         return "skipped" if self.skipped else "passed" if self.passed else "failed"
-
-
-class _Stop(Exception):
-    """Ends a run with a failure type and a message (internal)."""
-
-    def __init__(self, failure_type: str, message: str) -> None:
-        super().__init__(message)
-        self.failure_type = failure_type
-        self.message = message
 
 
 # -- the agent ------------------------------------------------------------------------------------
@@ -148,19 +141,8 @@ def resolve_agent_target(agent_factory: Any = None, *, settings: Any = None,
 
 
 def build_playbook_agent(target: Any, context: Mapping[str, Any], *, where: str) -> Any:
-    """A fresh agent from a ``module:attr`` string, a factory ``f(context)``, a class or an agent."""
-    if isinstance(target, str):
-        from fabtest.agents.registry import make_agent
-
-        return make_agent(target, dict(context), where=where)
-    if hasattr(target, "chat") and not isinstance(target, type):
-        return target
-    if callable(target):
-        agent = guarded("the agent factory raised", target, dict(context))
-        if not hasattr(agent, "chat"):
-            raise UsageError(f"{where}: the agent factory returned {type(agent).__name__}, which has no chat() method")
-        return agent
-    raise UsageError(f"{where}: {target!r} is not an agent factory")
+    """A fresh agent, built like a feature's (``agents.registry.make_agent``) behind the one guard."""
+    return guarded("the agent factory raised", make_agent, target, dict(context), where=where)
 
 
 # -- LLMs -----------------------------------------------------------------------------------------
@@ -188,9 +170,11 @@ def _with_model(llm: LLM | None, model: str | None, built: list[Any]) -> LLM | N
             return llm
         return CachedLLM(inner, cache_dir=llm.cache_dir, mode=llm.mode, salt=llm.salt)  # type: ignore[arg-type]
     settings = getattr(llm, "settings", None)
-    if settings is None or not dataclasses.is_dataclass(settings):
-        return llm  # a custom LLM object: it knows its own model
+    from fabtest.llm.base import LLMSettings
     from fabtest.llm.factory import build_llm
+
+    if not isinstance(settings, LLMSettings):
+        return llm  # a custom LLM object: it knows its own model
 
     options: dict[str, Any] = {}
     policy = getattr(llm, "_policy", None)
@@ -326,7 +310,7 @@ def run_playbook(
     is in the returned outcome."""
     started = time.perf_counter()
     environ = os.environ if environ is None else environ
-    original = playbook_path if isinstance(playbook_path, Playbook) else load_playbook(playbook_path)
+    original = playbook_path if isinstance(playbook_path, Playbook) else load_playbook(Path(playbook_path))
     playbook, secrets = interpolate(original, environ)
     redactor = Redactor([*secrets, *redaction.secrets()])  # agent-table tokens too
     source = playbook.source or str(playbook_path)
@@ -374,15 +358,12 @@ def run_playbook(
             try:
                 agent = build_playbook_agent(target, context, where=source)
             except (UsageError, AgentError) as exc:
-                raise _Stop("error", f"cannot build the agent: {exc}") from None
+                raise AgentError(f"cannot build the agent: {exc}") from None
             except Exception as exc:  # noqa: BLE001 - a broken factory is an error outcome
-                raise _Stop("error", f"cannot build the agent: {type(exc).__name__}: {exc}") from None
+                raise AgentError(f"cannot build the agent: {type(exc).__name__}: {exc}") from None
             around = getattr(agent, "around", None)
             if callable(around):
-                try:
-                    guarded("the agent's around() failed on entry:", lambda: exit_stack.enter_context(around()))
-                except AgentError as exc:
-                    raise _Stop("error", str(exc)) from None
+                guarded("the agent's around() failed on entry:", lambda: exit_stack.enter_context(around()))
             grace = min(5.0, max(0.5, playbook.timeout * 0.25))
             runner = ConversationRunner(agent, outcome.conversation, agent_timeout=playbook.timeout + grace,
                                         redact=redactor.redact)
@@ -394,9 +375,8 @@ def run_playbook(
                 _run_persona(playbook, runner, judge, Simulator(sim_model, sim_config), sim_config, ws_path,
                              outcome, trace, repo_root=repo_root)
             outcome.passed = True
-        except _Stop as stop:
-            outcome.failure_type = stop.failure_type
-            outcome.failure_message = stop.message
+        except (AgentError, LLMError, ExpectationFailed, MaxTurnsReached) as stop:
+            outcome.error, outcome.failure_type, outcome.failure_message = stop, stop.failure_type, str(stop)
         finally:
             with contextlib.suppress(Exception):
                 exit_stack.close()
@@ -405,7 +385,8 @@ def run_playbook(
                     agent_meta = agent_metadata(agent)  # guarded and validated at the agent boundary
                 except AgentError as exc:  # this playbook's error, never the run's
                     if outcome.passed:
-                        outcome.passed, outcome.failure_type, outcome.failure_message = False, "error", str(exc)
+                        outcome.passed, outcome.error = False, exc
+                        outcome.failure_type, outcome.failure_message = exc.failure_type, str(exc)
                 close = getattr(agent, "close", None)
                 if callable(close):
                     with contextlib.suppress(Exception):
@@ -452,7 +433,7 @@ def _run_steps(playbook: Playbook, runner: ConversationRunner, judge: Judge, out
                                              subject=format_exchange(turn, include_tools=True), scope="response")
         except LLMError as exc:
             entry["error"] = f"{type(exc).__name__}: {exc}"
-            raise _Stop("error", f"step {index} of {total}: the judge failed: {type(exc).__name__}: {exc}") from None
+            raise LLMError(f"step {index} of {total}: the judge failed: {type(exc).__name__}: {exc}") from None
         outcome.conversation.add_usage("judge", result.usage)
         verdict = result.value[0]
         entry.update({"verdict": verdict.verdict, "reasoning": verdict.reasoning})
@@ -461,8 +442,8 @@ def _run_steps(playbook: Playbook, runner: ConversationRunner, judge: Judge, out
         outcome.checks.append(check)
         if verdict.verdict != "passed":
             what = "was inconclusive" if verdict.verdict == "inconclusive" else "failed"
-            raise _Stop("assertion",
-                        f"step {index} of {total} {what}: expected {step.expected_outcome!r}\n"
+            raise ExpectationFailed(
+                f"step {index} of {total} {what}: expected {step.expected_outcome!r}\n"
                         f"  judge: {verdict.reasoning}\n  user: {_short(step.user_input)}\n"
                         f"  agent: {_short(turn.response.text)}")
 
@@ -510,8 +491,8 @@ def _run_persona(playbook: Playbook, runner: ConversationRunner, judge: Judge | 
             try:
                 sim = simulator.next_message(conversation)
             except LLMError as exc:
-                raise _Stop("error", f"persona turn {turns + 1}: the simulated user failed: "
-                                     f"{type(exc).__name__}: {exc}") from None
+                raise LLMError(f"persona turn {turns + 1}: the simulated user failed: "
+                               f"{type(exc).__name__}: {exc}") from None
             conversation.add_usage("simulator", sim.usage)
             if sim.goal_complete and turns > 0:
                 trace["turns"].append({"turn": None, "user": sim.text, "note": "the simulated user ended: goal complete"})
@@ -537,10 +518,10 @@ def _run_persona(playbook: Playbook, runner: ConversationRunner, judge: Judge | 
         return
     unmet = _unmet(final)
     if ended_by_user:
-        raise _Stop("assertion", f"the simulated user ended the conversation after {turns} turn(s) as done, "
-                                 f"but {len(unmet)} success criteria are not met:\n{_describe_unmet(unmet)}")
-    raise _Stop("max_turns", f"success criteria not met within max_turns={max_turns} "
-                             f"({len(unmet)} unmet):\n{_describe_unmet(unmet)}")
+        raise ExpectationFailed(f"the simulated user ended the conversation after {turns} turn(s) as done, "
+                                f"but {len(unmet)} success criteria are not met:\n{_describe_unmet(unmet)}")
+    raise MaxTurnsReached(f"success criteria not met within max_turns={max_turns} "
+                          f"({len(unmet)} unmet):\n{_describe_unmet(unmet)}")
 
 
 def _judge_llm_checks(judge: Judge | None, checks: list[str], conversation: Conversation) -> list[Check]:
@@ -548,7 +529,7 @@ def _judge_llm_checks(judge: Judge | None, checks: list[str], conversation: Conv
     try:
         return _llm_checks(judge, checks, conversation)
     except LLMError as exc:
-        raise _Stop("error", f"the judge failed on the llm_checks: {type(exc).__name__}: {exc}") from None
+        raise LLMError(f"the judge failed on the llm_checks: {type(exc).__name__}: {exc}") from None
 
 
 def _say(runner: ConversationRunner, text: str, entry: dict[str, Any], where: str) -> Turn:
@@ -556,10 +537,10 @@ def _say(runner: ConversationRunner, text: str, entry: dict[str, Any], where: st
         return runner.say(text)
     except AgentTimeout as exc:
         entry["error"] = f"timeout: {exc}"
-        raise _Stop("timeout", f"{where}: {exc}") from None
+        raise AgentTimeout(f"{where}: {exc}", where=where) from None
     except AgentError as exc:
         entry["error"] = f"error: {exc}"
-        raise _Stop("error", f"{where}: {exc}") from None
+        raise AgentError(f"{where}: {exc}", where=where) from None
 
 
 def _turn_data(turn: Turn) -> dict[str, Any]:
@@ -604,7 +585,7 @@ def _result(outcome: PlaybookOutcome, playbook: Playbook, redactor: Redactor, *,
         skipped=outcome.skipped,
         skip_reason=outcome.skip_reason,
         turns=len(conv.turns),
-        failure_type=outcome.failure_type,  # type: ignore[arg-type]
+        failure_type=outcome.failure_type,
         failure_message=outcome.failure_message,
         expectations=[CheckRecord.model_validate(c.to_dict()) for c in outcome.checks],
         transcript=turn_records(conv),

@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from fabtest.errors import FabtestError
+
 RESULT_KEY = pytest.StashKey[dict[str, Any]]()
 DEFAULT_PATTERN = "scenarios/playbooks/*.playbook.{json,yaml,yml}"
 _REPORTER_NAME = "fabtest-playbooks"
@@ -115,14 +117,6 @@ class PlaybookFile(pytest.File):
         return super().repr_failure(excinfo)
 
 
-class PlaybookFailed(Exception):
-    """A playbook run failed; the message is what the user sees (redacted)."""
-
-    def __init__(self, message: str, failure_type: str) -> None:
-        super().__init__(message)
-        self.failure_type = failure_type
-
-
 class PlaybookItem(pytest.Item):
     def __init__(self, *, playbook_name: str, iteration: int = 1, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -152,20 +146,21 @@ class PlaybookItem(pytest.Item):
             )
         except PlaybookError as exc:
             self.stash[RESULT_KEY] = _error_result(self, str(exc))
-            raise PlaybookFailed(str(exc), "error") from None
+            raise
         assert outcome.result is not None
         self.stash[RESULT_KEY] = outcome.result.model_dump(mode="json")
         if outcome.skipped:
+            why = {"judge": roles.judge_reason, "simulator": roles.simulator_reason}
             reasons = list(dict.fromkeys(  # the judge and the simulator often miss the same key
-                getattr(roles, f"{role}_reason", "") for role in ("judge", "simulator")
-                if role in (outcome.skip_reason or "") and getattr(roles, f"{role}_reason", "")))
+                why[role] for role in why if role in (outcome.skip_reason or "") and why[role]))
             raise pytest.skip.Exception((outcome.skip_reason or "an LLM is missing")
                                         + (f" ({'; '.join(reasons)})" if reasons else ""), _use_item_location=True)
         if not outcome.passed:
-            raise PlaybookFailed(outcome.failure_message or "the playbook failed", outcome.failure_type or "error")
+            # the class of what ended the run says its failure type; the message is the redacted one
+            raise type(outcome.error or FabtestError())(outcome.failure_message or "the playbook failed") from None
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
-        if isinstance(excinfo.value, PlaybookFailed):
+        if isinstance(excinfo.value, FabtestError):
             return f"{self.path.name}: playbook {self.playbook_name!r} failed [{excinfo.value.failure_type}]: {excinfo.value}"
         return super().repr_failure(excinfo)
 
@@ -174,9 +169,8 @@ class PlaybookItem(pytest.Item):
 
 
 def _fabtest_session(config: pytest.Config) -> Any:
-    from fabtest.pytest_plugin.plugin import SESSION_KEY
-
-    return config.stash.get(SESSION_KEY, None)
+    # by its plugin name, not the plugin's stash key: importing the plugin module here would be a cycle
+    return config.pluginmanager.get_plugin("fabtest-session")
 
 
 def _experiment_id(session: Any) -> str | None:
@@ -217,7 +211,7 @@ class _Reporter:
         result = item.stash.get(RESULT_KEY, None)
         if result is None:
             return
-        from fabtest.pytest_plugin.plugin import RESULT_PROPERTY
+        from fabtest.pytest_plugin.results import RESULT_PROPERTY
 
         if report.outcome == "skipped" and not result.get("skipped"):
             result = {**result, "skipped": True, "passed": False}

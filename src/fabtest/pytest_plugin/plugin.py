@@ -25,14 +25,20 @@ import pytest
 from pydantic import ValidationError
 from pytest_bdd.exceptions import StepDefinitionNotFoundError
 
-from fabtest.agents.base import AgentError, AgentTimeout
 from fabtest.agents.boundary import agent_traceback
-from fabtest.errors import ExpectationFailed, MaxTurnsReached, ScenarioTimeout, UsageError
-from fabtest.llm.base import LLMError
+from fabtest.engine.scenario import LLMRoles, ScenarioState
+from fabtest.errors import (
+    AgentError,
+    ExpectationFailed,
+    FabtestError,
+    FailureType,
+    LLMError,
+    UsageError,
+    failure_type_of,
+)
 from fabtest.pytest_plugin import hints, steps
 from fabtest.pytest_plugin.collect import FeatureModule, template_of
-from fabtest.pytest_plugin.results import build_result
-from fabtest.pytest_plugin.scenario import LLMRoles, ScenarioState
+from fabtest.pytest_plugin.results import PENDING_PROPERTY, RESULT_PROPERTY, build_result
 from fabtest.pytest_plugin.session import FabtestSession
 from fabtest.settings import Settings
 
@@ -40,8 +46,6 @@ SESSION_KEY = pytest.StashKey[FabtestSession]()
 STATE_KEY = pytest.StashKey[ScenarioState]()
 WHERE_KEY = pytest.StashKey[str]()
 STEP_KEY = pytest.StashKey[str]()
-RESULT_PROPERTY = "fabtest_result"
-PENDING_PROPERTY = "fabtest_pending"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -374,25 +378,24 @@ def _relative(config: pytest.Config, filename: str) -> str:
 
 
 # -- outcomes ---------------------------------------------------------------------------------------
-_FAILURE_TYPES: tuple[tuple[type[BaseException], str], ...] = (
-    (ExpectationFailed, "assertion"),
-    (MaxTurnsReached, "max_turns"),
-    (AgentTimeout, "timeout"),
-    (ScenarioTimeout, "timeout"),
-    (AgentError, "error"),
-    (LLMError, "error"),
-    (UsageError, "error"),
-    (AssertionError, "assertion"),
-)
-_SHORT = (ExpectationFailed, MaxTurnsReached, AgentError, LLMError, UsageError, StepDefinitionNotFoundError,
-          ScenarioTimeout)
+_SHORT = (FabtestError, StepDefinitionNotFoundError)
 
 
-def failure_type(exc: BaseException) -> str:
-    for cls, kind in _FAILURE_TYPES:
-        if isinstance(exc, cls):
-            return kind
-    return "error"
+def failure_type(exc: BaseException) -> FailureType:
+    """The failure type of DESIGN section 3: it lives on the exception class (:mod:`fabtest.errors`)."""
+    return failure_type_of(exc)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    """The engine says a scenario needs an LLM that is not configured (NeedsLLM); pytest calls it a skip."""
+    try:
+        return (yield)
+    except FabtestError as exc:
+        if not exc.skips or not _active(item.config):
+            raise
+        # reported at the scenario (file:line), not at this line of the plugin
+        raise pytest.skip.Exception(str(exc), _use_item_location=True) from None
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -421,14 +424,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     state = item.stash.get(STATE_KEY, None)
     exc = call.excinfo.value if call.excinfo is not None else None
     if state is not None and not isinstance(exc, (pytest.skip.Exception, KeyboardInterrupt)):
-        for late_step in (lambda: state.finish(verify=exc is None), state.close):
+        verify = exc is None  # the record's verification runs only when every step passed
+        for late_step in (lambda: state.finish(verify=verify), state.close):
             try:
                 late_step()
             except (LLMError, ExpectationFailed, AgentError) as late:
                 if exc is None:
                     exc = late
                     report.outcome = "failed"
-    if exc is not None and isinstance(exc, _SHORT) and report.outcome == "failed":
+    # a scenario or test function; other items (playbooks) word their own failure in repr_failure
+    if exc is not None and isinstance(exc, _SHORT) and report.outcome == "failed" and isinstance(item, pytest.Function):
         report.longrepr = _short_message(item, exc)
         if isinstance(exc, AgentError) and item.config.option.tbstyle == "long" and (frames := agent_traceback(exc)):
             report.sections.append(("fabtest agent traceback", frames))  # --tb=long: the failing line in the agent
@@ -470,13 +475,9 @@ def _short_message(item: pytest.Item, exc: BaseException) -> str:
     if isinstance(exc, StepDefinitionNotFoundError) and hints.UNMATCHED_KEY in item.stash:
         return item.stash[hints.UNMATCHED_KEY]
     if isinstance(exc, StepDefinitionNotFoundError):
-        where = item.stash.get(WHERE_KEY, "")
-        step = item.stash.get(STEP_KEY, "")
-        location = _step_location(str(exc))
-        if location:
-            location = _relative(item.config, location)
-        return (f"{location or where}: no step definition matches this step"
-                f" ({_unmatched(str(exc)) or step}). Expected one of the fabtest steps listed in the README,"
+        location, unmatched = item.stash.get(WHERE_KEY, ""), item.stash.get(STEP_KEY, "")
+        return (f"{location}: no step definition matches this step"
+                f" ({unmatched}). Expected one of the fabtest steps listed in the README,"
                 " or a step of your own (pytest-bdd @given/@when/@then) in a conftest.py")
     text = str(exc)
     if isinstance(exc, UsageError):
@@ -484,16 +485,6 @@ def _short_message(item: pytest.Item, exc: BaseException) -> str:
     where = item.stash.get(WHERE_KEY, "")
     step = item.stash.get(STEP_KEY, "")
     return f"{where}: {step}\n{type(exc).__name__}: {text}" if where else text
-
-
-def _step_location(message: str) -> str:
-    m = re.search(r'Line (\d+) in scenario ".*" in the feature "(.*)"', message)
-    return f"{m.group(2)}:{m.group(1)}" if m else ""
-
-
-def _unmatched(message: str) -> str:
-    m = re.search(r"Step definition is not found: (.*?)\. Line", message)
-    return m.group(1) if m else ""
 
 
 def _skip_reason(report: pytest.TestReport) -> str:

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from fabtest.conversation import jsonable
+from fabtest.engine.scenario import ScenarioState
 from fabtest.experiment.model import (
     CheckRecord,
     ScenarioResult,
@@ -16,7 +17,11 @@ from fabtest.experiment.model import (
 )
 from fabtest.experiment.stable_id import stable_id
 from fabtest.pytest_plugin.collect import template_of
-from fabtest.pytest_plugin.scenario import ScenarioState
+
+#: the report's user property carrying a finished scenario's result (plain data, survives xdist)
+RESULT_PROPERTY = "fabtest_result"
+#: the user property saying which scenario a worker started, so a crash still records it
+PENDING_PROPERTY = "fabtest_pending"
 
 
 def build_result(item: pytest.Item, state: ScenarioState | None, *, passed: bool, skipped: bool, skip_reason: str | None,

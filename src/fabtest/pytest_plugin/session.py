@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from fabtest.criteria import Criterion
+from fabtest.engine.scenario import LLMRoles
 from fabtest.errors import UsageError
 from fabtest.experiment.model import ScenarioResult
 from fabtest.llm.base import LLMNotConfigured
-from fabtest.pytest_plugin.scenario import LLMRoles
 from fabtest.settings import Settings
 from fabtest.topics import TopicGraph, TopicGraphError
 
@@ -173,7 +173,7 @@ class FabtestSession:
 
     # -- the experiment (controller only) ----------------------------------------------------------
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        from fabtest.pytest_plugin.plugin import PENDING_PROPERTY, RESULT_PROPERTY
+        from fabtest.pytest_plugin.results import PENDING_PROPERTY, RESULT_PROPERTY
 
         if self.is_worker or self.config.getoption("--fabtest-no-results"):
             return

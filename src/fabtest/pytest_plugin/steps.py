@@ -15,8 +15,8 @@ from fabtest import checks
 from fabtest.agents.base import AgentError, agent_metadata
 from fabtest.conversation import Mode
 from fabtest.criteria import Criterion, criterion_from_text, parse_examples_table, resolve
+from fabtest.engine.scenario import ScenarioState
 from fabtest.errors import UsageError
-from fabtest.pytest_plugin.scenario import ScenarioState
 from fabtest.topics import table_rows
 
 MODE = r"(?P<mode>should|must)"

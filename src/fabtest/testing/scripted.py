@@ -15,8 +15,8 @@ from __future__ import annotations
 import threading
 import weakref
 from collections import deque
-from dataclasses import replace
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from os import PathLike
 from pathlib import Path
 from typing import Any, TypeVar

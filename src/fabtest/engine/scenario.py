@@ -1,4 +1,4 @@
-"""The state of one running scenario, shared by its steps.
+"""The state of one running scenario, shared by its steps; it imports no test runner.
 
 Steps stay thin: they parse their arguments and call one method here. This object owns the
 configuration in force (criteria, topics, simulator settings, accumulated level by level as the
@@ -7,7 +7,8 @@ every check: ``should`` as a soft evaluation, ``must`` as a hard expectation tha
 
 Soft LLM criteria are batched: every criterion due on one turn goes to the judge in one call,
 submitted in the background when the next turn starts (or the scenario ends), so the conversation
-waits only for the agent and the simulator.
+waits only for the agent and the simulator. A scenario that cannot run without an LLM that is
+not configured raises :class:`fabtest.errors.NeedsLLM`; the pytest plugin reports it as a skip.
 """
 
 from __future__ import annotations
@@ -21,15 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from fabtest import checks
 from fabtest.agents.base import Agent, AgentError, agent_metadata
 from fabtest.agents.boundary import guarded
 from fabtest.agents.registry import make_agent
 from fabtest.conversation import Check, Conversation, Mode, Status, TokenUsage, Turn
 from fabtest.criteria import Criterion
-from fabtest.errors import ExpectationFailed, UsageError
+from fabtest.errors import ExpectationFailed, NeedsLLM, UsageError
 from fabtest.judge import Judge, criterion_data, format_exchange
 from fabtest.llm.base import LLM, LLMError, LLMNotConfigured
 from fabtest.patterns import scenario_deadline
@@ -37,6 +36,8 @@ from fabtest.runner import ConversationRunner, cancel_agent
 from fabtest.settings import Settings
 from fabtest.simulator import Simulator, SimulatorConfig
 from fabtest.topics import TopicGraph, TopicGraphError, TopicTracker, follows, reached
+
+__all__ = ["LLMRoles", "ScenarioState"]
 
 
 @dataclass
@@ -124,8 +125,7 @@ class ScenarioState:
             try:
                 agent = guarded("the agent factory raised", make_agent, target, self.context, where=self.where)
             except LLMNotConfigured as exc:  # a built-in agent without a key: skipped like the judge's scenarios
-                raise pytest.skip.Exception(f"the agent needs an LLM: {exc}",
-                                            _use_item_location=True) from None
+                raise NeedsLLM(f"the agent needs an LLM: {exc}", where=self.where) from None
             around = getattr(agent, "around", None)
             if callable(around):
                 guarded("the agent's around() failed on entry:", lambda: self._exit.enter_context(around()))
@@ -195,11 +195,11 @@ class ScenarioState:
         return Judge(self.llms.judge, samples=samples) if self.llms.judge is not None else None
 
     def require_llm(self, role: str, what: str) -> None:
-        """Skip the scenario (with the variable to set) when it cannot run without an LLM."""
+        """Raise NeedsLLM (a skip, naming the variable to set) when the scenario needs a missing LLM."""
         llm = self.llms.judge if role == "judge" else self.llms.simulator
         if llm is None:
             reason = self.llms.judge_reason if role == "judge" else self.llms.simulator_reason
-            raise pytest.skip.Exception(f"{what} needs the {role} LLM: {reason}", _use_item_location=True)
+            raise NeedsLLM(f"{what} needs the {role} LLM: {reason}", where=self.where)
 
     @property
     def last_turn(self) -> Turn:
