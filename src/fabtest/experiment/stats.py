@@ -35,6 +35,7 @@ __all__ = [
     "is_criterion",
     "grounding",
     "iteration_stats",
+    "low_confidence_count",
     "pass_at_k",
     "pass_hat_k",
     "rate",
@@ -373,3 +374,13 @@ def scenario_check_summary(checks: Sequence[CheckRecord], by_criterion: bool) ->
                 entry["passed"] += c.status == "passed"
         out["by_criterion"] = dict(sorted(groups.items()))
     return out
+
+
+def low_confidence_count(doc: dict[str, Any]) -> int:
+    """Checks of an experiment whose judge samples did not agree."""
+    count = 0
+    for entry in doc.get("scenario_results") or []:
+        for block in ("evaluations", "expectations"):
+            details = (entry.get(block) or {}).get("details") if isinstance(entry, dict) else None
+            count += sum(1 for d in details or [] if isinstance(d, dict) and d.get("confidence") == "low")
+    return count

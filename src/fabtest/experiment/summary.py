@@ -12,9 +12,10 @@ from typing import Any
 
 from tabulate import tabulate
 
-from fabtest.experiment.export import list_experiment_files
 from fabtest.experiment.cost import summary_cost, total_text, unpriced_note
+from fabtest.experiment.export import list_experiment_files
 from fabtest.experiment.fmt import RULE_HEAVY, RULE_LIGHT, count, git_line, llm_line, num, pct, timestamp, usd
+from fabtest.experiment.stats import low_confidence_count
 from fabtest.llm.budget import budget_line
 
 __all__ = ["previous_experiment_id", "render_summary"]
@@ -92,7 +93,6 @@ def _quality(doc: dict[str, Any]) -> list[str]:
         lines += ["", "  By Criterion (LLM-judged, soft and hard):"]
         rows = [[name, e.get("evaluated", 0), e.get("passed", 0), pct(e.get("rate"))] for name, e in criteria.items()]
         lines += _table(rows, ["Criterion", "Evaluated", "Passed", "Rate"])
-    from fabtest.judging.render import low_confidence_count
 
     if low := low_confidence_count(doc):
         lines.append(f"  Low confidence:    {low} verdict(s) where the judge's samples split (see 'samples')")

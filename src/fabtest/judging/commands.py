@@ -62,10 +62,15 @@ def add_rejudge_args(p: argparse.ArgumentParser) -> None:
 
 
 def run_rejudge(args: argparse.Namespace, results_dir: str) -> int:
-    from fabtest.experiment.export import (ExperimentFileError, build_document, load_document, new_experiment_id,
-                                           write_document)
-    from fabtest.judging.render import render_rejudge_text
+    from fabtest.experiment.export import (
+        ExperimentFileError,
+        build_document,
+        load_document,
+        new_experiment_id,
+        write_document,
+    )
     from fabtest.judging.rejudge import agreement_table, rejudge_experiment, rejudged_info
+    from fabtest.judging.render import render_rejudge_text
 
     try:
         info, results, _doc = load_document(args.experiment, results_dir)

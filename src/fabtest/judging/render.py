@@ -6,6 +6,8 @@ from typing import Any
 
 from tabulate import tabulate
 
+from fabtest.experiment.stats import low_confidence_count
+
 __all__ = ["low_confidence_count", "render_calibration_text", "render_rejudge_text", "split_note"]
 
 
@@ -15,16 +17,6 @@ def split_note(detail: dict[str, Any]) -> str:
     if detail.get("confidence") != "low" or not isinstance(samples, dict):
         return ""
     return "low confidence: " + ", ".join(f"{n} {label}" for label, n in samples.items())
-
-
-def low_confidence_count(doc: dict[str, Any]) -> int:
-    """Checks of an experiment whose judge samples did not agree."""
-    count = 0
-    for entry in doc.get("scenario_results") or []:
-        for block in ("evaluations", "expectations"):
-            details = (entry.get(block) or {}).get("details") if isinstance(entry, dict) else None
-            count += sum(1 for d in details or [] if isinstance(d, dict) and d.get("confidence") == "low")
-    return count
 
 
 def _row(name: str, entry: dict[str, Any]) -> list[Any]:
