@@ -60,14 +60,7 @@ class HttpAgent:
         body: dict[str, Any] = {**self._extra, messages_field: [{"role": m.role, "content": m.content} for m in messages]}
         if session_field:
             body[session_field] = self._session_id
-        try:
-            reply = self._client.post(self.url, json=body)
-        except httpx.TimeoutException:
-            raise AgentTimeout(f"HTTP agent at {self.url} did not answer within {self.timeout:g}s") from None
-        except httpx.HTTPError as exc:
-            raise AgentError(f"HTTP agent at {self.url} unreachable: {type(exc).__name__}: {exc}") from None
-        if reply.status_code >= 400:
-            raise AgentError(f"HTTP agent at {self.url} answered {reply.status_code}: {reply.text[:300]}")
+        reply = post_json(self._client, self.url, body, timeout=self.timeout, label="HTTP agent")
         try:
             data = reply.json()
         except ValueError:
@@ -93,3 +86,17 @@ def _dig(data: Any, dotted: str) -> Any:
             return None
         data = data.get(part)
     return data
+
+
+def post_json(client: httpx.Client, url: str, body: Mapping[str, Any], *, timeout: float, label: str) -> httpx.Response:
+    """POST one turn; a timeout, an unreachable server or an error status is the agent's failure
+    (shared by the HTTP and the OpenAI chat-completions adapters)."""
+    try:
+        reply = client.post(url, json=body)
+    except httpx.TimeoutException:
+        raise AgentTimeout(f"{label} at {url} did not answer within {timeout:g}s") from None
+    except httpx.HTTPError as exc:
+        raise AgentError(f"{label} at {url} unreachable: {type(exc).__name__}: {exc}") from None
+    if reply.status_code >= 400:
+        raise AgentError(f"{label} at {url} answered {reply.status_code}: {reply.text[:300]}")
+    return reply

@@ -19,8 +19,9 @@ from typing import Any
 
 import httpx
 
-from fabtest.agents.base import AgentError, AgentTimeout, OnToolCall
+from fabtest.agents.base import AgentError, OnToolCall
 from fabtest.agents.builtin_models import openai_function_call
+from fabtest.agents.http import post_json
 from fabtest.conversation import AgentResponse, Message, TokenUsage, ToolCall
 from fabtest.errors import UsageError
 
@@ -90,14 +91,7 @@ class OpenAIChatAgent:
             body["model"] = self.model
         if self._session_field:
             body[self._session_field] = self._session_id
-        try:
-            reply = self._client.post(self.url, json=body)
-        except httpx.TimeoutException:
-            raise AgentTimeout(f"OpenAI chat agent at {self.url} did not answer within {self.timeout:g}s") from None
-        except httpx.HTTPError as exc:
-            raise AgentError(f"OpenAI chat agent at {self.url} unreachable: {type(exc).__name__}: {exc}") from None
-        if reply.status_code >= 400:
-            raise AgentError(f"OpenAI chat agent at {self.url} answered {reply.status_code}: {reply.text[:300]}")
+        reply = post_json(self._client, self.url, body, timeout=self.timeout, label="OpenAI chat agent")
         try:
             payload = reply.json()
             choice = payload["choices"][0]
