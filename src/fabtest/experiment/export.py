@@ -22,7 +22,6 @@ from fabtest.experiment import cost, stats
 from fabtest.experiment.attribution import attribute_flakiness
 from fabtest.experiment.fingerprint import experiment_fingerprints, merge_configuration
 from fabtest.experiment.model import ExperimentInfo, ScenarioResult
-from fabtest.experiment.validate import document_problem, file_is_complete
 
 __all__ = [
     "FORMAT_VERSION",
@@ -395,6 +394,8 @@ def read_document(
     listings need (id, name, iteration, passed, skipped, turns, failure_type, evaluation counts)
     and the document has ``"lean": true``; files not in the written layout are parsed in full.
     """
+    from fabtest.experiment.validate import file_is_complete  # pydantic schemas: only when reading
+
     path = resolve_experiment(ref, results_dir)
     if lean:
         doc = _read_lean(path)
@@ -424,6 +425,8 @@ def read_document(
 
 def _validated(path: Path, doc: dict[str, Any]) -> dict[str, Any]:
     """The versioned model (experiment/validate.py) accepts it, or one line naming file and field."""
+    from fabtest.experiment.validate import document_problem
+
     problem = document_problem({k: v for k, v in doc.items() if k != "lean"})
     if problem:
         raise ExperimentFileError(f"{path}: {problem}")

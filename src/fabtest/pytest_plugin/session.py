@@ -160,6 +160,11 @@ class FabtestSession:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         from fabtest.pytest_plugin import preflight
 
+        if session.items and self.config.getoption("--fabtest-fake-llm", None) is None:  # warm the LLM client meanwhile
+            from fabtest.llm import warmup
+
+            self.warm_up = warmup.start(self.settings)
+
         if not self.is_worker and not self.config.pluginmanager.has_plugin("dsession") and preflight.enabled(self.config):
             preflight.check_items(self, session.items)
 

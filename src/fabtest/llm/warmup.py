@@ -1,0 +1,50 @@
+"""Warm the Gemini client on a background thread while pytest collects and starts the run.
+
+Importing google-genai and building its first client take about 1.5 s. fabtest imports them
+lazily (``--collect-only`` and deterministic runs never pay), so a run that will call Gemini
+would otherwise pay on its first scenario. ``start`` does the import and builds a throwaway
+client (which loads the SDK's lazily imported parts) on a daemon thread from session start;
+the judge and simulator then build their own clients from warm modules. Best effort: any error
+is left for the real construction to report.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+__all__ = ["start", "will_call_gemini"]
+
+
+def will_call_gemini(settings: Any) -> bool:
+    """A role is configured for Gemini and a key (or a replay cache) makes it available."""
+    from fabtest.llm.factory import llm_available
+
+    for role in (settings.judge, settings.simulator):
+        if role.provider != "gemini":
+            continue
+        try:
+            if llm_available(role.llm_settings(1), cache_mode=settings.llm_cache)[0]:
+                return True
+        except ValueError:
+            continue
+    return False
+
+
+def _warm() -> None:
+    try:
+        from google import genai
+        from google.genai import errors, types  # noqa: F401 - imported for their side effect: loaded
+
+        genai.Client(api_key="fabtest-warm-up", http_options=types.HttpOptions(timeout=1000))
+    except Exception:  # noqa: BLE001 - best effort; the real client reports real problems
+        pass
+
+
+def start(settings: Any) -> threading.Thread | None:
+    """Start warming when this run will call Gemini; the thread (for tests), or None."""
+    if not will_call_gemini(settings):
+        return None
+    thread = threading.Thread(target=_warm, name="fabtest-llm-warm-up", daemon=True)
+    thread.start()
+    return thread
