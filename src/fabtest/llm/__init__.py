@@ -1,5 +1,7 @@
 """LLM providers for the judge and the simulator."""
 
+from typing import TYPE_CHECKING
+
 from fabtest.llm.base import (
     LLM,
     Completion,
@@ -9,7 +11,6 @@ from fabtest.llm.base import (
     LLMSettings,
     LLMTimeout,
 )
-from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from fabtest.llm.cache import CachedLLM, salted
