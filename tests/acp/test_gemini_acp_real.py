@@ -11,7 +11,7 @@ import shutil
 import uuid
 
 import pytest
-from _gemini_env import GEMINI, NOT_INSTALLED, answer_router, cli_env
+from _gemini_env import GEMINI, NOT_INSTALLED, answer_router
 from test_acp_agent import gone
 
 from fabtest.agents.acp import AcpAgent, gemini, gemini_acp, gemini_supports_acp
@@ -33,7 +33,7 @@ def test_real_gemini_cli_over_acp_keeps_one_session(tmp_path):
                       times=1)
         fake.add_rule(r"ZZRECALL", callback=lambda r: "You told me PINEAPPLE." if "PINEAPPLE" in r.prompt
                       else "You told me nothing.")
-        env = cli_env(tmp_path / "home", fake.base_url)
+        env = fake.gemini_cli_env(tmp_path / "home")
         assert gemini_supports_acp(GEMINI)
         agent = gemini({"cwd": str(workspace), "env": env, "timeout": 120, "executable": GEMINI})
         assert isinstance(agent, AcpAgent)  # the default way to drive a CLI that speaks ACP
@@ -66,7 +66,7 @@ def test_real_gemini_cli_asks_permission_and_routes_without_a_model(tmp_path):
         answer_router(fake)
         fake.add_rule(r"ZZWRITE", function_call={"name": "write_file",
                                                   "args": {"file_path": str(target), "content": "no\n"}}, times=1)
-        env = cli_env(tmp_path / "home", fake.base_url)
+        env = fake.gemini_cli_env(tmp_path / "home")
         agent = AcpAgent([GEMINI, "--acp", "--skip-trust"], cwd=workspace, env=env, timeout_s=120,
                          permission={"write_file": "deny", "*": "allow"})
         with agent.around():
@@ -87,7 +87,7 @@ def test_real_gemini_cli_asks_permission_and_routes_without_a_model(tmp_path):
 def test_real_gemini_cli_hang_is_a_timeout_and_kills_everything(tmp_path):
     with FakeGemini(default_text="late") as fake:
         answer_router(fake)
-        env = cli_env(tmp_path / f"home-{uuid.uuid4().hex[:8]}", fake.base_url)
+        env = fake.gemini_cli_env(tmp_path / f"home-{uuid.uuid4().hex[:8]}")
         agent = gemini_acp({"cwd": str(tmp_path), "env": env, "timeout": 120, "executable": GEMINI,
                             "kill_grace_s": 1})
         agent.chat([Message("user", "hello")])

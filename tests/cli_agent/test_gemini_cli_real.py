@@ -9,7 +9,6 @@ dead local port with NO_PROXY=127.0.0.1 as a second fence.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 
@@ -24,30 +23,6 @@ pytestmark = pytest.mark.skipif(
 )
 
 from fabtest.testing import FakeGemini
-
-
-def cli_env(tmp_path, base_url: str) -> dict[str, str]:
-    home = tmp_path / "home"
-    (home / ".gemini").mkdir(parents=True)
-    settings = {
-        "security": {"auth": {"selectedType": "gemini-api-key"}},
-        "privacy": {"usageStatisticsEnabled": False},
-        "telemetry": {"enabled": False},
-        "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
-    }
-    (home / ".gemini" / "settings.json").write_text(json.dumps(settings))
-    return {
-        "HOME": str(home),
-        "GEMINI_API_KEY": "fake-key",
-        "GOOGLE_GEMINI_BASE_URL": base_url,
-        "HTTPS_PROXY": "http://127.0.0.1:9",
-        "HTTP_PROXY": "http://127.0.0.1:9",
-        "NO_PROXY": "127.0.0.1,localhost",
-        "NO_COLOR": "1",
-        "GOOGLE_CLOUD_PROJECT": "",
-        "GOOGLE_API_KEY": "",
-        "GOOGLE_GENAI_USE_VERTEXAI": "",
-    }
 
 
 def test_real_gemini_cli_multi_turn_tool_call_and_isolation(tmp_path):
@@ -65,7 +40,7 @@ def test_real_gemini_cli_multi_turn_tool_call_and_isolation(tmp_path):
                                                   "args": {"file_path": str(target), "content": "vlan: 100\n"}},
                       times=1)
         fake.add_rule(r"ZZRECALL", callback=recall)
-        env = cli_env(tmp_path, fake.base_url)
+        env = fake.gemini_cli_env(tmp_path / "home")
         agent = CliAgent(executable=GEMINI, model="gemini-2.5-flash", cwd=workspace, env=env, timeout_s=120)
 
         messages = [Message("user", "Remember the word PINEAPPLE.")]
@@ -121,7 +96,7 @@ def test_real_gemini_cli_hang_is_killed_with_all_its_processes(tmp_path):
     from fabtest.agents.base import AgentTimeout
 
     with FakeGemini(default_text="late", latency=25) as fake:
-        env = cli_env(tmp_path, fake.base_url)
+        env = fake.gemini_cli_env(tmp_path / "home")
         agent = CliAgent(executable=GEMINI, cwd=tmp_path, env=env, timeout_s=6, kill_grace_s=1)
         started = time.monotonic()
         with pytest.raises(AgentTimeout, match="CLI agent timed out after 6s"):

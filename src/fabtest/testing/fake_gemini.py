@@ -43,6 +43,7 @@ roughly as words) and ``modelVersion``. Every request is recorded in :attr:`Fake
 from __future__ import annotations
 
 import json as _json
+import os
 import re
 import socket
 import threading
@@ -50,6 +51,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -314,6 +316,31 @@ class FakeGemini:
     def env(self, api_key: str = "fake-gemini-key") -> dict[str, str]:
         """Environment variables that point fabtest (and the Gemini CLI) at this fake."""
         return {"GOOGLE_GEMINI_BASE_URL": self.base_url, "GEMINI_API_KEY": api_key}
+
+    def gemini_cli_env(self, home: str | os.PathLike[str], api_key: str = "fake-key") -> dict[str, str]:
+        """The environment for the real Gemini CLI to run offline against this fake: ``home`` gets a
+        ``.gemini/settings.json`` selecting gemini-api-key auth with telemetry and updates off; proxies
+        point at a dead port as a second fence against reaching the internet."""
+        settings_dir = Path(home) / ".gemini"
+        settings_dir.mkdir(parents=True, exist_ok=True)
+        settings = {
+            "security": {"auth": {"selectedType": "gemini-api-key"}},
+            "privacy": {"usageStatisticsEnabled": False},
+            "telemetry": {"enabled": False},
+            "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+        }
+        (settings_dir / "settings.json").write_text(_json.dumps(settings))
+        return {
+            **self.env(api_key),
+            "HOME": str(home),
+            "HTTPS_PROXY": "http://127.0.0.1:9",
+            "HTTP_PROXY": "http://127.0.0.1:9",
+            "NO_PROXY": "127.0.0.1,localhost",
+            "NO_COLOR": "1",
+            "GOOGLE_CLOUD_PROJECT": "",
+            "GOOGLE_API_KEY": "",
+            "GOOGLE_GENAI_USE_VERTEXAI": "",
+        }
 
     # -- scripting -----------------------------------------------------------------------
 
