@@ -241,6 +241,26 @@ def test_the_scenario_of_a_crashed_worker_is_recorded_as_an_error(project: Proje
     assert summary["failure_types"]["error"] == 1
 
 
+def test_a_worker_killed_during_a_scenarios_setup_still_records_that_scenario(project: Project) -> None:
+    """The worker dies before its setup report (which names the scenario) leaves it: known by node id."""
+    (project.root / "conftest.py").write_text(textwrap.dedent('''
+        import os, signal
+        import pytest
+
+        @pytest.fixture(autouse=True)
+        def die_in_setup(request):
+            if request.node.name == "test_slow_4" and os.environ.get("PYTEST_XDIST_WORKER"):
+                os.kill(os.getpid(), signal.SIGKILL)
+    '''), encoding="utf-8")
+    proc = project.start("-n", "2")
+    output = _wait(proc, timeout=90)
+    doc = project.doc()
+    assert doc["summary"]["total_scenarios"] == SCENARIOS, output
+    crashed = [s for s in doc["scenario_results"] if s["failure_type"] == "error"]
+    assert [s["nodeid"] for s in crashed] == ["features/slow.feature::test_slow_4"], output
+    assert "never finished (its worker crashed)" in crashed[0]["failure_message"]
+
+
 def test_sigterm_half_way_is_handled_like_sigint(project: Project) -> None:
     proc = project.start()
     finished = project.wait_for_results(proc, 3)

@@ -188,12 +188,17 @@ class FabtestSession:
             elif name == RESULT_PROPERTY:
                 self._pending.pop(report.nodeid, None)
                 self._get_recorder().add(ScenarioResult.model_validate(value))
-        if report.failed and report.when not in ("setup", "call", "teardown") and report.nodeid in self._pending:
+        if report.failed and report.when not in ("setup", "call", "teardown"):
             # pytest-xdist reports a crashed worker's item with when="???" and no result of ours
             self._record_unfinished(report.nodeid, str(report.longrepr).strip().splitlines()[-1:])
 
     def _record_unfinished(self, nodeid: str, reason: list[str]) -> None:
-        value = dict(self._pending.pop(nodeid))
+        if nodeid in self._pending:
+            value = dict(self._pending.pop(nodeid))
+        elif nodeid.partition("::")[0].endswith(".feature"):
+            value = _crashed_before_setup(nodeid)  # killed before its setup report left the worker
+        else:
+            return  # not a scenario (a plain test function in the project)
         if reason:
             value["failure_message"] = f"{value['failure_message']}: {reason[0]}"
         self._get_recorder().add(ScenarioResult.model_validate(value))
@@ -325,3 +330,14 @@ class FabtestSession:
         redaction.clear()
         if self._roles is not None and self._roles.executor is not None:
             self._roles.executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _crashed_before_setup(nodeid: str) -> dict[str, Any]:
+    """A scenario whose worker died before saying which scenario it was: known by its node id only."""
+    from fabtest.experiment.stable_id import stable_id
+
+    path, _, name = nodeid.partition("::")
+    return ScenarioResult(
+        id=stable_id(path, None, name), name=name, nodeid=nodeid, feature_file=path, passed=False,
+        failure_type="error", failure_message=f"{nodeid}: the scenario never finished (its worker crashed)",
+    ).model_dump(mode="json")
