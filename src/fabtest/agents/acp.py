@@ -235,7 +235,8 @@ class AcpAgent:
         with _LIVE_LOCK:
             _LIVE_GROUPS.add(self._proc.pid)
         self._exited = asyncio.ensure_future(self._proc.wait())
-        self._conn = connect_to_agent(self._client, self._proc.stdin, self._proc.stdout)
+        # Collector implements the SDK's Client protocol by its methods, not by subclassing it
+        self._conn = connect_to_agent(self._client, self._proc.stdin, self._proc.stdout)  # type: ignore[arg-type]
         # No fs capability: the Gemini CLI would then read files through us, and a missing file
         # answered with an error breaks its write_file.
         capabilities = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=False, write_text_file=False),
@@ -326,9 +327,9 @@ def _mcp_server(spec: Mapping[str, Any]) -> Any:
     spec = dict(spec)
     if "url" in spec:
         headers = [HttpHeader(name=str(k), value=str(v)) for k, v in (spec.get("headers") or {}).items()]
-        kind = SseMcpServer if spec.get("type") == "sse" else HttpMcpServer
-        return kind(type="sse" if kind is SseMcpServer else "http", name=str(spec["name"]), url=str(spec["url"]),
-                    headers=headers)
+        if spec.get("type") == "sse":
+            return SseMcpServer(type="sse", name=str(spec["name"]), url=str(spec["url"]), headers=headers)
+        return HttpMcpServer(type="http", name=str(spec["name"]), url=str(spec["url"]), headers=headers)
     if "command" not in spec or "name" not in spec:
         raise ValueError(f"an MCP server needs name and command (stdio) or name and url (http), got {sorted(spec)}")
     env = [EnvVariable(name=str(k), value=str(v)) for k, v in (spec.get("env") or {}).items()]

@@ -153,6 +153,9 @@ def coerce_response(value: Any, *, where: str = "") -> AgentResponse:
     """What ``chat`` returned as a validated AgentResponse: an AgentResponse, a string, or a mapping
     with ``text`` (plus ``tool_calls`` and ``metadata``); anything else is an AgentDataError."""
     prefix = f"{where}: " if where else ""
+    text: Any
+    calls: Any
+    metadata: Any
     if isinstance(value, str):
         return AgentResponse(text=value)
     if isinstance(value, AgentResponse):

@@ -209,12 +209,12 @@ class BuiltinAgent:
         for spec in self._specs:
             connection = connect(spec)
             self._connections.append(connection)
-            for tool in connection.tools:
-                if tool.name in routes:
-                    owner = routes[tool.name][0]
-                    raise AgentError(f"{self._where}: tool {tool.name!r} of MCP server {spec.label!r} has the "
+            for mcp_tool in connection.tools:
+                if mcp_tool.name in routes:
+                    owner = routes[mcp_tool.name][0]
+                    raise AgentError(f"{self._where}: tool {mcp_tool.name!r} of MCP server {spec.label!r} has the "
                                      f"same name as a tool of {owner}; rename one of them")
-                routes[tool.name] = (f"mcp:{spec.label}", (connection, tool))
+                routes[mcp_tool.name] = (f"mcp:{spec.label}", (connection, mcp_tool))
         self._routes = routes
         return routes
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import concurrent.futures
 import json
 import os
 import shlex
@@ -174,7 +175,7 @@ class McpConnection:
         self.tools: list[McpTool] = []
         self._client: Any = None
         self._stop: asyncio.Event | None = None
-        self._task: asyncio.Future[Any] | None = None
+        self._task: concurrent.futures.Future[None] | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._stderr = tempfile.TemporaryFile()
         self._closed = False
@@ -227,7 +228,7 @@ class McpConnection:
             else:
                 params = StdioServerParameters(command=spec.command[0], args=list(spec.command[1:]),
                                                env=dict(spec.env) or None, cwd=spec.cwd)
-                transport = stdio_client(params, errlog=self._stderr)
+                transport = stdio_client(params, errlog=self._stderr)  # type: ignore[arg-type]  # binary file: the server's bytes as they come
             async with Client(transport, read_timeout_seconds=spec.timeout) as client:
                 listed = await client.list_tools()
                 self.tools = [McpTool(t.name, t.description or "", dict(t.input_schema or {"type": "object"}))
@@ -329,8 +330,7 @@ def _result_value(result: Any) -> Any:
     structured = getattr(result, "structured_content", None)
     if structured is not None:
         return structured
-    texts = [getattr(block, "text", None) for block in getattr(result, "content", None) or []]
-    texts = [t for t in texts if isinstance(t, str)]
+    texts = [t for block in getattr(result, "content", None) or [] if isinstance(t := getattr(block, "text", None), str)]
     if len(texts) == 1:
         try:
             return json.loads(texts[0])

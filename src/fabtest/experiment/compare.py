@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -287,7 +287,7 @@ def _counts(entry: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
 def _aggregate(entries: Iterable[dict[str, Any]]) -> dict[str, _Agg]:
     out: dict[str, _Agg] = {}
     for e in entries:
-        sid = e.get("id")
+        sid = str(e.get("id"))
         agg = out.get(sid)
         if agg is None:
             agg = out[sid] = _Agg(name=e.get("name") or sid)
@@ -799,7 +799,7 @@ def _comparability_lines(c: Comparability) -> list[str]:
     ]
 
 
-def _listed(items: list[Any], line) -> list[str]:  # type: ignore[no-untyped-def]
+def _listed(items: list[Any], line: Callable[[Any], str]) -> list[str]:
     out = [line(s) for s in items[:_LISTED]]
     if len(items) > _LISTED:
         out.append(f"    ... and {len(items) - _LISTED} more (see --format json)")

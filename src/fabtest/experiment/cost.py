@@ -131,7 +131,7 @@ def agent_turn_lines(metadata: Mapping[str, Any] | None) -> list[tuple[str | Non
     counted = agent_turn_usage(metadata)
     if counted is None:
         return []
-    models = metadata["usage"].get("models") if metadata else None  # type: ignore[index]
+    models = metadata["usage"].get("models") if metadata else None
     split: list[tuple[str | None, int, int, int]] = []
     if isinstance(models, Mapping):
         for name, entry in models.items():

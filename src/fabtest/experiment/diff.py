@@ -98,7 +98,7 @@ def diff_scenarios(base_doc: dict[str, Any], cur_doc: dict[str, Any], scenario_i
         if len(matches) != 1:
             problem = "no scenario both experiments ran" if not matches else f"{len(matches)} scenarios"
             raise KeyError(f"--scenario {wanted!r}: {problem} matches it (give its id, a unique id prefix or its name)")
-        out.append(_diff(str(matches[0]), _first_run(base_entries, matches[0]), _first_run(cur_entries, matches[0])))
+        out.append(_diff(str(matches[0]), _first_run(base_entries, str(matches[0])), _first_run(cur_entries, str(matches[0]))))
     return out
 
 

@@ -225,9 +225,11 @@ def _index(entries: list[dict[str, Any]]) -> dict[str, Any]:
     """Compact per-scenario rows so comparisons and listings need not parse transcripts."""
     rows = []
     for e in entries:
-        ev = e.get("evaluations") if isinstance(e.get("evaluations"), dict) else {}
+        ev = e.get("evaluations")
+        ev = ev if isinstance(ev, dict) else {}
         criteria, checks = stats.entry_check_counts(e)
-        spent = e.get("cost") if isinstance(e.get("cost"), dict) else {}
+        spent = e.get("cost")
+        spent = spent if isinstance(spent, dict) else {}
         rows.append([e.get("id"), e.get("name"), e.get("iteration", 1), e.get("passed"), e.get("skipped", False),
                      e.get("turns", 0), e.get("failure_type"), ev.get("passed", 0), ev.get("total", 0),
                      entry_topics(e), criteria, checks, spent.get("usd"), spent.get("complete", True)])

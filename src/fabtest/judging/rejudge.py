@@ -141,7 +141,7 @@ def _rejudge_group(
         row = Rejudged(result.id, result.name, result.iteration, check.criterion, turn, scope, check.mode,
                        check.status, list(verdicts))
         rows.append(row)
-        label, split = majority(verdicts)  # type: ignore[arg-type]
+        label, split = majority(verdicts)
         check.status = label
         check.passed = None if label == "inconclusive" else label == "passed"
         check.data = {**check.data, "recorded": row.recorded, "samples": split,

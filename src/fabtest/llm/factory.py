@@ -104,7 +104,7 @@ def load_llm_object(spec: str, *, where: str) -> LLM:
             raise UsageError(f"{where}: calling {spec!r} failed: {type(exc).__name__}: {exc}") from None
     if not (hasattr(obj, "complete_json") and hasattr(obj, "complete")):
         raise UsageError(f"{where}: {spec!r} gave {type(obj).__name__}, which has no complete/complete_json methods")
-    return obj  # type: ignore[no-any-return]
+    return obj
 
 
 def describe_llm(llm: Any) -> tuple[str | None, str | None, str | None]:

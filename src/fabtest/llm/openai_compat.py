@@ -75,13 +75,14 @@ class OpenAICompatLLM(ProviderBase):
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         settings = settings or LLMSettings(provider="openai")
-        self._setup(settings, openai_base_url(settings), backoff_base_s=backoff_base_s, backoff_max_s=backoff_max_s,
+        base_url = openai_base_url(settings)
+        self._setup(settings, base_url, backoff_base_s=backoff_base_s, backoff_max_s=backoff_max_s,
                     bad_output_retries=bad_output_retries, retry_budget=retry_budget)
         key = api_key or openai_api_key(settings)
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         import httpx  # deferred: importing fabtest should not pay for it
 
-        self._http = httpx.Client(base_url=self.base_url, headers=headers, timeout=settings.timeout_s,
+        self._http = httpx.Client(base_url=base_url, headers=headers, timeout=settings.timeout_s,
                                   transport=transport)
         self._close_lock = threading.Lock()
 

@@ -36,7 +36,7 @@ class FeatureModule(pytest.Module):
         items = list(super().collect())
         for item in items:
             template = template_of(getattr(item, "obj", None))
-            if template is not None:  # skips and reports point at the scenario's line, not pytest-bdd's code
+            if template is not None and isinstance(item, pytest.Item):  # skips and reports point at the scenario's line, not pytest-bdd's code
                 item.reportinfo = functools.partial(_scenario_location, self.path, template)  # type: ignore[method-assign]
         return items
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from html import escape
 from typing import Any
 
@@ -114,7 +115,7 @@ def _card(key: str, value: str, note: str = "", color: str | None = None) -> str
     return f'<div class="card"><div class="k">{_e(key)}</div><div class="v"{style}>{_e(value)}</div><div class="n">{_e(note)}</div></div>'
 
 
-def _table(headers: list[str], rows: Iterable[list[str]], numeric: set[int] = frozenset()) -> str:  # type: ignore[assignment]
+def _table(headers: list[str], rows: Iterable[Sequence[str]], numeric: AbstractSet[int] = frozenset()) -> str:
     head = "".join(f'<th class="num">{_e(h)}</th>' if i in numeric else f"<th>{_e(h)}</th>" for i, h in enumerate(headers))
     body = "".join(
         "<tr>" + "".join(f'<td class="num">{_cell(c)}</td>' if i in numeric else f"<td>{_cell(c)}</td>"
@@ -327,7 +328,8 @@ def _checks(title: str, block: Any) -> str:
 
 
 def _scenario(entry: dict[str, Any], anchor: str) -> str:
-    ev = entry.get("evaluations") if isinstance(entry.get("evaluations"), dict) else {}
+    ev = entry.get("evaluations")
+    ev = ev if isinstance(ev, dict) else {}
     iteration = f" · run {entry.get('iteration')}" if (entry.get("iteration") or 1) > 1 else ""
     facts = f"{entry.get('turns', 0)} turns · eval {pct(ev.get('rate'))}{iteration}"
     failure = ""
@@ -357,7 +359,8 @@ def _scenarios_section(entries: list[dict[str, Any]], title: str = "Scenarios") 
     ordered = sorted(enumerate(entries), key=lambda p: (bool(p[1].get("passed")) or bool(p[1].get("skipped")), bool(p[1].get("skipped")), p[1].get("name") or "", p[1].get("iteration") or 1))
     rows = []
     for i, e in ordered:
-        ev = e.get("evaluations") if isinstance(e.get("evaluations"), dict) else {}
+        ev = e.get("evaluations")
+        ev = ev if isinstance(ev, dict) else {}
         rows.append([_status_badge(e), _Html(f'<a href="#s{i}">{_e(e.get("name"))}</a>'), _e(e.get("iteration", 1)), _e(e.get("turns", 0)),
                      _e(len(e.get("topics_visited") or [])), pct(ev.get("rate")), _e(e.get("failure_message") or "")])
     index = _table(["Status", "Scenario", "Run", "Turns", "Topics", "Eval rate", "Failure"], rows, {2, 3, 4, 5})
