@@ -26,19 +26,13 @@ from pydantic import ValidationError
 from pytest_bdd.exceptions import StepDefinitionNotFoundError
 
 from fabtest.agents.boundary import agent_traceback
+from fabtest.engine.outcome import Outcome, conclude, failure_message
+from fabtest.engine.result import build_result
 from fabtest.engine.scenario import LLMRoles, ScenarioState
-from fabtest.errors import (
-    AgentError,
-    ExpectationFailed,
-    FabtestError,
-    FailureType,
-    LLMError,
-    UsageError,
-    failure_type_of,
-)
+from fabtest.errors import AgentError, FabtestError, UsageError, failure_type_of
 from fabtest.pytest_plugin import hints, steps
 from fabtest.pytest_plugin.collect import FeatureModule, template_of
-from fabtest.pytest_plugin.results import PENDING_PROPERTY, RESULT_PROPERTY, build_result
+from fabtest.pytest_plugin.results import PENDING_PROPERTY, RESULT_PROPERTY, identity_of
 from fabtest.pytest_plugin.session import FabtestSession
 from fabtest.settings import Settings
 
@@ -381,11 +375,6 @@ def _relative(config: pytest.Config, filename: str) -> str:
 _SHORT = (FabtestError, StepDefinitionNotFoundError)
 
 
-def failure_type(exc: BaseException) -> FailureType:
-    """The failure type of DESIGN section 3: it lives on the exception class (:mod:`fabtest.errors`)."""
-    return failure_type_of(exc)
-
-
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     """The engine says a scenario needs an LLM that is not configured (NeedsLLM); pytest calls it a skip."""
@@ -405,33 +394,35 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         return
     report: pytest.TestReport = outcome.get_result()
     if call.when == "setup" and template_of(getattr(item, "obj", None)) is not None:
-        if report.passed:
-            # Who is running, so the controller can record the scenario even if its worker dies.
-            setup_message = f"{item.nodeid}: the scenario never finished (its worker crashed)"
-            prop = PENDING_PROPERTY
-        elif report.failed:  # a fixture (fabtest_agent, a server) failed before the first step
-            crash = getattr(report.longrepr, "reprcrash", None)
-            setup_message = f"{item.nodeid}: setup failed" + (f": {crash.message}" if crash is not None else "")
-            prop = RESULT_PROPERTY
-        else:
-            return
-        result = build_result(item, None, passed=False, skipped=False, skip_reason=None, failure_type="error",
-                              failure_message=setup_message, duration_s=call.duration)
-        report.user_properties.append((prop, result.model_dump(mode="json")))
+        _report_setup(item, report, call.duration)
+    elif call.when == "call":
+        _report_call(item, report, call)
+
+
+def _report_setup(item: pytest.Item, report: pytest.TestReport, duration: float) -> None:
+    if report.passed:
+        # Who is running, so the controller can record the scenario even if its worker dies.
+        message = f"{item.nodeid}: the scenario never finished (its worker crashed)"
+        prop = PENDING_PROPERTY
+    elif report.failed:  # a fixture (fabtest_agent, a server) failed before the first step
+        crash = getattr(report.longrepr, "reprcrash", None)
+        message = f"{item.nodeid}: setup failed" + (f": {crash.message}" if crash is not None else "")
+        prop = RESULT_PROPERTY
+    else:
         return
-    if call.when != "call":
-        return
+    result = build_result(identity_of(item), None, Outcome.failed("error", message), duration_s=duration)
+    report.user_properties.append((prop, result.model_dump(mode="json")))
+
+
+def _report_call(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo[None]) -> None:
+    """The engine finishes the scenario and says how it ended; this turns that into the pytest report."""
     state = item.stash.get(STATE_KEY, None)
     exc = call.excinfo.value if call.excinfo is not None else None
     if state is not None and not isinstance(exc, (pytest.skip.Exception, KeyboardInterrupt)):
-        verify = exc is None  # the record's verification runs only when every step passed
-        for late_step in (lambda: state.finish(verify=verify), state.close):
-            try:
-                late_step()
-            except (LLMError, ExpectationFailed, AgentError) as late:
-                if exc is None:
-                    exc = late
-                    report.outcome = "failed"
+        ending = conclude(state, exc)
+        if exc is None and ending is not None:  # the late work failed a scenario whose steps passed
+            exc = ending
+            report.outcome = "failed"
     # a scenario or test function; other items (playbooks) word their own failure in repr_failure
     if exc is not None and isinstance(exc, _SHORT) and report.outcome == "failed" and isinstance(item, pytest.Function):
         report.longrepr = _short_message(item, exc)
@@ -442,14 +433,19 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         report.sections.append(("fabtest conversation", _transcript(state)))
     if state is None and template_of(getattr(item, "obj", None)) is None:
         return  # not a scenario (an ordinary test, or a pytest-bdd scenario without fabtest steps)
-    skipped = report.outcome == "skipped"
-    failed = exc is not None and report.outcome == "failed"
-    kind = failure_type(exc) if failed and exc is not None else None
-    message = _short_message(item, exc) if failed and exc is not None else None
-    result = build_result(item, state, passed=report.outcome == "passed", skipped=skipped,
-                          skip_reason=_skip_reason(report) if skipped else None, failure_type=kind,
-                          failure_message=message, duration_s=call.duration)
+    result = build_result(identity_of(item), state, _outcome(item, report, exc), duration_s=call.duration)
     report.user_properties.append((RESULT_PROPERTY, result.model_dump(mode="json")))
+
+
+def _outcome(item: pytest.Item, report: pytest.TestReport, exc: BaseException | None) -> Outcome:
+    """pytest's verdict in the engine's words (a skip's reason, a failure's type and message)."""
+    if report.outcome == "skipped":
+        return Outcome("skipped", skip_reason=_skip_reason(report))
+    if report.outcome == "passed":
+        return Outcome("passed")
+    if exc is None:
+        return Outcome.failed(None, None)
+    return Outcome.failed(failure_type_of(exc), _short_message(item, exc))
 
 
 def _transcript(state: ScenarioState) -> str:
@@ -472,6 +468,7 @@ def _clip(text: str, limit: int = 2000) -> str:
 
 
 def _short_message(item: pytest.Item, exc: BaseException) -> str:
+    """The failure as the engine words it, or pytest-bdd's unmatched step with what to write instead."""
     if isinstance(exc, StepDefinitionNotFoundError) and hints.UNMATCHED_KEY in item.stash:
         return item.stash[hints.UNMATCHED_KEY]
     if isinstance(exc, StepDefinitionNotFoundError):
@@ -479,12 +476,7 @@ def _short_message(item: pytest.Item, exc: BaseException) -> str:
         return (f"{location}: no step definition matches this step"
                 f" ({unmatched}). Expected one of the fabtest steps listed in the README,"
                 " or a step of your own (pytest-bdd @given/@when/@then) in a conftest.py")
-    text = str(exc)
-    if isinstance(exc, UsageError):
-        return text
-    where = item.stash.get(WHERE_KEY, "")
-    step = item.stash.get(STEP_KEY, "")
-    return f"{where}: {step}\n{type(exc).__name__}: {text}" if where else text
+    return failure_message(exc, where=item.stash.get(WHERE_KEY, ""), step=item.stash.get(STEP_KEY, ""))
 
 
 def _skip_reason(report: pytest.TestReport) -> str:
