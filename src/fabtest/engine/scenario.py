@@ -232,6 +232,13 @@ class ScenarioState:
         passed, details = result
         self.record_check(kind, mode, label, "passed" if passed else "failed", details, turn=turn, data=data)
 
+    def includes_call(self, tool: str, mode: Mode, *, negated: bool = False) -> None:
+        """``the conversation must (not) include a call to "tool"``: over every turn so far."""
+        self._last_turn_required()
+        passed, details = checks.check_called(self.conversation.tool_calls, tool)
+        kind = "not_include_call" if negated else "include_call"
+        self.deterministic(kind, mode, f"{kind}:{tool}", (passed != negated, details), turn=None, data={"tool": tool})
+
     # -- LLM-backed checks -----------------------------------------------------------------------
     def satisfy(self, criterion: Criterion, mode: Mode, scope: str) -> None:
         """``the response`` / ``every response`` / ``the conversation`` satisfies a criterion."""
