@@ -8,7 +8,6 @@ needs no test runner. The result travels as ``model_dump(mode="json")``: inside 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +16,7 @@ from fabtest.engine.outcome import Outcome
 from fabtest.engine.scenario import ScenarioState
 from fabtest.experiment.model import CheckRecord, ScenarioResult, TopicRecord, turn_records, usage_records
 from fabtest.experiment.stable_id import stable_id
+from fabtest.scenario_sets import ScenarioRecord
 
 __all__ = ["ScenarioIdentity", "build_result"]
 
@@ -29,20 +29,20 @@ class ScenarioIdentity:
     name: str  # as shown, with a Scenario Outline example's values
     rule: str | None = None
     #: the scenario-set record this run was expanded for, if any
-    record: Mapping[str, Any] | None = None
+    record: ScenarioRecord | None = None
     iteration: int = 1
     nodeid: str = ""
     feature_file: str = ""  # relative to the project root, so results match across machines
 
     @property
     def record_id(self) -> str | None:
-        return str(self.record["id"]) if self.record else None
+        return self.record.id if self.record is not None else None
 
     @property
     def shown_name(self) -> str:
         """A scenario-set run is shown by its record's name (its id when it has none)."""
         record = self.record
-        return f"{self.name} [{record.get('name') or record['id']}]" if record else self.name
+        return f"{self.name} [{record.name or record.id}]" if record is not None else self.name
 
     @property
     def stable_id(self) -> str:

@@ -28,11 +28,13 @@ from fabtest.agents.boundary import guarded
 from fabtest.agents.registry import make_agent
 from fabtest.conversation import Check, Conversation, Mode, Status, TokenUsage, Turn
 from fabtest.criteria import Criterion
+from fabtest.engine import records
 from fabtest.errors import ExpectationFailed, NeedsLLM, UsageError
 from fabtest.judge import Judge, criterion_data, format_exchange
 from fabtest.llm.base import LLM, LLMError, LLMNotConfigured
 from fabtest.patterns import scenario_deadline
 from fabtest.runner import ConversationRunner, cancel_agent
+from fabtest.scenario_sets import ScenarioRecord
 from fabtest.settings import Settings
 from fabtest.simulator import Simulator, SimulatorConfig
 from fabtest.topics import TopicGraph, TopicGraphError, TopicTracker, follows, reached
@@ -74,7 +76,7 @@ class ScenarioState:
     criteria: dict[str, Criterion] = field(default_factory=dict)
     topics: TopicGraph | None = None
     simulator_config: SimulatorConfig = field(default_factory=SimulatorConfig)
-    record: dict[str, Any] | None = None  # scenario-set record, if any
+    record: ScenarioRecord | None = None  # scenario-set record, if any
     conversation: Conversation = field(default_factory=Conversation)
     agent_target: Any = None
     started: float = field(default_factory=time.monotonic)
@@ -420,33 +422,11 @@ class ScenarioState:
 
     def use_record(self) -> None:
         """``Given a simulated user from the scenario``: goal, persona and facts from the set's record."""
-        if self.record is None:
-            raise UsageError(f"{self.where}: 'a simulated user from the scenario' needs a scenario tagged "
-                             "@scenario_set:NAME (records in scenarios/NAME.json|yaml|yml)")
-        record = self.record
-        facts = {str(k): str(v) for k, v in (record.get("context") or {}).items()}
-        self.configure_simulator(goal=record["goal"], persona=record.get("persona"), facts=facts)
-        max_turns = (record.get("verification") or {}).get("max_turns")
-        if max_turns:
-            self.configure_simulator(max_turns=int(max_turns))
+        records.use_record(self)
 
     def _verify_record(self) -> None:
         """A record's ``verification`` becomes hard expectations checked when the scenario ends."""
-        verification = (self.record or {}).get("verification") or {}
-        conv = self.conversation
-        for tool in _as_list(verification.get("call_tool")):
-            passed, details = checks.check_called(conv.tool_calls, tool)
-            self.record_check("call_tool", "must", f"call_tool:{tool}", "passed" if passed else "failed", details,
-                              data={"tool": tool, "source": "verification"})
-        for topic in _as_list(verification.get("reached_topic")):
-            ok = topic in conv.topic_path
-            self.record_check("reached_topic", "must", f"reached:{topic}", "passed" if ok else "failed",
-                              f"topic path: {' > '.join(conv.topic_path) or '(none)'}",
-                              data={"topic": topic, "source": "verification"})
-        if verification.get("max_turns"):
-            limit, actual = int(verification["max_turns"]), len(conv.turns)
-            self.record_check("turn_count", "must", f"turn_count<={limit}", "passed" if actual <= limit else "failed",
-                              f"{_turns(actual)} (max {limit})", data={"max": limit, "actual": actual})
+        records.verify_record(self)
 
     def finish(self, *, verify: bool = True) -> None:
         """Flush pending criteria, wait for background checks, and fill the conversation's lists.
@@ -505,16 +485,6 @@ class ScenarioState:
     def agent_metadata(self) -> dict[str, Any]:
         """What the agent's ``metadata()`` said when the scenario closed ({} if it failed)."""
         return self._metadata
-
-
-def _turns(count: int) -> str:
-    return f"{count} turn" if count == 1 else f"{count} turns"
-
-
-def _as_list(value: Any) -> list[str]:
-    if value is None:
-        return []
-    return [str(v) for v in value] if isinstance(value, (list, tuple)) else [str(value)]
 
 
 class _Pick:

@@ -34,6 +34,7 @@ from fabtest.pytest_plugin import hints, steps
 from fabtest.pytest_plugin.collect import FeatureModule, template_of
 from fabtest.pytest_plugin.results import PENDING_PROPERTY, RESULT_PROPERTY, identity_of
 from fabtest.pytest_plugin.session import FabtestSession
+from fabtest.scenario_sets import ScenarioRecord
 from fabtest.settings import Settings
 
 SESSION_KEY = pytest.StashKey[FabtestSession]()
@@ -232,7 +233,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             records = session.scenario_set(marker.args[0], Path(str(metafunc.definition.path)))
         except UsageError as exc:
             raise pytest.Collector.CollectError(str(exc)) from None
-        metafunc.parametrize("fabtest_record", records, ids=[str(r["id"]) for r in records], indirect=True)
+        metafunc.parametrize("fabtest_record", records, ids=[r.id for r in records], indirect=True)
     if session.iterations > 1:
         metafunc.parametrize("fabtest_iteration", range(1, session.iterations + 1),
                              ids=[f"iter{i}" for i in range(1, session.iterations + 1)], indirect=True)
@@ -247,8 +248,15 @@ def fabtest_iteration(request: pytest.FixtureRequest) -> int:
 
 @pytest.fixture
 def fabtest_record(request: pytest.FixtureRequest) -> dict[str, Any] | None:
-    """The scenario-set record this run was expanded for, if any."""
-    return getattr(request, "param", None)
+    """The scenario-set record this run was expanded for, if any (as the data file spells it)."""
+    record = _record_of(request.node)
+    return record.to_dict() if record is not None else None
+
+
+def _record_of(item: pytest.Item) -> ScenarioRecord | None:
+    """The validated record a scenario-set run was expanded for (its ``fabtest_record`` parameter)."""
+    callspec = getattr(item, "callspec", None)
+    return callspec.params.get("fabtest_record") if callspec is not None else None
 
 
 @pytest.fixture
@@ -289,10 +297,11 @@ def fabtest_scenario(request: pytest.FixtureRequest, tmp_path: Path, fabtest_llm
     }
     if fabtest_record is not None:
         context["record"] = fabtest_record
+    record = _record_of(item)
     state = ScenarioState(
         settings=session.settings, rootdir=Path(str(request.config.rootpath)), workdir=tmp_path, context=context,
         llms=session.salted(fabtest_llms, fabtest_iteration), default_agent=fabtest_agent or session.settings.agent,
-        where=item.stash.get(WHERE_KEY, str(item.path)), record=fabtest_record,
+        where=item.stash.get(WHERE_KEY, str(item.path)), record=record,
     )
     state.criteria.update(session.project_criteria())
     state.topics = session.project_topics()
