@@ -28,7 +28,7 @@ from fabtest.agents.boundary import guarded
 from fabtest.agents.registry import make_agent
 from fabtest.conversation import Check, Conversation, Mode, Status, TokenUsage, Turn
 from fabtest.criteria import Criterion
-from fabtest.engine import records
+from fabtest.engine import judged, records
 from fabtest.errors import ExpectationFailed, NeedsLLM, UsageError
 from fabtest.judge import Judge, criterion_data, format_exchange
 from fabtest.llm.base import LLM, LLMError, LLMNotConfigured
@@ -264,39 +264,18 @@ class ScenarioState:
 
     def grounded_in(self, source: str, mode: Mode) -> None:
         turn = self.last_turn
-        label = f"grounded_in:{source}"
         if self.llms.judge is None:
-            self._skip_llm_check("grounded_in", mode, label, turn=turn.number)
+            self._skip_llm_check("grounded_in", mode, f"grounded_in:{source}", turn=turn.number)
             return
         calls = [c for t in self.conversation.turns for c in t.tool_calls if c.name == source]
-
-        def run() -> Check:
-            assert self.judge is not None
-            result = self.judge.grounding(turn.response.text, source, calls)
-            self._charge("judge", result.usage)
-            verdict = result.value
-            data = {"source": source, **verdict.to_data(), "claims_total": len(verdict.claims),
-                    "claims_unsupported": len(verdict.unsupported)}
-            details = verdict.reasoning or ("unsupported claims: " + "; ".join(verdict.unsupported)
-                                            if verdict.unsupported else "every claim is supported")
-            return Check("grounded_in", mode, label, "passed" if verdict.passed else "failed", turn.number, details, data)
-
-        self._run_llm_check(run, mode)
+        self._run_llm_check(self._judged(lambda judge: judged.grounding_check(judge, turn, source, calls, mode)), mode)
 
     def intent(self, intent: str, mode: Mode) -> None:
         turn = self.last_turn
-        label = f"intent:{intent}"
         if self.llms.judge is None:
-            self._skip_llm_check("intent", mode, label, turn=turn.number)
+            self._skip_llm_check("intent", mode, f"intent:{intent}", turn=turn.number)
             return
-
-        def run() -> Check:
-            assert self.judge is not None
-            result = self.judge.intent(format_exchange(turn), intent)
-            self._charge("judge", result.usage)
-            return Check("intent", mode, label, result.value.verdict, turn.number, result.value.reasoning)
-
-        self._run_llm_check(run, mode)
+        self._run_llm_check(self._judged(lambda judge: judged.intent_check(judge, turn, intent, mode)), mode)
 
     def goal_achieved(self, mode: Mode) -> None:
         goal = self.simulator_config.goal
@@ -307,15 +286,18 @@ class ScenarioState:
             self._skip_llm_check("goal", mode, "goal achieved", turn=None)
             return
         transcript = self.conversation.transcript()
+        self._run_llm_check(self._judged(lambda judge: judged.goal_check(judge, goal, transcript, mode)), mode)
 
+    def _judged(self, ask: Callable[[Judge], judged.Judged]) -> Callable[[], Check]:
+        """The call that asks the judge (now or on a worker thread) and charges what it cost."""
         def run() -> Check:
-            assert self.judge is not None
-            result = self.judge.goal_achieved(goal, transcript)
-            self._charge("judge", result.usage)
-            return Check("goal", mode, "goal achieved", result.value.verdict, None, result.value.reasoning,
-                         {"goal": goal})
+            judge = self.judge
+            assert judge is not None  # the callers skip the check without a judge
+            check, usage = ask(judge)
+            self._charge("judge", usage)
+            return check
 
-        self._run_llm_check(run, mode)
+        return run
 
     # -- topics ------------------------------------------------------------------------------------
     def topic_path(self) -> list[str]:

@@ -319,20 +319,11 @@ def _tags(template: Any) -> set[str]:
     return set(template.tags) | set(template.feature.tags) | set(rule_tags)
 
 
-_NEEDS_SIMULATOR = re.compile(r"the simulated user talks to the agent")
-_NEEDS_JUDGE_MUST = re.compile(r"must (satisfy|be grounded in|have the intent|be achieved)")
-
-
 def pytest_bdd_before_scenario(request: pytest.FixtureRequest, feature: Any, scenario: Any) -> None:
     """Skip before the first step when a scenario cannot run without an LLM that is not configured."""
     if not _active(request.config):
         return
-    texts = [step.name for step in scenario.steps]
-    needs = []
-    if any(_NEEDS_SIMULATOR.search(t) for t in texts):
-        needs.append(("simulator", "a simulated user"))
-    if any(_NEEDS_JUDGE_MUST.search(t) for t in texts):
-        needs.append(("judge", "a must expectation judged by an LLM"))
+    needs = steps.needed_llms([step.name for step in scenario.steps])
     if not needs:
         return
     roles = request.config.stash[SESSION_KEY].llm_roles()
