@@ -5,15 +5,15 @@ registered) unless the project opts in: a ``[tool.fabtest]`` table in the rootdi
 ``--fabtest`` or ``-p fabtest``. A dormant run behaves exactly as if fabtest were not installed.
 
 Flow: ``pytest_configure`` reads ``[tool.fabtest]``; ``pytest_collect_file`` turns ``.feature``
-files into modules; the ``fabtest_scenario`` fixture gives each scenario its state; after the call
-phase ``pytest_runtest_makereport`` classifies the outcome (DESIGN section 3) and attaches the
-scenario result to the report as plain data, so it survives pytest-xdist; the controller records
-it and writes the experiment at the end of the session.
+files into modules; the ``fabtest_scenario`` fixture gives each scenario the engine's state; after
+the call phase ``pytest_runtest_makereport`` lets the engine finish the scenario and say how it
+ended (:mod:`fabtest.engine.outcome`, DESIGN section 3), translates that into the pytest report and
+attaches the engine's result (:mod:`fabtest.engine.result`) as plain data, so it survives
+pytest-xdist; the controller records it and writes the experiment at the end of the session.
 """
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 import tomllib
@@ -32,7 +32,7 @@ from fabtest.engine.scenario import LLMRoles, ScenarioState
 from fabtest.errors import AgentError, FabtestError, UsageError, failure_type_of
 from fabtest.pytest_plugin import hints, steps
 from fabtest.pytest_plugin.collect import FeatureModule, template_of
-from fabtest.pytest_plugin.results import PENDING_PROPERTY, RESULT_PROPERTY, identity_of
+from fabtest.pytest_plugin.results import PENDING_PROPERTY, RESULT_PROPERTY, identity_of, relative_to_root
 from fabtest.pytest_plugin.session import FabtestSession
 from fabtest.scenario_sets import ScenarioRecord
 from fabtest.settings import Settings
@@ -337,7 +337,7 @@ def pytest_bdd_before_scenario(request: pytest.FixtureRequest, feature: Any, sce
 def pytest_bdd_before_step(request: pytest.FixtureRequest, feature: Any, scenario: Any, step: Any) -> None:
     if not _active(request.config):
         return
-    where = f"{_relative(request.config, feature.filename)}:{step.line_number}"
+    where = f"{relative_to_root(request.config, feature.filename)}:{step.line_number}"
     request.node.stash[WHERE_KEY] = where
     request.node.stash[STEP_KEY] = f"{step.keyword} {step.name}"
     request.node.stash[steps.LEVEL_KEY] = _step_level(feature, scenario, step)
@@ -351,7 +351,7 @@ def pytest_bdd_before_step(request: pytest.FixtureRequest, feature: Any, scenari
 def pytest_bdd_step_func_lookup_error(request: pytest.FixtureRequest, feature: Any, scenario: Any, step: Any,
                                       exception: Exception) -> None:
     if _active(request.config):  # the step as written, with what to write instead (pytest_plugin/hints.py)
-        where = f"{_relative(request.config, feature.filename)}:{step.line_number}"
+        where = f"{relative_to_root(request.config, feature.filename)}:{step.line_number}"
         request.node.stash[hints.UNMATCHED_KEY] = hints.unmatched_step_message(request, where, step)
 
 
@@ -362,13 +362,6 @@ def _step_level(feature: Any, scenario: Any, step: Any) -> tuple[str, int]:
         if background is not None and any(s.line_number == step.line_number for s in background.steps):
             return kind, background.line_number
     return "Scenario", 0
-
-
-def _relative(config: pytest.Config, filename: str) -> str:
-    try:
-        return os.path.relpath(filename, str(config.rootpath))
-    except ValueError:
-        return filename
 
 
 # -- outcomes ---------------------------------------------------------------------------------------

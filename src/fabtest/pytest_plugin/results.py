@@ -15,7 +15,7 @@ import pytest
 from fabtest.engine.result import ScenarioIdentity
 from fabtest.pytest_plugin.collect import template_of
 
-__all__ = ["PENDING_PROPERTY", "RESULT_PROPERTY", "identity_of"]
+__all__ = ["PENDING_PROPERTY", "RESULT_PROPERTY", "identity_of", "relative_to_root"]
 
 #: the report's user property carrying a finished scenario's result (plain data, survives xdist)
 RESULT_PROPERTY = "fabtest_result"
@@ -36,7 +36,7 @@ def identity_of(item: pytest.Item) -> ScenarioIdentity:
         record=params.get("fabtest_record"),
         iteration=int(params.get("fabtest_iteration", 1)),
         nodeid=item.nodeid,
-        feature_file=_relative(item, filename),
+        feature_file=relative_to_root(item.config, filename),
     )
 
 
@@ -50,9 +50,9 @@ def _scenario_name(item: pytest.Item, template: Any, params: dict[str, Any]) -> 
     return name
 
 
-def _relative(item: pytest.Item, filename: str) -> str:
-    """Paths relative to the project root, so results files match across machines."""
+def relative_to_root(config: pytest.Config, filename: str) -> str:
+    """``filename`` relative to the project root, so results and messages match across machines."""
     try:
-        return os.path.relpath(filename, str(item.config.rootpath)) if filename else filename
+        return os.path.relpath(filename, str(config.rootpath)) if filename else filename
     except ValueError:
         return filename
