@@ -1,14 +1,18 @@
 """fabtest: behaviour-testing for conversational agents.
 
 Write Gherkin features, run ``pytest features/``, compare experiments with ``fabtest-compare``.
-The public API is small: the conversation data model, the agent protocol and fabtest's
-errors (:mod:`fabtest.errors`, for custom steps).
+The public API is small: the conversation data model, the agent protocol, fabtest's errors
+(:mod:`fabtest.errors`, for custom steps) and :func:`run`, one scenario from Python without
+pytest or Gherkin (README "Using fabtest without Gherkin").
 """
 
 from fabtest.agents.base import Agent, AgentError, AgentTimeout
 from fabtest.agents.registry import with_context
 from fabtest.conversation import AgentResponse, Check, Conversation, Message, ToolCall, Turn
 from fabtest.errors import ExpectationFailed, FabtestError, UsageError
+
+# last: the engine imports the modules above
+from fabtest.engine.entry import SimulatedUser, run  # noqa: E402  isort: skip
 
 __version__ = "0.1.0"
 
@@ -22,8 +26,10 @@ __all__ = [
     "ExpectationFailed",
     "FabtestError",
     "Message",
+    "SimulatedUser",
     "ToolCall",
     "Turn",
     "UsageError",
+    "run",
     "with_context",
 ]

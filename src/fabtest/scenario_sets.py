@@ -33,6 +33,15 @@ class ScenarioSetError(UsageError):
 
 
 @dataclass(frozen=True)
+class Verification:
+    """A record's ``verification`` as typed values: hard expectations checked when its scenario ends."""
+
+    call_tool: str | None = None
+    reached_topic: str | None = None
+    max_turns: int | None = None
+
+
+@dataclass(frozen=True)
 class ScenarioRecord:
     """One row of a scenario set."""
 
@@ -50,6 +59,11 @@ class ScenarioRecord:
     @property
     def hash(self) -> str:
         return record_hash(self)
+
+    @property
+    def checks(self) -> Verification:
+        """``verification`` typed (its keys and value types were validated when the file was read)."""
+        return Verification(**{k: v for k, v in self.verification.items() if v is not None})
 
     @property
     def facts(self) -> list[tuple[str, Any]]:

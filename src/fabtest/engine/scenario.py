@@ -28,11 +28,13 @@ from fabtest.agents.boundary import guarded
 from fabtest.agents.registry import make_agent
 from fabtest.conversation import Check, Conversation, Mode, Status, TokenUsage, Turn
 from fabtest.criteria import Criterion
+from fabtest.engine import judged, records
 from fabtest.errors import ExpectationFailed, NeedsLLM, UsageError
 from fabtest.judge import Judge, criterion_data, format_exchange
 from fabtest.llm.base import LLM, LLMError, LLMNotConfigured
 from fabtest.patterns import scenario_deadline
 from fabtest.runner import ConversationRunner, cancel_agent
+from fabtest.scenario_sets import ScenarioRecord
 from fabtest.settings import Settings
 from fabtest.simulator import Simulator, SimulatorConfig
 from fabtest.topics import TopicGraph, TopicGraphError, TopicTracker, follows, reached
@@ -74,7 +76,7 @@ class ScenarioState:
     criteria: dict[str, Criterion] = field(default_factory=dict)
     topics: TopicGraph | None = None
     simulator_config: SimulatorConfig = field(default_factory=SimulatorConfig)
-    record: dict[str, Any] | None = None  # scenario-set record, if any
+    record: ScenarioRecord | None = None  # scenario-set record, if any
     conversation: Conversation = field(default_factory=Conversation)
     agent_target: Any = None
     started: float = field(default_factory=time.monotonic)
@@ -232,6 +234,13 @@ class ScenarioState:
         passed, details = result
         self.record_check(kind, mode, label, "passed" if passed else "failed", details, turn=turn, data=data)
 
+    def includes_call(self, tool: str, mode: Mode, *, negated: bool = False) -> None:
+        """``the conversation must (not) include a call to "tool"``: over every turn so far."""
+        self._last_turn_required()
+        passed, details = checks.check_called(self.conversation.tool_calls, tool)
+        kind = "not_include_call" if negated else "include_call"
+        self.deterministic(kind, mode, f"{kind}:{tool}", (passed != negated, details), turn=None, data={"tool": tool})
+
     # -- LLM-backed checks -----------------------------------------------------------------------
     def satisfy(self, criterion: Criterion, mode: Mode, scope: str) -> None:
         """``the response`` / ``every response`` / ``the conversation`` satisfies a criterion."""
@@ -255,39 +264,18 @@ class ScenarioState:
 
     def grounded_in(self, source: str, mode: Mode) -> None:
         turn = self.last_turn
-        label = f"grounded_in:{source}"
         if self.llms.judge is None:
-            self._skip_llm_check("grounded_in", mode, label, turn=turn.number)
+            self._skip_llm_check("grounded_in", mode, f"grounded_in:{source}", turn=turn.number)
             return
         calls = [c for t in self.conversation.turns for c in t.tool_calls if c.name == source]
-
-        def run() -> Check:
-            assert self.judge is not None
-            result = self.judge.grounding(turn.response.text, source, calls)
-            self._charge("judge", result.usage)
-            verdict = result.value
-            data = {"source": source, **verdict.to_data(), "claims_total": len(verdict.claims),
-                    "claims_unsupported": len(verdict.unsupported)}
-            details = verdict.reasoning or ("unsupported claims: " + "; ".join(verdict.unsupported)
-                                            if verdict.unsupported else "every claim is supported")
-            return Check("grounded_in", mode, label, "passed" if verdict.passed else "failed", turn.number, details, data)
-
-        self._run_llm_check(run, mode)
+        self._run_llm_check(self._judged(lambda judge: judged.grounding_check(judge, turn, source, calls, mode)), mode)
 
     def intent(self, intent: str, mode: Mode) -> None:
         turn = self.last_turn
-        label = f"intent:{intent}"
         if self.llms.judge is None:
-            self._skip_llm_check("intent", mode, label, turn=turn.number)
+            self._skip_llm_check("intent", mode, f"intent:{intent}", turn=turn.number)
             return
-
-        def run() -> Check:
-            assert self.judge is not None
-            result = self.judge.intent(format_exchange(turn), intent)
-            self._charge("judge", result.usage)
-            return Check("intent", mode, label, result.value.verdict, turn.number, result.value.reasoning)
-
-        self._run_llm_check(run, mode)
+        self._run_llm_check(self._judged(lambda judge: judged.intent_check(judge, turn, intent, mode)), mode)
 
     def goal_achieved(self, mode: Mode) -> None:
         goal = self.simulator_config.goal
@@ -298,15 +286,18 @@ class ScenarioState:
             self._skip_llm_check("goal", mode, "goal achieved", turn=None)
             return
         transcript = self.conversation.transcript()
+        self._run_llm_check(self._judged(lambda judge: judged.goal_check(judge, goal, transcript, mode)), mode)
 
+    def _judged(self, ask: Callable[[Judge], judged.Judged]) -> Callable[[], Check]:
+        """The call that asks the judge (now or on a worker thread) and charges what it cost."""
         def run() -> Check:
-            assert self.judge is not None
-            result = self.judge.goal_achieved(goal, transcript)
-            self._charge("judge", result.usage)
-            return Check("goal", mode, "goal achieved", result.value.verdict, None, result.value.reasoning,
-                         {"goal": goal})
+            judge = self.judge
+            assert judge is not None  # the callers skip the check without a judge
+            check, usage = ask(judge)
+            self._charge("judge", usage)
+            return check
 
-        self._run_llm_check(run, mode)
+        return run
 
     # -- topics ------------------------------------------------------------------------------------
     def topic_path(self) -> list[str]:
@@ -413,33 +404,11 @@ class ScenarioState:
 
     def use_record(self) -> None:
         """``Given a simulated user from the scenario``: goal, persona and facts from the set's record."""
-        if self.record is None:
-            raise UsageError(f"{self.where}: 'a simulated user from the scenario' needs a scenario tagged "
-                             "@scenario_set:NAME (records in scenarios/NAME.json|yaml|yml)")
-        record = self.record
-        facts = {str(k): str(v) for k, v in (record.get("context") or {}).items()}
-        self.configure_simulator(goal=record["goal"], persona=record.get("persona"), facts=facts)
-        max_turns = (record.get("verification") or {}).get("max_turns")
-        if max_turns:
-            self.configure_simulator(max_turns=int(max_turns))
+        records.use_record(self)
 
     def _verify_record(self) -> None:
         """A record's ``verification`` becomes hard expectations checked when the scenario ends."""
-        verification = (self.record or {}).get("verification") or {}
-        conv = self.conversation
-        for tool in _as_list(verification.get("call_tool")):
-            passed, details = checks.check_called(conv.tool_calls, tool)
-            self.record_check("call_tool", "must", f"call_tool:{tool}", "passed" if passed else "failed", details,
-                              data={"tool": tool, "source": "verification"})
-        for topic in _as_list(verification.get("reached_topic")):
-            ok = topic in conv.topic_path
-            self.record_check("reached_topic", "must", f"reached:{topic}", "passed" if ok else "failed",
-                              f"topic path: {' > '.join(conv.topic_path) or '(none)'}",
-                              data={"topic": topic, "source": "verification"})
-        if verification.get("max_turns"):
-            limit, actual = int(verification["max_turns"]), len(conv.turns)
-            self.record_check("turn_count", "must", f"turn_count<={limit}", "passed" if actual <= limit else "failed",
-                              f"{_turns(actual)} (max {limit})", data={"max": limit, "actual": actual})
+        records.verify_record(self)
 
     def finish(self, *, verify: bool = True) -> None:
         """Flush pending criteria, wait for background checks, and fill the conversation's lists.
@@ -498,16 +467,6 @@ class ScenarioState:
     def agent_metadata(self) -> dict[str, Any]:
         """What the agent's ``metadata()`` said when the scenario closed ({} if it failed)."""
         return self._metadata
-
-
-def _turns(count: int) -> str:
-    return f"{count} turn" if count == 1 else f"{count} turns"
-
-
-def _as_list(value: Any) -> list[str]:
-    if value is None:
-        return []
-    return [str(v) for v in value] if isinstance(value, (list, tuple)) else [str(value)]
 
 
 class _Pick:

@@ -5,15 +5,15 @@ registered) unless the project opts in: a ``[tool.fabtest]`` table in the rootdi
 ``--fabtest`` or ``-p fabtest``. A dormant run behaves exactly as if fabtest were not installed.
 
 Flow: ``pytest_configure`` reads ``[tool.fabtest]``; ``pytest_collect_file`` turns ``.feature``
-files into modules; the ``fabtest_scenario`` fixture gives each scenario its state; after the call
-phase ``pytest_runtest_makereport`` classifies the outcome (DESIGN section 3) and attaches the
-scenario result to the report as plain data, so it survives pytest-xdist; the controller records
-it and writes the experiment at the end of the session.
+files into modules; the ``fabtest_scenario`` fixture gives each scenario the engine's state; after
+the call phase ``pytest_runtest_makereport`` lets the engine finish the scenario and say how it
+ended (:mod:`fabtest.engine.outcome`, DESIGN section 3), translates that into the pytest report and
+attaches the engine's result (:mod:`fabtest.engine.result`) as plain data, so it survives
+pytest-xdist; the controller records it and writes the experiment at the end of the session.
 """
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 import tomllib
@@ -26,20 +26,15 @@ from pydantic import ValidationError
 from pytest_bdd.exceptions import StepDefinitionNotFoundError
 
 from fabtest.agents.boundary import agent_traceback
+from fabtest.engine.outcome import Outcome, conclude, failure_message
+from fabtest.engine.result import build_result
 from fabtest.engine.scenario import LLMRoles, ScenarioState
-from fabtest.errors import (
-    AgentError,
-    ExpectationFailed,
-    FabtestError,
-    FailureType,
-    LLMError,
-    UsageError,
-    failure_type_of,
-)
+from fabtest.errors import AgentError, FabtestError, UsageError, failure_type_of
 from fabtest.pytest_plugin import hints, steps
 from fabtest.pytest_plugin.collect import FeatureModule, template_of
-from fabtest.pytest_plugin.results import PENDING_PROPERTY, RESULT_PROPERTY, build_result
+from fabtest.pytest_plugin.results import PENDING_PROPERTY, RESULT_PROPERTY, identity_of, relative_to_root
 from fabtest.pytest_plugin.session import FabtestSession
+from fabtest.scenario_sets import ScenarioRecord
 from fabtest.settings import Settings
 
 SESSION_KEY = pytest.StashKey[FabtestSession]()
@@ -238,7 +233,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             records = session.scenario_set(marker.args[0], Path(str(metafunc.definition.path)))
         except UsageError as exc:
             raise pytest.Collector.CollectError(str(exc)) from None
-        metafunc.parametrize("fabtest_record", records, ids=[str(r["id"]) for r in records], indirect=True)
+        metafunc.parametrize("fabtest_record", records, ids=[r.id for r in records], indirect=True)
     if session.iterations > 1:
         metafunc.parametrize("fabtest_iteration", range(1, session.iterations + 1),
                              ids=[f"iter{i}" for i in range(1, session.iterations + 1)], indirect=True)
@@ -253,8 +248,15 @@ def fabtest_iteration(request: pytest.FixtureRequest) -> int:
 
 @pytest.fixture
 def fabtest_record(request: pytest.FixtureRequest) -> dict[str, Any] | None:
-    """The scenario-set record this run was expanded for, if any."""
-    return getattr(request, "param", None)
+    """The scenario-set record this run was expanded for, if any (as the data file spells it)."""
+    record = _record_of(request.node)
+    return record.to_dict() if record is not None else None
+
+
+def _record_of(item: pytest.Item) -> ScenarioRecord | None:
+    """The validated record a scenario-set run was expanded for (its ``fabtest_record`` parameter)."""
+    callspec = getattr(item, "callspec", None)
+    return callspec.params.get("fabtest_record") if callspec is not None else None
 
 
 @pytest.fixture
@@ -295,10 +297,11 @@ def fabtest_scenario(request: pytest.FixtureRequest, tmp_path: Path, fabtest_llm
     }
     if fabtest_record is not None:
         context["record"] = fabtest_record
+    record = _record_of(item)
     state = ScenarioState(
         settings=session.settings, rootdir=Path(str(request.config.rootpath)), workdir=tmp_path, context=context,
         llms=session.salted(fabtest_llms, fabtest_iteration), default_agent=fabtest_agent or session.settings.agent,
-        where=item.stash.get(WHERE_KEY, str(item.path)), record=fabtest_record,
+        where=item.stash.get(WHERE_KEY, str(item.path)), record=record,
     )
     state.criteria.update(session.project_criteria())
     state.topics = session.project_topics()
@@ -316,20 +319,11 @@ def _tags(template: Any) -> set[str]:
     return set(template.tags) | set(template.feature.tags) | set(rule_tags)
 
 
-_NEEDS_SIMULATOR = re.compile(r"the simulated user talks to the agent")
-_NEEDS_JUDGE_MUST = re.compile(r"must (satisfy|be grounded in|have the intent|be achieved)")
-
-
 def pytest_bdd_before_scenario(request: pytest.FixtureRequest, feature: Any, scenario: Any) -> None:
     """Skip before the first step when a scenario cannot run without an LLM that is not configured."""
     if not _active(request.config):
         return
-    texts = [step.name for step in scenario.steps]
-    needs = []
-    if any(_NEEDS_SIMULATOR.search(t) for t in texts):
-        needs.append(("simulator", "a simulated user"))
-    if any(_NEEDS_JUDGE_MUST.search(t) for t in texts):
-        needs.append(("judge", "a must expectation judged by an LLM"))
+    needs = steps.needed_llms([step.name for step in scenario.steps])
     if not needs:
         return
     roles = request.config.stash[SESSION_KEY].llm_roles()
@@ -343,7 +337,7 @@ def pytest_bdd_before_scenario(request: pytest.FixtureRequest, feature: Any, sce
 def pytest_bdd_before_step(request: pytest.FixtureRequest, feature: Any, scenario: Any, step: Any) -> None:
     if not _active(request.config):
         return
-    where = f"{_relative(request.config, feature.filename)}:{step.line_number}"
+    where = f"{relative_to_root(request.config, feature.filename)}:{step.line_number}"
     request.node.stash[WHERE_KEY] = where
     request.node.stash[STEP_KEY] = f"{step.keyword} {step.name}"
     request.node.stash[steps.LEVEL_KEY] = _step_level(feature, scenario, step)
@@ -357,7 +351,7 @@ def pytest_bdd_before_step(request: pytest.FixtureRequest, feature: Any, scenari
 def pytest_bdd_step_func_lookup_error(request: pytest.FixtureRequest, feature: Any, scenario: Any, step: Any,
                                       exception: Exception) -> None:
     if _active(request.config):  # the step as written, with what to write instead (pytest_plugin/hints.py)
-        where = f"{_relative(request.config, feature.filename)}:{step.line_number}"
+        where = f"{relative_to_root(request.config, feature.filename)}:{step.line_number}"
         request.node.stash[hints.UNMATCHED_KEY] = hints.unmatched_step_message(request, where, step)
 
 
@@ -370,20 +364,8 @@ def _step_level(feature: Any, scenario: Any, step: Any) -> tuple[str, int]:
     return "Scenario", 0
 
 
-def _relative(config: pytest.Config, filename: str) -> str:
-    try:
-        return os.path.relpath(filename, str(config.rootpath))
-    except ValueError:
-        return filename
-
-
 # -- outcomes ---------------------------------------------------------------------------------------
 _SHORT = (FabtestError, StepDefinitionNotFoundError)
-
-
-def failure_type(exc: BaseException) -> FailureType:
-    """The failure type of DESIGN section 3: it lives on the exception class (:mod:`fabtest.errors`)."""
-    return failure_type_of(exc)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -405,33 +387,35 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         return
     report: pytest.TestReport = outcome.get_result()
     if call.when == "setup" and template_of(getattr(item, "obj", None)) is not None:
-        if report.passed:
-            # Who is running, so the controller can record the scenario even if its worker dies.
-            setup_message = f"{item.nodeid}: the scenario never finished (its worker crashed)"
-            prop = PENDING_PROPERTY
-        elif report.failed:  # a fixture (fabtest_agent, a server) failed before the first step
-            crash = getattr(report.longrepr, "reprcrash", None)
-            setup_message = f"{item.nodeid}: setup failed" + (f": {crash.message}" if crash is not None else "")
-            prop = RESULT_PROPERTY
-        else:
-            return
-        result = build_result(item, None, passed=False, skipped=False, skip_reason=None, failure_type="error",
-                              failure_message=setup_message, duration_s=call.duration)
-        report.user_properties.append((prop, result.model_dump(mode="json")))
+        _report_setup(item, report, call.duration)
+    elif call.when == "call":
+        _report_call(item, report, call)
+
+
+def _report_setup(item: pytest.Item, report: pytest.TestReport, duration: float) -> None:
+    if report.passed:
+        # Who is running, so the controller can record the scenario even if its worker dies.
+        message = f"{item.nodeid}: the scenario never finished (its worker crashed)"
+        prop = PENDING_PROPERTY
+    elif report.failed:  # a fixture (fabtest_agent, a server) failed before the first step
+        crash = getattr(report.longrepr, "reprcrash", None)
+        message = f"{item.nodeid}: setup failed" + (f": {crash.message}" if crash is not None else "")
+        prop = RESULT_PROPERTY
+    else:
         return
-    if call.when != "call":
-        return
+    result = build_result(identity_of(item), None, Outcome.failed("error", message), duration_s=duration)
+    report.user_properties.append((prop, result.model_dump(mode="json")))
+
+
+def _report_call(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo[None]) -> None:
+    """The engine finishes the scenario and says how it ended; this turns that into the pytest report."""
     state = item.stash.get(STATE_KEY, None)
     exc = call.excinfo.value if call.excinfo is not None else None
     if state is not None and not isinstance(exc, (pytest.skip.Exception, KeyboardInterrupt)):
-        verify = exc is None  # the record's verification runs only when every step passed
-        for late_step in (lambda: state.finish(verify=verify), state.close):
-            try:
-                late_step()
-            except (LLMError, ExpectationFailed, AgentError) as late:
-                if exc is None:
-                    exc = late
-                    report.outcome = "failed"
+        ending = conclude(state, exc)
+        if exc is None and ending is not None:  # the late work failed a scenario whose steps passed
+            exc = ending
+            report.outcome = "failed"
     # a scenario or test function; other items (playbooks) word their own failure in repr_failure
     if exc is not None and isinstance(exc, _SHORT) and report.outcome == "failed" and isinstance(item, pytest.Function):
         report.longrepr = _short_message(item, exc)
@@ -442,14 +426,19 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         report.sections.append(("fabtest conversation", _transcript(state)))
     if state is None and template_of(getattr(item, "obj", None)) is None:
         return  # not a scenario (an ordinary test, or a pytest-bdd scenario without fabtest steps)
-    skipped = report.outcome == "skipped"
-    failed = exc is not None and report.outcome == "failed"
-    kind = failure_type(exc) if failed and exc is not None else None
-    message = _short_message(item, exc) if failed and exc is not None else None
-    result = build_result(item, state, passed=report.outcome == "passed", skipped=skipped,
-                          skip_reason=_skip_reason(report) if skipped else None, failure_type=kind,
-                          failure_message=message, duration_s=call.duration)
+    result = build_result(identity_of(item), state, _outcome(item, report, exc), duration_s=call.duration)
     report.user_properties.append((RESULT_PROPERTY, result.model_dump(mode="json")))
+
+
+def _outcome(item: pytest.Item, report: pytest.TestReport, exc: BaseException | None) -> Outcome:
+    """pytest's verdict in the engine's words (a skip's reason, a failure's type and message)."""
+    if report.outcome == "skipped":
+        return Outcome("skipped", skip_reason=_skip_reason(report))
+    if report.outcome == "passed":
+        return Outcome("passed")
+    if exc is None:
+        return Outcome.failed(None, None)
+    return Outcome.failed(failure_type_of(exc), _short_message(item, exc))
 
 
 def _transcript(state: ScenarioState) -> str:
@@ -472,6 +461,7 @@ def _clip(text: str, limit: int = 2000) -> str:
 
 
 def _short_message(item: pytest.Item, exc: BaseException) -> str:
+    """The failure as the engine words it, or pytest-bdd's unmatched step with what to write instead."""
     if isinstance(exc, StepDefinitionNotFoundError) and hints.UNMATCHED_KEY in item.stash:
         return item.stash[hints.UNMATCHED_KEY]
     if isinstance(exc, StepDefinitionNotFoundError):
@@ -479,12 +469,7 @@ def _short_message(item: pytest.Item, exc: BaseException) -> str:
         return (f"{location}: no step definition matches this step"
                 f" ({unmatched}). Expected one of the fabtest steps listed in the README,"
                 " or a step of your own (pytest-bdd @given/@when/@then) in a conftest.py")
-    text = str(exc)
-    if isinstance(exc, UsageError):
-        return text
-    where = item.stash.get(WHERE_KEY, "")
-    step = item.stash.get(STEP_KEY, "")
-    return f"{where}: {step}\n{type(exc).__name__}: {text}" if where else text
+    return failure_message(exc, where=item.stash.get(WHERE_KEY, ""), step=item.stash.get(STEP_KEY, ""))
 
 
 def _skip_reason(report: pytest.TestReport) -> str:

@@ -18,6 +18,7 @@ from fabtest.engine.scenario import LLMRoles
 from fabtest.errors import UsageError
 from fabtest.experiment.model import ScenarioResult
 from fabtest.llm.base import LLMNotConfigured
+from fabtest.scenario_sets import ScenarioRecord
 from fabtest.settings import Settings
 from fabtest.topics import TopicGraph, TopicGraphError
 
@@ -36,7 +37,7 @@ class FabtestSession:
         self._pending: dict[str, dict[str, Any]] = {}  # nodeid -> identity of a scenario started
         self._roles: LLMRoles | None = None
         self._fake: Any = None
-        self._sets: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self._sets: dict[tuple[str, str], list[ScenarioRecord]] = {}
         self._topics = self._project_topics()
         self._preflight_done = False
         self.retry_budget = self._make_retry_budget()
@@ -137,7 +138,7 @@ class FabtestSession:
             judge_reason=roles.judge_reason, simulator_reason=roles.simulator_reason, executor=roles.executor,
         )
 
-    def scenario_set(self, name: str, feature_path: Path) -> list[dict[str, Any]]:
+    def scenario_set(self, name: str, feature_path: Path) -> list[ScenarioRecord]:
         """Records of ``scenarios/NAME.*`` (relative to the rootdir), loaded once per run."""
         from fabtest.scenario_sets import ScenarioSetError, load_scenario_set
 
@@ -148,7 +149,7 @@ class FabtestSession:
                 records = load_scenario_set(name, base)
             except ScenarioSetError as exc:
                 raise UsageError(f"{feature_path}: @scenario_set:{name}: {exc}") from None
-            self._sets[key] = [r.to_dict() for r in records]
+            self._sets[key] = records
         return self._sets[key]
 
     def collect_playbook(self, file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:

@@ -1,0 +1,44 @@
+"""The checks the judge decides, one function each: ask the judge, word its verdict as a :class:`Check`.
+
+Every prompt is in :mod:`fabtest.judge`; this module only says what a verdict is recorded as
+(kind, label, status, details, data in the experiment JSON). When the call runs (at once for a
+``must``, in the background for a ``should``) is :class:`~fabtest.engine.scenario.ScenarioState`'s.
+Each function returns the check and what the call cost, to charge to the judge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from fabtest.conversation import Check, Mode, TokenUsage, ToolCall, Turn
+from fabtest.judge import Judge, format_exchange
+
+__all__ = ["Judged", "goal_check", "grounding_check", "intent_check"]
+
+Judged = tuple[Check, TokenUsage]
+
+
+def grounding_check(judge: Judge, turn: Turn, source: str, calls: Sequence[ToolCall], mode: Mode) -> Judged:
+    """``the response ... be grounded in "source"``: every claim of the reply backed by that tool's results."""
+    result = judge.grounding(turn.response.text, source, calls)
+    verdict = result.value
+    data = {"source": source, **verdict.to_data(), "claims_total": len(verdict.claims),
+            "claims_unsupported": len(verdict.unsupported)}
+    details = verdict.reasoning or ("unsupported claims: " + "; ".join(verdict.unsupported)
+                                    if verdict.unsupported else "every claim is supported")
+    check = Check("grounded_in", mode, f"grounded_in:{source}", "passed" if verdict.passed else "failed", turn.number,
+                  details, data)
+    return check, result.usage
+
+
+def intent_check(judge: Judge, turn: Turn, intent: str, mode: Mode) -> Judged:
+    """``the response ... have the intent "intent"``."""
+    result = judge.intent(format_exchange(turn), intent)
+    return Check("intent", mode, f"intent:{intent}", result.value.verdict, turn.number, result.value.reasoning), result.usage
+
+
+def goal_check(judge: Judge, goal: str, transcript: str, mode: Mode) -> Judged:
+    """``the goal ... be achieved``: judged over the whole transcript."""
+    result = judge.goal_achieved(goal, transcript)
+    check = Check("goal", mode, "goal achieved", result.value.verdict, None, result.value.reasoning, {"goal": goal})
+    return check, result.usage

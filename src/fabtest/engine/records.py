@@ -1,0 +1,54 @@
+"""A scenario-set record in a running scenario: who the simulated user is, and what is verified.
+
+``Given a simulated user from the scenario`` takes the record's goal, persona and facts (and its
+``verification.max_turns`` as the turn limit); when every step passed, the record's
+``verification`` becomes hard expectations (README "Scenario sets"). The record arrives validated
+(:class:`fabtest.scenario_sets.ScenarioRecord`), so nothing here re-reads a dict.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from fabtest import checks
+from fabtest.errors import UsageError
+
+if TYPE_CHECKING:
+    from fabtest.engine.scenario import ScenarioState
+
+__all__ = ["use_record", "verify_record"]
+
+
+def use_record(state: ScenarioState) -> None:
+    """Configure the simulated user from the scenario's record; a scenario without one is a usage error."""
+    record = state.record
+    if record is None:
+        raise UsageError(f"{state.where}: 'a simulated user from the scenario' needs a scenario tagged "
+                         "@scenario_set:NAME (records in scenarios/NAME.json|yaml|yml)")
+    facts = {str(k): str(v) for k, v in record.context.items()}
+    state.configure_simulator(goal=record.goal, persona=record.persona, facts=facts)
+    if record.checks.max_turns:
+        state.configure_simulator(max_turns=record.checks.max_turns)
+
+
+def verify_record(state: ScenarioState) -> None:
+    """Check the record's ``verification`` as ``must`` expectations; the first failure raises."""
+    if state.record is None:
+        return
+    expected = state.record.checks
+    conv = state.conversation
+    if expected.call_tool is not None:
+        tool = expected.call_tool
+        passed, details = checks.check_called(conv.tool_calls, tool)
+        state.record_check("call_tool", "must", f"call_tool:{tool}", "passed" if passed else "failed", details,
+                           data={"tool": tool, "source": "verification"})
+    if expected.reached_topic is not None:
+        topic = expected.reached_topic
+        ok = topic in conv.topic_path
+        state.record_check("reached_topic", "must", f"reached:{topic}", "passed" if ok else "failed",
+                           f"topic path: {' > '.join(conv.topic_path) or '(none)'}",
+                           data={"topic": topic, "source": "verification"})
+    if expected.max_turns:
+        limit, actual = expected.max_turns, len(conv.turns)
+        state.record_check("turn_count", "must", f"turn_count<={limit}", "passed" if actual <= limit else "failed",
+                           f"{actual} turn{'' if actual == 1 else 's'} (max {limit})", data={"max": limit, "actual": actual})

@@ -1,0 +1,100 @@
+"""Turning a finished scenario into a :class:`~fabtest.experiment.model.ScenarioResult` (plain data).
+
+A front end says which scenario ran with a small :class:`ScenarioIdentity` (the pytest plugin
+builds it from the test item, :func:`fabtest.run` from its arguments), so building the result
+needs no test runner. The result travels as ``model_dump(mode="json")``: inside the pytest report
+(it survives pytest-xdist) and into the experiment JSON.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from fabtest.conversation import jsonable
+from fabtest.engine.outcome import Outcome
+from fabtest.engine.scenario import ScenarioState
+from fabtest.experiment.model import CheckRecord, ScenarioResult, TopicRecord, turn_records, usage_records
+from fabtest.experiment.stable_id import stable_id
+from fabtest.scenario_sets import ScenarioRecord
+
+__all__ = ["ScenarioIdentity", "build_result"]
+
+
+@dataclass(frozen=True)
+class ScenarioIdentity:
+    """Which scenario ran: what its stable id and its name in the experiment are made of."""
+
+    feature: str
+    name: str  # as shown, with a Scenario Outline example's values
+    rule: str | None = None
+    #: the scenario-set record this run was expanded for, if any
+    record: ScenarioRecord | None = None
+    iteration: int = 1
+    nodeid: str = ""
+    feature_file: str = ""  # relative to the project root, so results match across machines
+
+    @property
+    def record_id(self) -> str | None:
+        return self.record.id if self.record is not None else None
+
+    @property
+    def shown_name(self) -> str:
+        """A scenario-set run is shown by its record's name (its id when it has none)."""
+        record = self.record
+        return f"{self.name} [{record.name or record.id}]" if record is not None else self.name
+
+    @property
+    def stable_id(self) -> str:
+        return stable_id(self.feature, self.rule, self.name, self.record_id)
+
+
+def build_result(identity: ScenarioIdentity, state: ScenarioState | None, outcome: Outcome, *,
+                 duration_s: float) -> ScenarioResult:
+    """The scenario's result; never raises, so no scenario can take a session down (INTERNALERROR).
+
+    ``state`` is None for a scenario that failed or was skipped before any fabtest step ran.
+    """
+    if state is None:
+        return _bare(identity, outcome, duration_s)
+    try:
+        return _full(identity, state, outcome, duration_s)
+    except Exception as exc:  # noqa: BLE001 - the boundary validates agent data; this is the last guard
+        message = f"fabtest could not record this scenario's conversation ({type(exc).__name__}: {exc})"
+        broken = Outcome.failed("error", "\n".join(m for m in (outcome.failure_message, message) if m))
+        return _bare(identity, broken, duration_s)
+
+
+def _bare(identity: ScenarioIdentity, outcome: Outcome, duration_s: float) -> ScenarioResult:
+    return ScenarioResult(**_head(identity, outcome, duration_s))
+
+
+def _head(identity: ScenarioIdentity, outcome: Outcome, duration_s: float) -> dict[str, Any]:
+    return {
+        "id": identity.stable_id, "name": identity.shown_name, "nodeid": identity.nodeid,
+        "feature": identity.feature, "feature_file": identity.feature_file, "rule": identity.rule,
+        "record_id": identity.record_id, "iteration": identity.iteration,
+        "passed": outcome.passed, "skipped": outcome.skipped, "skip_reason": outcome.skip_reason,
+        "failure_type": outcome.failure_type, "failure_message": outcome.failure_message,
+        "duration_s": round(duration_s, 4),
+    }
+
+
+def _full(identity: ScenarioIdentity, state: ScenarioState, outcome: Outcome, duration_s: float) -> ScenarioResult:
+    conv = state.conversation
+    return ScenarioResult(
+        **_head(identity, outcome, duration_s),
+        turns=len(conv.turns),
+        topics_visited=conv.topics_visited,
+        topic_path=conv.topic_path,
+        backtracked=conv.backtracked,
+        off_graph_transitions=conv.off_graph_transitions,
+        evaluations=[CheckRecord.model_validate(c.to_dict()) for c in conv.evaluations],
+        expectations=[CheckRecord.model_validate(c.to_dict()) for c in conv.expectations],
+        transcript=turn_records(conv),
+        usage=usage_records(conv),
+        criteria={c.name: c.description for c in state.criteria.values()},
+        topics=[TopicRecord(**r) for r in state.topics.topic_records()] if state.topics else [],
+        simulator=state.simulator_config.to_fingerprint() if state.simulator_config.goal else None,
+        agent_metadata=jsonable(state.agent_metadata()),
+    )
