@@ -119,11 +119,11 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
             return _error(str(exc))
         playbooks.append(playbook)
     if not args.no_preflight:
-        from fabtest.playbook.run import resolve_agent_target
+        from fabtest.agents.registry import playbook_agent_target
         from fabtest.preflight import Needs, run_preflight
 
         where = "fabtest run --agent" if args.agent else "playbook agent"
-        needs = Needs(agents={where: resolve_agent_target(args.agent, settings=settings)}, judge=True, simulator=True)
+        needs = Needs(agents={where: playbook_agent_target(args.agent, settings=settings)}, judge=True, simulator=True)
         try:
             run_preflight(settings, needs, cache_mode=settings.llm_cache, skip_option="--no-preflight")
         except UsageError as exc:
