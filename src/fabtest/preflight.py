@@ -81,9 +81,9 @@ def configured_agents(settings: Any, *, scenarios: bool, playbooks: bool) -> dic
         for name, target in (settings.agents or {}).items():
             agents[f"[tool.fabtest.agents] {name}"] = target
     if playbooks:
-        from fabtest.playbook.run import resolve_agent_target
+        from fabtest.agents.registry import playbook_agent_target
 
-        agents["playbook agent"] = resolve_agent_target(None, settings=settings)
+        agents["playbook agent"] = playbook_agent_target(settings=settings)
     return agents
 
 

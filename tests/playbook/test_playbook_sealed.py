@@ -77,7 +77,7 @@ def test_link_paths_resolve_symlinks_and_refuse_targets_outside_the_repository(t
 
 
 def test_a_failed_files_contain_names_the_file_and_the_needle_but_never_quotes_the_file(tmp_path: Path) -> None:
-    from fabtest.playbook.run import _deterministic
+    from fabtest.playbook.criteria import deterministic as _deterministic
     from fabtest.conversation import Conversation
 
     ws = tmp_path / "ws"

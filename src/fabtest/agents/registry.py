@@ -1,7 +1,9 @@
 """Turning what a user configured (``module:attr``, a URL table, a fixture value) into a fresh agent.
 
 Resolution order for a scenario: ``Given the agent "name"`` (``[tool.fabtest.agents]``), else a
-``fabtest_agent`` fixture, else ``[tool.fabtest] agent``. A factory is called once per scenario.
+``fabtest_agent`` fixture, else ``[tool.fabtest] agent``. For a playbook
+(:func:`playbook_agent_target`): ``--agent``, else ``$FABTEST_PLAYBOOK_AGENT``, else
+``[tool.fabtest] playbook_agent``, else the Gemini CLI. A factory is called once per scenario.
 """
 
 from __future__ import annotations
@@ -17,6 +19,21 @@ from fabtest import redaction
 from fabtest.agents.base import Agent
 from fabtest.agents.python import CallableAgent, is_factory_callable
 from fabtest.errors import UsageError
+
+#: The agent a playbook talks to when none is configured: the Gemini CLI, over ACP when it speaks it
+DEFAULT_PLAYBOOK_AGENT = "fabtest.agents.acp:gemini"
+PLAYBOOK_AGENT_ENV = "FABTEST_PLAYBOOK_AGENT"
+
+
+def playbook_agent_target(explicit: Any = None, *, settings: Any = None,
+                          environ: Mapping[str, str] | None = None) -> Any:
+    """What a playbook's agent is built from: ``explicit`` (``--agent``, a factory), else
+    ``$FABTEST_PLAYBOOK_AGENT``, else ``[tool.fabtest] playbook_agent``, else the Gemini CLI."""
+    if explicit is not None:
+        return explicit
+    environ = os.environ if environ is None else environ
+    return (environ.get(PLAYBOOK_AGENT_ENV) or os.environ.get(PLAYBOOK_AGENT_ENV)
+            or getattr(settings, "playbook_agent", None) or DEFAULT_PLAYBOOK_AGENT)
 
 
 def import_object(spec: str, *, where: str) -> Any:

@@ -30,7 +30,7 @@ from fabtest.conversation import Check, Conversation, Mode, Status, TokenUsage, 
 from fabtest.criteria import Criterion
 from fabtest.engine import judged, records
 from fabtest.errors import ExpectationFailed, NeedsLLM, UsageError
-from fabtest.judge import Judge, criterion_data, format_exchange
+from fabtest.judge import CriterionVerdict, Judge, Scope, criterion_data, format_exchange
 from fabtest.llm.base import LLM, LLMError, LLMNotConfigured
 from fabtest.patterns import scenario_deadline
 from fabtest.runner import ConversationRunner, cancel_agent
@@ -80,6 +80,9 @@ class ScenarioState:
     conversation: Conversation = field(default_factory=Conversation)
     agent_target: Any = None
     started: float = field(default_factory=time.monotonic)
+    redact: Callable[[str], str] = str  # applied to every logged turn (a playbook's ``env`` secrets)
+    #: the latest message of the simulated user, also when the agent then failed to answer it
+    simulated_text: str | None = None
     _agent: Agent | None = None
     _metadata: dict[str, Any] = field(default_factory=dict)
     _closed: bool = False
@@ -140,7 +143,7 @@ class ScenarioState:
             timeout = self.settings.scenario_timeout
             deadline = self.started + timeout if timeout else None
             self._runner = ConversationRunner(self.agent, self.conversation, agent_timeout=self.settings.agent_timeout,
-                                              deadline=deadline)
+                                              deadline=deadline, redact=self.redact)
             scenario_deadline(deadline)  # user patterns (match, triggers) stop at it too
             self._runner.on_turn.append(self._after_turn)
         return self._runner
@@ -149,8 +152,12 @@ class ScenarioState:
         self._flush_pending()
         return self.runner.say(text)
 
-    def simulate(self) -> str:
-        """Let the simulated user talk to the agent until the stop condition; returns why it stopped."""
+    def simulate(self, *, first: str | None = None, until: Callable[[Conversation], str | None] | None = None) -> str:
+        """Let the simulated user talk to the agent until the stop condition; returns why it stopped.
+
+        ``first`` is sent verbatim as the simulated user's first message; ``until`` is one more
+        stop condition checked after every turn (a playbook's success criteria).
+        """
         config = self.simulator_config
         if not config.goal:
             raise UsageError(f"{self.where}: the simulated user has no goal: add Given a simulated user with the goal \"...\"")
@@ -161,8 +168,13 @@ class ScenarioState:
                              f"which is not in the topic graph ({', '.join(self.topics.names)})")
 
         def next_message(conversation: Conversation) -> str | None:
+            nonlocal first
             self._flush_pending()
+            if first is not None:
+                self.simulated_text, first = first, None
+                return self.simulated_text
             result = simulator.next_message(conversation)
+            self.simulated_text = result.text
             self._charge("simulator", result.usage)
             if result.goal_complete and conversation.turns and not config.has_stop_condition:
                 return None
@@ -170,7 +182,7 @@ class ScenarioState:
 
         return self.runner.simulate(
             next_message, max_turns=config.max_turns or 10,
-            should_stop=lambda conv: simulator.should_stop(conv, self.topics),
+            should_stop=lambda conv: (until(conv) if until else None) or simulator.should_stop(conv, self.topics),
         )
 
     def _after_turn(self, turn: Turn) -> None:
@@ -229,6 +241,11 @@ class ScenarioState:
             f"  {checks.describe_turn(turn_obj)}"
         )
 
+    def add_check(self, check: Check) -> None:
+        """Record a finished check whose failure the caller words itself (a playbook lists every unmet
+        success criterion in one message)."""
+        self._slots.append(check)
+
     def deterministic(self, kind: str, mode: Mode, label: str, result: checks.Result, *, turn: int | None,
                       data: dict[str, Any] | None = None) -> None:
         passed, details = result
@@ -261,6 +278,17 @@ class ScenarioState:
         if mode == "must":
             for turn in turns:
                 self._flush_turn(turn.number, block=True)
+
+    def judge_criteria(self, criteria: Sequence[Criterion], subject: str, scope: Scope) -> list[CriterionVerdict]:
+        """One blocking judge call over ``subject``, its cost charged to the conversation: for front
+        ends that record their own checks (playbook steps and ``llm_checks``)."""
+        judge = self.judge
+        if judge is None:
+            self.require_llm("judge", "judging")
+        assert judge is not None
+        result = judge.evaluate_criteria(list(criteria), subject=subject, scope=scope)
+        self._charge("judge", result.usage)
+        return result.value
 
     def grounded_in(self, source: str, mode: Mode) -> None:
         turn = self.last_turn

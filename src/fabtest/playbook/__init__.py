@@ -2,15 +2,18 @@
 
 - :func:`load_playbook` / :class:`Playbook` / :class:`PlaybookError` (``load.py``)
 - :func:`interpolate` / :class:`Redactor` (``secrets.py``), :class:`Workspace` (``workspace.py``)
-- :func:`run_playbook` / :class:`PlaybookOutcome` (``run.py``)
+- :func:`run_playbook` (``run.py``) / :class:`PlaybookOutcome` (``outcome.py``); success criteria
+  (``criteria.py``), result and trace (``record.py``), judge and simulator (``evaluator.py``)
 - :func:`run_cli`: ``fabtest run FILE...`` (``cli.py``)
 """
 
 from __future__ import annotations
 
 from fabtest.playbook.cli import run_cli
+from fabtest.playbook.evaluator import needed_llms
 from fabtest.playbook.load import Playbook, PlaybookError, load_playbook, validate_playbook
-from fabtest.playbook.run import PlaybookOutcome, needed_llms, run_playbook
+from fabtest.playbook.outcome import PlaybookOutcome
+from fabtest.playbook.run import run_playbook
 from fabtest.playbook.secrets import Redactor, interpolate
 from fabtest.playbook.workspace import Workspace
 

@@ -99,12 +99,13 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
         sys.path.insert(0, str(root))
 
     # Everything that can be wrong with the input is found before the first call.
-    agent = args.agent or os.environ.get("FABTEST_PLAYBOOK_AGENT") or settings.playbook_agent
-    if agent:
-        from fabtest.agents.registry import import_object
+    from fabtest.agents.registry import DEFAULT_PLAYBOOK_AGENT, import_object, playbook_agent_target
 
+    agent = playbook_agent_target(args.agent, settings=settings)
+    where = "fabtest run --agent" if args.agent else "playbook agent"
+    if agent != DEFAULT_PLAYBOOK_AGENT:
         try:
-            import_object(agent, where="fabtest run --agent" if args.agent else "playbook agent")
+            import_object(agent, where=where)
         except UsageError as exc:
             return _error(str(exc))
     playbooks = []
@@ -119,11 +120,9 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
             return _error(str(exc))
         playbooks.append(playbook)
     if not args.no_preflight:
-        from fabtest.playbook.run import resolve_agent_target
         from fabtest.preflight import Needs, run_preflight
 
-        where = "fabtest run --agent" if args.agent else "playbook agent"
-        needs = Needs(agents={where: resolve_agent_target(args.agent, settings=settings)}, judge=True, simulator=True)
+        needs = Needs(agents={where: agent}, judge=True, simulator=True)
         try:
             run_preflight(settings, needs, cache_mode=settings.llm_cache, skip_option="--no-preflight")
         except UsageError as exc:

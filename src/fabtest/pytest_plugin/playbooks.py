@@ -191,7 +191,7 @@ def _experiment_id(session: Any) -> str | None:
 def _error_result(item: PlaybookItem, message: str) -> dict[str, Any]:
     from fabtest.experiment.model import ScenarioResult
     from fabtest.experiment.stable_id import stable_id
-    from fabtest.playbook.run import FEATURE
+    from fabtest.playbook.record import FEATURE
 
     # PlaybookError messages name variables, never their values.
     return ScenarioResult(id=stable_id(FEATURE, None, item.playbook_name), name=item.playbook_name, nodeid=item.nodeid,

@@ -26,6 +26,7 @@ from pydantic import ValidationError
 from pytest_bdd.exceptions import StepDefinitionNotFoundError
 
 from fabtest.agents.boundary import agent_traceback
+from fabtest.engine import transcript
 from fabtest.engine.outcome import Outcome, conclude, failure_message
 from fabtest.engine.result import build_result
 from fabtest.engine.scenario import LLMRoles, ScenarioState
@@ -423,7 +424,7 @@ def _report_call(item: pytest.Item, report: pytest.TestReport, call: pytest.Call
             report.sections.append(("fabtest agent traceback", frames))  # --tb=long: the failing line in the agent
     if state is not None and report.outcome == "failed" and state.conversation.turns \
             and not isinstance(exc, UsageError):  # a bad input is about the file, not the conversation
-        report.sections.append(("fabtest conversation", _transcript(state)))
+        report.sections.append(("fabtest conversation", transcript.render(state.conversation)))
     if state is None and template_of(getattr(item, "obj", None)) is None:
         return  # not a scenario (an ordinary test, or a pytest-bdd scenario without fabtest steps)
     result = build_result(identity_of(item), state, _outcome(item, report, exc), duration_s=call.duration)
@@ -439,25 +440,6 @@ def _outcome(item: pytest.Item, report: pytest.TestReport, exc: BaseException | 
     if exc is None:
         return Outcome.failed(None, None)
     return Outcome.failed(failure_type_of(exc), _short_message(item, exc))
-
-
-def _transcript(state: ScenarioState) -> str:
-    """The whole conversation, shown under a failed scenario like captured output."""
-    from fabtest.checks import describe_calls
-
-    lines = []
-    for turn in state.conversation.turns:
-        topic = f"  [topic: {turn.topic}]" if turn.topic else ""
-        lines.append(f"Turn {turn.number}{topic}")
-        lines.append(f"  user:  {_clip(turn.user)}")
-        lines.append(f"  agent: {_clip(turn.response.text)}")
-        if turn.tool_calls:
-            lines.append(f"  tools: {describe_calls(turn.tool_calls)}")
-    return "\n".join(lines)
-
-
-def _clip(text: str, limit: int = 2000) -> str:
-    return text if len(text) <= limit else f"{text[:limit]}... [{len(text) - limit} more characters]"
 
 
 def _short_message(item: pytest.Item, exc: BaseException) -> str:

@@ -1,0 +1,101 @@
+"""What a playbook run leaves behind: its :class:`ScenarioResult` and, after a failure, its trace.
+
+Both go through the run's :class:`Redactor` first, so the values of the playbook's ``env``
+variables (and the agent tables' secrets) never reach a result, a trace or an experiment file.
+A trace is written to ``<results_dir>/traces/<experiment id>.<playbook name>.trace.json``
+(``<playbook name>.trace.json`` without an experiment id; ``.iterN`` before ``.trace.json`` for
+iteration N > 1), never beside the experiments.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from fabtest._files import atomic_writer
+from fabtest.conversation import Turn, jsonable
+from fabtest.experiment.model import CheckRecord, ScenarioResult, turn_records, usage_records
+from fabtest.experiment.stable_id import stable_id
+from fabtest.playbook.load import Playbook
+from fabtest.playbook.outcome import PlaybookOutcome
+from fabtest.playbook.secrets import Redactor
+from fabtest.simulator import SimulatorConfig
+
+__all__ = ["FEATURE", "build_result", "trace_file_name", "turn_data", "write_trace"]
+
+#: The feature name playbook results are filed under (stable ids, experiment grouping).
+FEATURE = "playbook"
+_SLUG = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def trace_file_name(playbook_name: str, experiment_id: str | None = None, iteration: int = 1) -> str:
+    slug = _SLUG.sub("_", playbook_name).strip("._") or "playbook"
+    if iteration > 1:
+        slug += f".iter{iteration}"
+    return f"{experiment_id}.{slug}.trace.json" if experiment_id else f"{slug}.trace.json"
+
+
+def turn_data(turn: Turn) -> dict[str, Any]:
+    """One exchange as the trace shows it."""
+    return {
+        "turn": turn.number,
+        "response": turn.response.text,
+        "tool_calls": [{"name": c.name, "arguments": c.arguments, "result": c.result} for c in turn.tool_calls],
+        "duration_s": round(turn.duration_s, 3),
+    }
+
+
+def write_trace(results: Path, outcome: PlaybookOutcome, trace: dict[str, Any], redactor: Redactor, *,
+                experiment_id: str | None, iteration: int, agent_meta: dict[str, Any]) -> Path:
+    """Write a failed run's trace (redacted) and return its path."""
+    from fabtest.experiment.export import traces_dir
+
+    path = traces_dir(results) / trace_file_name(outcome.name, experiment_id, iteration)
+    outcome.trace_path = path
+    outcome.failure_message = (outcome.failure_message or "failed") + f"\n  trace: {path}"
+    kept = outcome.workspace_path
+    doc = {
+        "playbook": outcome.name, "file": outcome.source, "mode": outcome.mode, "experiment_id": experiment_id,
+        "iteration": iteration, "passed": False, "failure_type": outcome.failure_type,
+        "failure_message": outcome.failure_message, "workspace": str(kept) if kept else None,
+        "agent": agent_meta, **trace,
+    }
+    with atomic_writer(path) as handle:
+        json.dump(redactor.redact_obj(jsonable(doc)), handle, indent=2, ensure_ascii=False)
+        handle.write("\n")
+    return path
+
+
+def build_result(outcome: PlaybookOutcome, playbook: Playbook, redactor: Redactor, *, nodeid: str, iteration: int,
+                 agent_meta: dict[str, Any], sim_config: SimulatorConfig | None) -> ScenarioResult:
+    """The run as one scenario of the experiment, filed under the feature ``playbook``."""
+    conv = outcome.conversation
+    criteria = {f"{playbook.name}: step {i}": s.expected_outcome for i, s in enumerate(playbook.steps, start=1)}
+    if playbook.persona is not None:
+        criteria.update({text: text for text in playbook.persona.success_criteria.llm_checks})
+    result = ScenarioResult(
+        id=stable_id(FEATURE, None, playbook.name),
+        name=playbook.name,
+        nodeid=nodeid or outcome.source,
+        feature=FEATURE,
+        feature_file=outcome.source,
+        iteration=iteration,
+        passed=outcome.passed and not outcome.skipped,
+        skipped=outcome.skipped,
+        skip_reason=outcome.skip_reason,
+        turns=len(conv.turns),
+        failure_type=outcome.failure_type,
+        failure_message=outcome.failure_message,
+        expectations=[CheckRecord.model_validate(c.to_dict()) for c in outcome.checks],
+        transcript=turn_records(conv),
+        usage=usage_records(conv),
+        duration_s=round(outcome.duration_s, 4),
+        criteria=criteria,
+        simulator=sim_config.to_fingerprint() if sim_config is not None else None,
+        agent_metadata={**agent_meta, "playbook_mode": outcome.mode,
+                        **({"agent_model": playbook.agent_model} if playbook.agent_model else {}),
+                        **({"evaluator_model": playbook.evaluator_model} if playbook.evaluator_model else {})},
+    )
+    return ScenarioResult.model_validate(redactor.redact_obj(result.model_dump(mode="json")))
