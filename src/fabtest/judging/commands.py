@@ -11,11 +11,15 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
 from fabtest.errors import UsageError
 from fabtest.llm.base import LLM, LLMError, LLMNotConfigured
 
-__all__ = ["add_calibrate_args", "add_rejudge_args", "judge_llm", "run_calibrate", "run_rejudge"]
+if TYPE_CHECKING:
+    from fabtest.settings import Settings
+
+__all__ = ["add_calibrate_args", "add_rejudge_args", "configured_llm", "judge_llm", "run_calibrate", "run_rejudge"]
 
 EXIT_OK, EXIT_GATE, EXIT_ERROR = 0, 1, 2
 
@@ -27,14 +31,19 @@ def _fail(message: str) -> int:
 
 def judge_llm(judge_model: str | None) -> LLM:
     """The judge LLM as ./pyproject.toml configures it (``judge_model`` overrides the model)."""
-    from fabtest.llm.factory import role_llm
     from fabtest.settings import Settings
 
-    root = Path.cwd()
-    settings = Settings.load(root)
-    configured = settings.judge
-    if judge_model:
-        configured = configured.model_copy(update={"model": judge_model})
+    return configured_llm(Settings.load(Path.cwd()), Path.cwd(), "judge", judge_model)
+
+
+def configured_llm(settings: Settings, root: Path, role: Literal["judge", "simulator"], model: str | None = None) -> LLM:
+    """The judge or simulator LLM as ``settings`` configure it (``model`` overrides the model);
+    raises LLMNotConfigured without credentials."""
+    from fabtest.llm.factory import role_llm
+
+    configured = settings.judge if role == "judge" else settings.simulator
+    if model:
+        configured = configured.model_copy(update={"model": model})
     return role_llm(configured.llm_settings(settings.max_concurrency), offline_llm=settings.offline_llm,
                     cache_mode=settings.llm_cache, cache_dir=str(root / settings.cache_dir),
                     backoff_base_s=configured.backoff)
