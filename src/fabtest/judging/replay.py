@@ -232,7 +232,9 @@ def replay_scenario(result: ScenarioResult, env: ReplayEnv) -> tuple[ScenarioRes
         new = result.model_copy(deep=True)
         conversation = state.conversation
         if failure is None or not failure.skips:
-            judge = Judge(roles.judge, samples=env.settings.judge.samples) if roles.judge is not None else None
+            sampling = env.settings.judge
+            judge = Judge(roles.judge, samples=sampling.samples, per_criterion=sampling.samples_per_criterion) \
+                if roles.judge is not None else None
             try:
                 recheck(new, result.transcript, conversation, judge, judge_reason=env.judge_reason,
                         stopped_at=outcome.branched_at if outcome.continued == "stopped" else None)
