@@ -16,8 +16,9 @@ import scipy.stats  # noqa: F401 - loaded before pytester's in-process runs: num
 from fabtest.cli import compare_main, main
 from fabtest.conversation import AgentResponse, ToolCall, Turn
 from fabtest.demo.offline_llm import offline_gemini
-from fabtest.experiment.model import TurnRecord
-from fabtest.judging.replay import MatchRule
+from fabtest.experiment.model import ScenarioResult, TurnRecord
+from fabtest.judging.replay import MatchRule, ReplayEnv, replay_experiment
+from fabtest.settings import Settings
 from fabtest.testing import FakeGemini
 
 PYPROJECT = """
@@ -265,3 +266,16 @@ def test_what_counts_as_a_material_difference() -> None:
     assert exact.compare(recorded, _turn("The room is free on Monday.")).part == "tools"
     with pytest.raises(ValueError):
         MatchRule(0)
+
+
+def test_runs_that_cannot_be_replayed_say_why(tmp_path: Path) -> None:
+    turn = TurnRecord(number=1, user="hi", agent="hello")
+    runs = [ScenarioResult(id="example:1", name="Skipped", passed=False, skipped=True, feature_file="a.feature"),
+            ScenarioResult(id="example:2", name="Empty", passed=False, feature_file="a.feature"),
+            ScenarioResult(id="example:3", name="Playbook", passed=True, feature_file="p.playbook.yaml", transcript=[turn])]
+    new, outcomes = replay_experiment(runs, ReplayEnv(Settings(), tmp_path))
+    assert new == []
+    assert [o.summary for o in outcomes] == [
+        "not replayed: it was skipped when recorded", "not replayed: no recorded turn to feed",
+        "not replayed: not a feature scenario (a playbook prepares its agent's work directory; "
+        "give --agent to replay it anyway)"]

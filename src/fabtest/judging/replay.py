@@ -100,10 +100,13 @@ class ReplayOutcome:
     similarity: float | None = None
     continued: Continuation | None = None
     note: str = ""
+    replayed: bool = True
 
     @property
     def summary(self) -> str:
         """``same as recorded`` or where and how it branched, and what took over."""
+        if not self.replayed:
+            return f"not replayed: {self.note}"
         if self.branched_at is None:
             text = "same as recorded" if self.turns_replayed == self.turns_recorded else "did not finish"
         else:
@@ -118,7 +121,7 @@ class ReplayOutcome:
 
     def to_dict(self) -> dict[str, Any]:
         return {"scenario": self.scenario_id, "name": self.name, "iteration": self.iteration,
-                "branched_at": self.branched_at, "part": self.part,
+                "replayed": self.replayed, "branched_at": self.branched_at, "part": self.part,
                 "similarity": None if self.similarity is None else round(self.similarity, 4),
                 "continued": self.continued, "turns_recorded": self.turns_recorded,
                 "turns_replayed": self.turns_replayed, "passed_before": self.passed_before,
@@ -269,14 +272,29 @@ def _chosen(result: ScenarioResult, scenario: str | None) -> bool:
     return scenario is None or result.id.startswith(scenario) or result.name == scenario
 
 
+def _not_replayable(result: ScenarioResult, env: ReplayEnv) -> str | None:
+    if result.skipped:
+        return "it was skipped when recorded"
+    if not result.transcript:
+        return "no recorded turn to feed"
+    if not result.feature_file.endswith(".feature") and env.agent is None:
+        return "not a feature scenario (a playbook prepares its agent's work directory; give --agent to replay it anyway)"
+    return None
+
+
 def replay_experiment(results: Sequence[ScenarioResult], env: ReplayEnv, *, scenario: str | None = None,
                       progress: Callable[[str], None] | None = None) -> tuple[list[ScenarioResult], list[ReplayOutcome]]:
-    """Every recorded run with a transcript (``scenario``: id, id prefix or exact name) replayed.
-    Skipped runs and runs without a turn have nothing to feed and are left out."""
+    """Every recorded run (``scenario``: id, id prefix or exact name) replayed; a run that cannot be
+    (skipped, no turn, a playbook) gets an outcome that says why and no new result."""
     new_results: list[ScenarioResult] = []
     outcomes: list[ReplayOutcome] = []
     for result in results:
-        if not _chosen(result, scenario) or result.skipped or not result.transcript:
+        if not _chosen(result, scenario):
+            continue
+        reason = _not_replayable(result, env)
+        if reason is not None:
+            outcomes.append(ReplayOutcome(result.id, result.name, result.iteration, result.passed,
+                                          turns_recorded=len(result.transcript), note=reason, replayed=False))
             continue
         if progress:
             progress(f"{result.name} (iteration {result.iteration}, {len(result.transcript)} recorded turns)")

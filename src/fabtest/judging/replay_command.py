@@ -105,7 +105,7 @@ def run_replay(args: argparse.Namespace, results_dir: str) -> int:
     section = {"of": info.id, "similarity": args.similarity, "continue": not args.no_continue, "agent": args.agent,
                "scenarios": [o.to_dict() for o in outcomes]}
     new_id = None
-    if outcomes and not args.no_save:
+    if new_results and not args.no_save:
         git = git_info(Path.cwd())
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         new_info = replayed_info(info, new_experiment_id(), stamp, env, (git.commit, git.branch, git.dirty))
@@ -131,7 +131,7 @@ def _diffs(doc: dict[str, Any], new_results: list[Any], outcomes: list[Any]) -> 
     from fabtest.experiment.diff import diff_scenarios
 
     out = []
-    for new, outcome in zip(new_results, outcomes, strict=True):
+    for new, outcome in zip(new_results, [o for o in outcomes if o.replayed], strict=True):
         if outcome.branched_at is None:
             continue
         old = [e for e in doc.get("scenario_results") or []
@@ -153,10 +153,13 @@ def render_replay_text(outcomes: list[Any], *, source: str, new_id: str | None, 
     shown = "equal text" if similarity >= 1 else f"similarity >= {similarity:g}"
     lines = [f"Replayed {len(outcomes)} run(s) of {source} against the current agent ({shown}, same tool calls):"]
     for o in outcomes:
-        lines.append(f"  - {o.name} (iteration {o.iteration}): {o.summary}; "
-                     f"{_verdict(o.passed_before)} -> {_verdict(o.passed_now)}")
-    same = sum(o.branched_at is None for o in outcomes)
-    lines.append(f"Same as recorded: {same}; branched: {len(outcomes) - same}")
+        change = f"; {_verdict(o.passed_before)} -> {_verdict(o.passed_now)}" if o.replayed else ""
+        lines.append(f"  - {o.name} (iteration {o.iteration}): {o.summary}{change}")
+    replayed = [o for o in outcomes if o.replayed]
+    same = sum(o.branched_at is None for o in replayed)
+    skipped = len(outcomes) - len(replayed)
+    lines.append(f"Same as recorded: {same}; branched: {len(replayed) - same}"
+                 + (f"; not replayed: {skipped}" if skipped else ""))
     if diffs:
         from fabtest.experiment.compare import render_diffs_text
 
