@@ -16,6 +16,7 @@ import scipy.stats  # noqa: F401 - loaded before pytester's in-process runs: num
 from fabtest.cli import compare_main, main
 from fabtest.conversation import AgentResponse, ToolCall, Turn
 from fabtest.demo.offline_llm import offline_gemini
+from fabtest.errors import UsageError
 from fabtest.experiment.model import ScenarioResult, TurnRecord
 from fabtest.judging.replay import MatchRule, ReplayEnv, replay_experiment
 from fabtest.settings import Settings
@@ -279,3 +280,41 @@ def test_runs_that_cannot_be_replayed_say_why(tmp_path: Path) -> None:
         "not replayed: it was skipped when recorded", "not replayed: no recorded turn to feed",
         "not replayed: not a feature scenario (a playbook prepares its agent's work directory; "
         "give --agent to replay it anyway)"]
+
+
+def test_the_agent_is_the_one_the_feature_names_today(tmp_path: Path) -> None:
+    from fabtest.judging.replay_feature import feature_setup
+
+    (tmp_path / "f.feature").write_text(textwrap.dedent('''
+        Feature: F
+          Background:
+            Given the agent "outer"
+
+          Scenario: Plain
+            When the user says "hi"
+
+          Rule: R
+            Background:
+              Given the agent "ruled"
+
+            Scenario: Inner
+              Given the agent "inner"
+              When the user says "hi"
+
+            Scenario: Outline
+              When the user says "<x>"
+              Examples:
+                | x |
+                | a |
+    '''))
+
+    def named(name: str, rule: str | None = None) -> str | None:
+        result = ScenarioResult(id="example:1", name=name, rule=rule, passed=True, feature_file="f.feature")
+        return feature_setup(tmp_path, result).agent
+
+    assert named("Plain") == "outer"
+    assert named("Inner", "R") == "inner"
+    assert named("Outline (x=a)", "R") == "ruled"
+    (tmp_path / "f.feature").unlink()
+    with pytest.raises(UsageError, match="f.feature: cannot read"):
+        named("Plain")

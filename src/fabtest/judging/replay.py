@@ -27,8 +27,9 @@ from fabtest.engine import LLMRoles, ScenarioState
 from fabtest.errors import FabtestError
 from fabtest.experiment.model import ExperimentInfo, ScenarioResult, TurnRecord, turn_records, usage_records
 from fabtest.judge import Judge
-from fabtest.judging.replay_agent import feature_agent_name
 from fabtest.judging.replay_checks import calls_of, outcome_of, recheck
+from fabtest.judging.replay_feature import FeatureSetup, feature_setup
+from fabtest.judging.replay_topics import TopicFollower, topic_graph
 from fabtest.llm.base import LLM
 from fabtest.llm.cache import salted
 from fabtest.settings import Settings
@@ -152,55 +153,68 @@ class ReplayEnv:
                         judge_reason=self.judge_reason, simulator_reason=self.simulator_reason)
 
 
-def _choose_agent(state: ScenarioState, result: ScenarioResult, env: ReplayEnv) -> None:
+@dataclass
+class _Run:
+    """One replay in progress: the engine's state, what happened, and the topics."""
+
+    state: ScenarioState
+    result: ScenarioResult
+    env: ReplayEnv
+    outcome: ReplayOutcome
+    topics: TopicFollower
+
+
+def _choose_agent(state: ScenarioState, env: ReplayEnv, setup: FeatureSetup) -> None:
     if env.agent is not None:
         if env.agent in env.settings.agents:
             state.use_agent(env.agent)
         else:
             state.agent_target = env.agent
-        return
-    name = feature_agent_name(env.rootdir, result)
-    if name is not None:
-        state.use_agent(name)
+    elif setup.agent is not None:
+        state.use_agent(setup.agent)
 
 
-def _drive(state: ScenarioState, result: ScenarioResult, env: ReplayEnv, outcome: ReplayOutcome) -> None:
+def _drive(run: _Run) -> None:
     """Recorded user turns until the first material difference, then whatever takes over."""
-    recorded = result.transcript
+    state, outcome, recorded = run.state, run.outcome, run.result.transcript
     for rec in recorded:
         turn = state.user_says(rec.user)
-        match = env.rule.compare(rec, turn)
+        match = run.env.rule.compare(rec, turn)
         if not match.same:
             outcome.branched_at, outcome.part, outcome.similarity = turn.number, match.part, match.similarity
+            run.topics.classify(turn)
             break
-        turn.topic, turn.off_graph_from = rec.topic, None  # the same turn: its recorded topic stands
+        run.topics.same(turn, rec)
     else:
         return
-    if not env.keep_going:
+    state.runner.on_turn.append(run.topics.classify)
+    if not run.env.keep_going:
         outcome.continued = "stopped"
-    elif result.simulator and result.simulator.get("goal"):
-        _simulate(state, result, env, outcome)
+    elif run.result.simulator and run.result.simulator.get("goal"):
+        _simulate(run)
     else:
         outcome.continued = "script"
         for rec in recorded[outcome.branched_at:]:
             state.user_says(rec.user)
 
 
-def _simulate(state: ScenarioState, result: ScenarioResult, env: ReplayEnv, outcome: ReplayOutcome) -> None:
-    """The simulator takes over with the recorded configuration. Topics are not classified in a
-    replay, so a stop at a topic becomes the goal-complete stop; the turn budget counts the whole
-    conversation: the recorded length or the recorded ``max_turns``, whichever is larger."""
+def _simulate(run: _Run) -> None:
+    """The simulator takes over with the recorded configuration. The turn budget counts the whole
+    conversation: the recorded length or the recorded ``max_turns``, whichever is larger. Without a
+    topic graph a stop at a topic cannot fire, so the goal-complete stop replaces it."""
+    env, outcome, state = run.env, run.outcome, run.state
     if env.simulator_llm is None:
         outcome.continued = "stopped"
         outcome.note = f"the simulator LLM is not configured ({env.simulator_reason})"
         return
-    recorded = dict(result.simulator or {})
     try:
-        config = SimulatorConfig(**recorded).with_changes(stop_on_topic=None)
+        config = SimulatorConfig(**dict(run.result.simulator or {}))
     except (TypeError, ValueError) as exc:
         outcome.continued, outcome.note = "stopped", f"the recorded simulator configuration is unusable ({exc})"
         return
-    budget = max(len(result.transcript), config.max_turns or DEFAULT_MAX_TURNS) - len(state.conversation.turns)
+    if config.stop_on_topic is not None and (run.topics.graph is None or config.stop_on_topic not in run.topics.graph):
+        config = config.with_changes(stop_on_topic=None)
+    budget = max(len(run.result.transcript), config.max_turns or DEFAULT_MAX_TURNS) - len(state.conversation.turns)
     if budget < 1 or Simulator(None, config).should_stop(state.conversation):
         outcome.continued, outcome.note = "stopped", "no simulated turn left (turn limit or stop condition reached)"
         return
@@ -209,22 +223,32 @@ def _simulate(state: ScenarioState, result: ScenarioResult, env: ReplayEnv, outc
     state.simulate()
 
 
+def _judge(roles: LLMRoles, settings: Settings) -> Judge | None:
+    sampling = settings.judge
+    return Judge(roles.judge, samples=sampling.samples, per_criterion=sampling.samples_per_criterion) \
+        if roles.judge is not None else None
+
+
 def replay_scenario(result: ScenarioResult, env: ReplayEnv) -> tuple[ScenarioResult, ReplayOutcome]:
     """One recorded run replayed; returns its new result and what happened."""
     outcome = ReplayOutcome(result.id, result.name, result.iteration, result.passed,
                             turns_recorded=len(result.transcript))
     started = time.monotonic()
     roles = env.roles(result.iteration)
+    judge = _judge(roles, env.settings)
     failure: FabtestError | None = None
     with tempfile.TemporaryDirectory(prefix="fabtest-replay-") as workdir:
         context = {"scenario": result.name, "feature": result.feature, "iteration": result.iteration,
                    "feature_file": str(env.rootdir / result.feature_file) if result.feature_file else "",
                    "workdir": workdir, "cwd": workdir, "replay": True}
+        where = result.feature_file or result.nodeid
         state = ScenarioState(settings=env.settings, rootdir=env.rootdir, workdir=Path(workdir), context=context,
-                              llms=roles, default_agent=env.settings.agent, where=result.feature_file or result.nodeid)
+                              llms=roles, default_agent=env.settings.agent, where=where)
         try:
-            _choose_agent(state, result, env)
-            _drive(state, result, env, outcome)
+            setup = feature_setup(env.rootdir, result)
+            _choose_agent(state, env, setup)
+            topics = TopicFollower(topic_graph(env.settings, setup.topic_tables, where), judge, state.conversation)
+            _drive(_Run(state, result, env, outcome, topics))
         except FabtestError as exc:
             failure = exc
         finally:
@@ -235,9 +259,6 @@ def replay_scenario(result: ScenarioResult, env: ReplayEnv) -> tuple[ScenarioRes
         new = result.model_copy(deep=True)
         conversation = state.conversation
         if failure is None or not failure.skips:
-            sampling = env.settings.judge
-            judge = Judge(roles.judge, samples=sampling.samples, per_criterion=sampling.samples_per_criterion) \
-                if roles.judge is not None else None
             try:
                 recheck(new, result.transcript, conversation, judge, judge_reason=env.judge_reason,
                         stopped_at=outcome.branched_at if outcome.continued == "stopped" else None)

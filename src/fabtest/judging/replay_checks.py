@@ -1,13 +1,14 @@
 """The recorded checks of a scenario, brought up to date on its replayed conversation.
 
-A check whose subject did not change (its turn, or the whole transcript for a conversation check,
-is the same text and the same tool calls as recorded) keeps its recorded verdict: asking the judge
+A check whose subject did not change (its turn and every turn before it, or the whole transcript
+for a conversation check, is the same text and the same tool calls as recorded) keeps its verdict: asking the judge
 again about the same text measures the judge, which is ``fabtest rejudge``'s job, not replay's.
 A check whose subject changed is asked again: ``satisfy`` criteria through the judge exactly as
-``rejudge`` asks them (same criterion, batched per turn and scope), the goal through the judge, and
-the deterministic checks whose arguments the record holds (regex match, a call anywhere in the
-conversation, the turn limit, transcript text) by running them. Anything else (``call ... with``
-arguments, grounding, intent, topics, files) cannot be re-run from the record and is ``skipped``
+``rejudge`` asks them (same criterion, batched per turn and scope), the goal, intents and grounding
+through the judge as the engine asks them, and the deterministic checks whose arguments the record
+holds (regex match, a call anywhere in the conversation, topics reached or followed, the turn
+limit, transcript text) by running them. Anything else (``call ... with`` arguments, files, a
+topic's turn limit) cannot be re-run from the record and is ``skipped``
 with the reason, so a verdict is never carried over to text it was not given about.
 """
 
@@ -23,6 +24,7 @@ from fabtest.experiment.fingerprint import canonical_json
 from fabtest.experiment.model import CheckRecord, ScenarioResult, TurnRecord
 from fabtest.judge import Judge, format_exchange
 from fabtest.judging.rejudge import recorded_criterion
+from fabtest.topics import follows, reached
 
 __all__ = ["calls_of", "outcome_of", "recheck", "same_turn"]
 
@@ -57,7 +59,11 @@ def recheck(result: ScenarioResult, recorded: Sequence[TurnRecord], conversation
     """Update ``result``'s checks (a copy of the recorded ones) for ``conversation``. ``stopped_at``:
     the turn where ``--no-continue`` stopped, after which the conversation is unknown."""
     turns = conversation.turns
-    unchanged = {n for n, (a, b) in enumerate(zip(recorded, turns, strict=False), start=1) if same_turn(a, b)}
+    unchanged: set[int] = set()  # the turns before the first difference (later ones follow a changed past)
+    for number, (old, new) in enumerate(zip(recorded, turns, strict=False), start=1):
+        if not same_turn(old, new):
+            break
+        unchanged.add(number)
     whole_same = len(recorded) == len(turns) and len(unchanged) == len(turns)
     batches: dict[tuple[str, int | None], list[CheckRecord]] = {}
     for check in [*result.evaluations, *result.expectations]:
@@ -71,8 +77,8 @@ def recheck(result: ScenarioResult, recorded: Sequence[TurnRecord], conversation
         elif check.type == "satisfy" and check.data.get("scope") in ("response", "conversation"):
             scope = str(check.data["scope"])
             batches.setdefault((scope, check.turn if scope == "response" else None), []).append(check)
-        elif check.type == "goal":
-            _judge_goal(result, check, conversation, judge, judge_reason)
+        elif check.type in ("goal", "intent", "grounded_in"):
+            _judge_one(result, check, conversation, judge, judge_reason)
         else:
             _run_deterministic(check, conversation)
     for (scope, turn), group in batches.items():
@@ -97,15 +103,36 @@ def _judge_batch(result: ScenarioResult, group: list[CheckRecord], conversation:
         check.data.update(verdict.sample_data())
 
 
-def _judge_goal(result: ScenarioResult, check: CheckRecord, conversation: Conversation, judge: Judge | None,
-                judge_reason: str) -> None:
-    goal = check.data.get("goal") or (result.simulator or {}).get("goal")
-    if judge is None or not goal:
-        _set(check, "skipped", f"no judge LLM: {judge_reason}" if judge is None else "no goal recorded", "not rechecked")
+def _judge_one(result: ScenarioResult, check: CheckRecord, conversation: Conversation, judge: Judge | None,
+               judge_reason: str) -> None:
+    """The goal, an intent or grounding, asked again as the engine asks it."""
+    if judge is None:
+        _set(check, "skipped", f"no judge LLM: {judge_reason}", "not rechecked")
         return
-    answer = judge.goal_achieved(str(goal), conversation.transcript())
-    conversation.add_usage("judge", answer.usage)
-    _set(check, answer.value.verdict, answer.value.reasoning, "rechecked")
+    if check.type == "goal":
+        goal = check.data.get("goal") or (result.simulator or {}).get("goal")
+        if not goal:
+            _set(check, "skipped", "no goal recorded", "not rechecked")
+            return
+        answer = judge.goal_achieved(str(goal), conversation.transcript())
+        conversation.add_usage("judge", answer.usage)
+        _set(check, answer.value.verdict, answer.value.reasoning, "rechecked")
+        return
+    turn = conversation.turns[(check.turn or len(conversation.turns)) - 1]
+    if check.type == "intent":
+        verdict = judge.intent(format_exchange(turn), check.criterion.removeprefix("intent:"))
+        conversation.add_usage("judge", verdict.usage)
+        _set(check, verdict.value.verdict, verdict.value.reasoning, "rechecked")
+        return
+    source = str(check.data.get("source") or check.criterion.removeprefix("grounded_in:"))
+    calls = [c for t in conversation.turns[: turn.number] for c in t.tool_calls if c.name == source]
+    grounding = judge.grounding(turn.response.text, source, calls)
+    conversation.add_usage("judge", grounding.usage)
+    found = grounding.value
+    details = found.reasoning or ("unsupported claims: " + "; ".join(found.unsupported) if found.unsupported
+                                  else "every claim is supported")
+    _set(check, found.verdict, details, "rechecked")
+    check.data.update({**found.to_data(), "claims_total": len(found.claims), "claims_unsupported": len(found.unsupported)})
 
 
 def _run_deterministic(check: CheckRecord, conversation: Conversation) -> None:
@@ -132,6 +159,17 @@ def _deterministic(check: CheckRecord, conversation: Conversation) -> checks.Res
     if kind in ("include_call", "not_include_call") and isinstance(data.get("tool"), str):
         passed, details = checks.check_called(conversation.tool_calls, data["tool"])
         return passed != negated, details
+    if kind == "call_tool" and check.turn is None and data.get("source") == "verification":
+        return checks.check_called(conversation.tool_calls, str(data.get("tool")))  # a scenario set's verification
+    if kind == "reached_topic" and isinstance(data.get("topic"), str):
+        path = conversation.topic_path
+        return reached(data["topic"], path), f"topic path: {' > '.join(path) or '(none)'}"
+    if kind == "follow_topics" and isinstance(data.get("sequence"), list):
+        path, jumps = conversation.topic_path, conversation.off_graph_transitions
+        details = f"topic path: {' > '.join(path) or '(none)'}"
+        if jumps:
+            details += f"; off-graph transition(s), not allowed by the topics' next column: {', '.join(jumps)}"
+        return follows([str(t) for t in data["sequence"]], path) and not jumps, details
     if kind == "turn_count" and isinstance(data.get("max"), int):
         actual = len(conversation.turns)
         check.data = {**data, "actual": actual}
