@@ -114,23 +114,28 @@ def judge_calls(fake: FakeGemini) -> list[Any]:
     return [r for r in fake.requests if "Evaluate the " in r.text]
 
 
-@pytest.fixture
-def recorded(pytester: pytest.Pytester, fake: FakeGemini, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    """The experiment ``exp_rec``, recorded with the agent ``Before``; the project then configured
-    with ``After`` unless a test puts ``Before`` back."""
+def record(pytester: pytest.Pytester, fake: FakeGemini, monkeypatch: pytest.MonkeyPatch, feature: str,
+           passed: int) -> dict[str, Any]:
+    """The experiment ``exp_rec`` of ``feature``, recorded with the agent ``Before``; the project
+    then configured with ``After`` unless a test puts ``Before`` back."""
     script(fake)
     pytester.makepyfile(replay_agents=AGENTS)
     pytester.syspathinsert()
     pytester.makefile(".toml", pyproject=PYPROJECT.format(agent="Before"))
-    pytester.makefile(".feature", replay=textwrap.dedent(FEATURE))
+    pytester.makefile(".feature", replay=textwrap.dedent(feature))
     result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", "--fabtest-experiment-id", "exp_rec",
                                 "--fabtest-no-preflight")
-    result.assert_outcomes(passed=2)
+    result.assert_outcomes(passed=passed)
     monkeypatch.chdir(pytester.path)
     pytester.makefile(".toml", pyproject=PYPROJECT.format(agent="After"))
     fake.reset()
     script(fake)
     return json.loads((pytester.path / "results" / "exp_rec.json").read_text())
+
+
+@pytest.fixture
+def recorded(pytester: pytest.Pytester, fake: FakeGemini, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    return record(pytester, fake, monkeypatch, FEATURE, passed=2)
 
 
 def replay(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any]:
@@ -318,3 +323,38 @@ def test_the_agent_is_the_one_the_feature_names_today(tmp_path: Path) -> None:
     (tmp_path / "f.feature").unlink()
     with pytest.raises(UsageError, match="f.feature: cannot read"):
         named("Plain")
+
+
+TOPICS_FEATURE = """
+Feature: Replay with topics
+  Scenario: Topics after the branch
+    Given the topics:
+      | topic     | characteristic       | triggers         | next      |
+      | opening   | The agent greets     |                  | answering |
+      | answering | The agent answers    | agent:/Answer/   | closing   |
+      | closing   | The agent is strange | agent:/different/ |          |
+    And a simulated user with the goal "Get three answers"
+    And the simulation takes at most 4 turns
+    When the simulated user talks to the agent
+    Then the conversation should reach the topic "closing"
+    And the response should have the intent "answer the question"
+"""
+
+
+def test_topics_are_classified_from_the_branch_on(pytester: pytest.Pytester, fake: FakeGemini,
+                                                 monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    fake.add_rule(r"has this intent", json={"verdict": "passed", "reasoning": "scripted"})
+    before = scenario(record(pytester, fake, monkeypatch, TOPICS_FEATURE, passed=1), "Topics after the branch")
+    assert before["topic_path"] == ["answering"] * 3 and before["evaluations"]["details"][0]["status"] == "failed"
+    fake.add_rule(r"has this intent", json={"verdict": "failed", "reasoning": "scripted: not an answer"})
+    code, out = replay(capsys)
+    assert code == 0
+    entry = scenario(load(pytester, out.out.split("Replayed experiment: ", 1)[1].split()[0]), "Topics after the branch")
+    # turn 1 keeps its recorded topic; turns 2 and 3 ("..., Why so different?.") fire closing's trigger
+    assert [t["topic"] for t in entry["transcript"]] == ["answering", "closing", "closing"]
+    assert entry["topic_path"] == ["answering", "closing", "closing"]
+    by_kind = {c["type"]: c for c in checks(entry)}
+    assert by_kind["reached_topic"]["status"] == "passed" and by_kind["reached_topic"]["replay"] == "rechecked"
+    assert by_kind["intent"]["status"] == "failed" and by_kind["intent"]["recorded"] == "passed"
+    assert not [r for r in fake.requests if "CANDIDATE TOPICS" in r.text]  # triggers decided every topic
