@@ -6,16 +6,15 @@ from __future__ import annotations
 
 import json
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import scipy.stats  # noqa: F401 - loaded before pytester's in-process runs: numpy cannot be loaded twice per process
+from tests.judging.test_sampling_rejudge import fake
 
 from fabtest.cli import compare_main, main
 from fabtest.conversation import AgentResponse, ToolCall, Turn
-from fabtest.demo.offline_llm import offline_gemini
 from fabtest.errors import UsageError
 from fabtest.experiment.model import ScenarioResult, TurnRecord
 from fabtest.judging.replay import MatchRule, ReplayEnv, replay_experiment
@@ -43,6 +42,8 @@ backoff = 0.01
 max_retries = 1
 timeout = 5
 """
+
+__all__ = ["fake"]  # the fixture, shared with the other judging tests
 
 AGENTS = """
 class Before:
@@ -73,15 +74,6 @@ Feature: Replay
     Then the response should satisfy "polite"
     And the response must match "Answer"
 """
-
-
-@pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGemini]:
-    with offline_gemini() as server:
-        for name, value in server.env().items():
-            monkeypatch.setenv(name, value)
-        monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
-        yield server
 
 
 def script(fake: FakeGemini) -> None:

@@ -14,16 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from fabtest.errors import UsageError
+from fabtest.judging.commands import fail, load_experiment
 from fabtest.llm.base import LLMNotConfigured
 
 __all__ = ["add_replay_args", "render_replay_text", "run_replay"]
 
-EXIT_OK, EXIT_ERROR = 0, 2
-
-
-def _fail(message: str) -> int:
-    print(f"fabtest: error: {message}", file=sys.stderr)
-    return EXIT_ERROR
+EXIT_OK = 0
 
 
 def _similarity_arg(text: str) -> float:
@@ -80,26 +76,18 @@ def _env(args: argparse.Namespace) -> Any:
 
 
 def run_replay(args: argparse.Namespace, results_dir: str) -> int:
-    from fabtest.experiment.export import (
-        ExperimentFileError,
-        build_document,
-        load_document,
-        new_experiment_id,
-        write_document,
-    )
+    from fabtest.experiment.export import build_document, new_experiment_id, write_document
     from fabtest.experiment.gitinfo import git_info
     from fabtest.judging.replay import replay_experiment, replayed_info
 
     try:
-        info, results, doc = load_document(args.experiment, results_dir)
-    except ExperimentFileError as exc:
-        return _fail(str(exc))
-    if args.scenario and not any(r.id.startswith(args.scenario) or r.name == args.scenario for r in results):
-        return _fail(f"--scenario {args.scenario!r}: no scenario of {info.id} has that id or name")
+        info, results, doc = load_experiment(args.experiment, results_dir, args.scenario)
+    except UsageError as exc:
+        return fail(str(exc))
     try:
         env = _env(args)
     except UsageError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     new_results, outcomes = replay_experiment(
         results, env, scenario=args.scenario, progress=lambda line: print(f"replaying {line}", file=sys.stderr))
     section = {"of": info.id, "similarity": args.similarity, "continue": not args.no_continue, "agent": args.agent,
