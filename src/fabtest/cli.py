@@ -276,7 +276,7 @@ def _cmd_steps(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``fabtest list | show | report | compare | recover | rejudge | calibrate | run | steps``."""
+    """``fabtest list | show | report | compare | recover | rejudge | calibrate | replay | run | steps``."""
     raw = list(sys.argv[1:] if argv is None else argv)
     if raw and raw[0] == "run":  # the playbook runner parses its own options (argparse REMAINDER can't)
         return _cmd_run(argparse.Namespace(args=raw[1:]))
@@ -321,6 +321,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = sub.add_parser("calibrate", help="judge labelled examples: accuracy and Cohen's kappa against human verdicts")
     judging.add_calibrate_args(p)
     p.set_defaults(func=judging.run_calibrate)
+
+    from fabtest.judging import replay_command
+
+    p = sub.add_parser("replay", help="re-run recorded conversations against the current agent, branching at the "
+                                      "first turn that differs")
+    replay_command.add_replay_args(p)
+    p.set_defaults(func=lambda a: replay_command.run_replay(a, a.results_dir or _default_results_dir()))
 
     p = sub.add_parser("run", help="run playbook files", add_help=False)
     p.add_argument("args", nargs=argparse.REMAINDER, metavar="FILE")

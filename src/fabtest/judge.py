@@ -14,7 +14,7 @@ Every result carries the token usage of its call(s) so the caller can charge it 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, Literal, Protocol, TypeVar
 
@@ -341,11 +341,18 @@ class Judge:
     """Asks an LLM for verdicts. ``llm=None`` means no judge is configured: every method raises
     ``LLMNotConfigured`` so the caller can record the check as skipped."""
 
-    def __init__(self, llm: LLM | None, *, samples: int = 1) -> None:
-        if samples < 1:
-            raise ValueError(f"judge samples must be at least 1, got {samples}")
+    def __init__(self, llm: LLM | None, *, samples: int = 1, per_criterion: Mapping[str, int] | None = None) -> None:
+        counts = {"samples": samples, **{f"samples of {name!r}": n for name, n in (per_criterion or {}).items()}}
+        for what, count in counts.items():
+            if count < 1:
+                raise ValueError(f"judge {what} must be at least 1, got {count}")
         self.llm = llm
         self.samples = samples
+        self.per_criterion = dict(per_criterion or {})
+
+    def samples_for(self, criterion: Criterion) -> int:
+        """How many times ``criterion`` is judged: its own count (``samples_per_criterion``), else the judge's."""
+        return self.per_criterion.get(criterion.name, self.samples)
 
     @property
     def available(self) -> bool:
@@ -356,21 +363,26 @@ class Judge:
     ) -> JudgeResult[list[CriterionVerdict]]:
         """All ``criteria`` judged in one call against ``subject`` (the latest exchange for
         ``scope="response"``, the transcript for ``scope="conversation"``). Verdicts come back in
-        the order requested, one per criterion. With ``samples`` (default: the judge's) above 1 the
-        call is made that many times, each sample its own cache entry, and the majority kept."""
-        count = self.samples if samples is None else samples
-        if count <= 1 or not criteria:
+        the order requested, one per criterion. With ``samples`` (default: each criterion's
+        :meth:`samples_for`) above 1 the call is made that many times, each sample its own cache
+        entry, and the majority kept. In a batch whose criteria want different counts, the call is
+        made for the largest and a criterion votes with its first N samples (one: no split recorded)."""
+        counts = [self.samples_for(c) if samples is None else samples for c in criteria]
+        if max(counts, default=1) <= 1:
             return self._criteria_once(criteria, subject=subject, scope=scope, llm=self.llm)
         runs = [
             self._criteria_once(criteria, subject=subject, scope=scope, llm=sample_view(self.llm, index))
-            for index in range(count)
+            for index in range(max(counts))
         ]
         usage = TokenUsage()
         for run in runs:
             usage.add(run.usage)
         combined: list[CriterionVerdict] = []
         for position, criterion in enumerate(criteria):
-            votes = [run.value[position] for run in runs]
+            votes = [run.value[position] for run in runs[: counts[position]]]
+            if len(votes) == 1:
+                combined.append(votes[0])
+                continue
             label, split = majority([v.verdict for v in votes])
             reason = next((v.reasoning for v in votes if v.verdict == label), votes[0].reasoning)
             combined.append(CriterionVerdict(criterion.name, label, reason, split))

@@ -11,7 +11,7 @@ import os
 import tempfile
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -46,9 +46,11 @@ class RoleSettings(BaseModel):
 
 class JudgeSettings(RoleSettings):
     """The judge's role settings plus ``samples``: how many times each criterion is judged (the
-    majority wins and a split shows as low confidence; README "Why did this scenario flake?")."""
+    majority wins and a split shows as low confidence; README "Why did this scenario flake?").
+    ``samples_per_criterion`` overrides it by criterion name, so only the hard criteria pay for it."""
 
     samples: int = Field(default=1, ge=1, le=25)
+    samples_per_criterion: dict[str, Annotated[int, Field(ge=1, le=25)]] = Field(default_factory=dict)
 
 
 class ModelPrice(BaseModel):

@@ -205,8 +205,9 @@ class ScenarioState:
 
     @property
     def judge(self) -> Judge | None:
-        samples = self.settings.judge.samples
-        return Judge(self.llms.judge, samples=samples) if self.llms.judge is not None else None
+        judge = self.settings.judge
+        return Judge(self.llms.judge, samples=judge.samples, per_criterion=judge.samples_per_criterion) \
+            if self.llms.judge is not None else None
 
     def require_llm(self, role: str, what: str) -> None:
         """Raise NeedsLLM (a skip, naming the variable to set) when the scenario needs a missing LLM."""

@@ -11,30 +11,54 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
 from fabtest.errors import UsageError
 from fabtest.llm.base import LLM, LLMError, LLMNotConfigured
 
-__all__ = ["add_calibrate_args", "add_rejudge_args", "judge_llm", "run_calibrate", "run_rejudge"]
+if TYPE_CHECKING:
+    from fabtest.settings import Settings
+
+__all__ = ["add_calibrate_args", "add_rejudge_args", "configured_llm", "fail", "judge_llm", "load_experiment", "run_calibrate", "run_rejudge"]
 
 EXIT_OK, EXIT_GATE, EXIT_ERROR = 0, 1, 2
 
 
-def _fail(message: str) -> int:
+def fail(message: str) -> int:
+    """Print a usage error as one line and return exit code 2."""
     print(f"fabtest: error: {message}", file=sys.stderr)
     return EXIT_ERROR
 
 
+def load_experiment(ref: str, results_dir: str, scenario: str | None = None) -> tuple[Any, list[Any], dict[str, Any]]:
+    """The experiment ``ref`` (info, results, raw document); UsageError for a missing or bad file,
+    or a ``scenario`` (id, id prefix or name) it does not have."""
+    from fabtest.experiment.export import ExperimentFileError, load_document
+
+    try:
+        info, results, doc = load_document(ref, results_dir)
+    except ExperimentFileError as exc:
+        raise UsageError(str(exc)) from None
+    if scenario and not any(r.id.startswith(scenario) or r.name == scenario for r in results):
+        raise UsageError(f"--scenario {scenario!r}: no scenario of {info.id} has that id or name")
+    return info, results, doc
+
+
 def judge_llm(judge_model: str | None) -> LLM:
     """The judge LLM as ./pyproject.toml configures it (``judge_model`` overrides the model)."""
-    from fabtest.llm.factory import role_llm
     from fabtest.settings import Settings
 
-    root = Path.cwd()
-    settings = Settings.load(root)
-    configured = settings.judge
-    if judge_model:
-        configured = configured.model_copy(update={"model": judge_model})
+    return configured_llm(Settings.load(Path.cwd()), Path.cwd(), "judge", judge_model)
+
+
+def configured_llm(settings: Settings, root: Path, role: Literal["judge", "simulator"], model: str | None = None) -> LLM:
+    """The judge or simulator LLM as ``settings`` configure it (``model`` overrides the model);
+    raises LLMNotConfigured without credentials."""
+    from fabtest.llm.factory import role_llm
+
+    configured = settings.judge if role == "judge" else settings.simulator
+    if model:
+        configured = configured.model_copy(update={"model": model})
     return role_llm(configured.llm_settings(settings.max_concurrency), offline_llm=settings.offline_llm,
                     cache_mode=settings.llm_cache, cache_dir=str(root / settings.cache_dir),
                     backoff_base_s=configured.backoff)
@@ -63,9 +87,7 @@ def add_rejudge_args(p: argparse.ArgumentParser) -> None:
 
 def run_rejudge(args: argparse.Namespace, results_dir: str) -> int:
     from fabtest.experiment.export import (
-        ExperimentFileError,
         build_document,
-        load_document,
         new_experiment_id,
         write_document,
     )
@@ -73,23 +95,21 @@ def run_rejudge(args: argparse.Namespace, results_dir: str) -> int:
     from fabtest.judging.render import render_rejudge_text
 
     try:
-        info, results, _doc = load_document(args.experiment, results_dir)
-    except ExperimentFileError as exc:
-        return _fail(str(exc))
-    if args.scenario and not any(r.id.startswith(args.scenario) or r.name == args.scenario for r in results):
-        return _fail(f"--scenario {args.scenario!r}: no scenario of {info.id} has that id or name")
+        info, results, _doc = load_experiment(args.experiment, results_dir, args.scenario)
+    except UsageError as exc:
+        return fail(str(exc))
     if args.criterion and not any(c.criterion == args.criterion for r in results
                                   for c in [*r.evaluations, *r.expectations] if c.type == "satisfy"):
-        return _fail(f"--criterion {args.criterion!r}: {info.id} has no 'satisfy' check of that criterion")
+        return fail(f"--criterion {args.criterion!r}: {info.id} has no 'satisfy' check of that criterion")
     try:
         llm = judge_llm(args.judge_model)
         new_results, rows = rejudge_experiment(results, llm, times=args.times, criterion=args.criterion,
                                                scenario=args.scenario,
                                                progress=lambda line: print(f"re-judging {line}", file=sys.stderr))
     except (UsageError, LLMNotConfigured) as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     except LLMError as exc:
-        return _fail(f"the judge failed: {exc}")
+        return fail(f"the judge failed: {exc}")
     table = agreement_table(rows)
     new_id = None
     if rows and not args.no_save:
@@ -126,9 +146,9 @@ def run_calibrate(args: argparse.Namespace) -> int:
     from fabtest.settings import Settings
 
     if (args.file is None) == (args.from_features is None):
-        return _fail("calibrate needs FILE or --from-features (one of them)")
+        return fail("calibrate needs FILE or --from-features (one of them)")
     if args.min_kappa is not None and not -1 <= args.min_kappa <= 1:
-        return _fail(f"--min-kappa {args.min_kappa}: kappa lies between -1 and 1 (e.g. 0.6)")
+        return fail(f"--min-kappa {args.min_kappa}: kappa lies between -1 and 1 (e.g. 0.6)")
     try:
         if args.file is not None:
             source = args.file
@@ -137,18 +157,18 @@ def run_calibrate(args: argparse.Namespace) -> int:
             paths = [Path(p) for p in args.from_features] or [Path("features")]
             missing = [str(p) for p in paths if not p.exists()]
             if missing:
-                return _fail(f"--from-features: {', '.join(missing)} does not exist")
+                return fail(f"--from-features: {', '.join(missing)} does not exist")
             source = " ".join(str(p) for p in paths)
             examples = examples_from_features(paths)
             if not examples:
-                return _fail(f"--from-features: no criterion 'with examples' (or Good:/Bad: lines) in {source}")
+                return fail(f"--from-features: no criterion 'with examples' (or Good:/Bad: lines) in {source}")
         llm = judge_llm(args.judge_model)
         judged = calibrate(examples, llm, times=args.times,
                            progress=lambda line: print(f"judging {line}", file=sys.stderr))
     except (UsageError, LLMNotConfigured) as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     except LLMError as exc:
-        return _fail(f"the judge failed: {exc}")
+        return fail(f"the judge failed: {exc}")
     report = calibration_report(judged, args.times)
     if args.format == "json":
         sys.stdout.write(json.dumps(report, indent=2, ensure_ascii=False) + "\n")

@@ -25,7 +25,7 @@ from fabtest.judge import Judge, Scope, criterion_from_data, format_exchange, ma
 from fabtest.llm.base import LLM
 from fabtest.llm.cache import salted
 
-__all__ = ["Rejudged", "agreement_table", "rejudge_experiment", "rejudged_info"]
+__all__ = ["Rejudged", "agreement_table", "recorded_criterion", "rejudge_experiment", "rejudged_info"]
 
 
 @dataclass
@@ -72,7 +72,7 @@ def _conversation(result: ScenarioResult) -> Conversation:
     return Conversation(turns=turns)
 
 
-def _criterion(result: ScenarioResult, check: CheckRecord) -> Criterion:
+def recorded_criterion(result: ScenarioResult, check: CheckRecord) -> Criterion:
     """The criterion as the judge saw it: recorded on the check, else the scenario's declared
     criteria (older results), else the name itself (an ad-hoc criterion is its own description)."""
     recorded = criterion_from_data(check.criterion, check.data)
@@ -131,7 +131,7 @@ def _rejudge_group(
     checks: list[CheckRecord], judges: list[Judge],
 ) -> list[Rejudged]:
     """One call per repetition for the criteria of one subject, as the original run batched them."""
-    unique = {c.criterion: _criterion(result, c) for c in checks}
+    unique = {c.criterion: recorded_criterion(result, c) for c in checks}
     subject = format_exchange(conversation.turns[turn - 1]) if scope == "response" and turn else conversation.transcript()
     answers = [judge.evaluate_criteria(list(unique.values()), subject=subject, scope=_scope(scope)).value
                for judge in judges]

@@ -1,0 +1,157 @@
+"""``fabtest replay``: argument handling, the LLMs, the new experiment and the console summary.
+
+The agent, judge and simulator are the ones ./pyproject.toml configures now (as a test run builds
+them); the computing lives in :mod:`.replay`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from fabtest.errors import UsageError
+from fabtest.judging.commands import fail, load_experiment
+from fabtest.llm.base import LLMNotConfigured
+
+__all__ = ["add_replay_args", "render_replay_text", "run_replay"]
+
+EXIT_OK = 0
+
+
+def _similarity_arg(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r} (e.g. 0.9)") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"out of range: {text} (above 0, at most 1; 1 means equal text)")
+    return value
+
+
+def add_replay_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("experiment", metavar="EXP", help="experiment id, unique prefix, or path")
+    p.add_argument("--scenario", default=None, help="replay only this scenario (id, id prefix or name)")
+    p.add_argument("--no-continue", action="store_true",
+                   help="stop at the first turn that differs and show the diff, instead of letting the simulator "
+                        "(or the recorded script) go on")
+    p.add_argument("--similarity", type=_similarity_arg, default=1.0, metavar="R",
+                   help="responses whose words match at least this much count as the same (default 1: equal text, "
+                        "whitespace aside); tool calls must always match by name and arguments")
+    p.add_argument("--agent", default=None, metavar="NAME|MODULE:ATTR",
+                   help="replay against this agent instead of the one each scenario configures")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--no-save", action="store_true", help="do not write the replayed experiment")
+    p.add_argument("--results-dir", default=None)
+
+
+def _env(args: argparse.Namespace) -> Any:
+    """The settings, LLMs and options every replayed scenario shares; UsageError on bad input."""
+    from fabtest.agents.registry import import_object
+    from fabtest.judging.commands import configured_llm
+    from fabtest.judging.replay import MatchRule, ReplayEnv
+    from fabtest.settings import Settings
+
+    root = Path.cwd()
+    settings = Settings.load(root)
+    if args.agent and args.agent not in settings.agents:
+        if ":" not in args.agent:
+            known = ", ".join(sorted(settings.agents)) or "none"
+            raise UsageError(f"--agent {args.agent!r}: not a name of [tool.fabtest.agents] ({known}) "
+                             "nor module:attribute")
+        import_object(args.agent, where="--agent")
+    env = ReplayEnv(settings, root, agent=args.agent, rule=MatchRule(args.similarity), keep_going=not args.no_continue)
+    try:
+        env.judge_llm = configured_llm(settings, root, "judge")
+    except LLMNotConfigured as exc:
+        env.judge_reason = str(exc)
+    try:
+        env.simulator_llm = configured_llm(settings, root, "simulator")
+    except LLMNotConfigured as exc:
+        env.simulator_reason = str(exc)
+    return env
+
+
+def run_replay(args: argparse.Namespace, results_dir: str) -> int:
+    from fabtest.experiment.export import build_document, new_experiment_id, write_document
+    from fabtest.experiment.gitinfo import git_info
+    from fabtest.judging.replay import replay_experiment, replayed_info
+
+    try:
+        info, results, doc = load_experiment(args.experiment, results_dir, args.scenario)
+    except UsageError as exc:
+        return fail(str(exc))
+    try:
+        env = _env(args)
+    except UsageError as exc:
+        return fail(str(exc))
+    new_results, outcomes = replay_experiment(
+        results, env, scenario=args.scenario, progress=lambda line: print(f"replaying {line}", file=sys.stderr))
+    section = {"of": info.id, "similarity": args.similarity, "continue": not args.no_continue, "agent": args.agent,
+               "scenarios": [o.to_dict() for o in outcomes]}
+    new_id = None
+    if new_results and not args.no_save:
+        git = git_info(Path.cwd())
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        new_info = replayed_info(info, new_experiment_id(), stamp, env, (git.commit, git.branch, git.dirty))
+        new_doc = build_document(new_info, new_results)
+        new_doc["replay"] = section
+        write_document(new_doc, results_dir)
+        new_id = new_info.id
+    diffs = _diffs(doc, new_results, outcomes) if args.no_continue else []
+    if args.format == "json":
+        import dataclasses
+
+        out = {**section, "replayed_experiment": new_id,
+               "conversation_diffs": [{**dataclasses.asdict(d), "what": d.what} for d in diffs]}
+        sys.stdout.write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write(render_replay_text(outcomes, source=info.id, new_id=new_id, similarity=args.similarity,
+                                            diffs=diffs))
+    return EXIT_OK
+
+
+def _diffs(doc: dict[str, Any], new_results: list[Any], outcomes: list[Any]) -> list[Any]:
+    """The turn diff (experiment/diff.py) of every run that branched, recorded against replayed."""
+    from fabtest.experiment.diff import diff_scenarios
+
+    out = []
+    for new, outcome in zip(new_results, [o for o in outcomes if o.replayed], strict=True):
+        if outcome.branched_at is None:
+            continue
+        old = [e for e in doc.get("scenario_results") or []
+               if isinstance(e, dict) and e.get("id") == new.id and e.get("iteration", 1) == new.iteration]
+        out += diff_scenarios({"scenario_results": old}, {"scenario_results": [new.model_dump(mode="json")]}, [new.id])
+    return out
+
+
+def _verdict(passed: bool | None) -> str:
+    return "skipped" if passed is None else "passed" if passed else "failed"
+
+
+def render_replay_text(outcomes: list[Any], *, source: str, new_id: str | None, similarity: float,
+                       diffs: list[Any]) -> str:
+    """One line per replayed run (where it branched, or "same as recorded"), the counts, and the
+    turn diffs of ``--no-continue``."""
+    if not outcomes:
+        return f"Nothing to replay in {source} (no recorded run with turns matched).\n"
+    shown = "equal text" if similarity >= 1 else f"similarity >= {similarity:g}"
+    lines = [f"Replayed {len(outcomes)} run(s) of {source} against the current agent ({shown}, same tool calls):"]
+    for o in outcomes:
+        change = f"; {_verdict(o.passed_before)} -> {_verdict(o.passed_now)}" if o.replayed else ""
+        lines.append(f"  - {o.name} (iteration {o.iteration}): {o.summary}{change}")
+    replayed = [o for o in outcomes if o.replayed]
+    same = sum(o.branched_at is None for o in replayed)
+    skipped = len(outcomes) - len(replayed)
+    lines.append(f"Same as recorded: {same}; branched: {len(replayed) - same}"
+                 + (f"; not replayed: {skipped}" if skipped else ""))
+    if diffs:
+        from fabtest.experiment.compare import render_diffs_text
+
+        lines.append(render_diffs_text(diffs).rstrip("\n"))
+    if new_id:
+        lines.append(f"Replayed experiment: {new_id} (compare: fabtest-compare {source} {new_id})")
+    return "\n".join(lines) + "\n"
