@@ -179,7 +179,7 @@ def _record(path: Path, set_name: str, index: int, raw: Any) -> ScenarioRecord:
         value = verification.get(key)
         if value is None:
             continue
-        if not isinstance(value, kind) or isinstance(value, bool) or (kind is int and value < 1):
+        if not isinstance(value, kind) or isinstance(value, bool) or (isinstance(value, int) and value < 1):
             need = "a positive integer" if kind is int else "a string"
             raise ScenarioSetError(f"{path}: {label}: verification.{key} must be {need}, got {value!r}")
     unknown = sorted(set(raw) - {"id", "name", "goal", "persona", "context", "verification"})
