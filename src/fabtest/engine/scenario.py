@@ -28,7 +28,7 @@ from fabtest.agents.boundary import guarded
 from fabtest.agents.registry import make_agent
 from fabtest.conversation import Check, Conversation, Mode, Status, TokenUsage, Turn
 from fabtest.criteria import Criterion
-from fabtest.engine import judged, records
+from fabtest.engine import judged, records, topic_checks
 from fabtest.errors import ExpectationFailed, NeedsLLM, UsageError
 from fabtest.judge import CriterionVerdict, Judge, Scope, criterion_data, format_exchange
 from fabtest.llm.base import LLM, LLMError, LLMNotConfigured
@@ -37,7 +37,7 @@ from fabtest.runner import ConversationRunner, cancel_agent
 from fabtest.scenario_sets import ScenarioRecord
 from fabtest.settings import Settings
 from fabtest.simulator import Simulator, SimulatorConfig
-from fabtest.topics import TopicGraph, TopicGraphError, TopicTracker, follows, reached
+from fabtest.topics import TopicGraph, TopicGraphError, TopicTracker
 
 __all__ = ["LLMRoles", "ScenarioState"]
 
@@ -329,34 +329,11 @@ class ScenarioState:
         return run
 
     # -- topics ------------------------------------------------------------------------------------
-    def topic_path(self) -> list[str]:
-        if self.topics is None:
-            raise UsageError(f"{self.where}: no topics declared: add a Given the topics: table first")
-        return self.conversation.topic_path
-
     def check_reached(self, topic: str, mode: Mode) -> None:
-        path = self.topic_path()
-        self._require_topics([topic])
-        ok = reached(topic, path)
-        self.record_check("reached_topic", mode, f"reached:{topic}", "passed" if ok else "failed",
-                          f"topic path: {' > '.join(path) or '(none)'}", turn=None, data={"topic": topic})
+        topic_checks.check_reached(self, topic, mode)
 
     def check_follows(self, sequence: Sequence[str], mode: Mode) -> None:
-        path = self.topic_path()
-        self._require_topics(sequence)
-        jumps = self.conversation.off_graph_transitions
-        ok = follows(sequence, path) and not jumps
-        details = f"topic path: {' > '.join(path) or '(none)'}"
-        if jumps:
-            details += f"; off-graph transition(s), not allowed by the topics' next column: {', '.join(jumps)}"
-        self.record_check("follow_topics", mode, "follows:" + ">".join(sequence), "passed" if ok else "failed",
-                          details, turn=None, data={"sequence": list(sequence)})
-
-    def _require_topics(self, names: Sequence[str]) -> None:
-        assert self.topics is not None
-        unknown = [n for n in names if n not in self.topics]
-        if unknown:
-            raise UsageError(f"{self.where}: unknown topic(s) {', '.join(unknown)}; declared: {', '.join(self.topics.names)}")
+        topic_checks.check_follows(self, sequence, mode)
 
     # -- batching and background work ------------------------------------------------------------
     def _reserve(self) -> int:
