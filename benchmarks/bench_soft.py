@@ -10,7 +10,9 @@ LLM call (simulator and judge) waits ``latency`` in a FakeGemini handler.
 Critical path: the scenario's 3 simulator calls, each counted at the cost of a plain google-genai
 ``generate_content`` call to the same server, measured in the same run (median of 5), times the
 iterations, divided by the workers. ``wall`` is the pytest process from start to exit; ``run`` is
-``wall`` minus the same project's ``--collect-only`` (start-up and collection cancel out).
+``wall`` minus the same project's ``--collect-only`` (start-up and collection cancel out);
+``LLM span`` runs from the first LLM call's arrival at the fake to the last answer (start-up, the
+google-genai import and the experiment's writing are outside it: the least noisy measure).
 ``--fabtest-src`` runs another checkout's fabtest (for example the main branch) for a before/after.
 """
 
@@ -28,25 +30,15 @@ from typing import Any
 from tabulate import tabulate
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import all_criteria_pass, clean_env, kind_of, run_pytest, write  # noqa: E402
+import bench_suite  # noqa: E402
+from _common import clean_env, kind_of, run_pytest, write  # noqa: E402
 
-from fabtest.testing import FakeGemini  # noqa: E402
-from fabtest.testing import fake_gemini  # noqa: E402
+from fabtest.testing import FakeGemini, fake_gemini  # noqa: E402
 from fabtest.testing.fake_gemini import FakeRequest  # noqa: E402
 
 TURNS = 3
 
-AGENT = '''
-from fabtest import AgentResponse, ToolCall
-
-
-def build(context):
-    def chat(messages):
-        n = sum(1 for m in messages if m.role == "user")
-        calls = [ToolCall("finish", {"turn": n})] if n >= 3 else []
-        return AgentResponse(text=f"Step {n}: noted, thank you. What else?", tool_calls=calls)
-    return chat
-'''
+AGENT = bench_suite.AGENT.replace("n >= 6", f"n >= {TURNS}")  # the agent calls finish on its 3rd reply
 
 FEATURE = '''
 Feature: Soft judging
@@ -61,37 +53,17 @@ Feature: Soft judging
     And every response should satisfy "concise"
 '''
 
-PYPROJECT = '''
-[tool.pytest.ini_options]
-pythonpath = ["."]
-
-[tool.fabtest]
-agent = "softagent:build"
-results_dir = "results"
-
-[tool.fabtest.judge]
-backoff = 0.01
-max_retries = 2
-timeout = 10
-
-[tool.fabtest.simulator]
-backoff = 0.01
-max_retries = 2
-timeout = 10
-'''
-
-LATENCY = [0.2]
+PYPROJECT = bench_suite.PYPROJECT.replace("benchagent:build", "softagent:build")
+SPAN: list[float] = []  # when each LLM call arrived and when it was answered
 
 
 def handler(request: FakeRequest) -> Any:
-    time.sleep(LATENCY[0])
-    kind = kind_of(request)
-    if kind == "simulator":
-        said = request.prompt.count("You: ")
-        return {"message": f"Message {said + 1} of my request.", "goal_complete": False}
-    if kind == "criteria":
-        return all_criteria_pass(request)
-    return "OK"
+    """bench_suite's user and judge (every criterion passes), timed at the fake."""
+    SPAN.append(time.perf_counter())
+    try:
+        return bench_suite.handler(request)
+    finally:
+        SPAN.append(time.perf_counter())
 
 
 def plain_call_s(fake: FakeGemini) -> float:
@@ -116,6 +88,7 @@ def run_once(root: Path, fake: FakeGemini, env: dict[str, str], workers: int, it
         args += ["-n", str(workers)]
     collect_wall, _ = run_pytest(root, [*args, "--collect-only", "--fabtest-no-results"], env)
     fake.reset()
+    SPAN.clear()
     exp_id = f"soft_n{workers}"
     wall, proc = run_pytest(root, [*args, "--fabtest-experiment-id", exp_id], env)
     if proc.returncode != 0:
@@ -126,7 +99,7 @@ def run_once(root: Path, fake: FakeGemini, env: dict[str, str], workers: int, it
     kinds = [kind_of(r) for r in fake.requests]
     bound = iterations * TURNS * call_s / workers
     evaluated = doc["summary"]["evaluations"]["evaluated"]
-    return {"workers": workers, "wall": wall, "collect": collect_wall, "bound": bound,
+    return {"workers": workers, "wall": wall, "span": max(SPAN) - min(SPAN), "collect": collect_wall, "bound": bound,
             "judge": kinds.count("criteria") + kinds.count("topic"), "sim": kinds.count("simulator"),
             "turns": iterations * TURNS, "evaluated": evaluated}
 
@@ -139,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fabtest-src", default=None, help="run this src/ directory's fabtest (PYTHONPATH)")
     parser.add_argument("--as-shipped", action="store_true", help="keep FakeGemini's Nagle stall (see README)")
     args = parser.parse_args(argv)
-    LATENCY[0] = args.latency
+    bench_suite.LATENCY.update(simulator=args.latency, judge=args.latency)
     fake_gemini._Handler.disable_nagle_algorithm = not args.as_shipped
     rows = []
     with tempfile.TemporaryDirectory(prefix="fabtest-bench-soft-") as tmp, FakeGemini(handler=handler) as fake:
@@ -158,9 +131,10 @@ def main(argv: list[str] | None = None) -> int:
           f"(a plain google-genai call: {call_s * 1000:.0f} ms), fabtest from {args.fabtest_src or 'this checkout'}")
     table = [["sequential" if r["workers"] == 1 else f"-n {r['workers']}", f"{r['wall']:.2f}", f"{r['collect']:.2f}",
               f"{r['bound']:.2f}", f"{r['wall'] / r['bound']:.2f}x", f"{(r['wall'] - r['collect']) / r['bound']:.2f}x",
+              f"{r['span']:.2f}", f"{r['span'] / r['bound']:.2f}x",
               f"{r['judge']} ({r['judge'] / r['turns']:.2f}/turn)", r["sim"], r["evaluated"]] for r in rows]
     print(tabulate(table, headers=["run", "wall s", "collect-only s", "critical path s", "wall/path",
-                                   "(wall-collect)/path", "judge calls", "simulator calls", "soft verdicts"]))
+                                   "(wall-collect)/path", "LLM span s", "span/path", "judge calls", "simulator calls", "soft verdicts"]))
     return 0
 
 
