@@ -3,7 +3,8 @@ transient failures end their scenario as ``error`` at once, the healthy scenario
 the summary says the budget ran out and how many scenarios it cost.
 
 The judge allows 2 retries per call (fault_helpers' pyproject); the budget's floor is 10 retries,
-so five storm scenarios spend it and the sixth and seventh are not retried at all.
+so five storm scenarios spend it and the sixth and seventh are not retried at all. The storms are
+``must`` checks: a soft check's judge failure only skips that check (tests/faults/test_llm_faults.py).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ STORMS = 7
 
 def _feature() -> str:
     scenarios = [f'\n  Scenario: Storm {i}\n    When the user says "storm-{i}"\n'
-                 '    Then the response should satisfy "The agent is polite"\n' for i in range(1, STORMS + 1)]
+                 '    Then the response must satisfy "The agent is polite"\n' for i in range(1, STORMS + 1)]
     healthy = '\n  Scenario: Healthy\n    When the user says "calm"\n    Then the response should satisfy "polite"\n'
     return "Feature: Storm\n" + "".join(scenarios) + healthy
 

@@ -7,7 +7,8 @@ every check: ``should`` as a soft evaluation, ``must`` as a hard expectation tha
 
 Soft LLM criteria are batched: every criterion due on one turn goes to the judge in one call,
 submitted in the background when the next turn starts (or the scenario ends), so the conversation
-waits only for the agent and the simulator. A scenario that cannot run without an LLM that is
+waits only for the agent and the simulator; verdicts still out when the scenario ends follow it
+(:mod:`fabtest.engine.verdicts`). A scenario that cannot run without an LLM that is
 not configured raises :class:`fabtest.errors.NeedsLLM`; the pytest plugin reports it as a skip.
 """
 
@@ -17,7 +18,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,9 +30,10 @@ from fabtest.agents.registry import make_agent
 from fabtest.conversation import Check, Conversation, Mode, Status, TokenUsage, Turn
 from fabtest.criteria import Criterion
 from fabtest.engine import judged, records, topic_checks
+from fabtest.engine.verdicts import LateVerdicts, Pending, placeholder
 from fabtest.errors import ExpectationFailed, NeedsLLM, UsageError
 from fabtest.judge import CriterionVerdict, Judge, Scope, criterion_data, format_exchange
-from fabtest.llm.base import LLM, LLMError, LLMNotConfigured
+from fabtest.llm.base import LLM, LLMNotConfigured
 from fabtest.patterns import scenario_deadline
 from fabtest.runner import ConversationRunner, cancel_agent
 from fabtest.scenario_sets import ScenarioRecord
@@ -90,9 +92,14 @@ class ScenarioState:
     _tracker: TopicTracker | None = None
     _exit: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
     _usage_lock: threading.Lock = field(default_factory=threading.Lock)
-    _slots: list[Check | Future[Check] | _Pick | None] = field(default_factory=list)
+    _slots: list[Check | Pending | None] = field(default_factory=list)
     _pending: dict[int, list[_Pending]] = field(default_factory=dict)
     _pending_conversation: list[_Pending] = field(default_factory=list)
+    #: who takes the soft verdicts still with the judge when the scenario finishes (the front end
+    #: carries them to the experiment); None: :meth:`finish` waits for them
+    on_late: Callable[[LateVerdicts], None] | None = None
+    #: after :meth:`finish`: the soft verdicts handed to ``on_late`` (None when every one was in)
+    late: LateVerdicts | None = None
 
     # -- setup -----------------------------------------------------------------------------------
     def use_agent(self, name: str) -> None:
@@ -199,9 +206,13 @@ class ScenarioState:
             self.record_check("topic_max_turns", "must", f"max turns:{turn.topic}", "failed", problem, turn=turn.number)
 
     def _charge(self, role: str, usage: TokenUsage) -> None:
-        """Background judge calls finish on worker threads: add their cost under a lock."""
+        """Background judge calls finish on worker threads: add their cost under a lock (to the late
+        verdicts once the scenario finished: its result has already left with the usage so far)."""
         with self._usage_lock:
-            self.conversation.add_usage(role, usage)
+            if self.late is not None:
+                self.late.charge(role, usage)
+            else:
+                self.conversation.add_usage(role, usage)
 
     @property
     def judge(self) -> Judge | None:
@@ -297,14 +308,16 @@ class ScenarioState:
             self._skip_llm_check("grounded_in", mode, f"grounded_in:{source}", turn=turn.number)
             return
         calls = [c for t in self.conversation.turns for c in t.tool_calls if c.name == source]
-        self._run_llm_check(self._judged(lambda judge: judged.grounding_check(judge, turn, source, calls, mode)), mode)
+        self._run_llm_check(self._judged(lambda judge: judged.grounding_check(judge, turn, source, calls, mode)), mode,
+                            placeholder("grounded_in", f"grounded_in:{source}", turn.number))
 
     def intent(self, intent: str, mode: Mode) -> None:
         turn = self.last_turn
         if self.llms.judge is None:
             self._skip_llm_check("intent", mode, f"intent:{intent}", turn=turn.number)
             return
-        self._run_llm_check(self._judged(lambda judge: judged.intent_check(judge, turn, intent, mode)), mode)
+        self._run_llm_check(self._judged(lambda judge: judged.intent_check(judge, turn, intent, mode)), mode,
+                            placeholder("intent", f"intent:{intent}", turn.number))
 
     def goal_achieved(self, mode: Mode) -> None:
         goal = self.simulator_config.goal
@@ -315,7 +328,8 @@ class ScenarioState:
             self._skip_llm_check("goal", mode, "goal achieved", turn=None)
             return
         transcript = self.conversation.transcript()
-        self._run_llm_check(self._judged(lambda judge: judged.goal_check(judge, goal, transcript, mode)), mode)
+        self._run_llm_check(self._judged(lambda judge: judged.goal_check(judge, goal, transcript, mode)), mode,
+                            placeholder("goal", "goal achieved", None))
 
     def _judged(self, ask: Callable[[Judge], judged.Judged]) -> Callable[[], Check]:
         """The call that asks the judge (now or on a worker thread) and charges what it cost."""
@@ -348,7 +362,7 @@ class ScenarioState:
     def _last_turn_required(self) -> None:
         _ = self.last_turn
 
-    def _run_llm_check(self, run: Callable[[], Check], mode: Mode) -> None:
+    def _run_llm_check(self, run: Callable[[], Check], mode: Mode, waiting: Check) -> None:
         slot = self._reserve()
         if mode == "must" or self.llms.executor is None:
             check = run()
@@ -356,7 +370,7 @@ class ScenarioState:
             if mode == "must" and check.status != "passed":
                 self._fail(check)
         else:
-            self._slots[slot] = self.llms.executor.submit(run)
+            self._slots[slot] = Pending(self.llms.executor.submit(run), None, waiting)
 
     def _flush_pending(self) -> None:
         for number in list(self._pending):
@@ -406,7 +420,7 @@ class ScenarioState:
             return
         future = self.llms.executor.submit(run)
         for index, p in enumerate(pending):
-            self._slots[p.slot] = _Pick(future, index)
+            self._slots[p.slot] = Pending(future, index, placeholder("satisfy", p.criterion.name, turn))
 
     def use_record(self) -> None:
         """``Given a simulated user from the scenario``: goal, persona and facts from the set's record."""
@@ -417,11 +431,13 @@ class ScenarioState:
         records.verify_record(self)
 
     def finish(self, *, verify: bool = True) -> None:
-        """Flush pending criteria, wait for background checks, and fill the conversation's lists.
+        """Flush pending criteria and fill the conversation's lists; soft verdicts are not waited for.
 
         With ``verify`` (the scenario's steps all passed) a scenario-set record's verification is
-        checked as hard expectations. A background judge call that failed for good is re-raised:
-        an LLM outage is an ``error``.
+        checked as hard expectations. A soft check still with the judge is recorded as a
+        placeholder and handed to ``on_late`` in :attr:`late` (:mod:`fabtest.engine.verdicts`;
+        without ``on_late`` it is waited for); one whose judge failed is ``skipped`` with the reason. Hard checks never reach here unjudged: they blocked
+        their step, where an LLM outage is the scenario's ``error``.
         """
         self._flush_pending()
         verify_error: ExpectationFailed | None = None
@@ -430,21 +446,21 @@ class ScenarioState:
                 self._verify_record()
             except ExpectationFailed as exc:
                 verify_error = exc
-        first_error: BaseException | None = None
-        for index, slot in enumerate(self._slots):
-            if isinstance(slot, (Future, _Pick)):
-                try:
-                    self._slots[index] = slot.result()
-                except LLMError as exc:
-                    first_error = first_error or exc
-                    self._slots[index] = None
         self.conversation.evaluations.clear()
         self.conversation.expectations.clear()
+        waiting: list[tuple[int, Pending]] = []
         for slot in self._slots:
+            if isinstance(slot, Pending) and self.on_late is not None and not slot.done():
+                waiting.append((len(self.conversation.evaluations), slot))
+                slot = slot.placeholder
+            elif isinstance(slot, Pending):
+                slot = slot.check()
             if isinstance(slot, Check):
                 self.conversation.record(slot)
-        if first_error is not None:
-            raise first_error
+        if waiting and self.on_late is not None:
+            with self._usage_lock:  # from now on the judge's cost goes with the late verdicts
+                self.late = LateVerdicts(waiting)
+            self.on_late(self.late)
         if verify_error is not None:
             raise verify_error
 
@@ -473,14 +489,3 @@ class ScenarioState:
     def agent_metadata(self) -> dict[str, Any]:
         """What the agent's ``metadata()`` said when the scenario closed ({} if it failed)."""
         return self._metadata
-
-
-class _Pick:
-    """One check out of a batched future's list."""
-
-    def __init__(self, future: Future[list[Check]], index: int) -> None:
-        self.future = future
-        self.index = index
-
-    def result(self) -> Check:
-        return self.future.result()[self.index]

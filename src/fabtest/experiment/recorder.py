@@ -9,6 +9,9 @@ crash (cut inside a multi-byte character, say) is dropped, so one damaged journa
 tail, never the other journals. Each line is validated against the models (the header carries
 ``format_version``); the experiment id must be a plain name (no path characters), so a forged
 header cannot make ``recover`` write outside the results directory.
+
+Soft verdicts that finish after their scenario's result are journalled as ``"kind": "late"`` and
+merged into their results when the experiment is built (:mod:`fabtest.experiment.late`).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from fabtest.errors import UsageError
 from fabtest.experiment.export import build_document, new_experiment_id, write_document
 from fabtest.experiment.fingerprint import experiment_fingerprints
 from fabtest.experiment.gitinfo import git_info
+from fabtest.experiment.late import INTERRUPTED, LATE_KIND, NEVER_ARRIVED, LateVerdict, LateVerdicts
 from fabtest.experiment.model import ExperimentInfo, ScenarioResult
 
 __all__ = [
@@ -168,6 +172,7 @@ class Recorder:
         )
         check_experiment_id(self.info.id, "experiment id")
         self.results: list[ScenarioResult] = []
+        self.late = LateVerdicts()
         self.path: Path | None = None
         self.results_dir.mkdir(parents=True, exist_ok=True)
         self.journal = journal_path(self.results_dir, self.info.id)
@@ -199,10 +204,21 @@ class Recorder:
         self.results.append(result)
         _append_line(self._journal, {"kind": "result", "result": result.model_dump(mode="json")})
 
+    # -- late soft verdicts (fabtest.experiment.late) ---------------------------------------------
+    def add_late(self, verdict: LateVerdict) -> None:
+        """Journal soft verdicts that finished after their scenario's result; merged into it when the
+        experiment is built (a placeholder never given one stays skipped, with the reason)."""
+        if redaction.secrets():
+            verdict = LateVerdict.model_validate(redaction.redact_obj(verdict.model_dump(mode="json")))
+        self.late.add(verdict)
+        _append_line(self._journal, {"kind": LATE_KIND, LATE_KIND: verdict.model_dump(mode="json")})
+
     def document(self, interrupted: bool = False) -> dict[str, Any]:
         """The experiment document as it would be written now."""
-        info = _finalise_info(self.info, self.results).model_copy(update={"interrupted": interrupted})
-        return build_document(info, self.results)
+        missing = INTERRUPTED if interrupted else NEVER_ARRIVED
+        results = [self.late.apply(r, missing) for r in self.results]
+        info = _finalise_info(self.info, results).model_copy(update={"interrupted": interrupted})
+        return build_document(info, results)
 
     def discard(self) -> None:
         """Nothing was recorded: release the id and remove the journal, write no experiment."""
@@ -236,6 +252,7 @@ def _read_journal(path: Path) -> tuple[ExperimentInfo | None, list[ScenarioResul
         raise JournalError(f"{path}: cannot read ({exc.strerror or exc})") from None
     info: ExperimentInfo | None = None
     results: list[ScenarioResult] = []
+    late = LateVerdicts()
     complete = data.split(b"\n")[:-1]  # the part after the last newline is torn (or empty)
     for number, raw in enumerate(complete, start=1):
         try:
@@ -259,7 +276,9 @@ def _read_journal(path: Path) -> tuple[ExperimentInfo | None, list[ScenarioResul
                 results.append(ScenarioResult.model_validate(record.get("result")))
             except ValidationError:
                 continue
-    return info, results
+        elif record.get("kind") == LATE_KIND:
+            late.add_record(record)
+    return info, [late.apply(r, INTERRUPTED) for r in results]  # a journal left behind: the run was interrupted
 
 
 def recover(journal: str | os.PathLike[str]) -> Path:

@@ -2,6 +2,8 @@
 
 It builds the judge and simulator LLMs once, knows the project-level criteria and topics, expands
 scenario sets, and on the controller records every scenario result and writes the experiment.
+Soft verdicts that finish after their scenario travel to the recorder through ``late.py``; the
+experiment and the console summary wait for them (README "Performance").
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ import pytest
 from fabtest.criteria import Criterion
 from fabtest.engine.scenario import LLMRoles
 from fabtest.errors import UsageError
+from fabtest.experiment.late import LateVerdict
 from fabtest.experiment.model import ScenarioResult
 from fabtest.llm.base import LLMNotConfigured
+from fabtest.pytest_plugin.late import LATE_PROPERTY, LateChannel
 from fabtest.scenario_sets import ScenarioRecord
 from fabtest.settings import Settings
 from fabtest.topics import TopicGraph, TopicGraphError
@@ -42,6 +46,7 @@ class FabtestSession:
         self._preflight_done = False
         self.retry_budget = self._make_retry_budget()
         self._sigterm = False  # our SIGTERM handler is in force (fabtest/_signals.py)
+        self.late = LateChannel()  # this process's soft verdicts judged after their scenario
 
     # -- configuration ---------------------------------------------------------------------------
     def project_criteria(self) -> dict[str, Criterion]:
@@ -189,9 +194,43 @@ class FabtestSession:
             elif name == RESULT_PROPERTY:
                 self._pending.pop(report.nodeid, None)
                 self._get_recorder().add(ScenarioResult.model_validate(value))
+            elif name == LATE_PROPERTY and isinstance(value, list):
+                self._record_late(value)
         if report.failed and report.when not in ("setup", "call", "teardown"):
             # pytest-xdist reports a crashed worker's item with when="???" and no result of ours
             self._record_unfinished(report.nodeid, str(report.longrepr).strip().splitlines()[-1:])
+
+    def _record_late(self, verdicts: list[dict[str, Any]]) -> None:
+        for verdict in verdicts:
+            self._get_recorder().add_late(LateVerdict.model_validate(verdict))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """An xdist worker's last soft verdicts come in its ``workeroutput`` (see late.py)."""
+        late = getattr(node, "workeroutput", {}).get(LATE_PROPERTY)
+        if isinstance(late, list) and late and not self.config.getoption("--fabtest-no-results"):
+            self._record_late(late)
+
+    def _finish_late(self, interrupted: bool) -> bool:
+        """Wait for this process's soft verdicts still with the judge (not when interrupted: those
+        stay skipped, with the reason) and hand them over; returns whether the run was interrupted."""
+        if not interrupted:
+            try:
+                self.late.wait()
+            except KeyboardInterrupt:  # Ctrl-C while waiting: record what is in
+                interrupted = True
+        if interrupted and self.late.outstanding:
+            self.notes.append(f"fabtest: {self.late.outstanding} scenario(s) still had soft verdicts with the judge; "
+                              "recorded as skipped (the run was interrupted)")
+        ready = self.late.take()
+        if self.is_worker:
+            from fabtest import redaction
+
+            output: dict[str, Any] = getattr(self.config, "workeroutput")  # noqa: B009 - set by xdist on workers
+            output[LATE_PROPERTY] = redaction.redact_obj(ready) if redaction.secrets() else ready
+        elif ready and not self.config.getoption("--fabtest-no-results"):
+            self._record_late(ready)
+        return interrupted
 
     def _record_unfinished(self, nodeid: str, reason: list[str]) -> None:
         if nodeid in self._pending:
@@ -278,9 +317,9 @@ class FabtestSession:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        interrupted = self._finish_late(exitstatus == pytest.ExitCode.INTERRUPTED)
         if self.is_worker:
             return
-        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
         if not interrupted:  # a worker that died mid-scenario: record what it was running
             for nodeid in list(self._pending):
                 self._record_unfinished(nodeid, [])
@@ -308,6 +347,8 @@ class FabtestSession:
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
         """Secrets (fabtest.redaction) never reach the console: redact the failure text here."""
         report = yield
+        if ready := self.late.take():  # soft verdicts judged since the last report leave with this one
+            report.user_properties.append((LATE_PROPERTY, ready))
         from fabtest import redaction
 
         if not redaction.secrets():

@@ -1,0 +1,98 @@
+"""Soft verdicts that arrive after their scenario's result: merged in before the experiment is written.
+
+A scenario's test ends when its conversation and its hard expectations are done; its soft LLM
+checks (``should`` criteria, grounding, intent, goal) may still be with the judge. Its result is
+recorded with each such check as a placeholder (status ``skipped``, ``data.pending`` true) and
+the verdicts follow as a :class:`LateVerdict`: the scenario's node id, each check with its index
+in the result's ``evaluations``, and the judge usage they cost. The recorder journals them as
+they arrive (``"kind": "late"``) and :class:`LateVerdicts` merges them into their results when
+the experiment is built; a placeholder whose verdict never came (the run was interrupted, its
+worker died) stays ``skipped`` with that reason, so it is left out of every rate.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError
+
+from fabtest.experiment.model import CheckRecord, ScenarioResult, UsageRecord
+
+__all__ = [
+    "INTERRUPTED",
+    "LATE_KIND",
+    "NEVER_ARRIVED",
+    "PENDING",
+    "PENDING_DETAILS",
+    "LateCheck",
+    "LateVerdict",
+    "LateVerdicts",
+]
+
+#: the journal record kind of a late verdict
+LATE_KIND = "late"
+#: ``data`` key marking a placeholder whose verdict is still being judged
+PENDING = "pending"
+PENDING_DETAILS = "still with the judge when the scenario finished"
+#: why a placeholder stayed skipped
+INTERRUPTED = "not judged: the run was interrupted before this soft verdict arrived"
+NEVER_ARRIVED = "not judged: the process judging it ended before this soft verdict arrived"
+
+
+class LateCheck(BaseModel):
+    """One soft check's verdict and where it goes: ``evaluations[index]`` of its result."""
+
+    index: int = Field(ge=0)
+    check: CheckRecord
+
+
+class LateVerdict(BaseModel):
+    """The verdicts of one scenario's soft checks that finished after its result was recorded."""
+
+    nodeid: str
+    checks: list[LateCheck] = Field(default_factory=list)
+    #: judge tokens spent on them (not in the result, which left before they finished)
+    usage: dict[str, UsageRecord] = Field(default_factory=dict)
+
+
+class LateVerdicts:
+    """Late verdicts by scenario node id; small (checks only), so held until the experiment is built."""
+
+    def __init__(self) -> None:
+        self._by_nodeid: dict[str, list[LateVerdict]] = {}
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self._by_nodeid.values())
+
+    def add(self, verdict: LateVerdict) -> None:
+        self._by_nodeid.setdefault(verdict.nodeid, []).append(verdict)
+
+    def add_record(self, record: dict[str, Any]) -> bool:
+        """A journal line's ``late`` value; False when it does not validate (the line is dropped)."""
+        try:
+            self.add(LateVerdict.model_validate(record.get(LATE_KIND)))
+        except ValidationError:
+            return False
+        return True
+
+    def apply(self, result: ScenarioResult, missing: str = NEVER_ARRIVED) -> ScenarioResult:
+        """``result`` with its late verdicts merged in and every placeholder left given ``missing`` as its reason."""
+        verdicts = self._by_nodeid.get(result.nodeid, []) if result.nodeid else []
+        if not verdicts and not any(e.data.get(PENDING) for e in result.evaluations):
+            return result
+        evaluations = list(result.evaluations)
+        usage = dict(result.usage)
+        for verdict in verdicts:
+            for late in verdict.checks:
+                if late.index < len(evaluations) and evaluations[late.index].data.get(PENDING):
+                    evaluations[late.index] = late.check
+            for role, spent in verdict.usage.items():
+                mine = usage.get(role) or UsageRecord()
+                usage[role] = mine.model_copy(update={
+                    "calls": mine.calls + spent.calls, "input_tokens": mine.input_tokens + spent.input_tokens,
+                    "output_tokens": mine.output_tokens + spent.output_tokens})
+        for index, check in enumerate(evaluations):
+            if check.data.get(PENDING):
+                data = {k: v for k, v in check.data.items() if k != PENDING}
+                evaluations[index] = check.model_copy(update={"details": missing, "data": data})
+        return result.model_copy(update={"evaluations": evaluations, "usage": usage})
