@@ -41,7 +41,7 @@ from typing import Any
 from tabulate import tabulate
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import all_criteria_pass, clean_env, kind_of, run_pytest, write  # noqa: E402
+from _common import SIM_PYPROJECT, all_criteria_pass, clean_env, finishing_agent, kind_of, run_pytest, write  # noqa: E402
 
 from fabtest.demo.offline_llm import answer as offline_answer  # noqa: E402
 from fabtest.testing import FakeGemini  # noqa: E402
@@ -49,17 +49,6 @@ from fabtest.testing.fake_gemini import FakeRequest  # noqa: E402
 
 TURNS = 3
 
-AGENT = '''
-from fabtest import AgentResponse, ToolCall
-
-
-def build(context):
-    def chat(messages):
-        n = sum(1 for m in messages if m.role == "user")
-        calls = [ToolCall("finish", {"turn": n})] if n >= 3 else []
-        return AgentResponse(text=f"Step {n}: noted, thank you. What else?", tool_calls=calls)
-    return chat
-'''
 
 FEATURE = '''
 Feature: Parallel benchmark
@@ -75,24 +64,6 @@ Feature: Parallel benchmark
     And the conversation should satisfy "The agent never asks the same question twice"
 '''
 
-PYPROJECT = '''
-[tool.pytest.ini_options]
-pythonpath = ["."]
-
-[tool.fabtest]
-agent = "benchagent:build"
-results_dir = "results"
-
-[tool.fabtest.judge]
-backoff = 0.01
-max_retries = 2
-timeout = 10
-
-[tool.fabtest.simulator]
-backoff = 0.01
-max_retries = 2
-timeout = 10
-'''
 
 # Appends "<epoch seconds> <process> <event>" lines to $BENCH_TRACE (O_APPEND: one write per line).
 TRACE_CONFTEST = '''
@@ -177,8 +148,6 @@ def pytest_sessionstart(session):
     _note(session.config, "sessionstart")
 
 
-
-
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session):
     _note(session.config, "sessionfinish done")
@@ -231,8 +200,8 @@ def plain_call_cost(fake: FakeGemini, samples: int = 12) -> float:
 
 
 def make_project(root: Path) -> None:
-    write(root, "pyproject.toml", PYPROJECT)
-    write(root, "benchagent.py", AGENT)
+    write(root, "pyproject.toml", SIM_PYPROJECT)
+    write(root, "benchagent.py", finishing_agent(TURNS))
     write(root, "features/bench.feature", FEATURE)
     write(root, "conftest.py", TRACE_CONFTEST)
 
