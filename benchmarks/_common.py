@@ -15,6 +15,42 @@ from fabtest.testing.fake_gemini import FakeRequest
 
 CRITERION_NAME = re.compile(r"^\d+\. name: (.+)$", re.MULTILINE)
 
+# A project whose judge and simulator retry quickly (the fake never fails, so retries are rare).
+SIM_PYPROJECT = '''
+[tool.pytest.ini_options]
+pythonpath = ["."]
+
+[tool.fabtest]
+agent = "benchagent:build"
+results_dir = "results"
+
+[tool.fabtest.judge]
+backoff = 0.01
+max_retries = 2
+timeout = 10
+
+[tool.fabtest.simulator]
+backoff = 0.01
+max_retries = 2
+timeout = 10
+'''
+
+
+def finishing_agent(turns: int) -> str:
+    """Source of ``benchagent.py``: an instant agent that calls ``finish`` on its ``turns``-th reply."""
+    return f'''
+from fabtest import AgentResponse, ToolCall
+
+
+def build(context):
+    def chat(messages):
+        n = sum(1 for m in messages if m.role == "user")
+        calls = [ToolCall("finish", {{"turn": n}})] if n >= {turns} else []
+        return AgentResponse(text=f"Step {{n}}: noted, thank you. What else?", tool_calls=calls)
+    return chat
+'''
+
+
 BASE_ARGS = ["-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:hypothesispytest", "-q"]
 
 

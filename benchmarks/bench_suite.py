@@ -26,7 +26,7 @@ from typing import Any
 from tabulate import tabulate
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import all_criteria_pass, clean_env, kind_of, run_pytest, write  # noqa: E402
+from _common import SIM_PYPROJECT, all_criteria_pass, clean_env, finishing_agent, kind_of, run_pytest, write  # noqa: E402
 
 from fabtest.demo.offline_llm import answer as offline_answer  # noqa: E402
 from fabtest.testing import FakeGemini  # noqa: E402
@@ -36,17 +36,6 @@ from fabtest.testing.fake_gemini import FakeRequest  # noqa: E402
 TURNS = 6
 CRITERIA = 3
 
-AGENT = '''
-from fabtest import AgentResponse, ToolCall
-
-
-def build(context):
-    def chat(messages):
-        n = sum(1 for m in messages if m.role == "user")
-        calls = [ToolCall("finish", {"turn": n})] if n >= 6 else []
-        return AgentResponse(text=f"Step {n}: noted, thank you. What else?", tool_calls=calls)
-    return chat
-'''
 
 FEATURE = '''
 Feature: Benchmark
@@ -71,25 +60,6 @@ Feature: Benchmark
     And every response should satisfy "on_topic"
 '''
 
-PYPROJECT = '''
-[tool.pytest.ini_options]
-pythonpath = ["."]
-
-[tool.fabtest]
-agent = "benchagent:build"
-results_dir = "results"
-
-[tool.fabtest.judge]
-backoff = 0.01
-max_retries = 2
-timeout = 10
-
-[tool.fabtest.simulator]
-backoff = 0.01
-max_retries = 2
-timeout = 10
-'''
-
 
 LATENCY = {"simulator": 0.1, "judge": 0.1}
 
@@ -111,8 +81,8 @@ def handler(request: FakeRequest) -> Any:
 
 
 def make_project(root: Path, scenarios: int) -> None:
-    write(root, "pyproject.toml", PYPROJECT)
-    write(root, "benchagent.py", AGENT)
+    write(root, "pyproject.toml", SIM_PYPROJECT)
+    write(root, "benchagent.py", finishing_agent(TURNS))
     write(root, "features/bench.feature", FEATURE)
     records = [{"id": f"s{i:03d}", "goal": f"Get task {i} done"} for i in range(scenarios)]
     (root / "scenarios").mkdir(exist_ok=True)

@@ -1,9 +1,11 @@
-"""Retries with backoff and process-wide concurrency limits, shared by every provider.
+"""Retries with backoff and concurrency limits, shared by every provider.
 
 Providers raise :class:`TransientFailure` from one HTTP attempt when the failure is worth
 retrying (408/429/5xx, timeouts, dropped connections); :func:`call_with_retries` sleeps with
 exponential backoff plus jitter and gives up with :class:`LLMError` / :class:`LLMTimeout`.
-SDK-level retries stay off, so a call is never retried twice over.
+SDK-level retries stay off, so a call is never retried twice over. :func:`provider_semaphore`
+bounds the calls in flight per endpoint: per process, or for a whole ``-n`` run once
+:func:`share_across_processes` is set (see :mod:`fabtest.llm.shared_limit`).
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from types import TracebackType
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 
@@ -96,33 +99,83 @@ def call_with_retries(
     raise LLMError(summary) from last
 
 
+class Limiter(Protocol):
+    """What bounds in-flight calls: a ``threading.BoundedSemaphore`` or a
+    :class:`~fabtest.llm.shared_limit.SharedSemaphore`."""
+
+    def acquire(self, blocking: bool = ..., timeout: float | None = ...) -> bool: ...
+
+    def release(self) -> None: ...
+
+    def __enter__(self) -> bool: ...
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None: ...
+
+
 class _Registry:
-    """Lazily created semaphores keyed by (provider, base_url); first creator fixes the size."""
+    """Lazily created limiters keyed by (provider, base_url); first creator fixes the size.
+
+    With a shared pool (:func:`share_across_processes`, set on every ``-n`` worker) a limiter is
+    a :class:`~fabtest.llm.shared_limit.SharedSemaphore` whose slots every process of the run
+    draws from; otherwise a process-local semaphore.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._semaphores: dict[tuple[str, str], threading.BoundedSemaphore] = {}
+        self._limiters: dict[tuple[str, str], Limiter] = {}
+        self._pool: str | None = None
 
-    def get(self, provider: str, base_url: str | None, size: int) -> threading.BoundedSemaphore:
+    def share(self, pool: str | None) -> None:
+        with self._lock:
+            self._pool = pool
+            self._limiters.clear()
+
+    @property
+    def shared(self) -> bool:
+        return self._pool is not None
+
+    def get(self, provider: str, base_url: str | None, size: int) -> Limiter:
         key = (provider, (base_url or "").rstrip("/"))
         with self._lock:
-            sem = self._semaphores.get(key)
-            if sem is None:
-                sem = self._semaphores[key] = threading.BoundedSemaphore(max(1, size))
-            return sem
+            limiter = self._limiters.get(key)
+            if limiter is None:
+                if self._pool is not None:
+                    from fabtest.llm.shared_limit import SharedSemaphore, slot_dir
+
+                    limiter = SharedSemaphore(slot_dir(self._pool, provider, base_url), size)
+                else:
+                    limiter = threading.BoundedSemaphore(max(1, size))
+                self._limiters[key] = limiter
+            return limiter
 
 
 _REGISTRY = _Registry()
 
 
-def provider_semaphore(provider: str, base_url: str | None, size: int) -> threading.BoundedSemaphore:
-    """The process-wide semaphore bounding in-flight calls to one endpoint.
+def provider_semaphore(provider: str, base_url: str | None, size: int) -> Limiter:
+    """The limiter bounding in-flight calls to one endpoint.
 
     Shared by every LLM instance (judge, simulator, worker threads) talking to the same
-    provider and base URL, so together they never exceed ``size`` concurrent requests. The size
-    is taken from the first caller for a key.
+    provider and base URL, so together they never exceed ``size`` concurrent requests; under
+    :func:`share_across_processes` that holds for every process of the run together. The size is
+    taken from the first caller for a key.
     """
     return _REGISTRY.get(provider, base_url, size)
+
+
+def share_across_processes(pool: str | None) -> None:
+    """Draw every endpoint's slots from the slot directory ``pool`` (None: back to per process).
+
+    Called once per process before any LLM is built: the xdist controller creates the directory
+    (:func:`fabtest.llm.shared_limit.create_pool_dir`) and each worker passes it here.
+    """
+    _REGISTRY.share(pool)
+
+
+def shares_across_processes() -> bool:
+    """True once :func:`share_across_processes` was given a pool."""
+    return _REGISTRY.shared
 
 
 def exception_is_timeout(exc: BaseException) -> bool:
@@ -167,7 +220,7 @@ def complete_validated(
     policy: RetryPolicy,
     bad_output_retries: int,
     what: str,
-    semaphore: threading.BoundedSemaphore,
+    semaphore: Limiter,
     sleep: Callable[[float], None] = time.sleep,
     budget: RetryBudget | None = None,
 ) -> Completion[Any]:

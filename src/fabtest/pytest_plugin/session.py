@@ -26,6 +26,9 @@ from fabtest.scenario_sets import ScenarioRecord
 from fabtest.settings import Settings
 from fabtest.topics import TopicGraph, TopicGraphError
 
+#: workerinput key: the directory of the run's shared LLM slots (fabtest.llm.shared_limit).
+LLM_SLOTS_KEY = "fabtest_llm_slots"
+
 
 class FabtestSession:
     """One pytest run: settings, LLMs, scenario sets, and (on the controller) the experiment."""
@@ -47,6 +50,11 @@ class FabtestSession:
         self.retry_budget = self._make_retry_budget()
         self._sigterm = False  # our SIGTERM handler is in force (fabtest/_signals.py)
         self.late = LateChannel()  # this process's soft verdicts judged after their scenario
+        self._llm_slots: str | None = None  # controller: the slot directory its workers share
+        self._share_llm_slots()
+        from fabtest.llm import quick_exit
+
+        quick_exit.install()  # no final GC walk over the LLM SDK at exit: the tail of `-n` runs
 
     # -- configuration ---------------------------------------------------------------------------
     def project_criteria(self) -> dict[str, Criterion]:
@@ -127,10 +135,34 @@ class FabtestSession:
         return RetryBudget(self.settings.retry_budget, floor=max(1, RETRY_BUDGET_FLOOR // workers))
 
     def concurrency_share(self) -> int:
-        """This process's part of ``max_concurrency``: under ``-n N`` each worker gets 1/N of it,
-        so the whole suite stays inside the provider's limit, not N times over."""
+        """Calls this process may have in flight: all of ``max_concurrency`` when the ``-n`` workers
+        share one slot pool (fabtest.llm.shared_limit), else 1/N of it, so the whole suite stays
+        inside the provider's limit, not N times over."""
+        from fabtest.llm.limits import shares_across_processes
+
         workers = int(getattr(self.config, "workerinput", {}).get("workercount", 1) or 1)
+        if shares_across_processes():
+            return self.settings.max_concurrency
         return max(1, self.settings.max_concurrency // workers)
+
+    def _share_llm_slots(self) -> None:
+        """An xdist worker draws LLM slots from the pool its controller created (README "Performance")."""
+        pool = getattr(self.config, "workerinput", {}).get(LLM_SLOTS_KEY)
+        if pool:
+            from fabtest.llm.limits import share_across_processes
+
+            share_across_processes(pool)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        """xdist controller: one slot pool for the run, handed to every worker it starts."""
+        from fabtest.llm import shared_limit
+
+        if not shared_limit.available():
+            return
+        if self._llm_slots is None:
+            self._llm_slots = str(shared_limit.create_pool_dir())
+        node.workerinput[LLM_SLOTS_KEY] = self._llm_slots
 
     @staticmethod
     def salted(roles: LLMRoles, iteration: int) -> LLMRoles:
@@ -272,6 +304,7 @@ class FabtestSession:
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         """A run killed earlier left a journal: turn it into an interrupted experiment first."""
+        self._warm_controller()
         if self.is_worker or self.config.getoption("--fabtest-no-results"):
             return
         self._check_results_destination()
@@ -284,6 +317,17 @@ class FabtestSession:
             self.notes.append(f"fabtest: recovered an interrupted run into {path}" if path else
                               f"fabtest: could not recover: {error}")
         self._claim_experiment_id()
+
+    def _warm_controller(self) -> None:
+        """The xdist controller probes the LLMs when the first worker has collected: load the SDK
+        now, while its workers start, rather than then (the workers warm their own)."""
+        from fabtest.pytest_plugin import preflight
+
+        if (self.config.pluginmanager.has_plugin("dsession") and preflight.enabled(self.config)
+                and self.config.getoption("--fabtest-fake-llm", None) is None):
+            from fabtest.llm import warmup
+
+            self.warm_up = warmup.start(self.settings)
 
     def _check_results_destination(self) -> None:
         """Before any scenario runs: results can be saved, and no live run records the same id."""
@@ -370,6 +414,10 @@ class FabtestSession:
 
         restore_sigterm(self._sigterm)
         redaction.clear()
+        if self._llm_slots is not None:
+            from fabtest.llm.shared_limit import remove_pool_dir
+
+            remove_pool_dir(self._llm_slots)
         if self._roles is not None and self._roles.executor is not None:
             self._roles.executor.shutdown(wait=False, cancel_futures=True)
 
