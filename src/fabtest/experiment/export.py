@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from fabtest._files import atomic_writer
 from fabtest.experiment import cost, stats
-from fabtest.experiment.attribution import attribute_flakiness
+from fabtest.experiment.attribution import Attribution, attribute_flakiness
 from fabtest.experiment.fingerprint import experiment_fingerprints, merge_configuration
 from fabtest.experiment.model import ExperimentInfo, ScenarioResult
 
@@ -28,6 +28,13 @@ __all__ = [
     "REQUIRED_KEYS",
     "ExperimentFileError",
     "build_document",
+    "costing_of",
+    "document_head",
+    "dump_json",
+    "index_row",
+    "result_from_entry",
+    "scenario_entry",
+    "write_streamed",
     "document_path",
     "list_experiment_files",
     "load_document",
@@ -42,6 +49,11 @@ __all__ = [
 FORMAT_VERSION = 1
 REQUIRED_KEYS = ("experiment", "summary", "scenario_results")
 _DIGITS = 4
+
+#: models per role and the price table: what a scenario's cost needs (``costing_of``)
+Costing = tuple[dict[str, str | None], dict[str, cost.Price]]
+#: the flakiness attribution (experiment/attribution.py), over whole results
+Attribute = Callable[[Sequence[ScenarioResult]], list[Attribution]]
 
 
 class ExperimentFileError(Exception):
@@ -117,8 +129,13 @@ def _flat_detail(detail: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _scenario_entry(result: ScenarioResult, costing: tuple[dict[str, str | None], dict[str, cost.Price]]) -> dict[str, Any]:
-    dumped = result.model_dump(mode="json")
+def scenario_entry(result: ScenarioResult, costing: Costing, dumped: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One ``scenario_results`` entry (seed 10.1 keys first).
+
+    ``dumped``: the result's ``model_dump(mode="json")`` when the caller has made it already (the
+    recorder journals it first); it is consumed.
+    """
+    dumped = result.model_dump(mode="json") if dumped is None else dumped
     dumped["cost"] = cost.scenario_cost(result, *costing)
     evaluations = stats.scenario_check_summary(result.evaluations, by_criterion=True)
     expectations = stats.scenario_check_summary(result.expectations, by_criterion=False)
@@ -130,7 +147,12 @@ def _scenario_entry(result: ScenarioResult, costing: tuple[dict[str, str | None]
     return {**head, "evaluations": evaluations, "expectations": expectations, **dumped}
 
 
-def _variance(results: Sequence[ScenarioResult]) -> dict[str, Any]:
+def costing_of(info: ExperimentInfo) -> Costing:
+    """The experiment's models per role and its price table: what a scenario's cost needs."""
+    return {"judge": info.judge_model, "simulator": info.simulator_model}, cost.price_table(info.prices)
+
+
+def _variance(results: Sequence[ScenarioResult], attribute: Attribute) -> dict[str, Any]:
     runs = stats.run_rates(results)
     per_scenario = stats.iteration_stats(results)
     return {
@@ -146,25 +168,28 @@ def _variance(results: Sequence[ScenarioResult]) -> dict[str, Any]:
         ],
         "flaky": [s["id"] for s in per_scenario if s["label"] == "flaky"],
         # simulator / agent / judge / undetermined, with the turn and evidence (experiment/attribution.py)
-        "flaky_causes": [a.to_dict() for a in attribute_flakiness(results)],
+        "flaky_causes": [a.to_dict() for a in attribute(results)],
     }
 
 
-def build_document(info: ExperimentInfo, results: Sequence[ScenarioResult]) -> dict[str, Any]:
-    """The whole experiment as plain JSON-ready data.
+def document_head(info: ExperimentInfo, results: Sequence[ScenarioResult], configs: Sequence[ScenarioResult] | None = None,
+                  attribute: Attribute = attribute_flakiness) -> dict[str, Any]:
+    """Every section of the experiment but ``scenario_results`` (``variance`` last, when iterated).
 
-    Fingerprints missing from ``info`` (empty strings) are computed from the results. A
-    ``variance`` section is added when the experiment ran scenarios more than once.
+    ``results`` need only what the sections read (the recorder passes slim copies, see
+    experiment/spool.py); ``configs``: results that carry every distinct configuration (default:
+    ``results``; the union is the same); ``attribute``: the flakiness attribution, which reads
+    whole transcripts (the recorder's reads the flaky scenarios' runs back from its spill file).
     """
-    results = list(results)
+    configs = results if configs is None else configs
     config_h, criteria_h, topic_h = (
         (info.config_hash, info.criteria_hash, info.topic_graph_hash)
         if info.config_hash and info.criteria_hash and info.topic_graph_hash
-        else experiment_fingerprints(results)
+        else experiment_fingerprints(configs)
     )
     iterations = max([info.iterations, *(r.iteration for r in results)]) if results else info.iterations
-    criteria, topics, simulators = merge_configuration(results)
-    costing = ({"judge": info.judge_model, "simulator": info.simulator_model}, cost.price_table(info.prices))
+    criteria, topics, simulators = merge_configuration(configs)
+    costing = costing_of(info)
     doc: dict[str, Any] = {
         "format_version": FORMAT_VERSION,
         "experiment": {
@@ -183,6 +208,7 @@ def build_document(info: ExperimentInfo, results: Sequence[ScenarioResult]) -> d
             "iterations": iterations,
             "interrupted": info.interrupted,
             **({"prices": dict(info.prices)} if info.prices else {}),  # [tool.fabtest.prices], so a reload costs alike
+            **({"shard": info.shard} if info.shard else {}),  # one shard's part of a CI run (fabtest merge)
         },
         "summary": {**_summary(results), "cost": cost.experiment_cost(results, *costing)},
         "criteria_results": {
@@ -196,10 +222,25 @@ def build_document(info: ExperimentInfo, results: Sequence[ScenarioResult]) -> d
             "topics": [t.model_dump(mode="json") for t in topics],
             "simulator": [json.loads(s) for s in simulators],
         },
-        "scenario_results": [_scenario_entry(r, costing) for r in results],
     }
     if iterations > 1:
-        doc["variance"] = _variance(results)
+        doc["variance"] = _variance(results, attribute)
+    return doc
+
+
+def build_document(info: ExperimentInfo, results: Sequence[ScenarioResult]) -> dict[str, Any]:
+    """The whole experiment as plain JSON-ready data.
+
+    Fingerprints missing from ``info`` (empty strings) are computed from the results. A
+    ``variance`` section is added when the experiment ran scenarios more than once.
+    """
+    results = list(results)
+    doc = document_head(info, results)
+    variance = doc.pop("variance", None)
+    costing = costing_of(info)
+    doc["scenario_results"] = [scenario_entry(r, costing) for r in results]
+    if variance is not None:
+        doc["variance"] = variance
     return doc
 
 
@@ -221,21 +262,23 @@ def entry_topics(entry: dict[str, Any]) -> int | None:
     return None
 
 
-def _index(entries: list[dict[str, Any]]) -> dict[str, Any]:
-    """Compact per-scenario rows so comparisons and listings need not parse transcripts."""
-    rows = []
-    for e in entries:
-        ev = e.get("evaluations") if isinstance(e.get("evaluations"), dict) else {}
-        criteria, checks = stats.entry_check_counts(e)
-        spent = e.get("cost") if isinstance(e.get("cost"), dict) else {}
-        rows.append([e.get("id"), e.get("name"), e.get("iteration", 1), e.get("passed"), e.get("skipped", False),
-                     e.get("turns", 0), e.get("failure_type"), ev.get("passed", 0), ev.get("total", 0),
-                     entry_topics(e), criteria, checks, spent.get("usd"), spent.get("complete", True)])
-    return {"fields": list(_INDEX_FIELDS), "rows": rows}
+def index_row(entry: dict[str, Any]) -> list[Any]:
+    """One scenario's compact ``scenario_index`` row, so comparisons and listings need not parse transcripts."""
+    ev, spent = entry.get("evaluations"), entry.get("cost")
+    ev = ev if isinstance(ev, dict) else {}
+    spent = spent if isinstance(spent, dict) else {}
+    criteria, checks = stats.entry_check_counts(entry)
+    return [entry.get("id"), entry.get("name"), entry.get("iteration", 1), entry.get("passed"), entry.get("skipped", False),
+            entry.get("turns", 0), entry.get("failure_type"), ev.get("passed", 0), ev.get("total", 0),
+            entry_topics(entry), criteria, checks, spent.get("usd"), spent.get("complete", True)]
 
 
-def _dump(value: Any) -> str:
+def dump_json(value: Any) -> str:
+    """JSON text as the experiment file spells it (one line; rows and entries are written as such)."""
     return json.dumps(value, ensure_ascii=False, default=str)
+
+
+_dump = dump_json
 
 
 def write_document(doc: dict[str, Any], results_dir: str | os.PathLike[str]) -> Path:
@@ -245,19 +288,29 @@ def write_document(doc: dict[str, Any], results_dir: str | os.PathLike[str]) -> 
     line, a compact ``scenario_index`` before ``scenario_results``, and one scenario per line, so
     ``read_document(lean=True)`` can stop reading before the transcripts.
     """
+    entries = doc.get("scenario_results") or []
+    head = {k: v for k, v in doc.items() if k not in ("scenario_results", "scenario_index")}
+    return write_streamed(head, (_dump(index_row(e)) for e in entries), (_dump(e) for e in entries), results_dir)
+
+
+def write_streamed(head: dict[str, Any], rows: Iterable[str], entries: Iterable[str],
+                   results_dir: str | os.PathLike[str]) -> Path:
+    """``write_document``'s file from text: ``rows`` are the index rows and ``entries`` the scenario
+    entries, each already one line of JSON, copied as they come (the recorder streams them from
+    its spill file, so no transcript is held or parsed again). Same bytes as ``write_document``."""
     directory = Path(results_dir)
     directory.mkdir(parents=True, exist_ok=True)
-    target = document_path(directory, doc["experiment"]["id"])
+    target = document_path(directory, head["experiment"]["id"])
     with atomic_writer(target) as handle:
-        entries = doc.get("scenario_results") or []
-        head = {k: v for k, v in doc.items() if k not in ("scenario_results", "scenario_index")}
-        head["scenario_index"] = _index(entries)
         handle.write("{\n")
         for key, value in head.items():
             handle.write(f"{_dump(key)}: {_dump(value)},\n")
+        handle.write(f'"scenario_index": {{"fields": {_dump(list(_INDEX_FIELDS))}, "rows": [')
+        handle.write(", ".join(rows))
+        handle.write("]},\n")
         handle.write('"scenario_results": [')
         for i, entry in enumerate(entries):
-            handle.write(("\n" if i == 0 else ",\n") + _dump(entry))
+            handle.write(("\n" if i == 0 else ",\n") + entry)
         handle.write("\n]\n}\n")
     _fsync_dir(directory)
     return target
@@ -464,7 +517,8 @@ def _nested_detail(detail: Any) -> Any:
     return {**out, "data": data}
 
 
-def _result_from(entry: dict[str, Any]) -> ScenarioResult:
+def result_from_entry(entry: dict[str, Any]) -> ScenarioResult:
+    """A ``scenario_results`` entry back into its model (ValidationError when it is not one)."""
     data = dict(entry)
     for key in ("evaluations", "expectations"):
         value = data.get(key)
@@ -494,7 +548,7 @@ def load_document(
     results: list[ScenarioResult] = []
     for index, entry in enumerate(doc["scenario_results"]):
         try:
-            results.append(_result_from(entry if isinstance(entry, dict) else {}))
+            results.append(result_from_entry(entry if isinstance(entry, dict) else {}))
         except ValidationError as exc:
             raise ExperimentFileError(f"{path}: invalid scenario_results[{index}] ({_one_line(exc)})") from None
     return info, results, doc

@@ -9,6 +9,10 @@ crash (cut inside a multi-byte character, say) is dropped, so one damaged journa
 tail, never the other journals. Each line is validated against the models (the header carries
 ``format_version``); the experiment id must be a plain name (no path characters), so a forged
 header cannot make ``recover`` write outside the results directory.
+
+Memory stays small however many results arrive: each result's experiment entry is spilled to disk
+as it arrives and only a brief of it stays in memory (experiment/spool.py); the experiment file is
+written by copying the spilled entries. ``recover`` streams a journal through the same spool.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import fcntl
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -27,10 +31,10 @@ from pydantic import ValidationError
 from fabtest import redaction
 from fabtest._files import remove_stale_temp_files
 from fabtest.errors import UsageError
-from fabtest.experiment.export import build_document, new_experiment_id, write_document
-from fabtest.experiment.fingerprint import experiment_fingerprints
+from fabtest.experiment.export import costing_of, new_experiment_id
 from fabtest.experiment.gitinfo import git_info
 from fabtest.experiment.model import ExperimentInfo, ScenarioResult
+from fabtest.experiment.spool import ResultKey, Spool, spill_path
 
 __all__ = [
     "EXPERIMENT_ID_HELP",
@@ -113,18 +117,9 @@ def _append_line(handle: Any, record: dict[str, Any]) -> None:
     handle.flush()
 
 
-def _finalise_info(info: ExperimentInfo, results: Sequence[ScenarioResult]) -> ExperimentInfo:
-    """Fingerprints and iteration count from the results actually recorded."""
-    config_h, criteria_h, topic_h = experiment_fingerprints(results)
-    iterations = max([info.iterations, *(r.iteration for r in results)]) if results else info.iterations
-    return info.model_copy(
-        update={
-            "config_hash": config_h,
-            "criteria_hash": criteria_h,
-            "topic_graph_hash": topic_h,
-            "iterations": iterations,
-        }
-    )
+def _unhashed(info: ExperimentInfo) -> ExperimentInfo:
+    """Fingerprints are computed from the results recorded, never taken from a journal header."""
+    return info.model_copy(update={"config_hash": "", "criteria_hash": "", "topic_graph_hash": ""})
 
 
 class Recorder:
@@ -145,6 +140,7 @@ class Recorder:
         simulator_note: str | None = None,
         cwd: str | os.PathLike[str] | None = None,
         prices: dict[str, dict[str, float]] | None = None,
+        shard: str | None = None,
     ) -> None:
         self.results_dir = Path(results_dir)
         # Git state is taken at the start: that is the code the scenarios run against.
@@ -165,9 +161,9 @@ class Recorder:
             git_branch=git.branch,
             git_dirty=git.dirty,
             prices=dict(prices or {}),
+            shard=shard,
         )
         check_experiment_id(self.info.id, "experiment id")
-        self.results: list[ScenarioResult] = []
         self.path: Path | None = None
         self.results_dir.mkdir(parents=True, exist_ok=True)
         self.journal = journal_path(self.results_dir, self.info.id)
@@ -187,31 +183,50 @@ class Recorder:
         _append_line(self._journal, {"kind": "header", "format_version": JOURNAL_FORMAT_VERSION,
                                      "info": self.info.model_dump(mode="json")})
         os.fsync(self._journal.fileno())
+        self._spool = Spool(self.results_dir, self.info.id, costing_of(self.info))
 
     @property
     def experiment_id(self) -> str:
         return self.info.id
 
+    @property
+    def results(self) -> list[ScenarioResult]:
+        """Briefs of the results recorded so far (no transcripts: see experiment/spool.py)."""
+        return self._spool.results
+
     def add(self, result: ScenarioResult) -> None:
-        """Keep one result (secrets redacted) and journal it durably before returning."""
+        """Journal one result (secrets redacted) durably before returning, and spill its entry."""
+        dumped = result.model_dump(mode="json")
         if redaction.secrets():
-            result = ScenarioResult.model_validate(redaction.redact_obj(result.model_dump(mode="json")))
-        self.results.append(result)
-        _append_line(self._journal, {"kind": "result", "result": result.model_dump(mode="json")})
+            dumped = redaction.redact_obj(dumped)
+            result = ScenarioResult.model_validate(dumped)
+        _append_line(self._journal, {"kind": "result", "result": dumped})
+        self._spool.add(result, dumped)
+
+    def update_result(self, key: ResultKey, change: Callable[[ScenarioResult], ScenarioResult]) -> bool:
+        """Late update of a result already added, found by ``(nodeid, iteration)``: ``change``
+        gets the whole result and returns the new one (late soft verdicts are merged this way,
+        before ``finalise``). Journalling the change is the caller's. False for an unknown key."""
+        return self._spool.update(key, change)
 
     def document(self, interrupted: bool = False) -> dict[str, Any]:
-        """The experiment document as it would be written now."""
-        info = _finalise_info(self.info, self.results).model_copy(update={"interrupted": interrupted})
-        return build_document(info, self.results)
+        """The experiment as the console summary reads it: every section as the file has it, and
+        as ``scenario_results`` only the entries the summary looks into (the file has them all)."""
+        return self._spool.summary_document(self._final_info(interrupted))
+
+    def _final_info(self, interrupted: bool) -> ExperimentInfo:
+        return _unhashed(self.info).model_copy(update={"interrupted": interrupted})
 
     def discard(self) -> None:
         """Nothing was recorded: release the id and remove the journal, write no experiment."""
+        self._spool.close()
         self.journal.unlink(missing_ok=True)
         self._journal.close()
 
     def finalise(self, interrupted: bool = False) -> Path:
-        """Write ``results/<id>.json`` atomically and remove the journal."""
-        self.path = write_document(self.document(interrupted=interrupted), self.results_dir)
+        """Write ``results/<id>.json`` atomically and remove the journal (``document`` still works)."""
+        self.path = self._spool.write(self._final_info(interrupted), self.results_dir)
+        self._spool.close()
         self.journal.unlink(missing_ok=True)
         self._journal.close()
         return self.path
@@ -228,38 +243,41 @@ def experiment_id_in_use(results_dir: str | os.PathLike[str], experiment_id: str
     return journal.exists() and _locked(journal)
 
 
-def _read_journal(path: Path) -> tuple[ExperimentInfo | None, list[ScenarioResult]]:
-    """Header and results of every complete, valid line; a torn last line is dropped."""
+def _journal_records(path: Path) -> Iterator[tuple[str, Any]]:
+    """``("header", ExperimentInfo)`` and ``("result", ScenarioResult)`` of every complete, valid line.
+
+    Read line by line as bytes (never the whole file); a line with no newline was torn by the
+    crash and is dropped, a line damaged in place is skipped and the others still count.
+    """
     try:
-        data = path.read_bytes()
+        handle = open(path, "rb")  # noqa: SIM115 - closed by the with below
     except OSError as exc:
         raise JournalError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    info: ExperimentInfo | None = None
-    results: list[ScenarioResult] = []
-    complete = data.split(b"\n")[:-1]  # the part after the last newline is torn (or empty)
-    for number, raw in enumerate(complete, start=1):
-        try:
-            record = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
-            continue  # damaged in place (a disk error): the other lines still count
-        if not isinstance(record, dict):
-            continue
-        if record.get("kind") == "header":
-            version = record.get("format_version", 1)
-            if version != JOURNAL_FORMAT_VERSION:
-                raise JournalError(f"{path}: line {number}: format_version: {version!r} is not supported "
-                                   f"(this fabtest reads version {JOURNAL_FORMAT_VERSION}); recover it with the "
-                                   "fabtest that wrote it")
+    with handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.endswith(b"\n"):
+                break
             try:
-                info = ExperimentInfo.model_validate(record.get("info"))
-            except ValidationError:
+                record = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError):
                 continue
-        elif record.get("kind") == "result":
-            try:
-                results.append(ScenarioResult.model_validate(record.get("result")))
-            except ValidationError:
+            if not isinstance(record, dict):
                 continue
-    return info, results
+            if record.get("kind") == "header":
+                version = record.get("format_version", 1)
+                if version != JOURNAL_FORMAT_VERSION:
+                    raise JournalError(f"{path}: line {number}: format_version: {version!r} is not supported "
+                                       f"(this fabtest reads version {JOURNAL_FORMAT_VERSION}); recover it with the "
+                                       "fabtest that wrote it")
+                try:
+                    yield "header", ExperimentInfo.model_validate(record.get("info"))
+                except ValidationError:
+                    continue
+            elif record.get("kind") == "result":
+                try:
+                    yield "result", ScenarioResult.model_validate(record.get("result"))
+                except ValidationError:
+                    continue
 
 
 def recover(journal: str | os.PathLike[str]) -> Path:
@@ -269,20 +287,29 @@ def recover(journal: str | os.PathLike[str]) -> Path:
     is removed once the file is safely written. Raises :class:`JournalError` when it cannot be.
     """
     path = Path(journal)
-    info, results = _read_journal(path)
     stem = path.name.removeprefix(".").removesuffix(_JOURNAL_SUFFIX)
     fallback = stem if valid_experiment_id(stem) else new_experiment_id()
-    if info is None:
-        info = ExperimentInfo(id=fallback, timestamp=utc_timestamp())
-    elif not valid_experiment_id(info.id):
-        info = info.model_copy(update={"id": fallback})
-    info = _finalise_info(info, results)
-    doc = build_document(info.model_copy(update={"interrupted": True}), results)
+    info: ExperimentInfo | None = None
+    spool: Spool | None = None
     try:
-        out = write_document(doc, path.parent)
+        for kind, value in _journal_records(path):
+            if kind == "header" and spool is None:
+                info = value if valid_experiment_id(value.id) else value.model_copy(update={"id": fallback})
+            elif kind == "result":
+                if spool is None:
+                    info = info or ExperimentInfo(id=fallback, timestamp=utc_timestamp())
+                    spool = Spool(path.parent, info.id, costing_of(info))
+                spool.add(value)
+        info = info or ExperimentInfo(id=fallback, timestamp=utc_timestamp())
+        spool = spool or Spool(path.parent, info.id, costing_of(info))
+        out = spool.write(_unhashed(info).model_copy(update={"interrupted": True}), path.parent)
     except OSError as exc:
         raise JournalError(f"{path}: cannot write the recovered experiment ({exc.strerror or exc})") from None
+    finally:
+        if spool is not None:
+            spool.close()
     path.unlink(missing_ok=True)
+    spill_path(path.parent, stem).unlink(missing_ok=True)  # the dead run's own spill, when it left one
     return out
 
 
