@@ -253,6 +253,20 @@ def _cmd_recover(args: argparse.Namespace) -> int:
     return EXIT_ERROR if failed else EXIT_OK
 
 
+def _cmd_merge(args: argparse.Namespace) -> int:
+    from fabtest.errors import UsageError
+    from fabtest.experiment.merge import MergeError, merge_parts
+    from fabtest.experiment.recorder import check_experiment_id
+
+    try:
+        check_experiment_id(args.output, "-o")
+        path = merge_parts(args.parts, args.results_dir or _default_results_dir(), args.output)
+    except (MergeError, UsageError) as exc:
+        return _fail("fabtest merge", str(exc))
+    print(f"Merged {len(args.parts)} part(s) into {path}")
+    return EXIT_OK
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     try:
         from fabtest.playbook import run_cli  # type: ignore[attr-defined]
@@ -306,6 +320,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = sub.add_parser("recover", help="turn journals of interrupted runs into experiment files")
     p.add_argument("--results-dir", default=None)
     p.set_defaults(func=_cmd_recover)
+
+    p = sub.add_parser("merge", help="combine the experiment parts of one sharded run into one experiment")
+    p.add_argument("parts", nargs="+", metavar="PART", help="experiment files (or ids) written by the shards")
+    p.add_argument("-o", "--output", default=None, metavar="ID", help="id of the merged experiment (default: the parts' id)")
+    p.add_argument("--results-dir", default=None, help="where the merged <id>.json goes (and ids are looked up)")
+    p.set_defaults(func=_cmd_merge)
 
     p = sub.add_parser("steps", help="list the step vocabulary (built-in and the project's own), one example each")
     p.add_argument("paths", nargs="*", metavar="PATH", help="what pytest collects to find the project's steps "

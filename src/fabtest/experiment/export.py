@@ -32,6 +32,7 @@ __all__ = [
     "document_head",
     "dump_json",
     "index_row",
+    "info_from_experiment",
     "result_from_entry",
     "scenario_entry",
     "write_streamed",
@@ -494,7 +495,8 @@ def _llm_entry(provider: str | None, model: str | None, note: str | None) -> dic
     return entry
 
 
-def _info_from(experiment: dict[str, Any]) -> ExperimentInfo:
+def info_from_experiment(experiment: dict[str, Any]) -> ExperimentInfo:
+    """The ``experiment`` section of a document back into its model (ValidationError when it is not one)."""
     data = dict(experiment)
     judge = data.pop("judge", None) or {}
     simulator = data.pop("simulator", None) or {}
@@ -542,7 +544,7 @@ def load_document(
     """Load an experiment (path, id or unique id prefix) back into the models, plus the raw dict."""
     path, doc = read_document(ref, results_dir)
     try:
-        info = _info_from(doc["experiment"])
+        info = info_from_experiment(doc["experiment"])
     except ValidationError as exc:
         raise ExperimentFileError(f"{path}: invalid experiment ({_one_line(exc)})") from None
     results: list[ScenarioResult] = []

@@ -157,6 +157,7 @@ class Spool:
 
     def __init__(self, results_dir: str | os.PathLike[str], experiment_id: str, costing: Costing) -> None:
         self.path = spill_path(results_dir, experiment_id)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._costing = costing
         self._file: Any = open(self.path, "w+b")  # noqa: SIM115 - closed by close()
         self._shared = _Shared()
