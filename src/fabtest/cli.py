@@ -145,10 +145,22 @@ def _conversation_diffs(args: argparse.Namespace, results_dir: str, comparison: 
     ids = list(args.scenario) or [s.id for s in [*comparison.newly_failing, *comparison.newly_passing]][:5]
     if not ids:
         return []
-    if not args.html:  # the lean read has no transcripts
-        _, base = read_document(args.baseline, results_dir)
-        _, cur = read_document(args.current, results_dir)
+    if not args.html:  # the lean read has no transcripts: read just the entries that may be diffed
+        base, cur = _entries_of(args.baseline, results_dir, base, ids), _entries_of(args.current, results_dir, cur, ids)
     return diff_scenarios(base, cur, ids)
+
+
+def _entries_of(ref: str, results_dir: str, lean: dict[str, Any], wanted: list[str]) -> dict[str, Any]:
+    """A document holding the whole entries of the scenarios ``wanted`` names (id, id prefix or
+    name, as ``diff_scenarios`` matches them), read without parsing the other entries."""
+    from fabtest.experiment.export import read_entries, resolve_experiment
+
+    if not lean.get("lean"):  # parsed whole already (another layout)
+        return lean
+    ids = {e.get("id") for e in lean["scenario_results"]
+           if any(e.get("id") == w or e.get("name") == w or str(e.get("id")).startswith(w) for w in wanted)}
+    entries = read_entries(resolve_experiment(ref, results_dir), {str(i) for i in ids})
+    return {"scenario_results": entries} if entries is not None else read_document(ref, results_dir)[1]
 
 
 def _with_diffs(rendered: str, diffs: list[Any], fmt: str) -> str:

@@ -41,6 +41,7 @@ __all__ = [
     "load_document",
     "new_experiment_id",
     "read_document",
+    "read_entries",
     "entry_topics",
     "resolve_experiment",
     "traces_dir",
@@ -426,17 +427,51 @@ def _read_lean(path: Path) -> dict[str, Any] | None:
     index = doc.pop("scenario_index", None)
     if not isinstance(index, dict) or list(index.get("fields", ())) != list(_INDEX_FIELDS):
         return None
+    shared: dict[Any, Any] = {}
     scenarios = []
-    for (sid, name, iteration, passed, skipped, turns, failure_type, ev_passed, ev_total, topics, criteria,
-         checks, cost_usd, cost_complete) in index.get("rows", ()):
+    for row in index.get("rows", ()):
+        if not _row_ok(row):
+            return None  # not what write_document writes: the full parse and validation say what is wrong
+        (sid, name, iteration, passed, skipped, turns, failure_type, ev_passed, ev_total, topics, criteria,
+         checks, cost_usd, cost_complete) = row
         scenarios.append({"id": sid, "name": name, "iteration": iteration, "passed": passed, "skipped": skipped,
                           "turns": turns, "failure_type": failure_type,
                           "evaluations": {"passed": ev_passed, "total": ev_total},
-                          "topics_count": topics, "criteria_counts": criteria, "checks_counts": checks,
+                          "topics_count": topics, "criteria_counts": _shared_counts(shared, criteria),
+                          "checks_counts": _shared_counts(shared, checks),
                           "cost_usd": cost_usd, "cost_complete": cost_complete})
     doc["scenario_results"] = scenarios
     doc["lean"] = True
     return doc
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _counts_ok(counts: Any) -> bool:
+    return isinstance(counts, dict) and all(
+        isinstance(pair, list) and len(pair) == 2 and _is_int(pair[0]) and _is_int(pair[1]) for pair in counts.values())
+
+
+def _row_ok(row: Any) -> bool:
+    """A ``scenario_index`` row as ``index_row`` writes it (checked here instead of by the models:
+    validating 100,000 lean entries with pydantic took longer than the whole comparison)."""
+    return (isinstance(row, list) and len(row) == len(_INDEX_FIELDS) and isinstance(row[0], str)
+            and isinstance(row[1], str) and _is_int(row[2]) and row[2] >= 1 and isinstance(row[3], bool)
+            and isinstance(row[4], bool) and _is_int(row[5]) and (row[6] is None or isinstance(row[6], str))
+            and _is_int(row[7]) and _is_int(row[8]) and (row[9] is None or _is_int(row[9]))
+            and _counts_ok(row[10]) and _counts_ok(row[11])
+            and (row[12] is None or (isinstance(row[12], (int, float)) and not isinstance(row[12], bool)))
+            and isinstance(row[13], bool))
+
+
+def _shared_counts(shared: dict[Any, Any], counts: dict[str, list[int]]) -> dict[str, list[int]]:
+    """One object for equal ``{label: [passed, evaluated]}`` maps: most scenarios share theirs
+    (read-only: comparisons add them up into their own)."""
+    key = tuple((label, pair[0], pair[1]) for label, pair in counts.items())
+    found: dict[str, list[int]] = shared.setdefault(key, counts)
+    return found
 
 
 def read_document(
@@ -457,7 +492,9 @@ def read_document(
             if not file_is_complete(path):  # header and index alone are not the whole experiment
                 raise ExperimentFileError(f"{path}: truncated (the scenario results end before the file does); "
                                           "rerun, or recover it from its journal")
-            return path, _validated(path, _check_shape(path, doc))
+            _check_shape(path, doc)
+            _validated(path, {**doc, "scenario_results": []})  # the entries were checked row by row
+            return path, doc
     try:
         with open(path, "rb") as handle:
             raw = handle.read()
@@ -475,6 +512,34 @@ def read_document(
     if isinstance(doc, dict):
         doc.pop("scenario_index", None)
     return path, _validated(path, _check_shape(path, doc))
+
+
+def read_entries(path: str | os.PathLike[str], ids: Iterable[str]) -> list[dict[str, Any]] | None:
+    """The whole ``scenario_results`` entries of these stable ids, in file order, reading a file in
+    ``write_document``'s layout line by line and parsing only those lines (a comparison diffs a few
+    changed scenarios of 100,000). None when the file is in another layout (parse it whole)."""
+    wanted = set(ids)
+    found: list[dict[str, Any]] = []
+    decoder = json.JSONDecoder()
+    try:
+        with open(path, encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith('"scenario_results": ['):
+                    break
+            else:
+                return None
+            for line in handle:
+                if not line.startswith('{"id": "'):
+                    return found if line.rstrip() == "]" else None
+                try:
+                    sid = decoder.raw_decode(line, 7)[0]
+                    if sid in wanted:
+                        found.append(json.loads(line.rstrip().removesuffix(",")))
+                except ValueError:
+                    return None
+    except (OSError, UnicodeDecodeError):
+        return None
+    return None
 
 
 def _validated(path: Path, doc: dict[str, Any]) -> dict[str, Any]:
