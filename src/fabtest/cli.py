@@ -157,8 +157,10 @@ def _entries_of(ref: str, results_dir: str, lean: dict[str, Any], wanted: list[s
 
     if not lean.get("lean"):  # parsed whole already (another layout)
         return lean
-    ids = {e.get("id") for e in lean["scenario_results"]
-           if any(e.get("id") == w or e.get("name") == w or str(e.get("id")).startswith(w) for w in wanted)}
+    known = {e.get("id") for e in lean["scenario_results"]}
+    ids = known & set(wanted) if known.issuperset(wanted) else {  # ids (the changed scenarios), else names or prefixes
+        e.get("id") for e in lean["scenario_results"]
+        if any(e.get("id") == w or e.get("name") == w or str(e.get("id")).startswith(w) for w in wanted)}
     entries = read_entries(resolve_experiment(ref, results_dir), {str(i) for i in ids})
     return {"scenario_results": entries} if entries is not None else read_document(ref, results_dir)[1]
 

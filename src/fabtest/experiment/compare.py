@@ -313,6 +313,11 @@ def _merge(into: dict[str, list[int]], counts: dict[str, Any]) -> None:
         slot[1] += int(pair[1])
 
 
+def _owned(counts: dict[str, Any], runs: int) -> dict[str, list[int]]:
+    """The counts of the first run (read-only, maybe shared) copied before a second run adds to them."""
+    return {name: [int(pair[0]), int(pair[1])] for name, pair in counts.items()} if runs == 2 else counts
+
+
 def _counts(entry: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     if "criteria_counts" in entry:  # a lean entry from the scenario index
         return entry.get("criteria_counts") or {}, entry.get("checks_counts") or {}
@@ -349,8 +354,12 @@ def _aggregate(entries: Iterable[dict[str, Any]]) -> dict[str, _Agg]:
             agg.eval_passed += ev_p
             agg.eval_total += ev_t
         criteria, checks = _counts(e)
-        _merge(agg.criteria, criteria)
-        _merge(agg.checks, checks)
+        if agg.runs == 1:  # most scenarios run once: their counts are used as read (often one shared map)
+            agg.criteria, agg.checks = criteria, checks
+        else:
+            agg.criteria, agg.checks = _owned(agg.criteria, agg.runs), _owned(agg.checks, agg.runs)
+            _merge(agg.criteria, criteria)
+            _merge(agg.checks, checks)
         it = agg.by_iteration.setdefault(int(e.get("iteration") or 1), [0, 0, 0, 0])
         it[0] += passed
         it[1] += 1

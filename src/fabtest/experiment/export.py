@@ -405,10 +405,12 @@ def _check_shape(path: Path, doc: Any) -> dict[str, Any]:
 def _read_lean(path: Path) -> dict[str, Any] | None:
     """Header keys and the scenario index of a file in ``write_document``'s layout, else None.
 
-    Stops reading at ``scenario_results``, so transcripts are never parsed: comparing two
+    Stops reading at ``scenario_results``, so transcripts are never parsed, and turns the index
+    into lean entries one row at a time (never all rows parsed at once): comparing two
     100,000-scenario experiments stays within seconds and a few hundred MB.
     """
     doc: dict[str, Any] = {}
+    scenarios: list[dict[str, Any]] | None = None
     try:
         with open(path, encoding="utf-8") as handle:
             if handle.readline().strip() != "{":
@@ -416,6 +418,11 @@ def _read_lean(path: Path) -> dict[str, Any] | None:
             for line in handle:
                 if line.startswith('"scenario_results": ['):
                     break
+                if line.startswith(_INDEX_START):
+                    scenarios = _lean_entries(line)
+                    if scenarios is None:
+                        return None
+                    continue
                 try:
                     doc.update(json.loads("{" + line.rstrip().rstrip(",") + "}"))
                 except ValueError:
@@ -424,54 +431,91 @@ def _read_lean(path: Path) -> dict[str, Any] | None:
                 return None
     except (OSError, UnicodeDecodeError):
         return None
-    index = doc.pop("scenario_index", None)
-    if not isinstance(index, dict) or list(index.get("fields", ())) != list(_INDEX_FIELDS):
+    if scenarios is None:
         return None
-    shared: dict[Any, Any] = {}
-    scenarios = []
-    for row in index.get("rows", ()):
-        if not _row_ok(row):
-            return None  # not what write_document writes: the full parse and validation say what is wrong
-        (sid, name, iteration, passed, skipped, turns, failure_type, ev_passed, ev_total, topics, criteria,
-         checks, cost_usd, cost_complete) = row
-        scenarios.append({"id": sid, "name": name, "iteration": iteration, "passed": passed, "skipped": skipped,
-                          "turns": turns, "failure_type": failure_type,
-                          "evaluations": {"passed": ev_passed, "total": ev_total},
-                          "topics_count": topics, "criteria_counts": _shared_counts(shared, criteria),
-                          "checks_counts": _shared_counts(shared, checks),
-                          "cost_usd": cost_usd, "cost_complete": cost_complete})
     doc["scenario_results"] = scenarios
     doc["lean"] = True
     return doc
+
+
+_INDEX_START = f'"scenario_index": {{"fields": {json.dumps(list(_INDEX_FIELDS))}, "rows": ['
+
+
+def _lean_entries(line: str) -> list[dict[str, Any]] | None:
+    """The lean entries of the ``scenario_index`` line, or None when it is not ours."""
+    decode = json.JSONDecoder().raw_decode
+    rows = _Rows()
+    scenarios: list[dict[str, Any]] = []
+    pos = len(_INDEX_START)
+    try:
+        while line.startswith(", " if scenarios else "[", pos):
+            row, pos = decode(line, pos + 2 if scenarios else pos)
+            if not rows.ok(row):
+                return None  # not what write_document writes: the full parse and validation say what is wrong
+            (sid, name, iteration, passed, skipped, turns, failure_type, ev_passed, ev_total, topics, criteria,
+             checks, cost_usd, cost_complete) = row
+            scenarios.append({"id": sid, "name": name, "iteration": iteration, "passed": passed, "skipped": skipped,
+                              "turns": turns, "failure_type": failure_type,
+                              "evaluations": rows.evaluations(ev_passed, ev_total),
+                              "topics_count": topics, "criteria_counts": rows.counts(criteria),
+                              "checks_counts": rows.counts(checks),
+                              "cost_usd": cost_usd, "cost_complete": cost_complete})
+    except ValueError:
+        return None
+    return scenarios if line.startswith("]}", pos) else None
 
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _counts_ok(counts: Any) -> bool:
-    return isinstance(counts, dict) and all(
-        isinstance(pair, list) and len(pair) == 2 and _is_int(pair[0]) and _is_int(pair[1]) for pair in counts.values())
+_NONE = type(None)
+#: the type of each ``scenario_index`` row field as ``index_row`` writes it
+_ROW_TYPES: tuple[tuple[type, ...], ...] = (
+    (str,), (str,), (int,), (bool,), (bool,), (int,), (str, _NONE), (int,), (int,), (int, _NONE), (dict,), (dict,),
+    (float, int, _NONE), (bool,))
 
 
-def _row_ok(row: Any) -> bool:
-    """A ``scenario_index`` row as ``index_row`` writes it (checked here instead of by the models:
-    validating 100,000 lean entries with pydantic took longer than the whole comparison)."""
-    return (isinstance(row, list) and len(row) == len(_INDEX_FIELDS) and isinstance(row[0], str)
-            and isinstance(row[1], str) and _is_int(row[2]) and row[2] >= 1 and isinstance(row[3], bool)
-            and isinstance(row[4], bool) and _is_int(row[5]) and (row[6] is None or isinstance(row[6], str))
-            and _is_int(row[7]) and _is_int(row[8]) and (row[9] is None or _is_int(row[9]))
-            and _counts_ok(row[10]) and _counts_ok(row[11])
-            and (row[12] is None or (isinstance(row[12], (int, float)) and not isinstance(row[12], bool)))
-            and isinstance(row[13], bool))
+class _Rows:
+    """Checks index rows without the models (validating 100,000 lean entries with pydantic took
+    longer than the whole comparison) and shares equal ``{label: [passed, evaluated]}`` maps, which
+    most scenarios have (read-only: comparisons add them up into their own)."""
 
+    def __init__(self) -> None:
+        self._shapes: set[tuple[type, ...]] = set()
+        self._counts: dict[tuple[Any, ...], dict[str, list[int]]] = {}
+        self._evaluations: dict[tuple[int, int], dict[str, int]] = {}
 
-def _shared_counts(shared: dict[Any, Any], counts: dict[str, list[int]]) -> dict[str, list[int]]:
-    """One object for equal ``{label: [passed, evaluated]}`` maps: most scenarios share theirs
-    (read-only: comparisons add them up into their own)."""
-    key = tuple((label, pair[0], pair[1]) for label, pair in counts.items())
-    found: dict[str, list[int]] = shared.setdefault(key, counts)
-    return found
+    def ok(self, row: Any) -> bool:
+        if not isinstance(row, list) or len(row) != len(_ROW_TYPES):
+            return False
+        shape = tuple(map(type, row))  # exact types: a bool is no int here
+        if shape not in self._shapes:
+            if not all(t in allowed for t, allowed in zip(shape, _ROW_TYPES, strict=True)):
+                return False
+            self._shapes.add(shape)
+        return bool(row[2] >= 1) and self._counts_ok(row[10]) and self._counts_ok(row[11])
+
+    def _counts_ok(self, counts: dict[str, Any]) -> bool:
+        key = tuple((label, *pair) if isinstance(pair, list) else (label, None) for label, pair in counts.items())
+        if key in self._counts:
+            return True
+        if not all(isinstance(pair, list) and len(pair) == 2 and _is_int(pair[0]) and _is_int(pair[1])
+                   for pair in counts.values()):
+            return False
+        self._counts[key] = counts
+        return True
+
+    def evaluations(self, passed: int, total: int) -> dict[str, int]:
+        """A lean entry's ``{"passed", "total"}``, shared between equal ones like the counts."""
+        found = self._evaluations.get((passed, total))
+        if found is None:
+            found = self._evaluations[(passed, total)] = {"passed": passed, "total": total}
+        return found
+
+    def counts(self, counts: dict[str, list[int]]) -> dict[str, list[int]]:
+        """The shared map equal to ``counts`` (checked by ``ok`` first)."""
+        return self._counts[tuple((label, *pair) for label, pair in counts.items())]
 
 
 def read_document(
@@ -516,28 +560,24 @@ def read_document(
 
 def read_entries(path: str | os.PathLike[str], ids: Iterable[str]) -> list[dict[str, Any]] | None:
     """The whole ``scenario_results`` entries of these stable ids, in file order, reading a file in
-    ``write_document``'s layout line by line and parsing only those lines (a comparison diffs a few
-    changed scenarios of 100,000). None when the file is in another layout (parse it whole)."""
-    wanted = set(ids)
+    ``write_document``'s layout line by line (as bytes) and parsing only those lines (a comparison
+    diffs a few changed scenarios of 100,000). None when the file is in another layout."""
+    wanted = {sid.encode("utf-8") for sid in ids}
     found: list[dict[str, Any]] = []
-    decoder = json.JSONDecoder()
     try:
-        with open(path, encoding="utf-8") as handle:
+        with open(path, "rb") as handle:
             for line in handle:
-                if line.startswith('"scenario_results": ['):
+                if line.startswith(b'"scenario_results": ['):
                     break
             else:
                 return None
             for line in handle:
-                if not line.startswith('{"id": "'):
-                    return found if line.rstrip() == "]" else None
-                try:
-                    sid = decoder.raw_decode(line, 7)[0]
-                    if sid in wanted:
-                        found.append(json.loads(line.rstrip().removesuffix(",")))
-                except ValueError:
-                    return None
-    except (OSError, UnicodeDecodeError):
+                if not line.startswith(b'{"id": "'):
+                    return found if line.rstrip() == b"]" else None
+                end = line.find(b'"', 8)
+                if line[8:end] in wanted:  # ids are plain (example:<hex>): no escapes to decode
+                    found.append(json.loads(line.rstrip().removesuffix(b",")))
+    except (OSError, ValueError):
         return None
     return None
 
