@@ -283,7 +283,7 @@ def _cmd_merge(args: argparse.Namespace) -> int:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     try:
-        from fabtest.playbook import run_cli  # type: ignore[attr-defined]
+        from fabtest.playbook import run_cli
     except ImportError as exc:
         return _fail("fabtest", f"the playbook runner is not available (fabtest.playbook.run_cli: {exc})")
     result = run_cli(list(args.args))

@@ -145,7 +145,7 @@ def usage_records(conversation: Conversation) -> dict[str, UsageRecord]:
     ``metadata["usage"]`` (with its ``metadata["model"]`` when every turn names the same one)."""
     from fabtest.experiment.cost import agent_turn_lines
 
-    records = {role: UsageRecord(**usage.to_dict()) for role, usage in conversation.usage.items()}
+    records = {role: UsageRecord.model_validate(usage.to_dict()) for role, usage in conversation.usage.items()}
     calls = inp = out = 0
     models: set[str | None] = set()
     for turn in conversation.turns:
