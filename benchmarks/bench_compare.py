@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -33,8 +32,8 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from fabtest.experiment.recorder import Recorder
 from fabtest.experiment.model import CheckRecord, ExperimentInfo, ScenarioResult, TopicRecord, TurnRecord, UsageRecord
+from fabtest.experiment.recorder import Recorder
 from fabtest.experiment.stable_id import stable_id
 
 CRITERIA = {"friendly": "The agent is warm and polite", "concise": "At most 3 sentences", "grounded": "No invented facts"}
