@@ -327,7 +327,7 @@ def _counts(entry: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
 def _aggregate(entries: Iterable[dict[str, Any]]) -> dict[str, _Agg]:
     out: dict[str, _Agg] = {}
     for e in entries:
-        sid: Any = e.get("id")
+        sid = str(e.get("id"))
         agg = out.get(sid)
         if agg is None:
             agg = out[sid] = _Agg(name=e.get("name") or sid)
