@@ -145,10 +145,24 @@ def _conversation_diffs(args: argparse.Namespace, results_dir: str, comparison: 
     ids = list(args.scenario) or [s.id for s in [*comparison.newly_failing, *comparison.newly_passing]][:5]
     if not ids:
         return []
-    if not args.html:  # the lean read has no transcripts
-        _, base = read_document(args.baseline, results_dir)
-        _, cur = read_document(args.current, results_dir)
+    if not args.html:  # the lean read has no transcripts: read just the entries that may be diffed
+        base, cur = _entries_of(args.baseline, results_dir, base, ids), _entries_of(args.current, results_dir, cur, ids)
     return diff_scenarios(base, cur, ids)
+
+
+def _entries_of(ref: str, results_dir: str, lean: dict[str, Any], wanted: list[str]) -> dict[str, Any]:
+    """A document holding the whole entries of the scenarios ``wanted`` names (id, id prefix or
+    name, as ``diff_scenarios`` matches them), read without parsing the other entries."""
+    from fabtest.experiment.export import read_entries, resolve_experiment
+
+    if not lean.get("lean"):  # parsed whole already (another layout)
+        return lean
+    known = {e.get("id") for e in lean["scenario_results"]}
+    ids = known & set(wanted) if known.issuperset(wanted) else {  # ids (the changed scenarios), else names or prefixes
+        e.get("id") for e in lean["scenario_results"]
+        if any(e.get("id") == w or e.get("name") == w or str(e.get("id")).startswith(w) for w in wanted)}
+    entries = read_entries(resolve_experiment(ref, results_dir), {str(i) for i in ids})
+    return {"scenario_results": entries} if entries is not None else read_document(ref, results_dir)[1]
 
 
 def _with_diffs(rendered: str, diffs: list[Any], fmt: str) -> str:
@@ -253,6 +267,20 @@ def _cmd_recover(args: argparse.Namespace) -> int:
     return EXIT_ERROR if failed else EXIT_OK
 
 
+def _cmd_merge(args: argparse.Namespace) -> int:
+    from fabtest.errors import UsageError
+    from fabtest.experiment.merge import MergeError, merge_parts
+    from fabtest.experiment.recorder import check_experiment_id
+
+    try:
+        check_experiment_id(args.output, "-o")
+        path = merge_parts(args.parts, args.results_dir or _default_results_dir(), args.output)
+    except (MergeError, UsageError) as exc:
+        return _fail("fabtest merge", str(exc))
+    print(f"Merged {len(args.parts)} part(s) into {path}")
+    return EXIT_OK
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     try:
         from fabtest.playbook import run_cli
@@ -306,6 +334,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = sub.add_parser("recover", help="turn journals of interrupted runs into experiment files")
     p.add_argument("--results-dir", default=None)
     p.set_defaults(func=_cmd_recover)
+
+    p = sub.add_parser("merge", help="combine the experiment parts of one sharded run into one experiment")
+    p.add_argument("parts", nargs="+", metavar="PART", help="experiment files (or ids) written by the shards")
+    p.add_argument("-o", "--output", default=None, metavar="ID", help="id of the merged experiment (default: the parts' id)")
+    p.add_argument("--results-dir", default=None, help="where the merged <id>.json goes (and ids are looked up)")
+    p.set_defaults(func=_cmd_merge)
 
     p = sub.add_parser("steps", help="list the step vocabulary (built-in and the project's own), one example each")
     p.add_argument("paths", nargs="*", metavar="PATH", help="what pytest collects to find the project's steps "

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from fabtest.experiment.late import INTERRUPTED, NEVER_ARRIVED, PENDING, PENDING_DETAILS, LateVerdict
+from fabtest.experiment.late import INTERRUPTED, NEVER_ARRIVED, PENDING, PENDING_DETAILS, LateVerdict, LateVerdicts
 from fabtest.experiment.model import CheckRecord, ScenarioResult, UsageRecord
 from fabtest.experiment.recorder import Recorder, recover
 
@@ -38,12 +38,21 @@ def test_late_verdicts_are_merged_and_the_missing_one_says_why(tmp_path: Path) -
     recorder = Recorder(results_dir=tmp_path, experiment_id="exp_late", cwd=tmp_path)
     recorder.add_late(_late("a.feature::test_a"))  # may arrive before its result
     recorder.add(_result("a.feature::test_a"))
-    doc = recorder.document()
+    summary = recorder.document()["summary"]
+    doc = json.loads(recorder.finalise().read_text())
     assert _details(doc) == [("passed", "fine"), ("skipped", NEVER_ARRIVED)]
-    assert doc["summary"]["tokens"]["judge"]["calls"] == 2  # the late call's tokens are counted
-    assert doc["summary"]["evaluations"]["evaluated"] == 1 and doc["summary"]["skipped_checks"] == 1
-    assert _details(recorder.document(interrupted=True))[1] == ("skipped", INTERRUPTED)
-    recorder.discard()
+    for counts in (summary, doc["summary"]):
+        assert counts["tokens"]["judge"]["calls"] == 2  # the late call's tokens are counted
+        assert counts["evaluations"]["evaluated"] == 1 and counts["skipped_checks"] == 1
+
+
+def test_a_verdict_after_its_result_is_merged_and_an_interrupted_run_says_so(tmp_path: Path) -> None:
+    recorder = Recorder(results_dir=tmp_path, experiment_id="exp_late_after", cwd=tmp_path)
+    recorder.add(_result("a.feature::test_a"))
+    recorder.add_late(_late("a.feature::test_a"))
+    doc = json.loads(recorder.finalise(interrupted=True).read_text())
+    assert _details(doc) == [("passed", "fine"), ("skipped", INTERRUPTED)]
+    assert doc["summary"]["tokens"]["judge"]["calls"] == 2
 
 
 def test_a_killed_run_recovers_its_late_verdicts_from_the_journal(tmp_path: Path) -> None:
@@ -61,7 +70,5 @@ def test_a_killed_run_recovers_its_late_verdicts_from_the_journal(tmp_path: Path
 
 
 def test_a_result_without_placeholders_is_left_as_it_is(tmp_path: Path) -> None:
-    recorder = Recorder(results_dir=tmp_path, experiment_id="exp_plain", cwd=tmp_path)
     plain = ScenarioResult(id="example:00000000000b", name="plain", nodeid="p.feature::test_p", passed=True)
-    assert recorder.late.apply(plain) is plain
-    recorder.discard()
+    assert LateVerdicts().apply(plain) is plain

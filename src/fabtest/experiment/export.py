@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from fabtest._files import atomic_writer
 from fabtest.experiment import cost, stats
-from fabtest.experiment.attribution import attribute_flakiness
+from fabtest.experiment.attribution import Attribution, attribute_flakiness
 from fabtest.experiment.fingerprint import experiment_fingerprints, merge_configuration
 from fabtest.experiment.model import ExperimentInfo, ScenarioResult
 
@@ -28,11 +28,20 @@ __all__ = [
     "REQUIRED_KEYS",
     "ExperimentFileError",
     "build_document",
+    "costing_of",
+    "document_head",
+    "dump_json",
+    "index_row",
+    "info_from_experiment",
+    "result_from_entry",
+    "scenario_entry",
+    "write_streamed",
     "document_path",
     "list_experiment_files",
     "load_document",
     "new_experiment_id",
     "read_document",
+    "read_entries",
     "entry_topics",
     "resolve_experiment",
     "traces_dir",
@@ -42,6 +51,11 @@ __all__ = [
 FORMAT_VERSION = 1
 REQUIRED_KEYS = ("experiment", "summary", "scenario_results")
 _DIGITS = 4
+
+#: models per role and the price table: what a scenario's cost needs (``costing_of``)
+Costing = tuple[dict[str, str | None], dict[str, cost.Price]]
+#: the flakiness attribution (experiment/attribution.py), over whole results
+Attribute = Callable[[Sequence[ScenarioResult]], list[Attribution]]
 
 
 class ExperimentFileError(Exception):
@@ -117,8 +131,13 @@ def _flat_detail(detail: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _scenario_entry(result: ScenarioResult, costing: tuple[dict[str, str | None], dict[str, cost.Price]]) -> dict[str, Any]:
-    dumped = result.model_dump(mode="json")
+def scenario_entry(result: ScenarioResult, costing: Costing, dumped: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One ``scenario_results`` entry (seed 10.1 keys first).
+
+    ``dumped``: the result's ``model_dump(mode="json")`` when the caller has made it already (the
+    recorder journals it first); it is consumed.
+    """
+    dumped = result.model_dump(mode="json") if dumped is None else dumped
     dumped["cost"] = cost.scenario_cost(result, *costing)
     evaluations = stats.scenario_check_summary(result.evaluations, by_criterion=True)
     expectations = stats.scenario_check_summary(result.expectations, by_criterion=False)
@@ -130,7 +149,12 @@ def _scenario_entry(result: ScenarioResult, costing: tuple[dict[str, str | None]
     return {**head, "evaluations": evaluations, "expectations": expectations, **dumped}
 
 
-def _variance(results: Sequence[ScenarioResult]) -> dict[str, Any]:
+def costing_of(info: ExperimentInfo) -> Costing:
+    """The experiment's models per role and its price table: what a scenario's cost needs."""
+    return {"judge": info.judge_model, "simulator": info.simulator_model}, cost.price_table(info.prices)
+
+
+def _variance(results: Sequence[ScenarioResult], attribute: Attribute) -> dict[str, Any]:
     runs = stats.run_rates(results)
     per_scenario = stats.iteration_stats(results)
     return {
@@ -146,25 +170,28 @@ def _variance(results: Sequence[ScenarioResult]) -> dict[str, Any]:
         ],
         "flaky": [s["id"] for s in per_scenario if s["label"] == "flaky"],
         # simulator / agent / judge / undetermined, with the turn and evidence (experiment/attribution.py)
-        "flaky_causes": [a.to_dict() for a in attribute_flakiness(results)],
+        "flaky_causes": [a.to_dict() for a in attribute(results)],
     }
 
 
-def build_document(info: ExperimentInfo, results: Sequence[ScenarioResult]) -> dict[str, Any]:
-    """The whole experiment as plain JSON-ready data.
+def document_head(info: ExperimentInfo, results: Sequence[ScenarioResult], configs: Sequence[ScenarioResult] | None = None,
+                  attribute: Attribute = attribute_flakiness) -> dict[str, Any]:
+    """Every section of the experiment but ``scenario_results`` (``variance`` last, when iterated).
 
-    Fingerprints missing from ``info`` (empty strings) are computed from the results. A
-    ``variance`` section is added when the experiment ran scenarios more than once.
+    ``results`` need only what the sections read (the recorder passes slim copies, see
+    experiment/spool.py); ``configs``: results that carry every distinct configuration (default:
+    ``results``; the union is the same); ``attribute``: the flakiness attribution, which reads
+    whole transcripts (the recorder's reads the flaky scenarios' runs back from its spill file).
     """
-    results = list(results)
+    configs = results if configs is None else configs
     config_h, criteria_h, topic_h = (
         (info.config_hash, info.criteria_hash, info.topic_graph_hash)
         if info.config_hash and info.criteria_hash and info.topic_graph_hash
-        else experiment_fingerprints(results)
+        else experiment_fingerprints(configs)
     )
     iterations = max([info.iterations, *(r.iteration for r in results)]) if results else info.iterations
-    criteria, topics, simulators = merge_configuration(results)
-    costing = ({"judge": info.judge_model, "simulator": info.simulator_model}, cost.price_table(info.prices))
+    criteria, topics, simulators = merge_configuration(configs)
+    costing = costing_of(info)
     doc: dict[str, Any] = {
         "format_version": FORMAT_VERSION,
         "experiment": {
@@ -183,6 +210,7 @@ def build_document(info: ExperimentInfo, results: Sequence[ScenarioResult]) -> d
             "iterations": iterations,
             "interrupted": info.interrupted,
             **({"prices": dict(info.prices)} if info.prices else {}),  # [tool.fabtest.prices], so a reload costs alike
+            **({"shard": info.shard} if info.shard else {}),  # one shard's part of a CI run (fabtest merge)
         },
         "summary": {**_summary(results), "cost": cost.experiment_cost(results, *costing)},
         "criteria_results": {
@@ -196,10 +224,25 @@ def build_document(info: ExperimentInfo, results: Sequence[ScenarioResult]) -> d
             "topics": [t.model_dump(mode="json") for t in topics],
             "simulator": [json.loads(s) for s in simulators],
         },
-        "scenario_results": [_scenario_entry(r, costing) for r in results],
     }
     if iterations > 1:
-        doc["variance"] = _variance(results)
+        doc["variance"] = _variance(results, attribute)
+    return doc
+
+
+def build_document(info: ExperimentInfo, results: Sequence[ScenarioResult]) -> dict[str, Any]:
+    """The whole experiment as plain JSON-ready data.
+
+    Fingerprints missing from ``info`` (empty strings) are computed from the results. A
+    ``variance`` section is added when the experiment ran scenarios more than once.
+    """
+    results = list(results)
+    doc = document_head(info, results)
+    variance = doc.pop("variance", None)
+    costing = costing_of(info)
+    doc["scenario_results"] = [scenario_entry(r, costing) for r in results]
+    if variance is not None:
+        doc["variance"] = variance
     return doc
 
 
@@ -221,23 +264,23 @@ def entry_topics(entry: dict[str, Any]) -> int | None:
     return None
 
 
-def _index(entries: list[dict[str, Any]]) -> dict[str, Any]:
-    """Compact per-scenario rows so comparisons and listings need not parse transcripts."""
-    rows = []
-    for e in entries:
-        ev = e.get("evaluations")
-        ev = ev if isinstance(ev, dict) else {}
-        criteria, checks = stats.entry_check_counts(e)
-        spent = e.get("cost")
-        spent = spent if isinstance(spent, dict) else {}
-        rows.append([e.get("id"), e.get("name"), e.get("iteration", 1), e.get("passed"), e.get("skipped", False),
-                     e.get("turns", 0), e.get("failure_type"), ev.get("passed", 0), ev.get("total", 0),
-                     entry_topics(e), criteria, checks, spent.get("usd"), spent.get("complete", True)])
-    return {"fields": list(_INDEX_FIELDS), "rows": rows}
+def index_row(entry: dict[str, Any]) -> list[Any]:
+    """One scenario's compact ``scenario_index`` row, so comparisons and listings need not parse transcripts."""
+    ev, spent = entry.get("evaluations"), entry.get("cost")
+    ev = ev if isinstance(ev, dict) else {}
+    spent = spent if isinstance(spent, dict) else {}
+    criteria, checks = stats.entry_check_counts(entry)
+    return [entry.get("id"), entry.get("name"), entry.get("iteration", 1), entry.get("passed"), entry.get("skipped", False),
+            entry.get("turns", 0), entry.get("failure_type"), ev.get("passed", 0), ev.get("total", 0),
+            entry_topics(entry), criteria, checks, spent.get("usd"), spent.get("complete", True)]
 
 
-def _dump(value: Any) -> str:
+def dump_json(value: Any) -> str:
+    """JSON text as the experiment file spells it (one line; rows and entries are written as such)."""
     return json.dumps(value, ensure_ascii=False, default=str)
+
+
+_dump = dump_json
 
 
 def write_document(doc: dict[str, Any], results_dir: str | os.PathLike[str]) -> Path:
@@ -247,19 +290,29 @@ def write_document(doc: dict[str, Any], results_dir: str | os.PathLike[str]) -> 
     line, a compact ``scenario_index`` before ``scenario_results``, and one scenario per line, so
     ``read_document(lean=True)`` can stop reading before the transcripts.
     """
+    entries = doc.get("scenario_results") or []
+    head = {k: v for k, v in doc.items() if k not in ("scenario_results", "scenario_index")}
+    return write_streamed(head, (_dump(index_row(e)) for e in entries), (_dump(e) for e in entries), results_dir)
+
+
+def write_streamed(head: dict[str, Any], rows: Iterable[str], entries: Iterable[str],
+                   results_dir: str | os.PathLike[str]) -> Path:
+    """``write_document``'s file from text: ``rows`` are the index rows and ``entries`` the scenario
+    entries, each already one line of JSON, copied as they come (the recorder streams them from
+    its spill file, so no transcript is held or parsed again). Same bytes as ``write_document``."""
     directory = Path(results_dir)
     directory.mkdir(parents=True, exist_ok=True)
-    target = document_path(directory, doc["experiment"]["id"])
+    target = document_path(directory, head["experiment"]["id"])
     with atomic_writer(target) as handle:
-        entries = doc.get("scenario_results") or []
-        head = {k: v for k, v in doc.items() if k not in ("scenario_results", "scenario_index")}
-        head["scenario_index"] = _index(entries)
         handle.write("{\n")
         for key, value in head.items():
             handle.write(f"{_dump(key)}: {_dump(value)},\n")
+        handle.write(f'"scenario_index": {{"fields": {_dump(list(_INDEX_FIELDS))}, "rows": [')
+        handle.write(", ".join(rows))
+        handle.write("]},\n")
         handle.write('"scenario_results": [')
         for i, entry in enumerate(entries):
-            handle.write(("\n" if i == 0 else ",\n") + _dump(entry))
+            handle.write(("\n" if i == 0 else ",\n") + entry)
         handle.write("\n]\n}\n")
     _fsync_dir(directory)
     return target
@@ -352,10 +405,12 @@ def _check_shape(path: Path, doc: Any) -> dict[str, Any]:
 def _read_lean(path: Path) -> dict[str, Any] | None:
     """Header keys and the scenario index of a file in ``write_document``'s layout, else None.
 
-    Stops reading at ``scenario_results``, so transcripts are never parsed: comparing two
+    Stops reading at ``scenario_results``, so transcripts are never parsed, and turns the index
+    into lean entries one row at a time (never all rows parsed at once): comparing two
     100,000-scenario experiments stays within seconds and a few hundred MB.
     """
     doc: dict[str, Any] = {}
+    scenarios: list[dict[str, Any]] | None = None
     try:
         with open(path, encoding="utf-8") as handle:
             if handle.readline().strip() != "{":
@@ -363,6 +418,11 @@ def _read_lean(path: Path) -> dict[str, Any] | None:
             for line in handle:
                 if line.startswith('"scenario_results": ['):
                     break
+                if line.startswith(_INDEX_START):
+                    scenarios = _lean_entries(line)
+                    if scenarios is None:
+                        return None
+                    continue
                 try:
                     doc.update(json.loads("{" + line.rstrip().rstrip(",") + "}"))
                 except ValueError:
@@ -371,20 +431,91 @@ def _read_lean(path: Path) -> dict[str, Any] | None:
                 return None
     except (OSError, UnicodeDecodeError):
         return None
-    index = doc.pop("scenario_index", None)
-    if not isinstance(index, dict) or list(index.get("fields", ())) != list(_INDEX_FIELDS):
+    if scenarios is None:
         return None
-    scenarios = []
-    for (sid, name, iteration, passed, skipped, turns, failure_type, ev_passed, ev_total, topics, criteria,
-         checks, cost_usd, cost_complete) in index.get("rows", ()):
-        scenarios.append({"id": sid, "name": name, "iteration": iteration, "passed": passed, "skipped": skipped,
-                          "turns": turns, "failure_type": failure_type,
-                          "evaluations": {"passed": ev_passed, "total": ev_total},
-                          "topics_count": topics, "criteria_counts": criteria, "checks_counts": checks,
-                          "cost_usd": cost_usd, "cost_complete": cost_complete})
     doc["scenario_results"] = scenarios
     doc["lean"] = True
     return doc
+
+
+_INDEX_START = f'"scenario_index": {{"fields": {json.dumps(list(_INDEX_FIELDS))}, "rows": ['
+
+
+def _lean_entries(line: str) -> list[dict[str, Any]] | None:
+    """The lean entries of the ``scenario_index`` line, or None when it is not ours."""
+    decode = json.JSONDecoder().raw_decode
+    rows = _Rows()
+    scenarios: list[dict[str, Any]] = []
+    pos = len(_INDEX_START)
+    try:
+        while line.startswith(", " if scenarios else "[", pos):
+            row, pos = decode(line, pos + 2 if scenarios else pos)
+            if not rows.ok(row):
+                return None  # not what write_document writes: the full parse and validation say what is wrong
+            (sid, name, iteration, passed, skipped, turns, failure_type, ev_passed, ev_total, topics, criteria,
+             checks, cost_usd, cost_complete) = row
+            scenarios.append({"id": sid, "name": name, "iteration": iteration, "passed": passed, "skipped": skipped,
+                              "turns": turns, "failure_type": failure_type,
+                              "evaluations": rows.evaluations(ev_passed, ev_total),
+                              "topics_count": topics, "criteria_counts": rows.counts(criteria),
+                              "checks_counts": rows.counts(checks),
+                              "cost_usd": cost_usd, "cost_complete": cost_complete})
+    except ValueError:
+        return None
+    return scenarios if line.startswith("]}", pos) else None
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+_NONE = type(None)
+#: the type of each ``scenario_index`` row field as ``index_row`` writes it
+_ROW_TYPES: tuple[tuple[type, ...], ...] = (
+    (str,), (str,), (int,), (bool,), (bool,), (int,), (str, _NONE), (int,), (int,), (int, _NONE), (dict,), (dict,),
+    (float, int, _NONE), (bool,))
+
+
+class _Rows:
+    """Checks index rows without the models (validating 100,000 lean entries with pydantic took
+    longer than the whole comparison) and shares equal ``{label: [passed, evaluated]}`` maps, which
+    most scenarios have (read-only: comparisons add them up into their own)."""
+
+    def __init__(self) -> None:
+        self._shapes: set[tuple[type, ...]] = set()
+        self._counts: dict[tuple[Any, ...], dict[str, list[int]]] = {}
+        self._evaluations: dict[tuple[int, int], dict[str, int]] = {}
+
+    def ok(self, row: Any) -> bool:
+        if not isinstance(row, list) or len(row) != len(_ROW_TYPES):
+            return False
+        shape = tuple(map(type, row))  # exact types: a bool is no int here
+        if shape not in self._shapes:
+            if not all(t in allowed for t, allowed in zip(shape, _ROW_TYPES, strict=True)):
+                return False
+            self._shapes.add(shape)
+        return bool(row[2] >= 1) and self._counts_ok(row[10]) and self._counts_ok(row[11])
+
+    def _counts_ok(self, counts: dict[str, Any]) -> bool:
+        key = tuple((label, *pair) if isinstance(pair, list) else (label, None) for label, pair in counts.items())
+        if key in self._counts:
+            return True
+        if not all(isinstance(pair, list) and len(pair) == 2 and _is_int(pair[0]) and _is_int(pair[1])
+                   for pair in counts.values()):
+            return False
+        self._counts[key] = counts
+        return True
+
+    def evaluations(self, passed: int, total: int) -> dict[str, int]:
+        """A lean entry's ``{"passed", "total"}``, shared between equal ones like the counts."""
+        found = self._evaluations.get((passed, total))
+        if found is None:
+            found = self._evaluations[(passed, total)] = {"passed": passed, "total": total}
+        return found
+
+    def counts(self, counts: dict[str, list[int]]) -> dict[str, list[int]]:
+        """The shared map equal to ``counts`` (checked by ``ok`` first)."""
+        return self._counts[tuple((label, *pair) for label, pair in counts.items())]
 
 
 def read_document(
@@ -405,7 +536,9 @@ def read_document(
             if not file_is_complete(path):  # header and index alone are not the whole experiment
                 raise ExperimentFileError(f"{path}: truncated (the scenario results end before the file does); "
                                           "rerun, or recover it from its journal")
-            return path, _validated(path, _check_shape(path, doc))
+            _check_shape(path, doc)
+            _validated(path, {**doc, "scenario_results": []})  # the entries were checked row by row
+            return path, doc
     try:
         with open(path, "rb") as handle:
             raw = handle.read()
@@ -423,6 +556,30 @@ def read_document(
     if isinstance(doc, dict):
         doc.pop("scenario_index", None)
     return path, _validated(path, _check_shape(path, doc))
+
+
+def read_entries(path: str | os.PathLike[str], ids: Iterable[str]) -> list[dict[str, Any]] | None:
+    """The whole ``scenario_results`` entries of these stable ids, in file order, reading a file in
+    ``write_document``'s layout line by line (as bytes) and parsing only those lines (a comparison
+    diffs a few changed scenarios of 100,000). None when the file is in another layout."""
+    wanted = {sid.encode("utf-8") for sid in ids}
+    found: list[dict[str, Any]] = []
+    try:
+        with open(path, "rb") as handle:
+            for line in handle:
+                if line.startswith(b'"scenario_results": ['):
+                    break
+            else:
+                return None
+            for line in handle:
+                if not line.startswith(b'{"id": "'):
+                    return found if line.rstrip() == b"]" else None
+                end = line.find(b'"', 8)
+                if line[8:end] in wanted:  # ids are plain (example:<hex>): no escapes to decode
+                    found.append(json.loads(line.rstrip().removesuffix(b",")))
+    except (OSError, ValueError):
+        return None
+    return None
 
 
 def _validated(path: Path, doc: dict[str, Any]) -> dict[str, Any]:
@@ -443,7 +600,8 @@ def _llm_entry(provider: str | None, model: str | None, note: str | None) -> dic
     return entry
 
 
-def _info_from(experiment: dict[str, Any]) -> ExperimentInfo:
+def info_from_experiment(experiment: dict[str, Any]) -> ExperimentInfo:
+    """The ``experiment`` section of a document back into its model (ValidationError when it is not one)."""
     data = dict(experiment)
     judge = data.pop("judge", None) or {}
     simulator = data.pop("simulator", None) or {}
@@ -466,7 +624,8 @@ def _nested_detail(detail: Any) -> Any:
     return {**out, "data": data}
 
 
-def _result_from(entry: dict[str, Any]) -> ScenarioResult:
+def result_from_entry(entry: dict[str, Any]) -> ScenarioResult:
+    """A ``scenario_results`` entry back into its model (ValidationError when it is not one)."""
     data = dict(entry)
     for key in ("evaluations", "expectations"):
         value = data.get(key)
@@ -490,13 +649,13 @@ def load_document(
     """Load an experiment (path, id or unique id prefix) back into the models, plus the raw dict."""
     path, doc = read_document(ref, results_dir)
     try:
-        info = _info_from(doc["experiment"])
+        info = info_from_experiment(doc["experiment"])
     except ValidationError as exc:
         raise ExperimentFileError(f"{path}: invalid experiment ({_one_line(exc)})") from None
     results: list[ScenarioResult] = []
     for index, entry in enumerate(doc["scenario_results"]):
         try:
-            results.append(_result_from(entry if isinstance(entry, dict) else {}))
+            results.append(result_from_entry(entry if isinstance(entry, dict) else {}))
         except ValidationError as exc:
             raise ExperimentFileError(f"{path}: invalid scenario_results[{index}] ({_one_line(exc)})") from None
     return info, results, doc

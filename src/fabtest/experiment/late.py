@@ -27,6 +27,9 @@ __all__ = [
     "LateCheck",
     "LateVerdict",
     "LateVerdicts",
+    "has_pending",
+    "merge",
+    "settle",
 ]
 
 #: the journal record kind of a late verdict
@@ -75,24 +78,48 @@ class LateVerdicts:
             return False
         return True
 
+    def pop(self, nodeid: str) -> list[LateVerdict]:
+        """The verdicts held for ``nodeid`` (they are merged now, so no longer held)."""
+        return self._by_nodeid.pop(nodeid, []) if nodeid else []
+
     def apply(self, result: ScenarioResult, missing: str = NEVER_ARRIVED) -> ScenarioResult:
         """``result`` with its late verdicts merged in and every placeholder left given ``missing`` as its reason."""
         verdicts = self._by_nodeid.get(result.nodeid, []) if result.nodeid else []
-        if not verdicts and not any(e.data.get(PENDING) for e in result.evaluations):
+        if not verdicts and not has_pending(result):
             return result
-        evaluations = list(result.evaluations)
-        usage = dict(result.usage)
-        for verdict in verdicts:
-            for late in verdict.checks:
-                if late.index < len(evaluations) and evaluations[late.index].data.get(PENDING):
-                    evaluations[late.index] = late.check
-            for role, spent in verdict.usage.items():
-                mine = usage.get(role) or UsageRecord()
-                usage[role] = mine.model_copy(update={
-                    "calls": mine.calls + spent.calls, "input_tokens": mine.input_tokens + spent.input_tokens,
-                    "output_tokens": mine.output_tokens + spent.output_tokens})
-        for index, check in enumerate(evaluations):
-            if check.data.get(PENDING):
-                data = {k: v for k, v in check.data.items() if k != PENDING}
-                evaluations[index] = check.model_copy(update={"details": missing, "data": data})
-        return result.model_copy(update={"evaluations": evaluations, "usage": usage})
+        return settle(merge(result, verdicts), missing)
+
+
+def has_pending(result: ScenarioResult) -> bool:
+    """Some soft check of ``result`` is still a placeholder waiting for its verdict."""
+    return any(e.data.get(PENDING) for e in result.evaluations)
+
+
+def merge(result: ScenarioResult, verdicts: list[LateVerdict]) -> ScenarioResult:
+    """``result`` with ``verdicts`` in their placeholders' places and their judge tokens added."""
+    if not verdicts:
+        return result
+    evaluations = list(result.evaluations)
+    usage = dict(result.usage)
+    for verdict in verdicts:
+        for late in verdict.checks:
+            if late.index < len(evaluations) and evaluations[late.index].data.get(PENDING):
+                evaluations[late.index] = late.check
+        for role, spent in verdict.usage.items():
+            mine = usage.get(role) or UsageRecord()
+            usage[role] = mine.model_copy(update={
+                "calls": mine.calls + spent.calls, "input_tokens": mine.input_tokens + spent.input_tokens,
+                "output_tokens": mine.output_tokens + spent.output_tokens})
+    return result.model_copy(update={"evaluations": evaluations, "usage": usage})
+
+
+def settle(result: ScenarioResult, missing: str) -> ScenarioResult:
+    """``result`` with every placeholder still waiting ``skipped`` for good, ``missing`` saying why."""
+    if not has_pending(result):
+        return result
+    evaluations = list(result.evaluations)
+    for index, check in enumerate(evaluations):
+        if check.data.get(PENDING):
+            data = {k: v for k, v in check.data.items() if k != PENDING}
+            evaluations[index] = check.model_copy(update={"details": missing, "data": data})
+    return result.model_copy(update={"evaluations": evaluations})

@@ -122,6 +122,8 @@ class ExperimentInfo(BaseModel):
     simulator_note: str | None = None
     iterations: int = 1
     interrupted: bool = False
+    #: ``i/n`` when this experiment is one shard's part of a CI run (``fabtest merge`` combines them)
+    shard: str | None = None
     #: ``[tool.fabtest.prices]``: model -> {input, output} USD per million tokens, over the defaults
     prices: dict[str, dict[str, float]] = Field(default_factory=dict)
 

@@ -10,8 +10,13 @@ tail, never the other journals. Each line is validated against the models (the h
 ``format_version``); the experiment id must be a plain name (no path characters), so a forged
 header cannot make ``recover`` write outside the results directory.
 
+Memory stays small however many results arrive: each result's experiment entry is spilled to disk
+as it arrives and only a brief of it stays in memory (experiment/spool.py); the experiment file is
+written by copying the spilled entries. ``recover`` streams a journal through the same spool.
+
 Soft verdicts that finish after their scenario's result are journalled as ``"kind": "late"`` and
-merged into their results when the experiment is built (:mod:`fabtest.experiment.late`).
+merged into their spilled results as they arrive (:mod:`fabtest.experiment.late`); a placeholder
+never given its verdict is settled as ``skipped`` with the reason when the experiment is written.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import fcntl
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -30,11 +35,20 @@ from pydantic import ValidationError
 from fabtest import redaction
 from fabtest._files import remove_stale_temp_files
 from fabtest.errors import UsageError
-from fabtest.experiment.export import build_document, new_experiment_id, write_document
-from fabtest.experiment.fingerprint import experiment_fingerprints
+from fabtest.experiment.export import costing_of, new_experiment_id
 from fabtest.experiment.gitinfo import git_info
-from fabtest.experiment.late import INTERRUPTED, LATE_KIND, NEVER_ARRIVED, LateVerdict, LateVerdicts
+from fabtest.experiment.late import (
+    INTERRUPTED,
+    LATE_KIND,
+    NEVER_ARRIVED,
+    LateVerdict,
+    LateVerdicts,
+    has_pending,
+    merge,
+    settle,
+)
 from fabtest.experiment.model import ExperimentInfo, ScenarioResult
+from fabtest.experiment.spool import ResultKey, Spool, result_key, spill_path
 
 __all__ = [
     "EXPERIMENT_ID_HELP",
@@ -117,18 +131,9 @@ def _append_line(handle: Any, record: dict[str, Any]) -> None:
     handle.flush()
 
 
-def _finalise_info(info: ExperimentInfo, results: Sequence[ScenarioResult]) -> ExperimentInfo:
-    """Fingerprints and iteration count from the results actually recorded."""
-    config_h, criteria_h, topic_h = experiment_fingerprints(results)
-    iterations = max([info.iterations, *(r.iteration for r in results)]) if results else info.iterations
-    return info.model_copy(
-        update={
-            "config_hash": config_h,
-            "criteria_hash": criteria_h,
-            "topic_graph_hash": topic_h,
-            "iterations": iterations,
-        }
-    )
+def _unhashed(info: ExperimentInfo) -> ExperimentInfo:
+    """Fingerprints are computed from the results recorded, never taken from a journal header."""
+    return info.model_copy(update={"config_hash": "", "criteria_hash": "", "topic_graph_hash": ""})
 
 
 class Recorder:
@@ -149,6 +154,7 @@ class Recorder:
         simulator_note: str | None = None,
         cwd: str | os.PathLike[str] | None = None,
         prices: dict[str, dict[str, float]] | None = None,
+        shard: str | None = None,
     ) -> None:
         self.results_dir = Path(results_dir)
         # Git state is taken at the start: that is the code the scenarios run against.
@@ -169,10 +175,9 @@ class Recorder:
             git_branch=git.branch,
             git_dirty=git.dirty,
             prices=dict(prices or {}),
+            shard=shard,
         )
         check_experiment_id(self.info.id, "experiment id")
-        self.results: list[ScenarioResult] = []
-        self.late = LateVerdicts()
         self.path: Path | None = None
         self.results_dir.mkdir(parents=True, exist_ok=True)
         self.journal = journal_path(self.results_dir, self.info.id)
@@ -192,42 +197,62 @@ class Recorder:
         _append_line(self._journal, {"kind": "header", "format_version": JOURNAL_FORMAT_VERSION,
                                      "info": self.info.model_dump(mode="json")})
         os.fsync(self._journal.fileno())
+        self._spool = Spool(self.results_dir, self.info.id, costing_of(self.info))
+        self._late = _LateMerge(self._spool)
 
     @property
     def experiment_id(self) -> str:
         return self.info.id
 
+    @property
+    def results(self) -> list[ScenarioResult]:
+        """Briefs of the results recorded so far (no transcripts: see experiment/spool.py)."""
+        return self._spool.results
+
     def add(self, result: ScenarioResult) -> None:
-        """Keep one result (secrets redacted) and journal it durably before returning."""
+        """Journal one result (secrets redacted) durably before returning, and spill its entry."""
+        dumped = result.model_dump(mode="json")
         if redaction.secrets():
-            result = ScenarioResult.model_validate(redaction.redact_obj(result.model_dump(mode="json")))
-        self.results.append(result)
-        _append_line(self._journal, {"kind": "result", "result": result.model_dump(mode="json")})
+            dumped = redaction.redact_obj(dumped)
+            result = ScenarioResult.model_validate(dumped)
+        _append_line(self._journal, {"kind": "result", "result": dumped})
+        self._late.add(result, dumped)
+
+    def update_result(self, key: ResultKey, change: Callable[[ScenarioResult], ScenarioResult]) -> bool:
+        """Late update of a result already added, found by ``(nodeid, iteration)``: ``change``
+        gets the whole result and returns the new one (late soft verdicts are merged this way,
+        before ``finalise``). Journalling the change is the caller's. False for an unknown key."""
+        return self._spool.update(key, change)
 
     # -- late soft verdicts (fabtest.experiment.late) ---------------------------------------------
     def add_late(self, verdict: LateVerdict) -> None:
-        """Journal soft verdicts that finished after their scenario's result; merged into it when the
-        experiment is built (a placeholder never given one stays skipped, with the reason)."""
+        """Journal soft verdicts that finished after their scenario's result and merge them into it
+        (held until the result arrives, if it has not yet)."""
         if redaction.secrets():
             verdict = LateVerdict.model_validate(redaction.redact_obj(verdict.model_dump(mode="json")))
-        self.late.add(verdict)
         _append_line(self._journal, {"kind": LATE_KIND, LATE_KIND: verdict.model_dump(mode="json")})
+        self._late.verdict(verdict)
 
     def document(self, interrupted: bool = False) -> dict[str, Any]:
-        """The experiment document as it would be written now."""
-        missing = INTERRUPTED if interrupted else NEVER_ARRIVED
-        results = [self.late.apply(r, missing) for r in self.results]
-        info = _finalise_info(self.info, results).model_copy(update={"interrupted": interrupted})
-        return build_document(info, results)
+        """The experiment as the console summary reads it: every section as the file has it, and
+        as ``scenario_results`` only the entries the summary looks into (the file has them all)."""
+        self._late.settle(INTERRUPTED if interrupted else NEVER_ARRIVED)
+        return self._spool.summary_document(self._final_info(interrupted))
+
+    def _final_info(self, interrupted: bool) -> ExperimentInfo:
+        return _unhashed(self.info).model_copy(update={"interrupted": interrupted})
 
     def discard(self) -> None:
         """Nothing was recorded: release the id and remove the journal, write no experiment."""
+        self._spool.close()
         self.journal.unlink(missing_ok=True)
         self._journal.close()
 
     def finalise(self, interrupted: bool = False) -> Path:
-        """Write ``results/<id>.json`` atomically and remove the journal."""
-        self.path = write_document(self.document(interrupted=interrupted), self.results_dir)
+        """Write ``results/<id>.json`` atomically and remove the journal (``document`` still works)."""
+        self._late.settle(INTERRUPTED if interrupted else NEVER_ARRIVED)
+        self.path = self._spool.write(self._final_info(interrupted), self.results_dir)
+        self._spool.close()
         self.journal.unlink(missing_ok=True)
         self._journal.close()
         return self.path
@@ -244,41 +269,47 @@ def experiment_id_in_use(results_dir: str | os.PathLike[str], experiment_id: str
     return journal.exists() and _locked(journal)
 
 
-def _read_journal(path: Path) -> tuple[ExperimentInfo | None, list[ScenarioResult]]:
-    """Header and results of every complete, valid line; a torn last line is dropped."""
+def _journal_records(path: Path) -> Iterator[tuple[str, Any]]:
+    """``("header", ExperimentInfo)``, ``("result", ScenarioResult)`` and ``("late", LateVerdict)`` of
+    every complete, valid line.
+
+    Read line by line as bytes (never the whole file); a line with no newline was torn by the
+    crash and is dropped, a line damaged in place is skipped and the others still count.
+    """
     try:
-        data = path.read_bytes()
+        handle = open(path, "rb")  # noqa: SIM115 - closed by the with below
     except OSError as exc:
         raise JournalError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    info: ExperimentInfo | None = None
-    results: list[ScenarioResult] = []
-    late = LateVerdicts()
-    complete = data.split(b"\n")[:-1]  # the part after the last newline is torn (or empty)
-    for number, raw in enumerate(complete, start=1):
-        try:
-            record = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
-            continue  # damaged in place (a disk error): the other lines still count
-        if not isinstance(record, dict):
-            continue
-        if record.get("kind") == "header":
-            version = record.get("format_version", 1)
-            if version != JOURNAL_FORMAT_VERSION:
-                raise JournalError(f"{path}: line {number}: format_version: {version!r} is not supported "
-                                   f"(this fabtest reads version {JOURNAL_FORMAT_VERSION}); recover it with the "
-                                   "fabtest that wrote it")
+    with handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.endswith(b"\n"):
+                break
             try:
-                info = ExperimentInfo.model_validate(record.get("info"))
-            except ValidationError:
+                record = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError):
                 continue
-        elif record.get("kind") == "result":
-            try:
-                results.append(ScenarioResult.model_validate(record.get("result")))
-            except ValidationError:
+            if not isinstance(record, dict):
                 continue
-        elif record.get("kind") == LATE_KIND:
-            late.add_record(record)
-    return info, [late.apply(r, INTERRUPTED) for r in results]  # a journal left behind: the run was interrupted
+            if record.get("kind") == "header":
+                version = record.get("format_version", 1)
+                if version != JOURNAL_FORMAT_VERSION:
+                    raise JournalError(f"{path}: line {number}: format_version: {version!r} is not supported "
+                                       f"(this fabtest reads version {JOURNAL_FORMAT_VERSION}); recover it with the "
+                                       "fabtest that wrote it")
+                try:
+                    yield "header", ExperimentInfo.model_validate(record.get("info"))
+                except ValidationError:
+                    continue
+            elif record.get("kind") == "result":
+                try:
+                    yield "result", ScenarioResult.model_validate(record.get("result"))
+                except ValidationError:
+                    continue
+            elif record.get("kind") == LATE_KIND:
+                try:
+                    yield LATE_KIND, LateVerdict.model_validate(record.get(LATE_KIND))
+                except ValidationError:
+                    continue
 
 
 def recover(journal: str | os.PathLike[str]) -> Path:
@@ -288,20 +319,36 @@ def recover(journal: str | os.PathLike[str]) -> Path:
     is removed once the file is safely written. Raises :class:`JournalError` when it cannot be.
     """
     path = Path(journal)
-    info, results = _read_journal(path)
     stem = path.name.removeprefix(".").removesuffix(_JOURNAL_SUFFIX)
     fallback = stem if valid_experiment_id(stem) else new_experiment_id()
-    if info is None:
-        info = ExperimentInfo(id=fallback, timestamp=utc_timestamp())
-    elif not valid_experiment_id(info.id):
-        info = info.model_copy(update={"id": fallback})
-    info = _finalise_info(info, results)
-    doc = build_document(info.model_copy(update={"interrupted": True}), results)
+    info: ExperimentInfo | None = None
+    spool: Spool | None = None
+    late: _LateMerge | None = None
     try:
-        out = write_document(doc, path.parent)
+        for kind, value in _journal_records(path):
+            if kind == "header" and spool is None:
+                info = value if valid_experiment_id(value.id) else value.model_copy(update={"id": fallback})
+                continue
+            if spool is None or late is None:
+                info = info or ExperimentInfo(id=fallback, timestamp=utc_timestamp())
+                spool = Spool(path.parent, info.id, costing_of(info))
+                late = _LateMerge(spool)
+            if kind == "result":
+                late.add(value)
+            elif kind == LATE_KIND:
+                late.verdict(value)
+        info = info or ExperimentInfo(id=fallback, timestamp=utc_timestamp())
+        spool = spool or Spool(path.parent, info.id, costing_of(info))
+        if late is not None:
+            late.settle(INTERRUPTED)  # a journal left behind: the run was interrupted
+        out = spool.write(_unhashed(info).model_copy(update={"interrupted": True}), path.parent)
     except OSError as exc:
         raise JournalError(f"{path}: cannot write the recovered experiment ({exc.strerror or exc})") from None
+    finally:
+        if spool is not None:
+            spool.close()
     path.unlink(missing_ok=True)
+    spill_path(path.parent, stem).unlink(missing_ok=True)  # the dead run's own spill, when it left one
     return out
 
 
@@ -320,3 +367,44 @@ def recover_pending(results_dir: str | os.PathLike[str]) -> list[tuple[Path, Pat
         except Exception as exc:  # noqa: BLE001 - a damaged journal must not stop the others
             done.append((journal, None, f"{journal}: cannot recover ({type(exc).__name__}: {exc})"))
     return done
+
+
+class _LateMerge:
+    """Late soft verdicts into the spooled results: merged as they arrive (held when their result
+    has not arrived yet), and the placeholders still waiting settled once, when the run ends."""
+
+    def __init__(self, spool: Spool) -> None:
+        self._spool = spool
+        self._early = LateVerdicts()  # verdicts whose result is not here yet
+        self._keys: dict[str, ResultKey] = {}  # node id -> key of its result
+        self._waiting: set[ResultKey] = set()  # results with a placeholder still waiting
+
+    def add(self, result: ScenarioResult, dumped: dict[str, Any] | None = None) -> None:
+        early = self._early.pop(result.nodeid)
+        if early:
+            result, dumped = merge(result, early), None
+        key = result_key(result)
+        if result.nodeid:
+            self._keys[result.nodeid] = key
+        if has_pending(result):
+            self._waiting.add(key)
+        self._spool.add(result, dumped)
+
+    def verdict(self, verdict: LateVerdict) -> None:
+        key = self._keys.get(verdict.nodeid)
+        if key is None:
+            self._early.add(verdict)
+            return
+
+        def change(result: ScenarioResult) -> ScenarioResult:
+            merged = merge(result, [verdict])
+            if not has_pending(merged):
+                self._waiting.discard(key)
+            return merged
+
+        self._spool.update(key, change)
+
+    def settle(self, missing: str) -> None:
+        for key in sorted(self._waiting):
+            self._spool.update(key, lambda result: settle(result, missing))
+        self._waiting.clear()

@@ -55,6 +55,7 @@ class _Experiment(_Doc):
     simulator: _Role | None = None
     iterations: int = Field(default=1, ge=1)
     interrupted: bool = False
+    shard: str | None = Field(default=None, pattern=r"^[1-9][0-9]*/[1-9][0-9]*$")  # one CI shard's part (fabtest merge)
 
 
 class _Spread(_Doc):

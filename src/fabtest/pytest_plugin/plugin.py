@@ -52,6 +52,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="run every scenario N times (pass rate, pass@k, variance)")
     group.addoption("--fabtest-experiment", default=None, metavar="NAME", help="a name for this experiment")
     group.addoption("--fabtest-experiment-id", default=None, metavar="ID", help="use this experiment id")
+    group.addoption("--fabtest-shard", default=None, metavar="I/N",
+                    help="record this run as shard I of N (fabtest merge combines the parts); pytest-split's --splits/--group are read too")
     group.addoption("--fabtest-tag", action="append", default=[], metavar="TAG", help="tag the experiment (repeatable)")
     group.addoption("--fabtest-results-dir", default=None, metavar="DIR", help="where results/<id>.json goes")
     group.addoption("--fabtest-no-results", action="store_true", help="do not write an experiment file")

@@ -275,6 +275,16 @@ class FabtestSession:
             value["failure_message"] = f"{value['failure_message']}: {reason[0]}"
         self._get_recorder().add(ScenarioResult.model_validate(value))
 
+    def shard(self) -> str | None:
+        """``--fabtest-shard i/n``, else pytest-split's ``--splits n --group i``, else None."""
+        from fabtest.experiment.merge import shard_from_options
+
+        opt = self.config.getoption
+        try:
+            return shard_from_options(opt("--fabtest-shard", None), opt("--splits", None), opt("--group", None))
+        except ValueError as exc:
+            raise pytest.UsageError(str(exc)) from None
+
     def _get_recorder(self) -> Any:
         if self._recorder is None:
             from fabtest.experiment.recorder import Recorder
@@ -294,7 +304,7 @@ class FabtestSession:
             sim = describe_llm(roles.simulator if roles else None)
             self._recorder = Recorder(
                 results_dir=results_dir, name=opt("--fabtest-experiment"), tags=opt("--fabtest-tag") or [],
-                experiment_id=opt("--fabtest-experiment-id"),
+                experiment_id=opt("--fabtest-experiment-id"), shard=self.shard(),
                 judge_provider=judge[0], judge_model=judge[1], judge_note=judge[2],
                 simulator_provider=sim[0], simulator_model=sim[1], simulator_note=sim[2],
                 iterations=self.iterations, cwd=str(self.config.rootpath),
@@ -308,6 +318,7 @@ class FabtestSession:
         if self.is_worker or self.config.getoption("--fabtest-no-results"):
             return
         self._check_results_destination()
+        self.shard()  # a bad --fabtest-shard is a usage error before anything runs
         from fabtest._signals import sigterm_as_interrupt
         from fabtest.experiment.recorder import recover_pending
 

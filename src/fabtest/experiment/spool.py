@@ -1,0 +1,272 @@
+"""Scenario results streamed to disk as they arrive, with only small facts kept in memory.
+
+A run of 100,000 scenarios must not hold 100,000 transcripts. The :class:`Spool` (used by the
+Recorder and by ``recover``) turns each result into its finished ``scenario_results`` entry the
+moment it arrives and appends it, as one line of JSON, to a spill file
+(``results/.<id>.entries.jsonl``). In memory it keeps, per result:
+
+* a *brief*: the result without transcript, explanations or agent metadata, its checks, usage,
+  topics and configuration shared with every other result that has the same ones. The summary,
+  the per-criterion tables, the cost and the variance sections are computed from briefs by the
+  same functions as before (experiment/stats.py), so the numbers cannot drift;
+* its ``scenario_index`` row, already as JSON text;
+* where its line is in the spill file: the flakiness attribution reads the few flaky scenarios'
+  runs back from there (it compares whole transcripts), and a late update rewrites one result.
+
+Writing the experiment copies the spilled lines into the ``scenario_results`` array as text,
+never parsing them again (``export.write_streamed``).
+
+Late updates (soft verdicts that arrive after their scenario was recorded) go through
+:meth:`Spool.update`, by the key ``(nodeid, iteration)``: the result is read back, changed,
+spilled again, and its brief and index row replaced; the file keeps the first position.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from array import array
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from fabtest.experiment.attribution import Attribution, attribute_flakiness
+from fabtest.experiment.export import (
+    Costing,
+    document_head,
+    dump_json,
+    index_row,
+    result_from_entry,
+    scenario_entry,
+    write_streamed,
+)
+from fabtest.experiment.fingerprint import canonical_json
+from fabtest.experiment.model import CheckRecord, ExperimentInfo, ScenarioResult, TurnRecord, UsageRecord
+from fabtest.llm.budget import BUDGET_SPENT_MARKER
+
+__all__ = ["ResultKey", "Spool", "result_key", "spill_path"]
+
+_SPILL_SUFFIX = ".entries.jsonl"
+#: the fields of a brief that ``model_construct`` is told were set (one shared set, not one per brief)
+_FIELDS_SET: set[str] = set(ScenarioResult.model_fields)
+#: check ``data`` the summary reads (grounding by source and claims); the rest stays in the file
+_GROUNDING_KEYS = ("source", "claims_total", "claims_unsupported")
+
+ResultKey = tuple[str, int]
+_T = TypeVar("_T")
+
+
+def result_key(result: ScenarioResult) -> ResultKey:
+    """A result's key for late updates: its pytest node id and iteration."""
+    return result.nodeid, result.iteration
+
+
+def spill_path(results_dir: str | os.PathLike[str], experiment_id: str) -> Path:
+    return Path(results_dir) / f".{experiment_id}{_SPILL_SUFFIX}"
+
+
+class _Shared:
+    """Equal parts of briefs are one object: most results share their checks, usage and configuration."""
+
+    def __init__(self) -> None:
+        self._known: dict[Any, Any] = {}
+
+    def __call__(self, key: Any, make: Callable[[], _T]) -> _T:
+        if key not in self._known:
+            self._known[key] = make()
+        return self._known[key]
+
+    def check(self, c: CheckRecord) -> CheckRecord:
+        data = {k: c.data[k] for k in _GROUNDING_KEYS if k in c.data} if c.type == "grounded_in" else {}
+        key = ("check", c.type, c.mode, c.criterion, c.status, c.passed, c.turn, canonical_json(data) if data else "")
+        return self(key, lambda: CheckRecord.model_construct(type=c.type, mode=c.mode, criterion=c.criterion,
+                                                             status=c.status, passed=c.passed, turn=c.turn,
+                                                             details="", data=data))
+
+    def checks(self, checks: Sequence[CheckRecord]) -> list[CheckRecord]:
+        slim = tuple(self.check(c) for c in checks)
+        return self(("checks", *map(id, slim)), lambda: list(slim))
+
+    def strings(self, kind: str, values: Sequence[str]) -> list[str]:
+        return self((kind, *values), lambda: [sys.intern(v) for v in values])
+
+    def usage(self, usage: dict[str, UsageRecord]) -> dict[str, UsageRecord]:
+        key = ("usage", *((r, u.calls, u.input_tokens, u.output_tokens, u.model) for r, u in usage.items()))
+        return self(key, lambda: dict(usage))
+
+    def agent_turns(self, transcript: Sequence[TurnRecord]) -> list[TurnRecord]:
+        """Only what the cost reads of each turn (the agent's reported usage and model)."""
+        kept = []
+        for turn in transcript:
+            meta = turn.metadata if isinstance(turn.metadata, dict) else {}
+            if isinstance(meta.get("usage"), dict):
+                slim = {"usage": meta["usage"], "model": meta.get("model")}
+                kept.append(self(("turn", canonical_json(slim)), _cost_turn(slim)))
+        return self(("turns", *map(id, kept)), lambda: kept) if kept else self(("turns",), list)
+
+    def config(self, result: ScenarioResult) -> tuple[Any, Any, Any]:
+        criteria = self(("criteria", *result.criteria.items()), lambda: dict(result.criteria))
+        topics = self(("topics", *((t.name, t.characteristic, *t.successors, None) for t in result.topics)),
+                      lambda: list(result.topics))
+        simulator = None if result.simulator is None else self(
+            ("simulator", canonical_json(result.simulator)), lambda: result.simulator)
+        return criteria, topics, simulator
+
+
+def _cost_turn(metadata: dict[str, Any]) -> Callable[[], TurnRecord]:
+    return lambda: TurnRecord.model_construct(number=0, user="", agent="", metadata=metadata)
+
+
+def _brief(result: ScenarioResult, shared: _Shared) -> ScenarioResult:
+    """What the summary, variance and cost sections read of one result, nothing more."""
+    criteria, topics, simulator = shared.config(result)
+    failure = result.failure_message
+    return ScenarioResult.model_construct(
+        _fields_set=_FIELDS_SET,
+        id=sys.intern(result.id), name=sys.intern(result.name), nodeid="", feature="", feature_file="", rule=None,
+        record_id=None, iteration=result.iteration, passed=result.passed, skipped=result.skipped, skip_reason=None,
+        turns=result.turns, topics_visited=shared.strings("visited", result.topics_visited),
+        topic_path=shared.strings("path", result.topic_path), backtracked=result.backtracked,
+        off_graph_transitions=shared.strings("off", result.off_graph_transitions),
+        failure_type=result.failure_type,
+        failure_message=failure if failure and BUDGET_SPENT_MARKER in failure else None,
+        evaluations=shared.checks(result.evaluations), expectations=shared.checks(result.expectations),
+        transcript=shared.agent_turns(result.transcript), usage=shared.usage(result.usage),
+        duration_s=result.duration_s, criteria=criteria, topics=topics, simulator=simulator,
+        agent_metadata=shared(("meta",), dict),
+    )
+
+
+def _summary_stub(entry: dict[str, Any]) -> dict[str, Any] | None:
+    """The little the console summary reads of an entry itself (off-graph jumps, low-confidence
+    verdicts, a spent retry budget), or None when it has none of them."""
+    low = {block: [d for d in (entry.get(block) or {}).get("details") or [] if d.get("confidence") == "low"]
+           for block in ("evaluations", "expectations")}
+    budget = BUDGET_SPENT_MARKER in str(entry.get("failure_message") or "")
+    if not (entry.get("off_graph_transitions") or low["evaluations"] or low["expectations"] or budget):
+        return None
+    return {"id": entry.get("id"), "name": entry.get("name"), "iteration": entry.get("iteration"),
+            "passed": entry.get("passed"), "failure_message": entry.get("failure_message") if budget else None,
+            "off_graph_transitions": entry.get("off_graph_transitions") or [],
+            **{block: {"details": details} for block, details in low.items()}}
+
+
+class Spool:
+    """Results of one experiment: ``add`` each, ``update`` late, then ``write`` once and ``close``."""
+
+    def __init__(self, results_dir: str | os.PathLike[str], experiment_id: str, costing: Costing) -> None:
+        self.path = spill_path(results_dir, experiment_id)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._costing = costing
+        self._file: Any = open(self.path, "w+b")  # noqa: SIM115 - closed by close()
+        self._shared = _Shared()
+        #: briefs, in arrival order (see module docstring); ``results[i]`` is slot i
+        self.results: list[ScenarioResult] = []
+        self._rows: list[str] = []
+        self._offsets = array("q")
+        self._lengths = array("q")
+        self._end = 0
+        self._slots: dict[ResultKey, int] = {}
+        self._stubs: dict[int, dict[str, Any]] = {}
+        self._configs: dict[tuple[int, int, int], ScenarioResult] = {}
+        self._rewritten = False
+        self._head: dict[str, Any] | None = None
+
+    def __len__(self) -> int:
+        return len(self.results)
+
+    def add(self, result: ScenarioResult, dumped: dict[str, Any] | None = None) -> None:
+        """Spill one result's entry and keep its brief; ``dumped``: its ``model_dump(mode="json")``
+        if already made (it is consumed)."""
+        slot = len(self.results)
+        self.results.append(result)  # replaced by its brief in _put
+        self._rows.append("")
+        self._offsets.append(0)
+        self._lengths.append(0)
+        self._slots[result_key(result)] = slot
+        self._put(slot, result, dumped)
+
+    def update(self, key: ResultKey, change: Callable[[ScenarioResult], ScenarioResult]) -> bool:
+        """Late update of the result recorded under ``key`` (soft verdicts that came after it):
+        ``change`` gets the whole result back and returns the new one. False for an unknown key."""
+        slot = self._slots.get(key)
+        if slot is None:
+            return False
+        self._put(slot, change(self.read(slot)), None)
+        self._rewritten = True
+        return True
+
+    def read(self, slot: int) -> ScenarioResult:
+        """The whole result in ``slot``, read back from the spill file."""
+        self._file.flush()
+        raw = os.pread(self._file.fileno(), self._lengths[slot], self._offsets[slot])
+        return result_from_entry(json.loads(raw))
+
+    def _put(self, slot: int, result: ScenarioResult, dumped: dict[str, Any] | None) -> None:
+        entry = scenario_entry(result, self._costing, dumped)
+        line = dump_json(entry).encode("utf-8") + b"\n"
+        self._file.write(line)
+        self._offsets[slot], self._lengths[slot] = self._end, len(line) - 1
+        self._end += len(line)
+        self._rows[slot] = dump_json(index_row(entry))
+        stub = _summary_stub(entry)
+        if stub is None:
+            self._stubs.pop(slot, None)
+        else:
+            self._stubs[slot] = stub
+        brief = _brief(result, self._shared)
+        self._configs.setdefault((id(brief.criteria), id(brief.topics), id(brief.simulator)), brief)
+        self.results[slot] = brief
+        self._head = None
+
+    def head(self, info: ExperimentInfo) -> dict[str, Any]:
+        """Every section but ``scenario_results`` (cached until the next add or update)."""
+        if self._head is None:
+            self._head = document_head(info, self.results, configs=list(self._configs.values()),
+                                       attribute=self._attribute)
+        return self._head
+
+    def summary_document(self, info: ExperimentInfo) -> dict[str, Any]:
+        """The document for the console summary: every section, and as ``scenario_results`` only
+        the entries it reads something of (see ``_summary_stub``); the file has them all."""
+        head = dict(self.head(info))
+        head["experiment"] = {**head["experiment"], "interrupted": info.interrupted}
+        variance = head.pop("variance", None)
+        head["scenario_results"] = [self._stubs[slot] for slot in sorted(self._stubs)]
+        if variance is not None:
+            head["variance"] = variance
+        return head
+
+    def _attribute(self, briefs: Sequence[ScenarioResult]) -> list[Attribution]:
+        """``attribute_flakiness`` over whole results, one flaky scenario at a time (read back)."""
+        runs: dict[str, list[int]] = {}
+        for slot, brief in enumerate(briefs):
+            if not brief.skipped:
+                runs.setdefault(brief.id, []).append(slot)
+        out: list[Attribution] = []
+        for slots in runs.values():
+            if len({briefs[s].passed for s in slots}) > 1:
+                out += attribute_flakiness([self.read(s) for s in slots])
+        return out
+
+    def write(self, info: ExperimentInfo, results_dir: str | os.PathLike[str]) -> Path:
+        """The experiment file: the sections, then the spilled entries copied as text."""
+        head = dict(self.head(info))
+        head["experiment"] = {**head["experiment"], "interrupted": info.interrupted}
+        self._file.flush()
+        return write_streamed(head, self._rows, self._entries(), results_dir)
+
+    def _entries(self) -> Iterator[str]:
+        if not self._rewritten:  # the file is the entries in order: read it straight through
+            self._file.seek(0)
+            for line in self._file:
+                yield line[:-1].decode("utf-8")
+            return
+        for offset, length in zip(self._offsets, self._lengths, strict=True):
+            yield os.pread(self._file.fileno(), length, offset).decode("utf-8")
+
+    def close(self) -> None:
+        """Remove the spill file (the journal stays the record of a run until it is finalised)."""
+        self._file.close()
+        self.path.unlink(missing_ok=True)
