@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 ECHO_AGENT = '''
 import json
 from pathlib import Path

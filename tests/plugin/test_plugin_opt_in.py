@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from fabtest.pytest_plugin.plugin import has_fabtest_table
+from fabtest.pytest_plugin.options import has_fabtest_table
 
 
 @pytest.mark.parametrize(("text", "opted_in"), [

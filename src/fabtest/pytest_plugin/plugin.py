@@ -1,8 +1,7 @@
-"""The pytest plugin (``pytest11`` entry point): options, collection, fixtures, outcomes, experiment.
+"""The pytest plugin (``pytest11`` entry point): the hooks and fixtures, wiring to the engine.
 
-fabtest is installed into environments it does not own, so it stays dormant (only its options are
-registered) unless the project opts in: a ``[tool.fabtest]`` table in the rootdir's pyproject.toml,
-``--fabtest`` or ``-p fabtest``. A dormant run behaves exactly as if fabtest were not installed.
+Options, opting in and the settings they make are :mod:`fabtest.pytest_plugin.options`'s: fabtest
+stays dormant unless the project opts in, and a dormant run behaves as if it were not installed.
 
 Flow: ``pytest_configure`` reads ``[tool.fabtest]``; ``pytest_collect_file`` turns ``.feature``
 files into modules; the ``fabtest_scenario`` fixture gives each scenario the engine's state; after
@@ -16,13 +15,11 @@ from __future__ import annotations
 
 import re
 import sys
-import tomllib
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import ValidationError
 from pytest_bdd.exceptions import StepDefinitionNotFoundError
 
 from fabtest.agents.boundary import agent_traceback
@@ -31,12 +28,11 @@ from fabtest.engine.outcome import Outcome, conclude, failure_message
 from fabtest.engine.result import build_result
 from fabtest.engine.scenario import LLMRoles, ScenarioState
 from fabtest.errors import AgentError, FabtestError, UsageError, failure_type_of
-from fabtest.pytest_plugin import hints, steps
+from fabtest.pytest_plugin import hints, options, steps
 from fabtest.pytest_plugin.collect import FeatureModule, template_of
 from fabtest.pytest_plugin.results import PENDING_PROPERTY, RESULT_PROPERTY, identity_of, relative_to_root
 from fabtest.pytest_plugin.session import FabtestSession
 from fabtest.scenario_sets import ScenarioRecord
-from fabtest.settings import Settings
 
 SESSION_KEY = pytest.StashKey[FabtestSession]()
 STATE_KEY = pytest.StashKey[ScenarioState]()
@@ -45,44 +41,16 @@ STEP_KEY = pytest.StashKey[str]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("fabtest", "fabtest: behaviour tests for conversational agents")
-    group.addoption("--fabtest", action="store_true", default=False,
-                    help="enable fabtest for this run (without a [tool.fabtest] table in pyproject.toml)")
-    group.addoption("--fabtest-iterations", type=int, default=None, metavar="N",
-                    help="run every scenario N times (pass rate, pass@k, variance)")
-    group.addoption("--fabtest-experiment", default=None, metavar="NAME", help="a name for this experiment")
-    group.addoption("--fabtest-experiment-id", default=None, metavar="ID", help="use this experiment id")
-    group.addoption("--fabtest-shard", default=None, metavar="I/N",
-                    help="record this run as shard I of N (fabtest merge combines the parts); pytest-split's --splits/--group are read too")
-    group.addoption("--fabtest-tag", action="append", default=[], metavar="TAG", help="tag the experiment (repeatable)")
-    group.addoption("--fabtest-results-dir", default=None, metavar="DIR", help="where results/<id>.json goes")
-    group.addoption("--fabtest-no-results", action="store_true", help="do not write an experiment file")
-    group.addoption("--fabtest-agent", default=None, metavar="MODULE:ATTR", help="the default agent")
-    group.addoption("--fabtest-agent-timeout", type=float, default=None, metavar="S", help="timeout per agent call")
-    group.addoption("--fabtest-scenario-timeout", type=float, default=None, metavar="S", help="timeout per scenario")
-    group.addoption("--fabtest-fake-llm", nargs="?", const="", default=None, metavar="SCRIPT",
-                    help="judge and simulate with fabtest.testing.FakeLLM: a script (.yaml/.json) or module:attr; "
-                         "with no value, an empty fake that the fabtest_fake_llm fixture scripts")
-    group.addoption("--fabtest-no-preflight", action="store_true",
-                    help="skip the pre-flight check of agents and LLMs before the first scenario")
-    group.addoption("--fabtest-retry-budget", type=float, default=None, metavar="RATIO",
-                    help="retries may add at most RATIO times the calls made (default 0.1)")
-    group.addoption("--fabtest-llm-cache", choices=["on", "off", "replay"], default=None,
-                    help="record/replay cache of LLM calls under .fabtest/cache")
-    for role in ("judge", "simulator"):
-        group.addoption(f"--fabtest-{role}-provider", choices=["gemini", "openai"], default=None,
-                        help=f"{role} LLM provider")
-        group.addoption(f"--fabtest-{role}-model", default=None, metavar="MODEL", help=f"{role} LLM model")
-        group.addoption(f"--fabtest-{role}-temperature", type=float, default=None, help=f"{role} LLM temperature")
+    options.add_options(parser)
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if not opted_in(config):
-        if any(_names_feature(arg) for arg in config.args):
-            config.pluginmanager.register(_DormantHint(), "fabtest-dormant-hint")
+    if not options.opted_in(config):
+        if any(options.names_feature(arg) for arg in config.args):
+            config.pluginmanager.register(options.DormantHint(), "fabtest-dormant-hint")
         return
     try:
-        settings = _settings(config)
+        settings = options.settings_from_options(config)
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
     # `agent = "myapp.bot:Bot"` names a module of the project: import it from the project root,
@@ -106,76 +74,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(session, "fabtest-session")
 
 
-# -- opting in -------------------------------------------------------------------------------------
-_PLUGIN_NAMES = frozenset({"fabtest", "fabtest.pytest_plugin.plugin"})
-_TABLE_LINE = re.compile(r"^\s*\[\[?\s*tool\s*\.\s*fabtest\b", re.MULTILINE)
-
-
-def opted_in(config: pytest.Config) -> bool:
-    """True when this run asked for fabtest: ``--fabtest``, ``-p fabtest`` or ``[tool.fabtest]``."""
-    if config.getoption("--fabtest", False):
-        return True
-    if _PLUGIN_NAMES.intersection(getattr(config.option, "plugins", None) or []):
-        return True
-    return has_fabtest_table(Path(str(config.rootpath)) / "pyproject.toml")
-
-
-def has_fabtest_table(pyproject: Path) -> bool:
-    """A ``[tool.fabtest]`` table (even empty) in ``pyproject``; an unparsable file that spells the
-    table out still counts, so its TOML error is reported instead of silently ignored."""
-    try:
-        text = pyproject.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return False
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
-        return bool(_TABLE_LINE.search(text))
-    tool = data.get("tool")
-    return isinstance(tool, dict) and "fabtest" in tool
-
-
-def _names_feature(arg: str) -> bool:
-    return arg.split("::", 1)[0].endswith(".feature")
-
-
 def _active(config: pytest.Config) -> bool:
     return SESSION_KEY in config.stash
-
-
-class _DormantHint:
-    """Registered only when fabtest is dormant and a ``.feature`` file was named: say how to opt in."""
-
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        terminalreporter.write_line(
-            "fabtest is installed but not enabled for this project, so .feature files are not collected by it: "
-            "add a [tool.fabtest] table to pyproject.toml or run with --fabtest")
-
-
-def _settings(config: pytest.Config) -> Settings:
-    settings = Settings.load(Path(config.rootpath))
-    opt = config.getoption
-    updates: dict[str, Any] = {}
-    for name, key in (("--fabtest-results-dir", "results_dir"), ("--fabtest-agent", "agent"),
-                      ("--fabtest-agent-timeout", "agent_timeout"), ("--fabtest-scenario-timeout", "scenario_timeout"),
-                      ("--fabtest-llm-cache", "llm_cache"), ("--fabtest-retry-budget", "retry_budget")):
-        if opt(name) is not None:
-            updates[key] = opt(name)
-    for role in ("judge", "simulator"):
-        changes = {field: opt(f"--fabtest-{role}-{field}") for field in ("provider", "model", "temperature")}
-        changes = {k: v for k, v in changes.items() if v is not None}
-        if changes:
-            updates[role] = {**getattr(settings, role).model_dump(), **changes}
-    if not updates:
-        return settings
-    try:  # validated like the pyproject values: --fabtest-agent-timeout 0 is an error, not a hang
-        checked = Settings.model_validate({**settings.model_dump(), **updates})
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        option = "--fabtest-" + str(err["loc"][0]).replace("_", "-")
-        raise UsageError(f"{option}: {err['msg']}") from None
-    checked.source = settings.source
-    return checked
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -1,0 +1,122 @@
+"""fabtest's command-line options, whether a run opted in, and the settings they make together.
+
+fabtest is installed into environments it does not own, so it stays dormant (only its options are
+registered) unless the project opts in: a ``[tool.fabtest]`` table in the rootdir's pyproject.toml,
+``--fabtest`` or ``-p fabtest``. A dormant run behaves exactly as if fabtest were not installed.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from fabtest.errors import UsageError
+from fabtest.settings import Settings
+
+__all__ = ["DormantHint", "add_options", "has_fabtest_table", "names_feature", "opted_in", "settings_from_options"]
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """Every ``--fabtest-*`` option (registered also when fabtest stays dormant)."""
+    group = parser.getgroup("fabtest", "fabtest: behaviour tests for conversational agents")
+    group.addoption("--fabtest", action="store_true", default=False,
+                    help="enable fabtest for this run (without a [tool.fabtest] table in pyproject.toml)")
+    group.addoption("--fabtest-iterations", type=int, default=None, metavar="N",
+                    help="run every scenario N times (pass rate, pass@k, variance)")
+    group.addoption("--fabtest-experiment", default=None, metavar="NAME", help="a name for this experiment")
+    group.addoption("--fabtest-experiment-id", default=None, metavar="ID", help="use this experiment id")
+    group.addoption("--fabtest-shard", default=None, metavar="I/N",
+                    help="record this run as shard I of N (fabtest merge combines the parts); pytest-split's --splits/--group are read too")
+    group.addoption("--fabtest-tag", action="append", default=[], metavar="TAG", help="tag the experiment (repeatable)")
+    group.addoption("--fabtest-results-dir", default=None, metavar="DIR", help="where results/<id>.json goes")
+    group.addoption("--fabtest-no-results", action="store_true", help="do not write an experiment file")
+    group.addoption("--fabtest-agent", default=None, metavar="MODULE:ATTR", help="the default agent")
+    group.addoption("--fabtest-agent-timeout", type=float, default=None, metavar="S", help="timeout per agent call")
+    group.addoption("--fabtest-scenario-timeout", type=float, default=None, metavar="S", help="timeout per scenario")
+    group.addoption("--fabtest-fake-llm", nargs="?", const="", default=None, metavar="SCRIPT",
+                    help="judge and simulate with fabtest.testing.FakeLLM: a script (.yaml/.json) or module:attr; "
+                         "with no value, an empty fake that the fabtest_fake_llm fixture scripts")
+    group.addoption("--fabtest-no-preflight", action="store_true",
+                    help="skip the pre-flight check of agents and LLMs before the first scenario")
+    group.addoption("--fabtest-retry-budget", type=float, default=None, metavar="RATIO",
+                    help="retries may add at most RATIO times the calls made (default 0.1)")
+    group.addoption("--fabtest-llm-cache", choices=["on", "off", "replay"], default=None,
+                    help="record/replay cache of LLM calls under .fabtest/cache")
+    for role in ("judge", "simulator"):
+        group.addoption(f"--fabtest-{role}-provider", choices=["gemini", "openai"], default=None,
+                        help=f"{role} LLM provider")
+        group.addoption(f"--fabtest-{role}-model", default=None, metavar="MODEL", help=f"{role} LLM model")
+        group.addoption(f"--fabtest-{role}-temperature", type=float, default=None, help=f"{role} LLM temperature")
+
+
+_PLUGIN_NAMES = frozenset({"fabtest", "fabtest.pytest_plugin.plugin"})
+_TABLE_LINE = re.compile(r"^\s*\[\[?\s*tool\s*\.\s*fabtest\b", re.MULTILINE)
+
+
+def opted_in(config: pytest.Config) -> bool:
+    """True when this run asked for fabtest: ``--fabtest``, ``-p fabtest`` or ``[tool.fabtest]``."""
+    if config.getoption("--fabtest", False):
+        return True
+    if _PLUGIN_NAMES.intersection(getattr(config.option, "plugins", None) or []):
+        return True
+    return has_fabtest_table(Path(str(config.rootpath)) / "pyproject.toml")
+
+
+def has_fabtest_table(pyproject: Path) -> bool:
+    """A ``[tool.fabtest]`` table (even empty) in ``pyproject``; an unparsable file that spells the
+    table out still counts, so its TOML error is reported instead of silently ignored."""
+    try:
+        text = pyproject.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return bool(_TABLE_LINE.search(text))
+    tool = data.get("tool")
+    return isinstance(tool, dict) and "fabtest" in tool
+
+
+def names_feature(arg: str) -> bool:
+    return arg.split("::", 1)[0].endswith(".feature")
+
+
+class DormantHint:
+    """Registered only when fabtest is dormant and a ``.feature`` file was named: say how to opt in."""
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        terminalreporter.write_line(
+            "fabtest is installed but not enabled for this project, so .feature files are not collected by it: "
+            "add a [tool.fabtest] table to pyproject.toml or run with --fabtest")
+
+
+def settings_from_options(config: pytest.Config) -> Settings:
+    """``[tool.fabtest]`` with the command line's ``--fabtest-*`` values over it, validated alike."""
+    settings = Settings.load(Path(config.rootpath))
+    opt = config.getoption
+    updates: dict[str, Any] = {}
+    for name, key in (("--fabtest-results-dir", "results_dir"), ("--fabtest-agent", "agent"),
+                      ("--fabtest-agent-timeout", "agent_timeout"), ("--fabtest-scenario-timeout", "scenario_timeout"),
+                      ("--fabtest-llm-cache", "llm_cache"), ("--fabtest-retry-budget", "retry_budget")):
+        if opt(name) is not None:
+            updates[key] = opt(name)
+    for role in ("judge", "simulator"):
+        changes = {field: opt(f"--fabtest-{role}-{field}") for field in ("provider", "model", "temperature")}
+        changes = {k: v for k, v in changes.items() if v is not None}
+        if changes:
+            updates[role] = {**getattr(settings, role).model_dump(), **changes}
+    if not updates:
+        return settings
+    try:  # validated like the pyproject values: --fabtest-agent-timeout 0 is an error, not a hang
+        checked = Settings.model_validate({**settings.model_dump(), **updates})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        option = "--fabtest-" + str(err["loc"][0]).replace("_", "-")
+        raise UsageError(f"{option}: {err['msg']}") from None
+    checked.source = settings.source
+    return checked
