@@ -32,6 +32,10 @@ def judge_llm(judge_model: str | None) -> LLM:
 
     root = Path.cwd()
     settings = Settings.load(root)
+    # `offline_llm = "tests.fakes:judge"` names a module of the project: importable from the project
+    # root, as under pytest and `fabtest run`, without PYTHONPATH=.
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
     configured = settings.judge
     if judge_model:
         configured = configured.model_copy(update={"model": judge_model})
