@@ -179,8 +179,23 @@ def _first_error(exc: ValidationError) -> str:
     err = exc.errors()[0]
     loc = ".".join(str(p) for p in err["loc"])
     if err["type"] == "extra_forbidden":
-        return f"unknown key {loc!r}"
+        return f"unknown key {loc!r}{_did_you_mean(tuple(str(p) for p in err['loc']))}"
     return f"{loc}: {err['msg']}"
+
+
+def _did_you_mean(loc: tuple[str, ...]) -> str:
+    """`` (did you mean 'agent'?)`` for a misspelt key of ``[tool.fabtest]`` or of its judge/simulator."""
+    import difflib
+
+    model: type[BaseModel] = Settings
+    for part in loc[:-1]:
+        field = model.model_fields.get(part)
+        annotation = field.annotation if field else None
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return ""
+        model = annotation
+    close = difflib.get_close_matches(loc[-1], list(model.model_fields), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def check_results_dir(path: Path, where: str = "results_dir") -> None:

@@ -18,11 +18,11 @@ CORPUS = Path(__file__).parent / "corpus" / "agent"
 
 # agent in badbots.py -> texts its scenario's failure message must hold
 CASES: dict[str, tuple[str, ...]] = {
-    "returns_int": ("the agent returned int (42)", "expected str or AgentResponse"),
+    "returns_int": ("the agent returned int (42)", "expected str or AgentResponse (or a mapping with 'text'"),
     "returns_none": ("the agent returned NoneType",),
     "returns_list": ("the agent returned list",),
     "returns_bytes": ("the agent returned bytes",),
-    "returns_dict_without_text": ("the agent returned dict",),
+    "returns_dict_without_text": ("the agent returned dict", "a mapping needs a 'text' key; it has 'reply'"),
     "text_is_int": ("text: expected a string, got int (3)",),
     "text_is_none": ("text: expected a string, got NoneType",),
     "dict_text_is_list": ("text: expected a string, got list",),

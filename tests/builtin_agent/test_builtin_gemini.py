@@ -153,7 +153,7 @@ def test_a_skill_file_outside_the_skill_cannot_be_read(fake: FakeGemini, tmp_pat
     ({"gemini": "m", "max_tool_rounds": 0}, r"agents.helper\]: max_tool_rounds: Input should be greater than"),
     ({"gemini": "m", "skills": ["nope"]}, r"skills\[0\]: 'nope' has no SKILL.md"),
     ({"gemini": "m", "instructions": "prompts/missing.md"}, r"instructions file 'prompts/missing.md' not found"),
-    ({"gemini": "m", "tools": "no_such_module_xyz:T"}, r"tools: agent 'no_such_module_xyz:T' does not import"),
+    ({"gemini": "m", "tools": "no_such_module_xyz:T"}, r"tools: tools 'no_such_module_xyz:T' does not import"),
     ({"gemini": "m", "mcp": [{"cmd": ["x"]}]}, r"mcp\[0\]: unknown key 'cmd'"),
     ({"gemini": "m", "mcp": [{"env": {}}]}, r"mcp\[0\]: give command = "),
     ({"gemini": "m", "mcp": [{"url": "ftp://x"}]}, r"mcp\[0\]: url must be an http\(s\) URL"),

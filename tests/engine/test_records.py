@@ -8,6 +8,8 @@ import pytest
 
 from fabtest import AgentResponse, ExpectationFailed, ToolCall
 from fabtest.engine import LLMRoles, ScenarioState
+from fabtest.engine.outcome import conclude, ended
+from fabtest.errors import UsageError
 from fabtest.scenario_sets import ScenarioRecord, Verification, parse_scenario_set
 from fabtest.settings import Settings
 
@@ -54,3 +56,23 @@ def test_use_record_without_a_record_names_the_tag(tmp_path: Path) -> None:
     state = _state(tmp_path, None, AgentResponse("ok"))
     with pytest.raises(Exception, match=r"set.feature:3: 'a simulated user from the scenario' needs a scenario tagged"):
         state.use_record()
+
+
+def test_a_verification_topic_the_feature_does_not_declare_is_a_usage_error_before_any_turn(tmp_path: Path) -> None:
+    """`reached_topic: nowhere` could never pass: said at once, naming the record, not as a failed check."""
+    state = _state(tmp_path, _record(tmp_path, '{"reached_topic": "bookng"}'), AgentResponse("ok"))
+    state.define_topics([{"topic": "greeting", "characteristic": "hello", "triggers": "", "next": "booking"},
+                         {"topic": "booking", "characteristic": "books", "triggers": "", "next": ""}])
+    with pytest.raises(UsageError, match=r"set\.json: scenarios\[0\]\.verification\.reached_topic: unknown topic "
+                                         r"'bookng'; declared: greeting, booking"):
+        state.use_record()
+
+
+def test_a_verification_topic_without_topics_ends_the_scenario_as_an_error_not_an_internal_error(tmp_path: Path) -> None:
+    state = _state(tmp_path, _record(tmp_path, '{"reached_topic": "booking"}'), AgentResponse("ok"))
+    state.use_record()
+    state.user_says("hi")
+    exc = conclude(state, None)  # the late verification raises; the scenario ends with it
+    assert isinstance(exc, UsageError) and "needs topics: add a Given the topics: table" in str(exc)
+    outcome = ended(exc)
+    assert (outcome.ending, outcome.failure_type) == ("failed", "error")

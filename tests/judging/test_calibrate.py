@@ -171,3 +171,21 @@ def test_calibrate_bad_input_is_one_line(fake: FakeGemini, tmp_path: Path, capsy
     code, _, err = calibrate(capsys, "labels.yaml", *args)
     assert code == 2 and len(err.strip().splitlines()) == 1 and message in err, err
     assert fake.requests == []
+
+
+def test_calibrate_imports_the_projects_offline_llm_from_the_project_root(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """`offline_llm = "shopfakes:judge"` is a module of the project: `fabtest calibrate` / `rejudge`
+    import it from the project root like pytest and `fabtest run` do, without PYTHONPATH=."""
+    for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "PYTHONPATH"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr("sys.path", [p for p in __import__("sys").path if p not in ("", ".", str(tmp_path))])
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "stranger_shopfakes.py").write_text(
+        "from fabtest.testing import FakeLLM\n\ndef judge():\n    return FakeLLM().verdicts(default='passed')\n")
+    (tmp_path / "pyproject.toml").write_text('[tool.fabtest]\noffline_llm = "stranger_shopfakes:judge"\n')
+    (tmp_path / "labels.yaml").write_text("examples:\n  - {criterion: friendly, response: Hi!, verdict: passed}\n")
+    code, out, err = calibrate(capsys, "labels.yaml")
+    assert code == 0, err
+    assert "does not import" not in err and "friendly" in out
+    monkeypatch.delitem(__import__("sys").modules, "stranger_shopfakes", raising=False)

@@ -127,7 +127,7 @@ grounded: {default: true, prices: false}
 
 @pytest.mark.parametrize(("text", "message"), [
     ("verdicts: {friendly: maybe}\n", r"fake\.yaml: .*friendly.*expected passed, failed, inconclusive"),
-    ("simulated_usr: [hi]\n", r"fake\.yaml: unknown key 'simulated_usr'"),
+    ("simulated_usr: [hi]\n", r"fake\.yaml: unknown key 'simulated_usr' \(did you mean 'simulated_user'\?\)"),
     ("goal_achieved: [1]\n", r"fake\.yaml: goal_achieved"),
     ("- hi\n", r"fake\.yaml: expected a mapping"),
     ("verdicts: {a: [\n", r"fake\.yaml: invalid YAML"),

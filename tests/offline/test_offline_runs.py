@@ -274,7 +274,7 @@ def test_an_offline_llm_that_does_not_import_is_a_usage_error(pytester: pytest.P
     pytester.makefile(".feature", demo=DEMO_FEATURE)
     result = pytester.runpytest("-p", "no:randomly")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*[[]tool.fabtest[]] offline_llm*no_such_mod:llm*does not import*"])
+    result.stderr.fnmatch_lines(["*[[]tool.fabtest[]] offline_llm: LLM 'no_such_mod:llm' does not import*"])
 
 
 def test_this_repository_runs_its_examples_on_the_labelled_demo_llm_without_a_key() -> None:

@@ -87,6 +87,9 @@ BAD = [
     ({"name": "x", "persona": {**PERSONA, "success_criteria": {"llm_check": []}}},
      "persona.success_criteria.llm_check: unexpected key"),
     ([1, 2], "(top level): expected object, got array"),
+    ({"name": "x", "persona": {**PERSONA, "success_criteria": {"tool_calls_contain": ["A100"]}}},
+     "persona.success_criteria.tool_calls_contain: expected object, got array (A mapping of tool names to a list "
+     "of strings that must be found within their arguments)"),
 ]
 
 

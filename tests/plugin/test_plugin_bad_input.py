@@ -264,8 +264,8 @@ def test_no_agent_configured(project):
 
 
 @pytest.mark.parametrize(("table", "expected"), [
-    ('agent = "mybot:build"\nagnet_timeout = 5', "[tool.fabtest]: unknown key 'agnet_timeout'"),
-    ('agent = "mybot:build"\n[tool.fabtest.judge]\nmodle = "x"', "[tool.fabtest]: unknown key 'judge.modle'"),
+    ('agent = "mybot:build"\nagnet_timeout = 5', "[tool.fabtest]: unknown key 'agnet_timeout' (did you mean 'agent_timeout'?)"),
+    ('agent = "mybot:build"\n[tool.fabtest.judge]\nmodle = "x"', "[tool.fabtest]: unknown key 'judge.modle' (did you mean 'model'?)"),
     ('agent = "mybot:build"\nagent_timeout = "fast"', "[tool.fabtest]: agent_timeout: "),
     ('agent = "mybot:build"\nllm_cache = "sometimes"', "[tool.fabtest]: llm_cache: "),
 ])

@@ -163,8 +163,10 @@ def coerce_response(value: Any, *, where: str = "") -> AgentResponse:
     elif isinstance(value, Mapping) and "text" in value:
         text, calls, metadata = value.get("text"), value.get("tool_calls"), value.get("metadata")
     else:
-        hint = ""
-        if hasattr(value, "chat"):
+        hint = " (or a mapping with 'text', 'tool_calls', 'metadata')"
+        if isinstance(value, Mapping):  # a mapping is allowed, but this one has no reply in it
+            hint = f" (a mapping needs a 'text' key; it has {', '.join(repr(str(k)) for k in list(value)[:5]) or 'none'})"
+        elif hasattr(value, "chat"):
             hint = (" (it looks like an agent: if this function is a factory, name its first parameter"
                     " `context` so fabtest calls it once per scenario)")
         raise AgentDataError(f"{prefix}the agent returned {type(value).__name__} ({_short(value)}); "

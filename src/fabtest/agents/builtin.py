@@ -114,7 +114,7 @@ class BuiltinAgent:
         if config.tools:
             from fabtest.agents.registry import import_object
 
-            self._python = python_tools(import_object(config.tools, where=f"{where}: tools"), where=f"{where}: tools")
+            self._python = python_tools(import_object(config.tools, where=f"{where}: tools", what="tools"), where=f"{where}: tools")
         reader = skill_file_tool(skills)
         if reader is not None:
             self._python.append(reader)

@@ -36,23 +36,24 @@ def playbook_agent_target(explicit: Any = None, *, settings: Any = None,
             or getattr(settings, "playbook_agent", None) or DEFAULT_PLAYBOOK_AGENT)
 
 
-def import_object(spec: str, *, where: str) -> Any:
-    """Import ``module:attr`` (or ``module.attr``), with a one-line error naming ``where``."""
+def import_object(spec: str, *, where: str, what: str = "agent") -> Any:
+    """Import ``module:attr`` (or ``module.attr``), with a one-line error naming ``where`` and
+    ``what`` is imported (an offline LLM is not an "agent")."""
     module_name, sep, attr = spec.partition(":")
     if not sep:
         module_name, _, attr = spec.rpartition(".")
     if not module_name or not attr:
-        raise UsageError(f"{where}: agent {spec!r} is not of the form 'module:attribute'")
+        raise UsageError(f"{where}: {what} {spec!r} is not of the form 'module:attribute'")
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:  # noqa: BLE001 - any import failure is the user's config problem
-        raise UsageError(f"{where}: agent {spec!r} does not import: {type(exc).__name__}: {exc}") from None
+        raise UsageError(f"{where}: {what} {spec!r} does not import: {type(exc).__name__}: {exc}") from None
     obj: Any = module
     for part in attr.split("."):
         try:
             obj = getattr(obj, part)
         except AttributeError:
-            raise UsageError(f"{where}: agent {spec!r}: module {module_name!r} has no attribute {attr!r}") from None
+            raise UsageError(f"{where}: {what} {spec!r}: module {module_name!r} has no attribute {attr!r}") from None
     return obj
 
 

@@ -61,7 +61,7 @@ def conclude(state: ScenarioState, exc: BaseException | None) -> BaseException |
     for late_step in (lambda: state.finish(verify=verify), state.close):
         try:
             late_step()
-        except (LLMError, ExpectationFailed, AgentError) as late:
+        except (LLMError, ExpectationFailed, AgentError, UsageError) as late:  # UsageError: a bad record
             if exc is None:
                 exc = late
     return exc

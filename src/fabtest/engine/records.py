@@ -29,6 +29,18 @@ def use_record(state: ScenarioState) -> None:
     state.configure_simulator(goal=record.goal, persona=record.persona, facts=facts)
     if record.checks.max_turns:
         state.configure_simulator(max_turns=record.checks.max_turns)
+    if record.checks.reached_topic is not None and state.topics is not None:
+        _require_topic(state, record.checks.reached_topic)  # before any turn is paid for
+
+
+def _require_topic(state: ScenarioState, topic: str) -> None:
+    """A ``verification.reached_topic`` the feature declares no such topic for could never pass."""
+    assert state.record is not None
+    where = f"{state.where}: {state.record.source}: scenarios[{state.record.index}].verification.reached_topic"
+    if state.topics is None:
+        raise UsageError(f"{where}: {topic!r} needs topics: add a Given the topics: table to the feature")
+    if topic not in state.topics:
+        raise UsageError(f"{where}: unknown topic {topic!r}; declared: {', '.join(state.topics.names)}")
 
 
 def verify_record(state: ScenarioState) -> None:
@@ -44,6 +56,7 @@ def verify_record(state: ScenarioState) -> None:
                            data={"tool": tool, "source": "verification"})
     if expected.reached_topic is not None:
         topic = expected.reached_topic
+        _require_topic(state, topic)
         ok = topic in conv.topic_path
         state.record_check("reached_topic", "must", f"reached:{topic}", "passed" if ok else "failed",
                            f"topic path: {' > '.join(conv.topic_path) or '(none)'}",

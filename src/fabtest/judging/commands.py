@@ -56,6 +56,10 @@ def configured_llm(settings: Settings, root: Path, role: Literal["judge", "simul
     raises LLMNotConfigured without credentials."""
     from fabtest.llm.factory import role_llm
 
+    # `offline_llm = "tests.fakes:judge"` names a module of the project: importable from the project
+    # root, as under pytest and `fabtest run`, without PYTHONPATH=.
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
     configured = settings.judge if role == "judge" else settings.simulator
     if model:
         configured = configured.model_copy(update={"model": model})

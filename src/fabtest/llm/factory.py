@@ -94,7 +94,7 @@ def load_llm_object(spec: str, *, where: str) -> LLM:
     from fabtest.agents.registry import import_object
     from fabtest.errors import UsageError
 
-    obj = import_object(spec, where=where)
+    obj = import_object(spec, where=where, what="LLM")
     if not hasattr(obj, "complete_json") or isinstance(obj, type):
         if not callable(obj):
             raise UsageError(f"{where}: {spec!r} is neither an LLM (complete, complete_json) nor a function returning one")

@@ -185,7 +185,10 @@ def describe_error(error: jsonschema.ValidationError) -> str:
     if kind == "type":
         expected = error.validator_value
         expected = " or ".join(expected) if isinstance(expected, list) else expected
-        return f"{where}: expected {expected}, got {_json_type(error.instance)}"
+        # A mapping's shape is not obvious from "object" (`tool_calls_contain: [...]`): say what it maps.
+        shape = (error.schema or {}).get("description") if expected == "object" and path else None
+        hint = f" ({shape.rstrip('.')})" if isinstance(shape, str) else ""
+        return f"{where}: expected {expected}, got {_json_type(error.instance)}{hint}"
     if kind == "anyOf" and not path:
         return f"{where}: needs 'steps' or 'persona'"
     if kind == "minimum":

@@ -93,7 +93,7 @@ class FabtestSession:
             from fabtest.agents.registry import import_object
 
             try:
-                import_object(self.settings.offline_llm, where=f"{self.settings.source} [tool.fabtest] offline_llm")
+                import_object(self.settings.offline_llm, where=f"{self.settings.source} [tool.fabtest] offline_llm", what="LLM")
             except UsageError as exc:
                 raise pytest.UsageError(str(exc)) from None
 

@@ -12,6 +12,7 @@ is kept in :attr:`FakeLLM.calls` (the latest 10,000) so a test can assert what w
 
 from __future__ import annotations
 
+import difflib
 import threading
 import weakref
 from collections import deque
@@ -328,7 +329,10 @@ def _from_file(path: Path) -> FakeLLM:
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"] if not str(p).startswith(("list[", "str", "bool", "dict[", "_")))
-        message = f"unknown key {where!r}" if err["type"] == "extra_forbidden" else f"{where}: {err['msg']}"
+        message = f"{where}: {err['msg']}"
+        if err["type"] == "extra_forbidden":
+            close = difflib.get_close_matches(where, list(_Script.model_fields), n=1) if "." not in where else []
+            message = f"unknown key {where!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
         raise UsageError(f"{path}: {message}") from None
     except ValueError as exc:
         raise UsageError(f"{path}: {exc}") from None
