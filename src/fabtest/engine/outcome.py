@@ -14,11 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from fabtest.errors import (
-    AgentError,
-    ExpectationFailed,
     FabtestError,
     FailureType,
-    LLMError,
     UsageError,
     failure_type_of,
 )
@@ -61,7 +58,7 @@ def conclude(state: ScenarioState, exc: BaseException | None) -> BaseException |
     for late_step in (lambda: state.finish(verify=verify), state.close):
         try:
             late_step()
-        except (LLMError, ExpectationFailed, AgentError, UsageError) as late:  # UsageError: a bad record
+        except FabtestError as late:  # any of ours ends the scenario with its type; others are bugs to show
             if exc is None:
                 exc = late
     return exc
