@@ -259,13 +259,14 @@ class CriterionVerdict:
 def majority(verdicts: Sequence[VerdictLabel]) -> tuple[VerdictLabel, dict[str, int]]:
     """The label more samples gave than any other, and the split. A tie for the top (1–1, or
     1–1–1) is "inconclusive": the judge could not make up its mind, which is not a pass."""
-    split: dict[str, int] = {}
+    counts: dict[VerdictLabel, int] = {}
     for label in verdicts:
-        split[label] = split.get(label, 0) + 1
-    ranked = sorted(split.items(), key=lambda item: -item[1])
+        counts[label] = counts.get(label, 0) + 1
+    ranked = sorted(counts.items(), key=lambda item: -item[1])
+    split = {str(label): count for label, count in counts.items()}
     if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
         return "inconclusive", split
-    return ranked[0][0], split  # type: ignore[return-value]
+    return ranked[0][0], split
 
 
 @dataclass(frozen=True)

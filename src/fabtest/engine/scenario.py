@@ -389,7 +389,7 @@ class ScenarioState:
         pending, self._pending_conversation = self._pending_conversation, []
         self._batch(pending, self.conversation.transcript(), "conversation", None, block=block)
 
-    def _batch(self, pending: list[_Pending], subject: str, scope: str, turn: int | None, *, block: bool) -> None:
+    def _batch(self, pending: list[_Pending], subject: str, scope: Scope, turn: int | None, *, block: bool) -> None:
         """One judge call for every criterion pending on one subject; fills their slots.
 
         Each check keeps its own mode: a soft criterion batched with a hard one stays soft.
@@ -399,7 +399,7 @@ class ScenarioState:
 
         def run() -> list[Check]:
             assert self.judge is not None
-            result = self.judge.evaluate_criteria(list(unique.values()), subject=subject, scope=scope)  # type: ignore[arg-type]
+            result = self.judge.evaluate_criteria(list(unique.values()), subject=subject, scope=scope)
             self._charge("judge", result.usage)
             by_name = {v.criterion: v for v in result.value}
             out = []

@@ -24,7 +24,7 @@ from fabtest.conversation import AgentResponse, Conversation, Turn
 from fabtest.criteria import Criterion, parse_criterion_text, parse_examples_table
 from fabtest.datafile import read_data_file
 from fabtest.errors import UsageError
-from fabtest.judge import Judge, format_exchange, majority
+from fabtest.judge import Judge, VerdictLabel, format_exchange, majority
 from fabtest.judging.agreement import cohen_kappa, confusion_matrix
 from fabtest.llm.base import LLM
 from fabtest.llm.cache import salted
@@ -162,12 +162,12 @@ def _labelled(name: str, description: str, good: list[str], bad: list[str], wher
 @dataclass
 class Judged:
     example: LabelledExample
-    verdicts: list[str] = field(default_factory=list)
+    verdicts: list[VerdictLabel] = field(default_factory=list)
     reasoning: str = ""
 
     @property
     def verdict(self) -> str:
-        return majority(self.verdicts)[0]  # type: ignore[arg-type]
+        return majority(self.verdicts)[0]
 
     @property
     def self_agreement(self) -> float:

@@ -21,7 +21,7 @@ from typing import Any
 from fabtest.conversation import AgentResponse, Conversation, Turn
 from fabtest.criteria import Criterion
 from fabtest.experiment.model import CheckRecord, ExperimentInfo, ScenarioResult
-from fabtest.judge import Judge, Scope, criterion_from_data, format_exchange, majority
+from fabtest.judge import Judge, Scope, VerdictLabel, criterion_from_data, format_exchange, majority
 from fabtest.llm.base import LLM
 from fabtest.llm.cache import salted
 
@@ -40,11 +40,11 @@ class Rejudged:
     scope: str
     mode: str
     recorded: str
-    verdicts: list[str] = field(default_factory=list)
+    verdicts: list[VerdictLabel] = field(default_factory=list)
 
     @property
     def majority(self) -> str:
-        return majority(self.verdicts)[0] if self.verdicts else self.recorded  # type: ignore[arg-type]
+        return majority(self.verdicts)[0] if self.verdicts else self.recorded
 
     @property
     def split(self) -> dict[str, int]:

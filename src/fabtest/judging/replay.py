@@ -286,7 +286,7 @@ def _fill(new: ScenarioResult, state: ScenarioState, failure: FabtestError | Non
     elif failure is not None:
         new.passed, new.failure_type, new.failure_message = False, failure.failure_type, f"replayed: {failure}"
     else:
-        new.passed, new.failure_type, new.failure_message = outcome_of(new)  # type: ignore[assignment]
+        new.passed, new.failure_type, new.failure_message = outcome_of(new)
 
 
 def _chosen(result: ScenarioResult, scenario: str | None) -> bool:

@@ -19,7 +19,7 @@ from typing import Literal
 
 from fabtest import checks
 from fabtest.conversation import Conversation, Turn
-from fabtest.errors import UsageError
+from fabtest.errors import FailureType, UsageError
 from fabtest.experiment.fingerprint import canonical_json
 from fabtest.experiment.model import CheckRecord, ScenarioResult, TurnRecord
 from fabtest.judge import Judge, format_exchange
@@ -181,7 +181,7 @@ def _deterministic(check: CheckRecord, conversation: Conversation) -> checks.Res
     return None
 
 
-def outcome_of(result: ScenarioResult) -> tuple[bool, str | None, str | None]:
+def outcome_of(result: ScenarioResult) -> tuple[bool, FailureType | None, str | None]:
     """passed, failure type and message from the re-checked hard expectations."""
     broken = [c for c in result.expectations if c.status in ("failed", "inconclusive")]
     if not broken:

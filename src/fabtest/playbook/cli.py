@@ -14,37 +14,14 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
+from fabtest.engine.llms import configured_llms
+from fabtest.engine.scenario import LLMRoles
 from fabtest.errors import UsageError
 from fabtest.redaction import redact
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 PROG = "fabtest run"
-
-
-def build_roles(settings: Any, root: Path) -> dict[str, Any]:
-    """The judge and simulator LLMs from ``[tool.fabtest]``: the provider, else ``offline_llm``
-    (None plus a reason when neither is there); they share one retry budget (``retry_budget``,
-    see fabtest.llm.budget)."""
-    from fabtest.llm.base import LLMNotConfigured
-    from fabtest.llm.budget import RetryBudget
-    from fabtest.llm.factory import role_llm
-
-    budget = RetryBudget(settings.retry_budget)
-    roles: dict[str, Any] = {}
-    for role in ("judge", "simulator"):
-        configured = getattr(settings, role)
-        try:
-            roles[role] = role_llm(configured.llm_settings(settings.max_concurrency), offline_llm=settings.offline_llm,
-                                   cache_mode=settings.llm_cache, cache_dir=str(root / settings.cache_dir),
-                                   backoff_base_s=configured.backoff,
-                                   retry_budget=budget)
-            roles[f"{role}_reason"] = ""
-        except LLMNotConfigured as exc:
-            roles[role] = None
-            roles[f"{role}_reason"] = str(exc)
-    return roles
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -141,14 +118,14 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
 
         remove_stale_temp_files(results_dir)  # left by a run killed mid-write
     try:
-        roles = build_roles(settings, root)
+        roles = configured_llms(settings, root)
     except UsageError as exc:  # an offline_llm that does not import
         return _error(str(exc))
     if not args.no_results:
         from fabtest.experiment.recorder import Recorder
         from fabtest.llm.factory import describe_llm
 
-        judge, sim = describe_llm(roles["judge"]), describe_llm(roles["simulator"])
+        judge, sim = describe_llm(roles.judge), describe_llm(roles.simulator)
         if args.experiment_id and (results_dir / f"{args.experiment_id}.json").exists():
             print(f"{PROG}: experiment {args.experiment_id} exists and is replaced by this run", file=sys.stderr)
         try:
@@ -174,8 +151,8 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
             shown = _relative(playbook.source or "", root)
             print(f"[{number}/{total}] {playbook.name} ({shown}) ...", flush=True)
             try:
-                outcome = run_playbook(playbook, agent_factory=args.agent, judge_llm=roles["judge"],
-                                       simulator_llm=roles["simulator"], repo_root=root, results_dir=results_dir,
+                outcome = run_playbook(playbook, agent_factory=args.agent, judge_llm=roles.judge,
+                                       simulator_llm=roles.simulator, repo_root=root, results_dir=results_dir,
                                        settings=settings, experiment_id=experiment_id, nodeid=shown,
                                        write_trace=not args.no_results)
             except PlaybookError as exc:
@@ -183,7 +160,7 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
             if outcome.skipped:
                 skipped += 1
                 reason = outcome.skip_reason or ""
-                reasons = [roles[f"{r}_reason"] for r in ("judge", "simulator") if r in reason and roles[f"{r}_reason"]]
+                reasons = [why for r, why in (("judge", roles.judge_reason), ("simulator", roles.simulator_reason)) if r in reason and why]
                 print(f"    SKIPPED: {reason}" + (f" ({'; '.join(reasons)})" if reasons else ""), flush=True)
             elif outcome.passed:
                 print(f"    PASSED ({len(outcome.conversation.turns)} turns, {outcome.duration_s:.1f}s)", flush=True)
@@ -213,9 +190,9 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
     return EXIT_OK if failed == 0 and skipped == 0 else EXIT_FAILED
 
 
-def _close_roles(roles: dict[str, Any]) -> None:
-    for role in ("judge", "simulator"):
-        close = getattr(roles.get(role), "close", None)
+def _close_roles(roles: LLMRoles) -> None:
+    for llm in (roles.judge, roles.simulator):
+        close = getattr(llm, "close", None)
         if callable(close):
             try:
                 close()

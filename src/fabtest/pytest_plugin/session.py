@@ -20,7 +20,6 @@ from fabtest.engine.scenario import LLMRoles
 from fabtest.errors import UsageError
 from fabtest.experiment.late import LateVerdict
 from fabtest.experiment.model import ScenarioResult
-from fabtest.llm.base import LLMNotConfigured
 from fabtest.pytest_plugin.late import LATE_PROPERTY, LateChannel
 from fabtest.scenario_sets import ScenarioRecord
 from fabtest.settings import Settings
@@ -102,28 +101,19 @@ class FabtestSession:
         role's provider, else ``[tool.fabtest] offline_llm``; a missing key leaves the role empty
         with a reason (precedence: README "Running without a key")."""
         if self._roles is None:
-            from fabtest.llm.factory import role_llm
+            from fabtest.engine.llms import configured_llms
 
             limit = self.concurrency_share()
-            roles = LLMRoles(executor=ThreadPoolExecutor(max_workers=limit, thread_name_prefix="fabtest-judge"))
             fake = self.fake_llm()
-            for role in ("judge", "simulator"):
-                if fake is not None:
-                    setattr(roles, role, fake)
-                    continue
-                configured = getattr(self.settings, role)
-                role_settings = configured.llm_settings(limit)
+            if fake is not None:
+                roles = LLMRoles(judge=fake, simulator=fake)
+            else:
                 try:
-                    llm = role_llm(role_settings, offline_llm=self.settings.offline_llm,
-                                   cache_mode=self.settings.llm_cache,
-                                   cache_dir=str(Path(str(self.config.rootpath)) / self.settings.cache_dir),
-                                   backoff_base_s=configured.backoff, retry_budget=self.retry_budget)
-                except LLMNotConfigured as exc:
-                    setattr(roles, f"{role}_reason", str(exc))
+                    roles = configured_llms(self.settings, Path(str(self.config.rootpath)), max_concurrency=limit,
+                                            retry_budget=self.retry_budget)
                 except UsageError as exc:
                     raise pytest.UsageError(str(exc)) from None
-                else:
-                    setattr(roles, role, llm)
+            roles.executor = ThreadPoolExecutor(max_workers=limit, thread_name_prefix="fabtest-judge")
             self._roles = roles
         return self._roles
 
