@@ -103,7 +103,7 @@ def check_agent(where: str, target: Any) -> str | None:
 
 
 def _check_object(where: str, spec: str) -> str | None:
-    from fabtest.agents.registry import import_object
+    from fabtest.targets import import_object
 
     obj = import_object(spec, where=where)
     executable = _cli_executable(obj)

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import quote, quote_plus
 
-__all__ = ["MIN_SECRET_LENGTH", "REDACTED", "Redactor", "clear", "redact", "redact_obj", "register", "secrets"]
+__all__ = ["MIN_SECRET_LENGTH", "REDACTED", "Redactor", "clear", "redact", "redact_obj", "register", "register_configured_secrets", "secrets"]
 
 REDACTED = "***"
 MIN_SECRET_LENGTH = 4
@@ -125,3 +126,19 @@ def redact(text: str) -> str:
 def redact_obj(value: Any) -> Any:
     """A copy of JSON-like data with every registered secret replaced by ``***`` (keys too)."""
     return _current.redact_obj(value)
+
+
+def register_configured_secrets(*tables: Any) -> None:
+    """Register the environment values that agent tables refer to, before any agent is built.
+
+    The process that writes results (the xdist controller) may never build an agent itself.
+    """
+    for table in tables:
+        if isinstance(table, str):
+            for name in re.findall(r"\$\{(\w+)\}", table):
+                if name in os.environ:
+                    register(os.environ[name])
+        elif isinstance(table, Mapping):
+            register_configured_secrets(*table.values())
+        elif isinstance(table, (list, tuple)):
+            register_configured_secrets(*table)

@@ -120,7 +120,7 @@ class Settings(BaseModel):
             where = f"environment variable {var}" if var else f"{path} [tool.fabtest]"
             raise UsageError(f"{where}: {_first_error(exc)}") from None
         settings.source = str(path)
-        from fabtest.agents.registry import register_configured_secrets
+        from fabtest.redaction import register_configured_secrets
 
         register_configured_secrets(settings.agent, settings.agents)  # ${VAR} values are secrets
         if settings.definitions_file:

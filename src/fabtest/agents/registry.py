@@ -8,7 +8,6 @@ Resolution order for a scenario: ``Given the agent "name"`` (``[tool.fabtest.age
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import os
 import re
@@ -19,6 +18,7 @@ from fabtest import redaction
 from fabtest.agents.base import Agent
 from fabtest.agents.python import CallableAgent, is_factory_callable
 from fabtest.errors import UsageError
+from fabtest.targets import import_object
 
 #: The agent a playbook talks to when none is configured: the Gemini CLI, over ACP when it speaks it
 DEFAULT_PLAYBOOK_AGENT = "fabtest.agents.acp:gemini"
@@ -34,27 +34,6 @@ def playbook_agent_target(explicit: Any = None, *, settings: Any = None,
     environ = os.environ if environ is None else environ
     return (environ.get(PLAYBOOK_AGENT_ENV) or os.environ.get(PLAYBOOK_AGENT_ENV)
             or getattr(settings, "playbook_agent", None) or DEFAULT_PLAYBOOK_AGENT)
-
-
-def import_object(spec: str, *, where: str, what: str = "agent") -> Any:
-    """Import ``module:attr`` (or ``module.attr``), with a one-line error naming ``where`` and
-    ``what`` is imported (an offline LLM is not an "agent")."""
-    module_name, sep, attr = spec.partition(":")
-    if not sep:
-        module_name, _, attr = spec.rpartition(".")
-    if not module_name or not attr:
-        raise UsageError(f"{where}: {what} {spec!r} is not of the form 'module:attribute'")
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:  # noqa: BLE001 - any import failure is the user's config problem
-        raise UsageError(f"{where}: {what} {spec!r} does not import: {type(exc).__name__}: {exc}") from None
-    obj: Any = module
-    for part in attr.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            raise UsageError(f"{where}: {what} {spec!r}: module {module_name!r} has no attribute {attr!r}") from None
-    return obj
 
 
 def make_agent(target: Any, context: Mapping[str, Any], *, where: str) -> Agent:
@@ -154,22 +133,6 @@ def _expand(value: Any, where: str) -> Any:
     if isinstance(value, (list, tuple)):  # e.g. an ACP agent's command and its MCP servers' headers
         return [_expand(v, where) for v in value]
     return value
-
-
-def register_configured_secrets(*tables: Any) -> None:
-    """Register the environment values that agent tables refer to, before any agent is built.
-
-    The process that writes results (the xdist controller) may never build an agent itself.
-    """
-    for table in tables:
-        if isinstance(table, str):
-            for name in re.findall(r"\$\{(\w+)\}", table):
-                if name in os.environ:
-                    redaction.register(os.environ[name])
-        elif isinstance(table, Mapping):
-            register_configured_secrets(*table.values())
-        elif isinstance(table, (list, tuple)):
-            register_configured_secrets(*table)
 
 
 class with_context:  # noqa: N801 - reads like a function at the call site

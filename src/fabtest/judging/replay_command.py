@@ -50,10 +50,10 @@ def add_replay_args(p: argparse.ArgumentParser) -> None:
 
 def _env(args: argparse.Namespace) -> Any:
     """The settings, LLMs and options every replayed scenario shares; UsageError on bad input."""
-    from fabtest.agents.registry import import_object
     from fabtest.judging.commands import configured_llm
     from fabtest.judging.replay import MatchRule, ReplayEnv
     from fabtest.settings import Settings
+    from fabtest.targets import import_object
 
     root = Path.cwd()
     settings = Settings.load(root)

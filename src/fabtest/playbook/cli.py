@@ -76,7 +76,8 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
         sys.path.insert(0, str(root))
 
     # Everything that can be wrong with the input is found before the first call.
-    from fabtest.agents.registry import DEFAULT_PLAYBOOK_AGENT, import_object, playbook_agent_target
+    from fabtest.agents.registry import DEFAULT_PLAYBOOK_AGENT, playbook_agent_target
+    from fabtest.targets import import_object
 
     agent = playbook_agent_target(args.agent, settings=settings)
     where = "fabtest run --agent" if args.agent else "playbook agent"

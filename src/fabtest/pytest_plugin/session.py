@@ -89,7 +89,7 @@ class FabtestSession:
     def check_offline_llm(self) -> None:
         """``[tool.fabtest] offline_llm`` that does not import is a usage error before anything runs."""
         if self.settings.offline_llm:
-            from fabtest.agents.registry import import_object
+            from fabtest.targets import import_object
 
             try:
                 import_object(self.settings.offline_llm, where=f"{self.settings.source} [tool.fabtest] offline_llm", what="LLM")
