@@ -31,14 +31,14 @@ from tabulate import tabulate
 
 sys.path.insert(0, str(Path(__file__).parent))
 import bench_suite  # noqa: E402
-from _common import clean_env, kind_of, run_pytest, write  # noqa: E402
+from _common import SIM_PYPROJECT, clean_env, finishing_agent, kind_of, run_pytest, write  # noqa: E402
 
 from fabtest.testing import FakeGemini, fake_gemini  # noqa: E402
 from fabtest.testing.fake_gemini import FakeRequest  # noqa: E402
 
 TURNS = 3
 
-AGENT = bench_suite.AGENT.replace("n >= 6", f"n >= {TURNS}")  # the agent calls finish on its 3rd reply
+AGENT = finishing_agent(TURNS)  # the agent calls finish on its 3rd reply
 
 FEATURE = '''
 Feature: Soft judging
@@ -53,7 +53,7 @@ Feature: Soft judging
     And every response should satisfy "concise"
 '''
 
-PYPROJECT = bench_suite.PYPROJECT.replace("benchagent:build", "softagent:build")
+PYPROJECT = SIM_PYPROJECT.replace("benchagent:build", "softagent:build")
 SPAN: list[float] = []  # when each LLM call arrived and when it was answered
 
 
