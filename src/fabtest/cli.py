@@ -11,11 +11,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fabtest.experiment.export import ExperimentFileError, list_experiment_files, read_document
+
+if TYPE_CHECKING:
+    from fabtest.experiment.compare import Experiment
 
 __all__ = ["compare_main", "main"]
 
@@ -100,14 +103,24 @@ def _fail(prog: str, message: str) -> int:
 
 
 def _run_compare(args: argparse.Namespace, prog: str) -> int:
-    from fabtest.experiment.compare import compare, gate_failures, render_json, render_markdown, render_text
+    from fabtest.experiment.compare import (
+        compare,
+        gate_failures,
+        read_experiment,
+        render_json,
+        render_markdown,
+        render_text,
+        summarise,
+    )
 
     results_dir = args.results_dir or _default_results_dir()
     try:
-        # Lean documents (no transcripts) unless the HTML report needs the transcripts.
-        _, base = read_document(args.baseline, results_dir, lean=not args.html)
-        _, cur = read_document(args.current, results_dir, lean=not args.html)
-        comparison = compare(base, cur)
+        # Index rows added up as they are read (no transcripts) unless the HTML report needs the transcripts.
+        if args.html:
+            b_exp, c_exp = (summarise(read_document(ref, results_dir)[1]) for ref in (args.baseline, args.current))
+        else:
+            b_exp, c_exp = (read_experiment(ref, results_dir)[1] for ref in (args.baseline, args.current))
+        comparison = compare(b_exp, c_exp)
     except ExperimentFileError as exc:
         return _fail(prog, str(exc))
     except (KeyError, TypeError, AttributeError) as exc:
@@ -119,10 +132,12 @@ def _run_compare(args: argparse.Namespace, prog: str) -> int:
         return _fail(prog, str(exc))
     renderer = {"text": render_text, "json": render_json, "markdown": render_markdown}[args.format]
     try:
-        diffs = _conversation_diffs(args, results_dir, comparison, base, cur)
+        diffs = _conversation_diffs(args, results_dir, comparison, b_exp, c_exp)
     except KeyError as exc:
         return _fail(prog, str(exc.args[0]))
-    sys.stdout.write(_with_diffs(renderer(comparison), diffs, args.format))
+    base, cur = b_exp.doc, c_exp.doc
+    del b_exp, c_exp  # the per-scenario totals are done with: freed before the output is built
+    sys.stdout.write(_with_diffs(comparison, renderer, diffs, args.format))
     if args.html:
         from fabtest.report.html import render_comparison_html
 
@@ -136,8 +151,8 @@ def _run_compare(args: argparse.Namespace, prog: str) -> int:
     return EXIT_GATE if failures else EXIT_OK
 
 
-def _conversation_diffs(args: argparse.Namespace, results_dir: str, comparison: Any, base: dict[str, Any],
-                        cur: dict[str, Any]) -> list[Any]:
+def _conversation_diffs(args: argparse.Namespace, results_dir: str, comparison: Any, base: Experiment,
+                        cur: Experiment) -> list[Any]:
     """Turn-by-turn diffs for ``--scenario`` or the scenarios that changed outcome (transcripts are
     read only when there is something to diff)."""
     from fabtest.experiment.diff import diff_scenarios
@@ -145,39 +160,37 @@ def _conversation_diffs(args: argparse.Namespace, results_dir: str, comparison: 
     ids = list(args.scenario) or [s.id for s in [*comparison.newly_failing, *comparison.newly_passing]][:5]
     if not ids:
         return []
-    if not args.html:  # the lean read has no transcripts: read just the entries that may be diffed
-        base, cur = _entries_of(args.baseline, results_dir, base, ids), _entries_of(args.current, results_dir, cur, ids)
-    return diff_scenarios(base, cur, ids)
+    # the lean read has no transcripts: read just the entries that may be diffed
+    return diff_scenarios(_entries_of(args.baseline, results_dir, base, ids),
+                          _entries_of(args.current, results_dir, cur, ids), ids)
 
 
-def _entries_of(ref: str, results_dir: str, lean: dict[str, Any], wanted: list[str]) -> dict[str, Any]:
+def _entries_of(ref: str, results_dir: str, exp: Experiment, wanted: list[str]) -> dict[str, Any]:
     """A document holding the whole entries of the scenarios ``wanted`` names (id, id prefix or
     name, as ``diff_scenarios`` matches them), read without parsing the other entries."""
     from fabtest.experiment.export import read_entries, resolve_experiment
 
-    if not lean.get("lean"):  # parsed whole already (another layout)
-        return lean
-    known = {e.get("id") for e in lean["scenario_results"]}
-    ids = known & set(wanted) if known.issuperset(wanted) else {  # ids (the changed scenarios), else names or prefixes
-        e.get("id") for e in lean["scenario_results"]
-        if any(e.get("id") == w or e.get("name") == w or str(e.get("id")).startswith(w) for w in wanted)}
-    entries = read_entries(resolve_experiment(ref, results_dir), {str(i) for i in ids})
+    if not exp.doc.get("lean"):  # parsed whole already (the HTML report, or another layout)
+        return exp.doc
+    ids = set(wanted) if all(w in exp.scenarios for w in wanted) else {  # ids (the changed scenarios), else names or prefixes
+        sid for sid, agg in exp.scenarios.items() if any(sid == w or agg.name == w or sid.startswith(w) for w in wanted)}
+    entries = read_entries(resolve_experiment(ref, results_dir), ids)
     return {"scenario_results": entries} if entries is not None else read_document(ref, results_dir)[1]
 
 
-def _with_diffs(rendered: str, diffs: list[Any], fmt: str) -> str:
+def _with_diffs(comparison: Any, renderer: Callable[[Any], str], diffs: list[Any], fmt: str) -> str:
     if not diffs:
-        return rendered
+        return renderer(comparison)
     from fabtest.experiment.compare import render_diffs_markdown, render_diffs_text
 
     if fmt == "json":
         import dataclasses
         import json
 
-        data = json.loads(rendered)
+        data = comparison.to_dict()  # render_json's document, with the diffs added (built once)
         data["conversation_diffs"] = [{**dataclasses.asdict(d), "what": d.what} for d in diffs]
         return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-    return rendered + (render_diffs_markdown(diffs) if fmt == "markdown" else render_diffs_text(diffs))
+    return renderer(comparison) + (render_diffs_markdown(diffs) if fmt == "markdown" else render_diffs_text(diffs))
 
 
 def compare_main(argv: Sequence[str] | None = None) -> int:

@@ -27,17 +27,23 @@ An identical rerun has no drop (and p >= 0.5), so it never fails.
 
 from __future__ import annotations
 
+import gc
 import json
 import math
+import os
 import statistics
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from operator import attrgetter
+from pathlib import Path
 from typing import Any, Literal
 
-from fabtest.experiment.cost import cost_delta
+from fabtest.experiment.cost import cost_delta_by_id
 from fabtest.experiment.diff import ConversationDiff, tool_summary
-from fabtest.experiment.export import entry_topics
+from fabtest.experiment.export import entry_topics, read_index
 from fabtest.experiment.fmt import RULE_HEAVY, RULE_LIGHT, llm_line, num, pct, pp, signed, usd
 from fabtest.experiment.stats import entry_check_counts
 
@@ -53,6 +59,7 @@ __all__ = [
     "ScenarioChange",
     "ScenarioOutcome",
     "VarianceComparison",
+    "Experiment",
     "compare",
     "cost_lines",
     "drop_p_value",
@@ -63,6 +70,8 @@ __all__ = [
     "render_json",
     "render_markdown",
     "render_text",
+    "read_experiment",
+    "summarise",
 ]
 
 Validity = Literal["HIGH", "MEDIUM", "LOW"]
@@ -289,21 +298,31 @@ def _tail_sum(log_pmf: Callable[[int], float], ks: range) -> float:
 # per-scenario aggregation over raw dicts
 
 
-@dataclass(slots=True)
 class _Agg:
-    name: str
-    runs: int = 0
-    passes: int = 0
-    skipped: int = 0
-    turns: int = 0
-    eval_passed: int = 0
-    eval_total: int = 0
-    topic_runs: int = 0
-    topics: int = 0
-    failures: Counter[str] | None = None
-    criteria: dict[str, list[int]] = field(default_factory=dict)
-    checks: dict[str, list[int]] = field(default_factory=dict)
-    by_iteration: dict[int, list[int]] = field(default_factory=dict)  # iteration → [passed, ran, ev_p, ev_t]
+    """One scenario's runs added up (every run of an experiment is one row of its index)."""
+
+    __slots__ = ("name", "runs", "passes", "skipped", "turns", "eval_passed", "eval_total", "topic_runs", "topics",
+                 "failures", "criteria", "checks", "iterations", "cost_usd", "cost_complete")
+
+    def __init__(self, name: str) -> None:  # a plain class: 100,000 are made per experiment
+        self.name = name
+        self.runs = self.passes = self.skipped = self.turns = self.eval_passed = self.eval_total = 0
+        self.topic_runs = self.topics = 0
+        self.failures: Counter[str] | None = None
+        self.criteria: dict[str, list[int]] = _NO_COUNTS  # read-only until a run's counts replace it
+        self.checks: dict[str, list[int]] = _NO_COUNTS
+        #: iteration → [passed, ran, ev_p, ev_t]; None while every run was iteration 1 (then the totals say it)
+        self.iterations: dict[int, list[int]] | None = None
+        self.cost_usd: float | None = None  # every run's cost, skipped ones too (None: none recorded)
+        self.cost_complete = True
+
+    def by_iteration(self) -> dict[int, list[int]]:
+        if self.iterations is not None:
+            return self.iterations
+        return {1: [self.passes, self.runs, self.eval_passed, self.eval_total]} if self.runs else {}
+
+
+_NO_COUNTS: dict[str, list[int]] = {}  # shared by the scenarios that never ran; never written to
 
 
 def _merge(into: dict[str, list[int]], counts: dict[str, Any]) -> None:
@@ -318,54 +337,112 @@ def _owned(counts: dict[str, Any], runs: int) -> dict[str, list[int]]:
     return {name: [int(pair[0]), int(pair[1])] for name, pair in counts.items()} if runs == 2 else counts
 
 
-def _counts(entry: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    if "criteria_counts" in entry:  # a lean entry from the scenario index
-        return entry.get("criteria_counts") or {}, entry.get("checks_counts") or {}
-    return entry_check_counts(entry)
+@dataclass(slots=True)
+class Experiment:
+    """What a comparison reads of one experiment: every section but the entries, and per-scenario
+    totals (``scenarios``, by stable id) added up as the index rows or entries were read."""
 
+    doc: dict[str, Any]  # a whole document keeps its entries; a lean one (``"lean": true``) has none
+    scenarios: dict[str, _Agg] = field(default_factory=dict)
+    definitions: dict[str, set[str]] = field(default_factory=dict)
 
-def _aggregate(entries: Iterable[dict[str, Any]]) -> dict[str, _Agg]:
-    out: dict[str, _Agg] = {}
-    for e in entries:
-        sid = str(e.get("id"))
-        agg = out.get(sid)
-        if agg is None:
-            agg = out[sid] = _Agg(name=e.get("name") or sid)
-        if e.get("skipped"):
-            agg.skipped += 1
-            continue
-        agg.runs += 1
-        passed = bool(e.get("passed"))
-        if passed:
-            agg.passes += 1
-        else:
-            if agg.failures is None:
-                agg.failures = Counter()
-            agg.failures[e.get("failure_type") or "assertion"] += 1
-        agg.turns += e.get("turns") or 0
-        topics = entry_topics(e)
-        if topics is not None:
-            agg.topic_runs += 1
-            agg.topics += topics
-        ev = e.get("evaluations")
-        ev_p = ev_t = 0
-        if isinstance(ev, dict):
-            ev_p, ev_t = ev.get("passed") or 0, ev.get("total") or 0
+    def add_rows(self, rows: Iterable[Sequence[Any]]) -> None:
+        """Adds runs given as ``scenario_index`` rows (``export.index_row``'s fields, normalised)."""
+        aggs = self.scenarios
+        for (sid, name, iteration, passed, skipped, turns, failure_type, ev_p, ev_t, topics, criteria, checks,
+             spent, complete) in rows:
+            agg = aggs.get(sid)
+            if agg is None:
+                agg = aggs[sid] = _Agg(name or sid)
+            if spent is not None:
+                agg.cost_usd = (0.0 if agg.cost_usd is None else agg.cost_usd) + spent
+                agg.cost_complete = agg.cost_complete and complete
+            if skipped:
+                agg.skipped += 1
+                continue
+            if iteration != 1 and agg.iterations is None:
+                agg.iterations = agg.by_iteration()
+            agg.runs += 1
+            if passed:
+                agg.passes += 1
+            else:
+                if agg.failures is None:
+                    agg.failures = Counter()
+                agg.failures[failure_type or "assertion"] += 1
+            agg.turns += turns
+            if topics is not None:
+                agg.topic_runs += 1
+                agg.topics += topics
             agg.eval_passed += ev_p
             agg.eval_total += ev_t
-        criteria, checks = _counts(e)
-        if agg.runs == 1:  # most scenarios run once: their counts are used as read (often one shared map)
-            agg.criteria, agg.checks = criteria, checks
-        else:
-            agg.criteria, agg.checks = _owned(agg.criteria, agg.runs), _owned(agg.checks, agg.runs)
-            _merge(agg.criteria, criteria)
-            _merge(agg.checks, checks)
-        it = agg.by_iteration.setdefault(int(e.get("iteration") or 1), [0, 0, 0, 0])
-        it[0] += passed
-        it[1] += 1
-        it[2] += ev_p
-        it[3] += ev_t
-    return out
+            if agg.runs == 1:  # most scenarios run once: their counts are used as read (often one shared map)
+                agg.criteria, agg.checks = criteria, checks
+            else:
+                agg.criteria, agg.checks = _owned(agg.criteria, agg.runs), _owned(agg.checks, agg.runs)
+                _merge(agg.criteria, criteria)
+                _merge(agg.checks, checks)
+            if agg.iterations is not None:
+                it = agg.iterations.setdefault(iteration, [0, 0, 0, 0])
+                it[0] += passed
+                it[1] += 1
+                it[2] += ev_p
+                it[3] += ev_t
+
+    def shared_costs(self, shared: AbstractSet[str]) -> dict[str, tuple[float, bool]] | None:
+        """The shared scenarios' costs for ``cost_delta_by_id`` (None: none recorded)."""
+        aggs = self.scenarios
+        out = {sid: (a.cost_usd, a.cost_complete) for sid in shared if (a := aggs[sid]).cost_usd is not None}
+        return out or None
+
+
+def _entry_row(e: dict[str, Any]) -> tuple[Any, ...]:
+    """A whole (or lean) ``scenario_results`` entry as a normalised index row."""
+    sid = str(e.get("id"))
+    ev = e.get("evaluations")
+    ev_p, ev_t = (ev.get("passed") or 0, ev.get("total") or 0) if isinstance(ev, dict) else (0, 0)
+    if "criteria_counts" in e:  # a lean entry from the scenario index
+        criteria, checks = e.get("criteria_counts") or {}, e.get("checks_counts") or {}
+        usd, complete = e.get("cost_usd"), e.get("cost_complete", True)
+    else:
+        criteria, checks = entry_check_counts(e)
+        spent = e.get("cost")
+        usd, complete = (spent.get("usd"), spent.get("complete", True)) if isinstance(spent, dict) else (None, True)
+    usd = float(usd) if isinstance(usd, (int, float)) else None
+    return (sid, e.get("name"), int(e.get("iteration") or 1), bool(e.get("passed")), e.get("skipped"),
+            e.get("turns") or 0, e.get("failure_type"), ev_p, ev_t, entry_topics(e), criteria, checks, usd, bool(complete))
+
+
+def summarise(doc: dict[str, Any]) -> Experiment:
+    """An experiment from a whole or lean document (its entries added up)."""
+    exp = Experiment(doc, definitions=_criteria_definitions(doc))
+    exp.add_rows(map(_entry_row, doc["scenario_results"]))
+    return exp
+
+
+def read_experiment(ref: str | os.PathLike[str], results_dir: str | os.PathLike[str]) -> tuple[Path, Experiment]:
+    """An experiment file read for a comparison: the index rows added up as they are parsed (no
+    entry is built or kept), or, for a file in another layout, the whole document's entries."""
+    exp = Experiment({})
+    with _no_gc():
+        path, doc = read_index(ref, results_dir, exp.add_rows)
+        if not doc.get("lean"):
+            return path, summarise(doc)
+    exp.doc, exp.definitions = doc, _criteria_definitions(doc)
+    return path, exp
+
+
+@contextmanager
+def _no_gc() -> Iterator[None]:
+    """The cycle collector paused: reading and adding up 100,000 rows makes only acyclic objects,
+    and collections triggered by them, each walking every object kept so far, took a third of
+    the time."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _criteria_definitions(doc: dict[str, Any]) -> dict[str, set[str]]:
@@ -403,10 +480,11 @@ def _ref(doc: dict[str, Any]) -> ExperimentRef:
 
 
 def _comparability(
-    base: dict[str, Any], cur: dict[str, Any], base_ids: set[str], cur_ids: set[str]
+    base: dict[str, Any], cur: dict[str, Any], base_ids: AbstractSet[str], cur_ids: AbstractSet[str],
+    defs: tuple[dict[str, set[str]], dict[str, set[str]]],
 ) -> Comparability:
     topic_same = base["experiment"].get("topic_graph_hash") == cur["experiment"].get("topic_graph_hash")
-    b_defs, c_defs = _criteria_definitions(base), _criteria_definitions(cur)
+    b_defs, c_defs = defs
     added = sorted(set(c_defs) - set(b_defs))
     removed = sorted(set(b_defs) - set(c_defs))
     modified = sorted(n for n in set(b_defs) & set(c_defs) if b_defs[n] != c_defs[n])
@@ -463,16 +541,11 @@ class _Totals:
 
 
 def _totals(aggs: Iterable[_Agg]) -> _Totals:
-    t = _Totals()
-    for a in aggs:
-        t.runs += a.runs
-        t.passes += a.passes
-        t.turns += a.turns
-        t.topic_runs += a.topic_runs
-        t.topics += a.topics
-        t.eval_passed += a.eval_passed
-        t.eval_total += a.eval_total
-    return t
+    aggs = list(aggs)
+    return _Totals(*(sum(map(attrgetter(name), aggs)) for name in _TOTALLED))
+
+
+_TOTALLED = ("runs", "passes", "turns", "topic_runs", "topics", "eval_passed", "eval_total")  # _Totals' fields, in order
 
 
 def _metrics(b: _Totals, c: _Totals) -> list[MetricDelta]:
@@ -519,17 +592,26 @@ def _stopped_early(name: str, had: dict[str, _Agg], lacks: dict[str, _Agg], kind
     return bool(ids) and all(lacks[sid].runs > lacks[sid].passes for sid in ids if sid in lacks)
 
 
+def _summed(aggs: Iterable[_Agg], kind: str) -> dict[str, list[int]]:
+    """The scenarios' ``{label: [passed, evaluated]}`` (``kind``) added up: each distinct map once,
+    times the scenarios that share it (most scenarios share one of a few maps)."""
+    maps = list(map(attrgetter(kind), aggs))
+    times = Counter(map(id, maps))
+    out: dict[str, list[int]] = {}
+    for key, counts in dict(zip(map(id, maps), maps, strict=True)).items():
+        for name, pair in counts.items():
+            total = out.setdefault(name, [0, 0])
+            total[0] += int(pair[0]) * times[key]
+            total[1] += int(pair[1]) * times[key]
+    return out
+
+
 def _rows(
     b_shared: dict[str, _Agg], c_shared: dict[str, _Agg], kind: str,
     defs: tuple[dict[str, set[str]], dict[str, set[str]]] | None, modified: list[str],
 ) -> list[CriterionDelta]:
     """Criteria (``kind="criteria"``) or checks rows over the shared scenarios."""
-    b_counts: dict[str, list[int]] = {}
-    c_counts: dict[str, list[int]] = {}
-    for a in b_shared.values():
-        _merge(b_counts, getattr(a, kind))
-    for a in c_shared.values():
-        _merge(c_counts, getattr(a, kind))
+    b_counts, c_counts = _summed(b_shared.values(), kind), _summed(c_shared.values(), kind)
     rows = []
     for name in sorted(set(b_counts) | set(c_counts)):
         (bp, bn), (cp, cn) = b_counts.get(name, [0, 0]), c_counts.get(name, [0, 0])
@@ -565,8 +647,11 @@ def _rows(
 def _scenario_changes(
     b_agg: dict[str, _Agg], c_agg: dict[str, _Agg]
 ) -> tuple[list[ScenarioChange], list[ScenarioChange], list[ScenarioChange], list[ScenarioChange]]:
-    passing, failing, improved, regressed_ = [], [], [], []
-    for sid in sorted(set(b_agg) & set(c_agg), key=lambda s: (c_agg[s].name, s)):
+    passing: list[ScenarioChange] = []
+    failing: list[ScenarioChange] = []
+    improved: list[ScenarioChange] = []
+    regressed_: list[ScenarioChange] = []
+    for sid in b_agg:  # the shared scenarios (both maps have them all); the few changes are sorted below
         b, c = b_agg[sid], c_agg[sid]
         if not b.runs or not c.runs:
             continue  # skipped on one side: nothing to compare
@@ -587,12 +672,14 @@ def _scenario_changes(
                 improved.append(ScenarioChange(sid, c.name, br, cr))
             elif br - cr >= QUALITY_THRESHOLD - 1e-12:
                 regressed_.append(ScenarioChange(sid, c.name, br, cr))
+    for changes in (passing, failing, improved, regressed_):
+        changes.sort(key=lambda s: (s.name, s.id))  # the name order, which the rate sorts below keep for ties
     improved.sort(key=lambda s: -(s.current - s.baseline))  # type: ignore[operator]
     regressed_.sort(key=lambda s: s.current - s.baseline)  # type: ignore[operator]
     return passing, failing, improved, regressed_
 
 
-def _outcomes(aggs: dict[str, _Agg], ids: set[str]) -> list[ScenarioOutcome]:
+def _outcomes(aggs: dict[str, _Agg], ids: AbstractSet[str]) -> list[ScenarioOutcome]:
     out = []
     for sid in sorted(ids, key=lambda s: (aggs[s].name, s)):
         a = aggs[sid]
@@ -612,7 +699,7 @@ def _per_run(aggs: Iterable[_Agg], index: int) -> list[float]:
     """Per-iteration rate over the shared scenarios (index 0: completion, 2: evaluation)."""
     sums: dict[int, list[int]] = {}
     for a in aggs:
-        for it, v in a.by_iteration.items():
+        for it, v in a.by_iteration().items():
             s = sums.setdefault(it, [0, 0])
             s[0] += v[index]
             s[1] += v[index + 1]
@@ -633,23 +720,31 @@ def _variance(b_shared: dict[str, _Agg], c_shared: dict[str, _Agg]) -> VarianceC
     per_scenario = [
         ScenarioChange(sid, c_shared[sid].name, _rate(b_shared[sid].passes, b_shared[sid].runs),
                        _rate(c_shared[sid].passes, c_shared[sid].runs))
-        for sid in sorted(set(b_shared) & set(c_shared), key=lambda s: (c_shared[s].name, s))
+        for sid in sorted(b_shared, key=lambda s: (c_shared[s].name, s))  # both have the shared ids only
     ]
     return VarianceComparison(metrics, notes, per_scenario)
 
 
-def compare(baseline_doc: dict[str, Any], current_doc: dict[str, Any]) -> Comparison:
-    """Everything that changed from ``baseline_doc`` to ``current_doc`` (raw experiment dicts)."""
-    b_agg, c_agg = _aggregate(baseline_doc["scenario_results"]), _aggregate(current_doc["scenario_results"])
-    b_ids, c_ids = set(b_agg), set(c_agg)
+def compare(baseline: dict[str, Any] | Experiment, current: dict[str, Any] | Experiment) -> Comparison:
+    """Everything that changed from ``baseline`` to ``current`` (raw experiment dicts, or experiments
+    that ``read_experiment`` added up while reading)."""
+    with _no_gc():
+        base = baseline if isinstance(baseline, Experiment) else summarise(baseline)
+        cur = current if isinstance(current, Experiment) else summarise(current)
+        return _compared(base, cur)
+
+
+def _compared(base: Experiment, cur: Experiment) -> Comparison:
+    b_agg, c_agg = base.scenarios, cur.scenarios
+    b_ids, c_ids = b_agg.keys(), c_agg.keys()  # views, not copies: 100,000 ids each
     shared = b_ids & c_ids
-    b_shared = {sid: b_agg[sid] for sid in shared}
-    c_shared = {sid: c_agg[sid] for sid in shared}
-    comparability = _comparability(baseline_doc, current_doc, b_ids, c_ids)
+    b_shared = b_agg if len(shared) == len(b_agg) else {sid: b_agg[sid] for sid in shared}
+    c_shared = c_agg if len(shared) == len(c_agg) else {sid: c_agg[sid] for sid in shared}
+    defs = (base.definitions, cur.definitions)
+    comparability = _comparability(base.doc, cur.doc, b_ids, c_ids, defs)
     passing, failing, improved, regressed_ = _scenario_changes(b_shared, c_shared)
-    b_ref, c_ref = _ref(baseline_doc), _ref(current_doc)
-    has_runs = b_ref.iterations > 1 or c_ref.iterations > 1 or "variance" in baseline_doc or "variance" in current_doc
-    defs = (_criteria_definitions(baseline_doc), _criteria_definitions(current_doc))
+    b_ref, c_ref = _ref(base.doc), _ref(cur.doc)
+    has_runs = b_ref.iterations > 1 or c_ref.iterations > 1 or "variance" in base.doc or "variance" in cur.doc
     return Comparison(
         baseline=b_ref,
         current=c_ref,
@@ -664,13 +759,9 @@ def compare(baseline_doc: dict[str, Any], current_doc: dict[str, Any]) -> Compar
         checks=_rows(b_shared, c_shared, "checks", None, []),
         added=_outcomes(c_agg, c_ids - b_ids),
         removed=_outcomes(b_agg, b_ids - c_ids),
-        whole=_whole(baseline_doc, current_doc),
-        cost=cost_delta(_shared_entries(baseline_doc, shared), _shared_entries(current_doc, shared)),
+        whole=_whole(base.doc, cur.doc),
+        cost=cost_delta_by_id(base.shared_costs(shared), cur.shared_costs(shared)),
     )
-
-
-def _shared_entries(doc: dict[str, Any], shared: set[str]) -> list[dict[str, Any]]:
-    return [e for e in doc["scenario_results"] if isinstance(e, dict) and e.get("id") in shared]
 
 
 def cost_lines(comparison: Comparison) -> list[str]:

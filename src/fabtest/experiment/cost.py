@@ -30,6 +30,7 @@ __all__ = [
     "agent_turn_lines",
     "agent_turn_usage",
     "cost_delta",
+    "cost_delta_by_id",
     "experiment_cost",
     "find_price",
     "price_table",
@@ -317,7 +318,13 @@ def cost_delta(baseline: Iterable[Mapping[str, Any]], current: Iterable[Mapping[
             out[str(e.get("id"))] = (prev[0] + usd, prev[1] and complete)
         return out if seen else None
 
-    b, c = per_id(baseline), per_id(current)
+    return cost_delta_by_id(per_id(baseline), per_id(current))
+
+
+def cost_delta_by_id(b: dict[str, tuple[float, bool]] | None,
+                     c: dict[str, tuple[float, bool]] | None) -> dict[str, Any] | None:
+    """``cost_delta`` from each side's ``{id: (usd of every run, complete)}`` (None: a side
+    recorded no cost), for a caller that added the costs up already (a streamed comparison)."""
     if b is None and c is None:
         return None
     b, c = b or {}, c or {}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -42,6 +43,7 @@ __all__ = [
     "new_experiment_id",
     "read_document",
     "read_entries",
+    "read_index",
     "entry_topics",
     "resolve_experiment",
     "traces_dir",
@@ -402,15 +404,20 @@ def _check_shape(path: Path, doc: Any) -> dict[str, Any]:
     return doc
 
 
-def _read_lean(path: Path) -> dict[str, Any] | None:
-    """Header keys and the scenario index of a file in ``write_document``'s layout, else None.
+#: what a streaming reader hands each batch of checked ``scenario_index`` rows to (see ``read_index``)
+RowSink = Callable[[list[list[Any]]], None]
 
-    Stops reading at ``scenario_results``, so transcripts are never parsed, and turns the index
-    into lean entries one row at a time (never all rows parsed at once): comparing two
-    100,000-scenario experiments stays within seconds and a few hundred MB.
+
+def _read_lean(path: Path, sink: RowSink) -> dict[str, Any] | None:
+    """Header keys of a file in ``write_document``'s layout, its index rows handed to ``sink`` in
+    batches as they are parsed, else None (``sink`` may have had some rows by then: discard them).
+
+    Stops reading at ``scenario_results``, so transcripts are never parsed, and never holds more
+    than a batch of parsed rows: comparing two 100,000-scenario experiments stays within seconds
+    and a few hundred MB.
     """
     doc: dict[str, Any] = {}
-    scenarios: list[dict[str, Any]] | None = None
+    indexed = False
     try:
         with open(path, encoding="utf-8") as handle:
             if handle.readline().strip() != "{":
@@ -419,9 +426,9 @@ def _read_lean(path: Path) -> dict[str, Any] | None:
                 if line.startswith('"scenario_results": ['):
                     break
                 if line.startswith(_INDEX_START):
-                    scenarios = _lean_entries(line)
-                    if scenarios is None:
+                    if not _index_rows(line, sink):
                         return None
+                    indexed = True
                     continue
                 try:
                     doc.update(json.loads("{" + line.rstrip().rstrip(",") + "}"))
@@ -431,38 +438,60 @@ def _read_lean(path: Path) -> dict[str, Any] | None:
                 return None
     except (OSError, UnicodeDecodeError):
         return None
-    if scenarios is None:
+    if not indexed:
         return None
-    doc["scenario_results"] = scenarios
+    doc["scenario_results"] = []
     doc["lean"] = True
     return doc
 
 
 _INDEX_START = f'"scenario_index": {{"fields": {json.dumps(list(_INDEX_FIELDS))}, "rows": ['
+_INDEX_END = "]},"
+_BATCH = 1 << 18  # characters of index rows parsed at once (about a thousand rows)
+_ROW_CUT = '], ["'  # between two rows: one ends with its cost_complete, the next starts with its id
 
 
-def _lean_entries(line: str) -> list[dict[str, Any]] | None:
-    """The lean entries of the ``scenario_index`` line, or None when it is not ours."""
-    decode = json.JSONDecoder().raw_decode
+def _index_rows(line: str, sink: RowSink) -> bool:
+    """Hands the rows of the ``scenario_index`` line to ``sink``, checked, a batch at a time; False
+    when the line is not what ``write_document`` writes (some rows may have been handed already).
+
+    A batch is cut before a ``], ["``; inside a JSON string a ``"`` is escaped, so such a cut can
+    only fall in a string where that string ends, and then the batch does not parse: it is
+    extended to the next cut. A batch that parses therefore ends between two rows.
+    """
+    body_end = len(line.rstrip())
+    if not line.startswith(_INDEX_END, body_end - len(_INDEX_END)):
+        return False
+    body_end -= len(_INDEX_END)
     rows = _Rows()
-    scenarios: list[dict[str, Any]] = []
+    loads = json.loads
     pos = len(_INDEX_START)
-    try:
-        while line.startswith(", " if scenarios else "[", pos):
-            row, pos = decode(line, pos + 2 if scenarios else pos)
-            if not rows.ok(row):
-                return None  # not what write_document writes: the full parse and validation say what is wrong
-            (sid, name, iteration, passed, skipped, turns, failure_type, ev_passed, ev_total, topics, criteria,
-             checks, cost_usd, cost_complete) = row
-            scenarios.append({"id": sid, "name": name, "iteration": iteration, "passed": passed, "skipped": skipped,
-                              "turns": turns, "failure_type": failure_type,
-                              "evaluations": rows.evaluations(ev_passed, ev_total),
-                              "topics_count": topics, "criteria_counts": rows.counts(criteria),
-                              "checks_counts": rows.counts(checks),
-                              "cost_usd": cost_usd, "cost_complete": cost_complete})
-    except ValueError:
-        return None
-    return scenarios if line.startswith("]}", pos) else None
+    while pos < body_end:
+        cut = line.find(_ROW_CUT, pos + _BATCH, body_end)
+        while True:
+            stop = body_end if cut < 0 else cut + 1
+            try:
+                batch = loads("[" + line[pos:stop] + "]")
+                break
+            except ValueError:
+                if cut < 0:
+                    return False
+                cut = line.find(_ROW_CUT, cut + 1, body_end)
+        if not rows.check(batch):
+            return False  # not what write_document writes: the full parse and validation say what is wrong
+        sink(batch)
+        pos = stop + 2  # past the ", " between rows
+    return True
+
+
+def _lean_entry(row: list[Any]) -> dict[str, Any]:
+    """One checked index row as a lean ``scenario_results`` entry (``read_document(lean=True)``)."""
+    (sid, name, iteration, passed, skipped, turns, failure_type, ev_passed, ev_total, topics, criteria,
+     checks, cost_usd, cost_complete) = row
+    return {"id": sid, "name": name, "iteration": iteration, "passed": passed, "skipped": skipped,
+            "turns": turns, "failure_type": failure_type, "evaluations": {"passed": ev_passed, "total": ev_total},
+            "topics_count": topics, "criteria_counts": criteria, "checks_counts": checks,
+            "cost_usd": cost_usd, "cost_complete": cost_complete}
 
 
 def _is_int(value: Any) -> bool:
@@ -478,44 +507,59 @@ _ROW_TYPES: tuple[tuple[type, ...], ...] = (
 
 class _Rows:
     """Checks index rows without the models (validating 100,000 lean entries with pydantic took
-    longer than the whole comparison) and shares equal ``{label: [passed, evaluated]}`` maps, which
-    most scenarios have (read-only: comparisons add them up into their own)."""
+    longer than the whole comparison) and makes equal ``{label: [passed, evaluated]}`` maps, which
+    most scenarios have, one shared object (read-only: comparisons add them up into their own)."""
 
     def __init__(self) -> None:
         self._shapes: set[tuple[type, ...]] = set()
-        self._counts: dict[tuple[Any, ...], dict[str, list[int]]] = {}
-        self._evaluations: dict[tuple[int, int], dict[str, int]] = {}
+        self._counts: dict[str, dict[str, list[int]]] = {}
 
-    def ok(self, row: Any) -> bool:
-        if not isinstance(row, list) or len(row) != len(_ROW_TYPES):
+    def check(self, batch: Any) -> bool:
+        """True when every row of ``batch`` is a row ``index_row`` writes; their count maps are
+        replaced by the shared equal ones."""
+        if not isinstance(batch, list):
             return False
-        shape = tuple(map(type, row))  # exact types: a bool is no int here
-        if shape not in self._shapes:
-            if not all(t in allowed for t, allowed in zip(shape, _ROW_TYPES, strict=True)):
+        shapes, width, counts = self._shapes, len(_ROW_TYPES), self._counts
+        for row in batch:
+            if type(row) is not list or len(row) != width:
                 return False
-            self._shapes.add(shape)
-        return bool(row[2] >= 1) and self._counts_ok(row[10]) and self._counts_ok(row[11])
-
-    def _counts_ok(self, counts: dict[str, Any]) -> bool:
-        key = tuple((label, *pair) if isinstance(pair, list) else (label, None) for label, pair in counts.items())
-        if key in self._counts:
-            return True
-        if not all(isinstance(pair, list) and len(pair) == 2 and _is_int(pair[0]) and _is_int(pair[1])
-                   for pair in counts.values()):
-            return False
-        self._counts[key] = counts
+            shape = tuple(map(type, row))  # exact types: a bool is no int here
+            if shape not in shapes:
+                if not all(t in allowed for t, allowed in zip(shape, _ROW_TYPES, strict=True)):
+                    return False
+                shapes.add(shape)
+            if row[2] < 1:
+                return False
+            for i in (10, 11):
+                # repr tells JSON values apart exactly (1 from true from 1.0), unlike ==
+                shared = counts.get(key := repr(row[i]))
+                if shared is None:
+                    if not all(type(pair) is list and len(pair) == 2 and _is_int(pair[0]) and _is_int(pair[1])
+                               for pair in row[i].values()):
+                        return False
+                    shared = counts[key] = row[i]
+                row[i] = shared
         return True
 
-    def evaluations(self, passed: int, total: int) -> dict[str, int]:
-        """A lean entry's ``{"passed", "total"}``, shared between equal ones like the counts."""
-        found = self._evaluations.get((passed, total))
-        if found is None:
-            found = self._evaluations[(passed, total)] = {"passed": passed, "total": total}
-        return found
 
-    def counts(self, counts: dict[str, list[int]]) -> dict[str, list[int]]:
-        """The shared map equal to ``counts`` (checked by ``ok`` first)."""
-        return self._counts[tuple((label, *pair) for label, pair in counts.items())]
+def read_index(ref: str | os.PathLike[str], results_dir: str | os.PathLike[str], sink: RowSink) -> tuple[Path, dict[str, Any]]:
+    """``read_document(lean=True)`` without the lean entries: each checked ``scenario_index`` row
+    (``index_row``'s fields, count maps shared and read-only) goes to ``sink`` in batches as it is
+    parsed, and the document has ``"lean": true`` and no entries. A file in another layout is read
+    whole instead (no ``"lean"`` key; ``sink`` may have had rows from the failed lean read: a caller
+    adds up the document's entries afresh)."""
+    from fabtest.experiment.validate import file_is_complete  # pydantic schemas: only when reading
+
+    path = resolve_experiment(ref, results_dir)
+    doc = _read_lean(path, sink)
+    if doc is None:
+        return path, _read_whole(path)
+    if not file_is_complete(path):  # header and index alone are not the whole experiment
+        raise ExperimentFileError(f"{path}: truncated (the scenario results end before the file does); "
+                                  "rerun, or recover it from its journal")
+    _check_shape(path, doc)
+    _validated(path, doc)  # the entries were checked row by row
+    return path, doc
 
 
 def read_document(
@@ -527,18 +571,18 @@ def read_document(
     listings need (id, name, iteration, passed, skipped, turns, failure_type, evaluation counts)
     and the document has ``"lean": true``; files not in the written layout are parsed in full.
     """
-    from fabtest.experiment.validate import file_is_complete  # pydantic schemas: only when reading
-
-    path = resolve_experiment(ref, results_dir)
     if lean:
-        doc = _read_lean(path)
-        if doc is not None:
-            if not file_is_complete(path):  # header and index alone are not the whole experiment
-                raise ExperimentFileError(f"{path}: truncated (the scenario results end before the file does); "
-                                          "rerun, or recover it from its journal")
-            _check_shape(path, doc)
-            _validated(path, {**doc, "scenario_results": []})  # the entries were checked row by row
-            return path, doc
+        entries: list[dict[str, Any]] = []
+        path, doc = read_index(ref, results_dir, lambda batch: entries.extend(map(_lean_entry, batch)))
+        if doc.get("lean"):
+            doc["scenario_results"] = entries
+        return path, doc
+    path = resolve_experiment(ref, results_dir)
+    return path, _read_whole(path)
+
+
+def _read_whole(path: Path) -> dict[str, Any]:
+    """The whole file parsed and validated (any layout; the index is dropped)."""
     try:
         with open(path, "rb") as handle:
             raw = handle.read()
@@ -555,31 +599,56 @@ def read_document(
     del raw
     if isinstance(doc, dict):
         doc.pop("scenario_index", None)
-    return path, _validated(path, _check_shape(path, doc))
+    return _validated(path, _check_shape(path, doc))
 
 
 def read_entries(path: str | os.PathLike[str], ids: Iterable[str]) -> list[dict[str, Any]] | None:
-    """The whole ``scenario_results`` entries of these stable ids, in file order, reading a file in
-    ``write_document``'s layout line by line (as bytes) and parsing only those lines (a comparison
-    diffs a few changed scenarios of 100,000). None when the file is in another layout."""
-    wanted = {sid.encode("utf-8") for sid in ids}
+    """The whole ``scenario_results`` entries of these stable ids, in file order, from a file in
+    ``write_document``'s layout, parsing only those lines (a comparison diffs a few changed
+    scenarios of 100,000): the file is read in blocks (never a whole line of the index) and one
+    regular-expression pass finds the entry lines that start with a wanted id. None when the file
+    is in another layout."""
+    wanted = sorted({sid.encode("utf-8") for sid in ids})
+    # each entry is one line that starts with its id (plain: example:<hex>, so no escapes to match)
+    pattern = re.compile(b'\n\\{"id": "(?:' + b"|".join(map(re.escape, wanted)) + b')"')
     found: list[dict[str, Any]] = []
     try:
-        with open(path, "rb") as handle:
-            for line in handle:
-                if line.startswith(b'"scenario_results": ['):
-                    break
-            else:
+        with open(path, "rb", buffering=0) as handle:
+            if handle.seek(0, os.SEEK_END) < len(_RESULTS_END):
                 return None
-            for line in handle:
-                if not line.startswith(b'{"id": "'):
-                    return found if line.rstrip() == b"]" else None
-                end = line.find(b'"', 8)
-                if line[8:end] in wanted:  # ids are plain (example:<hex>): no escapes to decode
-                    found.append(json.loads(line.rstrip().removesuffix(b",")))
+            handle.seek(-len(_RESULTS_END), os.SEEK_END)
+            if handle.read() != _RESULTS_END:
+                return None
+            handle.seek(0)
+            carry, started = b"", False
+            while block := handle.read(_BLOCK):
+                if not started:  # the header line, found without holding the long index line
+                    data = carry + block
+                    at = data.find(_RESULTS_START)
+                    if at < 0:
+                        carry = data[-len(_RESULTS_START):]
+                        continue
+                    started, carry, block = True, b"", data[at + len(_RESULTS_START):]
+                    if not wanted:
+                        break
+                # the line that spans two blocks is joined; the lines inside a block are searched in place
+                first = block.find(b"\n")
+                if first < 0:
+                    carry += block
+                    continue
+                lines = [carry + block[:first]]
+                cut = block.rfind(b"\n")
+                lines += (block[m.start() + 1:block.find(b"\n", m.start() + 1)] for m in pattern.finditer(block, first, cut))
+                found += (json.loads(line.rstrip().removesuffix(b",")) for line in lines if pattern.match(b"\n" + line))
+                carry = block[cut + 1:]
     except (OSError, ValueError):
         return None
-    return None
+    return found if started else None
+
+
+_RESULTS_START = b'\n"scenario_results": ['
+_RESULTS_END = b"\n]\n}\n"
+_BLOCK = 1 << 22
 
 
 def _validated(path: Path, doc: dict[str, Any]) -> dict[str, Any]:
