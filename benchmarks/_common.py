@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import statistics
 import subprocess
 import sys
 import textwrap
@@ -11,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fabtest.testing.fake_gemini import FakeRequest
+from fabtest.testing.fake_gemini import FakeGemini, FakeRequest
 
 CRITERION_NAME = re.compile(r"^\d+\. name: (.+)$", re.MULTILINE)
 
@@ -91,3 +92,18 @@ def kind_of(request: FakeRequest) -> str:
 def all_criteria_pass(request: FakeRequest) -> dict[str, Any]:
     names = [n.strip() for n in CRITERION_NAME.findall(request.prompt)]
     return {"verdicts": [{"criterion": n, "verdict": "passed", "reasoning": "fine"} for n in names]}
+
+
+def plain_call_s(fake: FakeGemini) -> float:
+    """A plain google-genai call to the same server: what one simulator call cannot go below."""
+    from google import genai
+    from google.genai import types
+
+    client = genai.Client(api_key="x", http_options=types.HttpOptions(base_url=fake.base_url))
+    client.models.generate_content(model="gemini-2.5-flash", contents="warm up")
+    times = []
+    for _ in range(5):
+        started = time.perf_counter()
+        client.models.generate_content(model="gemini-2.5-flash", contents="plain call")
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import tempfile
 import time
@@ -31,7 +30,7 @@ from tabulate import tabulate
 
 sys.path.insert(0, str(Path(__file__).parent))
 import bench_suite  # noqa: E402
-from _common import SIM_PYPROJECT, clean_env, finishing_agent, kind_of, run_pytest, write  # noqa: E402
+from _common import SIM_PYPROJECT, clean_env, finishing_agent, kind_of, plain_call_s, run_pytest, write  # noqa: E402
 
 from fabtest.testing import FakeGemini, fake_gemini  # noqa: E402
 from fabtest.testing.fake_gemini import FakeRequest  # noqa: E402
@@ -64,21 +63,6 @@ def handler(request: FakeRequest) -> Any:
         return bench_suite.handler(request)
     finally:
         SPAN.append(time.perf_counter())
-
-
-def plain_call_s(fake: FakeGemini) -> float:
-    """A plain google-genai call to the same server: what one simulator call cannot go below."""
-    from google import genai
-    from google.genai import types
-
-    client = genai.Client(api_key="x", http_options=types.HttpOptions(base_url=fake.base_url))
-    client.models.generate_content(model="gemini-2.5-flash", contents="warm up")
-    times = []
-    for _ in range(5):
-        started = time.perf_counter()
-        client.models.generate_content(model="gemini-2.5-flash", contents="plain call")
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
 
 
 def run_once(root: Path, fake: FakeGemini, env: dict[str, str], workers: int, iterations: int,

@@ -9,7 +9,10 @@ exactly 6 turns and passes every criterion. pytest runs in a subprocess (sequent
 ``-n 2``); the fake counts every call.
 
 Critical-path lower bound: the agent is instant, so a scenario cannot be faster than its 6
-sequential simulator calls (6 × latency); summed over scenarios and divided by the workers.
+sequential simulator calls, each counted at the cost of a plain google-genai call to the same
+fake measured in the same run (as issue 11 defines it); summed over scenarios and divided by the
+workers. ``start-up`` is the same command with ``--collect-only``; ``(wall-start-up)/bound`` is
+what the run costs over the bound once pytest, the imports and collection are paid.
 Naive LLM count: one judge call per criterion per turn plus one topic classification per turn.
 """
 
@@ -26,11 +29,22 @@ from typing import Any
 from tabulate import tabulate
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import SIM_PYPROJECT, all_criteria_pass, clean_env, finishing_agent, kind_of, run_pytest, write  # noqa: E402
+from _common import (  # noqa: E402
+    SIM_PYPROJECT,
+    all_criteria_pass,
+    clean_env,
+    finishing_agent,
+    kind_of,
+    plain_call_s,
+    run_pytest,
+    write,
+)
 
 from fabtest.demo.offline_llm import answer as offline_answer  # noqa: E402
-from fabtest.testing import FakeGemini  # noqa: E402
-from fabtest.testing import fake_gemini  # noqa: E402
+from fabtest.testing import (
+    FakeGemini,  # noqa: E402
+    fake_gemini,  # noqa: E402
+)
 from fabtest.testing.fake_gemini import FakeRequest  # noqa: E402
 
 TURNS = 6
@@ -90,11 +104,12 @@ def make_project(root: Path, scenarios: int) -> None:
 
 
 def run_once(root: Path, fake: FakeGemini, workers: int, scenarios: int, latency: float) -> dict[str, Any]:
-    fake.reset()
     exp_id = f"bench_n{workers}"
     args = ["features", "--fabtest-experiment-id", exp_id]
     if workers > 1:
         args += ["-n", str(workers)]
+    startup, _ = run_pytest(root, [*args, "--collect-only", "--fabtest-no-results"], clean_env(fake.env()))
+    fake.reset()
     wall, proc = run_pytest(root, args, clean_env(fake.env()))
     if proc.returncode != 0:
         raise SystemExit(f"pytest failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}")
@@ -109,7 +124,7 @@ def run_once(root: Path, fake: FakeGemini, workers: int, scenarios: int, latency
     bound = scenarios * TURNS * latency / workers
     naive = scenarios * TURNS * CRITERIA + scenarios * TURNS  # criteria per turn + one topic call per turn
     judge = kinds.get("criteria", 0) + kinds.get("topic", 0)
-    return {"workers": workers, "wall": wall, "bound": bound, "ratio": wall / bound if bound else float("inf"),
+    return {"workers": workers, "wall": wall, "bound": bound, "startup": startup, "ratio": wall / bound if bound else float("inf"),
             "sum_call_phase": sum(durations), "per_scenario": sum(durations) / scenarios,
             "sim_calls": kinds.get("simulator", 0), "judge_calls": judge, "naive": naive,
             "max_in_flight": fake.max_in_flight, "other": kinds.get("other", 0)}
@@ -134,18 +149,20 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="fabtest-bench-") as tmp, FakeGemini(handler=handler) as fake:
         root = Path(tmp)
         make_project(root, args.scenarios)
+        call_s = plain_call_s(fake)  # the critical path counts each simulator call at this cost
         for workers in (int(w) for w in args.workers.split(",")):
-            rows.append(run_once(root, fake, workers, args.scenarios, args.latency))
+            rows.append(run_once(root, fake, workers, args.scenarios, call_s))
     turns = args.scenarios * TURNS
-    table = [[("-n %d" % r["workers"]) if r["workers"] > 1 else "sequential", f"{r['wall']:.2f}", f"{r['bound']:.2f}",
-              f"{r['ratio']:.2f}x", "yes" if r["ratio"] <= 1.25 else "NO",
+    table = [[(f"-n {r['workers']}") if r["workers"] > 1 else "sequential", f"{r['wall']:.2f}", f"{r['bound']:.2f}",
+              f"{r['ratio']:.2f}x", f"{r['startup']:.2f}", f"{(r['wall'] - r['startup']) / r['bound']:.2f}x",
               f"{r['per_scenario'] * 1000:.0f}", f"{(r['per_scenario'] - TURNS * args.latency) * 1000:.0f}",
               r["sim_calls"], f"{r['judge_calls']} ({r['judge_calls'] / turns:.2f}/turn)", r["naive"],
               "yes" if r["judge_calls"] <= turns else "NO"] for r in rows]
     print(f"Suite: {args.scenarios} simulated scenarios x {TURNS} turns x {CRITERIA} soft criteria per turn, "
           f"simulator latency {LATENCY['simulator'] * 1000:.0f} ms, judge latency {LATENCY['judge'] * 1000:.0f} ms "
-          f"per call, instant agent, FakeGemini {'as shipped (Nagle on)' if args.as_shipped else 'with TCP_NODELAY'}")
-    print(tabulate(table, headers=["run", "wall s", "bound s", "wall/bound", "<=1.25x", "call ms/scen",
+          f"per call (a plain google-genai call: {call_s * 1000:.0f} ms), instant agent, "
+          f"FakeGemini {'as shipped (Nagle on)' if args.as_shipped else 'with TCP_NODELAY'}")
+    print(tabulate(table, headers=["run", "wall s", "bound s", "wall/bound", "start-up s", "(wall-start-up)/bound", "call ms/scen",
                                    "over 6 sim calls ms", "simulator calls", "judge calls", "naive judge calls",
                                    "<=1 judge/turn"]))
     return 0
