@@ -8,31 +8,41 @@ is skipped naming the variable to set (README "Running without a key").
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from fabtest.engine.scenario import LLMRoles
-from fabtest.llm.base import LLMNotConfigured
+from fabtest.llm.base import LLM, LLMNotConfigured
 from fabtest.llm.budget import RetryBudget
 from fabtest.settings import Settings
 
-__all__ = ["configured_llms"]
+__all__ = ["configured_llm", "configured_llms"]
 
 
 def configured_llms(settings: Settings, root: Path, *, max_concurrency: int | None = None,
                     retry_budget: RetryBudget | None = None) -> LLMRoles:
     """Both roles, sharing one retry budget; a bad ``offline_llm`` raises :class:`~fabtest.errors.UsageError`."""
-    from fabtest.llm.factory import role_llm  # the providers load on first use (README "Performance")
-
     budget = retry_budget if retry_budget is not None else RetryBudget(settings.retry_budget)
     roles = LLMRoles()
     for role in ("judge", "simulator"):
-        configured = settings.judge if role == "judge" else settings.simulator
         try:
-            llm = role_llm(configured.llm_settings(max_concurrency or settings.max_concurrency),
-                           offline_llm=settings.offline_llm, cache_mode=settings.llm_cache,
-                           cache_dir=str(root / settings.cache_dir), backoff_base_s=configured.backoff,
-                           retry_budget=budget)
+            llm = configured_llm(settings, root, role, max_concurrency=max_concurrency, retry_budget=budget)
         except LLMNotConfigured as exc:
             setattr(roles, f"{role}_reason", str(exc))
         else:
             setattr(roles, role, llm)
     return roles
+
+
+def configured_llm(settings: Settings, root: Path, role: Literal["judge", "simulator"], *, model: str | None = None,
+                   max_concurrency: int | None = None, retry_budget: RetryBudget | None = None) -> LLM:
+    """One role's LLM (``model`` overrides the configured model); raises
+    :class:`~fabtest.llm.base.LLMNotConfigured` without credentials."""
+    from fabtest.llm.factory import role_llm  # the providers load on first use (README "Performance")
+
+    configured = settings.judge if role == "judge" else settings.simulator
+    if model:
+        configured = configured.model_copy(update={"model": model})
+    return role_llm(configured.llm_settings(max_concurrency or settings.max_concurrency),
+                    offline_llm=settings.offline_llm, cache_mode=settings.llm_cache,
+                    cache_dir=str(root / settings.cache_dir), backoff_base_s=configured.backoff,
+                    retry_budget=retry_budget)

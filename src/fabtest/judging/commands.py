@@ -54,18 +54,13 @@ def judge_llm(judge_model: str | None) -> LLM:
 def configured_llm(settings: Settings, root: Path, role: Literal["judge", "simulator"], model: str | None = None) -> LLM:
     """The judge or simulator LLM as ``settings`` configure it (``model`` overrides the model);
     raises LLMNotConfigured without credentials."""
-    from fabtest.llm.factory import role_llm
+    from fabtest.engine import llms
 
     # `offline_llm = "tests.fakes:judge"` names a module of the project: importable from the project
     # root, as under pytest and `fabtest run`, without PYTHONPATH=.
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
-    configured = settings.judge if role == "judge" else settings.simulator
-    if model:
-        configured = configured.model_copy(update={"model": model})
-    return role_llm(configured.llm_settings(settings.max_concurrency), offline_llm=settings.offline_llm,
-                    cache_mode=settings.llm_cache, cache_dir=str(root / settings.cache_dir),
-                    backoff_base_s=configured.backoff)
+    return llms.configured_llm(settings, root, role, model=model)
 
 
 def _times_arg(text: str) -> int:
