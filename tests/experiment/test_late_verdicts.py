@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from fabtest.experiment.late import INTERRUPTED, NEVER_ARRIVED, PENDING, PENDING_DETAILS, LateVerdict, LateVerdicts
+from fabtest.experiment.late import INTERRUPTED, NEVER_ARRIVED, PENDING, PENDING_DETAILS, LateVerdict, merge, settle
 from fabtest.experiment.model import CheckRecord, ScenarioResult, UsageRecord
 from fabtest.experiment.recorder import Recorder, recover
 
@@ -71,4 +71,4 @@ def test_a_killed_run_recovers_its_late_verdicts_from_the_journal(tmp_path: Path
 
 def test_a_result_without_placeholders_is_left_as_it_is(tmp_path: Path) -> None:
     plain = ScenarioResult(id="example:00000000000b", name="plain", nodeid="p.feature::test_p", passed=True)
-    assert LateVerdicts().apply(plain) is plain
+    assert settle(merge(plain, []), NEVER_ARRIVED) is plain

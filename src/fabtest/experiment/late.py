@@ -5,16 +5,14 @@ checks (``should`` criteria, grounding, intent, goal) may still be with the judg
 recorded with each such check as a placeholder (status ``skipped``, ``data.pending`` true) and
 the verdicts follow as a :class:`LateVerdict`: the scenario's node id, each check with its index
 in the result's ``evaluations``, and the judge usage they cost. The recorder journals them as
-they arrive (``"kind": "late"``) and :class:`LateVerdicts` merges them into their results when
-the experiment is built; a placeholder whose verdict never came (the run was interrupted, its
-worker died) stays ``skipped`` with that reason, so it is left out of every rate.
+they arrive (``"kind": "late"``) and :func:`merge` puts them into their results. When the
+experiment is built, :func:`settle` leaves a placeholder whose verdict never came (the run was
+interrupted, its worker died) ``skipped`` with that reason, so it is left out of every rate.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from fabtest.experiment.model import CheckRecord, ScenarioResult, UsageRecord
 
@@ -26,7 +24,6 @@ __all__ = [
     "PENDING_DETAILS",
     "LateCheck",
     "LateVerdict",
-    "LateVerdicts",
     "has_pending",
     "merge",
     "settle",
@@ -56,38 +53,6 @@ class LateVerdict(BaseModel):
     checks: list[LateCheck] = Field(default_factory=list)
     #: judge tokens spent on them (not in the result, which left before they finished)
     usage: dict[str, UsageRecord] = Field(default_factory=dict)
-
-
-class LateVerdicts:
-    """Late verdicts by scenario node id; small (checks only), so held until the experiment is built."""
-
-    def __init__(self) -> None:
-        self._by_nodeid: dict[str, list[LateVerdict]] = {}
-
-    def __len__(self) -> int:
-        return sum(len(v) for v in self._by_nodeid.values())
-
-    def add(self, verdict: LateVerdict) -> None:
-        self._by_nodeid.setdefault(verdict.nodeid, []).append(verdict)
-
-    def add_record(self, record: dict[str, Any]) -> bool:
-        """A journal line's ``late`` value; False when it does not validate (the line is dropped)."""
-        try:
-            self.add(LateVerdict.model_validate(record.get(LATE_KIND)))
-        except ValidationError:
-            return False
-        return True
-
-    def pop(self, nodeid: str) -> list[LateVerdict]:
-        """The verdicts held for ``nodeid`` (they are merged now, so no longer held)."""
-        return self._by_nodeid.pop(nodeid, []) if nodeid else []
-
-    def apply(self, result: ScenarioResult, missing: str = NEVER_ARRIVED) -> ScenarioResult:
-        """``result`` with its late verdicts merged in and every placeholder left given ``missing`` as its reason."""
-        verdicts = self._by_nodeid.get(result.nodeid, []) if result.nodeid else []
-        if not verdicts and not has_pending(result):
-            return result
-        return settle(merge(result, verdicts), missing)
 
 
 def has_pending(result: ScenarioResult) -> bool:

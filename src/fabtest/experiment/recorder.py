@@ -42,7 +42,6 @@ from fabtest.experiment.late import (
     LATE_KIND,
     NEVER_ARRIVED,
     LateVerdict,
-    LateVerdicts,
     has_pending,
     merge,
     settle,
@@ -375,12 +374,12 @@ class _LateMerge:
 
     def __init__(self, spool: Spool) -> None:
         self._spool = spool
-        self._early = LateVerdicts()  # verdicts whose result is not here yet
+        self._early: dict[str, list[LateVerdict]] = {}  # by node id: verdicts whose result is not here yet
         self._keys: dict[str, ResultKey] = {}  # node id -> key of its result
         self._waiting: set[ResultKey] = set()  # results with a placeholder still waiting
 
     def add(self, result: ScenarioResult, dumped: dict[str, Any] | None = None) -> None:
-        early = self._early.pop(result.nodeid)
+        early = self._early.pop(result.nodeid, [])
         if early:
             result, dumped = merge(result, early), None
         key = result_key(result)
@@ -393,7 +392,7 @@ class _LateMerge:
     def verdict(self, verdict: LateVerdict) -> None:
         key = self._keys.get(verdict.nodeid)
         if key is None:
-            self._early.add(verdict)
+            self._early.setdefault(verdict.nodeid, []).append(verdict)
             return
 
         def change(result: ScenarioResult) -> ScenarioResult:

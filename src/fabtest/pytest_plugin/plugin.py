@@ -30,7 +30,13 @@ from fabtest.engine.scenario import LLMRoles, ScenarioState
 from fabtest.errors import AgentError, FabtestError, UsageError, failure_type_of
 from fabtest.pytest_plugin import hints, options, steps
 from fabtest.pytest_plugin.collect import FeatureModule, template_of
-from fabtest.pytest_plugin.results import PENDING_PROPERTY, RESULT_PROPERTY, identity_of, relative_to_root
+from fabtest.pytest_plugin.results import (
+    PENDING_PROPERTY,
+    RESULT_PROPERTY,
+    crashed_message,
+    identity_of,
+    relative_to_root,
+)
 from fabtest.pytest_plugin.session import FabtestSession
 from fabtest.scenario_sets import ScenarioRecord
 
@@ -299,7 +305,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 def _report_setup(item: pytest.Item, report: pytest.TestReport, duration: float) -> None:
     if report.passed:
         # Who is running, so the controller can record the scenario even if its worker dies.
-        message = f"{item.nodeid}: the scenario never finished (its worker crashed)"
+        message = crashed_message(item.nodeid)
         prop = PENDING_PROPERTY
     elif report.failed:  # a fixture (fabtest_agent, a server) failed before the first step
         crash = getattr(report.longrepr, "reprcrash", None)

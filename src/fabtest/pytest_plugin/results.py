@@ -23,6 +23,11 @@ RESULT_PROPERTY = "fabtest_result"
 PENDING_PROPERTY = "fabtest_pending"
 
 
+def crashed_message(nodeid: str) -> str:
+    """The failure of a scenario whose worker died before it finished."""
+    return f"{nodeid}: the scenario never finished (its worker crashed)"
+
+
 def identity_of(item: pytest.Item) -> ScenarioIdentity:
     """The scenario ``item`` runs, read from its template and its parameters."""
     template = template_of(getattr(item, "obj", None))

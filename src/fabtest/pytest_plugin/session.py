@@ -426,9 +426,10 @@ class FabtestSession:
 def _crashed_before_setup(nodeid: str) -> dict[str, Any]:
     """A scenario whose worker died before saying which scenario it was: known by its node id only."""
     from fabtest.experiment.stable_id import stable_id
+    from fabtest.pytest_plugin.results import crashed_message
 
     path, _, name = nodeid.partition("::")
     return ScenarioResult(
         id=stable_id(path, None, name), name=name, nodeid=nodeid, feature_file=path, passed=False,
-        failure_type="error", failure_message=f"{nodeid}: the scenario never finished (its worker crashed)",
+        failure_type="error", failure_message=crashed_message(nodeid),
     ).model_dump(mode="json")
