@@ -30,7 +30,7 @@ from fabtest.experiment.export import (
     costing_of,
     info_from_experiment,
     load_document,
-    read_document,
+    read_index,
     result_from_entry,
 )
 from fabtest.experiment.fingerprint import canonical_json
@@ -127,7 +127,7 @@ def merge_parts(parts: Sequence[str | os.PathLike[str]], results_dir: str | os.P
 def _head(ref: str | os.PathLike[str], results_dir: str | os.PathLike[str]) -> tuple[Path, ExperimentInfo, bool]:
     """A part's path, identity, and whether it is in the one-scenario-per-line layout."""
     try:
-        path, doc = read_document(ref, results_dir, lean=True)
+        path, doc = read_index(ref, results_dir, lambda rows: None)  # the header; entries are streamed later
         return path, info_from_experiment(doc["experiment"]), bool(doc.get("lean"))
     except ExperimentFileError as exc:
         raise MergeError(str(exc)) from None
