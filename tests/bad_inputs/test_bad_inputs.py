@@ -143,6 +143,29 @@ def _run_pytest(pytester: pytest.Pytester, case: str) -> str:
     return result.stdout.str() + "\n" + result.stderr.str()
 
 
+def run_inline_feature(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, text: str) -> str:
+    """Run a project whose ``bad.feature`` is ``text`` (beside a good agent and feature), with no
+    LLM configured; the run must fail without a traceback. Returns its output."""
+    for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "PYTEST_ADDOPTS"):
+        monkeypatch.delenv(var, raising=False)
+    root = pytester.path
+    (root / "goodbot.py").write_text(textwrap.dedent(GOOD_AGENT), encoding="utf-8")
+    (root / "pyproject.toml").write_text(textwrap.dedent(GOOD_PYPROJECT), encoding="utf-8")
+    (root / "fine.feature").write_text(textwrap.dedent(GOOD_FEATURE).lstrip("\n"), encoding="utf-8")
+    (root / "bad.feature").write_text(text, encoding="utf-8")
+    result = pytester.runpytest(*BASE_ARGS, "-q", str(root))
+    output = result.stdout.str() + "\n" + result.stderr.str()
+    assert result.ret != 0, output
+    assert "Traceback" not in output, output
+    return output
+
+
+def assert_one_line_holds(output: str, expected: tuple[str, ...]) -> None:
+    """Some single line of ``output`` holds every text of ``expected``."""
+    lines = [line for line in output.splitlines() if all(text in line for text in expected)]
+    assert lines, f"no single line holds all of {expected}:\n{output}"
+
+
 def _run_cli(tmp_path: Path, case: str) -> str:
     kind, name = case.split("/", 1)
     results = tmp_path / "results"
@@ -186,6 +209,4 @@ def test_bad_input_gives_one_line_naming_file_and_place(case: str, pytester: pyt
             pytest.skip("fabtest.playbook.run_cli is not available")
     output = _run_cli(tmp_path, case) if kind in ("playbooks", "experiments") else _run_pytest(pytester, case)
     assert "Traceback" not in output, output
-    expected = CASES[case]
-    lines = [line for line in output.splitlines() if all(text in line for text in expected)]
-    assert lines, f"no single line holds all of {expected}:\n{output}"
+    assert_one_line_holds(output, CASES[case])

@@ -10,7 +10,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from test_bad_inputs import BASE_ARGS, _write
 
 # beside corpus/, whose every file test_bad_inputs.py expects in its own CASES

@@ -7,11 +7,8 @@ corpus checker in ``test_bad_inputs.py`` lists the files under ``corpus/`` as it
 
 from __future__ import annotations
 
-import textwrap
-
 import pytest
-
-from tests.bad_inputs.test_bad_inputs import BASE_ARGS, GOOD_AGENT, GOOD_FEATURE, GOOD_PYPROJECT
+from tests.bad_inputs.test_bad_inputs import assert_one_line_holds, run_inline_feature
 
 HI = '    When the user says "hi"\n    Then the response must match "hello"\n'
 
@@ -99,17 +96,5 @@ CASES: dict[str, tuple[str, tuple[str, ...]]] = {
 @pytest.mark.parametrize("case", CASES)
 def test_bad_feature_gives_one_line_naming_file_and_line(case: str, pytester: pytest.Pytester,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "PYTEST_ADDOPTS"):
-        monkeypatch.delenv(var, raising=False)
     text, expected = CASES[case]
-    root = pytester.path
-    (root / "goodbot.py").write_text(textwrap.dedent(GOOD_AGENT), encoding="utf-8")
-    (root / "pyproject.toml").write_text(textwrap.dedent(GOOD_PYPROJECT), encoding="utf-8")
-    (root / "fine.feature").write_text(textwrap.dedent(GOOD_FEATURE).lstrip("\n"), encoding="utf-8")
-    (root / "bad.feature").write_text(text, encoding="utf-8")
-    result = pytester.runpytest(*BASE_ARGS, "-q", str(root))
-    output = result.stdout.str() + "\n" + result.stderr.str()
-    assert result.ret != 0, output
-    assert "Traceback" not in output, output
-    lines = [line for line in output.splitlines() if all(piece in line for piece in expected)]
-    assert lines, f"no single line holds all of {expected}:\n{output}"
+    assert_one_line_holds(run_inline_feature(pytester, monkeypatch, text), expected)
