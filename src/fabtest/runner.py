@@ -8,6 +8,7 @@ AgentTimeout) that the pytest plugin maps to failure types.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import threading
 import time
@@ -156,7 +157,8 @@ def _chat_on_thread(chat: Any, messages: list[Message], kwargs: dict[str, Any], 
         except BaseException as exc:  # noqa: BLE001 - re-raised on the caller's thread below
             box["error"] = exc
 
-    worker = threading.Thread(target=_run, name="fabtest-agent", daemon=True)
+    # in a copy of the caller's context: the scenario's captured output, a tracing span
+    worker = threading.Thread(target=contextvars.copy_context().run, args=(_run,), name="fabtest-agent", daemon=True)
     worker.start()
     worker.join(timeout)
     if worker.is_alive():
