@@ -23,7 +23,8 @@ from __future__ import annotations
 import contextvars
 import queue
 import threading
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,6 +81,8 @@ class ConcurrentScenarios:
         self._router = OutputRouter(config)
         self._routing = False
         self._hooks: dict[frozenset[Any], Callable[..., Any]] = {}
+        self._worker: Any = False  # xdist's WorkerInteractor in a worker, None elsewhere (False: not looked up)
+        self._index: dict[int, int] | None = None
 
     # -- session ---------------------------------------------------------------------------------
     @pytest.hookimpl(trylast=True)
@@ -198,7 +201,33 @@ class ConcurrentScenarios:
             self.in_flight -= 1
             self._report(done)
 
+    @contextmanager
+    def _reporting(self, item: pytest.Item) -> Iterator[None]:
+        """Inside an xdist worker, make ``item`` the one the worker reports about: xdist tags every
+        report with the index of the item its loop last handed to the protocol hook."""
+        worker = self._xdist_worker(item.config)
+        if worker is None:
+            yield
+            return
+        if self._index is None:
+            self._index = {id(it): i for i, it in enumerate(item.session.items)}
+        saved, worker.item_index = worker.item_index, self._index[id(item)]
+        try:
+            yield
+        finally:
+            worker.item_index = saved
+
+    def _xdist_worker(self, config: pytest.Config) -> Any:
+        if self._worker is False:
+            self._worker = next((p for p in config.pluginmanager.get_plugins()
+                                 if type(p).__name__ == "WorkerInteractor" and hasattr(p, "item_index")), None)
+        return self._worker
+
     def _report(self, done: _Done) -> None:
+        with self._reporting(done.item):
+            self._report_call(done)
+
+    def _report_call(self, done: _Done) -> None:
         item, call = done.item, done.call
         ihook = item.ihook
         for key, text in done.capture.sections():

@@ -86,6 +86,10 @@ class _LogRouter(logging.Handler):
                 self.handleError(record)
 
 
+def _not_a_scenarios(record: logging.LogRecord) -> bool:
+    return _CURRENT.get() is None
+
+
 class OutputRouter:
     """Installs the routing for a concurrent window and takes it away again."""
 
@@ -94,6 +98,7 @@ class OutputRouter:
         self._patched: list[tuple[Any, str, Any]] = []
         self._handler: _LogRouter | None = None
         self._root_level: int | None = None
+        self._filtered: list[logging.Handler] = []
 
     def start(self) -> None:
         for attr, which in (("out", "out"), ("err", "err")):
@@ -114,6 +119,11 @@ class OutputRouter:
             self._root_level, root.level = root.level, level
         root.addHandler(handler)
         self._handler = handler
+        # pytest's per-test handlers capture whatever the main thread's setup or teardown of another
+        # test logs meanwhile: a scenario's records are kept out of them
+        self._filtered = [h for h in (getattr(plugin, n, None) for n in ("caplog_handler", "report_handler")) if h]
+        for pytest_handler in self._filtered:
+            pytest_handler.addFilter(_not_a_scenarios)
 
     def stop(self) -> None:
         for holder, name, original in reversed(self._patched):
@@ -129,6 +139,9 @@ class OutputRouter:
         if self._handler is not None:
             root.removeHandler(self._handler)
             self._handler = None
+        for pytest_handler in self._filtered:
+            pytest_handler.removeFilter(_not_a_scenarios)
+        self._filtered = []
         if self._root_level is not None:
             root.setLevel(self._root_level)
             self._root_level = None
