@@ -18,13 +18,15 @@ groups, as used by MCP clients, must be left by the task that entered them).
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import contextvars
 import inspect
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:  # asyncio is imported on first use: loading fabtest's plugin must stay light
+    import asyncio
 
 __all__ = ["enter_async", "is_async_callable", "loop", "run", "submit"]
 
@@ -36,6 +38,8 @@ _loop: asyncio.AbstractEventLoop | None = None
 
 def loop() -> asyncio.AbstractEventLoop:
     """The process's agent loop, started (on a daemon thread named ``fabtest-aio``) on first use."""
+    import asyncio
+
     global _loop
     with _lock:
         if _loop is None or _loop.is_closed():
@@ -114,6 +118,8 @@ def enter_async(manager: Any) -> Callable[[], None]:
     that entered them (anyio task groups, cancel scopes) work. The exit function raises what
     ``__aexit__`` raised.
     """
+    import asyncio
+
     entered: concurrent.futures.Future[None] = concurrent.futures.Future()
     leave: asyncio.Event | None = None
 
@@ -149,6 +155,8 @@ def enter_async(manager: Any) -> Callable[[], None]:
 
 
 def _on_loop_thread(target: asyncio.AbstractEventLoop) -> bool:
+    import asyncio
+
     try:
         return asyncio.get_running_loop() is target
     except RuntimeError:
