@@ -114,6 +114,13 @@ def stamp():
     bots.event(kind="stamp-teardown", n=value["n"], owner=value["owner"])
 
 
+@pytest.fixture(autouse=True)
+def not_thread_safe(request):
+    """How a fixture says its scenario must run alone."""
+    if "fixture_serial" in request.node.name:
+        request.applymarker(pytest.mark.fabtest_serial("the fixture is not thread-safe"))
+
+
 @pytest.fixture
 def fabtest_agent(ticket):
     return with_context("bots:Bot", ticket=ticket)

@@ -18,10 +18,11 @@ FEATURES = {
     "a.feature": feature("A", scenario("barrier a1"), scenario("barrier a2")),
     "b.feature": feature("B", scenario("barrier b1"), scenario("barrier b2")),
     "c.feature": feature("C", scenario("pass c1"), scenario("fail c2"), scenario("hang c3"), scenario("pass c4")),
-    "d.feature": feature("D", scenario("serial d1", tags="@fabtest_serial"), scenario("pass d2")),
+    "d.feature": feature("D", scenario("serial d1", tags="@fabtest_serial"), scenario("pass d2"),
+                         scenario("fixture_serial d3"), scenario("pass d4")),
 }
 ORDER = ["barrier a1", "barrier a2", "barrier b1", "barrier b2", "pass c1", "fail c2", "hang c3", "pass c4",
-         "serial d1", "pass d2"]
+         "serial d1", "pass d2", "fixture_serial d3", "pass d4"]
 
 _RUN: dict[str, Any] = {}
 
@@ -38,12 +39,12 @@ def shared_run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> di
 
 
 def test_four_scenarios_were_in_flight_at_once_and_every_one_ended_as_it_should(shared_run: dict[str, Any]) -> None:
-    shared_run["result"].assert_outcomes(passed=8, failed=2)  # the barrier scenarios pass only together
+    shared_run["result"].assert_outcomes(passed=10, failed=2)  # the barrier scenarios pass only together
     by_name = {s["name"]: s for s in shared_run["doc"]["scenario_results"]}
     assert by_name["fail c2"]["failure_type"] == "assertion"
     assert by_name["hang c3"]["failure_type"] == "timeout"
     assert "did not answer within 0.5s" in by_name["hang c3"]["failure_message"]
-    assert all(by_name[n]["passed"] for n in ORDER if n.split()[0] in ("barrier", "pass", "serial"))
+    assert all(by_name[n]["passed"] for n in ORDER if n.split()[0] in ("barrier", "pass", "serial", "fixture_serial"))
 
 
 def test_function_scoped_fixtures_are_per_scenario_with_their_own_teardown(shared_run: dict[str, Any]) -> None:
@@ -62,12 +63,16 @@ def test_each_scenario_entered_and_left_its_own_agents_around(shared_run: dict[s
 
 def test_a_serial_scenario_runs_alone_and_the_run_says_so(shared_run: dict[str, Any]) -> None:
     seen = [(e["kind"], e["scenario"]) for e in shared_run["events"] if e["kind"] in ("enter", "exit")]
-    start, end = seen.index(("enter", "serial d1")), seen.index(("exit", "serial d1"))
-    assert end == start + 1, seen  # nothing else entered or left while it ran
-    before = {name for kind, name in seen[:start] if kind == "exit"}
-    assert before == set(ORDER[:8]), seen  # everything collected before it had finished
-    assert "fabtest: 1 scenario(s) ran alone, not concurrently" in shared_run["output"]
-    assert "features/d.feature::test_serial_d1: marked fabtest_serial" in shared_run["output"]
+    for name in ("serial d1", "fixture_serial d3"):
+        start, end = seen.index(("enter", name)), seen.index(("exit", name))
+        assert end == start + 1, seen  # nothing else entered or left while it ran
+        before = {n for kind, n in seen[:start] if kind == "exit"}
+        assert set(ORDER[:ORDER.index(name)]) <= before, seen  # everything collected before it had finished
+    output = shared_run["output"]
+    assert "fabtest: 2 scenario(s) ran alone, not concurrently" in output
+    assert "features/d.feature::test_serial_d1: marked fabtest_serial" in output
+    assert ("features/d.feature::test_fixture_serial_d3: marked fabtest_serial by a fixture "
+            "(the fixture is not thread-safe)") in output
 
 
 def test_captured_output_and_logs_belong_to_their_scenario(shared_run: dict[str, Any]) -> None:

@@ -154,7 +154,7 @@ class ConcurrentScenarios:
         marker = item.get_closest_marker(SERIAL_MARKER)
         if not setup.passed or marker is not None:  # a fixture may mark its scenario serial during setup
             if setup.passed:
-                self.alone[item.nodeid] = "a fixture marked it fabtest_serial: " + _marker_reason(marker)
+                self.alone[item.nodeid] = _marker_reason(marker, by=" by a fixture")
                 self._drain(item.session)
                 call_and_report(item, "call", log=True)
             self._teardown(item)
@@ -299,6 +299,6 @@ class ConcurrentScenarios:
             terminalreporter.write_line(f"{nodeid}: {why}")
 
 
-def _marker_reason(marker: Any) -> str:
+def _marker_reason(marker: Any, by: str = "") -> str:
     reason = marker.args[0] if marker.args else marker.kwargs.get("reason")
-    return f"marked {SERIAL_MARKER}" + (f" ({reason})" if reason else "")
+    return f"marked {SERIAL_MARKER}{by}" + (f" ({reason})" if reason else "")
