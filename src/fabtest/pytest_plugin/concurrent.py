@@ -33,7 +33,6 @@ from _pytest.runner import CallInfo, call_and_report, check_interactive_exceptio
 
 from fabtest.pytest_plugin.collect import template_of
 from fabtest.pytest_plugin.isolation import (
-    REGISTRY_LOCK,
     UNSHAREABLE_FIXTURES,
     ConcurrentSetupState,
     isolate_item,
@@ -63,7 +62,7 @@ class _Done:
     """A call phase that finished on its thread, waiting for the main thread to report it."""
 
     item: pytest.Item
-    call: CallInfo[None]
+    call: CallInfo[None] | BaseException  # an exception pytest lets through a test, to raise on the main thread
     capture: Capture
 
 
@@ -76,7 +75,7 @@ class ConcurrentScenarios:
         self.in_flight = 0
         self.finished: queue.SimpleQueue[_Done] = queue.SimpleQueue()
         self.alone: dict[str, str] = {}  # nodeid -> why it ran alone (also from xdist workers' reports)
-        self.max_in_flight = 0
+        self.max_in_flight = 0  # the most scenarios in flight at once so far (for progress and benchmarks)
         self._upcoming: pytest.Item | None = None
         self._router = OutputRouter(config)
         self._routing = False
@@ -149,8 +148,7 @@ class ConcurrentScenarios:
         ihook = item.ihook
         isolate_item(item)
         ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
-        with REGISTRY_LOCK:
-            setup = call_and_report(item, "setup", log=True)
+        setup = call_and_report(item, "setup", log=True)
         marker = item.get_closest_marker(SERIAL_MARKER)
         if not setup.passed or marker is not None:  # a fixture may mark its scenario serial during setup
             if setup.passed:
@@ -167,16 +165,18 @@ class ConcurrentScenarios:
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         context = contextvars.copy_context()
-        threading.Thread(target=context.run, args=(self._call, item), name=f"fabtest-scenario {item.name}",
-                         daemon=True).start()
+        threading.Thread(target=context.run, args=(self._call, item, self._call_hook(item)),
+                         name=f"fabtest-scenario {item.name}", daemon=True).start()
 
-    def _call(self, item: pytest.Item) -> None:
+    def _call(self, item: pytest.Item, hook: Callable[..., Any]) -> None:
         """The call phase, on the scenario's thread, without pytest's process-wide capture."""
         capture = Capture()
         capture.activate()
-        hook = self._call_hook(item)
-        call: CallInfo[None] = CallInfo.from_call(lambda: hook(item=item), when="call",
-                                                  reraise=get_reraise_exceptions(item.config))
+        try:
+            call: CallInfo[None] | BaseException = CallInfo.from_call(
+                lambda: hook(item=item), when="call", reraise=get_reraise_exceptions(item.config))
+        except BaseException as exc:  # noqa: BLE001 - pytest.exit() and the like: raised on the main thread
+            call = exc
         self.finished.put(_Done(item, call, capture))
 
     def _call_hook(self, item: pytest.Item) -> Callable[..., Any]:
@@ -229,6 +229,8 @@ class ConcurrentScenarios:
 
     def _report_call(self, done: _Done) -> None:
         item, call = done.item, done.call
+        if isinstance(call, BaseException):  # what pytest lets through a test (pytest.exit, Ctrl-C)
+            raise call
         ihook = item.ihook
         for key, text in done.capture.sections():
             item.add_report_section("call", key, text)
@@ -243,8 +245,7 @@ class ConcurrentScenarios:
         nextitem = None if session.shouldfail or session.shouldstop else self._upcoming
         self._setup_state(item).finishing = item
         try:
-            with REGISTRY_LOCK:
-                call_and_report(item, "teardown", log=True, nextitem=nextitem)
+            call_and_report(item, "teardown", log=True, nextitem=nextitem)
         finally:
             item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
             if hasattr(item, "_request"):

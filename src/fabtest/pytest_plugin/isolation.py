@@ -11,10 +11,10 @@ several scenarios in flight, this module gives each in-flight item
 - collectors (feature modules) that are no longer on the stack but still needed by an item in
   flight stay alive ("parked") until the last such item is torn down.
 
-Higher-scoped fixtures are shared, as in a sequential run; their first execution is serialized
-with :data:`REGISTRY_LOCK` (also held while the main thread sets up an item, and around
-pytest-bdd's step lookup, which registers a temporary fixture under a name every scenario with
-the same step text shares).
+Higher-scoped fixtures are shared, as in a sequential run; their execution is serialized with
+:data:`REGISTRY_LOCK` (also held around pytest-bdd's step lookup, which registers a temporary
+fixture under a name every scenario with the same step text shares, and while the setup state
+changes).
 """
 
 from __future__ import annotations
@@ -103,19 +103,22 @@ class ConcurrentSetupState(SetupState):
         return len(self.detached)
 
     def teardown_exact(self, nextitem: pytest.Item | None) -> None:
+        item, self.finishing = self.finishing, None
+        if item is not None and item in self.detached:
+            with REGISTRY_LOCK:
+                finalizers = self.detached.pop(item)[0]
+            errors = _finalize(item, finalizers)  # outside the lock: scenarios in flight go on meanwhile
+        elif item is not None and item in self.stack and list(self.stack)[-1] is item:
+            errors = _finalize(item, self.stack.popitem()[1][0])
+        else:
+            errors = []
         with REGISTRY_LOCK:
-            errors: list[BaseException] = []
-            item, self.finishing = self.finishing, None
-            if item is not None and item in self.detached:
-                errors += _finalize(item, self.detached.pop(item)[0])
-            elif item is not None and item in self.stack and list(self.stack)[-1] is item:
-                errors += _finalize(item, self.stack.popitem()[1][0])
             keep = self._in_use(nextitem)
             while self.stack and list(self.stack)[-1] not in keep:
                 node, (finalizers, _) = self.stack.popitem()
                 errors += _finalize(node, finalizers)
             errors += self._release(keep)
-            _raise(errors)
+        _raise(errors)
 
     def _in_use(self, nextitem: pytest.Item | None) -> set[Node]:
         """Every node the next item or an item in flight descends from."""
