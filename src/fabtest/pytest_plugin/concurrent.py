@@ -125,8 +125,10 @@ class ConcurrentScenarios:
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
-        """A scenario's state (and the agent fixture, the session's LLMs) is set up here, on the main
-        thread, rather than by its first step on the scenario's thread."""
+        """A scenario's state (and what it depends on: ``tmp_path``, the agent fixture, the session's
+        LLMs) is set up here, on the main thread, rather than by its first step on the scenario's
+        thread: pytest's own helpers behind them (``tmp_path_factory`` making its base directory)
+        are not safe to call from several threads at once."""
         if isinstance(item.session._setupstate, ConcurrentSetupState) and item.nodeid not in self.alone \
                 and template_of(getattr(item, "obj", None)) is not None and hasattr(item, "_request"):
             item._request.getfixturevalue("fabtest_scenario")

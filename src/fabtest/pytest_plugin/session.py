@@ -9,6 +9,7 @@ experiment and the console summary wait for them (README "Performance").
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,7 @@ class FabtestSession:
         self._recorder: Any = None
         self._pending: dict[str, dict[str, Any]] = {}  # nodeid -> identity of a scenario started
         self._roles: LLMRoles | None = None
+        self._roles_lock = threading.Lock()
         self._fake: Any = None
         self._sets: dict[tuple[str, str], list[ScenarioRecord]] = {}
         self._topics = self._project_topics()
@@ -102,6 +104,10 @@ class FabtestSession:
         """Build the judge and simulator once: the ``--fabtest-fake-llm`` fake for both, else each
         role's provider, else ``[tool.fabtest] offline_llm``; a missing key leaves the role empty
         with a reason (precedence: README "Running without a key")."""
+        with self._roles_lock:  # scenarios in flight at once (concurrency) ask from their own threads
+            return self._llm_roles()
+
+    def _llm_roles(self) -> LLMRoles:
         if self._roles is None:
             from fabtest.engine.llms import configured_llms
 
