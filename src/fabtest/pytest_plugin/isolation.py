@@ -79,6 +79,9 @@ class ConcurrentSetupState(SetupState):
             super().addfinalizer(finalizer, node)
 
     def setup(self, item: pytest.Item) -> None:
+        """pytest's ``setup`` after making room: collectors not in the item's chain leave the stack
+        (parked while an item in flight needs them), parked ones it needs come back. The item's own
+        fixtures are set up outside the lock, so scenarios in flight are not held up by them."""
         with REGISTRY_LOCK:
             needed = item.listchain()
             while self.stack and list(self.stack) != needed[: len(self.stack)]:
@@ -89,8 +92,24 @@ class ConcurrentSetupState(SetupState):
                     break
                 self.stack[col] = self.parked.pop(col)  # set up already: back on the stack, not set up twice
             errors = self._release(self._in_use(item))
-            super().setup(item)
-            _raise(errors)
+            for _col, (_, exc) in self.stack.items():
+                if exc:
+                    raise exc[0].with_traceback(exc[1])
+            for col in needed[len(self.stack):-1]:
+                self.stack[col] = ([col.teardown], None)
+                self._setup_node(col)
+            self.stack[item] = ([item.teardown], None)
+        self._setup_node(item)
+        _raise(errors)
+
+    def _setup_node(self, node: Node) -> None:
+        """As pytest's SetupState does: a failed setup is kept and raised again for later items."""
+        try:
+            node.setup()
+        except TEST_OUTCOME as exc:
+            with REGISTRY_LOCK:
+                self.stack[node] = (self.stack[node][0], (exc, exc.__traceback__))
+            raise
 
     def detach(self, item: pytest.Item) -> None:
         """Move the (just set up) item off the stack: it stays set up until its teardown."""
@@ -109,7 +128,9 @@ class ConcurrentSetupState(SetupState):
                 finalizers = self.detached.pop(item)[0]
             errors = _finalize(item, finalizers)  # outside the lock: scenarios in flight go on meanwhile
         elif item is not None and item in self.stack and list(self.stack)[-1] is item:
-            errors = _finalize(item, self.stack.popitem()[1][0])
+            with REGISTRY_LOCK:
+                finalizers = self.stack.popitem()[1][0]
+            errors = _finalize(item, finalizers)
         else:
             errors = []
         with REGISTRY_LOCK:
