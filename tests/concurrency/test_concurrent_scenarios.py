@@ -181,3 +181,31 @@ def test_a_concurrent_run_records_what_a_sequential_run_records(pytester: pytest
     for key in sequential:
         if key not in ("experiment", "scenario_results"):
             assert sequential[key] == concurrent[key], key
+
+
+def test_process_wide_fixtures_run_their_scenario_alone_or_fail_it_by_name(pytester: pytest.Pytester,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BARRIER", "1")
+    extra_steps = '''
+
+@when("I read what was printed")
+def read_printed(capsys):
+    capsys.readouterr()
+'''
+    from project import CONFTEST  # type: ignore[import-not-found]
+
+    path = make_project(pytester, {
+        "p.feature": feature("P", scenario("pass p1"), '  Scenario: capsys p2\n    When I read what was printed\n'),
+    }, conftest=CONFTEST + extra_steps)
+    (path / "features" / "mp").mkdir()
+    (path / "features" / "mp" / "conftest.py").write_text(
+        "import pytest\n\n\n@pytest.fixture(autouse=True)\ndef patched(monkeypatch):\n"
+        "    monkeypatch.setenv('PATCHED', '1')\n")
+    (path / "features" / "mp" / "m.feature").write_text(feature("M", scenario("patched m1")))
+    result = run(pytester)
+    result.assert_outcomes(passed=2, failed=1)
+    output = result.stdout.str()
+    assert ("features/p.feature::test_capsys_p2: a step requested the fixture 'capsys' while the scenario ran "
+            "concurrently, but a scenario that uses capsys (pytest's capture is process-wide) must run alone; "
+            "tag the scenario @fabtest_serial to run it alone") in " ".join(output.split())
+    assert "features/mp/m.feature::test_patched_m1: uses monkeypatch (it changes process-wide state)" in output

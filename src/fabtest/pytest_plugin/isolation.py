@@ -193,8 +193,9 @@ class ItemFixtureDefs(dict[str, Any]):
             return found
         if name in UNSHAREABLE_FIXTURES:
             raise pytest.UsageError(
-                f"{self._item.nodeid}: a step requested the fixture {name!r} while the scenario ran concurrently; "
-                f"it {UNSHAREABLE_FIXTURES[name].split(' ', 1)[1]}. Mark the scenario @fabtest_serial to run it alone")
+                f"{self._item.nodeid}: a step requested the fixture {name!r} while the scenario ran concurrently, "
+                f"but a scenario that {UNSHAREABLE_FIXTURES[name]} must run alone; "
+                "tag the scenario @fabtest_serial to run it alone")
         with REGISTRY_LOCK:
             defs = self._item.session._fixturemanager.getfixturedefs(name, self._item)
         return default if defs is None else _isolated(defs)
