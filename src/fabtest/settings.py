@@ -88,6 +88,9 @@ class Settings(BaseModel):
     # "module:attr": an in-process judge and simulator used when the configured provider has no key
     offline_llm: str | None = None
     max_concurrency: int = Field(default=8, ge=1, le=10_000)
+    # scenarios in flight at once in one pytest process (per xdist worker); 1 runs them one by one
+    # (docs/concurrency.md: how it works, what runs alone)
+    concurrency: int = Field(default=1, ge=1, le=10_000)
     llm_cache: Literal["on", "off", "replay"] = "off"
     retry_budget: float = Field(default=0.1, ge=0, allow_inf_nan=False)  # see fabtest.llm.budget
     cache_dir: str = ".fabtest/cache"
@@ -159,6 +162,7 @@ _ENV_KEYS = {
     "FABTEST_SIMULATOR_PROVIDER": ("simulator", "provider"),
     "FABTEST_SIMULATOR_MODEL": ("simulator", "model"),
     "FABTEST_MAX_CONCURRENCY": ("max_concurrency",),
+    "FABTEST_CONCURRENCY": ("concurrency",),
 }
 
 

@@ -78,6 +78,23 @@ def pytest_configure(config: pytest.Config) -> None:
     session.check_offline_llm()
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(session, "fabtest-session")
+    _register_concurrency(config, settings.concurrency)
+
+
+def _register_concurrency(config: pytest.Config, limit: int) -> None:
+    """``concurrency`` above 1: the scheduler of :mod:`fabtest.pytest_plugin.concurrent` takes the
+    scenarios' protocol over; 1 leaves pytest's own, exactly as before."""
+    config.addinivalue_line("markers", "fabtest_serial(reason): run this scenario alone, not concurrently")
+    if limit <= 1:
+        return
+    from fabtest.pytest_plugin.concurrent import ConcurrentScenarios, concurrency_blocker
+
+    blocker = concurrency_blocker(config)
+    if blocker is not None:
+        config.issue_config_time_warning(pytest.PytestConfigWarning(
+            f"fabtest: concurrency = {limit} is off for this run: {blocker}; scenarios run one by one"), stacklevel=2)
+        return
+    config.pluginmanager.register(ConcurrentScenarios(config, limit), "fabtest-concurrency")
 
 
 def _active(config: pytest.Config) -> bool:

@@ -9,6 +9,7 @@ experiment and the console summary wait for them (README "Performance").
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -42,10 +43,13 @@ class FabtestSession:
         self._recorder: Any = None
         self._pending: dict[str, dict[str, Any]] = {}  # nodeid -> identity of a scenario started
         self._roles: LLMRoles | None = None
+        self._roles_lock = threading.Lock()
         self._fake: Any = None
         self._sets: dict[tuple[str, str], list[ScenarioRecord]] = {}
         self._topics = self._project_topics()
         self._preflight_done = False
+        #: node ids in collection order: the order results are written in, not the order they finished
+        self._collected: list[str] = []
         self.retry_budget = self._make_retry_budget()
         self._sigterm = False  # our SIGTERM handler is in force (fabtest/_signals.py)
         self.late = LateChannel()  # this process's soft verdicts judged after their scenario
@@ -100,6 +104,10 @@ class FabtestSession:
         """Build the judge and simulator once: the ``--fabtest-fake-llm`` fake for both, else each
         role's provider, else ``[tool.fabtest] offline_llm``; a missing key leaves the role empty
         with a reason (precedence: README "Running without a key")."""
+        with self._roles_lock:  # scenarios in flight at once (concurrency) ask from their own threads
+            return self._llm_roles()
+
+    def _llm_roles(self) -> LLMRoles:
         if self._roles is None:
             from fabtest.engine.llms import configured_llms
 
@@ -193,6 +201,7 @@ class FabtestSession:
 
             self.warm_up = warmup.start(self.settings)
 
+        self._collected = [item.nodeid for item in session.items]
         if not self.is_worker and not self.config.pluginmanager.has_plugin("dsession") and preflight.enabled(self.config):
             preflight.check_items(self, session.items)
 
@@ -200,6 +209,8 @@ class FabtestSession:
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         from fabtest.pytest_plugin import preflight
 
+        if not self._collected:
+            self._collected = list(ids)  # every worker collects the same items, in the same order
         if not self._preflight_done and preflight.enabled(self.config):
             self._preflight_done = True
             preflight.check_nodeids(self, list(ids))
@@ -300,6 +311,7 @@ class FabtestSession:
                 iterations=self.iterations, cwd=str(self.config.rootpath),
                 prices={m: p.model_dump() for m, p in self.settings.prices.items()},
             )
+            self._recorder.set_order(self._collected)
         return self._recorder
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
