@@ -10,7 +10,8 @@ import pytest
 
 from exp_factory import make_doc, make_result
 from fabtest.cli import compare_main
-from fabtest.experiment.compare import compare, drop_p_value, gate_failures, regressed
+from fabtest.experiment.compare import compare, drop_p_value
+from fabtest.experiment.gate import gate_failures, regressed
 from fabtest.experiment.export import write_document
 
 N = 10  # iterations
@@ -38,8 +39,8 @@ def test_completion_collapse_over_ten_iterations_fails(tmp_path, capsys):
     args = _write(tmp_path, _runs("booking", N), _runs("booking", 0))
     assert compare_main(args + ["--fail-on-regression"]) == 1
     err = _err(capsys)
-    assert "gate failed: regression: completion: 10/10 → 0/10 passed (100.0% → 0.0%)" in err
-    assert "Fisher's exact p = 5.413e-06 < alpha 0.05" in err and "larger than chance" in err
+    assert "FAIL completion: 10/10 → 0/10 runs passed (100.0% → 0.0%)" in err
+    assert "Fisher's exact test on scenario runs: p = 5.413e-06" in err and "larger than chance" in err
 
 
 def test_identical_rerun_never_fails(tmp_path, capsys):
@@ -75,8 +76,8 @@ def test_soft_criterion_collapse_fails_while_completion_holds(tmp_path, capsys):
     args = _write(tmp_path, _runs("booking", N, evals=good), _runs("booking", N, evals=bad))
     assert compare_main(args + ["--fail-on-regression"]) == 1
     err = _err(capsys)
-    assert "criterion 'friendly': 10/10 → 0/10 passed (100.0% → 0.0%)" in err
-    assert "completion" not in err and "concise" not in err
+    assert "FAIL criterion 'friendly': 10/10 → 0/10 runs with every rating passed (100.0% → 0.0%)" in err
+    assert "PASS completion:" in err and "PASS criterion 'concise'" in err
 
 
 def test_soft_criterion_small_drop_passes(tmp_path):
@@ -108,24 +109,26 @@ def test_min_evaluation_floor_both_ways(tmp_path, capsys):
     evals = [("friendly", "passed"), ("concise", "failed")]
     args = _write(tmp_path, _runs("booking", N, evals=evals), _runs("booking", N, evals=evals))
     assert compare_main(args + ["--min-evaluation", "0.5"]) == 0
-    assert compare_main(args + ["--min-evaluation", "60%"]) == 1
-    assert "evaluation rate 50.0% (10/20 passed on shared scenarios) is below the floor 60.0%" in _err(capsys)
+    assert compare_main(args + ["--min-evaluation", "60%"]) == 0  # 50% over 10 runs: no evidence against 60%
+    assert "PASS evaluation floor: 5/10 runs' evaluation rates summed (50.0%), floor 60.0%" in _err(capsys)
+    assert compare_main(args + ["--min-evaluation", "90%"]) == 1  # but against 90% there is
+    assert "FAIL evaluation floor: 5/10" in _err(capsys)
 
 
 def test_min_evaluation_fails_when_nothing_was_evaluated(tmp_path, capsys):
     args = _write(tmp_path, _runs("booking", 2, evals=[], n=2), _runs("booking", 2, evals=[], n=2), iterations=2)
     assert compare_main(args + ["--min-evaluation", "0.1"]) == 1
-    assert "nothing was rated" in _err(capsys)
+    assert "FAIL evaluation floor: nothing rated on the shared scenarios" in _err(capsys)
 
 
 def test_min_criterion_floor_both_ways_and_repeatable(tmp_path, capsys):
     evals = [("friendly", "passed"), ("concise", "failed")]
     args = _write(tmp_path, _runs("booking", N, evals=evals), _runs("booking", N, evals=evals))
     assert compare_main(args + ["--min-criterion", "friendly=0.9", "--min-criterion", "concise=0%"]) == 0
-    assert compare_main(args + ["--min-criterion", "friendly=0.9", "--min-criterion", "concise=10%"]) == 1
+    assert compare_main(args + ["--min-criterion", "friendly=0.9", "--min-criterion", "concise=40%"]) == 1
     err = _err(capsys)
-    assert "criterion 'concise' 0.0% (0/10 passed on shared scenarios) is below the floor 10.0%" in err
-    assert "friendly" not in err
+    assert "FAIL criterion 'concise' floor: 0/10 runs with every rating passed (0.0%), floor 40.0%" in err
+    assert "PASS criterion 'friendly' floor" in err
 
 
 def test_min_criterion_bad_input_is_a_usage_error(tmp_path, capsys):
