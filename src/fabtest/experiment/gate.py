@@ -153,7 +153,11 @@ def binomial_cdf(x: int, n: int, p: float) -> float:
 def sign_test_p(up: int, down: int) -> float:
     """One-sided exact sign test: P(at least ``up`` of ``up + down`` fair coin flips come up)."""
     n = up + down
-    return 1.0 if n == 0 else min(1.0, 1.0 - binomial_cdf(up - 1, n, 0.5))
+    if n == 0:
+        return 1.0
+    if n <= 1000:  # exact in integers
+        return sum(math.comb(n, k) for k in range(up, n + 1)) / 2 ** n
+    return min(1.0, 1.0 - binomial_cdf(up - 1, n, 0.5))
 
 
 def _fisher_min(b: Sequence[float], c: Sequence[float]) -> float:
