@@ -163,7 +163,7 @@ def test_an_added_failing_scenario_is_not_a_regression(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "Rate:           100.0% → 100.0%  (+0.0pp) ─  [4/4 → 4/4]" in out
     assert "Added scenarios (1, only in current; not in the deltas above):" in out
-    assert "- new one: failed (assertion)" in out
+    assert "- Venue booking / new one [" in out and "]: failed (assertion)" in out  # feature, name and id
     assert "Whole experiments (different scenario sets: for reference, not compared)" in out
     assert compare_main(args + ["--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
@@ -175,7 +175,7 @@ def test_an_added_failing_scenario_is_not_a_regression(tmp_path, capsys):
     assert compare_main(args + ["--format", "markdown"]) == 0
     md = capsys.readouterr().out
     assert "| Completion rate | 100.0% | 100.0% | +0.0pp | ─ |" in md
-    assert "### Added scenarios (only in current) (1)" in md and "- new one: failed (assertion)" in md
+    assert "### Added scenarios (only in current) (1)" in md and "- Venue booking / new one [" in md
     assert "### Whole experiments (different scenario sets, not compared)" in md
     assert "| Completion rate | 100.0% | 80.0% |" in md
 

@@ -41,7 +41,7 @@ from typing import Any, Literal
 
 from fabtest.experiment.cost import cost_delta_by_id
 from fabtest.experiment.diff import ConversationDiff, tool_summary
-from fabtest.experiment.export import entry_topics, read_index
+from fabtest.experiment.export import entry_topics, read_entries, read_index
 from fabtest.experiment.fmt import RULE_HEAVY, RULE_LIGHT, llm_line, num, pct, pp, signed, usd
 from fabtest.experiment.stats import entry_check_counts
 
@@ -61,6 +61,7 @@ __all__ = [
     "cost_lines",
     "drop_p_value",
     "md_escape",
+    "name_features",
     "render_json",
     "render_markdown",
     "render_text",
@@ -142,6 +143,7 @@ class ScenarioOutcome:
     pass_rate: float | None
     evaluation_rate: float | None
     failure_type: str | None = None
+    feature: str | None = None  # two scenarios may share a name: the feature and the id tell them apart
 
 
 @dataclass(slots=True)
@@ -370,6 +372,15 @@ class Experiment:
     doc: dict[str, Any]  # a whole document keeps its entries; a lean one (``"lean": true``) has none
     scenarios: dict[str, _Agg] = field(default_factory=dict)
     definitions: dict[str, set[str]] = field(default_factory=dict)
+    path: Path | None = None  # the file a lean read came from (its few added/removed entries are read again)
+
+    def entries_of(self, ids: AbstractSet[str]) -> Iterable[dict[str, Any]]:
+        """The whole entries of ``ids``: from the document, or read from the file of a lean read."""
+        if not ids:
+            return ()
+        if self.doc.get("lean") and self.path is not None:
+            return read_entries(self.path, ids) or ()
+        return self.doc.get("scenario_results") or ()
 
     def add_rows(self, rows: Iterable[Sequence[Any]]) -> None:
         """Adds runs given as ``scenario_index`` rows (``export.index_row``'s fields, normalised)."""
@@ -464,7 +475,7 @@ def read_experiment(ref: str | os.PathLike[str], results_dir: str | os.PathLike[
         path, doc = read_index(ref, results_dir, exp.add_rows)
         if not doc.get("lean"):
             return path, summarise(doc)
-    exp.doc, exp.definitions = doc, _criteria_definitions(doc)
+    exp.doc, exp.definitions, exp.path = doc, _criteria_definitions(doc), path
     return path, exp
 
 
@@ -758,6 +769,21 @@ def _outcomes(aggs: dict[str, _Agg], ids: AbstractSet[str]) -> list[ScenarioOutc
     return out
 
 
+def name_features(outcomes: list[ScenarioOutcome], entries: Iterable[dict[str, Any]]) -> list[ScenarioOutcome]:
+    """``outcomes`` with the feature of each, from whole entries (a lean read has none: the caller
+    reads the few entries of the added and removed scenarios)."""
+    wanted = {o.id: o for o in outcomes if o.feature is None}
+    for e in entries if wanted else ():
+        o = wanted.get(str(e.get("id")))
+        if o is not None and e.get("feature"):
+            o.feature = str(e["feature"])
+    return outcomes
+
+
+def _scenario_label(o: ScenarioOutcome) -> str:
+    return f"{o.feature} / {o.name} [{o.id}]" if o.feature else f"{o.name} [{o.id}]"
+
+
 def _spread(values: list[float]) -> RateSpread:
     if not values:
         return RateSpread([], None, 0.0)
@@ -826,8 +852,8 @@ def _compared(base: Experiment, cur: Experiment) -> Comparison:
         quality_regressed=regressed_,
         variance=_variance(b_shared, c_shared) if has_runs else None,
         checks=_rows(b_shared, c_shared, "checks", None, []),
-        added=_outcomes(c_agg, c_ids - b_ids),
-        removed=_outcomes(b_agg, b_ids - c_ids),
+        added=name_features(_outcomes(c_agg, c_ids - b_ids), cur.entries_of(c_ids - b_ids)),
+        removed=name_features(_outcomes(b_agg, b_ids - c_ids), base.entries_of(b_ids - c_ids)),
         whole=_whole(base.doc, cur.doc),
         cost=cost_delta_by_id(base.shared_costs(shared), cur.shared_costs(shared)),
     )
@@ -920,6 +946,13 @@ def _row_tail(row: CriterionDelta) -> str:
     return f"{'':>9}  {row.status}" + (f" ({row.note})" if row.note else "")
 
 
+def _row_counts(row: CriterionDelta) -> str:
+    """A criterion row's ratings passed and the one-sided p of its drop (pooled ratings; the gate tests runs)."""
+    p = f", p {row.p_value:.3g}" if row.p_value is not None else ""
+    return (f"  [{row.baseline_passed}/{row.baseline_evaluated} → {row.current_passed}/{row.current_evaluated}{p}]"
+            if row.baseline_evaluated or row.current_evaluated else "")
+
+
 def _changed_checks(checks: list[CriterionDelta]) -> tuple[list[CriterionDelta], int]:
     """Checks worth a row: anything but an unchanged compared check (the rest is counted)."""
     shown = [r for r in checks if r.status != "compared" or abs(r.delta or 0) >= 1e-12]
@@ -954,7 +987,7 @@ def render_text(comparison: Comparison) -> str:
     for m in c.metrics:
         if m.name == "evaluation_rate":
             lines += ["", RULE_LIGHT, "", "Quality (Soft Evaluations), shared scenarios"]
-            label = "Overall"
+            label = "Overall"  # every soft check: the note below the table says so
         else:
             label = {"completion_rate": "Rate", "avg_turns": "Avg Turns", "avg_topics": "Avg Topics"}[m.name]
         values = f"{_value(m, 'baseline', m.kind)} → {_value(m, 'current', m.kind)}"
@@ -962,12 +995,16 @@ def render_text(comparison: Comparison) -> str:
         if m.baseline_counts is not None and m.current_counts is not None:
             counts = f"  [{_counts_text(m.baseline_counts)} → {_counts_text(m.current_counts)}]"
         lines.append(f"  {label + ':':<15} {values:<16} ({_delta_text(m.delta, m.kind)}) {m.mark}{counts}".rstrip())
+    ev = c.metric("evaluation_rate")
+    if ev.current_counts is not None:
+        lines.append("  (Overall counts every soft check rating, LLM-judged criteria and deterministic `should` checks alike)")
     if c.criteria:
         width = max(24, *(len(row.name) for row in c.criteria))
-        lines += ["", "  By Criterion:", f"    {'Criterion':<{width}} {'Baseline':>9} {'Current':>9} {'Delta':>9}",
+        lines += ["", "  By Criterion (LLM-judged, soft `should` and hard `must` alike; ratings passed, p of a drop):", f"    {'Criterion':<{width}} {'Baseline':>9} {'Current':>9} {'Delta':>9}",
                   "    " + "─" * (width + 32)]
         for row in c.criteria:
-            lines.append(f"    {row.name:<{width}} {pct(row.baseline):>9} {pct(row.current):>9} {_row_tail(row)}".rstrip())
+            lines.append(f"    {row.name:<{width}} {pct(row.baseline):>9} {pct(row.current):>9} {_row_tail(row)}"
+                         f"{_row_counts(row)}".rstrip())
     if c.checks:
         shown, same = _changed_checks(c.checks)
         lines += ["", RULE_LIGHT, "", f"Checks (deterministic), shared scenarios: {len(c.checks)}"]
@@ -997,10 +1034,10 @@ def render_text(comparison: Comparison) -> str:
         lines += ["", RULE_LIGHT, ""]
         if c.added:
             lines.append(f"Added scenarios ({len(c.added)}, only in current; not in the deltas above):")
-            lines += _listed(c.added, lambda o: f"    - {o.name}: {_outcome_text(o)}")
+            lines += _listed(c.added, lambda o: f"    - {_scenario_label(o)}: {_outcome_text(o)}")
         if c.removed:
             lines.append(f"Removed scenarios ({len(c.removed)}, only in baseline; not in the deltas above):")
-            lines += _listed(c.removed, lambda o: f"    - {o.name}: {_outcome_text(o)}")
+            lines += _listed(c.removed, lambda o: f"    - {_scenario_label(o)}: {_outcome_text(o)}")
         lines += ["", "Whole experiments (different scenario sets: for reference, not compared)",
                   f"  {'':<17} {'Baseline':>9} {'Current':>9}"]
         for m in c.whole:
@@ -1140,8 +1177,8 @@ def render_markdown(comparison: Comparison) -> str:
         ("Newly passing", c.newly_passing, lambda s: f"- ✅ {md_escape(s.name)}"),
         ("Quality regressed", c.quality_regressed, lambda s: f"- {md_escape(s.name)}: {pct(s.baseline, 0)} → {pct(s.current, 0)}"),
         ("Quality improved", c.quality_improved, lambda s: f"- {md_escape(s.name)}: {pct(s.baseline, 0)} → {pct(s.current, 0)}"),
-        ("Added scenarios (only in current)", c.added, lambda o: f"- {md_escape(o.name)}: {_outcome_text(o)}"),
-        ("Removed scenarios (only in baseline)", c.removed, lambda o: f"- {md_escape(o.name)}: {_outcome_text(o)}"),
+        ("Added scenarios (only in current)", c.added, lambda o: f"- {md_escape(_scenario_label(o))}: {_outcome_text(o)}"),
+        ("Removed scenarios (only in baseline)", c.removed, lambda o: f"- {md_escape(_scenario_label(o))}: {_outcome_text(o)}"),
     ):
         if items:
             lines += ["", f"### {title} ({len(items)})", ""]
