@@ -390,7 +390,7 @@ def _describe(e: GateEntry, level: float) -> None:
     if e.kind == "drop" and e.baseline and e.current and e.baseline[1] and e.current[1]:
         bp, bn, cn = int(e.baseline[0]), int(e.baseline[1]), int(e.current[1])
         worst = _largest(lambda x: (drop_p_value(bp, bn, x, cn) or 1.0) < level, cn)
-        e.detectable = None if worst is None else bp / bn - worst / cn
+        e.detectable = None if worst is None else round(bp / bn - worst / cn, 4)
         rate = bp / bn
         if rate >= DETECT_DROP - 1e-12:
             e.iterations_for_20pt = _iterations(lambda n: (drop_p_value(round(rate * n), n, round((rate - DETECT_DROP) * n), n)
@@ -399,7 +399,7 @@ def _describe(e: GateEntry, level: float) -> None:
         floor = e.threshold or 0.0
         n = int(e.current[1])
         worst = _largest(lambda x: binomial_cdf(x, n, floor) < level, n)
-        e.detectable = None if worst is None else worst / n
+        e.detectable = None if worst is None else round(worst / n, 4)
         if floor >= DETECT_DROP - 1e-12:
             e.iterations_for_20pt = _iterations(lambda m: binomial_cdf(round((floor - DETECT_DROP) * m), m, floor) < level,
                                                 e.per_iteration)
