@@ -153,3 +153,32 @@ def test_lean_read_gives_the_same_comparison(tmp_path):
     other.write_text(json.dumps(base, indent=2))
     _, doc = read_document(other, lean=True)
     assert doc["scenario_results"] == base["scenario_results"]
+
+
+def test_labels_a_skimming_reader_can_trust():
+    """Issue 22 point 5: hard criteria apart from the soft ones, Overall says what it counts, the
+    criterion rows carry counts and p, added/removed scenarios named with feature and id."""
+    from exp_factory import check
+
+    def results(hard_status):
+        out = []
+        for i in range(4):
+            r = make_result("booking", iteration=i + 1, evals=[("friendly", "passed")])
+            r.expectations.append(check("no_pii", hard_status, mode="must"))
+            out.append(r)
+        return out
+
+    base = make_doc("exp_b", results("passed") + [make_result("gone", feature="Refunds")], iterations=4)
+    cur = make_doc("exp_c", results("failed") + [make_result("gone", feature="Cancellations")], iterations=4)
+    c = compare(base, cur)
+    assert {r.name: r.hard for r in c.criteria} == {"friendly": False, "no_pii": True}
+    text = render_text(c)
+    soft_part, hard_part = text.split("Hard Criteria (`must`")
+    assert "no_pii" in hard_part.split("Checks")[0] and "no_pii" not in soft_part.split("By Criterion")[1]
+    assert "friendly" in soft_part.split("By Criterion (soft `should`")[1]
+    assert "Overall counts every soft check rating" in text
+    assert "[4/4 → 0/4, p 0.0143]" in hard_part  # counts and the p of the drop
+    # the two "gone" scenarios share a name: feature and id tell them apart
+    assert f"- Refunds / gone [{c.removed[0].id}]" in text and f"- Cancellations / gone [{c.added[0].id}]" in text
+    md = render_markdown(c)
+    assert "### Hard criteria (`must`)" in md and "### By criterion (soft `should`)" in md

@@ -43,7 +43,7 @@ from fabtest.experiment.cost import cost_delta_by_id
 from fabtest.experiment.diff import ConversationDiff, tool_summary
 from fabtest.experiment.export import entry_topics, read_entries, read_index
 from fabtest.experiment.fmt import RULE_HEAVY, RULE_LIGHT, llm_line, num, pct, pp, signed, usd
-from fabtest.experiment.stats import entry_check_counts
+from fabtest.experiment.stats import entry_check_counts, is_criterion
 
 __all__ = [
     "DEFAULT_ALPHA",
@@ -119,6 +119,7 @@ class CriterionDelta:
     #: the gate's unit: (runs whose every rating of it passed, runs that rated it) per side
     baseline_runs: tuple[int, int] = (0, 0)
     current_runs: tuple[int, int] = (0, 0)
+    hard: bool = False  # a ``must`` criterion on either side (listed apart from the soft ones)
 
 
 @dataclass(slots=True)
@@ -505,6 +506,19 @@ def _criteria_definitions(doc: dict[str, Any]) -> dict[str, set[str]]:
     return out
 
 
+def _hard_criteria(doc: dict[str, Any]) -> set[str]:
+    """Criteria rated as ``must`` in the experiment (``criteria_results``' must counts; older files
+    without them: from the entries' expectations when the document has them)."""
+    results = doc.get("criteria_results")
+    out = {name for name, entry in (results or {}).items() if isinstance(entry, dict) and entry.get("must")}
+    for e in doc.get("scenario_results") or () if not out else ():
+        block = e.get("expectations") if isinstance(e, dict) else None
+        details = block.get("details") if isinstance(block, dict) else None
+        out.update(str(d.get("criterion")) for d in details or () if isinstance(d, dict) and d.get("mode") == "must"
+                   and is_criterion(d.get("type")))
+    return out
+
+
 def _llm(doc: dict[str, Any], role: str) -> tuple[Any, Any]:
     entry = doc["experiment"].get(role) or {}
     if not isinstance(entry, dict):
@@ -686,6 +700,7 @@ def _pair(counts: list[int] | None) -> tuple[int, int]:
 def _rows(
     b_shared: dict[str, _Agg], c_shared: dict[str, _Agg], kind: str,
     defs: tuple[dict[str, set[str]], dict[str, set[str]]] | None, modified: list[str],
+    hard: AbstractSet[str] = frozenset(),
 ) -> list[CriterionDelta]:
     """Criteria (``kind="criteria"``) or checks rows over the shared scenarios."""
     b_counts, c_counts = _summed(b_shared.values(), kind), _summed(c_shared.values(), kind)
@@ -720,7 +735,7 @@ def _rows(
             else:
                 status = "removed"
         rows.append(CriterionDelta(name, b_rate, c_rate, d, _mark(d, "rate"), status, bn, cn, bp, cp, p, note,
-                                   _pair(b_runs.get(name)), _pair(c_runs.get(name))))
+                                   _pair(b_runs.get(name)), _pair(c_runs.get(name)), name in hard))
     return rows
 
 
@@ -836,6 +851,7 @@ def _compared(base: Experiment, cur: Experiment) -> Comparison:
     b_shared = b_agg if len(shared) == len(b_agg) else {sid: b_agg[sid] for sid in shared}
     c_shared = c_agg if len(shared) == len(c_agg) else {sid: c_agg[sid] for sid in shared}
     defs = (base.definitions, cur.definitions)
+    hard = _hard_criteria(base.doc) | _hard_criteria(cur.doc)
     comparability = _comparability(base.doc, cur.doc, b_ids, c_ids, defs)
     passing, failing, improved, regressed_ = _scenario_changes(b_shared, c_shared)
     b_ref, c_ref = _ref(base.doc), _ref(cur.doc)
@@ -845,7 +861,7 @@ def _compared(base: Experiment, cur: Experiment) -> Comparison:
         current=c_ref,
         comparability=comparability,
         metrics=_metrics(_totals(b_shared.values()), _totals(c_shared.values())),
-        criteria=_rows(b_shared, c_shared, "criteria", defs, comparability.criteria_modified),
+        criteria=_rows(b_shared, c_shared, "criteria", defs, comparability.criteria_modified, hard),
         newly_passing=passing,
         newly_failing=failing,
         quality_improved=improved,
@@ -946,6 +962,15 @@ def _row_tail(row: CriterionDelta) -> str:
     return f"{'':>9}  {row.status}" + (f" ({row.note})" if row.note else "")
 
 
+def _criterion_table(rows: list[CriterionDelta]) -> list[str]:
+    width = max(24, *(len(row.name) for row in rows))
+    lines = [f"    {'Criterion':<{width}} {'Baseline':>9} {'Current':>9} {'Delta':>9}", "    " + "─" * (width + 32)]
+    for row in rows:
+        lines.append(f"    {row.name:<{width}} {pct(row.baseline):>9} {pct(row.current):>9} {_row_tail(row)}"
+                     f"{_row_counts(row)}".rstrip())
+    return lines
+
+
 def _row_counts(row: CriterionDelta) -> str:
     """A criterion row's ratings passed and the one-sided p of its drop (pooled ratings; the gate tests runs)."""
     p = f", p {row.p_value:.3g}" if row.p_value is not None else ""
@@ -998,13 +1023,12 @@ def render_text(comparison: Comparison) -> str:
     ev = c.metric("evaluation_rate")
     if ev.current_counts is not None:
         lines.append("  (Overall counts every soft check rating, LLM-judged criteria and deterministic `should` checks alike)")
-    if c.criteria:
-        width = max(24, *(len(row.name) for row in c.criteria))
-        lines += ["", "  By Criterion (LLM-judged, soft `should` and hard `must` alike; ratings passed, p of a drop):", f"    {'Criterion':<{width}} {'Baseline':>9} {'Current':>9} {'Delta':>9}",
-                  "    " + "─" * (width + 32)]
-        for row in c.criteria:
-            lines.append(f"    {row.name:<{width}} {pct(row.baseline):>9} {pct(row.current):>9} {_row_tail(row)}"
-                         f"{_row_counts(row)}".rstrip())
+    soft, hard = [r for r in c.criteria if not r.hard], [r for r in c.criteria if r.hard]
+    if soft:
+        lines += ["", "  By Criterion (soft `should`, LLM-judged; ratings passed, p of a drop):", *_criterion_table(soft)]
+    if hard:
+        lines += ["", RULE_LIGHT, "", "Hard Criteria (`must`, LLM-judged; a failure fails the run), shared scenarios",
+                  *_criterion_table(hard)]
     if c.checks:
         shown, same = _changed_checks(c.checks)
         lines += ["", RULE_LIGHT, "", f"Checks (deterministic), shared scenarios: {len(c.checks)}"]
@@ -1163,8 +1187,11 @@ def render_markdown(comparison: Comparison) -> str:
         lines.append(
             f"| {m.label} | {_value(m, 'baseline', m.kind)} | {_value(m, 'current', m.kind)} | {_delta_text(m.delta, m.kind)} | {m.mark} |"
         )
-    if c.criteria:
-        lines += ["", "### By criterion", "", *_md_rows(c.criteria, "Criterion")]
+    soft, hard = [r for r in c.criteria if not r.hard], [r for r in c.criteria if r.hard]
+    if soft:
+        lines += ["", "### By criterion (soft `should`)", "", *_md_rows(soft, "Criterion")]
+    if hard:
+        lines += ["", "### Hard criteria (`must`)", "", *_md_rows(hard, "Criterion")]
     if c.checks:
         shown, same = _changed_checks(c.checks)
         lines += ["", f"### Checks (deterministic, {len(c.checks)})", ""]
