@@ -111,3 +111,19 @@ def test_holm_tarone_adjustment():
     assert adjust([0.01, 0.9], [1e-6, 0.125], 0.05) == [0.01, 0.9]
     assert abs(binomial_cdf(0, 10, 0.4) - 0.6 ** 10) < 1e-15
     assert sign_test_p(3, 0) == 0.125 and sign_test_p(0, 3) == 1.0
+
+
+def test_exact_tests_match_scipy():
+    import scipy.stats
+
+    rng = random.Random(3)
+    for _ in range(500):
+        n, p = rng.randint(1, 300), rng.random()
+        x = rng.randint(0, n)
+        expected = scipy.stats.binom.cdf(x, n, p)
+        assert abs(binomial_cdf(x, n, p) - expected) <= 1e-12 * max(expected, 1e-300) + 1e-300
+        up = rng.randint(0, 40)
+        down = rng.randint(0, 40)
+        if up + down:
+            want = scipy.stats.binomtest(up, up + down, 0.5, alternative="greater").pvalue
+            assert abs(sign_test_p(up, down) - want) < 1e-12
