@@ -420,18 +420,23 @@ def _describe(e: GateEntry, level: float) -> None:
                                                 e.per_iteration)
 
 
-def _largest(flagged: Any, top: int) -> int | None:
-    """The largest x in 0..top with ``flagged(x)`` (flagged holds from 0 up to some x, p grows with x)."""
-    if not flagged(0):
-        return None
-    lo, hi = 0, top + 1  # flagged(lo), not flagged(hi) (top + 1 stands for "none")
+def _first_true(pred: Any, lo: int, hi: int) -> int:
+    """The smallest x in (lo, hi] with ``pred(x)``, for a ``pred`` false up to some point, then true
+    (``pred(hi)`` holds; ``lo`` is never asked)."""
     while lo + 1 < hi:
         mid = (lo + hi) // 2
-        if flagged(mid):
-            lo = mid
-        else:
+        if pred(mid):
             hi = mid
-    return lo
+        else:
+            lo = mid
+    return hi
+
+
+def _largest(flagged: Any, top: int) -> int | None:
+    """The largest x in 0..top with ``flagged(x)`` (flagged holds from 0 up to some x: p grows with x)."""
+    if not flagged(0):
+        return None
+    return _first_true(lambda x: x > top or not flagged(x), 0, top + 1) - 1
 
 
 def _iterations(detects: Any, per_iteration: float) -> int | None:
@@ -446,14 +451,7 @@ def _iterations(detects: Any, per_iteration: float) -> int | None:
         hi *= 2
         if hi > _MAX_ITERATIONS:
             return None
-    lo = hi // 2
-    while lo + 1 < hi:  # ok(hi), not ok(lo) (lo 0 stands for "none")
-        mid = (lo + hi) // 2
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return hi if hi == 1 else _first_true(ok, hi // 2, hi)
 
 
 def regressed(c: Comparison, alpha: float = DEFAULT_ALPHA) -> bool:
