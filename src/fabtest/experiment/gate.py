@@ -394,7 +394,7 @@ def _reason(e: GateEntry, alpha: float) -> str:
     if e.kind == "increase" and e.within_limit:
         return "the mean stays within the limit"
     if e.p_min >= alpha:
-        return f"no evidence possible: even the most extreme outcome of these counts gives p = {e.p_min:.3g}"
+        return f"no evidence possible with these totals (the smallest p they allow is {e.p_min:.3g})"
     return "not significant: no evidence of a " + {"drop": "drop", "floor": "rate below the floor",
                                                   "increase": "rise beyond the limit"}[e.kind]
 
