@@ -163,8 +163,12 @@ def _run_compare(args: argparse.Namespace, prog: str) -> int:
                                latency=latency) if options.requested() else None
     except ValueError as exc:
         return _fail(prog, str(exc))
-    comparison.gate = gating.gate_dict(gate)
-    markdown = lambda c: render_markdown(c) + "".join(line + "\n" for line in gating.gate_markdown(gate, md_escape))  # noqa: E731
+    warnings = gate.warnings if gate is not None else gating.modified_warnings(comparison, False)
+    comparison.gate = gating.gate_dict(gate, warnings)
+
+    def markdown(c: Any) -> str:
+        return render_markdown(c) + "".join(line + "\n" for line in gating.gate_markdown(gate, warnings, md_escape))
+
     renderer = {"text": render_text, "json": render_json, "markdown": markdown}[args.format]
     try:
         diffs = _conversation_diffs(args, results_dir, comparison, b_exp, c_exp)
@@ -181,7 +185,6 @@ def _run_compare(args: argparse.Namespace, prog: str) -> int:
         except OSError as exc:
             return _fail(prog, f"cannot write {args.html}: {exc.strerror or exc}")
         print(f"HTML comparison written to: {args.html}", file=sys.stderr)
-    warnings = gate.warnings if gate is not None else gating.modified_warnings(comparison, False)
     for line in gating.gate_lines(gate) if gate is not None else warnings:
         print(f"{prog}: {line}", file=sys.stderr)
     return EXIT_GATE if gate is not None and gate.failed else EXIT_OK

@@ -243,6 +243,9 @@ def test_a_modified_criterion_warns_and_is_gated_with_gate_modified(tmp_path, ca
             "(10/10 → 0/10 ratings passed); NOT gated") in err
     assert compare_main(args) == 0  # the warning is printed without any gate too
     assert "WARNING: criterion 'polite' changed its definition" in _err(capsys)
+    assert compare_main(args + ["--format", "json"]) == 0
+    [warning] = json.loads(capsys.readouterr().out)["gate"]["warnings"]
+    assert warning.startswith("WARNING: criterion 'polite' changed its definition")
     assert compare_main(args + ["--fail-on-regression", "--gate-modified"]) == 1
     err = _err(capsys)
     assert "FAIL criterion 'polite' (definition changed): 10/10 → 0/10" in err and "gated (--gate-modified)" in err

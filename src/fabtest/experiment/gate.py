@@ -516,10 +516,12 @@ def gate_lines(gate: Gate) -> list[str]:
     return lines
 
 
-def gate_dict(gate: Gate | None) -> dict[str, Any]:
-    """The JSON ``gate`` key: one entry per metric, the decision and the exit code."""
+def gate_dict(gate: Gate | None, warnings: Sequence[str] = ()) -> dict[str, Any]:
+    """The JSON ``gate`` key: one entry per metric, the decision and the exit code (``warnings``:
+    the modified criteria's, when no gate was asked for)."""
     if gate is None:
-        return {"requested": False, "decision": "pass", "exit_code": EXIT_PASSED, "metrics": [], "warnings": []}
+        return {"requested": False, "decision": "pass", "exit_code": EXIT_PASSED, "metrics": [],
+                "warnings": list(warnings)}
     data = asdict(gate)
     metrics = data.pop("entries")
     for m in metrics:
@@ -529,10 +531,11 @@ def gate_dict(gate: Gate | None) -> dict[str, Any]:
             "unit": "scenario run", "metrics": metrics, "warnings": gate.warnings}
 
 
-def gate_markdown(gate: Gate | None, escape: Any) -> list[str]:
-    """The gate as a Markdown section (``escape`` makes results-file text table-safe)."""
+def gate_markdown(gate: Gate | None, warnings: Sequence[str], escape: Any) -> list[str]:
+    """The gate as a Markdown section (``escape`` makes results-file text table-safe); without a
+    gate, just the modified criteria's warnings."""
     if gate is None:
-        return []
+        return ["", *(f"> ⚠️ {escape(w)}" for w in warnings)] if warnings else []
     icon = "❌ FAILED" if gate.failed else "✅ PASSED"
     lines = ["", f"### Gate: {icon} (exit {gate.exit_code})", ""]
     lines += [f"> ⚠️ {escape(w)}" for w in gate.warnings]
