@@ -30,9 +30,10 @@ from fabtest.agents.boundary import guarded
 from fabtest.agents.registry import make_agent
 from fabtest.conversation import Check, Conversation, Mode, Status, TokenUsage, Turn
 from fabtest.criteria import Criterion
-from fabtest.engine import judged, records, topic_checks
+from fabtest.engine import budget, judged, records, topic_checks
 from fabtest.engine.verdicts import LateVerdicts, Pending, placeholder
 from fabtest.errors import ExpectationFailed, NeedsLLM, UsageError
+from fabtest.experiment.cost import price_table
 from fabtest.judge import CriterionVerdict, Judge, Scope, criterion_data, format_exchange
 from fabtest.llm.base import LLM, LLMNotConfigured
 from fabtest.patterns import scenario_deadline
@@ -271,6 +272,26 @@ class ScenarioState:
                       data: dict[str, Any] | None = None) -> None:
         passed, details = result
         self.record_check(kind, mode, label, "passed" if passed else "failed", details, turn=turn, data=data)
+
+    def check_cost(self, limit_usd: float, mode: Mode) -> None:
+        """``the conversation must cost less than $X``: agent, simulator and judge tokens so far, priced."""
+        with self._usage_lock:  # background judge calls add to it on worker threads
+            usage = {role: TokenUsage(u.calls, u.input_tokens, u.output_tokens) for role, u in self.conversation.usage.items()}
+        models = {"judge": self.llms.judge.model if self.llms.judge else None,
+                  "simulator": self.llms.simulator.model if self.llms.simulator else None}
+        spent, unpriced = budget.conversation_cost(self.conversation.turns, usage, models,
+                                                   price_table(self.settings.prices))
+        status, details, data = budget.cost_outcome(limit_usd, spent, unpriced)
+        self.record_check("cost", mode, f"cost<${limit_usd:g}", status, details, data=data)
+
+    def check_latency(self, limit_s: float, mode: Mode, *, every: bool) -> None:
+        """``every response`` (each turn so far) or ``the response`` (the latest) took less than ``limit_s``."""
+        turns = list(self.conversation.turns) if every else [self.last_turn]
+        if not turns:
+            raise UsageError(f"{self.where}: there is no response yet: add a When step before this assertion")
+        status, details, data = budget.latency_outcome(turns, limit_s)
+        self.record_check("latency", mode, f"latency<{limit_s:g}s", status, details,
+                          turn=None if every else turns[0].number, data=data)
 
     def includes_call(self, tool: str, mode: Mode, *, negated: bool = False) -> None:
         """``the conversation must (not) include a call to "tool"``: over every turn so far."""

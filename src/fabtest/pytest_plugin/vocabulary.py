@@ -47,6 +47,8 @@ BUILTIN_EXAMPLES: dict[str, str] = {
     "_then_call_with": 'Then the agent must call "check_availability" with:',
     "_then_include": 'Then the conversation must include a call to "search_venues"',
     "_then_turns": "Then the conversation must take at most 10 turns",
+    "_then_cost": "Then the conversation must cost less than $0.05",
+    "_then_latency": "Then every response should take less than 3 seconds",
     "_then_transcript": 'Then the transcript must contain "Configuration saved"',
     "_then_file_exists": 'Then the file "fabric.yaml" must exist',
     "_then_file_contains": 'Then the file "fabric.yaml" must contain "vlan: 100"',
