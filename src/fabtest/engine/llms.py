@@ -1,7 +1,7 @@
 """The judge and simulator LLMs as ``[tool.fabtest]`` configures them, for any front end.
 
 Each role gets its provider when one is available (a key, an OpenAI-compatible endpoint, a
-``replay`` cache), else ``offline_llm``, else nothing with the reason, so a scenario that needs it
+``replay`` cache), else ``offline_llm`` (``module:attr`` or a FakeLLM script file), else nothing with the reason, so a scenario that needs it
 is skipped naming the variable to set (README "Running without a key").
 """
 
@@ -15,7 +15,7 @@ from fabtest.llm.base import LLM, LLMNotConfigured
 from fabtest.llm.budget import RetryBudget
 from fabtest.settings import Settings
 
-__all__ = ["configured_llm", "configured_llms"]
+__all__ = ["configured_llm", "configured_llms", "is_offline_script", "offline_script"]
 
 
 def configured_llms(settings: Settings, root: Path, *, max_concurrency: int | None = None,
@@ -42,7 +42,28 @@ def configured_llm(settings: Settings, root: Path, role: Literal["judge", "simul
     configured = settings.judge if role == "judge" else settings.simulator
     if model:
         configured = configured.model_copy(update={"model": model})
-    return role_llm(configured.llm_settings(max_concurrency or settings.max_concurrency),
-                    offline_llm=settings.offline_llm, cache_mode=settings.llm_cache,
-                    cache_dir=str(root / settings.cache_dir), backoff_base_s=configured.backoff,
-                    retry_budget=retry_budget)
+    script = is_offline_script(settings.offline_llm)
+    try:
+        return role_llm(configured.llm_settings(max_concurrency or settings.max_concurrency),
+                        offline_llm=None if script else settings.offline_llm, cache_mode=settings.llm_cache,
+                        cache_dir=str(root / settings.cache_dir), backoff_base_s=configured.backoff,
+                        retry_budget=retry_budget)
+    except LLMNotConfigured:
+        if not script:
+            raise
+    return offline_script(settings, root)
+
+
+def is_offline_script(spec: str | None) -> bool:
+    """``offline_llm`` names a FakeLLM script file (``.yaml``/``.yml``/``.json``), not ``module:attr``."""
+    return bool(spec) and Path(str(spec)).suffix.lower() in (".yaml", ".yml", ".json")
+
+
+def offline_script(settings: Settings, root: Path) -> LLM:
+    """The FakeLLM of an ``offline_llm`` script file (relative to the project root); a bad script
+    raises :class:`~fabtest.errors.UsageError` naming the file and key."""
+    from fabtest.testing.scripted import load_fake_llm
+
+    fake = load_fake_llm(str(settings.offline_llm), root=root, where=f"{settings.source} [tool.fabtest] offline_llm")
+    fake.note = f"scripted offline stand-in ({settings.offline_llm}), not a real model: set a key for one"
+    return fake

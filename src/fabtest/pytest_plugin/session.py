@@ -89,10 +89,15 @@ class FabtestSession:
     def check_offline_llm(self) -> None:
         """``[tool.fabtest] offline_llm`` that does not import is a usage error before anything runs."""
         if self.settings.offline_llm:
+            from fabtest.engine.llms import is_offline_script, offline_script
             from fabtest.targets import import_object
 
             try:
-                import_object(self.settings.offline_llm, where=f"{self.settings.source} [tool.fabtest] offline_llm", what="LLM")
+                if is_offline_script(self.settings.offline_llm):
+                    offline_script(self.settings, Path(str(self.config.rootpath)))
+                else:
+                    import_object(self.settings.offline_llm, where=f"{self.settings.source} [tool.fabtest] offline_llm",
+                                  what="LLM")
             except UsageError as exc:
                 raise pytest.UsageError(str(exc)) from None
 

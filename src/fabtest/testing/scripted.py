@@ -297,7 +297,7 @@ class _Script(BaseModel):
     text: str | None = None
 
 
-def load_fake_llm(spec: str | PathLike[str], *, root: Path | None = None) -> Any:
+def load_fake_llm(spec: str | PathLike[str], *, root: Path | None = None, where: str = "--fabtest-fake-llm") -> Any:
     """The fake named by ``--fabtest-fake-llm``: a script file (``.yaml``/``.yml``/``.json``, relative to
     ``root``) or ``module:attr`` (a :class:`FakeLLM`, any LLM object, or a function returning one).
     Raises :class:`UsageError` (one line naming the file and key) for a bad script."""
@@ -306,7 +306,7 @@ def load_fake_llm(spec: str | PathLike[str], *, root: Path | None = None) -> Any
     if root is not None and not path.is_absolute():
         path = root / path
     if path.suffix.lower() in (".yaml", ".yml", ".json") or path.is_file():
-        return _from_file(path)
+        return _from_file(path, where)
     if ":" in text:
         from fabtest.llm.factory import load_llm_object
 
@@ -314,9 +314,9 @@ def load_fake_llm(spec: str | PathLike[str], *, root: Path | None = None) -> Any
     raise UsageError(f"--fabtest-fake-llm {text}: expected a script file (.yaml, .yml, .json) or module:attr")
 
 
-def _from_file(path: Path) -> FakeLLM:
+def _from_file(path: Path, where: str) -> FakeLLM:
     if not path.is_file():
-        raise UsageError(f"--fabtest-fake-llm: {path} does not exist")
+        raise UsageError(f"{where}: {path} does not exist")
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
