@@ -87,6 +87,8 @@ class Settings(BaseModel):
     simulator: RoleSettings = Field(default_factory=RoleSettings)
     # "module:attr": an in-process judge and simulator used when the configured provider has no key
     offline_llm: str | None = None
+    # kinds of skip that do not fail the run (pytest_plugin/not_run.py): "llm" = an LLM is not configured
+    allow_skip: list[Literal["llm"]] = Field(default_factory=list)
     max_concurrency: int = Field(default=8, ge=1, le=10_000)
     llm_cache: Literal["on", "off", "replay"] = "off"
     retry_budget: float = Field(default=0.1, ge=0, allow_inf_nan=False)  # see fabtest.llm.budget

@@ -21,6 +21,7 @@ from fabtest.errors import UsageError
 from fabtest.experiment.late import LateVerdict
 from fabtest.experiment.model import ScenarioResult
 from fabtest.pytest_plugin.late import LATE_PROPERTY, LateChannel
+from fabtest.pytest_plugin.not_run import NotRun, allowed_kinds
 from fabtest.scenario_sets import ScenarioRecord
 from fabtest.settings import Settings
 from fabtest.topics import TopicGraph, TopicGraphError
@@ -50,6 +51,7 @@ class FabtestSession:
         self._sigterm = False  # our SIGTERM handler is in force (fabtest/_signals.py)
         self.late = LateChannel()  # this process's soft verdicts judged after their scenario
         self._llm_slots: str | None = None  # controller: the slot directory its workers share
+        self.not_run = NotRun(allowed_kinds(config, settings))  # scenarios that could not run (never green by accident)
         self._share_llm_slots()
         from fabtest.llm import quick_exit
 
@@ -213,7 +215,10 @@ class FabtestSession:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         from fabtest.pytest_plugin.results import PENDING_PROPERTY, RESULT_PROPERTY
 
-        if self.is_worker or self.config.getoption("--fabtest-no-results"):
+        if self.is_worker:
+            return
+        self.not_run.add(report)
+        if self.config.getoption("--fabtest-no-results"):
             return
         for name, value in report.user_properties:
             if name == PENDING_PROPERTY and isinstance(value, dict):
@@ -370,6 +375,7 @@ class FabtestSession:
         interrupted = self._finish_late(exitstatus == pytest.ExitCode.INTERRUPTED)
         if self.is_worker:
             return
+        session.exitstatus = self.not_run.exit_status(session.exitstatus)
         if not interrupted:  # a worker that died mid-scenario: record what it was running
             for nodeid in list(self._pending):
                 self._record_unfinished(nodeid, [])
@@ -387,6 +393,8 @@ class FabtestSession:
         self.summary_text = render_summary(doc, shown, previous_experiment_id(recorder.results_dir, recorder.experiment_id))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        for line in self.not_run.summary_lines():  # first: a run that tested less than it says
+            terminalreporter.write_line(line, red=self.not_run.fails_run, yellow=not self.not_run.fails_run)
         for note in self.notes:
             terminalreporter.write_line(note)
         if self.summary_text:
