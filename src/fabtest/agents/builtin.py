@@ -28,7 +28,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from fabtest.agents.base import AgentError, OnToolCall
-from fabtest.agents.builtin_models import ChatModel, FunctionCall, ToolSpec, build_chat_model
+from fabtest.agents.builtin_models import (
+    STAND_IN_KEY,
+    ChatModel,
+    FunctionCall,
+    StandInModel,
+    ToolSpec,
+    build_chat_model,
+)
 from fabtest.agents.builtin_tools import (
     PythonTool,
     load_skills,
@@ -86,7 +93,9 @@ def build_builtin_agent(table: Mapping[str, Any], context: Mapping[str, Any], *,
         raise UsageError(f"{where}: give gemini = \"MODEL\" or provider = \"openai\", not both")
     if config.provider == "openai" and not config.model:
         raise UsageError(f"{where}: provider = \"openai\" needs model = \"...\" (the name the endpoint serves)")
-    return BuiltinAgent(config, root=project_root(context), where=where)
+    stand_in = context.get(STAND_IN_KEY)
+    return BuiltinAgent(config, root=project_root(context), where=where,
+                        stand_in=stand_in if isinstance(stand_in, StandInModel) else None)
 
 
 def project_root(context: Mapping[str, Any]) -> Path:
@@ -103,9 +112,11 @@ def project_root(context: Mapping[str, Any]) -> Path:
 class BuiltinAgent:
     """See the module docstring. Built by the registry from an agent table, one per scenario."""
 
-    def __init__(self, config: BuiltinConfig, *, root: Path, where: str) -> None:
+    def __init__(self, config: BuiltinConfig, *, root: Path, where: str, stand_in: StandInModel | None = None) -> None:
         self.config = config
         self.settings = config.llm_settings()
+        # the run's scripted fake plays the model: always under --fabtest-fake-llm, else only without a key
+        self._stand_in = stand_in if stand_in is not None and stand_in.applies(self.settings) else None
         self._where = where
         skills = load_skills(config.skills, root=root, where=where)
         self.instructions = "\n\n".join(p for p in (_instructions(config.instructions, root, where),
@@ -127,7 +138,7 @@ class BuiltinAgent:
         self._usage = TokenUsage()
         self._closed = False
         # last, so a broken table is reported even where no key is set
-        if self.settings.provider == "gemini" and not gemini_api_key(self.settings)[0]:
+        if self._stand_in is None and self.settings.provider == "gemini" and not gemini_api_key(self.settings)[0]:
             raise LLMNotConfigured(missing_key_message(self.settings).replace(" LLM", " built-in agent"))
 
     # -- the agent protocol ---------------------------------------------------------------------
@@ -137,7 +148,7 @@ class BuiltinAgent:
         if self._routes is None and self._specs and not self._closed:
             with contextlib.suppress(Exception):  # the first turn reports a server that fails to start
                 names = list(self._ready())
-        return {"adapter": "builtin", "provider": self.settings.provider, "model": self.settings.model,
+        return {"adapter": "builtin", "provider": self.settings.provider, "model": self._model_name(),
                 "tools": names, "mcp": [s.label for s in self._specs], "skills": list(self._skills),
                 "usage": self._usage.to_dict()}
 
@@ -192,11 +203,15 @@ class BuiltinAgent:
         self._seen = [*messages, Message("agent", text)]
         self._usage.add(usage)
         return AgentResponse(text=text, tool_calls=calls, metadata={
-            "usage": usage.to_dict(), "provider": self.settings.provider, "model": self.settings.model,
+            "usage": usage.to_dict(), "provider": self.settings.provider, "model": self._model_name(),
             "tool_rounds": len({c.metadata["round"] for c in calls}),
         })
 
     # -- internals ------------------------------------------------------------------------------
+    def _model_name(self) -> str:
+        """The configured model, or what scripted it: results never credit a model that did not answer."""
+        return self.settings.model if self._stand_in is None else f"scripted stand-in for {self.settings.model}"
+
     def _ready(self) -> dict[str, tuple[str, Any]]:
         """Start the MCP servers (once) and map every tool name to where it runs."""
         if self._routes is not None:
@@ -223,8 +238,11 @@ class BuiltinAgent:
             specs = [tool.spec if source == "python" else ToolSpec(tool[1].name, tool[1].description, tool[1].schema)
                      for source, tool in routes.values()]
             try:
-                self._model = build_chat_model(self.settings, system=self.instructions, tools=specs,
-                                               backoff_base_s=self.config.backoff)
+                if self._stand_in is not None:
+                    self._model = self._stand_in.build(self.settings, system=self.instructions, tools=specs)
+                else:
+                    self._model = build_chat_model(self.settings, system=self.instructions, tools=specs,
+                                                   backoff_base_s=self.config.backoff)
             except LLMNotConfigured:
                 raise
             except Exception as exc:  # noqa: BLE001 - the SDK refusing a declaration, say

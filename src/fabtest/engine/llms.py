@@ -8,14 +8,15 @@ is skipped naming the variable to set (README "Running without a key").
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
+from fabtest.agents.builtin_models import StandInModel
 from fabtest.engine.scenario import LLMRoles
 from fabtest.llm.base import LLM, LLMNotConfigured
 from fabtest.llm.budget import RetryBudget
 from fabtest.settings import Settings
 
-__all__ = ["configured_llm", "configured_llms", "is_offline_script", "offline_script"]
+__all__ = ["configured_llm", "configured_llms", "is_offline_script", "offline_script", "stand_in"]
 
 
 def configured_llms(settings: Settings, root: Path, *, max_concurrency: int | None = None,
@@ -30,7 +31,18 @@ def configured_llms(settings: Settings, root: Path, *, max_concurrency: int | No
             setattr(roles, f"{role}_reason", str(exc))
         else:
             setattr(roles, role, llm)
+    if settings.offline_llm:  # it may also play built-in agents' models where no key is set
+        from fabtest.llm.factory import load_llm_object
+
+        roles.agent_model = stand_in(offline_script(settings, root) if is_offline_script(settings.offline_llm)
+                                     else load_llm_object(settings.offline_llm, where="[tool.fabtest] offline_llm"),
+                                     always=False)
     return roles
+
+
+def stand_in(llm: Any, *, always: bool) -> StandInModel | None:
+    """``llm`` as the built-in agents' model when its script covers it (FakeLLM ``agent_model``), else None."""
+    return StandInModel(llm, always=always) if getattr(llm, "scripts_agent_model", False) else None
 
 
 def configured_llm(settings: Settings, root: Path, role: Literal["judge", "simulator"], *, model: str | None = None,

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from fabtest.criteria import Criterion
+from fabtest.engine.llms import stand_in
 from fabtest.engine.scenario import LLMRoles
 from fabtest.errors import UsageError
 from fabtest.experiment.late import LateVerdict
@@ -113,7 +114,7 @@ class FabtestSession:
             limit = self.concurrency_share()
             fake = self.fake_llm()
             if fake is not None:
-                roles = LLMRoles(judge=fake, simulator=fake)
+                roles = LLMRoles(judge=fake, simulator=fake, agent_model=stand_in(fake, always=True))
             else:
                 try:
                     roles = configured_llms(self.settings, Path(str(self.config.rootpath)), max_concurrency=limit,
@@ -170,6 +171,7 @@ class FabtestSession:
             judge=salted(roles.judge, f"iteration-{iteration}") if roles.judge else None,
             simulator=salted(roles.simulator, f"iteration-{iteration}") if roles.simulator else None,
             judge_reason=roles.judge_reason, simulator_reason=roles.simulator_reason, executor=roles.executor,
+            agent_model=roles.agent_model,
         )
 
     def scenario_set(self, name: str, feature_path: Path) -> list[ScenarioRecord]:

@@ -73,6 +73,8 @@ class FakeLLM:
         self._grounded: dict[str, Answer] = {}
         self._grounded_default: Answer = None
         self._text: Answer = None
+        self._agent_script: Any = None
+        self._agent_then: str | None = None
         self._sim_counts: dict[int, tuple[weakref.ref[Any], int]] = {}
 
     # -- scripting ---------------------------------------------------------------------------------
@@ -132,6 +134,36 @@ class FakeLLM:
         """The answer to free-text calls (``complete``), which fabtest itself does not make."""
         self._text = reply
         return self
+
+    def agent_model(self, replies: Sequence[Any] | Callable[[Any], Any], *, then: str | None = None) -> FakeLLM:
+        """The built-in agent's model (``[tool.fabtest.agents.NAME]`` with ``gemini``/``openai``): its
+        replies in order, restarted for every agent (one per scenario), each a text,
+        ``{"call": NAME, "args": {...}}`` or ``{"calls": [...]}``; or a function of the
+        :class:`~fabtest.testing.FakeRequest` returning one. Past the last reply the agent says ``then``
+        (without it, an error). See :mod:`fabtest.testing.scripted_chat`."""
+        if not callable(replies):
+            from fabtest.testing.scripted_chat import as_reply
+
+            replies = [str(r) if isinstance(r, str) else r for r in replies]
+            for number, reply in enumerate(replies, 1):
+                as_reply(reply, where=f"agent_model reply {number}")
+        self._agent_script, self._agent_then = replies, then
+        return self
+
+    @property
+    def scripts_agent_model(self) -> bool:
+        """True once :meth:`agent_model` was scripted: built-in agents may then run on this fake."""
+        return self._agent_script is not None
+
+    def chat_model(self, settings: Any, *, system: str, tools: list[Any]) -> Any:
+        """A built-in agent's model playing the :meth:`agent_model` script (a new one per agent)."""
+        from fabtest.testing.scripted_chat import ScriptedChat
+
+        if self._agent_script is None:
+            raise FakeLLMError("FakeLLM: no agent model scripted: add agent_model: [...replies...] to the script "
+                               "(or call fake.agent_model([...]))")
+        return ScriptedChat(self._agent_script, then=self._agent_then, model=f"{self.model} (as {settings.model})",
+                            system=system, tools=tools)
 
     # -- the LLM protocol ---------------------------------------------------------------------------
     def complete(self, prompt: str, *, system: str | None = None, temperature: float | None = None) -> Completion[Any]:
@@ -284,6 +316,12 @@ class _UserScript(BaseModel):
     then: str = "Thanks, that's all."
 
 
+class _AgentScript(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    replies: list[str | dict[str, Any]]
+    then: str | None = None
+
+
 class _Script(BaseModel):
     """The vocabulary of a script file: the same words as the :class:`FakeLLM` methods."""
 
@@ -295,6 +333,7 @@ class _Script(BaseModel):
     topic: str | list[str] | None = None
     grounded: bool | str | dict[str, str | bool] | None = None
     text: str | None = None
+    agent_model: list[str | dict[str, Any]] | _AgentScript | None = None
 
 
 def load_fake_llm(spec: str | PathLike[str], *, root: Path | None = None, where: str = "--fabtest-fake-llm") -> Any:
@@ -361,4 +400,8 @@ def _build(script: _Script) -> FakeLLM:
         fake.grounded(default=script.grounded)
     if script.text is not None:
         fake.text(script.text)
+    if isinstance(script.agent_model, _AgentScript):
+        fake.agent_model(script.agent_model.replies, then=script.agent_model.then)
+    elif script.agent_model is not None:
+        fake.agent_model(script.agent_model)
     return fake
