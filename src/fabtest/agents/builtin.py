@@ -49,7 +49,7 @@ from fabtest.errors import UsageError
 from fabtest.llm.base import LLMError, LLMNotConfigured, LLMSettings
 from fabtest.llm.gemini import gemini_api_key, missing_key_message
 
-__all__ = ["BuiltinAgent", "BuiltinConfig", "build_builtin_agent"]
+__all__ = ["BuiltinAgent", "BuiltinConfig", "build_builtin_agent", "check_builtin_table"]
 
 
 class BuiltinConfig(BaseModel):
@@ -82,20 +82,42 @@ def build_builtin_agent(table: Mapping[str, Any], context: Mapping[str, Any], *,
     """The registry's entry point: validate the table (one-line errors) and build the agent."""
     name = context.get("agent_name")
     where = f"{where}: [tool.fabtest.agents.{name}]" if name else where
+    config = _validated(table, where)
+    stand_in = context.get(STAND_IN_KEY)
+    return BuiltinAgent(config, root=project_root(context), where=where,
+                        stand_in=stand_in if isinstance(stand_in, StandInModel) else None)
+
+
+def check_builtin_table(table: Mapping[str, Any], *, root: Path | None, where: str) -> None:
+    """The pre-flight's check: everything building the agent checks (keys, types, tools import,
+    instructions file, skills, MCP specs) without a key and without starting an MCP server."""
+    try:
+        BuiltinAgent(_validated(table, where), root=root or project_root({}), where=where, check_only=True)
+    except LLMNotConfigured:  # not a configuration problem: the scenarios that need it skip (or fail the run)
+        pass
+
+
+def _validated(table: Mapping[str, Any], where: str) -> BuiltinConfig:
+    """The table as a BuiltinConfig; every problem in one line, a misspelt key with its likely spelling."""
+    import difflib
+
     try:
         config = BuiltinConfig.model_validate(dict(table))
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"])
-        what = f"unknown key {loc!r}" if err["type"] == "extra_forbidden" else f"{loc}: {err['msg']}"
-        raise UsageError(f"{where}: {what}") from None
+        problems = []
+        for err in exc.errors():
+            loc = ".".join(str(p) for p in err["loc"])
+            if err["type"] == "extra_forbidden":
+                close = difflib.get_close_matches(loc, list(BuiltinConfig.model_fields), n=1)
+                problems.append(f"unknown key {loc!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+            else:
+                problems.append(f"{loc}: {err['msg']} (got {err.get('input')!r})")
+        raise UsageError(f"{where}: {'; '.join(problems)}") from None
     if config.gemini and config.provider == "openai":
         raise UsageError(f"{where}: give gemini = \"MODEL\" or provider = \"openai\", not both")
     if config.provider == "openai" and not config.model:
         raise UsageError(f"{where}: provider = \"openai\" needs model = \"...\" (the name the endpoint serves)")
-    stand_in = context.get(STAND_IN_KEY)
-    return BuiltinAgent(config, root=project_root(context), where=where,
-                        stand_in=stand_in if isinstance(stand_in, StandInModel) else None)
+    return config
 
 
 def project_root(context: Mapping[str, Any]) -> Path:
@@ -112,7 +134,8 @@ def project_root(context: Mapping[str, Any]) -> Path:
 class BuiltinAgent:
     """See the module docstring. Built by the registry from an agent table, one per scenario."""
 
-    def __init__(self, config: BuiltinConfig, *, root: Path, where: str, stand_in: StandInModel | None = None) -> None:
+    def __init__(self, config: BuiltinConfig, *, root: Path, where: str, stand_in: StandInModel | None = None,
+                 check_only: bool = False) -> None:
         self.config = config
         self.settings = config.llm_settings()
         # the run's scripted fake plays the model: always under --fabtest-fake-llm, else only without a key
@@ -138,7 +161,7 @@ class BuiltinAgent:
         self._usage = TokenUsage()
         self._closed = False
         # last, so a broken table is reported even where no key is set
-        if self._stand_in is None and self.settings.provider == "gemini" and not gemini_api_key(self.settings)[0]:
+        if not check_only and self._stand_in is None and self.settings.provider == "gemini" and not gemini_api_key(self.settings)[0]:
             raise LLMNotConfigured(missing_key_message(self.settings).replace(" LLM", " built-in agent"))
 
     # -- the agent protocol ---------------------------------------------------------------------
