@@ -73,6 +73,8 @@ class FakeLLM:
         self._grounded: dict[str, Answer] = {}
         self._grounded_default: Answer = None
         self._text: Answer = None
+        #: the script file this fake was loaded from: its errors then say what to add to the file
+        self.source: str | None = None
         self._agent_script: Any = None
         self._agent_then: str | None = None
         self._sim_counts: dict[int, tuple[weakref.ref[Any], int]] = {}
@@ -160,8 +162,8 @@ class FakeLLM:
         from fabtest.testing.scripted_chat import ScriptedChat
 
         if self._agent_script is None:
-            raise FakeLLMError("FakeLLM: no agent model scripted: add agent_model: [...replies...] to the script "
-                               "(or call fake.agent_model([...]))")
+            raise FakeLLMError("FakeLLM: no agent model scripted: "
+                               + self._fix("fake.agent_model([...replies...])", "agent_model: [...replies...]"))
         return ScriptedChat(self._agent_script, then=self._agent_then, model=f"{self.model} (as {settings.model})",
                             system=system, tools=tools)
 
@@ -172,7 +174,7 @@ class FakeLLM:
             if call is not None:
                 self.calls.append(call)
         if self._text is None:
-            raise FakeLLMError("FakeLLM: no free-text answer scripted: call fake.text(...)")
+            raise FakeLLMError("FakeLLM: no free-text answer scripted: " + self._fix("fake.text(...)", 'text: "..."'))
         text = self._text(call) if callable(self._text) else self._text
         return Completion(text=str(text), usage=TokenUsage(calls=1), model=self.model)
 
@@ -194,10 +196,17 @@ class FakeLLM:
 
         return Completion(text=json.dumps(data), parsed=parsed, usage=TokenUsage(calls=1), model=self.model)
 
+    def _fix(self, python: str, yaml_text: str) -> str:
+        """How to script the missing answer, in the words of where the script lives (code or a file)."""
+        if self.source is None:
+            return f"call {python}"
+        return f"add {yaml_text} to {self.source}"
+
     # -- answers by purpose (called under the lock) --------------------------------------------------
     def _answer_simulated_user(self, call: LLMCall) -> dict[str, Any]:
         if self._user is None:
-            raise FakeLLMError("FakeLLM: no simulated user scripted: call fake.simulated_user([...lines...])")
+            raise FakeLLMError("FakeLLM: no simulated user scripted: "
+                               + self._fix("fake.simulated_user([...lines...])", "simulated_user: [...lines...]"))
         if callable(self._user):
             value = self._user(call)
             if value is None:
@@ -228,7 +237,8 @@ class FakeLLM:
             value = self._verdict_default if value is None else value
             if value is None:
                 raise FakeLLMError(f"FakeLLM: no verdict scripted for the criterion {criterion.name!r}: "
-                                   f"call fake.verdicts({{{criterion.name!r}: 'passed'}}) or fake.verdicts(default=...)")
+                                   + self._fix(f"fake.verdicts({{{criterion.name!r}: 'passed'}}) or fake.verdicts(default=...)",
+                                               f"verdicts: {{{criterion.name!r}: passed}} (or verdicts: {{default: passed}})"))
             verdict, reason = _verdict(value, replace(call, criteria=(criterion,)))
             verdicts.append({"criterion": criterion.name, "verdict": verdict, "reasoning": reason})
         return {"verdicts": verdicts}
@@ -237,18 +247,20 @@ class FakeLLM:
         value = self._intents.get(_key(call.intent or ""), self._intent_default)
         if value is None:
             raise FakeLLMError(f"FakeLLM: no verdict scripted for the intent {call.intent!r}: "
-                               f"call fake.intents({{{call.intent!r}: 'passed'}}) or fake.intents(default=...)")
+                               + self._fix(f"fake.intents({{{call.intent!r}: 'passed'}}) or fake.intents(default=...)",
+                                           f"intents: {{{call.intent!r}: passed}} (or intents: {{default: passed}})"))
         return _verdict_answer(value, call)
 
     def _answer_goal(self, call: LLMCall) -> dict[str, Any]:
         if self._goal is None:
-            raise FakeLLMError("FakeLLM: no goal verdict scripted: call fake.goal_achieved(True or False)")
+            raise FakeLLMError("FakeLLM: no goal verdict scripted: "
+                               + self._fix("fake.goal_achieved(True or False)", "goal_achieved: true (or false)"))
         return _verdict_answer(self._goal, call)
 
     def _answer_topic(self, call: LLMCall) -> dict[str, Any]:
         if self._topics is None:
             raise FakeLLMError(f"FakeLLM: no topic scripted (the conversation is in {call.current_topic!r}, may move "
-                               f"to {', '.join(call.candidates)}): call fake.topic('name')")
+                               f"to {', '.join(call.candidates)}): " + self._fix("fake.topic('name')", "topic: name"))
         if callable(self._topics):
             value = self._topics(call)
             return value if isinstance(value, dict) else {"topic": str(value), "reasoning": _REASON}
@@ -260,7 +272,8 @@ class FakeLLM:
         value = self._grounded.get(call.source or "", self._grounded_default)
         if value is None:
             raise FakeLLMError(f"FakeLLM: no grounding scripted for the tool {call.source!r}: "
-                               f"call fake.grounded({{{call.source!r}: True}}) or fake.grounded(default=True)")
+                               + self._fix(f"fake.grounded({{{call.source!r}: True}}) or fake.grounded(default=True)",
+                                           f"grounded: {{{call.source!r}: true}} (or grounded: true)"))
         if callable(value):
             value = value(call)
             if isinstance(value, dict):
@@ -364,7 +377,9 @@ def _from_file(path: Path, where: str) -> FakeLLM:
         raise UsageError(f"{path}: expected a mapping with keys like simulated_user, verdicts, topic, goal_achieved")
     try:
         script = _Script.model_validate(data)
-        return _build(script)
+        fake = _build(script)
+        fake.source = str(path)
+        return fake
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"] if not str(p).startswith(("list[", "str", "bool", "dict[", "_")))
