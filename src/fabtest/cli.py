@@ -304,15 +304,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_steps(args: argparse.Namespace) -> int:
-    from fabtest.pytest_plugin.vocabulary import collect_steps, render_steps
+    from fabtest.pytest_plugin.vocabulary import collect_steps, collection_errors, render_steps
 
     paths = list(args.paths) or (["features"] if Path("features").is_dir() else ["."])
     steps, code, output = collect_steps(paths)
-    if code not in (0, 5):  # 5: nothing collected, which still lists the built-in steps
-        tail = [line for line in output.splitlines() if line.strip()][-15:]
+    errors = collection_errors(output)
+    if code not in (0, 5) and not (steps and errors):  # 5: nothing collected, which still lists the built-in steps
+        tail = errors or [line for line in output.splitlines() if line.strip()][-15:]
         sys.stderr.write("\n".join(tail) + "\n")
         return _fail("fabtest steps", f"pytest could not collect {' '.join(paths)} (exit code {code}); see above")
     sys.stdout.write(render_steps(steps))
+    if errors:  # a feature that does not collect hides none of the vocabulary, only its own example lines
+        sys.stderr.write("fabtest steps: warning: some files did not collect (their lines give no examples):\n"
+                         + "\n".join(f"  {line}" for line in errors) + "\n")
     return EXIT_OK
 
 
