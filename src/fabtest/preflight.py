@@ -63,8 +63,8 @@ class Needs:
     agents: dict[str, Any] = field(default_factory=dict)  # where (the setting's name) -> target
     judge: bool = False
     simulator: bool = False
-    #: agents named by ``Given the agent "name"``; ``default_agent``: a scenario names none
-    agent_names: set[str] = field(default_factory=set)
+    #: agents named by ``Given the agent "name"`` (-> where first, ``file:line``); ``default_agent``: a scenario names none
+    agent_names: dict[str, str] = field(default_factory=dict)
     default_agent: bool = False
 
     def add_steps(self, texts: Iterable[str]) -> None:
@@ -73,13 +73,15 @@ class Needs:
             self.judge = self.judge or bool(_JUDGE_STEP.search(text))
             self.simulator = self.simulator or bool(_SIMULATOR_STEP.search(text))
 
-    def add_scenario(self, texts: Iterable[str]) -> None:
-        """One scenario's steps (its backgrounds' included): its LLM needs and the agent it uses."""
-        texts = list(texts)
-        self.add_steps(texts)
-        names = [m.group("name") for text in texts if (m := _AGENT_STEP.fullmatch(text.strip()))]
-        self.agent_names.update(names)
-        self.default_agent = self.default_agent or not names
+    def add_scenario(self, steps: Iterable[tuple[str, str]]) -> None:
+        """One scenario's steps (its backgrounds' included) as ``(text, file:line)``: its LLM needs and
+        the agent it uses."""
+        steps = list(steps)
+        self.add_steps(text for text, _ in steps)
+        named = [(m.group("name"), where) for text, where in steps if (m := _AGENT_STEP.fullmatch(text.strip()))]
+        for name, where in named:
+            self.agent_names.setdefault(name, where)
+        self.default_agent = self.default_agent or not named
 
 
 def needs_of_steps(texts: Iterable[str]) -> Needs:
@@ -284,7 +286,8 @@ def run_preflight(settings: Any, needs: Needs, *, cache_mode: str,
     check: a typo is fixed in the file, and probing a server or an LLM meanwhile would only add noise."""
     source = str(getattr(settings, "source", "") or "")
     root = Path(source).parent if source else None
-    problems = [_unknown_agent(settings, name) for name in sorted(needs.agent_names - set(settings.agents or {}))]
+    problems = [_unknown_agent(settings, name, where) for name, where in sorted(needs.agent_names.items())
+                if name not in (settings.agents or {})]
     problems += [p for p in (config_problem(w, t, root=root) for w, t in needs.agents.items()) if p]
     if not problems:
         problems = [p for p in (reachability_problem(w, t) for w, t in needs.agents.items()) if p]
@@ -293,13 +296,13 @@ def run_preflight(settings: Any, needs: Needs, *, cache_mode: str,
         raise PreflightFailed(problems, skip_option=skip_option)
 
 
-def _unknown_agent(settings: Any, name: str) -> str:
+def _unknown_agent(settings: Any, name: str, where: str) -> str:
     import difflib
 
     known = sorted(settings.agents or {})
     close = difflib.get_close_matches(name, known, n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
-    return (f'Given the agent "{name}": no such agent{hint}; [tool.fabtest.agents] defines: '
+    return (f'{where}: Given the agent "{name}": unknown agent{hint}; [tool.fabtest.agents] defines: '
             f"{', '.join(known) or 'none'}")
 
 

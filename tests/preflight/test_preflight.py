@@ -130,7 +130,7 @@ def test_agents_no_selected_scenario_uses_are_not_checked(pytester: pytest.Pytes
 
 def test_an_agent_a_feature_names_that_does_not_exist_is_named_before_the_run(pytester: pytest.Pytester) -> None:
     _project(pytester, _using("helpr"), config='[tool.fabtest.agents]\nhelper = "bots:good"')
-    _stopped(pytester.runpytest(*ARGS, "features"), 'Given the agent "helpr": no such agent', "did you mean 'helper'")
+    _stopped(pytester.runpytest(*ARGS, "features"), 'features/preflight.feature:3: Given the agent "helpr": unknown agent', "did you mean 'helper'")
 
 
 def test_an_http_agent_that_is_down_is_named_without_its_secret(pytester: pytest.Pytester,

@@ -80,7 +80,8 @@ class NotRun:
             if kind in self.allowed:
                 lines.append(f"{first}; allowed by allow_skip/--fabtest-allow-skip={kind}")
             else:
-                lines.append(f"{first}. The run fails (exit status {EXIT_NOT_RUN}): configure it (e.g. export "
-                             f"GEMINI_API_KEY=..., or [tool.fabtest] offline_llm), or allow it with "
-                             f"--fabtest-allow-skip={kind} or [tool.fabtest] allow_skip = [\"{kind}\"]")
+                lines.append(f"{first}. The run fails (exit status {EXIT_NOT_RUN}): configure it (export "
+                             "GEMINI_API_KEY=..., or an offline script as [tool.fabtest] offline_llm, with agent_model: "
+                             f"for built-in agents), or allow it with --fabtest-allow-skip={kind} or "
+                             f"[tool.fabtest] allow_skip = [\"{kind}\"]")
         return lines

@@ -37,7 +37,7 @@ def check_items(fabtest_session: Any, items: list[pytest.Item]) -> None:
         template = template_of(getattr(item, "obj", None))
         if template is not None:
             scenarios = True
-            needs.add_scenario(step.name for step in template.steps)
+            needs.add_scenario(_located(fabtest_session, template))
     _check(fabtest_session, needs, scenarios=scenarios, playbooks=playbooks)
 
 
@@ -54,10 +54,18 @@ def check_nodeids(fabtest_session: Any, ids: list[str]) -> None:
         if path.suffix == ".feature":
             scenarios = True
             for template in feature_templates(path):  # every scenario of a file any worker runs
-                needs.add_scenario(step.name for step in template.steps)
+                needs.add_scenario(_located(fabtest_session, template))
         elif matches(pattern, path, root):
             playbooks = needs.judge = needs.simulator = True
     _check(fabtest_session, needs, scenarios=scenarios, playbooks=playbooks)
+
+
+def _located(fabtest_session: Any, template: Any) -> list[tuple[str, str]]:
+    """A scenario's steps as ``(text, file:line)``, the file relative to the rootdir."""
+    from fabtest.pytest_plugin.results import relative_to_root
+
+    path = relative_to_root(fabtest_session.config, template.feature.filename)
+    return [(step.name, f"{path}:{step.line_number}") for step in template.steps]
 
 
 def _check(fabtest_session: Any, needs: Needs, *, scenarios: bool, playbooks: bool) -> None:
