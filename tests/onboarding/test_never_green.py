@@ -11,8 +11,6 @@ import pytest
 from fabtest.pytest_plugin.not_run import EXIT_NOT_RUN
 
 ARGS = ("-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:hypothesispytest", "-p", "no:benchmark")
-_ENV = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "PYTEST_ADDOPTS", "FABTEST_AGENT",
-        "FABTEST_RESULTS_DIR", "FABTEST_JUDGE_PROVIDER", "FABTEST_SIMULATOR_PROVIDER")
 FEATURE = textwrap.dedent('''\
     Feature: Needs a judge
       Scenario: Plain
@@ -23,11 +21,6 @@ FEATURE = textwrap.dedent('''\
         Then the response must satisfy "The agent is polite"
     ''')
 
-
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in _ENV:
-        monkeypatch.delenv(name, raising=False)
 
 
 def _project(pytester: pytest.Pytester, config: str = "", feature: str = FEATURE) -> None:

@@ -17,7 +17,6 @@ from fabtest.errors import UsageError
 from fabtest.testing import FakeGemini, FakeLLM, load_fake_llm
 
 ARGS = ("-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:hypothesispytest", "-p", "no:benchmark")
-_ENV = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "PYTEST_ADDOPTS", "FABTEST_AGENT")
 TOOLS = "def lookup(key: str) -> dict:\n    'Look a key up.'\n    return {'key': key, 'value': len(key)}\n\nTOOLS = [lookup]\n"
 SCRIPT = textwrap.dedent('''\
     agent_model:
@@ -39,11 +38,6 @@ FEATURE = textwrap.dedent('''\
         Then the response must match "Anything else"
     ''')
 
-
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in _ENV:
-        monkeypatch.delenv(name, raising=False)
 
 
 def _project(pytester: pytest.Pytester, config: str = "") -> Path:

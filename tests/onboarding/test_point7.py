@@ -57,11 +57,6 @@ def port() -> Iterator[int]:
         server.server_close()
 
 
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "PYTEST_ADDOPTS", "FABTEST_AGENT"):
-        monkeypatch.delenv(name, raising=False)
-
 
 @pytest.mark.parametrize("kind", ["http", "openai"])
 def test_remote_agents_declare_tools_and_steps_are_checked_against_them(
