@@ -34,8 +34,8 @@ from urllib.parse import urlsplit
 
 from fabtest.errors import UsageError
 
-__all__ = ["Needs", "PreflightFailed", "check_agent", "check_llms", "config_problem", "configured_agents",
-           "feature_text_needs", "needs_of_steps", "reachability_problem", "run_preflight"]
+__all__ = ["Needs", "PreflightFailed", "check_llms", "config_problem", "configured_agents", "reachability_problem",
+           "run_preflight"]
 
 #: Seconds to wait for an HTTP agent's TCP handshake (a local server answers in microseconds).
 CONNECT_TIMEOUT_S = 3.0
@@ -84,13 +84,6 @@ class Needs:
         self.default_agent = self.default_agent or not named
 
 
-def needs_of_steps(texts: Iterable[str]) -> Needs:
-    """The LLM needs of some step texts (for a scenario, or a whole feature file's lines)."""
-    needs = Needs()
-    needs.add_steps(texts)
-    return needs
-
-
 def configured_agents(settings: Any, *, scenarios: bool, playbooks: bool,
                       needs: Needs | None = None) -> dict[str, Any]:
     """The agent targets of ``[tool.fabtest]`` a run with these kinds of items builds: with ``needs``,
@@ -107,11 +100,6 @@ def configured_agents(settings: Any, *, scenarios: bool, playbooks: bool,
 
         agents["playbook agent"] = playbook_agent_target(settings=settings)
     return agents
-
-
-def check_agent(where: str, target: Any) -> str | None:
-    """One line saying why ``target`` cannot be used, or None when it looks ready (both phases)."""
-    return config_problem(where, target) or reachability_problem(where, target)
 
 
 def config_problem(where: str, target: Any, *, root: Path | None = None) -> str | None:
@@ -304,12 +292,3 @@ def _unknown_agent(settings: Any, name: str, where: str) -> str:
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     return (f'{where}: Given the agent "{name}": unknown agent{hint}; [tool.fabtest.agents] defines: '
             f"{', '.join(known) or 'none'}")
-
-
-def feature_text_needs(path: Path) -> Needs:
-    """The LLM needs of a whole feature file, read as text (the xdist controller has no items)."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return Needs()
-    return needs_of_steps(text.splitlines())
