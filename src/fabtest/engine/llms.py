@@ -1,8 +1,10 @@
 """The judge and simulator LLMs as ``[tool.fabtest]`` configures them, for any front end.
 
 Each role gets its provider when one is available (a key, an OpenAI-compatible endpoint, a
-``replay`` cache), else ``offline_llm`` (``module:attr`` or a FakeLLM script file), else nothing with the reason, so a scenario that needs it
-is skipped naming the variable to set (README "Running without a key").
+``replay`` cache), else ``offline_llm`` (``module:attr`` or a FakeLLM script file), else nothing
+with the reason, so a scenario that needs it is skipped naming the variable to set (README
+"Running without a key"). An ``offline_llm`` whose script covers ``agent_model`` also plays
+built-in agents' models where no key is set (``LLMRoles.agent_model``).
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ def configured_llms(settings: Settings, root: Path, *, max_concurrency: int | No
         from fabtest.llm.factory import load_llm_object
 
         roles.agent_model = stand_in(offline_script(settings, root) if is_offline_script(settings.offline_llm)
-                                     else load_llm_object(settings.offline_llm, where="[tool.fabtest] offline_llm"),
+                                     else load_llm_object(settings.offline_llm,
+                                                          where=f"{settings.source} [tool.fabtest] offline_llm"),
                                      always=False)
     return roles
 
