@@ -1,4 +1,4 @@
-"""Command line: ``fabtest`` (list, show, report, compare, run, steps) and ``fabtest-compare``.
+"""Command line: ``fabtest`` (init, list, show, report, compare, run, steps) and ``fabtest-compare``.
 
 Exit codes: 0 normally, 1 when a requested gate trips, 2 for usage errors and for missing,
 malformed or ambiguous experiment files (a one-line message on stderr, never a traceback).
@@ -343,26 +343,52 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_steps(args: argparse.Namespace) -> int:
-    from fabtest.pytest_plugin.vocabulary import collect_steps, render_steps
+    from fabtest.pytest_plugin.vocabulary import collect_steps, collection_errors, render_steps
 
     paths = list(args.paths) or (["features"] if Path("features").is_dir() else ["."])
     steps, code, output = collect_steps(paths)
-    if code not in (0, 5):  # 5: nothing collected, which still lists the built-in steps
-        tail = [line for line in output.splitlines() if line.strip()][-15:]
+    errors = collection_errors(output)
+    if code not in (0, 5) and not (steps and errors):  # 5: nothing collected, which still lists the built-in steps
+        tail = errors or [line for line in output.splitlines() if line.strip()][-15:]
         sys.stderr.write("\n".join(tail) + "\n")
         return _fail("fabtest steps", f"pytest could not collect {' '.join(paths)} (exit code {code}); see above")
     sys.stdout.write(render_steps(steps))
+    if errors:  # a feature that does not collect hides none of the vocabulary, only its own example lines
+        sys.stderr.write("fabtest steps: warning: some files did not collect (their lines give no examples):\n"
+                         + "\n".join(f"  {line}" for line in errors) + "\n")
+    return EXIT_OK
+
+
+def _cmd_init(args: argparse.Namespace) -> int:
+    from fabtest.errors import UsageError
+    from fabtest.init import next_steps, plan_init, write_init
+
+    try:
+        plan = plan_init(Path(args.dir), agent=args.agent)
+    except UsageError as exc:
+        return _fail("fabtest init", str(exc))
+    lines = write_init(plan)
+    print(f"fabtest init: wrote in {plan.root}:")
+    print("\n".join(lines))
+    print(next_steps(plan), end="")
     return EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``fabtest list | show | report | compare | recover | rejudge | calibrate | replay | run | steps``."""
+    """``fabtest init | list | show | report | compare | recover | rejudge | calibrate | replay | run | steps``."""
     raw = list(sys.argv[1:] if argv is None else argv)
     if raw and raw[0] == "run":  # the playbook runner parses its own options (argparse REMAINDER can't)
         return _cmd_run(argparse.Namespace(args=raw[1:]))
     parser = argparse.ArgumentParser(prog="fabtest", description="fabtest experiments and playbooks.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
+
+    p = sub.add_parser("init", help="set up fabtest in this project: a [tool.fabtest] table, first features, an "
+                                    "offline script (pytest features/ is green with no key); never overwrites")
+    p.add_argument("--agent", metavar="MODULE:ATTR", default=None,
+                   help="use this existing agent (must import from the project directory) instead of a stub")
+    p.add_argument("--dir", default=".", help="the project directory (default: the current directory)")
+    p.set_defaults(func=_cmd_init)
 
     p = sub.add_parser("list", help="list stored experiments")
     p.add_argument("--results-dir", default=None)

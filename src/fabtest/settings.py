@@ -87,6 +87,8 @@ class Settings(BaseModel):
     simulator: RoleSettings = Field(default_factory=RoleSettings)
     # "module:attr": an in-process judge and simulator used when the configured provider has no key
     offline_llm: str | None = None
+    # kinds of skip that do not fail the run (pytest_plugin/not_run.py): "llm" = an LLM is not configured
+    allow_skip: list[Literal["llm"]] = Field(default_factory=list)
     max_concurrency: int = Field(default=8, ge=1, le=10_000)
     # scenarios in flight at once in one pytest process (per xdist worker); 1 runs them one by one
     # (docs/concurrency.md: how it works, what runs alone)

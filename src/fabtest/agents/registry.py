@@ -130,7 +130,7 @@ def _expand(value: Any, where: str) -> Any:
         def env(match: re.Match[str]) -> str:
             if match.group(1) not in os.environ:
                 raise UsageError(f"{where}: the agent configuration uses ${{{match.group(1)}}}, which is not set")
-            redaction.register(os.environ[match.group(1)])
+            redaction.register_env(match.group(1), os.environ[match.group(1)])
             return os.environ[match.group(1)]
 
         return re.sub(r"\$\{(\w+)\}", env, value)

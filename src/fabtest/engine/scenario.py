@@ -25,7 +25,7 @@ from typing import Any
 
 from fabtest import checks
 from fabtest.agents import aio
-from fabtest.agents.base import Agent, AgentError, agent_metadata
+from fabtest.agents.base import STAND_IN_KEY, Agent, AgentError, agent_metadata
 from fabtest.agents.boundary import guarded
 from fabtest.agents.registry import make_agent
 from fabtest.conversation import Check, Conversation, Mode, Status, TokenUsage, Turn
@@ -55,6 +55,8 @@ class LLMRoles:
     judge_reason: str = ""
     simulator_reason: str = ""
     executor: ThreadPoolExecutor | None = None
+    #: the run's scripted fake for built-in agents' models (agents.builtin_models.StandInModel), if any
+    agent_model: Any = None
 
 
 @dataclass
@@ -137,7 +139,8 @@ class ScenarioState:
                 raise UsageError(f"{self.where}: no agent configured: set [tool.fabtest] agent = \"module:attr\", "
                                  "define a fabtest_agent fixture, or use Given the agent \"name\"")
             try:
-                agent = guarded("the agent factory raised", make_agent, target, self.context, where=self.where)
+                context = {**self.context, STAND_IN_KEY: self.llms.agent_model} if self.llms.agent_model else self.context
+                agent = guarded("the agent factory raised", make_agent, target, context, where=self.where)
             except LLMNotConfigured as exc:  # a built-in agent without a key: skipped like the judge's scenarios
                 raise NeedsLLM(f"the agent needs an LLM: {exc}", where=self.where) from None
             around = getattr(agent, "around", None)

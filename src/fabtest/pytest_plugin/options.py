@@ -43,6 +43,9 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--fabtest-fake-llm", nargs="?", const="", default=None, metavar="SCRIPT",
                     help="judge and simulate with fabtest.testing.FakeLLM: a script (.yaml/.json) or module:attr; "
                          "with no value, an empty fake that the fabtest_fake_llm fixture scripts")
+    group.addoption("--fabtest-allow-skip", action="append", default=[], metavar="KIND",
+                    help="scenarios skipped for want of KIND (llm: no key or endpoint) do not fail the run "
+                         "(without it such skips end the run with exit status 6); repeatable or comma-separated")
     group.addoption("--fabtest-no-preflight", action="store_true",
                     help="skip the pre-flight check of agents and LLMs before the first scenario")
     group.addoption("--fabtest-retry-budget", type=float, default=None, metavar="RATIO",

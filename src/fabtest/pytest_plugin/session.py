@@ -17,11 +17,13 @@ from typing import Any
 import pytest
 
 from fabtest.criteria import Criterion
+from fabtest.engine.llms import stand_in
 from fabtest.engine.scenario import LLMRoles
 from fabtest.errors import UsageError
 from fabtest.experiment.late import LateVerdict
 from fabtest.experiment.model import ScenarioResult
 from fabtest.pytest_plugin.late import LATE_PROPERTY, LateChannel
+from fabtest.pytest_plugin.not_run import NotRun, allowed_kinds
 from fabtest.scenario_sets import ScenarioRecord
 from fabtest.settings import Settings
 from fabtest.topics import TopicGraph, TopicGraphError
@@ -54,6 +56,7 @@ class FabtestSession:
         self._sigterm = False  # our SIGTERM handler is in force (fabtest/_signals.py)
         self.late = LateChannel()  # this process's soft verdicts judged after their scenario
         self._llm_slots: str | None = None  # controller: the slot directory its workers share
+        self.not_run = NotRun(allowed_kinds(config, settings))  # scenarios that could not run (never green by accident)
         self._share_llm_slots()
         from fabtest.llm import quick_exit
 
@@ -93,10 +96,15 @@ class FabtestSession:
     def check_offline_llm(self) -> None:
         """``[tool.fabtest] offline_llm`` that does not import is a usage error before anything runs."""
         if self.settings.offline_llm:
+            from fabtest.engine.llms import is_offline_script, offline_script
             from fabtest.targets import import_object
 
             try:
-                import_object(self.settings.offline_llm, where=f"{self.settings.source} [tool.fabtest] offline_llm", what="LLM")
+                if is_offline_script(self.settings.offline_llm):
+                    offline_script(self.settings, Path(str(self.config.rootpath)))
+                else:
+                    import_object(self.settings.offline_llm, where=f"{self.settings.source} [tool.fabtest] offline_llm",
+                                  what="LLM")
             except UsageError as exc:
                 raise pytest.UsageError(str(exc)) from None
 
@@ -114,7 +122,7 @@ class FabtestSession:
             limit = self.concurrency_share()
             fake = self.fake_llm()
             if fake is not None:
-                roles = LLMRoles(judge=fake, simulator=fake)
+                roles = LLMRoles(judge=fake, simulator=fake, agent_model=stand_in(fake, always=True))
             else:
                 try:
                     roles = configured_llms(self.settings, Path(str(self.config.rootpath)), max_concurrency=limit,
@@ -171,6 +179,7 @@ class FabtestSession:
             judge=salted(roles.judge, f"iteration-{iteration}") if roles.judge else None,
             simulator=salted(roles.simulator, f"iteration-{iteration}") if roles.simulator else None,
             judge_reason=roles.judge_reason, simulator_reason=roles.simulator_reason, executor=roles.executor,
+            agent_model=roles.agent_model,
         )
 
     def scenario_set(self, name: str, feature_path: Path) -> list[ScenarioRecord]:
@@ -219,7 +228,10 @@ class FabtestSession:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         from fabtest.pytest_plugin.results import PENDING_PROPERTY, RESULT_PROPERTY
 
-        if self.is_worker or self.config.getoption("--fabtest-no-results"):
+        if self.is_worker:
+            return
+        self.not_run.add(report)
+        if self.config.getoption("--fabtest-no-results"):
             return
         for name, value in report.user_properties:
             if name == PENDING_PROPERTY and isinstance(value, dict):
@@ -377,6 +389,7 @@ class FabtestSession:
         interrupted = self._finish_late(exitstatus == pytest.ExitCode.INTERRUPTED)
         if self.is_worker:
             return
+        session.exitstatus = self.not_run.exit_status(session.exitstatus)
         if not interrupted:  # a worker that died mid-scenario: record what it was running
             for nodeid in list(self._pending):
                 self._record_unfinished(nodeid, [])
@@ -394,6 +407,8 @@ class FabtestSession:
         self.summary_text = render_summary(doc, shown, previous_experiment_id(recorder.results_dir, recorder.experiment_id))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        for line in self.not_run.summary_lines():  # first: a run that tested less than it says
+            terminalreporter.write_line(line, red=self.not_run.fails_run, yellow=not self.not_run.fails_run)
         for note in self.notes:
             terminalreporter.write_line(note)
         if self.summary_text:
