@@ -42,6 +42,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from fabtest.experiment.cost import cost_delta_by_id
+from fabtest.experiment.coverage import changes as coverage_changes
+from fabtest.experiment.coverage_text import change_lines
 from fabtest.experiment.diff import ConversationDiff, tool_summary
 from fabtest.experiment.export import entry_topics, read_index
 from fabtest.experiment.fmt import RULE_HEAVY, RULE_LIGHT, llm_line, num, pct, pp, signed, usd
@@ -212,6 +214,8 @@ class Comparison:
     whole: list[MetricDelta] = field(default_factory=list)  # each experiment's own summary, not compared
     #: experiment/cost.py's ``cost_delta`` over the shared scenarios; None when neither side recorded a cost
     cost: dict[str, Any] | None = None
+    #: experiment/coverage.py's ``changes``: per kind, what became covered and what became uncovered
+    coverage: dict[str, dict[str, list[str]]] = field(default_factory=dict)
 
     def metric(self, name: str) -> MetricDelta:
         return next(m for m in self.metrics if m.name == name)
@@ -761,6 +765,7 @@ def _compared(base: Experiment, cur: Experiment) -> Comparison:
         removed=_outcomes(b_agg, b_ids - c_ids),
         whole=_whole(base.doc, cur.doc),
         cost=cost_delta_by_id(base.shared_costs(shared), cur.shared_costs(shared)),
+        coverage=coverage_changes(base.doc.get("coverage"), cur.doc.get("coverage")),
     )
 
 
@@ -1053,6 +1058,7 @@ def render_text(comparison: Comparison) -> str:
             lines += _listed(changed, lambda s: f"    - {s.name}: {pct(s.baseline, 0)} → {pct(s.current, 0)}")
     if c.cost:
         lines += ["", RULE_LIGHT, "", *cost_lines(c)]
+    lines += change_lines(c.coverage)
     lines += ["", RULE_LIGHT]
     return "\n".join(lines) + "\n"
 
@@ -1192,4 +1198,5 @@ def render_markdown(comparison: Comparison) -> str:
         lines += [f"\n> {note}" for note in c.variance.notes]
     if c.cost:
         lines += ["", *(_md_escape(line) for line in cost_lines(c))]
+    lines += [_md_escape(line) for line in change_lines(c.coverage)]
     return "\n".join(lines) + "\n"

@@ -76,6 +76,8 @@ class ScenarioResult(BaseModel):
     feature_file: str = ""
     rule: str | None = None
     record_id: str | None = None  # scenario-set record id
+    #: the record's ``category`` (an attack category of a red-team set, say), for coverage by category
+    record_category: str | None = None
     iteration: int = 1
     passed: bool
     skipped: bool = False
