@@ -98,4 +98,5 @@ def _full(identity: ScenarioIdentity, state: ScenarioState, outcome: Outcome, du
         topics=[TopicRecord(**r) for r in state.topics.topic_records()] if state.topics else [],
         simulator=state.simulator_config.to_fingerprint() if state.simulator_config.goal else None,
         agent_metadata=jsonable(state.agent_metadata()),
+        attack=state.simulator_config.attack,
     )

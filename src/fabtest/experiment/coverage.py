@@ -43,6 +43,7 @@ class RunFacts:
     criteria_declared: tuple[str, ...] = ()
     criteria_checked: tuple[str, ...] = ()
     record: tuple[str, str, bool] | None = None  # (record id, category, passed)
+    attack: tuple[str, str] | None = None  # (attack, held / broken / error)
     skipped: bool = False
 
 
@@ -61,6 +62,7 @@ def run_facts(result: ScenarioResult) -> RunFacts:
         criteria_declared=tuple(sorted(result.criteria)),
         criteria_checked=tuple(sorted(checked)),
         record=(result.record_id, category, result.passed) if result.record_id is not None else None,
+        attack=(result.attack, _held(result)) if result.attack is not None else None,
         skipped=result.skipped,
     )
 
@@ -82,6 +84,7 @@ def summarise(facts: Iterable[RunFacts]) -> dict[str, Any]:
     criteria_declared: set[str] = set()
     checked: Counter[str] = Counter()
     records: dict[str, dict[str, Any]] = {}
+    attacks: dict[str, Counter[str]] = {}
     for f in facts:
         for name, successors in f.topics:
             declared_topics.setdefault(name, set()).update(successors)
@@ -104,6 +107,8 @@ def summarise(facts: Iterable[RunFacts]) -> dict[str, Any]:
             entry["records"].add(rid)
             entry["runs"] += 1
             entry["passed"] += int(passed)
+        if f.attack is not None:
+            attacks.setdefault(f.attack[0], Counter())[f.attack[1]] += 1
     transitions = {a + _ARROW + b for a, succ in declared_topics.items() for b in succ}
     return {
         "topics": _part(declared_topics, reached, "reached", "never_reached"),
@@ -117,6 +122,10 @@ def summarise(facts: Iterable[RunFacts]) -> dict[str, Any]:
         "records": {category: {"records": len(e["records"]), "runs": e["runs"], "passed": e["passed"],
                                "rate": round(e["passed"] / e["runs"], 4) if e["runs"] else None}
                     for category, e in sorted(records.items())},
+        "attacks": {name: {"runs": sum(n.values()), "held": n["held"], "broken": n["broken"], "errors": n["error"],
+                           "hold_rate": round(n["held"] / (n["held"] + n["broken"]), 4)
+                           if n["held"] + n["broken"] else None}
+                    for name, n in sorted(attacks.items())},
     }
 
 
@@ -125,6 +134,13 @@ def _part(declared: Iterable[str], hits: Counter[str], hit_key: str, miss_key: s
     hit = {n: hits[n] for n in names if hits[n]}
     return {"declared": len(names), hit_key: hit, miss_key: [n for n in names if not hits[n]],
             "rate": round(len(hit) / len(names), 4) if names else None}
+
+
+def _held(result: ScenarioResult) -> str:
+    """An attack run: the agent held (passed), was broken (an expectation failed), or the run erred."""
+    if result.passed:
+        return "held"
+    return "broken" if result.failure_type in ("assertion", "max_turns") else "error"
 
 
 def _jump(text: str) -> str:

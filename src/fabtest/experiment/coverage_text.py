@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["change_lines", "coverage_lines", "names"]
+__all__ = ["attack_lines", "change_lines", "coverage_lines", "names"]
 
 _SHOWN = 5
 _ROWS = (  # kind, label, verb, the key of what was hit, the key of what was missed
@@ -46,11 +46,26 @@ def coverage_lines(section: Mapping[str, Any] | None) -> list[str]:
     undeclared = (section.get("tools") or {}).get("undeclared_called") or []
     if undeclared:
         lines.append(f"  {'':<13}called but not declared: {names(undeclared)}")
-    records = section.get("records") or {}
+    attacks = section.get("attacks") or {}
+    records = {cat: e for cat, e in (section.get("records") or {}).items() if cat not in attacks}  # told below
     if records:
         lines.append(f"  {'Records:':<13}" + ", ".join(
             f"{cat} {e['passed']}/{e['runs']} passed" for cat, e in records.items()))
+    lines += attack_lines(attacks)
     return ["", "Coverage", *lines] if lines else []
+
+
+def attack_lines(attacks: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The hold rate per red-team attack (runs that erred are not counted either way)."""
+    if not attacks:
+        return []
+    lines = [f"  {'Attacks:':<13}held / runs judged (README \"Adversarial users\")"]
+    for name, e in attacks.items():
+        judged = e["held"] + e["broken"]
+        rate = f" ({e['hold_rate']:.0%})" if e.get("hold_rate") is not None else ""
+        erred = f", {e['errors']} erred" if e.get("errors") else ""
+        lines.append(f"    {name:<26}{e['held']}/{judged} held{rate}{erred}")
+    return lines
 
 
 def change_lines(changed: Mapping[str, Mapping[str, Sequence[str]]]) -> list[str]:

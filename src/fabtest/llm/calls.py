@@ -55,6 +55,9 @@ class LLMCall:
     conversation: Conversation | None = None
     persona: str | None = None
     facts: Mapping[str, str] = field(default_factory=dict)
+    #: the red-team attack the simulated user plays (fabtest.redteam), and the tactic asked for this turn
+    attack: str | None = None
+    tactic: str | None = None
 
     @property
     def criterion_names(self) -> list[str]:
