@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 
 __all__ = ["PURPOSES", "LLMCall", "Purpose", "current_call", "llm_call"]
 
-Purpose = Literal["simulated_user", "criteria", "grounding", "intent", "goal", "topic"]
-PURPOSES: tuple[str, ...] = ("simulated_user", "criteria", "grounding", "intent", "goal", "topic")
+Purpose = Literal["simulated_user", "criteria", "grounding", "intent", "goal", "topic", "scenarios"]
+PURPOSES: tuple[str, ...] = ("simulated_user", "criteria", "grounding", "intent", "goal", "topic", "scenarios")
 
 
 @dataclass(frozen=True)
