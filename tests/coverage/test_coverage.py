@@ -175,3 +175,19 @@ def test_a_run_prints_and_records_its_coverage_and_a_floor_fails_it(tmp_path: Pa
     assert failed.returncode == 1
     assert "FAILED: tools coverage 33% is below the floor 50% (--fabtest-min-coverage tools=0.5)" in failed.stdout
     assert "topics coverage" not in failed.stdout  # 67% clears its floor
+
+
+def test_compare_lists_what_became_covered_and_uncovered() -> None:
+    from fabtest.experiment.compare import compare, render_markdown, render_text
+    from fabtest.experiment.export import build_document
+    from fabtest.experiment.model import ExperimentInfo
+
+    def doc(exp_id: str, path: list[str]) -> dict[str, Any]:
+        info = ExperimentInfo(id=exp_id, timestamp="2026-11-24T00:00:00Z")
+        return build_document(info, [result(topic_path=path)])
+
+    comparison = compare(doc("exp_a", ["greeting", "details"]), doc("exp_b", ["greeting", "booking"]))
+    assert comparison.coverage["topics"] == {"covered": ["booking"], "uncovered": ["details"]}
+    text = render_text(comparison)
+    assert "Coverage Changes\n  Topics: newly covered: booking\n  Topics: no longer covered: details" in text
+    assert "Topics: newly covered: booking" in render_markdown(comparison)
