@@ -441,6 +441,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     replay_command.add_replay_args(p)
     p.set_defaults(func=lambda a: replay_command.run_replay(a, a.results_dir or _default_results_dir()))
 
+    from fabtest import generate_command
+
+    p = sub.add_parser("generate", help="draft scenario-set records aimed at what the last run never exercised")
+    generate_command.add_generate_args(p)
+    p.set_defaults(func=lambda a: generate_command.run_generate(a, a.results_dir or _default_results_dir()))
+
     p = sub.add_parser("run", help="run playbook files", add_help=False)
     p.add_argument("args", nargs=argparse.REMAINDER, metavar="FILE")
     p.set_defaults(func=_cmd_run)

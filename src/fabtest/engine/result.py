@@ -74,6 +74,7 @@ def _head(identity: ScenarioIdentity, outcome: Outcome, duration_s: float) -> di
         "id": identity.stable_id, "name": identity.shown_name, "nodeid": identity.nodeid,
         "feature": identity.feature, "feature_file": identity.feature_file, "rule": identity.rule,
         "record_id": identity.record_id, "iteration": identity.iteration,
+        "record_category": identity.record.category if identity.record is not None else None,
         "passed": outcome.passed, "skipped": outcome.skipped, "skip_reason": outcome.skip_reason,
         "failure_type": outcome.failure_type, "failure_message": outcome.failure_message,
         "duration_s": round(duration_s, 4),
@@ -109,4 +110,5 @@ def _full(identity: ScenarioIdentity, state: ScenarioState, outcome: Outcome, du
         topics=[TopicRecord(**r) for r in state.topics.topic_records()] if state.topics else [],
         simulator=state.simulator_config.to_fingerprint() if state.simulator_config.goal else None,
         agent_metadata=jsonable(state.agent_metadata()),
+        attack=state.simulator_config.attack,
     )

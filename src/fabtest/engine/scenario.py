@@ -32,7 +32,7 @@ from fabtest.conversation import Check, Conversation, Mode, Status, TokenUsage, 
 from fabtest.criteria import Criterion
 from fabtest.engine import budget, judged, records, topic_checks
 from fabtest.engine.verdicts import LateVerdicts, Pending, placeholder
-from fabtest.errors import ExpectationFailed, NeedsLLM, UsageError
+from fabtest.errors import ExpectationFailed, MaxTurnsReached, NeedsLLM, UsageError
 from fabtest.experiment.cost import price_table
 from fabtest.judge import CriterionVerdict, Judge, Scope, criterion_data, format_exchange
 from fabtest.llm.base import LLM, LLMNotConfigured
@@ -89,6 +89,8 @@ class ScenarioState:
     redact: Callable[[str], str] = str  # applied to every logged turn (a playbook's ``env`` secrets)
     #: the latest message of the simulated user, also when the agent then failed to answer it
     simulated_text: str | None = None
+    #: the simulated user's note on the message being sent (an adversarial tactic), for its turn
+    _user_note: str | None = None
     _agent: Agent | None = None
     _metadata: dict[str, Any] = field(default_factory=dict)
     _closed: bool = False
@@ -194,18 +196,24 @@ class ScenarioState:
                 self.simulated_text, first = first, None
                 return self.simulated_text
             result = simulator.next_message(conversation)
-            self.simulated_text = result.text
+            self.simulated_text, self._user_note = result.text, result.strategy
             self._charge("simulator", result.usage)
             if result.goal_complete and conversation.turns and not config.has_stop_condition:
                 return None
             return result.text
 
-        return self.runner.simulate(
-            next_message, max_turns=config.max_turns or 10,
-            should_stop=lambda conv: (until(conv) if until else None) or simulator.should_stop(conv, self.topics),
-        )
+        try:
+            return self.runner.simulate(
+                next_message, max_turns=config.max_turns or 10,
+                should_stop=lambda conv: (until(conv) if until else None) or simulator.should_stop(conv, self.topics),
+            )
+        except MaxTurnsReached:
+            if config.attack is None:
+                raise
+            return f"the attack ran its {config.max_turns or 10} turns"  # an attacker out of turns: the agent held
 
     def _after_turn(self, turn: Turn) -> None:
+        turn.user_note, self._user_note = self._user_note, None
         if self.topics is None:
             return
         if self._tracker is None:

@@ -40,6 +40,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from fabtest.experiment.cost import cost_delta_by_id
+from fabtest.experiment.coverage import changes as coverage_changes
+from fabtest.experiment.coverage_text import change_lines
 from fabtest.experiment.diff import ConversationDiff, tool_summary
 from fabtest.experiment.export import entry_topics, read_entries, read_index
 from fabtest.experiment.fmt import RULE_HEAVY, RULE_LIGHT, llm_line, num, pct, pp, signed, usd
@@ -219,6 +221,8 @@ class Comparison:
     cost: dict[str, Any] | None = None
     #: experiment/gate.py's ``gate_dict`` (the JSON ``gate`` key), set by fabtest-compare
     gate: dict[str, Any] | None = None
+    #: experiment/coverage.py's ``changes``: per kind, what became covered and what became uncovered
+    coverage: dict[str, dict[str, list[str]]] = field(default_factory=dict)
 
     def metric(self, name: str) -> MetricDelta:
         return next(m for m in self.metrics if m.name == name)
@@ -872,6 +876,7 @@ def _compared(base: Experiment, cur: Experiment) -> Comparison:
         removed=name_features(_outcomes(b_agg, b_ids - c_ids), base.entries_of(b_ids - c_ids)),
         whole=_whole(base.doc, cur.doc),
         cost=cost_delta_by_id(base.shared_costs(shared), cur.shared_costs(shared)),
+        coverage=coverage_changes(base.doc.get("coverage"), cur.doc.get("coverage")),
     )
 
 
@@ -1087,6 +1092,7 @@ def render_text(comparison: Comparison) -> str:
             lines += _listed(changed, lambda s: f"    - {s.name}: {pct(s.baseline, 0)} → {pct(s.current, 0)}")
     if c.cost:
         lines += ["", RULE_LIGHT, "", *cost_lines(c)]
+    lines += change_lines(c.coverage)
     lines += ["", RULE_LIGHT]
     return "\n".join(lines) + "\n"
 
@@ -1229,4 +1235,5 @@ def render_markdown(comparison: Comparison) -> str:
         lines += [f"\n> {note}" for note in c.variance.notes]
     if c.cost:
         lines += ["", *(md_escape(line) for line in cost_lines(c))]
+    lines += [md_escape(line) for line in change_lines(c.coverage)]
     return "\n".join(lines) + "\n"

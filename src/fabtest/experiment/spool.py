@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from fabtest.experiment.attribution import Attribution, attribute_flakiness
+from fabtest.experiment.coverage import RunFacts, run_facts, summarise
 from fabtest.experiment.export import (
     Costing,
     document_head,
@@ -170,6 +171,8 @@ class Spool:
         self._slots: dict[ResultKey, int] = {}
         self._stubs: dict[int, dict[str, Any]] = {}
         self._configs: dict[tuple[int, int, int], ScenarioResult] = {}
+        #: each slot's coverage facts (identical runs share one object)
+        self._facts: dict[int, RunFacts] = {}
         self._rewritten = False
         self._head: dict[str, Any] | None = None
         #: node id -> position in the collection: entries are written in that order (then by
@@ -220,6 +223,8 @@ class Spool:
             self._stubs.pop(slot, None)
         else:
             self._stubs[slot] = stub
+        facts = run_facts(result)
+        self._facts[slot] = self._shared(("facts", facts), lambda: facts)
         brief = _brief(result, self._shared)
         self._configs.setdefault((id(brief.criteria), id(brief.topics), id(brief.simulator)), brief)
         self.results[slot] = brief
@@ -229,7 +234,7 @@ class Spool:
         """Every section but ``scenario_results`` (cached until the next add or update)."""
         if self._head is None:
             self._head = document_head(info, self.results, configs=list(self._configs.values()),
-                                       attribute=self._attribute)
+                                       attribute=self._attribute, coverage=summarise(self._facts.values()))
         return self._head
 
     def summary_document(self, info: ExperimentInfo) -> dict[str, Any]:

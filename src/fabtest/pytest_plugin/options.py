@@ -35,6 +35,9 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--fabtest-tag", action="append", default=[], metavar="TAG", help="tag the experiment (repeatable)")
     group.addoption("--fabtest-results-dir", default=None, metavar="DIR", help="where results/<id>.json goes")
     group.addoption("--fabtest-no-results", action="store_true", help="do not write an experiment file")
+    group.addoption("--fabtest-min-coverage", action="append", default=[], metavar="KIND=RATE",
+                    help="fail the run when coverage of KIND (topics, transitions, tools, criteria) is below RATE "
+                         "(e.g. tools=0.8; repeatable)")
     group.addoption("--fabtest-agent", default=None, metavar="MODULE:ATTR", help="the default agent")
     group.addoption("--fabtest-agent-timeout", type=float, default=None, metavar="S", help="timeout per agent call")
     group.addoption("--fabtest-concurrency", type=int, default=None, metavar="N",

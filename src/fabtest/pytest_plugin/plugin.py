@@ -71,9 +71,17 @@ def pytest_configure(config: pytest.Config) -> None:
     iterations = config.getoption("--fabtest-iterations")
     if iterations is not None and iterations < 1:
         raise pytest.UsageError(f"--fabtest-iterations {iterations}: run every scenario at least once (N >= 1)")
+    from fabtest.experiment.coverage import CoverageFloorError, parse_floor
+
+    try:
+        floors = dict(parse_floor(text) for text in config.getoption("--fabtest-min-coverage"))
+    except CoverageFloorError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if floors and config.getoption("--fabtest-no-results"):
+        raise pytest.UsageError("--fabtest-min-coverage needs the experiment: drop --fabtest-no-results")
     config.addinivalue_line("markers", "fabtest_scenario_set(name): expand a scenario over a scenario set")
     config.pluginmanager.register(steps, "fabtest-steps")
-    session = FabtestSession(config, settings)
+    session = FabtestSession(config, settings, coverage_floors=floors)
     session.fake_llm()  # a bad --fabtest-fake-llm script or offline_llm is a usage error before anything runs
     session.check_offline_llm()
     config.stash[SESSION_KEY] = session

@@ -35,9 +35,12 @@ LLM_SLOTS_KEY = "fabtest_llm_slots"
 class FabtestSession:
     """One pytest run: settings, LLMs, scenario sets, and (on the controller) the experiment."""
 
-    def __init__(self, config: pytest.Config, settings: Settings) -> None:
+    def __init__(self, config: pytest.Config, settings: Settings, *, coverage_floors: dict[str, float] | None = None
+                 ) -> None:
         self.config = config
         self.settings = settings
+        #: --fabtest-min-coverage: kind -> the least rate that passes the run
+        self.coverage_floors = dict(coverage_floors or {})
         self.iterations = max(1, int(config.getoption("--fabtest-iterations") or 1))
         self.is_worker = hasattr(config, "workerinput")
         self.summary_text = ""
@@ -405,6 +408,17 @@ class FabtestSession:
         doc = recorder.document(interrupted=interrupted)
         shown = os.path.relpath(path, str(self.config.rootpath)) if path.is_relative_to(str(self.config.rootpath)) else path
         self.summary_text = render_summary(doc, shown, previous_experiment_id(recorder.results_dir, recorder.experiment_id))
+        self._check_coverage(session, doc)
+
+    def _check_coverage(self, session: pytest.Session, doc: dict[str, Any]) -> None:
+        """--fabtest-min-coverage: a run under a floor fails (exit 1), saying which and by how much."""
+        from fabtest.experiment.coverage import below_floors
+
+        short = below_floors(doc.get("coverage") or {}, self.coverage_floors)
+        if short:
+            self.summary_text += "".join(f"FAILED: {line}\n" for line in short)
+            if session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         for line in self.not_run.summary_lines():  # first: a run that tested less than it says

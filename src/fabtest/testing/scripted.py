@@ -77,6 +77,7 @@ class FakeLLM:
         self.source: str | None = None
         self._agent_script: Any = None
         self._agent_then: str | None = None
+        self._scenarios: Answer = None
         self._sim_counts: dict[int, tuple[weakref.ref[Any], int]] = {}
 
     # -- scripting ---------------------------------------------------------------------------------
@@ -130,6 +131,13 @@ class FakeLLM:
         self._grounded.update({k: _check_verdict(v, k) for k, v in {**(by_source or {}), **more}.items()})
         if default is not None:
             self._grounded_default = _check_verdict(default, "default")
+        return self
+
+    def scenarios(self, records: Sequence[Mapping[str, Any]] | Callable[[LLMCall], Any]) -> FakeLLM:
+        """The drafts ``fabtest generate`` gets: records as its schema spells them (``id``, ``goal``,
+        ``persona``, ``facts``, ``expected_tool``, ``topic``, ``category``, ``aims_at``), or a function of
+        the call (its ``subject`` is the prompt) returning them."""
+        self._scenarios = records if callable(records) else [dict(r) for r in records]
         return self
 
     def text(self, reply: str | Callable[[LLMCall | None], str]) -> FakeLLM:
@@ -267,6 +275,12 @@ class FakeLLM:
         wanted = {_key(c) for c in call.candidates}
         choice = next((name for name in self._topics if _key(name) in wanted), call.current_topic or "")
         return {"topic": choice, "reasoning": _REASON}
+
+    def _answer_scenarios(self, call: LLMCall) -> dict[str, Any]:
+        if self._scenarios is None:
+            raise FakeLLMError("FakeLLM: no scenarios scripted for fabtest generate: call fake.scenarios([...records...])")
+        value = self._scenarios(call) if callable(self._scenarios) else self._scenarios
+        return value if isinstance(value, dict) else {"records": list(value)}
 
     def _answer_grounding(self, call: LLMCall) -> dict[str, Any]:
         value = self._grounded.get(call.source or "", self._grounded_default)
