@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from fabtest import checks
+from fabtest.agents import aio
 from fabtest.agents.base import Agent, AgentError, agent_metadata
 from fabtest.agents.boundary import guarded
 from fabtest.agents.registry import make_agent
@@ -140,9 +141,17 @@ class ScenarioState:
                 raise NeedsLLM(f"the agent needs an LLM: {exc}", where=self.where) from None
             around = getattr(agent, "around", None)
             if callable(around):
-                guarded("the agent's around() failed on entry:", lambda: self._exit.enter_context(around()))
+                guarded("the agent's around() failed on entry:", lambda: self._enter_around(around()))
             self._agent = agent
         return self._agent
+
+    def _enter_around(self, manager: Any) -> None:
+        """Enter ``around()``: a context manager here, an async one on the agent loop (left by the
+        task that entered it, see :func:`fabtest.agents.aio.enter_async`)."""
+        if hasattr(manager, "__aenter__") and not hasattr(manager, "__enter__"):
+            self._exit.callback(aio.enter_async(manager))
+        else:
+            self._exit.enter_context(manager)
 
     @property
     def runner(self) -> ConversationRunner:
