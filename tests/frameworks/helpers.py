@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import importlib.util
 from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
+from fabtest.agents import aio
 from fabtest.agents.frameworks import FRAMEWORKS
 from fabtest.agents.registry import make_agent
 from fabtest.conversation import AgentResponse, Message, ToolCall
@@ -33,8 +33,8 @@ def build(key: str, target: str, **options: Any) -> Any:
 
 
 def say(agent: Any, *lines: str) -> tuple[AgentResponse, list[ToolCall]]:
-    """One turn: ``lines`` are the conversation so far (user, agent, ..., user); returns the response
-    and the calls reported through on_tool_call."""
+    """One turn on fabtest's agent loop, as the runner runs it: ``lines`` are the conversation so far
+    (user, agent, ..., user); returns the response and the calls reported through on_tool_call."""
     reported: list[ToolCall] = []
     messages: Sequence[Message] = [Message("user" if i % 2 == 0 else "agent", text) for i, text in enumerate(lines)]
-    return asyncio.run(agent.chat(messages, on_tool_call=reported.append)), reported
+    return aio.run(agent.chat(messages, on_tool_call=reported.append), timeout=60), reported

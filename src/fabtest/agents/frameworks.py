@@ -120,8 +120,9 @@ def resolve_target(target: Any, expected: type | tuple[type, ...], context: Mapp
     the fix."""
     if isinstance(target, expected):
         return target
-    if callable(target) and not inspect.isclass(target):
-        built = target(dict(context)) if _takes_context(target) else target()
+    factory = _factory_arguments(target)
+    if factory is not None:
+        built = target(dict(context)) if factory else target()
         if isinstance(built, expected):
             return built
         target = built
@@ -133,12 +134,21 @@ def resolve_target(target: Any, expected: type | tuple[type, ...], context: Mapp
                      f"{fix}")
 
 
-def _takes_context(func: Callable[..., Any]) -> bool:
+def _factory_arguments(target: Any) -> bool | None:
+    """How to call ``target`` as a factory: True with the context (first parameter ``context``/``ctx``),
+    False without arguments, None when it is no factory (a class, or a function that needs arguments,
+    like a tool the table points at by mistake)."""
+    if not callable(target) or inspect.isclass(target):
+        return None
     try:
-        params = list(inspect.signature(func).parameters)
+        params = list(inspect.signature(target).parameters.values())
     except (TypeError, ValueError):
-        return False
-    return bool(params) and params[0] in ("context", "ctx")
+        return None
+    if params and params[0].name in ("context", "ctx"):
+        return True
+    required = [p for p in params if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD,
+                                                                          p.KEYWORD_ONLY)]
+    return None if required else False
 
 
 def model_name(model: Any) -> str | None:
