@@ -51,3 +51,16 @@ def test_unknown_keys_and_two_frameworks_are_named() -> None:
         build("adk", "a:b", langgraph="c:d")
     with pytest.raises(UsageError, match=r"model must be a string"):
         build("langgraph", "a:b", model=3)
+
+
+def test_a_feature_run_without_the_extra_says_which_extra_to_install(pytester: pytest.Pytester,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(frameworks, "installed_version", lambda dist: None)
+    pytester.makefile(".toml", pyproject='[tool.fabtest]\nresults_dir = "results"\n'
+                                         '[tool.fabtest.agents.shop]\nlanggraph = "shop:graph"\n')
+    pytester.makefile(".feature", shop='Feature: Shop\n  Scenario: Hello\n    Given the agent "shop"\n'
+                                       '    When the user says "hi"\n    Then the response must match "hi"\n')
+    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly")
+    assert result.ret != 0
+    result.stdout.fnmatch_lines(["*[[]tool.fabtest.agents.shop[]]: langgraph needs LangGraph (langgraph), which is "
+                                 "not installed: pip install 'fabtest[[]langgraph[]]'*"])
