@@ -7,13 +7,12 @@ langchain-google-genai` and GEMINI_API_KEY) to test the same graph on a real mod
 
 import os
 
+from fake_model import ScriptedChatModel
 from langchain_core.messages import SystemMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
-
-from fake_model import ScriptedChatModel
 
 CATALOGUE = {"green tea": {"price": 4.50, "currency": "EUR"}, "black tea": {"price": 3.20, "currency": "EUR"}}
 INSTRUCTIONS = SystemMessage("You sell tea. Quote prices only from get_price; never guess one.")

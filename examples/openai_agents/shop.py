@@ -8,7 +8,6 @@ real model.
 import os
 
 from agents import Agent, function_tool, set_tracing_disabled
-
 from fake_model import ScriptedModel
 
 CATALOGUE = {"green tea": {"price": 4.50, "currency": "EUR"}, "black tea": {"price": 3.20, "currency": "EUR"}}

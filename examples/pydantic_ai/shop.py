@@ -7,9 +7,8 @@ same agent on a real model.
 
 import os
 
-from pydantic_ai import Agent
-
 from fake_model import scripted_model
+from pydantic_ai import Agent
 
 CATALOGUE = {"green tea": {"price": 4.50, "currency": "EUR"}, "black tea": {"price": 3.20, "currency": "EUR"}}
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
+import types
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,6 +27,11 @@ def require(key: str) -> None:
         found = False
     if not found:
         pytest.skip(f"needs the {framework.extra} extra: {framework.install}", allow_module_level=True)
+
+
+def provide(monkeypatch: pytest.MonkeyPatch, module: str, **objects: Any) -> None:
+    """Make ``module:NAME`` importable for a table, for this test only."""
+    monkeypatch.setitem(sys.modules, module, types.SimpleNamespace(**objects))
 
 
 def build(key: str, target: str, **options: Any) -> Any:

@@ -3,9 +3,6 @@ on 127.0.0.1; the tool is a Python function ADK runs."""
 
 from __future__ import annotations
 
-import sys
-import types
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -13,7 +10,7 @@ import pytest
 from fabtest.errors import UsageError
 from fabtest.testing import FakeGemini
 
-from .helpers import build, require, say
+from .helpers import build, provide, require, say
 
 require("adk")
 
@@ -25,23 +22,13 @@ def price(item: str) -> dict[str, Any]:
     return {"item": item, "usd": 3}
 
 
-@pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGemini]:
-    with FakeGemini() as server:
-        for name, value in server.env().items():
-            monkeypatch.setenv(name, value)
-        monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
-        server.add_tool_script(r"tea", [{"name": "price", "args": {"item": "tea"}},
-                                        lambda req: "tea costs {usd}".format(**req.function_responses[-1]["response"])])
-        server.add_rule(r".", text="hello back")
-        module = types.ModuleType("adk_shop")
-        module.root_agent = LlmAgent(name="shop", model="gemini-2.5-flash",  # type: ignore[attr-defined]
-                                     instruction="Sell tea.", tools=[price])
-        module.build = lambda: module.root_agent  # type: ignore[attr-defined]
-        module.not_an_agent = price  # type: ignore[attr-defined]
-        sys.modules["adk_shop"] = module
-        yield server
-        del sys.modules["adk_shop"]
+@pytest.fixture(autouse=True)
+def shop(fake: FakeGemini, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake.add_tool_script(r"tea", [{"name": "price", "args": {"item": "tea"}},
+                                  lambda req: "tea costs {usd}".format(**req.function_responses[-1]["response"])])
+    fake.add_rule(r".", text="hello back")
+    agent = LlmAgent(name="shop", model="gemini-2.5-flash", instruction="Sell tea.", tools=[price])
+    provide(monkeypatch, "adk_shop", root_agent=agent, build=lambda: agent, not_an_agent=price)
 
 
 def test_a_turn_maps_the_events_calls_responses_usage_and_model(fake: FakeGemini) -> None:

@@ -4,16 +4,13 @@ script, LangChain's fake-model idiom) and a ToolNode running a real tool, with a
 from __future__ import annotations
 
 import json
-import sys
-import types
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from fabtest.errors import UsageError
 
-from .helpers import build, require, say
+from .helpers import build, provide, require, say
 
 require("langgraph")
 
@@ -65,17 +62,11 @@ def _builder() -> StateGraph:
 
 
 @pytest.fixture(autouse=True)
-def module() -> Iterator[None]:
+def module(monkeypatch: pytest.MonkeyPatch) -> None:
     SEEN.clear()
-    module = types.ModuleType("lg_shop")
-    module.graph = _builder().compile(checkpointer=InMemorySaver())  # type: ignore[attr-defined]
-    module.stateless = _builder().compile()  # type: ignore[attr-defined]
-    module.builder = _builder()  # type: ignore[attr-defined]
-    module.make_graph = lambda context: _builder().compile()  # type: ignore[attr-defined]
-    module.make_builder = lambda: _builder()  # type: ignore[attr-defined]
-    sys.modules["lg_shop"] = module
-    yield
-    del sys.modules["lg_shop"]
+    provide(monkeypatch, "lg_shop", graph=_builder().compile(checkpointer=InMemorySaver()),
+            stateless=_builder().compile(), builder=_builder(), make_graph=lambda context: _builder().compile(),
+            make_builder=_builder)
 
 
 @pytest.mark.parametrize("graph", ["graph", "stateless", "make_graph"])

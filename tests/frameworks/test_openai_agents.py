@@ -4,17 +4,15 @@ talk to the OpenAI-compatible fake on 127.0.0.1 (tests/builtin_agent/fake_openai
 from __future__ import annotations
 
 import ast
-import sys
-import types
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from builtin_agent.fake_openai import FakeOpenAI, message, tool_call
 
 from fabtest.errors import UsageError
 
-from builtin_agent.fake_openai import FakeOpenAI, message, tool_call
-from .helpers import build, require, say
+from .helpers import build, provide, require, say
 
 require("openai_agents")
 
@@ -38,17 +36,14 @@ def price(item: str) -> dict[str, Any]:
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeOpenAI]:
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAI]:
     set_tracing_disabled(True)
     with FakeOpenAI(_answer) as server:
         client = AsyncOpenAI(base_url=server.base_url, api_key="test-key", max_retries=0)
-        module = types.ModuleType("oa_shop")
-        module.agent = Agent(name="shop", instructions="Sell tea.", tools=[price],  # type: ignore[attr-defined]
-                             model=OpenAIChatCompletionsModel(model="gpt-4.1-mini", openai_client=client))
-        module.not_an_agent = "agent"  # type: ignore[attr-defined]
-        sys.modules["oa_shop"] = module
+        agent = Agent(name="shop", instructions="Sell tea.", tools=[price],
+                      model=OpenAIChatCompletionsModel(model="gpt-4.1-mini", openai_client=client))
+        provide(monkeypatch, "oa_shop", agent=agent, not_an_agent="agent")
         yield server
-        del sys.modules["oa_shop"]
 
 
 def test_a_turn_maps_the_run_items_usage_and_model(fake: FakeOpenAI) -> None:

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import sys
-import types
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from fabtest.errors import UsageError
 
-from .helpers import build, require, say
+from .helpers import build, provide, require, say
 
 require("pydantic_ai")
 
@@ -43,23 +40,16 @@ def _model(seen: list[list[ModelMessage]]) -> FunctionModel:
 
 
 @pytest.fixture
-def seen() -> Iterator[list[list[ModelMessage]]]:
+def seen(monkeypatch: pytest.MonkeyPatch) -> list[list[ModelMessage]]:
     requests: list[list[ModelMessage]] = []
     agent = Agent(_model(requests), name="shop")
 
     @agent.tool_plain
     def price(item: str) -> dict[str, Any]:
-        if item != "tea":
-            raise ValueError("unknown item")
         return {"item": item, "usd": 3}
 
-    module = types.ModuleType("pai_shop")
-    module.agent = agent  # type: ignore[attr-defined]
-    module.build = lambda: agent  # type: ignore[attr-defined]
-    module.not_an_agent = object()  # type: ignore[attr-defined]
-    sys.modules["pai_shop"] = module
-    yield requests
-    del sys.modules["pai_shop"]
+    provide(monkeypatch, "pai_shop", agent=agent, build=lambda: agent, not_an_agent=object())
+    return requests
 
 
 def test_a_turn_maps_the_tool_call_its_return_the_usage_and_the_model(seen: list[list[ModelMessage]]) -> None:
