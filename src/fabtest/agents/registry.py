@@ -18,6 +18,7 @@ from typing import Any
 from fabtest import redaction
 from fabtest.agents import aio
 from fabtest.agents.base import Agent
+from fabtest.agents.frameworks import FRAMEWORKS, build_framework_agent
 from fabtest.agents.python import callable_agent, is_factory_callable
 from fabtest.errors import UsageError
 from fabtest.targets import import_object
@@ -111,12 +112,15 @@ def _from_table(table: Mapping[str, Any], context: Mapping[str, Any], *, where: 
             return from_table(table, context)
         except (TypeError, ValueError) as exc:
             raise UsageError(f"{where}: bad options for the ACP agent {table['acp']!r}: {exc}") from None
+    if FRAMEWORKS.keys() & table.keys():
+        return build_framework_agent(table, context, where=where)
     if "factory" in table:
         target = import_object(str(table["factory"]), where=where)
         extra = {k: v for k, v in table.items() if k != "factory"}
         return make_agent(target, {**context, **extra}, where=where)
     raise UsageError(f"{where}: agent table needs 'http = \"URL\"', 'openai = \"URL\"', 'gemini = \"MODEL\"', "
-                     f"'provider = \"openai\"', 'acp = [\"program\", ...]' or 'factory = \"module:attr\"', "
+                     f"'provider = \"openai\"', 'acp = [\"program\", ...]', 'factory = \"module:attr\"' or a framework's "
+                     f"'{' / '.join(FRAMEWORKS)} = \"module:attr\"', "
                      f"got {sorted(table)}")
 
 
