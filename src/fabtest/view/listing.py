@@ -41,7 +41,7 @@ def experiments_page(rows: Sequence[ExperimentRow]) -> str:
             f'<tr class="exp" data-id="{e(r.id)}" data-name="{e(r.name.lower())}" data-branch="{e(r.branch)}" '
             f'data-tags="{e(" ".join(r.tags))}"><td>{link("", experiment_path(r.id), r.id)}</td><td>{e(name)}</td>'
             f"<td>{tags_html}</td><td>{e(r.branch or '–')}</td><td><code>{e(_commit(r))}</code></td>"
-            f'<td>{e(_date(r))}</td><td class="num">{e(r.scenarios)}</td><td class="num">{e(pct(r.completion))}</td>'
+            f'<td class="nowrap">{e(_date(r))}</td><td class="num">{e(r.scenarios)}</td><td class="num">{e(pct(r.completion))}</td>'
             f'<td class="num">{e(pct(r.evaluation))}</td><td class="num">{e(usd(r.cost_usd))}</td></tr>'
         )
     heads = ["ID", "Name", "Tags", "Branch", "Commit", "Date", "Scenarios", "Completion", "Evaluation", "Cost"]
