@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from fabtest import tracing
 from fabtest.agents.base import Agent, AgentError, AgentTimeout
 from fabtest.agents.boundary import (
     AgentDataError,
@@ -56,6 +57,12 @@ class ConversationRunner:
             if remaining <= 0:
                 raise ScenarioTimeout("the scenario exceeded its time limit (--fabtest-scenario-timeout)")
             timeout = min(timeout, remaining)
+        with tracing.turn_span(len(self.conversation.turns) + 1) as span:
+            turn = self._turn(text, messages, timeout, started)
+            tracing.set_attribute(span, "fabtest.topic", turn.topic)
+        return turn
+
+    def _turn(self, text: str, messages: list[Message], timeout: float, started: float) -> Turn:
         try:
             response = call_agent(self.agent, messages, timeout=timeout)
         except AgentTimeout:
@@ -126,21 +133,24 @@ def call_agent(agent: Agent, messages: list[Message], *, timeout: float) -> Agen
         except BaseException as exc:  # noqa: BLE001 - re-raised on the caller's thread below
             box["error"] = exc
 
-    worker = threading.Thread(target=_run, name="fabtest-agent", daemon=True)
-    worker.start()
-    worker.join(timeout)
-    with lock:
-        done.set()
-    if worker.is_alive():
-        cancel_agent(agent)
-        raise AgentTimeout(f"the agent did not answer within {timeout:g}s (agent_timeout)")
-    if "error" in box:
-        raise box["error"]
-    response = coerce_response(box.get("value"))
-    if problems:
-        raise AgentDataError(f"the agent reported bad data: {problems[0]}")
-    if reported:
-        response.tool_calls = merge_tool_calls(response.tool_calls, reported)
+    with tracing.agent_span(agent) as record:
+        # the agent's own spans (and any context it reads) follow from this thread's context explicitly
+        worker = threading.Thread(target=tracing.carry(_run), name="fabtest-agent", daemon=True)
+        worker.start()
+        worker.join(timeout)
+        with lock:
+            done.set()
+        if worker.is_alive():
+            cancel_agent(agent)
+            raise AgentTimeout(f"the agent did not answer within {timeout:g}s (agent_timeout)")
+        if "error" in box:
+            raise box["error"]
+        response = coerce_response(box.get("value"))
+        if problems:
+            raise AgentDataError(f"the agent reported bad data: {problems[0]}")
+        if reported:
+            response.tool_calls = merge_tool_calls(response.tool_calls, reported)
+        record(response)
     return response
 
 

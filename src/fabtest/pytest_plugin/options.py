@@ -41,6 +41,8 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--fabtest-fake-llm", nargs="?", const="", default=None, metavar="SCRIPT",
                     help="judge and simulate with fabtest.testing.FakeLLM: a script (.yaml/.json) or module:attr; "
                          "with no value, an empty fake that the fabtest_fake_llm fixture scripts")
+    group.addoption("--fabtest-otel", action="store_true", default=None,
+                    help="export OpenTelemetry traces (OTEL_EXPORTER_OTLP_*; needs fabtest[otel])")
     group.addoption("--fabtest-no-preflight", action="store_true",
                     help="skip the pre-flight check of agents and LLMs before the first scenario")
     group.addoption("--fabtest-retry-budget", type=float, default=None, metavar="RATIO",
@@ -102,7 +104,8 @@ def settings_from_options(config: pytest.Config) -> Settings:
     updates: dict[str, Any] = {}
     for name, key in (("--fabtest-results-dir", "results_dir"), ("--fabtest-agent", "agent"),
                       ("--fabtest-agent-timeout", "agent_timeout"), ("--fabtest-scenario-timeout", "scenario_timeout"),
-                      ("--fabtest-llm-cache", "llm_cache"), ("--fabtest-retry-budget", "retry_budget")):
+                      ("--fabtest-llm-cache", "llm_cache"), ("--fabtest-retry-budget", "retry_budget"),
+                      ("--fabtest-otel", "otel")):
         if opt(name) is not None:
             updates[key] = opt(name)
     for role in ("judge", "simulator"):
