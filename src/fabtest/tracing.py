@@ -17,7 +17,7 @@ are never imported. Context crosses threads only where fabtest carries it: :func
 the caller's ``contextvars`` (so the current span) into work handed to another thread, which the
 agent worker thread and the judge's executor use; nothing relies on implicit propagation.
 No message text, tool argument or result is put on a span (they may hold secrets): names,
-numbers, verdicts and ids only.
+numbers, verdicts and ids only; an error's message is redacted (:mod:`fabtest.redaction`).
 """
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ def end_scenario(handle: ScenarioSpan | None, result: ScenarioResult) -> None:
         "fabtest.failed_checks": [c.criterion for c in checks if c.status == "failed"],
     }))
     if not result.passed and not result.skipped:
-        span.set_status(Status(StatusCode.ERROR, (result.failure_message or result.failure_type or "failed")[:200]))
+        span.set_status(Status(StatusCode.ERROR, _safe(result.failure_message or result.failure_type or "failed")))
     span.end()
 
 
@@ -166,7 +166,7 @@ def turn_span(number: int) -> Iterator[Any]:
     if _tracer is None:
         yield None
         return
-    with _tracer.start_as_current_span(f"fabtest.turn {number}", attributes={"fabtest.turn.number": number}) as span:
+    with _span(f"fabtest.turn {number}", {"fabtest.turn.number": number}) as span:
         yield span
 
 
@@ -184,7 +184,7 @@ def agent_span(agent: Any) -> Iterator[Callable[[AgentResponse], None]]:
         return
     name = getattr(agent, "name", None) or type(agent).__name__
     attrs = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": str(name)}
-    with _tracer.start_as_current_span(f"invoke_agent {name}", attributes=attrs) as span:
+    with _span(f"invoke_agent {name}", attrs) as span:
         yield lambda response: _record_response(span, response)
 
 
@@ -260,7 +260,7 @@ class TracedLLM:
                  "gen_ai.system": self.provider or None, "gen_ai.request.model": self.model or None,
                  "fabtest.role": self._role, "fabtest.llm.purpose": tag.purpose if tag else None,
                  "fabtest.criteria": tag.criterion_names if tag and tag.criteria else None}
-        with _tracer.start_as_current_span(f"chat {self.model}".strip(), attributes=_clean(attrs)) as span:
+        with _span(f"chat {self.model}".strip(), attrs) as span:
             completion = call()
             usage = getattr(completion, "usage", None)
             span.set_attributes(_clean({
@@ -276,6 +276,30 @@ def traced(llm: _T | None, role: str) -> _T | None:
     if llm is None or _tracer is None or isinstance(llm, TracedLLM):
         return llm
     return TracedLLM(llm, role)  # type: ignore[return-value]
+
+
+@contextmanager
+def _span(name: str, attrs: Mapping[str, Any]) -> Iterator[Any]:
+    """A current span; an exception escaping it sets ``error.type`` and an ERROR status with the
+    redacted message (the SDK's own exception event would carry unredacted text: an HTTP agent's
+    URL with its token, an agent's reply)."""
+    from opentelemetry.trace import Status, StatusCode
+
+    with _tracer.start_as_current_span(name, attributes=_clean(attrs), record_exception=False,
+                                       set_status_on_exception=False) as span:
+        try:
+            yield span
+        except BaseException as exc:
+            span.set_attribute("error.type", type(exc).__name__)
+            span.set_status(Status(StatusCode.ERROR, _safe(str(exc))))
+            raise
+
+
+def _safe(message: str) -> str:
+    """A message for a span: secrets replaced (fabtest.redaction), cut to 300 characters."""
+    from fabtest.redaction import redact
+
+    return redact(message)[:300]
 
 
 def _clean(attrs: Mapping[str, Any]) -> dict[str, Any]:

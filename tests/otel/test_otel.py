@@ -226,3 +226,34 @@ def test_otel_without_the_extra_is_a_one_line_error(pytester: pytest.Pytester, m
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     lines = [line for line in result.stderr.lines if "otel" in line]
     assert len(lines) == 1 and "pyproject.toml [tool.fabtest] otel" in lines[0] and "pip install 'fabtest[otel]'" in lines[0]
+
+
+def test_a_failing_agent_call_is_an_error_span_without_its_secrets() -> None:
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from fabtest import redaction, tracing
+    from fabtest.agents.base import AgentError
+    from fabtest.conversation import Message
+    from fabtest.runner import call_agent
+
+    class Broken:
+        def chat(self, messages: list[Message]) -> str:
+            raise RuntimeError("cannot reach https://bot.example/?token=s3cr3t-token-42")
+
+    exporter = InMemorySpanExporter()
+    tracing.enable(exporter=exporter)
+    redaction.register("s3cr3t-token-42")
+    try:
+        with pytest.raises(AgentError), tracing.turn_span(1):
+            call_agent(Broken(), [Message("user", "hi")], timeout=10)
+    finally:
+        tracing.shutdown()
+        redaction.clear()
+    spans = {s.name: s for s in exporter.get_finished_spans()}
+    assert set(spans) == {"fabtest.turn 1", "invoke_agent Broken"}
+    agent = spans["invoke_agent Broken"]
+    assert agent.parent is not None and agent.parent.span_id == spans["fabtest.turn 1"].context.span_id
+    assert agent.attributes["error.type"] == "AgentError" and agent.status.status_code.name == "ERROR"
+    assert "***" in agent.status.description and "s3cr3t" not in agent.status.description
+    assert all(not s.events for s in spans.values())  # no exception event with the raw message
+    assert not tracing.enabled()
