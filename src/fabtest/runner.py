@@ -104,6 +104,14 @@ class ConversationRunner:
 
 
 def call_agent(agent: Agent, messages: list[Message], *, timeout: float) -> AgentResponse:
+    """:func:`_call_agent` inside the agent call's span (with ``--fabtest-otel``)."""
+    with tracing.agent_span(agent) as record:
+        response = _call_agent(agent, messages, timeout=timeout)
+        record(response)
+    return response
+
+
+def _call_agent(agent: Agent, messages: list[Message], *, timeout: float) -> AgentResponse:
     """Call ``agent.chat`` on a worker thread so a hung agent becomes an AgentTimeout, not a hung suite.
 
     An agent whose ``chat`` takes ``on_tool_call`` gets a callback; calls reported through it and
@@ -133,24 +141,21 @@ def call_agent(agent: Agent, messages: list[Message], *, timeout: float) -> Agen
         except BaseException as exc:  # noqa: BLE001 - re-raised on the caller's thread below
             box["error"] = exc
 
-    with tracing.agent_span(agent) as record:
-        # the agent's own spans (and any context it reads) follow from this thread's context explicitly
-        worker = threading.Thread(target=tracing.carry(_run), name="fabtest-agent", daemon=True)
-        worker.start()
-        worker.join(timeout)
-        with lock:
-            done.set()
-        if worker.is_alive():
-            cancel_agent(agent)
-            raise AgentTimeout(f"the agent did not answer within {timeout:g}s (agent_timeout)")
-        if "error" in box:
-            raise box["error"]
-        response = coerce_response(box.get("value"))
-        if problems:
-            raise AgentDataError(f"the agent reported bad data: {problems[0]}")
-        if reported:
-            response.tool_calls = merge_tool_calls(response.tool_calls, reported)
-        record(response)
+    worker = threading.Thread(target=tracing.carry(_run), name="fabtest-agent", daemon=True)  # the agent's spans nest
+    worker.start()
+    worker.join(timeout)
+    with lock:
+        done.set()
+    if worker.is_alive():
+        cancel_agent(agent)
+        raise AgentTimeout(f"the agent did not answer within {timeout:g}s (agent_timeout)")
+    if "error" in box:
+        raise box["error"]
+    response = coerce_response(box.get("value"))
+    if problems:
+        raise AgentDataError(f"the agent reported bad data: {problems[0]}")
+    if reported:
+        response.tool_calls = merge_tool_calls(response.tool_calls, reported)
     return response
 
 
