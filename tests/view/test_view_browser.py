@@ -154,4 +154,8 @@ def test_static_build_opens_from_files(page, results: Path, tmp_path: Path) -> N
     page.click("nav.viewnav >> text=Trends")
     page.click("text=commit")
     assert "08c0ffee" in page.locator("figure.chart >> nth=0").text_content()
+    page.click("p.switch >> text=feature/tone")  # one branch's trends, still x by commit
+    assert "3 experiments on feature/tone" in page.locator("h2").first.text_content()
     _shot(page, tmp_path, "static-trends-commit")
+    page.click('a.point[data-series="completion"] >> nth=2')
+    assert "prompt v8" in page.locator("header.top h1").text_content()

@@ -135,3 +135,12 @@ def test_view_of_a_missing_directory_is_one_line(tmp_path: Path, capsys) -> None
     assert main(["view", str(tmp_path / "none"), "--no-open"]) == 2
     err = capsys.readouterr().err.strip()
     assert "no such directory" in err and len(err.splitlines()) == 1
+
+
+def test_trends_of_one_branch_link_back_to_every_branch(results: Path) -> None:
+    site = Site(Catalog(results))
+    html = _text(site, "trends/feature_tone.html")
+    assert "Trends over 3 experiments on feature/tone" in html  # experiments 0, 4 and 8
+    assert html.count('data-series="completion"') == 3 and 'href="../exp/exp_008.html"' in html
+    assert 'href="../trends.html">all</a>' in html and 'href="../trends-commit/feature_tone.html">commit</a>' in html
+    assert site.render("trends/nope.html") is None

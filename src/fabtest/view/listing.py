@@ -12,9 +12,9 @@ from functools import partial
 from fabtest.experiment.fmt import pct, usd
 from fabtest.view.catalog import Catalog, ExperimentRow
 from fabtest.view.chart import Point, Series, line_chart
-from fabtest.view.layout import compare_path, e, experiment_path, link, page
+from fabtest.view.layout import compare_path, e, experiment_path, link, page, scenario_slug
 
-__all__ = ["compare_chooser", "experiments_page", "trend_rows", "trends_page"]
+__all__ = ["compare_chooser", "experiments_page", "trend_rows", "trends_page", "trends_path"]
 
 
 def _commit(row: ExperimentRow) -> str:
@@ -99,12 +99,20 @@ def _criterion(name: str, row: ExperimentRow) -> float | None:
     return row.criteria.get(name)
 
 
-def trends_page(catalog: Catalog, rows: Sequence[ExperimentRow], by: str = "time") -> str:
+def trends_path(branch: str | None, by: str) -> str:
+    """``trends.html`` (every branch, x by time), ``trends-commit.html``, ``trends[-commit]/<branch>.html``."""
+    suffix = "-commit" if by == "commit" else ""
+    return f"trends{suffix}/{scenario_slug(branch)}.html" if branch else f"trends{suffix}.html"
+
+
+def trends_page(catalog: Catalog, rows: Sequence[ExperimentRow], by: str = "time", branch: str | None = None) -> str:
     """Completion, evaluation, each criterion, cost and latency over the experiments, x by time
     (``by="time"``) or by commit (one step per experiment); each point links to its experiment,
     a band shows the spread over iterations, a red ring marks where the regression gate of
     ``fabtest-compare`` trips against the previous experiment."""
-    rows = trend_rows(rows)
+    branches = sorted({r.branch for r in trend_rows(rows) if r.branch})
+    rows = [r for r in trend_rows(rows) if branch is None or r.branch == branch]
+    root = "../" if branch else ""
     xs = _x_time(rows) if by == "time" else [float(i) for i in range(len(rows))]
     ticks = [(x, r.timestamp[:10] if by == "time" else _commit(r)) for x, r in zip(xs, rows, strict=True)]
     tripped = [frozenset[str]()] + [catalog.regressions(a, b) for a, b in zip(rows, rows[1:], strict=False)]
@@ -124,7 +132,7 @@ def trends_page(catalog: Catalog, rows: Sequence[ExperimentRow], by: str = "time
             hit = gate is not None and gate in gates
             if hit:
                 tip += "\nREGRESSION against the previous experiment (fabtest-compare gate)"
-            s.points.append(Point(x, v, experiment_path(r.id), tip, band[0] if band else None,
+            s.points.append(Point(x, v, root + experiment_path(r.id), tip, band[0] if band else None,
                                   band[1] if band else None, hit))
         return s
 
@@ -140,15 +148,17 @@ def trends_page(catalog: Catalog, rows: Sequence[ExperimentRow], by: str = "time
                       y_label="USD", x_label=x_label)
     latency = line_chart([series("scenario duration", lambda r: r.latency_s, fmt=lambda v: f"{v:.2f}s")],
                          "Mean scenario duration", ticks, lambda v: f"{v:.1f}s", y_label="seconds", x_label=x_label)
-    switch = ('<p class="switch">x axis: '
-              + ("<b>time</b> · " + link("", "trends-commit.html", "commit") if by == "time"
-                 else link("", "trends.html", "time") + " · <b>commit</b>") + "</p>")
+    other = "commit" if by == "time" else "time"
+    switch = (f'<p class="switch">x axis: <b>{by}</b> · {link(root, trends_path(branch, other), other)}'
+              + " &nbsp; branch: " + " · ".join(
+                  f"<b>{e(name or 'all')}</b>" if name == (branch or "") else link(root, trends_path(name or None, by), name or "all")
+                  for name in ["", *branches]) + "</p>")
     regressions = [(a, b, g) for a, b, g in zip(rows, rows[1:], tripped[1:], strict=False) if g]
     reg_html = "".join(
-        f'<li>{link("", compare_path(a.id, b.id), f"{a.id} → {b.id}")}: {e(", ".join(sorted(g)))} '
+        f'<li>{link(root, compare_path(a.id, b.id), f"{a.id} → {b.id}")}: {e(", ".join(sorted(g)))} '
         f'<span class="muted">({e(_commit(b))}, {e(_date(b))})</span></li>' for a, b, g in regressions)
     body = (
-        f"<h2>Trends over {len(rows)} experiments</h2>{switch}"
+        f"<h2>Trends over {len(rows)} experiments{e(f' on {branch}' if branch else '')}</h2>{switch}"
         + (f'<div class="panel regressions"><h3>Regressions (fabtest-compare gate, each experiment against the one before)</h3>'
            f'<ul class="plain">{reg_html}</ul></div>' if regressions else "")
         + f'<div class="panel">{rates}</div>'
@@ -157,4 +167,4 @@ def trends_page(catalog: Catalog, rows: Sequence[ExperimentRow], by: str = "time
         + '<p class="muted">Hover a point for its values; click it to open the experiment. Shard parts are left out '
         "(their merged experiment is shown). Duration is the mean wall time of a scenario run.</p>"
     )
-    return page("fabtest view · trends", "", body, active="trends.html")
+    return page("fabtest view · trends", root, body, active="trends.html")

@@ -20,12 +20,13 @@ from fabtest.experiment.diff import diff_scenarios
 from fabtest.report.html import comparison_sections
 from fabtest.view.catalog import Catalog, ExperimentRow
 from fabtest.view.layout import compare_path, conversation_path, e, experiment_path, link, page, scenario_slug
-from fabtest.view.listing import compare_chooser, experiments_page, trend_rows, trends_page
+from fabtest.view.listing import compare_chooser, experiments_page, trend_rows, trends_page, trends_path
 from fabtest.view.scenarios import conversation_page, experiment_page
 
 __all__ = ["ASSETS", "Page", "Site"]
 
 ASSETS = ("view.css", "view.js")
+_TRENDS = re.compile(r"trends(-commit)?(?:/([A-Za-z0-9_.-]+))?\.html")
 _EXP = re.compile(r"exp/([^/]+)\.html")
 _CONV = re.compile(r"exp/([^/]+)/([A-Za-z0-9_.-]+)-r(\d+)\.html")
 _CMP = re.compile(r"compare/(.+)--(.+)\.html")
@@ -57,8 +58,12 @@ class Site:
         rows = self.catalog.rows()
         if path == "index.html":
             return _html(experiments_page(rows))
-        if path in ("trends.html", "trends-commit.html"):
-            return _html(trends_page(self.catalog, rows, "time" if path == "trends.html" else "commit"))
+        if m := _TRENDS.fullmatch(path):
+            by = "commit" if m.group(1) else "time"
+            if m.group(2) is None:
+                return _html(trends_page(self.catalog, rows, by))
+            branch = next((r.branch for r in rows if r.branch and scenario_slug(r.branch) == m.group(2)), None)
+            return _html(trends_page(self.catalog, rows, by, branch)) if branch else None
         if path == "compare.html":
             return _html(compare_chooser(rows, self.built_pairs))
         if m := _EXP.fullmatch(path):
@@ -104,13 +109,18 @@ class Site:
         return page(f"fabtest view · {base.id} → {cur.id}", "../", body, head, "compare.html")
 
     def pages(self) -> Iterator[tuple[str, Page]]:
-        """Every page of the static build: the lists, trends, each experiment and each of its
-        conversations (from one read of the file), and each experiment compared with the one
-        before it (``built_pairs``)."""
+        """Every page of the static build: the lists, the trends (all and per branch), each
+        experiment and each of its conversations (from one read of the file), and each experiment
+        compared with the one before it, overall and on its branch (``built_pairs``)."""
         rows = self.catalog.rows()
         ordered = trend_rows(rows)
-        self.built_pairs = [(a.id, b.id) for a, b in zip(ordered, ordered[1:], strict=False)]
-        for path in ("index.html", "trends.html", "trends-commit.html", "compare.html", *(f"assets/{n}" for n in ASSETS)):
+        branches = sorted({r.branch for r in ordered if r.branch})
+        # each experiment against the one before it, overall and on its branch (the trends' regressions link them)
+        lines = [ordered, *([r for r in ordered if r.branch == b] for b in branches)]
+        pairs = {(a.id, b.id): (a, b) for line in lines for a, b in zip(line, line[1:], strict=False)}
+        self.built_pairs = sorted(pairs)
+        trends = [trends_path(b, by) for b in (None, *branches) for by in ("time", "commit")]
+        for path in ("index.html", *trends, "compare.html", *(f"assets/{n}" for n in ASSETS)):
             rendered = self.render(path)
             assert rendered is not None  # these paths always render
             yield path, rendered
@@ -121,7 +131,7 @@ class Site:
                 if isinstance(entry, dict):
                     yield (conversation_path(row.id, str(entry.get("id")), entry.get("iteration") or 1),
                            _html(conversation_page(doc, entry)))
-        for a, b in zip(ordered, ordered[1:], strict=False):
+        for a, b in pairs.values():
             yield compare_path(a.id, b.id), _html(self._comparison(a, b))
 
 
