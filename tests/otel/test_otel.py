@@ -257,3 +257,16 @@ def test_a_failing_agent_call_is_an_error_span_without_its_secrets() -> None:
     assert "***" in agent.status.description and "s3cr3t" not in agent.status.description
     assert all(not s.events for s in spans.values())  # no exception event with the raw message
     assert not tracing.enabled()
+
+
+def test_without_the_setting_opentelemetry_is_never_imported() -> None:
+    import subprocess
+
+    code = ("import sys, fabtest.runner, fabtest.tracing, fabtest.pytest_plugin.plugin\n"
+            "from fabtest.runner import call_agent\n"
+            "from fabtest.agents.python import CallableAgent\n"
+            "from fabtest.conversation import Message\n"
+            "call_agent(CallableAgent(lambda messages: 'hi'), [Message('user', 'hi')], timeout=5)\n"
+            "print(sorted(m for m in sys.modules if m.startswith('opentelemetry')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "[]"

@@ -144,3 +144,21 @@ def test_trends_of_one_branch_link_back_to_every_branch(results: Path) -> None:
     assert html.count('data-series="completion"') == 3 and 'href="../exp/exp_008.html"' in html
     assert 'href="../trends.html">all</a>' in html and 'href="../trends-commit/feature_tone.html">commit</a>' in html
     assert site.render("trends/nope.html") is None
+
+
+def test_shard_parts_are_listed_but_left_out_of_the_trends(results: Path, tmp_path: Path) -> None:
+    import json
+
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    for n in (0, 1):
+        (mixed / f"exp_00{n}.json").write_bytes((results / f"exp_00{n}.json").read_bytes())
+    part = (results / "exp_002.json").read_text().replace('"id": "exp_002"', '"id": "exp_002_part1"', 1)
+    head = json.loads("{" + part.splitlines()[2].rstrip(",") + "}")["experiment"]
+    part = part.replace(json.dumps(head, ensure_ascii=False), json.dumps({**head, "shard": "1/2"}, ensure_ascii=False), 1)
+    (mixed / "exp_002_part1.json").write_text(part)
+    site = Site(Catalog(mixed))
+    assert [r.shard for r in site.catalog.rows()] == [None, None, "1/2"]
+    assert "(shard 1/2)" in _text(site, "index.html")
+    trends = _text(site, "trends.html")
+    assert "Trends over 2 experiments" in trends and "exp_002_part1" not in trends
