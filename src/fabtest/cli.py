@@ -302,6 +302,27 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_view(args: argparse.Namespace) -> int:
+    from fabtest.view import build_site, serve
+
+    results_dir = args.results_dir or _default_results_dir()
+    if not Path(results_dir).is_dir():
+        return _fail("fabtest view", f"{results_dir}: no such directory (give the results directory: "
+                                     "fabtest view RESULTS_DIR, or run pytest first)")
+    if args.build:
+        try:
+            count = build_site(results_dir, args.build)
+        except OSError as exc:
+            return _fail("fabtest view", f"cannot write {args.build}: {exc.strerror or exc}")
+        print(f"fabtest view: {count} files written to {args.build} (open {Path(args.build) / 'index.html'})")
+        return EXIT_OK
+    try:
+        serve(results_dir, args.port, open_browser=not args.no_open)
+    except OSError as exc:
+        return _fail("fabtest view", f"cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}")
+    return EXIT_OK
+
+
 def _cmd_recover(args: argparse.Namespace) -> int:
     from fabtest.experiment.recorder import recover_pending
 
@@ -375,7 +396,7 @@ def _cmd_init(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``fabtest init | list | show | report | compare | recover | rejudge | calibrate | replay | run | steps``."""
+    """``fabtest init | list | show | report | view | compare | recover | rejudge | calibrate | replay | run | steps``."""
     raw = list(sys.argv[1:] if argv is None else argv)
     if raw and raw[0] == "run":  # the playbook runner parses its own options (argparse REMAINDER can't)
         return _cmd_run(argparse.Namespace(args=raw[1:]))
@@ -408,6 +429,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = sub.add_parser("compare", help="compare two experiments (same as fabtest-compare)")
     _add_compare_args(p)
     p.set_defaults(func=lambda a: _run_compare(a, "fabtest compare"))
+
+    p = sub.add_parser("view", help="browse experiments, trends, comparisons and conversations (or --build a static site)")
+    p.add_argument("results_dir", nargs="?", default=None, metavar="RESULTS_DIR",
+                   help="the results directory (default: [tool.fabtest] results_dir)")
+    p.add_argument("--build", default=None, metavar="DIR", help="write the site as static files to DIR instead of serving it")
+    p.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any free port)")
+    p.add_argument("--no-open", action="store_true", help="do not open the browser; just print the URL")
+    p.set_defaults(func=_cmd_view)
 
     p = sub.add_parser("recover", help="turn journals of interrupted runs into experiment files")
     p.add_argument("--results-dir", default=None)

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from fabtest import tracing
 from fabtest.agents import aio
 from fabtest.agents.base import Agent, AgentError, AgentTimeout
 from fabtest.agents.boundary import (
@@ -62,6 +63,12 @@ class ConversationRunner:
             if remaining <= 0:
                 raise ScenarioTimeout("the scenario exceeded its time limit (--fabtest-scenario-timeout)")
             timeout = min(timeout, remaining)
+        with tracing.turn_span(len(self.conversation.turns) + 1) as span:
+            turn = self._turn(text, messages, timeout, started)
+            tracing.set_attribute(span, "fabtest.topic", turn.topic)
+        return turn
+
+    def _turn(self, text: str, messages: list[Message], timeout: float, started: float) -> Turn:
         try:
             response = call_agent(self.agent, messages, timeout=timeout)
         except AgentTimeout:
@@ -103,6 +110,14 @@ class ConversationRunner:
 
 
 def call_agent(agent: Agent, messages: list[Message], *, timeout: float) -> AgentResponse:
+    """:func:`_call_agent` inside the agent call's span (with ``--fabtest-otel``)."""
+    with tracing.agent_span(agent) as record:
+        response = _call_agent(agent, messages, timeout=timeout)
+        record(response)
+    return response
+
+
+def _call_agent(agent: Agent, messages: list[Message], *, timeout: float) -> AgentResponse:
     """Call ``agent.chat`` so a hung agent becomes an AgentTimeout, not a hung suite.
 
     A sync ``chat`` runs on a worker thread that is abandoned at the timeout; an ``async def chat``

@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 
+from fabtest import tracing
 from fabtest.agents.base import AgentError, AgentTimeout, OnToolCall
 from fabtest.agents.boundary import coerce_response
 from fabtest.conversation import AgentResponse, Message
@@ -110,7 +111,7 @@ def post_json(client: httpx.Client, url: str, body: Mapping[str, Any], *, timeou
     """POST one turn; a timeout, an unreachable server or an error status is the agent's failure
     (shared by the HTTP and the OpenAI chat-completions adapters)."""
     try:
-        reply = client.post(url, json=body)
+        reply = client.post(url, json=body, headers=tracing.inject_headers({}))  # traceparent when tracing
     except httpx.TimeoutException:
         raise AgentTimeout(f"{label} at {url} did not answer within {timeout:g}s") from None
     except httpx.HTTPError as exc:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fabtest import checks
+from fabtest import checks, tracing
 from fabtest.agents import aio
 from fabtest.agents.base import STAND_IN_KEY, Agent, AgentError, agent_metadata
 from fabtest.agents.boundary import guarded
@@ -411,7 +411,7 @@ class ScenarioState:
             if mode == "must" and check.status != "passed":
                 self._fail(check)
         else:
-            self._slots[slot] = Pending(self.llms.executor.submit(run), None, waiting)
+            self._slots[slot] = Pending(self.llms.executor.submit(tracing.carry(run)), None, waiting)
 
     def _flush_pending(self) -> None:
         for number in list(self._pending):
@@ -459,7 +459,7 @@ class ScenarioState:
                     if check.mode == "must" and check.status != "passed":
                         self._fail(check)
             return
-        future = self.llms.executor.submit(run)
+        future = self.llms.executor.submit(tracing.carry(run))
         for index, p in enumerate(pending):
             self._slots[p.slot] = Pending(future, index, placeholder("satisfy", p.criterion.name, turn))
 

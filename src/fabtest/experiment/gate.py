@@ -56,6 +56,7 @@ __all__ = [
     "modified_warnings",
     "paired",
     "regressed",
+    "regression_gate",
     "sign_test_p",
 ]
 
@@ -454,9 +455,14 @@ def _iterations(detects: Any, per_iteration: float) -> int | None:
     return hi if hi == 1 else _first_true(ok, hi // 2, hi)
 
 
+def regression_gate(c: Comparison, alpha: float = DEFAULT_ALPHA, *, describe: bool = True) -> Gate:
+    """The gate of ``fabtest-compare --fail-on-regression`` alone (no floors, no cost or latency limits)."""
+    return evaluate(c, GateOptions(alpha=alpha, fail_on_regression=True), describe=describe)
+
+
 def regressed(c: Comparison, alpha: float = DEFAULT_ALPHA) -> bool:
     """True when completion, the overall evaluation or a criterion dropped significantly (as one family)."""
-    return evaluate(c, GateOptions(alpha=alpha, fail_on_regression=True), describe=False).failed
+    return regression_gate(c, alpha, describe=False).failed
 
 
 def meets_min_completion(c: Comparison, minimum: float) -> bool:

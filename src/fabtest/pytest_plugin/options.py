@@ -49,6 +49,8 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--fabtest-allow-skip", action="append", default=[], metavar="KIND",
                     help="scenarios skipped for want of KIND (llm: no key or endpoint) do not fail the run "
                          "(without it such skips end the run with exit status 6); repeatable or comma-separated")
+    group.addoption("--fabtest-otel", action="store_true", default=None,
+                    help="export OpenTelemetry traces (OTEL_EXPORTER_OTLP_*; needs fabtest[otel])")
     group.addoption("--fabtest-no-preflight", action="store_true",
                     help="skip the pre-flight check of agents and LLMs before the first scenario")
     group.addoption("--fabtest-retry-budget", type=float, default=None, metavar="RATIO",
@@ -111,7 +113,7 @@ def settings_from_options(config: pytest.Config) -> Settings:
     for name, key in (("--fabtest-results-dir", "results_dir"), ("--fabtest-agent", "agent"),
                       ("--fabtest-agent-timeout", "agent_timeout"), ("--fabtest-scenario-timeout", "scenario_timeout"),
                       ("--fabtest-llm-cache", "llm_cache"), ("--fabtest-retry-budget", "retry_budget"),
-                      ("--fabtest-concurrency", "concurrency")):
+                      ("--fabtest-concurrency", "concurrency"), ("--fabtest-otel", "otel")):
         if opt(name) is not None:
             updates[key] = opt(name)
     for role in ("judge", "simulator"):

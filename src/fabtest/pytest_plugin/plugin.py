@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from pytest_bdd.exceptions import StepDefinitionNotFoundError
 
+from fabtest import tracing
 from fabtest.agents.boundary import agent_traceback
 from fabtest.engine import transcript
 from fabtest.engine.outcome import Outcome, conclude, failure_message
@@ -44,6 +45,7 @@ SESSION_KEY = pytest.StashKey[FabtestSession]()
 STATE_KEY = pytest.StashKey[ScenarioState]()
 WHERE_KEY = pytest.StashKey[str]()
 STEP_KEY = pytest.StashKey[str]()
+SPAN_KEY = pytest.StashKey["tracing.ScenarioSpan | None"]()  # the scenario's span, with --fabtest-otel
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -81,6 +83,11 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError("--fabtest-min-coverage needs the experiment: drop --fabtest-no-results")
     config.addinivalue_line("markers", "fabtest_scenario_set(name): expand a scenario over a scenario set")
     config.pluginmanager.register(steps, "fabtest-steps")
+    if settings.otel:
+        try:
+            tracing.enable(where=f"{settings.source or 'pyproject.toml'} [tool.fabtest] otel")
+        except UsageError as exc:
+            raise pytest.UsageError(str(exc)) from None
     session = FabtestSession(config, settings, coverage_floors=floors)
     session.fake_llm()  # a bad --fabtest-fake-llm script or offline_llm is a usage error before anything runs
     session.check_offline_llm()
@@ -117,6 +124,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if session is not None:
         session.close()
         config.pluginmanager.unregister(session)
+    tracing.shutdown()  # the spans still batched are exported before the process ends
 
 
 # -- collection -----------------------------------------------------------------------------------
@@ -241,9 +249,15 @@ def fabtest_scenario(request: pytest.FixtureRequest, tmp_path: Path, fabtest_llm
     state.criteria.update(session.project_criteria())
     state.topics = session.project_topics()
     item.stash[STATE_KEY] = state
+    if tracing.enabled():  # the steps run inside the scenario's span; it ends with the result (_report_call)
+        identity = identity_of(item)
+        item.stash[SPAN_KEY] = tracing.start_scenario(identity.shown_name, {
+            "fabtest.scenario.id": identity.stable_id, "fabtest.feature": identity.feature,
+            "fabtest.scenario.iteration": identity.iteration, "code.filepath": identity.feature_file})
     try:
         yield state
     finally:
+        tracing.scenario_active(item.stash.get(SPAN_KEY, None))
         state.close()
 
 
@@ -362,6 +376,7 @@ def _report_call(item: pytest.Item, report: pytest.TestReport, call: pytest.Call
     if state is None and template_of(getattr(item, "obj", None)) is None:
         return  # not a scenario (an ordinary test, or a pytest-bdd scenario without fabtest steps)
     result = build_result(identity_of(item), state, _outcome(item, report, exc), duration_s=call.duration)
+    tracing.end_scenario(item.stash.get(SPAN_KEY, None), result)
     report.user_properties.append((RESULT_PROPERTY, result.model_dump(mode="json")))
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from fabtest import tracing
 from fabtest.criteria import Criterion
 from fabtest.engine.llms import stand_in
 from fabtest.engine.scenario import LLMRoles
@@ -132,6 +133,7 @@ class FabtestSession:
                                             retry_budget=self.retry_budget)
                 except UsageError as exc:
                     raise pytest.UsageError(str(exc)) from None
+            roles.judge, roles.simulator = tracing.traced(roles.judge, "judge"), tracing.traced(roles.simulator, "simulator")
             roles.executor = ThreadPoolExecutor(max_workers=limit, thread_name_prefix="fabtest-judge")
             self._roles = roles
         return self._roles

@@ -22,9 +22,16 @@ from fabtest.experiment.fmt import git_line, llm_line, num, pct, pp, signed, tim
 from fabtest.judging.render import split_note
 from fabtest.report.svg import delta_chart, paired_chart, rate_chart, rate_color
 
-__all__ = ["render_comparison_html", "render_experiment_html"]
+__all__ = [
+    "REPORT_CSS",
+    "comparison_sections",
+    "experiment_sections",
+    "page_header",
+    "render_comparison_html",
+    "render_experiment_html",
+]
 
-_CSS = """
+REPORT_CSS = _CSS = """
 :root{--fg:#212529;--muted:#6c757d;--line:#e9ecef;--bg:#f8f9fa;--card:#fff;--ok:#2f9e44;--bad:#e03131;
 --warn:#f08c00;--info:#1c7ed6}
 *{box-sizing:border-box}
@@ -395,12 +402,11 @@ def _coverage_section(doc: dict[str, Any]) -> str:
     return f'<h2>Coverage</h2><div class="panel">{table}{extra}</div>'
 
 
-def render_experiment_html(doc: dict[str, Any]) -> str:
-    """The full report of one experiment document."""
-    exp, summary = doc["experiment"], doc["summary"]
-    title = f"fabtest experiment {exp.get('id')}" + (f" — {exp['name']}" if exp.get("name") else "")
-    header = _header(exp.get("name") or "fabtest experiment", f"Experiment report · {exp.get('id')}", _experiment_meta(exp))
-    body = (
+def experiment_sections(doc: dict[str, Any]) -> str:
+    """Everything the report shows of one experiment but its scenarios (``fabtest view`` lists
+    those itself, with filters and a page per conversation)."""
+    summary = doc["summary"]
+    return (
         _summary_cards(summary)
         + _completion_section(summary)
         + _criteria_section(doc)
@@ -409,9 +415,21 @@ def render_experiment_html(doc: dict[str, Any]) -> str:
         + _tokens_section(summary)
         + _coverage_section(doc)
         + _variance_section(doc)
-        + _scenarios_section(doc.get("scenario_results") or [])
     )
-    return _page(title, header, body)
+
+
+def page_header(doc: dict[str, Any], subtitle: str) -> str:
+    """The dark header of an experiment's page: its name and identity (git, judge, tags...)."""
+    exp = doc["experiment"]
+    return _header(exp.get("name") or "fabtest experiment", subtitle, _experiment_meta(exp))
+
+
+def render_experiment_html(doc: dict[str, Any]) -> str:
+    """The full report of one experiment document."""
+    exp = doc["experiment"]
+    title = f"fabtest experiment {exp.get('id')}" + (f" — {exp['name']}" if exp.get("name") else "")
+    body = experiment_sections(doc) + _scenarios_section(doc.get("scenario_results") or [])
+    return _page(title, page_header(doc, f"Experiment report · {exp.get('id')}"), body)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -581,10 +599,19 @@ def render_comparison_html(baseline_doc: dict[str, Any], current_doc: dict[str, 
     """The comparison report, with the transcripts of every scenario that changed and the
     turn-by-turn ``diffs`` (see ``fabtest-compare --scenario``)."""
     b, c = comparison.baseline, comparison.current
+    body = comparison_sections(current_doc, comparison, diffs)
     meta = [("Baseline", f"{b.id}" + (f" “{b.name}”" if b.name else "") + f" ({timestamp(b.timestamp)})"),
             ("Current", f"{c.id}" + (f" “{c.name}”" if c.name else "") + f" ({timestamp(c.timestamp)})"),
             ("Scenarios compared", str(comparison.comparability.scenarios_shared))]
     header = _header("Experiment comparison", f"{b.id} → {c.id}", meta)
+    return _page(f"fabtest comparison {b.id} → {c.id}", header, body)
+
+
+def comparison_sections(current_doc: dict[str, Any], comparison: Comparison,
+                        diffs: Sequence[ConversationDiff] = ()) -> str:
+    """The body of the comparison report: ``fabtest-compare``'s content, the turn-by-turn
+    ``diffs`` and the current run of every scenario that changed (when ``current_doc`` has
+    its entries)."""
     changed_ids = {s.id for s in (*comparison.newly_failing, *comparison.newly_passing, *comparison.quality_regressed, *comparison.quality_improved)}
     changed = [e for e in current_doc.get("scenario_results") or [] if e.get("id") in changed_ids]
     body = (
@@ -599,4 +626,4 @@ def render_comparison_html(baseline_doc: dict[str, Any], current_doc: dict[str, 
         + "".join(f'<h2>Cost</h2><div class="panel"><p>{_e(line)}</p></div>' for line in cost_lines(comparison))
         + _scenarios_section(changed, "Changed scenarios (current run)")
     )
-    return _page(f"fabtest comparison {b.id} → {c.id}", header, body)
+    return body

@@ -1,0 +1,60 @@
+// fabtest view: table filters and the comparison chooser. No dependencies; pages work without it.
+(function () {
+  "use strict";
+  function $(id) { return document.getElementById(id); }
+  function count(rows) {
+    var shown = rows.filter(function (r) { return !r.classList.contains("hidden"); }).length;
+    var out = $("f-count");
+    if (out) out.textContent = shown + " of " + rows.length + " shown";
+  }
+
+  // experiments table: name/id text, tag, branch
+  var exps = Array.prototype.slice.call(document.querySelectorAll("tr.exp"));
+  if (exps.length) {
+    var apply = function () {
+      var text = ($("f-name").value || "").toLowerCase(), tag = $("f-tag").value, branch = $("f-branch").value;
+      exps.forEach(function (r) {
+        var ok = (!text || r.dataset.name.indexOf(text) >= 0 || r.dataset.id.toLowerCase().indexOf(text) >= 0) &&
+          (!tag || r.dataset.tags.split(" ").indexOf(tag) >= 0) && (!branch || r.dataset.branch === branch);
+        r.classList.toggle("hidden", !ok);
+      });
+      count(exps);
+    };
+    ["f-name", "f-tag", "f-branch"].forEach(function (id) { $(id).addEventListener("input", apply); });
+    apply();
+  }
+
+  // scenarios of one experiment: failed, flaky, failure type
+  var scns = Array.prototype.slice.call(document.querySelectorAll("tr.scn"));
+  if (scns.length) {
+    var filter = function () {
+      var failed = $("f-failed").checked, flaky = $("f-flaky").checked, type = $("f-failure").value;
+      scns.forEach(function (r) {
+        var ok = (!failed || r.dataset.status === "failed") && (!flaky || r.dataset.flaky === "1") &&
+          (!type || r.dataset.failure === type);
+        r.classList.toggle("hidden", !ok);
+      });
+      count(scns);
+    };
+    ["f-failed", "f-flaky", "f-failure"].forEach(function (id) { $(id).addEventListener("input", filter); });
+    filter();
+  }
+
+  // comparison chooser: opens compare/<baseline>--<current>.html
+  var form = $("compare-form");
+  if (form) {
+    var base = $("c-baseline"), cur = $("c-current");
+    if (base.options.length > 1) base.selectedIndex = 1;  // newest against the one before it
+    form.addEventListener("submit", function (ev) {
+      ev.preventDefault();
+      var pair = base.value + "--" + cur.value, pairs = form.dataset.pairs;
+      if (base.value === cur.value) { $("c-note").textContent = "Choose two different experiments."; return; }
+      if (pairs !== undefined && pairs.split(" ").indexOf(pair) < 0) {
+        $("c-note").textContent = "This static build has each experiment compared with the one before it only; " +
+          "run `fabtest view` to compare any two.";
+        return;
+      }
+      window.location.href = "compare/" + encodeURIComponent(base.value) + "--" + encodeURIComponent(cur.value) + ".html";
+    });
+  }
+})();

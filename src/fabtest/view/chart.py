@@ -1,0 +1,147 @@
+"""Line charts over experiments, drawn server-side as inline SVG.
+
+Why SVG from Python and not a bundled JS charting library: the static build must open from a CI
+artifact or a file:// URL with nothing to fetch, every page is already rendered in Python, and
+the charts need only lines, points, a band and tooltips. An SVG ``<a>`` around each point makes it
+a link to its experiment and a ``<title>`` is its tooltip, with no script at all; there is no
+third-party code, licence or minified bundle to ship and keep up to date.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from html import escape
+
+__all__ = ["PALETTE", "Point", "Series", "line_chart"]
+
+PALETTE = ("#1c7ed6", "#2f9e44", "#f08c00", "#ae3ec9", "#0c8599", "#e8590c", "#5c940d", "#c2255c", "#495057")
+
+_W, _H = 900, 300
+_LEFT, _RIGHT, _TOP, _BOTTOM = 96, 16, 16, 64
+_FONT = "font-family:-apple-system,Segoe UI,Roboto,Helvetica,Arial,sans-serif;font-size:12px"
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    """One experiment's value; ``low``/``high`` the spread over its iterations when it ran several."""
+
+    x: float
+    value: float
+    href: str
+    tip: str
+    low: float | None = None
+    high: float | None = None
+    #: the regression gate of fabtest-compare tripped against the previous experiment
+    regressed: bool = False
+
+
+@dataclass(slots=True)
+class Series:
+    name: str
+    points: list[Point] = field(default_factory=list)
+
+
+def _nice_max(value: float) -> float:
+    """The round number (1, 2, 2.5 or 5 times a power of ten) at or above ``value``."""
+    if value <= 0:
+        return 1.0
+    step = 10 ** math.floor(math.log10(value))
+    return next(step * m for m in (1, 2, 2.5, 5, 10) if value <= step * m * (1 + 1e-9))
+
+
+def line_chart(
+    series: Sequence[Series],
+    title: str,
+    ticks: Sequence[tuple[float, str]],
+    y_format: Callable[[float], str],
+    y_max: float | None = None,
+    y_label: str = "",
+    x_label: str = "",
+) -> str:
+    """One SVG chart: a line and points per series over shared x positions (``ticks`` labels
+    them), y from 0 to ``y_max`` (else a round number above the data); a shaded band where a point
+    has a spread; regressed points ringed in red. Every string is escaped."""
+    xs = [p.x for s in series for p in s.points] or [0.0]
+    x_lo, x_hi = min(xs), max(xs)
+    tops = [p.high if p.high is not None else p.value for s in series for p in s.points]
+    top = y_max if y_max is not None else _nice_max(max(tops, default=0.0))
+    plot_w, plot_h = _W - _LEFT - _RIGHT, _H - _TOP - _BOTTOM
+
+    def sx(x: float) -> float:
+        return _LEFT + (plot_w / 2 if x_hi == x_lo else (x - x_lo) / (x_hi - x_lo) * plot_w)
+
+    def sy(y: float) -> float:
+        return _TOP + plot_h - max(0.0, min(1.0, y / top)) * plot_h
+
+    body: list[str] = [f"<title>{escape(title)}</title>"]
+    for i in range(5):  # y grid and labels
+        v = top * i / 4
+        y = sy(v)
+        body.append(f'<line x1="{_LEFT}" y1="{y:.1f}" x2="{_W - _RIGHT}" y2="{y:.1f}" stroke="#e9ecef"/>')
+        body.append(f'<text x="{_LEFT - 6}" y="{y:.1f}" text-anchor="end" dominant-baseline="middle" fill="#868e96">'
+                    f"{escape(y_format(v))}</text>")
+    body.append(f'<line x1="{_LEFT}" y1="{_TOP + plot_h}" x2="{_W - _RIGHT}" y2="{_TOP + plot_h}" stroke="#adb5bd"/>')
+    every = max(1, len(ticks) // 12)  # at most about a dozen x labels
+    for i, (x, label) in enumerate(ticks):
+        if i % every:
+            continue
+        px = sx(x)
+        short = label if len(label) <= 14 else label[:13] + "…"
+        body.append(f'<line x1="{px:.1f}" y1="{_TOP + plot_h}" x2="{px:.1f}" y2="{_TOP + plot_h + 4}" stroke="#adb5bd"/>')
+        body.append(f'<text class="xtick" x="{px:.1f}" y="{_TOP + plot_h + 16}" text-anchor="end" fill="#868e96" '
+                    f'transform="rotate(-30 {px:.1f} {_TOP + plot_h + 16})"><title>{escape(label)}</title>{escape(short)}</text>')
+    if y_label:
+        body.append(f'<text x="12" y="{_TOP + plot_h / 2:.1f}" text-anchor="middle" fill="#495057" '
+                    f'transform="rotate(-90 12 {_TOP + plot_h / 2:.1f})">{escape(y_label)}</text>')
+    if x_label:
+        body.append(f'<text x="{_W - _RIGHT}" y="{_H - 4}" text-anchor="end" fill="#495057">{escape(x_label)}</text>')
+    for k, s in enumerate(series):
+        color = PALETTE[k % len(PALETTE)]
+        for run in _spread_runs(s.points):  # a band over consecutive points that have a spread
+            upper = " ".join(f"{sx(p.x):.1f},{sy(p.high or 0):.1f}" for p in run)
+            lower = " ".join(f"{sx(p.x):.1f},{sy(p.low or 0):.1f}" for p in reversed(run))
+            body.append(f'<polygon class="band" points="{upper} {lower}" fill="{color}" fill-opacity="0.15" stroke="none">'
+                        f"<title>{escape(s.name)}: spread over iterations (min–max)</title></polygon>")
+        for p in s.points:  # a whisker shows each point's spread, alone or in a band
+            if p.low is None or p.high is None:
+                continue
+            body.append(f'<line x1="{sx(p.x):.1f}" y1="{sy(p.low):.1f}" x2="{sx(p.x):.1f}" y2="{sy(p.high):.1f}" '
+                        f'stroke="{color}" stroke-opacity="0.5"/>')
+        if len(s.points) >= 2:
+            path = " ".join(f"{sx(p.x):.1f},{sy(p.value):.1f}" for p in s.points)
+            body.append(f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="2"/>')
+        for p in s.points:
+            ring = (f'<circle cx="{sx(p.x):.1f}" cy="{sy(p.value):.1f}" r="8" fill="none" stroke="#e03131" stroke-width="2"/>'
+                    if p.regressed else "")
+            body.append(
+                f'<a class="point" href="{escape(p.href)}" data-series="{escape(s.name)}">{ring}'
+                f'<circle cx="{sx(p.x):.1f}" cy="{sy(p.value):.1f}" r="4.5" fill="{color}" stroke="#fff" stroke-width="1.5">'
+                f"<title>{escape(p.tip)}</title></circle></a>"
+            )
+    return (
+        f'<figure class="chart"><svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="{escape(title)}" '
+        f'viewBox="0 0 {_W} {_H}" width="100%" style="max-width:{_W}px;{_FONT}">' + "".join(body) + "</svg>"
+        + _legend(series) + "</figure>"
+    )
+
+
+def _spread_runs(points: Sequence[Point]) -> list[list[Point]]:
+    runs: list[list[Point]] = [[]]
+    for p in points:
+        if p.low is not None and p.high is not None:
+            runs[-1].append(p)
+        elif runs[-1]:
+            runs.append([])
+    return [r for r in runs if len(r) >= 2]
+
+
+def _legend(series: Sequence[Series]) -> str:
+    items = [f'<span class="key"><i style="background:{PALETTE[k % len(PALETTE)]}"></i>{escape(s.name)}</span>'
+             for k, s in enumerate(series)]
+    if any(p.low is not None for s in series for p in s.points):
+        items.append('<span class="key"><i style="background:#1c7ed6;opacity:.2"></i>spread over iterations</span>')
+    if any(p.regressed for s in series for p in s.points):
+        items.append('<span class="key"><i class="ring"></i>regression (fabtest-compare gate vs the previous experiment)</span>')
+    return '<figcaption class="legend">' + "".join(items) + "</figcaption>"

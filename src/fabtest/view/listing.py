@@ -1,0 +1,170 @@
+"""The pages over many experiments: the experiments table, the comparison chooser and the trends.
+
+All three are built from ``ExperimentRow``s (the compact index), never from whole files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from functools import partial
+
+from fabtest.experiment.fmt import pct, usd
+from fabtest.view.catalog import Catalog, ExperimentRow
+from fabtest.view.chart import Point, Series, line_chart
+from fabtest.view.layout import compare_path, e, experiment_path, link, page, scenario_slug
+
+__all__ = ["compare_chooser", "experiments_page", "trend_rows", "trends_page", "trends_path"]
+
+
+def _commit(row: ExperimentRow) -> str:
+    return (row.commit[:8] + ("*" if row.dirty else "")) if row.commit else "–"
+
+
+def _date(row: ExperimentRow) -> str:
+    return row.timestamp.replace("T", " ")[:16]
+
+
+def _options(values: Sequence[str], label: str) -> str:
+    return f'<option value="">{e(label)}</option>' + "".join(f'<option value="{e(v)}">{e(v)}</option>' for v in values)
+
+
+def experiments_page(rows: Sequence[ExperimentRow]) -> str:
+    """The table of every experiment, newest first, with filters by tag, branch and name."""
+    tags = sorted({t for r in rows for t in r.tags})
+    branches = sorted({r.branch for r in rows if r.branch})
+    body_rows = []
+    for r in reversed(rows):
+        name = r.name + (" (interrupted)" if r.interrupted else "") + (f" (shard {r.shard})" if r.shard else "")
+        tags_html = "".join(f'<span class="topic">{e(t)}</span>' for t in r.tags)
+        body_rows.append(
+            f'<tr class="exp" data-id="{e(r.id)}" data-name="{e(r.name.lower())}" data-branch="{e(r.branch)}" '
+            f'data-tags="{e(" ".join(r.tags))}"><td>{link("", experiment_path(r.id), r.id)}</td><td>{e(name)}</td>'
+            f"<td>{tags_html}</td><td>{e(r.branch or '–')}</td><td><code>{e(_commit(r))}</code></td>"
+            f'<td class="nowrap">{e(_date(r))}</td><td class="num">{e(r.scenarios)}</td><td class="num">{e(pct(r.completion))}</td>'
+            f'<td class="num">{e(pct(r.evaluation))}</td><td class="num">{e(usd(r.cost_usd))}</td></tr>'
+        )
+    heads = ["ID", "Name", "Tags", "Branch", "Commit", "Date", "Scenarios", "Completion", "Evaluation", "Cost"]
+    head = "".join(f'<th class="num">{h}</th>' if i >= 6 else f"<th>{h}</th>" for i, h in enumerate(heads))
+    filters = (
+        '<div class="filters"><input id="f-name" type="search" placeholder="filter by name or id">'
+        f'<select id="f-tag">{_options(tags, "any tag")}</select>'
+        f'<select id="f-branch">{_options(branches, "any branch")}</select>'
+        '<span class="muted" id="f-count"></span></div>'
+    )
+    body = (
+        f"<h2>Experiments ({len(rows)})</h2>{filters}"
+        f'<div class="panel"><table id="experiments"><thead><tr>{head}</tr></thead><tbody>{"".join(body_rows)}</tbody></table></div>'
+        + ("" if rows else '<p class="muted">No experiments in this results directory yet: run <code>pytest</code> first.</p>')
+    )
+    return page("fabtest view · experiments", "", body, active="index.html")
+
+
+def compare_chooser(rows: Sequence[ExperimentRow], built: Sequence[tuple[str, str]] | None = None) -> str:
+    """Two selects and a button that opens ``compare/<baseline>--<current>.html``. ``built`` lists
+    the pairs a static build wrote (the page says when another pair needs ``fabtest view``)."""
+    options = "".join(f'<option value="{e(r.id)}">{e(r.id)} · {e(r.name)} · {e(_date(r))}</option>' for r in reversed(rows))
+    pairs = "" if built is None else f' data-pairs="{e(" ".join(f"{a}--{b}" for a, b in built))}"'
+    body = (
+        '<h2>Compare two experiments</h2><div class="panel">'
+        f'<form id="compare-form"{pairs}><label>Baseline <select name="baseline" id="c-baseline">{options}</select></label> '
+        f'<label>Current <select name="current" id="c-current">{options}</select></label> '
+        '<button type="submit">Compare</button></form><p class="muted" id="c-note"></p>'
+        "<p class=\"muted\">The same comparison as <code>fabtest-compare BASELINE CURRENT</code>: deltas over the shared "
+        "scenarios, the regression gate, and the turn-by-turn diff of the scenarios that changed outcome.</p></div>"
+    )
+    if len(rows) >= 2:
+        body += '<h3>Each experiment against the one before it</h3><ul class="plain">' + "".join(
+            f'<li>{link("", compare_path(a.id, b.id), f"{a.id} → {b.id}")} <span class="muted">{e(b.name)}</span></li>'
+            for a, b in reversed(list(zip(rows, rows[1:], strict=False)))) + "</ul>"
+    return page("fabtest view · compare", "", body, active="compare.html")
+
+
+def trend_rows(rows: Sequence[ExperimentRow]) -> list[ExperimentRow]:
+    """The experiments trends are drawn over: whole runs (no shard parts), oldest first."""
+    return [r for r in rows if not r.shard]
+
+
+def _x_time(rows: Sequence[ExperimentRow]) -> list[float]:
+    out = []
+    for i, r in enumerate(rows):
+        try:
+            out.append(datetime.fromisoformat(r.timestamp.replace("Z", "+00:00")).timestamp())
+        except ValueError:
+            out.append(out[-1] + 1 if out else float(i))
+    return out
+
+
+def _criterion(name: str, row: ExperimentRow) -> float | None:
+    return row.criteria.get(name)
+
+
+def trends_path(branch: str | None, by: str) -> str:
+    """``trends.html`` (every branch, x by time), ``trends-commit.html``, ``trends[-commit]/<branch>.html``."""
+    suffix = "-commit" if by == "commit" else ""
+    return f"trends{suffix}/{scenario_slug(branch)}.html" if branch else f"trends{suffix}.html"
+
+
+def trends_page(catalog: Catalog, rows: Sequence[ExperimentRow], by: str = "time", branch: str | None = None) -> str:
+    """Completion, evaluation, each criterion, cost and latency over the experiments, x by time
+    (``by="time"``) or by commit (one step per experiment); each point links to its experiment,
+    a band shows the spread over iterations, a red ring marks where the regression gate of
+    ``fabtest-compare`` trips against the previous experiment."""
+    branches = sorted({r.branch for r in trend_rows(rows) if r.branch})
+    rows = [r for r in trend_rows(rows) if branch is None or r.branch == branch]
+    root = "../" if branch else ""
+    xs = _x_time(rows) if by == "time" else [float(i) for i in range(len(rows))]
+    ticks = [(x, r.timestamp[:10] if by == "time" else _commit(r)) for x, r in zip(xs, rows, strict=True)]
+    tripped = [frozenset[str]()] + [catalog.regressions(a, b) for a, b in zip(rows, rows[1:], strict=False)]
+
+    def series(name: str, value: Callable[[ExperimentRow], float | None], gate: str | None = None,
+               spread: Callable[[ExperimentRow], tuple[float, float] | None] | None = None,
+               fmt: Callable[[float], str] = pct) -> Series:
+        s = Series(name)
+        for x, r, gates in zip(xs, rows, tripped, strict=True):
+            v = value(r)
+            if v is None:
+                continue
+            band = spread(r) if spread else None
+            tip = f"{name}: {fmt(v)}\n{r.id} {r.name}\n{_date(r)} · {r.branch or '-'} @ {_commit(r)}"
+            if band:
+                tip += f"\nspread over {r.iterations} iterations: {fmt(band[0])} – {fmt(band[1])}"
+            hit = gate is not None and gate in gates
+            if hit:
+                tip += "\nREGRESSION against the previous experiment (fabtest-compare gate)"
+            s.points.append(Point(x, v, root + experiment_path(r.id), tip, band[0] if band else None,
+                                  band[1] if band else None, hit))
+        return s
+
+    x_label = "experiment time" if by == "time" else "commit (one step per experiment)"
+    rates = line_chart(
+        [series("completion", lambda r: r.completion, "completion", lambda r: r.completion_spread),
+         series("evaluation", lambda r: r.evaluation, None, lambda r: r.evaluation_spread)],
+        "Completion and evaluation rate", ticks, pct, 1.0, "rate", x_label)
+    names = sorted({c for r in rows for c in r.criteria})
+    criteria = line_chart([series(n, partial(_criterion, n), f"criterion:{n}") for n in names],
+                          "Criteria pass rate", ticks, pct, 1.0, "pass rate", x_label) if names else ""
+    cost = line_chart([series("cost", lambda r: r.cost_usd, fmt=usd)], "Cost per experiment", ticks, usd,
+                      y_label="USD", x_label=x_label)
+    latency = line_chart([series("scenario duration", lambda r: r.latency_s, fmt=lambda v: f"{v:.2f}s")],
+                         "Mean scenario duration", ticks, lambda v: f"{v:.1f}s", y_label="seconds", x_label=x_label)
+    other = "commit" if by == "time" else "time"
+    switch = (f'<p class="switch">x axis: <b>{by}</b> · {link(root, trends_path(branch, other), other)}'
+              + " &nbsp; branch: " + " · ".join(
+                  f"<b>{e(name or 'all')}</b>" if name == (branch or "") else link(root, trends_path(name or None, by), name or "all")
+                  for name in ["", *branches]) + "</p>")
+    regressions = [(a, b, g) for a, b, g in zip(rows, rows[1:], tripped[1:], strict=False) if g]
+    reg_html = "".join(
+        f'<li>{link(root, compare_path(a.id, b.id), f"{a.id} → {b.id}")}: {e(", ".join(sorted(g)))} '
+        f'<span class="muted">({e(_commit(b))}, {e(_date(b))})</span></li>' for a, b, g in regressions)
+    body = (
+        f"<h2>Trends over {len(rows)} experiments{e(f' on {branch}' if branch else '')}</h2>{switch}"
+        + (f'<div class="panel regressions"><h3>Regressions (fabtest-compare gate, each experiment against the one before)</h3>'
+           f'<ul class="plain">{reg_html}</ul></div>' if regressions else "")
+        + f'<div class="panel">{rates}</div>'
+        + (f'<div class="panel">{criteria}</div>' if criteria else "")
+        + f'<div class="panel">{cost}</div><div class="panel">{latency}</div>'
+        + '<p class="muted">Hover a point for its values; click it to open the experiment. Shard parts are left out '
+        "(their merged experiment is shown). Duration is the mean wall time of a scenario run.</p>"
+    )
+    return page("fabtest view · trends", root, body, active="trends.html")

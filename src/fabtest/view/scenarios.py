@@ -1,0 +1,169 @@
+"""The pages of one experiment: its report with a filterable scenario list, and a page per
+conversation (each turn with its tool calls, the checks on it with the judge's reasoning, topic,
+latency and cost)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from fabtest.experiment.cost import agent_turn_lines, find_price, price_table
+from fabtest.experiment.fmt import num, pct, usd
+from fabtest.report.html import experiment_sections, page_header
+from fabtest.view.layout import as_dict, conversation_path, e, experiment_path, link, page
+
+__all__ = ["conversation_page", "experiment_page"]
+
+_ICONS = {"passed": "✓", "failed": "✗", "inconclusive": "?", "skipped": "–"}
+
+
+def _status(entry: Mapping[str, Any]) -> str:
+    if entry.get("skipped"):
+        return "skipped"
+    return "passed" if entry.get("passed") else "failed"
+
+
+def _badge(entry: Mapping[str, Any]) -> str:
+    status = _status(entry)
+    cls = {"passed": "b-pass", "failed": "b-fail", "skipped": "b-skip"}[status]
+    text = status.upper() + (f" · {entry.get('failure_type') or 'assertion'}" if status == "failed" else "")
+    return f'<span class="badge {cls}">{e(text)}</span>'
+
+
+def _flaky(doc: Mapping[str, Any]) -> tuple[set[str], dict[str, dict[str, Any]]]:
+    """The flaky scenario ids and their attributed cause (``variance.flaky_causes``)."""
+    var = as_dict(doc.get("variance"))
+    causes = {str(c.get("id")): c for c in var.get("flaky_causes") or [] if isinstance(c, dict)}
+    return {str(i) for i in var.get("flaky") or []}, causes
+
+
+def experiment_page(doc: dict[str, Any]) -> str:
+    """The report's content, then every scenario run with filters (failed, flaky, failure type)
+    and a link to its conversation."""
+    exp_id = str(doc["experiment"].get("id"))
+    entries = [x for x in doc.get("scenario_results") or [] if isinstance(x, dict)]
+    flaky, causes = _flaky(doc)
+    types = sorted({str(x.get("failure_type") or "assertion") for x in entries if _status(x) == "failed"})
+    rows = []
+    for x in entries:
+        sid = str(x.get("id"))
+        ev = as_dict(x.get("evaluations"))
+        cause = causes.get(sid)
+        why = f"{cause.get('cause')}: {cause.get('evidence')}" if cause else ""
+        failure = str(x.get("failure_type") or "assertion") if _status(x) == "failed" else ""
+        rows.append(
+            f'<tr class="scn" data-status="{_status(x)}" data-flaky="{int(sid in flaky)}" data-failure="{e(failure)}">'
+            f"<td>{_badge(x)}</td><td>{link('../', conversation_path(exp_id, sid, x.get('iteration') or 1), x.get('name') or sid)}"
+            + (' <span class="badge b-warn">flaky</span>' if sid in flaky else "")
+            + f'</td><td class="num">{e(x.get("iteration") or 1)}</td><td class="num">{e(x.get("turns") or 0)}</td>'
+            f'<td class="num">{e(pct(ev.get("rate")))}</td><td>{e(x.get("failure_message") or "")}</td>'
+            f'<td class="muted">{e(why)}</td></tr>'
+        )
+    filters = (
+        '<div class="filters" id="scenario-filters">'
+        '<label><input type="checkbox" id="f-failed"> failed only</label>'
+        '<label><input type="checkbox" id="f-flaky"> flaky only</label>'
+        '<select id="f-failure"><option value="">any failure type</option>'
+        + "".join(f'<option value="{e(t)}">{e(t)}</option>' for t in types)
+        + '</select><span class="muted" id="f-count"></span></div>'
+    )
+    table = (
+        '<div class="panel"><table id="scenarios"><thead><tr><th>Status</th><th>Scenario</th><th class="num">Run</th>'
+        '<th class="num">Turns</th><th class="num">Eval rate</th><th>Failure</th><th>Flaky attribution</th></tr></thead>'
+        f'<tbody>{"".join(rows)}</tbody></table></div>'
+    )
+    body = experiment_sections(doc) + f"<h2>Scenarios ({len(entries)})</h2>{filters}{table}"
+    header = page_header(doc, f"Experiment {exp_id}")
+    return page(f"fabtest view · {exp_id}", "../", body, header)
+
+
+def _json(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, indent=1, sort_keys=True)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _turn_cost(metadata: Any, prices: Mapping[str, Any]) -> str:
+    """The agent's tokens on this turn and their price (judge and simulator are costed per scenario)."""
+    lines = agent_turn_lines(metadata if isinstance(metadata, Mapping) else None)
+    if not lines:
+        return ""
+    table = price_table({m: p for m, p in prices.items() if isinstance(p, Mapping)})
+    total: float | None = 0.0
+    inp = out = 0
+    for model, _calls, i, o in lines:
+        inp, out = inp + i, out + o
+        price = find_price(table, model)
+        total = None if price is None or total is None else total + price.usd(i, o)
+    return f" · agent tokens {inp} in / {out} out · {usd(total)}"
+
+
+def _check_rows(checks: list[Mapping[str, Any]]) -> str:
+    out = []
+    for c in checks:
+        status = str(c.get("status") or "skipped")
+        data = {k: v for k, v in c.items() if k not in ("type", "mode", "criterion", "status", "passed", "turn", "details")}
+        extra = f'<pre class="data">{e(_json(data))}</pre>' if data else ""
+        out.append(
+            f'<div class="check c-{e(status)}"><span class="icon i-{e(status)}">{_ICONS.get(status, "?")}</span>'
+            f'<b>{e(c.get("criterion"))}</b> <span class="muted">{e(c.get("mode"))} · {e(c.get("type"))} · {e(status)}</span>'
+            f'<div class="reason">{e(c.get("details") or "")}</div>{extra}</div>'
+        )
+    return "".join(out)
+
+
+def _details(block: Any) -> list[Mapping[str, Any]]:
+    details = block.get("details", []) if isinstance(block, dict) else block
+    return [d for d in details or [] if isinstance(d, dict)]
+
+
+def conversation_page(head: Mapping[str, Any], entry: Mapping[str, Any]) -> str:
+    """One scenario run (``entry``) of the experiment whose header is ``head``: every turn with
+    the agent's tool calls and results, the checks decided on it (verdict and the judge's
+    reasoning), its topic, the agent's latency and cost."""
+    exp_id = str(head["experiment"].get("id"))
+    checks = _details(entry.get("evaluations")) + _details(entry.get("expectations"))
+    prices = as_dict(as_dict(as_dict(head.get("summary")).get("cost")).get("prices"))
+    turns = [t for t in entry.get("transcript") or [] if isinstance(t, dict)]
+    parts = []
+    for t in turns:
+        number = t.get("number")
+        topic = f'<span class="topic">{e(t.get("topic"))}</span>' if t.get("topic") else ""
+        if t.get("off_graph"):
+            topic += '<span class="topic off">off-graph jump</span>'
+        tools = "".join(
+            f'<div class="tool"><b>{e(c.get("name"))}</b><pre>{e(_json(c.get("arguments", {})))}</pre>'
+            + (f'<div class="result">→ <pre>{e(_json(c.get("result")))}</pre></div>' if c.get("result") is not None else "")
+            + (f'<div class="muted meta">{e(_json(c.get("metadata")))}</div>' if c.get("metadata") else "") + "</div>"
+            for c in t.get("tool_calls") or [] if isinstance(c, dict))
+        on_turn = [c for c in checks if c.get("turn") == number]
+        meta = f'<div class="muted meta">{e(_json(t.get("metadata")))}</div>' if t.get("metadata") else ""
+        parts.append(
+            f'<section class="turn" id="turn-{e(number)}"><div class="tn">Turn {e(number)}{topic}'
+            f'<span class="muted"> · agent {e(num(t.get("duration_s"), 2))}s{e(_turn_cost(t.get("metadata"), prices))}</span></div>'
+            f'<div class="msg user"><span class="who">User</span>{e(t.get("user"))}</div>{tools}'
+            f'<div class="msg agent"><span class="who">Agent</span>{e(t.get("agent"))}{meta}</div>'
+            + (f'<div class="checks">{_check_rows(on_turn)}</div>' if on_turn else "") + "</section>"
+        )
+    numbers = {t.get("number") for t in turns}
+    whole = [c for c in checks if c.get("turn") not in numbers]
+    spent = as_dict(entry.get("cost"))
+    facts = [("Status", _status(entry)), ("Run", entry.get("iteration") or 1), ("Turns", entry.get("turns") or 0),
+             ("Duration", f"{num(entry.get('duration_s'), 2)}s"), ("Cost", usd(spent.get("usd")))]
+    path = entry.get("topic_path") or []
+    body = (
+        '<div class="cards">' + "".join(f'<div class="card"><div class="k">{e(k)}</div><div class="v">{e(v)}</div></div>'
+                                        for k, v in facts) + "</div>"
+        + (f'<div class="failure">{e(entry.get("failure_message"))}</div>' if entry.get("failure_message") else "")
+        + (f'<p class="path muted">Topics: {" → ".join(f"<span class=topic>{e(p)}</span>" for p in path)}</p>' if path else "")
+        + "<h2>Conversation</h2>" + ("".join(parts) or '<p class="muted">No transcript recorded.</p>')
+        + (f'<h2>Checks on the whole conversation</h2><div class="checks">{_check_rows(whole)}</div>' if whole else "")
+    )
+    header = (
+        f'<header class="top"><div class="inner"><h1>{e(entry.get("name"))}</h1><div class="sub">'
+        f'{e(entry.get("feature") or "")} · {e(entry.get("id"))} · experiment '
+        f'{link("../../", experiment_path(exp_id), exp_id)}</div></div></header>'
+    )
+    return page(f"fabtest view · {entry.get('name')}", "../../", body, header)

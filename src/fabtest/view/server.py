@@ -1,0 +1,85 @@
+"""Serve the site on 127.0.0.1 (``fabtest view``) or write it as static files (``--build``)."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import webbrowser
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from fabtest.view.catalog import Catalog
+from fabtest.view.site import Site
+
+__all__ = ["build_site", "make_server", "serve"]
+
+
+def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "fabtest-view"
+
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            path = urlsplit(self.path).path
+            try:
+                page = site.render(path)
+            except Exception as exc:  # one bad file must not take the server down: the page says what failed
+                body = f"fabtest view: cannot render {path}: {type(exc).__name__}: {exc}".encode()
+                self._send(500, body, "text/plain; charset=utf-8")
+                return
+            if page is None:
+                self._send(404, f"fabtest view: no page {path}".encode(), "text/plain; charset=utf-8")
+                return
+            self._send(200, page.body, page.content_type)
+
+        def _send(self, status: int, body: bytes, content_type: str) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Cache-Control", "no-store")  # a new run shows on reload
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (http.server's name)
+            return  # quiet: the terminal shows the URL, not every request
+
+    return Handler
+
+
+def make_server(results_dir: str | Path, port: int = 0) -> ThreadingHTTPServer:
+    """A server on 127.0.0.1 (``port`` 0: any free one) over ``results_dir``; not started."""
+    server = ThreadingHTTPServer(("127.0.0.1", port), _handler(Site(Catalog(Path(results_dir)))))
+    server.daemon_threads = True
+    return server
+
+
+def serve(results_dir: str | Path, port: int = 0, open_browser: bool = True,
+          ready: Callable[[str], None] | None = None) -> None:
+    """Serve until interrupted, printing the URL (and opening it unless ``open_browser`` is False)."""
+    server = make_server(results_dir, port)
+    url = f"http://127.0.0.1:{server.server_address[1]}/"
+    print(f"fabtest view: serving {results_dir} at {url} (Ctrl+C to stop)", flush=True)
+    if ready:
+        ready(url)
+    if open_browser:
+        threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        print("fabtest view: stopped", file=sys.stderr)
+    finally:
+        server.server_close()
+
+
+def build_site(results_dir: str | Path, out: str | Path) -> int:
+    """Write every page under ``out`` (open ``out/index.html``); returns the number of files."""
+    site = Site(Catalog(Path(results_dir)))
+    root = Path(out)
+    written = 0
+    for path, page in site.pages():
+        target = root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(page.body)
+        written += 1
+    return written

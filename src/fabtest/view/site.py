@@ -1,0 +1,140 @@
+"""Paths to pages: the one table both the server and the static build use.
+
+``Site.render(path)`` returns the bytes and content type of a site path (``index.html``,
+``trends.html``, ``exp/<id>.html``, ``exp/<id>/s<n>.html``, ``compare/<a>--<b>.html``,
+``assets/...``) or None. The server calls it per request; ``fabtest view --build`` writes what
+``pages()`` yields.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+from urllib.parse import unquote
+
+from fabtest.experiment.diff import diff_scenarios
+from fabtest.experiment.gate import gate_lines, regression_gate
+from fabtest.report.html import comparison_sections
+from fabtest.view.catalog import Catalog, ExperimentRow
+from fabtest.view.layout import compare_path, conversation_path, e, experiment_path, link, page, scenario_slug
+from fabtest.view.listing import compare_chooser, experiments_page, trend_rows, trends_page, trends_path
+from fabtest.view.scenarios import conversation_page, experiment_page
+
+__all__ = ["ASSETS", "Page", "Site"]
+
+ASSETS = ("view.css", "view.js")
+_TRENDS = re.compile(r"trends(-commit)?(?:/([A-Za-z0-9_.-]+))?\.html")
+_EXP = re.compile(r"exp/([^/]+)\.html")
+_CONV = re.compile(r"exp/([^/]+)/([A-Za-z0-9_.-]+)-r(\d+)\.html")
+_CMP = re.compile(r"compare/(.+)--(.+)\.html")
+_DIFFS = 5  # conversation diffs shown, as fabtest-compare shows by default
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    body: bytes
+    content_type: str
+
+
+def _html(text: str) -> Page:
+    return Page(text.encode("utf-8"), "text/html; charset=utf-8")
+
+
+@dataclass(slots=True)
+class Site:
+    catalog: Catalog
+    #: the comparisons a static build writes (None when served: any pair is rendered on request)
+    built_pairs: list[tuple[str, str]] | None = None
+
+    def render(self, path: str) -> Page | None:
+        path = path.lstrip("/") or "index.html"
+        if path.startswith("assets/") and path[7:] in ASSETS:
+            kind = "text/css" if path.endswith(".css") else "text/javascript"
+            data = resources.files("fabtest.view").joinpath("assets", path[7:]).read_bytes()
+            return Page(data, f"{kind}; charset=utf-8")
+        rows = self.catalog.rows()
+        if path == "index.html":
+            return _html(experiments_page(rows))
+        if m := _TRENDS.fullmatch(path):
+            by = "commit" if m.group(1) else "time"
+            if m.group(2) is None:
+                return _html(trends_page(self.catalog, rows, by))
+            branch = next((r.branch for r in rows if r.branch and scenario_slug(r.branch) == m.group(2)), None)
+            return _html(trends_page(self.catalog, rows, by, branch)) if branch else None
+        if path == "compare.html":
+            return _html(compare_chooser(rows, self.built_pairs))
+        if m := _EXP.fullmatch(path):
+            row = _row(rows, m.group(1))
+            return _html(experiment_page(self.catalog.document(row))) if row else None
+        if m := _CONV.fullmatch(path):
+            row = _row(rows, m.group(1))
+            sid = next((s for s in self.catalog.scenario_ids(row) if scenario_slug(s) == m.group(2)), None) if row else None
+            if row is None or sid is None:
+                return None
+            entry = next((x for x in self.catalog.runs(row, sid) if (x.get("iteration") or 1) == int(m.group(3))), None)
+            return _html(conversation_page(self.catalog.header(row), entry)) if entry else None
+        if m := _CMP.fullmatch(path):
+            base, cur = _row(rows, m.group(1)), _row(rows, m.group(2))
+            return _html(self._comparison(base, cur)) if base and cur else None
+        return None
+
+    def _comparison(self, base: ExperimentRow, cur: ExperimentRow) -> str:
+        """``fabtest-compare``'s content for two experiments, with the turn-by-turn diff of the
+        scenarios that changed outcome (only their entries are read from the files)."""
+        comparison = self.catalog.comparison(base, cur)
+        changed = [*comparison.newly_failing, *comparison.newly_passing][:_DIFFS]
+        ids = [s.id for s in changed]
+        cur_doc: dict[str, Any] = {"scenario_results": []}
+        diffs = []
+        if ids:
+            b_doc = {"scenario_results": [x for i in ids for x in self.catalog.runs(base, i)]}
+            cur_doc = {"scenario_results": [x for i in ids for x in self.catalog.runs(cur, i)]}
+            diffs = diff_scenarios(b_doc, cur_doc, ids)
+        head = (
+            f'<header class="top"><div class="inner"><h1>Comparison</h1><div class="sub">'
+            f'baseline {link("../", experiment_path(base.id), base.id)} {e(base.name)} → current '
+            f'{link("../", experiment_path(cur.id), cur.id)} {e(cur.name)}</div></div></header>'
+        )
+        gate = regression_gate(comparison)
+        lines = "".join(f'<p class="{"down" if line.startswith("FAIL") else "muted"}">{e(line)}</p>' for line in gate_lines(gate))
+        verdict = ('<div class="panel" id="gate"><h3>Regression gate (<code>fabtest-compare --fail-on-regression</code>)</h3>'
+                   + lines + "</div>")
+        body = verdict + comparison_sections(cur_doc, comparison, diffs)
+        if changed:
+            links = "".join(f'<li>{link("../", conversation_path(cur.id, s.id, 1), s.name)}</li>' for s in changed)
+            body += f'<h3>Conversations that changed outcome (current run)</h3><ul class="plain" id="changed">{links}</ul>'
+        return page(f"fabtest view · {base.id} → {cur.id}", "../", body, head, "compare.html")
+
+    def pages(self) -> Iterator[tuple[str, Page]]:
+        """Every page of the static build: the lists, the trends (all and per branch), each
+        experiment and each of its conversations (from one read of the file), and each experiment
+        compared with the one before it, overall and on its branch (``built_pairs``)."""
+        rows = self.catalog.rows()
+        ordered = trend_rows(rows)
+        branches = sorted({r.branch for r in ordered if r.branch})
+        # each experiment against the one before it, overall and on its branch (the trends' regressions link them)
+        lines = [ordered, *([r for r in ordered if r.branch == b] for b in branches)]
+        pairs = {(a.id, b.id): (a, b) for line in lines for a, b in zip(line, line[1:], strict=False)}
+        self.built_pairs = sorted(pairs)
+        trends = [trends_path(b, by) for b in (None, *branches) for by in ("time", "commit")]
+        for path in ("index.html", *trends, "compare.html", *(f"assets/{n}" for n in ASSETS)):
+            rendered = self.render(path)
+            assert rendered is not None  # these paths always render
+            yield path, rendered
+        for row in rows:
+            doc = self.catalog.document(row)
+            yield experiment_path(row.id), _html(experiment_page(doc))
+            for entry in doc["scenario_results"]:
+                if isinstance(entry, dict):
+                    yield (conversation_path(row.id, str(entry.get("id")), entry.get("iteration") or 1),
+                           _html(conversation_page(doc, entry)))
+        for a, b in pairs.values():
+            yield compare_path(a.id, b.id), _html(self._comparison(a, b))
+
+
+def _row(rows: list[ExperimentRow], slug: str) -> ExperimentRow | None:
+    wanted = unquote(slug)
+    return next((r for r in rows if r.id == wanted), None)

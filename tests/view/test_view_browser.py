@@ -1,0 +1,161 @@
+"""fabtest view in headless Chromium (Playwright driving the system Chromium, no browser download):
+the served site and the static build are clicked through, the DOM checked, each page screenshotted
+into tmp_path (look at them with ``pytest --basetemp=DIR``)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from view_fixtures import HOSTILE, results_dir
+
+from fabtest.view.server import build_site
+
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright not installed: pip install -e '.[dev]'")
+
+
+def _chromium() -> str | None:
+    return next((p for p in ("/usr/bin/chromium", shutil.which("chromium"), shutil.which("chromium-browser")) if p
+                 and os.path.exists(p)), None)
+
+
+CHROMIUM = _chromium()
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed: apt-get install chromium")
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return results_dir(tmp_path_factory.mktemp("browser"))
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser, tmp_path: Path):  # noqa: ANN001 (playwright's types)
+    pg = browser.new_page(viewport={"width": 1280, "height": 900})
+    errors: list[str] = []
+    pg.on("pageerror", lambda exc: errors.append(str(exc)))
+    pg.on("requestfailed", lambda req: errors.append(f"request failed: {req.url}"))
+    yield pg
+    assert pg.evaluate("window.__xss") is None  # agent text never ran as script
+    pg.close()
+    assert errors == []
+
+
+@pytest.fixture
+def served(results: Path) -> Iterator[str]:
+    """``fabtest view RESULTS --no-open`` in a subprocess; the URL it prints."""
+    proc = subprocess.Popen([sys.executable, "-m", "fabtest.cli", "view", str(results), "--no-open"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert "http://127.0.0.1:" in line, (line, proc.stderr.read() if proc.poll() is not None else "")
+        yield line.split(" at ")[1].split()[0]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def _shot(pg, tmp_path: Path, name: str) -> None:  # noqa: ANN001
+    pg.screenshot(path=str(tmp_path / f"{name}.png"), full_page=True)
+
+
+def _visible(pg, selector: str) -> int:  # noqa: ANN001
+    return pg.eval_on_selector_all(selector, "rows => rows.filter(r => r.offsetParent !== null).length")
+
+
+def test_served_site_experiments_trend_point_comparison_and_conversation(page, served: str, tmp_path: Path) -> None:
+    page.goto(served)
+    assert _visible(page, "tr.exp") == 12
+    page.select_option("#f-tag", "release")
+    assert _visible(page, "tr.exp") == 4  # experiments 0, 3, 6, 9
+    page.select_option("#f-tag", "")
+    page.select_option("#f-branch", "feature/tone")
+    assert _visible(page, "tr.exp") == 3
+    page.select_option("#f-branch", "")
+    page.fill("#f-name", "prompt v1")
+    assert _visible(page, "tr.exp") == 3  # v1, v10, v11
+    page.fill("#f-name", "")
+    _shot(page, tmp_path, "experiments")
+
+    # trends: the ringed (regressed) completion point opens the experiment where it dropped
+    page.click("nav.viewnav >> text=Trends")
+    assert page.locator("figure.chart").count() == 4
+    tip = page.locator('a.point[href="exp/exp_008.html"][data-series="completion"] circle[r="4.5"] title').text_content()
+    assert "REGRESSION" in tip and "50.0%" in tip
+    _shot(page, tmp_path, "trends")
+    page.click('a.point[href="exp/exp_008.html"][data-series="friendly"]')
+    page.wait_for_url("**/exp/exp_008.html")
+    assert "prompt v8" in page.locator("header.top h1").text_content()
+
+    # one experiment: the scenario filters
+    total = _visible(page, "tr.scn")
+    page.check("#f-failed")
+    failed = _visible(page, "tr.scn")
+    assert 0 < failed < total and page.locator("#f-count").text_content() == f"{failed} of {total} shown"
+    page.uncheck("#f-failed")
+    page.select_option("#f-failure", "max_turns")
+    assert _visible(page, "tr.scn") == failed
+    page.select_option("#f-failure", "")
+    page.check("#f-flaky")
+    assert _visible(page, "tr.scn") == 0  # experiment 8's scenario 5 did not flake (8 % 3 != 1)
+    _shot(page, tmp_path, "experiment")
+
+    # compare two chosen experiments
+    page.click("nav.viewnav >> text=Compare")
+    page.select_option("#c-baseline", "exp_006")
+    page.select_option("#c-current", "exp_009")
+    page.click("#compare-form button")
+    page.wait_for_url("**/compare/exp_006--exp_009.html")
+    assert "completion" in page.locator("#gate").text_content()
+    assert page.locator("text=Conversation diffs").count() == 1
+    _shot(page, tmp_path, "comparison")
+
+    # a conversation that changed outcome
+    page.click("#changed a >> nth=0")
+    page.wait_for_url("**/exp/exp_009/*-r1.html")
+    assert page.locator("section.turn").count() == 3
+    assert page.locator("section.turn >> nth=0").locator(".check").count() >= 1
+    if "scenario 0" in page.locator("header.top h1").text_content():
+        assert HOSTILE in page.locator("section.turn >> nth=0").locator(".msg.agent").text_content()
+    _shot(page, tmp_path, "conversation")
+
+
+def test_static_build_opens_from_files(page, results: Path, tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    build_site(results, site)
+    page.goto((site / "index.html").as_uri())
+    assert _visible(page, "tr.exp") == 12
+    page.click("text=exp_003")
+    assert HOSTILE in page.locator("header.top h1").text_content()  # shown as text, not markup
+    page.click("tr.scn a >> text=scenario 0 >> nth=0")
+    assert HOSTILE in page.locator("section.turn >> nth=0").locator(".msg.agent").text_content()
+    assert "search_venues" in page.locator("section.turn >> nth=0").locator(".tool").text_content()
+    _shot(page, tmp_path, "static-conversation")
+    page.click("nav.viewnav >> text=Compare")
+    page.select_option("#c-baseline", "exp_000")
+    page.select_option("#c-current", "exp_011")
+    page.click("#compare-form button")
+    assert "run `fabtest view`" in page.locator("#c-note").text_content()  # only consecutive pairs are built
+    page.click("text=exp_010 → exp_011")
+    assert page.locator("#gate").count() == 1
+    page.click("nav.viewnav >> text=Trends")
+    page.click("text=commit")
+    assert "08c0ffee" in page.locator("figure.chart >> nth=0").text_content()
+    page.click("p.switch >> text=feature/tone")  # one branch's trends, still x by commit
+    assert "3 experiments on feature/tone" in page.locator("h2").first.text_content()
+    _shot(page, tmp_path, "static-trends-commit")
+    page.click('a.point[data-series="completion"] >> nth=2')
+    assert "prompt v8" in page.locator("header.top h1").text_content()
