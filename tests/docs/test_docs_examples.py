@@ -200,7 +200,8 @@ def _builtin_steps() -> dict[str, list[object]]:
     for name in dir(builtin_steps):
         if name.startswith("pytestbdd_stepdef_"):
             fixture = getattr(builtin_steps, name)
-            context = step_function_context_registry.get(getattr(fixture, "_get_wrapped_function", lambda: fixture)())
+            wrapped = fixture._get_wrapped_function() if hasattr(fixture, "_get_wrapped_function") else fixture
+            context = step_function_context_registry.get(wrapped)
             if context is not None:
                 by_type[context.type].append(context.parser)  # type: ignore[attr-defined]
     return by_type
