@@ -6,7 +6,8 @@ site and on GitHub):
 * ``<!-- docs-test: file PATH -->``: the block is the whole content of ``PATH`` in a scratch
   project (a later block for the same path replaces it, as the reader would);
 * ``<!-- docs-test: run -->`` (or ``run exit=N``): each line of the ``bash`` block is a command,
-  run in that project in page order, offline, and must exit 0 (or N);
+  run in that project in page order, offline, and must exit 0 (or N); ``run skip=pip,export``
+  leaves out the lines of those programs (installing, setting a key: the reader's, not the test's);
 * ``<!-- docs-test: output -->``: every line of the ``text`` block (but ``...``) appears in the
   output of the command run just before it;
 * ``<!-- docs-test: python -->``: the ``python`` block runs as a script; an ``output`` block after
@@ -102,6 +103,22 @@ def _check_output(block: Block, output: str) -> None:
             assert squeeze(expected.split()) in seen, f"{block.where}: {expected.strip()!r} not in the output:\n{output}"
 
 
+def _run_commands(block: Block, project: Path, env: dict[str, str]) -> tuple[str, int]:
+    """Run a ``run`` block's commands; return the last one's output and how many ran."""
+    args = dict(arg.split("=", 1) for arg in block.arg.split())
+    expected, skip = int(args.get("exit", 0)), set(filter(None, args.get("skip", "").split(",")))
+    output, ran = "", 0
+    for line in block.text.splitlines():
+        argv = shlex.split(line, comments=True)
+        if not argv or argv[0] in skip:
+            continue
+        proc = subprocess.run(argv, cwd=project, env=env, capture_output=True, text=True, timeout=180)
+        output = proc.stdout + proc.stderr
+        assert proc.returncode == expected, f"{block.where}: `{line}` exited {proc.returncode}:\n{output}"
+        ran += 1
+    return output, ran
+
+
 def _run_page(page: Path, project: Path) -> int:
     """Play a page's ``file``/``run``/``output``/``python`` blocks in order; return how many ran."""
     env, output, done = _env(project), "", 0
@@ -112,15 +129,8 @@ def _run_page(page: Path, project: Path) -> int:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(block.text, encoding="utf-8")
         elif block.marker == "run":
-            expected = int(block.arg.removeprefix("exit=")) if block.arg else 0
-            for line in block.text.splitlines():
-                argv = shlex.split(line, comments=True)
-                if not argv:
-                    continue
-                proc = subprocess.run(argv, cwd=project, env=env, capture_output=True, text=True, timeout=180)
-                output = proc.stdout + proc.stderr
-                assert proc.returncode == expected, f"{block.where}: `{line}` exited {proc.returncode}:\n{output}"
-                done += 1
+            output, ran = _run_commands(block, project, env)
+            done += ran
         elif block.marker == "python":
             script = project / f"example_{block.line}.py"
             script.write_text(block.text, encoding="utf-8")
@@ -171,16 +181,8 @@ def test_the_quick_start_runs_in_an_empty_directory(tmp_path: Path) -> None:
         pytest.skip("`fabtest init` is not in this tree yet (it comes with the onboarding work)")
     project = tmp_path / "project"
     project.mkdir()
-    ran = 0
-    for block in _quick_start(ROOT / "README.md"):
-        if block.marker != "run":
-            continue
-        for line in block.text.splitlines():
-            argv = shlex.split(line, comments=True)
-            if argv:
-                proc = subprocess.run(argv, cwd=project, env=env, capture_output=True, text=True, timeout=180)
-                assert proc.returncode == 0, f"README quick start: `{line}` exited {proc.returncode}:\n{proc.stdout}{proc.stderr}"
-                ran += 1
+    runs = [b for b in _quick_start(ROOT / "README.md") if b.marker == "run"]
+    ran = sum(_run_commands(block, project, env)[1] for block in runs)
     assert ran >= 2
 
 
