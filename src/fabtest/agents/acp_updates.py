@@ -3,7 +3,7 @@
 Kept apart from the process and protocol handling in :mod:`fabtest.agents.acp`: this is the
 part that decides what a check sees. Agents that send ``rawInput`` give their arguments as they
 are; the Gemini CLI does not, so :func:`rebuild_arguments` recovers what ``title``,
-``locations`` and ``content`` show (README "ACP agents (persistent Gemini CLI)").
+``locations`` and ``content`` show (docs/how-to/acp-agent.md).
 """
 
 from __future__ import annotations

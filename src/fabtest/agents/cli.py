@@ -266,7 +266,7 @@ _BUILD_KEYS = ("command", "resume_command", "model", "timeout_s", "cwd", "env", 
 def agent_model(context: Mapping[str, Any]) -> str:
     """The Gemini CLI's model, most specific first: the playbook's ``agent_model`` (it names the model
     it was written for), then ``FABTEST_AGENT_MODEL`` (the default for every run without one), then
-    the agent table's ``model``, then ``gemini-2.5-flash``. README "Playbooks" documents the order."""
+    the agent table's ``model``, then ``gemini-2.5-flash``. docs/how-to/playbooks.md documents the order."""
     return str(context.get("agent_model") or os.environ.get("FABTEST_AGENT_MODEL") or context.get("model")
                or DEFAULT_MODEL)
 
@@ -347,7 +347,7 @@ def parse_stream_json(stdout: str) -> AgentResponse:
                 "total_tokens": stats.get("total_tokens", 0),
             }
             models = _model_usage(stats.get("models"))
-            if models:  # the CLI routes some requests to other models: each is priced as its own (README "Cost")
+            if models:  # the CLI routes some requests to other models: each is priced as its own (docs/reference/cost.md)
                 metadata["usage"]["models"] = models
         if result.get("status") == "error":
             err = result.get("error") or {}

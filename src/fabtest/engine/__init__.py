@@ -6,7 +6,7 @@ cannot go on with the exceptions of :mod:`fabtest.errors` (a failure type on eac
 :class:`~fabtest.errors.NeedsLLM` for a skip); :func:`~fabtest.engine.outcome.conclude` and
 :func:`~fabtest.engine.outcome.ended` turn that into an :class:`Outcome`, and
 :func:`~fabtest.engine.result.build_result` into the experiment's ``ScenarioResult``. Each front
-end maps the outcome to its own terms. README "Architecture" names the module of each job.
+end maps the outcome to its own terms. docs/explanation/architecture.md names the module of each job.
 """
 
 from fabtest.engine.entry import SimulatedUser, run

@@ -5,7 +5,7 @@ script of user messages or a simulated user against the agent, checks what was a
 how it ended with the :class:`~fabtest.experiment.model.ScenarioResult` the experiment JSON is
 made of. A scenario that fails is a result with ``passed`` False, not an exception: ``run``
 raises only for usage errors (bad arguments, an agent it cannot build, an unknown tool name),
-so a caller can test, compare or record outcomes alike. README "Using fabtest without Gherkin".
+so a caller can test, compare or record outcomes alike. docs/how-to/python-api.md.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 ``Given a simulated user from the scenario`` takes the record's goal, persona and facts (and its
 ``verification.max_turns`` as the turn limit); when every step passed, the record's
-``verification`` becomes hard expectations (README "Scenario sets"). The record arrives validated
+``verification`` becomes hard expectations (docs/how-to/scenario-sets.md). The record arrives validated
 (:class:`fabtest.scenario_sets.ScenarioRecord`), so nothing here re-reads a dict.
 """
 

@@ -5,7 +5,7 @@ When a scenario finishes, :meth:`ScenarioState.finish` takes the verdicts alread
 placeholder (status ``skipped``, ``data.pending``; see :mod:`fabtest.experiment.late`) for each
 one still with the judge; those are gathered in a :class:`LateVerdicts`, which calls back once
 every one of them is in, with the judge usage they cost. The front end carries them to the
-experiment (README "Performance": how soft evaluations finish after their scenario).
+experiment (docs/explanation/soft-verdicts.md: how soft evaluations finish after their scenario).
 
 A judge that fails on a soft check (an outage, garbage after the retries, a timeout) cannot fail
 a test that has already ended, and should not fail one still running: the check is recorded as

@@ -1,7 +1,7 @@
 """Why did a scenario flake? Attribute a flaky scenario to the simulator, the agent or the judge.
 
 Iterations of one scenario differ for one of three reasons, and the recorded transcripts tell them
-apart (README "Why did this scenario flake?"): each run is compared with the first, turn by turn
+apart (docs/how-to/flaky.md): each run is compared with the first, turn by turn
 (:func:`fabtest.experiment.diff.first_difference`), and the earliest divergence decides:
 
 * the user turns differ first: the simulated user took another path, ``simulator``;

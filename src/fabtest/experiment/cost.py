@@ -294,7 +294,7 @@ def unpriced_note(entry: Mapping[str, Any]) -> str:
     tokens = f"{entry.get('input_tokens', 0):,} in / {entry.get('output_tokens', 0):,} out tokens"
     if not model:
         return (f"cost n/a for the {role} ({tokens}): it reported tokens without naming its model; "
-                "return metadata {\"model\": \"...\", \"usage\": {...}} (README \"Plugging in your agent\")")
+                "return metadata {\"model\": \"...\", \"usage\": {...}} (docs: \"Plug in a Python agent\")")
     return (f"cost n/a for model {model!r} ({role}, {tokens}): add it to pyproject.toml, e.g. "
             f"[tool.fabtest.prices] \"{model}\" = {{ input = 0.30, output = 2.50 }} (USD per million tokens)")
 

@@ -1,4 +1,4 @@
 """Questioning the judge: re-judging recorded transcripts and calibrating against human labels.
 
-See README "Why did this scenario flake?".
+See docs/how-to/flaky.md.
 """

@@ -5,8 +5,8 @@ and a human verdict) and reports accuracy, Cohen's kappa, the confusion matrix a
 disagreements per criterion. ``--from-features`` builds the labelled set from the good/bad examples
 criteria already carry (``with examples:`` tables and ``Good:``/``Bad:`` docstring lines): each
 example is judged against its criterion *without itself* among the examples shown to the judge
-(leave-one-out), or the judge would only be copying the answer. Format: README "Why did this
-scenario flake?".
+(leave-one-out), or the judge would only be copying the answer. Format: docs/how-to/flaky.md,
+"Calibrate the judge against people".
 """
 
 from __future__ import annotations

@@ -60,7 +60,7 @@ class TurnMatch:
 
 @dataclass(frozen=True)
 class MatchRule:
-    """When a response "differs materially" from the recorded one (README "Replay").
+    """When a response "differs materially" from the recorded one (docs/how-to/flaky.md, "Replay").
 
     Tool calls always count: the same calls by name and arguments (order and results aside).
     Text: whitespace is normalised; with ``min_similarity`` 1.0 (the default) any other change is a

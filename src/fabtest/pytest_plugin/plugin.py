@@ -398,7 +398,7 @@ def _short_message(item: pytest.Item, exc: BaseException) -> str:
     if isinstance(exc, StepDefinitionNotFoundError):
         location, unmatched = item.stash.get(WHERE_KEY, ""), item.stash.get(STEP_KEY, "")
         return (f"{location}: no step definition matches this step"
-                f" ({unmatched}). Expected one of the fabtest steps listed in the README,"
+                f" ({unmatched}). Expected one of the steps `fabtest steps` lists,"
                 " or a step of your own (pytest-bdd @given/@when/@then) in a conftest.py")
     return failure_message(exc, where=item.stash.get(WHERE_KEY, ""), step=item.stash.get(STEP_KEY, ""))
 

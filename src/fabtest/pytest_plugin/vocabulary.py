@@ -294,7 +294,7 @@ def render_steps(steps: Sequence[StepInfo]) -> str:
                          ("Project steps", [s for s in steps if not s.builtin])):
         lines.append(f"{title}: {len(group)}")
         if not group:
-            lines.append("  (none found: define pytest-bdd steps in a conftest.py; README 'Adding your own steps')")
+            lines.append("  (none found: define pytest-bdd steps in a conftest.py; docs: 'Add your own steps')")
         for step in group:
             example = step.example or f"(no example: no collected feature uses it) {step.keyword} {step.pattern}"
             origin = "" if step.builtin else f"    [{step.where}]"

@@ -191,7 +191,7 @@ class FakeLLM:
         call = current_call()
         if call is None:
             raise FakeLLMError(f"FakeLLM: a structured call ({schema.__name__}) that is not from fabtest's judge or "
-                               "simulator; FakeLLM answers only those (see the README, 'Testing your own features offline')")
+                               "simulator; FakeLLM answers only those (see the docs, 'Run offline')")
         with self._lock:
             self.calls.append(call)
             data = getattr(self, f"_answer_{call.purpose}")(call)
