@@ -28,6 +28,19 @@ class Message:
         if self.role not in ("user", "agent"):
             raise ValueError(f"Message role must be 'user' or 'agent', got {self.role!r}")
 
+    def __getitem__(self, key: str) -> str:
+        """``message["content"]`` reads like ``message.content``: an agent written for chat-API
+        dicts (``m["role"]``, ``m["content"]``) takes fabtest's messages unchanged."""
+        if key == "role":
+            return self.role
+        if key == "content":
+            return self.content
+        raise KeyError(f"{key!r}: a fabtest Message has 'role' ('user' or 'agent') and 'content'")
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """``dict.get`` for the same two keys."""
+        return self[key] if key in ("role", "content") else default
+
 
 @dataclass
 class ToolCall:

@@ -91,3 +91,15 @@ def test_port_values_are_not_masked_but_secrets_are(monkeypatch: pytest.MonkeyPa
     finally:
         redaction.clear()
     assert shown == "http://127.0.0.1:8123/chat?t=***&p=***"
+
+
+def test_an_agent_written_for_chat_dicts_reads_fabtest_messages() -> None:
+    """A stranger's first agent did ``messages[-1]["content"]`` and every scenario errored with
+    "'Message' object is not subscriptable"."""
+    from fabtest import Message
+
+    message = Message("user", "Rebook my flight")
+    assert (message["role"], message["content"], message.get("content"), message.get("name", "-")) == (
+        "user", "Rebook my flight", "Rebook my flight", "-")
+    with pytest.raises(KeyError, match="'role' .* and 'content'"):
+        message["text"]
