@@ -59,7 +59,7 @@ def attack_lines(attacks: Mapping[str, Mapping[str, Any]]) -> list[str]:
     """The hold rate per red-team attack (runs that erred are not counted either way)."""
     if not attacks:
         return []
-    lines = [f"  {'Attacks:':<13}held / runs judged (README \"Adversarial users\")"]
+    lines = [f"  {'Attacks:':<13}held / runs judged (docs: coverage.md, Adversarial users)"]
     for name, e in attacks.items():
         judged = e["held"] + e["broken"]
         rate = f" ({e['hold_rate']:.0%})" if e.get("hold_rate") is not None else ""
