@@ -143,6 +143,19 @@ class FabtestSession:
 
             share_across_processes(pool)
 
+    def llm_calls_in_flight(self) -> int | None:
+        """The run's LLM calls in flight now: this process's, or under ``-n`` every worker's (slot
+        files); None under ``-n`` where slots are not shared (no ``fcntl``: unknown here)."""
+        if self._llm_slots is not None:
+            from fabtest.llm.shared_limit import busy_slots
+
+            return busy_slots(self._llm_slots)
+        if self.config.pluginmanager.has_plugin("dsession"):
+            return None
+        from fabtest.llm.limits import calls_in_flight
+
+        return calls_in_flight()
+
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
         """xdist controller: one slot pool for the run, handed to every worker it starts."""
