@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from fabtest.experiment.cost import Price, scenario_cost
+from fabtest.experiment.cost import Price, scenario_cost, scenario_tokens
+from fabtest.experiment.model import ScenarioResult
 
 __all__ = ["Progress", "Snapshot", "format_duration", "render"]
 
@@ -65,15 +66,21 @@ class Progress:
 
     def add_result(self, result: Mapping[str, Any]) -> None:
         """A scenario's result (the report's ``fabtest_result`` property): its tokens and cost."""
-        for usage in (result.get("usage") or {}).values():
-            self.tokens += int(usage.get("input_tokens", 0) or 0) + int(usage.get("output_tokens", 0) or 0)
-        from fabtest.experiment.model import ScenarioResult
-
         try:
-            priced = ScenarioResult.model_validate({**result, "transcript": result.get("transcript") or []})
+            self._add(ScenarioResult.model_validate(result))
         except ValueError:
-            return  # not a result of ours: tokens counted, no cost
-        cost = scenario_cost(priced, self.role_models, self.prices)
+            return  # not a result of ours
+
+    def add_late(self, verdict: Mapping[str, Any]) -> None:
+        """Soft verdicts judged after their scenario (a ``fabtest_late`` entry): the judge tokens they cost."""
+        try:
+            self._add(ScenarioResult(id="late", name="late", passed=True, usage=verdict.get("usage") or {}))
+        except ValueError:
+            return
+
+    def _add(self, result: ScenarioResult) -> None:
+        cost = scenario_cost(result, self.role_models, self.prices)
+        self.tokens += scenario_tokens(result)
         self.usd += cost["usd"] or 0.0
         self.cost_complete = self.cost_complete and bool(cost["complete"])
 

@@ -26,6 +26,7 @@ import pytest
 
 from fabtest.experiment.cost import price_table
 from fabtest.experiment.progress import Progress, render
+from fabtest.pytest_plugin.late import LATE_PROPERTY
 from fabtest.pytest_plugin.live_line import LiveLine
 from fabtest.pytest_plugin.results import RESULT_PROPERTY
 from fabtest.settings import Settings
@@ -135,6 +136,17 @@ class ProgressDisplay:
             for name, value in report.user_properties:
                 if name == RESULT_PROPERTY and isinstance(value, dict):
                     self.model.add_result(value)
+                elif name == LATE_PROPERTY and isinstance(value, list):
+                    for verdict in value:
+                        self.model.add_late(verdict)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """An xdist worker's last soft verdicts come with its output (see late.py)."""
+        late = getattr(node, "workeroutput", {}).get(LATE_PROPERTY)
+        with self._lock:
+            for verdict in late if isinstance(late, list) else []:
+                self.model.add_late(verdict)
 
     def pytest_runtest_logfinish(self, nodeid: str, location: Any) -> None:
         with self._lock:
