@@ -19,17 +19,18 @@ import inspect
 import json
 import os
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator
 
+from fabtest.agents.aio import is_async_callable, run
 from fabtest.conversation import AgentResponse, ToolCall
 from fabtest.errors import AgentError, UsageError
 from fabtest.llm.base import LLMNotConfigured
 
 __all__ = ["AgentDataError", "accepts_keyword", "agent_traceback", "coerce_response", "coerce_tool_call",
-           "guarded", "merge_tool_calls", "safe_metadata"]
+           "guarded", "guarded_async", "merge_tool_calls", "safe_metadata"]
 
 T = TypeVar("T")
 
@@ -52,6 +53,16 @@ def guarded(failed: str, func: Callable[..., T], *args: Any, **kwargs: Any) -> T
     stay visible."""
     try:
         return func(*args, **kwargs)
+    except _OURS:
+        raise
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - user code: anything it raises is its failure
+        raise AgentError(f"{failed} {type(exc).__name__}: {exc}") from exc
+
+
+async def guarded_async(failed: str, awaitable: Awaitable[T]) -> T:
+    """:func:`guarded` for a coroutine of user code (an async ``chat``, factory or ``cancel()``)."""
+    try:
+        return await awaitable
     except _OURS:
         raise
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - user code: anything it raises is its failure
@@ -193,7 +204,10 @@ def safe_metadata(agent: Any) -> dict[str, Any]:
     meta = getattr(agent, "metadata", None)
     if not callable(meta):
         return {}
-    value = guarded("the agent's metadata() raised", meta)
+    if is_async_callable(meta):
+        value = run(guarded_async("the agent's metadata() raised", meta()))
+    else:
+        value = guarded("the agent's metadata() raised", meta)
     try:
         return _metadata(value, "metadata()")
     except AgentDataError as exc:

@@ -225,6 +225,9 @@ def demo_llm() -> FakeLLM:
     fake.topic(lambda call: _topic_choice(call.current_topic, list(call.candidates), call.subject))
     fake.grounded(default=grounding)
     fake.verdicts(default=criterion)
+    from fabtest.demo.offline_agent_model import answer as agent_step
+
+    fake.agent_model(agent_step)  # the built-in venue agent's model too (features/mcp_agent.feature)
     return fake
 
 

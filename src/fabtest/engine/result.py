@@ -80,6 +80,18 @@ def _head(identity: ScenarioIdentity, outcome: Outcome, duration_s: float) -> di
     }
 
 
+def _with_role_models(records: dict[str, Any], state: ScenarioState) -> dict[str, Any]:
+    """The judge's and the simulator's model on the scenario's own usage, so a scenario read alone
+    (a merged shard, a playbook's judge model, a compared pair) says which model spent the tokens."""
+    from fabtest.llm.factory import describe_llm
+
+    for role in ("judge", "simulator"):
+        record = records.get(role)
+        if record is not None and record.model is None:
+            record.model = describe_llm(getattr(state.llms, role, None))[1]
+    return records
+
+
 def _full(identity: ScenarioIdentity, state: ScenarioState, outcome: Outcome, duration_s: float) -> ScenarioResult:
     conv = state.conversation
     return ScenarioResult(
@@ -92,7 +104,7 @@ def _full(identity: ScenarioIdentity, state: ScenarioState, outcome: Outcome, du
         evaluations=[CheckRecord.model_validate(c.to_dict()) for c in conv.evaluations],
         expectations=[CheckRecord.model_validate(c.to_dict()) for c in conv.expectations],
         transcript=turn_records(conv),
-        usage=usage_records(conv),
+        usage=_with_role_models(usage_records(conv), state),
         criteria={c.name: c.description for c in state.criteria.values()},
         topics=[TopicRecord(**r) for r in state.topics.topic_records()] if state.topics else [],
         simulator=state.simulator_config.to_fingerprint() if state.simulator_config.goal else None,

@@ -9,6 +9,7 @@ experiment and the console summary wait for them (README "Performance").
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -16,11 +17,13 @@ from typing import Any
 import pytest
 
 from fabtest.criteria import Criterion
+from fabtest.engine.llms import stand_in
 from fabtest.engine.scenario import LLMRoles
 from fabtest.errors import UsageError
 from fabtest.experiment.late import LateVerdict
 from fabtest.experiment.model import ScenarioResult
 from fabtest.pytest_plugin.late import LATE_PROPERTY, LateChannel
+from fabtest.pytest_plugin.not_run import NotRun, allowed_kinds
 from fabtest.scenario_sets import ScenarioRecord
 from fabtest.settings import Settings
 from fabtest.topics import TopicGraph, TopicGraphError
@@ -42,14 +45,18 @@ class FabtestSession:
         self._recorder: Any = None
         self._pending: dict[str, dict[str, Any]] = {}  # nodeid -> identity of a scenario started
         self._roles: LLMRoles | None = None
+        self._roles_lock = threading.Lock()
         self._fake: Any = None
         self._sets: dict[tuple[str, str], list[ScenarioRecord]] = {}
         self._topics = self._project_topics()
         self._preflight_done = False
+        #: node ids in collection order: the order results are written in, not the order they finished
+        self._collected: list[str] = []
         self.retry_budget = self._make_retry_budget()
         self._sigterm = False  # our SIGTERM handler is in force (fabtest/_signals.py)
         self.late = LateChannel()  # this process's soft verdicts judged after their scenario
         self._llm_slots: str | None = None  # controller: the slot directory its workers share
+        self.not_run = NotRun(allowed_kinds(config, settings))  # scenarios that could not run (never green by accident)
         self._share_llm_slots()
         from fabtest.llm import quick_exit
 
@@ -89,10 +96,15 @@ class FabtestSession:
     def check_offline_llm(self) -> None:
         """``[tool.fabtest] offline_llm`` that does not import is a usage error before anything runs."""
         if self.settings.offline_llm:
+            from fabtest.engine.llms import is_offline_script, offline_script
             from fabtest.targets import import_object
 
             try:
-                import_object(self.settings.offline_llm, where=f"{self.settings.source} [tool.fabtest] offline_llm", what="LLM")
+                if is_offline_script(self.settings.offline_llm):
+                    offline_script(self.settings, Path(str(self.config.rootpath)))
+                else:
+                    import_object(self.settings.offline_llm, where=f"{self.settings.source} [tool.fabtest] offline_llm",
+                                  what="LLM")
             except UsageError as exc:
                 raise pytest.UsageError(str(exc)) from None
 
@@ -100,13 +112,17 @@ class FabtestSession:
         """Build the judge and simulator once: the ``--fabtest-fake-llm`` fake for both, else each
         role's provider, else ``[tool.fabtest] offline_llm``; a missing key leaves the role empty
         with a reason (precedence: README "Running without a key")."""
+        with self._roles_lock:  # scenarios in flight at once (concurrency) ask from their own threads
+            return self._llm_roles()
+
+    def _llm_roles(self) -> LLMRoles:
         if self._roles is None:
             from fabtest.engine.llms import configured_llms
 
             limit = self.concurrency_share()
             fake = self.fake_llm()
             if fake is not None:
-                roles = LLMRoles(judge=fake, simulator=fake)
+                roles = LLMRoles(judge=fake, simulator=fake, agent_model=stand_in(fake, always=True))
             else:
                 try:
                     roles = configured_llms(self.settings, Path(str(self.config.rootpath)), max_concurrency=limit,
@@ -176,6 +192,7 @@ class FabtestSession:
             judge=salted(roles.judge, f"iteration-{iteration}") if roles.judge else None,
             simulator=salted(roles.simulator, f"iteration-{iteration}") if roles.simulator else None,
             judge_reason=roles.judge_reason, simulator_reason=roles.simulator_reason, executor=roles.executor,
+            agent_model=roles.agent_model,
         )
 
     def scenario_set(self, name: str, feature_path: Path) -> list[ScenarioRecord]:
@@ -206,6 +223,7 @@ class FabtestSession:
 
             self.warm_up = warmup.start(self.settings)
 
+        self._collected = [item.nodeid for item in session.items]
         if not self.is_worker and not self.config.pluginmanager.has_plugin("dsession") and preflight.enabled(self.config):
             preflight.check_items(self, session.items)
 
@@ -213,6 +231,8 @@ class FabtestSession:
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         from fabtest.pytest_plugin import preflight
 
+        if not self._collected:
+            self._collected = list(ids)  # every worker collects the same items, in the same order
         if not self._preflight_done and preflight.enabled(self.config):
             self._preflight_done = True
             preflight.check_nodeids(self, list(ids))
@@ -221,7 +241,10 @@ class FabtestSession:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         from fabtest.pytest_plugin.results import PENDING_PROPERTY, RESULT_PROPERTY
 
-        if self.is_worker or self.config.getoption("--fabtest-no-results"):
+        if self.is_worker:
+            return
+        self.not_run.add(report)
+        if self.config.getoption("--fabtest-no-results"):
             return
         for name, value in report.user_properties:
             if name == PENDING_PROPERTY and isinstance(value, dict):
@@ -313,6 +336,7 @@ class FabtestSession:
                 iterations=self.iterations, cwd=str(self.config.rootpath),
                 prices={m: p.model_dump() for m, p in self.settings.prices.items()},
             )
+            self._recorder.set_order(self._collected)
         return self._recorder
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -378,6 +402,7 @@ class FabtestSession:
         interrupted = self._finish_late(exitstatus == pytest.ExitCode.INTERRUPTED)
         if self.is_worker:
             return
+        session.exitstatus = self.not_run.exit_status(session.exitstatus)
         if not interrupted:  # a worker that died mid-scenario: record what it was running
             for nodeid in list(self._pending):
                 self._record_unfinished(nodeid, [])
@@ -395,6 +420,8 @@ class FabtestSession:
         self.summary_text = render_summary(doc, shown, previous_experiment_id(recorder.results_dir, recorder.experiment_id))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        for line in self.not_run.summary_lines():  # first: a run that tested less than it says
+            terminalreporter.write_line(line, red=self.not_run.fails_run, yellow=not self.not_run.fails_run)
         for note in self.notes:
             terminalreporter.write_line(note)
         if self.summary_text:

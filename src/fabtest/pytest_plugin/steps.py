@@ -303,6 +303,19 @@ def _then_turns(fabtest_scenario: ScenarioState, mode: str, n: str) -> None:
                                   data={"max": int(n), "actual": actual})
 
 
+_NUMBER = r"(?P<limit>\d+(?:\.\d+)?)"
+
+
+@then(parsers.re(r'the conversation ' + MODE + r' cost less than \$' + _NUMBER))
+def _then_cost(fabtest_scenario: ScenarioState, mode: str, limit: str) -> None:
+    fabtest_scenario.check_cost(float(limit), _mode(mode))
+
+
+@then(parsers.re(r'(?P<which>every response|the response) ' + MODE + r' take less than ' + _NUMBER + r' seconds?'))
+def _then_latency(fabtest_scenario: ScenarioState, which: str, mode: str, limit: str) -> None:
+    fabtest_scenario.check_latency(float(limit), _mode(mode), every=which == "every response")
+
+
 @then(parsers.re(r'the transcript ' + MODE + r' contain ' + _q("text")))
 def _then_transcript(fabtest_scenario: ScenarioState, mode: str, text: str) -> None:
     transcript = fabtest_scenario.conversation.transcript()
