@@ -99,6 +99,10 @@ class GeminiLLM(ProviderBase):
             except Exception:  # noqa: BLE001 - closing is best effort
                 pass
 
+    def warm(self) -> None:
+        """Build the SDK client now (the warm-up thread), not on the first call."""
+        self._get_client()
+
     # -- internals -----------------------------------------------------------------------
 
     def _call(self, prompt: str, schema: type[T] | None, system: str | None, temperature: float | None) -> Completion[Any]:
