@@ -419,6 +419,9 @@ class FabtestSession:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        from fabtest.pytest_plugin.spare_hypothesis import spare
+
+        spare(self.config)  # before pytest's summary, which hypothesis's plugin would import it for
         if self._preflight_failed(session, exitstatus):  # what ran beside the failed probe is no experiment
             if self._recorder is not None:
                 self._recorder.discard()
