@@ -26,7 +26,8 @@ Columns:
 * **speed-up**: sequential seconds per conversation (wall minus start-up, over its K) times K,
   divided by the row's wall minus start-up: the work sequential fabtest would need, over the time taken.
 * **in flight**: the most requests the fake served at once (``max_concurrency`` caps it: the project
-  sets it to 256, above every row's need, so the limiter is not what is measured).
+  sets it to 512, above every row's need (96 conversations judge 3 responses each at once: 288), so
+  the limiter is not what is measured).
 * **peak RSS**: the largest pytest process (``ru_maxrss``); **RSS/conv**: that process's peak above
   its resident size when its first scenario started (with google-genai imported), over the
   conversations it had in flight (target: at most 1 MiB).
@@ -135,7 +136,7 @@ def handler(request: FakeRequest) -> Any:
 
 def make_project(root: Path) -> None:
     write(root, "pyproject.toml", SIM_PYPROJECT.replace('results_dir = "results"',
-                                                       'results_dir = "results"\nmax_concurrency = 256'))
+                                                       'results_dir = "results"\nmax_concurrency = 512'))
     write(root, "benchagent.py", finishing_agent(TURNS))
     write(root, "features/scale.feature", FEATURE)
     write(root, "conftest.py", RSS_CONFTEST)
