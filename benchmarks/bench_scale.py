@@ -30,7 +30,10 @@ Columns:
   the limiter is not what is measured).
 * **peak RSS**: the largest pytest process (``ru_maxrss``); **RSS/conv**: that process's peak above
   its resident size when its first scenario started (with google-genai imported), over the
-  conversations it had in flight (target: at most 1 MiB).
+  conversations it had in flight (target: at most 1 MiB). That includes what the first scenario
+  loads once (fabtest's engine, the SDK's first call: ~13 MiB), so at low N it overstates;
+  **marginal**: the growth of that peak from the row above (same workers) per conversation added
+  in flight, the cost of one more conversation.
 * **judge/turn**: judge calls per agent turn (target 1.00); **calls ok**: every conversation made
   exactly 3 simulator and 3 judge calls (none made twice).
 
@@ -186,8 +189,8 @@ def run_row(root: Path, fake: FakeGemini, env: dict[str, str], *, label: str, k:
             "startup": startup(root, env, workers, concurrency),
             "waves": math.ceil(k / (concurrency * max(1, workers))),
             "sim": kinds.get("simulator", 0), "judge": kinds.get("criteria", 0), "other": kinds.get("other", 0),
-            "in_flight": fake.max_in_flight, "peak_mib": peak_kb / 1024,
-            "rss_per_conv_kib": above / max(1, in_flight_per_process)}
+            "in_flight": fake.max_in_flight, "peak_mib": peak_kb / 1024, "above_kib": above,
+            "conv_in_flight": in_flight_per_process, "rss_per_conv_kib": above / max(1, in_flight_per_process)}
 
 
 def load() -> str:
@@ -241,14 +244,19 @@ def main(argv: list[str] | None = None) -> int:
     seq_per_conv = (seq["wall"] - seq["startup"]) / seq["k"]
     critical = (TURNS + 1) * call_s  # 3 simulator calls and the last turn's judge round
     table = []
+    previous: dict[int, dict[str, Any]] = {}  # workers -> the row before, for the marginal RSS
     for r in out:
+        before = previous.get(r["workers"])
+        added = r["conv_in_flight"] - before["conv_in_flight"] if before else 0
+        marginal = f"{(r['above_kib'] - before['above_kib']) / added:.0f}" if before and added > 0 else "-"
+        previous[r["workers"]] = r
         bound = r["waves"] * critical
         turns = r["k"] * TURNS
         table.append([
             r["label"], r["k"], f"{r['wall']:.1f}", f"{r['startup']:.1f}", f"{bound:.1f}",
             f"{r['wall'] / (bound + r['startup']):.2f}x",
             f"{seq_per_conv * r['k'] / max(1e-9, r['wall'] - r['startup']):.1f}x",
-            r["in_flight"], f"{r['peak_mib']:.0f}", f"{r['rss_per_conv_kib']:.0f}",
+            r["in_flight"], f"{r['peak_mib']:.0f}", f"{r['rss_per_conv_kib']:.0f}", marginal,
             f"{r['judge'] / turns:.2f}", "yes" if r["sim"] == turns and r["judge"] == turns else "NO",
         ])
     print(f"Scale: a simulated {TURNS}-turn scenario, 1 soft criterion per turn, every LLM call answered after "
@@ -256,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
           f"critical path of one conversation {critical:.2f} s; {load()} at the end "
           f"({time.time() - started:.0f} s in all)")
     print(tabulate(table, headers=["run", "K", "wall s", "start-up s", "crit path s", "wall/(crit+start-up)",
-                                   "speed-up", "max in flight", "peak RSS MiB", "RSS/conv KiB", "judge/turn",
+                                   "speed-up", "max in flight", "peak RSS MiB", "RSS/conv KiB", "marginal KiB", "judge/turn",
                                    "calls ok"]))
     for note in notes:
         print(note)
