@@ -6,6 +6,7 @@ The public API is small: the conversation data model, the agent protocol, fabtes
 pytest or Gherkin (README "Using fabtest without Gherkin").
 """
 
+from fabtest import _rewrite  # noqa: F401 - first: pytest need not rewrite the modules below (see its docstring)
 from fabtest.agents.base import Agent, AgentError, AgentTimeout
 from fabtest.agents.registry import with_context
 from fabtest.conversation import AgentResponse, Check, Conversation, Message, ToolCall, Turn

@@ -26,7 +26,7 @@ import os
 import re
 import shutil
 import socket
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,8 +34,8 @@ from urllib.parse import urlsplit
 
 from fabtest.errors import UsageError
 
-__all__ = ["Needs", "PreflightFailed", "check_llms", "config_problem", "configured_agents", "reachability_problem",
-           "run_preflight"]
+__all__ = ["Needs", "PreflightFailed", "check_llms", "config_problem", "configuration_problems", "configured_agents",
+           "reachability_problem", "reachability_problems", "run_preflight"]
 
 #: Seconds to wait for an HTTP agent's TCP handshake (a local server answers in microseconds).
 CONNECT_TIMEOUT_S = 3.0
@@ -225,8 +225,13 @@ def _check_http(where: str, url: Any) -> str | None:
         return f"{where}: the HTTP agent at {shown} does not accept connections ({reason}); is the server running?"
 
 
-def check_llms(settings: Any, needs: Needs, *, cache_mode: str) -> list[str]:
-    """Probe the judge and the simulator the run needs; roles sharing one endpoint are probed once."""
+def check_llms(settings: Any, needs: Needs, *, cache_mode: str,
+               llm_for: Callable[[str], Any] | None = None) -> list[str]:
+    """Probe the judge and the simulator the run needs; roles sharing one endpoint are probed once.
+
+    ``llm_for(role)`` may hand over the LLM the run itself will use (the pytest plugin's, built
+    during the warm-up): the probe then goes through its client and connection, which the first
+    scenario reuses, instead of a client built and thrown away for one call."""
     if cache_mode == "replay":
         return []  # every answer comes from the cache: no key, no call
     from fabtest.llm.factory import llm_available
@@ -241,29 +246,45 @@ def check_llms(settings: Any, needs: Needs, *, cache_mode: str) -> list[str]:
             endpoints.setdefault(key, []).append(role)
     problems = []
     for roles in endpoints.values():
-        why = _probe(settings, roles[0])
+        why = _probe(settings, roles[0], llm_for)
         if why is not None:
             who = " and ".join(roles) + (" LLMs" if len(roles) > 1 else " LLM")
             problems.append(f"the {who} did not answer a pre-flight call: {why}")
     return problems
 
 
-def _probe(settings: Any, role: str) -> str | None:
+def _probe(settings: Any, role: str, llm_for: Callable[[str], Any] | None) -> str | None:
     from fabtest.llm.base import LLMError
     from fabtest.llm.factory import build_llm
 
-    configured = getattr(settings, role)
-    llm = build_llm(configured.llm_settings(settings.max_concurrency), cache_mode="off",
-                    backoff_base_s=configured.backoff)
+    llm: Any = None
+    if llm_for is not None:
+        try:
+            llm = _provider(llm_for(role))
+        except Exception:  # noqa: BLE001 - the run's LLM could not be built: probe one of our own
+            llm = None
+    own = llm is None
+    if llm is None:
+        configured = getattr(settings, role)
+        llm = build_llm(configured.llm_settings(settings.max_concurrency), cache_mode="off",
+                        backoff_base_s=configured.backoff)
     try:
-        llm.probe()  # type: ignore[attr-defined]
+        llm.probe()
     except LLMError as exc:
         return " ".join(str(exc).split())
     finally:
         close = getattr(llm, "close", None)
-        if callable(close):
+        if own and callable(close):
             close()
     return None
+
+
+def _provider(llm: Any) -> Any:
+    """The provider under a cache wrapper (the probe must reach the provider, not the cache), or
+    None when ``llm`` cannot be probed (an offline stand-in)."""
+    while llm is not None and not hasattr(llm, "probe") and hasattr(llm, "inner"):
+        llm = llm.inner
+    return llm if callable(getattr(llm, "probe", None)) else None
 
 
 def run_preflight(settings: Any, needs: Needs, *, cache_mode: str,
@@ -272,16 +293,25 @@ def run_preflight(settings: Any, needs: Needs, *, cache_mode: str,
 
     Configuration problems are all reported together, before (and instead of) any reachability
     check: a typo is fixed in the file, and probing a server or an LLM meanwhile would only add noise."""
+    problems = configuration_problems(settings, needs)
+    if not problems:
+        problems = reachability_problems(needs) + check_llms(settings, needs, cache_mode=cache_mode)
+    if problems:
+        raise PreflightFailed(problems, skip_option=skip_option)
+
+
+def configuration_problems(settings: Any, needs: Needs) -> list[str]:
+    """Phase 1 for every agent in use: nothing is started or connected to."""
     source = str(getattr(settings, "source", "") or "")
     root = Path(source).parent if source else None
     problems = [_unknown_agent(settings, name, where) for name, where in sorted(needs.agent_names.items())
                 if name not in (settings.agents or {})]
-    problems += [p for p in (config_problem(w, t, root=root) for w, t in needs.agents.items()) if p]
-    if not problems:
-        problems = [p for p in (reachability_problem(w, t) for w, t in needs.agents.items()) if p]
-        problems += check_llms(settings, needs, cache_mode=cache_mode)
-    if problems:
-        raise PreflightFailed(problems, skip_option=skip_option)
+    return problems + [p for p in (config_problem(w, t, root=root) for w, t in needs.agents.items()) if p]
+
+
+def reachability_problems(needs: Needs) -> list[str]:
+    """Phase 2 for the agents in use (the LLMs are :func:`check_llms`'s)."""
+    return [p for p in (reachability_problem(w, t) for w, t in needs.agents.items()) if p]
 
 
 def _unknown_agent(settings: Any, name: str, where: str) -> str:

@@ -72,3 +72,13 @@ def test_a_killed_run_recovers_its_late_verdicts_from_the_journal(tmp_path: Path
 def test_a_result_without_placeholders_is_left_as_it_is(tmp_path: Path) -> None:
     plain = ScenarioResult(id="example:00000000000b", name="plain", nodeid="p.feature::test_p", passed=True)
     assert settle(merge(plain, []), NEVER_ARRIVED) is plain
+
+
+def test_a_late_verdict_brings_its_model_when_the_role_had_spent_nothing() -> None:
+    """Whether the judge finished before or after its scenario, the result names the judge's model
+    (it used to be None when every judge call was late: results differed from run to run)."""
+    result = _result("n").model_copy(update={"usage": {}})
+    late = _late("n").model_copy(update={"usage": {"judge": UsageRecord(calls=1, input_tokens=3, model="gemini-x")}})
+    merged = merge(result, [late])
+    assert merged.usage["judge"].model == "gemini-x"
+    assert merged.usage["judge"].calls == 1

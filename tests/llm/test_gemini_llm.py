@@ -173,3 +173,23 @@ def test_concurrency_limit_bounds_in_flight(fake: FakeGemini, monkeypatch: pytes
         assert list(pool.map(call, range(8))) == ["OK"] * 8
     assert fake.max_in_flight == 2
     assert fake.request_count == 8
+
+
+def test_one_client_carries_as_many_calls_at_once_as_max_concurrency(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SDK's HTTP pool (100 connections by default) is no hidden cap under ``max_concurrency``:
+    110 calls are all at the server at once (each waits there for the others)."""
+    calls = 110
+    barrier = threading.Barrier(calls, timeout=20)
+
+    def handler(request: object) -> str:
+        barrier.wait()  # breaks (and the calls fail) unless every call is in flight together
+        return "ok"
+
+    with FakeGemini(handler=handler) as server:
+        monkeypatch.setenv("GEMINI_API_KEY", "test-key")
+        llm = _llm(LLMSettings(base_url=server.base_url, timeout_s=30.0, max_retries=0, max_concurrency=128))
+        with ThreadPoolExecutor(max_workers=calls) as pool:
+            answers = list(pool.map(lambda i: llm.complete(f"call {i}").text, range(calls)))
+        llm.close()
+    assert answers == ["ok"] * calls
+    assert server.max_in_flight == calls

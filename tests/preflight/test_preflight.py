@@ -1,7 +1,9 @@
-"""Pre-flight: a run whose agent does not import, whose HTTP agent is down, whose CLI is missing or
-whose judge rejects the key stops before the first scenario with one line naming what and why
-(pytest exit 4, ``fabtest run`` exit 2), and spends nothing. The LLMs are probed through the real
-google-genai client against FakeGemini, only when the run needs them and a key is set.
+"""Pre-flight: a run whose agent does not import, whose HTTP agent is down or whose CLI is missing
+stops before the first scenario with one line naming what and why (pytest exit 4, ``fabtest run``
+exit 2), and spends nothing. The LLMs are probed through the real google-genai client against
+FakeGemini, only when the run needs them and a key is set; under pytest beside the first scenario
+(it does not delay it), and a failed probe stops the run the same way: no scenario starts after
+it, no experiment is written.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ import json
 import re
 import socket
 import textwrap
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -88,8 +92,9 @@ def _project(pytester: pytest.Pytester, feature: str = DETERMINISTIC, config: st
     return pytester.path
 
 
-def _stopped(result: pytest.RunResult, *reason: str) -> str:
-    """The run stopped before any scenario as a usage error; returns the one pre-flight line."""
+def _stopped(result: pytest.RunResult, *reason: str, probe: bool = False) -> str:
+    """The run stopped as a usage error, before any scenario (a ``probe`` of an LLM: no experiment
+    written, whatever ran beside the probe); returns the one pre-flight line."""
     assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str() + result.stderr.str()
     err = result.stderr.str()
     lines = [line for line in err.splitlines() if "pre-flight" in line]
@@ -98,7 +103,10 @@ def _stopped(result: pytest.RunResult, *reason: str) -> str:
         assert text in lines[0], lines[0]
     assert "--fabtest-no-preflight" in lines[0]
     assert "Traceback" not in err and "INTERNALERROR" not in result.stdout.str() + err
-    assert not (result.stdout.str().count(" passed") or result.stdout.str().count(" failed"))
+    if probe:
+        assert not list(Path.cwd().glob("results/*.json")), "a run stopped by the pre-flight writes no experiment"
+    else:
+        assert not (result.stdout.str().count(" passed") or result.stdout.str().count(" failed"))
     return lines[0]
 
 
@@ -181,19 +189,62 @@ def test_collect_only_does_not_check(pytester: pytest.Pytester) -> None:
 
 
 # -- LLMs --------------------------------------------------------------------------------------------
-def test_a_rejected_key_stops_the_run_after_one_call(pytester: pytest.Pytester, fake: FakeGemini) -> None:
+def test_a_rejected_key_stops_the_run(pytester: pytest.Pytester, fake: FakeGemini) -> None:
     fake.add_fault(403, times=None)
     _project(pytester, JUDGED)
     line = _stopped(pytester.runpytest(*ARGS, "features"), "the judge LLM did not answer a pre-flight call",
-                    "gemini gemini-2.5-flash", "HTTP 403", "check the API key")
+                    "gemini gemini-2.5-flash", "HTTP 403", "check the API key", probe=True)
     assert "fake-gemini-key" not in line
-    assert fake.request_count == 1  # the probe, not retried; no scenario's call was made
+    assert _probes(fake) == ["gemini-2.5-flash"]  # not retried
 
 
 def test_an_unknown_model_is_named(pytester: pytest.Pytester, fake: FakeGemini) -> None:
     fake.add_fault(404, times=None)
     _project(pytester, JUDGED, config="[tool.fabtest.simulator]\nmodel = 'gemini-9-nope'")
-    _stopped(pytester.runpytest(*ARGS, "features"), "the judge LLM", "HTTP 404")
+    _stopped(pytester.runpytest(*ARGS, "features"), "the judge LLM", "HTTP 404", probe=True)
+
+
+def _slow_scenarios(request: FakeRequest) -> Any:
+    time.sleep(1.0)  # the first scenario is still in flight when the probe's answer comes back
+    return _handler(request)
+
+
+@pytest.mark.parametrize("concurrency", ["1", "4"])
+def test_a_failed_probe_starts_no_scenario_after_it(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
+                                                    concurrency: str) -> None:
+    """The probe runs beside the first scenario(s); once it fails, nothing new starts."""
+    with FakeGemini(handler=_slow_scenarios) as server:
+        for name, value in server.env().items():
+            monkeypatch.setenv(name, value)
+        server.add_fault(403, times=None, pattern=re.escape(PROBE_PROMPT))
+        judged = JUDGED.replace("should satisfy", "must satisfy")  # the scenario waits for its verdict
+        _project(pytester, judged + "".join(judged.split("\n", 1)[1].replace("Judged", f"Judged {i}")
+                                            for i in range(8)))
+        result = pytester.runpytest(*ARGS, "features", "--fabtest-concurrency", concurrency)
+        _stopped(result, "the judge LLM", "HTTP 403", probe=True)
+        calls = [r for r in server.requests if r.prompt != PROBE_PROMPT]
+    assert len(calls) <= int(concurrency), "no scenario starts once the probe has failed"
+
+
+def test_the_probe_does_not_delay_the_first_scenario(pytester: pytest.Pytester, fake: FakeGemini) -> None:
+    """The probe's answer waits for the first scenario's judge call: only a probe sent beside the
+    scenario (not before it) is answered with the scenario's call seen."""
+    judged = threading.Event()
+    seen: list[bool] = []
+
+    def probe(request: FakeRequest) -> str:
+        seen.append(judged.wait(timeout=20))
+        return "OK"
+
+    def judge(request: FakeRequest) -> Any:
+        judged.set()
+        return None  # on to the handler
+
+    fake.add_rule(re.escape(PROBE_PROMPT), callback=probe)
+    fake.add_rule("CRITERIA", callback=judge)
+    _project(pytester, JUDGED)
+    pytester.runpytest(*ARGS, "features").assert_outcomes(passed=1)
+    assert seen == [True]
 
 
 def test_a_healthy_judge_is_probed_once_then_the_run_goes_on(pytester: pytest.Pytester, fake: FakeGemini) -> None:
@@ -201,7 +252,28 @@ def test_a_healthy_judge_is_probed_once_then_the_run_goes_on(pytester: pytest.Py
     result = pytester.runpytest(*ARGS, "features")
     result.assert_outcomes(passed=1)
     assert _probes(fake) == ["gemini-2.5-flash"]
-    assert fake.requests[0].prompt == PROBE_PROMPT  # before the first scenario
+
+
+def test_the_run_builds_one_sdk_client_per_role(pytester: pytest.Pytester, fake: FakeGemini,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The warm-up builds the run's own judge and simulator clients; the probe and the scenarios
+    use them (no throwaway client to warm the SDK, none of the probe's own)."""
+    from google import genai
+
+    built: list[object] = []
+    init = genai.Client.__init__
+
+    def counting(self: Any, *args: Any, **kwargs: Any) -> None:
+        built.append(self)
+        init(self, *args, **kwargs)
+
+    monkeypatch.setattr(genai.Client, "__init__", counting)
+    _project(pytester, JUDGED + SIMULATED)
+    result = pytester.runpytest(*ARGS, "features", "--fabtest-no-results")
+    assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), result.stdout.str()
+    assert sorted(_probes(fake)) == ["gemini-2.5-flash"]  # judge and simulator share the endpoint
+    assert any("role-playing a HUMAN USER" in r.text for r in fake.requests)
+    assert len(built) == 2
 
 
 def test_judge_and_simulator_on_different_models_are_probed_each(pytester: pytest.Pytester, fake: FakeGemini) -> None:
@@ -253,8 +325,8 @@ def test_under_xdist_a_failure_stops_the_run(pytester: pytest.Pytester, fake: Fa
     fake.add_fault(401, times=None)
     _project(pytester, JUDGED)
     result = pytester.runpytest(*ARGS, "features", "-n", "2")
-    _stopped(result, "the judge LLM", "HTTP 401")
-    assert fake.request_count == 1
+    _stopped(result, "the judge LLM", "HTTP 401", probe=True)
+    assert _probes(fake) == ["gemini-2.5-flash"]
 
 
 # -- fabtest run ---------------------------------------------------------------------------------------

@@ -86,6 +86,10 @@ def _with_role_models(records: dict[str, Any], state: ScenarioState) -> dict[str
     (a merged shard, a playbook's judge model, a compared pair) says which model spent the tokens."""
     from fabtest.llm.factory import describe_llm
 
+    if state.late is not None and "judge" not in records:  # its calls come later (late.merge adds them):
+        from fabtest.experiment.model import UsageRecord
+
+        records["judge"] = UsageRecord()  # named now, as when one call was in time (results stay identical)
     for role in ("judge", "simulator"):
         record = records.get(role)
         if record is not None and record.model is None:

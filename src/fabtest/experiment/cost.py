@@ -35,6 +35,7 @@ __all__ = [
     "find_price",
     "price_table",
     "scenario_cost",
+    "scenario_tokens",
     "summary_cost",
     "total_text",
     "unpriced_note",
@@ -217,6 +218,11 @@ def scenario_cost(result: ScenarioResult, role_models: Mapping[str, str | None],
         entry["usd"] = _round(entry["usd"])
     return {"usd": _round(_sum(ln.usd for ln in all_lines)), "complete": all(ln.usd is not None for ln in all_lines),
             "roles": dict(sorted(roles.items()))}
+
+
+def scenario_tokens(result: ScenarioResult) -> int:
+    """Input and output tokens of every role of one scenario run (what :func:`scenario_cost` prices)."""
+    return sum(ln.input_tokens + ln.output_tokens for ln in _lines(result, {}, {}))
 
 
 def experiment_cost(results: Sequence[ScenarioResult], role_models: Mapping[str, str | None],

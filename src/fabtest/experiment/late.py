@@ -72,9 +72,9 @@ def merge(result: ScenarioResult, verdicts: list[LateVerdict]) -> ScenarioResult
                 evaluations[late.index] = late.check
         for role, spent in verdict.usage.items():
             mine = usage.get(role) or UsageRecord()
-            usage[role] = mine.model_copy(update={
+            usage[role] = mine.model_copy(update={  # the model too: the role may have spent nothing before
                 "calls": mine.calls + spent.calls, "input_tokens": mine.input_tokens + spent.input_tokens,
-                "output_tokens": mine.output_tokens + spent.output_tokens})
+                "output_tokens": mine.output_tokens + spent.output_tokens, "model": mine.model or spent.model})
     return result.model_copy(update={"evaluations": evaluations, "usage": usage})
 
 

@@ -186,14 +186,15 @@ class Spool:
     def add(self, result: ScenarioResult, dumped: dict[str, Any] | None = None) -> None:
         """Spill one result's entry and keep its brief; ``dumped``: its ``model_dump(mode="json")``
         if already made (it is consumed)."""
+        prepared = self._prepare(result, dumped)  # first, touching nothing: Ctrl-C / SIGTERM may land anywhere
         slot = len(self.results)
-        self.results.append(result)  # replaced by its brief in _put
+        self.results.append(result)  # replaced by its brief in _commit
         self._rows.append("")
         self._offsets.append(0)
-        self._lengths.append(0)
+        self._lengths.append(0)  # 0 until its entry is written: such a slot is left out of the file
         self._slots[result_key(result)] = slot
         self._keys.append((result.nodeid, result.id, result.iteration))  # briefs drop the node id
-        self._put(slot, result, dumped)
+        self._commit(slot, *prepared)
 
     def update(self, key: ResultKey, change: Callable[[ScenarioResult], ScenarioResult]) -> bool:
         """Late update of the result recorded under ``key`` (soft verdicts that came after it):
@@ -201,7 +202,7 @@ class Spool:
         slot = self._slots.get(key)
         if slot is None:
             return False
-        self._put(slot, change(self.read(slot)), None)
+        self._commit(slot, *self._prepare(change(self.read(slot)), None))
         self._rewritten = True
         return True
 
@@ -211,24 +212,30 @@ class Spool:
         raw = os.pread(self._file.fileno(), self._lengths[slot], self._offsets[slot])
         return result_from_entry(json.loads(raw))
 
-    def _put(self, slot: int, result: ScenarioResult, dumped: dict[str, Any] | None) -> None:
+    def _prepare(self, result: ScenarioResult, dumped: dict[str, Any] | None) -> tuple[bytes, str, Any, Any, RunFacts]:
+        """Everything a slot will hold (its spilled line, index row, summary stub, brief and coverage facts)."""
         entry = scenario_entry(result, self._costing, dumped)
         line = dump_json(entry).encode("utf-8") + b"\n"
+        facts = run_facts(result)
+        return (line, dump_json(index_row(entry)), _summary_stub(entry), _brief(result, self._shared),
+                self._shared(("facts", facts), lambda: facts))
+
+    def _commit(self, slot: int, line: bytes, row: str, stub: Any, brief: Any, facts: RunFacts) -> None:
+        """Store a prepared slot: a few assignments, so an interrupt rarely finds one half done,
+        and a slot whose entry was never written is left out of the file (:meth:`_slot_order`)."""
+        start = self._file.tell()  # not self._end: a write an interrupt cut short may lie between
         self._file.write(line)
-        self._offsets[slot], self._lengths[slot] = self._end, len(line) - 1
-        self._end += len(line)
-        self._rows[slot] = dump_json(index_row(entry))
-        stub = _summary_stub(entry)
+        self._rows[slot] = row
         if stub is None:
             self._stubs.pop(slot, None)
         else:
             self._stubs[slot] = stub
-        facts = run_facts(result)
-        self._facts[slot] = self._shared(("facts", facts), lambda: facts)
-        brief = _brief(result, self._shared)
+        self._facts[slot] = facts
         self._configs.setdefault((id(brief.criteria), id(brief.topics), id(brief.simulator)), brief)
         self.results[slot] = brief
         self._head = None
+        self._offsets[slot], self._end = start, start + len(line)
+        self._lengths[slot] = len(line) - 1  # last: the slot is complete
 
     def head(self, info: ExperimentInfo) -> dict[str, Any]:
         """Every section but ``scenario_results`` (cached until the next add or update)."""
@@ -271,14 +278,16 @@ class Spool:
 
     def _slot_order(self) -> list[int]:
         """Slots in collection order (then scenario id, iteration); arrival order without ``order``."""
+        complete = [s for s in range(len(self.results)) if self._lengths[s]]  # not one an interrupt cut short
         if self.order is None:
-            return list(range(len(self.results)))
+            return complete
         order, last = self.order, len(self.order)
-        return sorted(range(len(self.results)),
+        return sorted(complete,
                       key=lambda s: (order.get(self._keys[s][0], last), *self._keys[s][1:], s))
 
     def _entries(self, slots: list[int]) -> Iterator[str]:
-        if not self._rewritten and slots == sorted(slots):  # the file is the entries in order: read it through
+        whole = len(slots) == len(self.results) and self._file.tell() == self._end  # nothing cut short
+        if whole and not self._rewritten and slots == sorted(slots):  # the file is the entries in order: read it through
             self._file.seek(0)
             for line in self._file:
                 yield line[:-1].decode("utf-8")

@@ -99,6 +99,10 @@ class GeminiLLM(ProviderBase):
             except Exception:  # noqa: BLE001 - closing is best effort
                 pass
 
+    def warm(self) -> None:
+        """Build the SDK client now (the warm-up thread), not on the first call."""
+        self._get_client()
+
     # -- internals -----------------------------------------------------------------------
 
     def _call(self, prompt: str, schema: type[T] | None, system: str | None, temperature: float | None) -> Completion[Any]:
@@ -147,7 +151,8 @@ class GeminiLLM(ProviderBase):
                 from google import genai
                 from google.genai import types
 
-                options = types.HttpOptions(timeout=self._timeout_ms(), retry_options=None)
+                options = types.HttpOptions(timeout=self._timeout_ms(), retry_options=None,
+                                            client_args={"limits": _pool_limits(self.settings.max_concurrency)})
                 if self.base_url:
                     options.base_url = self.base_url
                 self._client = genai.Client(api_key=self._api_key, http_options=options)
@@ -169,6 +174,24 @@ class GeminiLLM(ProviderBase):
         if exception_is_connection_error(exc):
             return TransientFailure(f"connection error: {type(exc).__name__}: {exc}")
         return LLMError(f"gemini {self.model}: {type(exc).__name__}: {exc}")
+
+
+def _pool_limits(max_concurrency: int) -> Any:
+    """Connection-pool limits as large as fabtest's own cap on calls in flight.
+
+    The SDK's HTTP client keeps at most 100 connections (20 kept alive) by default: a second,
+    hidden cap under ``max_concurrency`` that held 96 conversations at once to ~100 judge calls in
+    flight, and closed most connections after each call. The limits object is read by attribute,
+    so httpx's and httpx2's (which recent google-genai uses) are interchangeable.
+    """
+    import importlib
+
+    try:
+        http: Any = importlib.import_module("httpx2")
+    except ImportError:
+        http = importlib.import_module("httpx")
+    size = max(1, max_concurrency)
+    return http.Limits(max_connections=size, max_keepalive_connections=size)
 
 
 def _raw_answer(response: Any, model: str) -> RawAnswer:

@@ -112,6 +112,38 @@ class Limiter(Protocol):
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None: ...
 
+    @property
+    def held(self) -> int:
+        """Slots this process holds now: its LLM calls in flight (the progress display reads it)."""
+        ...
+
+
+class CountingSemaphore(threading.BoundedSemaphore):
+    """A process-local bounded semaphore that knows how many slots are held (``held``)."""
+
+    def __init__(self, value: int = 1) -> None:
+        super().__init__(value)
+        self._count_lock = threading.Lock()
+        self._held = 0
+
+    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
+        got = super().acquire(blocking, timeout)
+        if got:
+            with self._count_lock:
+                self._held += 1
+        return got
+
+    __enter__ = acquire
+
+    def release(self, n: int = 1) -> None:
+        super().release(n)
+        with self._count_lock:
+            self._held -= n
+
+    @property
+    def held(self) -> int:
+        return self._held
+
 
 class _Registry:
     """Lazily created limiters keyed by (provider, base_url); first creator fixes the size.
@@ -135,6 +167,11 @@ class _Registry:
     def shared(self) -> bool:
         return self._pool is not None
 
+    def held(self) -> int:
+        with self._lock:
+            limiters = list(self._limiters.values())
+        return sum(limiter.held for limiter in limiters)
+
     def get(self, provider: str, base_url: str | None, size: int) -> Limiter:
         key = (provider, (base_url or "").rstrip("/"))
         with self._lock:
@@ -145,7 +182,7 @@ class _Registry:
 
                     limiter = SharedSemaphore(slot_dir(self._pool, provider, base_url), size)
                 else:
-                    limiter = threading.BoundedSemaphore(max(1, size))
+                    limiter = CountingSemaphore(max(1, size))
                 self._limiters[key] = limiter
             return limiter
 
@@ -176,6 +213,11 @@ def share_across_processes(pool: str | None) -> None:
 def shares_across_processes() -> bool:
     """True once :func:`share_across_processes` was given a pool."""
     return _REGISTRY.shared
+
+
+def calls_in_flight() -> int:
+    """LLM calls this process has in flight now, over every endpoint (judge, simulator, built-in agents)."""
+    return _REGISTRY.held()
 
 
 def exception_is_timeout(exc: BaseException) -> bool:

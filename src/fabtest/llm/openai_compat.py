@@ -82,8 +82,9 @@ class OpenAICompatLLM(ProviderBase):
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         import httpx  # deferred: importing fabtest should not pay for it
 
-        self._http = httpx.Client(base_url=base_url, headers=headers, timeout=settings.timeout_s,
-                                  transport=transport)
+        pool = max(1, settings.max_concurrency)  # httpx's default (100) would cap calls under max_concurrency
+        self._http = httpx.Client(base_url=base_url, headers=headers, timeout=settings.timeout_s, transport=transport,
+                                  limits=httpx.Limits(max_connections=pool, max_keepalive_connections=pool))
         self._close_lock = threading.Lock()
 
     def close(self) -> None:

@@ -34,7 +34,7 @@ try:  # POSIX only
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["POLL_MAX_S", "SharedSemaphore", "available", "create_pool_dir", "remove_pool_dir", "slot_dir"]
+__all__ = ["POLL_MAX_S", "SharedSemaphore", "available", "busy_slots", "create_pool_dir", "remove_pool_dir", "slot_dir"]
 
 #: Longest pause between two looks for a slot freed by another process.
 POLL_MAX_S = 0.01
@@ -62,6 +62,31 @@ def slot_dir(pool: str | os.PathLike[str], provider: str, base_url: str | None) 
     """The sub-directory holding one endpoint's slots: calls to one provider and base URL share it."""
     key = f"{provider}|{(base_url or '').rstrip('/')}"
     return Path(pool) / hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def busy_slots(pool: str | os.PathLike[str]) -> int:
+    """How many slots of the run's pool some process holds now: the run's LLM calls in flight.
+
+    The xdist controller calls no LLM itself; it asks each slot file with a non-blocking lock that it
+    drops at once (microseconds; a worker that meets it just tries the next slot, as with any holder).
+    """
+    if fcntl is None:  # pragma: no cover - Windows
+        return 0
+    busy = 0
+    for path in Path(pool).glob("*/slot-*"):
+        try:
+            fd = os.open(path, os.O_RDWR)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            busy += 1
+        else:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+    return busy
 
 
 class SharedSemaphore:
@@ -125,6 +150,12 @@ class SharedSemaphore:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.release()
+
+    @property
+    def held(self) -> int:
+        """Slots the threads of this process hold now."""
+        with self._lock:
+            return sum(self._busy)
 
     def close(self) -> None:
         """Close the slot files (held slots are released by the close)."""

@@ -1,11 +1,12 @@
-"""Warm the Gemini client on a background thread while pytest collects and starts the run.
+"""Build the run's Gemini clients on a background thread while pytest collects and starts the run.
 
 Importing google-genai and building its first client take about 1.5 s. fabtest imports them
 lazily (``--collect-only`` and deterministic runs never pay), so a run that will call Gemini
-would otherwise pay on its first scenario. ``start`` does the import and builds a throwaway
-client (which loads the SDK's lazily imported parts) on a daemon thread from session start;
-the judge and simulator then build their own clients from warm modules. Best effort: any error
-is left for the real construction to report.
+would otherwise pay on its first scenario. ``start`` does the import on a daemon thread, then
+builds the run's own judge and simulator (``build``, the plugin's ``llm_roles``) and their SDK
+clients (which loads the SDK's lazily imported parts): the pre-flight probe and the first
+scenario then use those clients, already built, and the probe's connection. Best effort: any
+error is left for the real construction to report.
 
 Once loaded, the SDK's objects (thousands of pydantic classes) live until the process ends, yet
 every full garbage collection walks them again: pytest runs two at the end of every process, about
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import gc
 import threading
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["start", "will_call_gemini"]
@@ -39,21 +41,28 @@ def will_call_gemini(settings: Any) -> bool:
     return False
 
 
-def _warm() -> None:
+def _warm(build: Callable[[], Any] | None) -> None:
     try:
-        from google import genai
-        from google.genai import errors, types  # noqa: F401 - imported for their side effect: loaded
+        from google import genai  # noqa: F401 - imported for their side effect: loaded
+        from google.genai import errors, types  # noqa: F401
 
-        genai.Client(api_key="fabtest-warm-up", http_options=types.HttpOptions(timeout=1000))
-    except Exception:  # noqa: BLE001 - best effort; the real client reports real problems
+        roles = build() if build is not None else None
+        for llm in (getattr(roles, "judge", None), getattr(roles, "simulator", None)):
+            while llm is not None and not hasattr(llm, "warm") and hasattr(llm, "inner"):
+                llm = llm.inner  # under the cache wrapper
+            warm = getattr(llm, "warm", None)
+            if callable(warm):
+                warm()
+    except Exception:  # noqa: BLE001 - best effort; the real construction reports real problems
         return
     gc.freeze()  # the SDK is here for good: later full collections need not walk it again
 
 
-def start(settings: Any) -> threading.Thread | None:
-    """Start warming when this run will call Gemini; the thread (for tests), or None."""
+def start(settings: Any, build: Callable[[], Any] | None = None) -> threading.Thread | None:
+    """Start warming when this run will call Gemini; the thread (for tests), or None. ``build``
+    returns the run's :class:`~fabtest.engine.scenario.LLMRoles` (built once, kept by its caller)."""
     if not will_call_gemini(settings):
         return None
-    thread = threading.Thread(target=_warm, name="fabtest-llm-warm-up", daemon=True)
+    thread = threading.Thread(target=_warm, args=(build,), name="fabtest-llm-warm-up", daemon=True)
     thread.start()
     return thread

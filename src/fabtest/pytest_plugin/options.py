@@ -57,6 +57,11 @@ def add_options(parser: pytest.Parser) -> None:
                     help="retries may add at most RATIO times the calls made (default 0.1)")
     group.addoption("--fabtest-llm-cache", choices=["on", "off", "replay"], default=None,
                     help="record/replay cache of LLM calls under .fabtest/cache")
+    group.addoption("--fabtest-progress", choices=["auto", "live", "lines", "off"], default=None,
+                    help="progress display: a live status line on a terminal, plain periodic lines in logs "
+                         "(auto: live on a terminal without -s, else lines), or off")
+    group.addoption("--fabtest-progress-every", type=float, default=None, metavar="S",
+                    help="seconds between two progress lines in the lines mode (default 30)")
     for role in ("judge", "simulator"):
         group.addoption(f"--fabtest-{role}-provider", choices=["gemini", "openai"], default=None,
                         help=f"{role} LLM provider")

@@ -93,6 +93,9 @@ def pytest_configure(config: pytest.Config) -> None:
     session.check_offline_llm()
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(session, "fabtest-session")
+    from fabtest.pytest_plugin import progress
+
+    progress.register(config, settings, session.llm_calls_in_flight)
     _register_concurrency(config, settings.concurrency)
 
 

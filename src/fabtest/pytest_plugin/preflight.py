@@ -2,21 +2,38 @@
 
 Without xdist the check runs after collection (the items are known, so only the LLMs their
 steps use are probed). Under xdist the controller runs it once, when the first worker reports
-its collection and before any test is scheduled; it has node ids only, so it reads the
-feature files of those ids. A failure stops the run as a usage error (exit 4).
+its collection; it has node ids only, so it reads the feature files of those ids.
+
+The agents' checks are local and quick (an import, a TCP handshake): they run before the first
+scenario, and a problem stops the run as a usage error (exit 4) before anything is spent. The LLM
+probes are a network round trip each (seconds under load) and would delay every run by that:
+:class:`LLMProbes` sends them on a thread of their own while the first scenarios start. A probe
+that fails stops the run: no scenario starts after it, those in flight are abandoned, no
+experiment is written, and the run ends with exit 4 and the pre-flight line. A failure a probe
+finds (a rejected key, an unknown model, an unreachable host) fails the scenarios' own calls as
+well, so what started meanwhile spends nothing.
 """
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from fabtest.preflight import Needs, PreflightFailed, configured_agents, run_preflight
+from fabtest.preflight import (
+    Needs,
+    PreflightFailed,
+    check_llms,
+    configuration_problems,
+    configured_agents,
+    reachability_problems,
+)
 from fabtest.pytest_plugin.collect import feature_templates, template_of
 
-__all__ = ["check_items", "check_nodeids", "enabled"]
+__all__ = ["LLMProbes", "check_items", "check_nodeids", "enabled"]
 
 
 def enabled(config: pytest.Config) -> bool:
@@ -24,8 +41,38 @@ def enabled(config: pytest.Config) -> bool:
     return not (config.getoption("--fabtest-no-preflight", False) or config.getoption("collectonly", False))
 
 
-def check_items(fabtest_session: Any, items: list[pytest.Item]) -> None:
-    """Pre-flight for the items collected in this process."""
+#: ``session.shouldstop`` while a failed probe stops the run (the pre-flight line follows at the end)
+STOPPING = "fabtest pre-flight failed (see the error below)"
+
+
+class LLMProbes:
+    """The judge's and the simulator's pre-flight calls, on a thread beside the first scenarios."""
+
+    def __init__(self, check: Callable[[], list[str]], stop: Callable[[str], None]) -> None:
+        self.failure: PreflightFailed | None = None
+        self._stop = stop
+        self._thread = threading.Thread(target=self._run, args=(check,), name="fabtest-preflight", daemon=True)
+        self._thread.start()
+
+    def _run(self, check: Callable[[], list[str]]) -> None:
+        try:
+            problems = check()
+        except Exception as exc:  # noqa: BLE001 - a crash of the check is reported as its result
+            problems = [f"the LLM check crashed: {type(exc).__name__}: {exc}"]
+        if problems:
+            self.failure = PreflightFailed(problems)
+            self._stop(STOPPING)
+
+    def result(self, *, wait: bool = True) -> PreflightFailed | None:
+        """The failure, or None; ``wait`` for the probes still out (each is bounded by its timeout
+        and at most two retries), else only what is known now (an interrupted run)."""
+        if wait:
+            self._thread.join()
+        return self.failure
+
+
+def check_items(fabtest_session: Any, items: list[pytest.Item], stop: Callable[[str], None]) -> LLMProbes | None:
+    """Pre-flight for the items collected in this process; the LLM probes it started, if any."""
     from fabtest.pytest_plugin.playbooks import PlaybookItem
 
     needs = Needs()
@@ -38,10 +85,10 @@ def check_items(fabtest_session: Any, items: list[pytest.Item]) -> None:
         if template is not None:
             scenarios = True
             needs.add_scenario(_located(fabtest_session, template))
-    _check(fabtest_session, needs, scenarios=scenarios, playbooks=playbooks)
+    return _check(fabtest_session, needs, stop, scenarios=scenarios, playbooks=playbooks)
 
 
-def check_nodeids(fabtest_session: Any, ids: list[str]) -> None:
+def check_nodeids(fabtest_session: Any, ids: list[str], stop: Callable[[str], None]) -> LLMProbes | None:
     """Pre-flight on the xdist controller, from the node ids a worker collected."""
     from fabtest.pytest_plugin.playbooks import DEFAULT_PATTERN, matches
 
@@ -57,7 +104,7 @@ def check_nodeids(fabtest_session: Any, ids: list[str]) -> None:
                 needs.add_scenario(_located(fabtest_session, template))
         elif matches(pattern, path, root):
             playbooks = needs.judge = needs.simulator = True
-    _check(fabtest_session, needs, scenarios=scenarios, playbooks=playbooks)
+    return _check(fabtest_session, needs, stop, scenarios=scenarios, playbooks=playbooks)
 
 
 def _located(fabtest_session: Any, template: Any) -> list[tuple[str, str]]:
@@ -68,14 +115,18 @@ def _located(fabtest_session: Any, template: Any) -> list[tuple[str, str]]:
     return [(step.name, f"{path}:{step.line_number}") for step in template.steps]
 
 
-def _check(fabtest_session: Any, needs: Needs, *, scenarios: bool, playbooks: bool) -> None:
+def _check(fabtest_session: Any, needs: Needs, stop: Callable[[str], None], *, scenarios: bool,
+           playbooks: bool) -> LLMProbes | None:
     settings = fabtest_session.settings
     if not (scenarios or playbooks):
-        return
+        return None
     needs.agents = configured_agents(settings, scenarios=scenarios, playbooks=playbooks, needs=needs)
     if fabtest_session.config.getoption("--fabtest-fake-llm", None) is not None:
         needs.judge = needs.simulator = False  # a scripted fake answers for both: nothing to probe
-    try:
-        run_preflight(settings, needs, cache_mode=settings.llm_cache)
-    except PreflightFailed as exc:
-        raise pytest.UsageError(str(exc)) from None
+    problems = configuration_problems(settings, needs) or reachability_problems(needs)
+    if problems:
+        raise pytest.UsageError(str(PreflightFailed(problems))) from None
+    if not (needs.judge or needs.simulator) or settings.llm_cache == "replay":
+        return None
+    return LLMProbes(lambda: check_llms(settings, needs, cache_mode=settings.llm_cache,
+                                        llm_for=fabtest_session.role_llm), stop)

@@ -9,6 +9,7 @@ experiment and the console summary wait for them (README "Performance").
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -54,6 +55,7 @@ class FabtestSession:
         self._sets: dict[tuple[str, str], list[ScenarioRecord]] = {}
         self._topics = self._project_topics()
         self._preflight_done = False
+        self._probes: Any = None  # the pre-flight's LLM probes running beside the first scenarios
         #: node ids in collection order: the order results are written in, not the order they finished
         self._collected: list[str] = []
         self.retry_budget = self._make_retry_budget()
@@ -164,6 +166,19 @@ class FabtestSession:
 
             share_across_processes(pool)
 
+    def llm_calls_in_flight(self) -> int | None:
+        """The run's LLM calls in flight now: this process's, or under ``-n`` every worker's (slot
+        files); None under ``-n`` where slots are not shared (no ``fcntl``: unknown here)."""
+        if self._llm_slots is not None:
+            from fabtest.llm.shared_limit import busy_slots
+
+            return busy_slots(self._llm_slots)
+        if self.config.pluginmanager.has_plugin("dsession"):
+            return None
+        from fabtest.llm.limits import calls_in_flight
+
+        return calls_in_flight()
+
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
         """xdist controller: one slot pool for the run, handed to every worker it starts."""
@@ -206,18 +221,18 @@ class FabtestSession:
 
         return collect_playbook(self, file_path, parent)
 
-    # -- pre-flight (once per run, before the first scenario) -------------------------------------
+    # -- pre-flight (once per run, as the first scenario starts) -----------------------------------
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         from fabtest.pytest_plugin import preflight
 
-        if session.items and self.config.getoption("--fabtest-fake-llm", None) is None:  # warm the LLM client meanwhile
+        if session.items and self.config.getoption("--fabtest-fake-llm", None) is None:  # warm the LLMs meanwhile
             from fabtest.llm import warmup
 
-            self.warm_up = warmup.start(self.settings)
+            self.warm_up = warmup.start(self.settings, build=self.llm_roles)
 
         self._collected = [item.nodeid for item in session.items]
         if not self.is_worker and not self.config.pluginmanager.has_plugin("dsession") and preflight.enabled(self.config):
-            preflight.check_items(self, session.items)
+            self._probes = preflight.check_items(self, session.items, stop=lambda why: _stop(session, why))
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
@@ -227,7 +242,25 @@ class FabtestSession:
             self._collected = list(ids)  # every worker collects the same items, in the same order
         if not self._preflight_done and preflight.enabled(self.config):
             self._preflight_done = True
-            preflight.check_nodeids(self, list(ids))
+            dsession = self.config.pluginmanager.get_plugin("dsession")
+            self._probes = preflight.check_nodeids(self, list(ids), stop=lambda why: _stop(dsession, why))
+
+    def role_llm(self, role: str) -> Any:
+        """The run's own judge or simulator (the pre-flight probes it: same client, same connection)."""
+        return getattr(self.llm_roles(), role)
+
+    def _preflight_failed(self, session: pytest.Session, exitstatus: int) -> bool:
+        """A failed LLM probe ends the run as a usage error, as a failure found before it would
+        have (the line on stderr, exit 4); Ctrl-C does not wait for probes still out."""
+        if self._probes is None:
+            return False
+        failure = self._probes.result(wait=exitstatus != pytest.ExitCode.INTERRUPTED)
+        if failure is None:
+            return False
+        sys.stderr.write(f"ERROR: {failure}\n\n")
+        sys.stderr.flush()
+        session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        return True
 
     # -- the experiment (controller only) ----------------------------------------------------------
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -357,7 +390,7 @@ class FabtestSession:
                 and self.config.getoption("--fabtest-fake-llm", None) is None):
             from fabtest.llm import warmup
 
-            self.warm_up = warmup.start(self.settings)
+            self.warm_up = warmup.start(self.settings, build=self.llm_roles)
 
     def _check_results_destination(self) -> None:
         """Before any scenario runs: results can be saved, and no live run records the same id."""
@@ -391,6 +424,13 @@ class FabtestSession:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        from fabtest.pytest_plugin.spare_hypothesis import spare
+
+        spare(self.config)  # before pytest's summary, which hypothesis's plugin would import it for
+        if self._preflight_failed(session, exitstatus):  # what ran beside the failed probe is no experiment
+            if self._recorder is not None:
+                self._recorder.discard()
+            return
         interrupted = self._finish_late(exitstatus == pytest.ExitCode.INTERRUPTED)
         if self.is_worker:
             return
@@ -464,6 +504,13 @@ class FabtestSession:
             remove_pool_dir(self._llm_slots)
         if self._roles is not None and self._roles.executor is not None:
             self._roles.executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _stop(session: Any, why: str) -> None:
+    """Start no scenario after this (pytest's loop, the concurrency plugin and xdist's controller
+    all read ``shouldstop``)."""
+    if session is not None and not session.shouldstop:
+        session.shouldstop = why
 
 
 def _crashed_before_setup(nodeid: str) -> dict[str, Any]:
