@@ -11,6 +11,10 @@ Tool calls are accepted in the shapes agents commonly produce, so nobody has to 
 ``ToolCall``, ``{name, arguments}`` and ``{name, args}`` (arguments as an object or a JSON
 string), OpenAI's ``{id, type, function: {name, arguments: "<json>"}}``, each with an optional
 ``result`` or ``output`` and ``metadata``.
+
+One policy for text UTF-8 cannot hold: a lone surrogate (``"\\ud83d"``, half of an emoji cut by an
+agent, or a ``\\ud83d`` escape in JSON) is replaced by U+FFFD here, in the reply, its tool calls and
+its metadata, so every writer and the console downstream only see encodable text (docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import re
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -29,7 +34,7 @@ from fabtest.errors import AgentError, UsageError
 from fabtest.llm.base import LLMNotConfigured
 
 __all__ = ["AgentDataError", "accepts_keyword", "agent_traceback", "coerce_response", "coerce_tool_call",
-           "guarded", "merge_tool_calls", "safe_metadata"]
+           "guarded", "merge_tool_calls", "safe_metadata", "without_surrogates"]
 
 T = TypeVar("T")
 
@@ -39,6 +44,21 @@ _OURS = (AgentError, UsageError, LLMNotConfigured)
 _FABTEST_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: frames under these fabtest directories are user-facing examples, shown like an agent's own
 _SHOWN_FABTEST_DIRS = tuple(os.path.join(_FABTEST_DIR, d) + os.sep for d in ("demo", "testing"))
+
+
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def without_surrogates(value: Any) -> Any:
+    """``value`` with every surrogate code point in its text (keys too, in lists and mappings)
+    replaced by U+FFFD: what an agent hands over can then be written and printed as UTF-8."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value) if _SURROGATE.search(value) else value
+    if isinstance(value, list):
+        return [without_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {without_surrogates(k): without_surrogates(v) for k, v in value.items()}
+    return value
 
 
 class AgentDataError(AgentError):
@@ -109,7 +129,7 @@ class _ToolCallIn(BaseModel):
 
 def coerce_tool_call(raw: Any, *, where: str = "tool_calls[0]") -> ToolCall:
     """One tool call in any accepted shape as a ToolCall; AgentDataError naming ``where`` otherwise."""
-    fields = _normalise_call(raw, where)
+    fields = without_surrogates(_normalise_call(raw, where))
     try:
         model = _ToolCallIn.model_validate(fields)
     except ValidationError as exc:
@@ -157,7 +177,7 @@ def coerce_response(value: Any, *, where: str = "") -> AgentResponse:
     calls: Any
     metadata: Any
     if isinstance(value, str):
-        return AgentResponse(text=value)
+        return AgentResponse(text=without_surrogates(value))
     if isinstance(value, AgentResponse):
         text, calls, metadata = value.text, value.tool_calls, value.metadata
     elif isinstance(value, Mapping) and "text" in value:
@@ -184,7 +204,7 @@ def coerce_response(value: Any, *, where: str = "") -> AgentResponse:
         meta = _metadata(metadata, "metadata")
     except AgentDataError as exc:
         raise AgentDataError(f"{prefix}the agent returned bad data: {exc}") from None
-    return AgentResponse(text=text, tool_calls=tool_calls, metadata=meta)
+    return AgentResponse(text=without_surrogates(text), tool_calls=tool_calls, metadata=meta)
 
 
 def safe_metadata(agent: Any) -> dict[str, Any]:
@@ -211,7 +231,7 @@ def _metadata(value: Any, where: str) -> dict[str, Any]:
 def _plain(value: Any, where: str) -> Any:
     """Plain JSON data (objects become text), so results and reports always serialise."""
     try:
-        return json.loads(json.dumps(value, default=str))
+        return without_surrogates(json.loads(json.dumps(value, default=str)))
     except (TypeError, ValueError, RecursionError) as exc:
         raise AgentDataError(f"{where}: not JSON data ({type(exc).__name__}: {exc})") from None
 

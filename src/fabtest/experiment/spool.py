@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from fabtest._files import TEXT_ERRORS
 from fabtest.experiment.attribution import Attribution, attribute_flakiness
 from fabtest.experiment.export import (
     Costing,
@@ -205,7 +206,7 @@ class Spool:
 
     def _put(self, slot: int, result: ScenarioResult, dumped: dict[str, Any] | None) -> None:
         entry = scenario_entry(result, self._costing, dumped)
-        line = dump_json(entry).encode("utf-8") + b"\n"
+        line = dump_json(entry).encode("utf-8", TEXT_ERRORS) + b"\n"
         self._file.write(line)
         self._offsets[slot], self._lengths[slot] = self._end, len(line) - 1
         self._end += len(line)

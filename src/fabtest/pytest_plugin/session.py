@@ -40,6 +40,7 @@ class FabtestSession:
         self.summary_text = ""
         self.notes: list[str] = []
         self._recorder: Any = None
+        self._save_error: str | None = None  # a write to the experiment failed (a full disk): said once, at the end
         self._pending: dict[str, dict[str, Any]] = {}  # nodeid -> identity of a scenario started
         self._roles: LLMRoles | None = None
         self._fake: Any = None
@@ -215,7 +216,8 @@ class FabtestSession:
                 self._pending[report.nodeid] = value
             elif name == RESULT_PROPERTY:
                 self._pending.pop(report.nodeid, None)
-                self._get_recorder().add(ScenarioResult.model_validate(value))
+                result = ScenarioResult.model_validate(value)
+                self._save("add", result)
             elif name == LATE_PROPERTY and isinstance(value, list):
                 self._record_late(value)
         if report.failed and report.when not in ("setup", "call", "teardown"):
@@ -224,7 +226,8 @@ class FabtestSession:
 
     def _record_late(self, verdicts: list[dict[str, Any]]) -> None:
         for verdict in verdicts:
-            self._get_recorder().add_late(LateVerdict.model_validate(verdict))
+            late = LateVerdict.model_validate(verdict)
+            self._save("add_late", late)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
@@ -263,7 +266,23 @@ class FabtestSession:
             return  # not a scenario (a plain test function in the project)
         if reason:
             value["failure_message"] = f"{value['failure_message']}: {reason[0]}"
-        self._get_recorder().add(ScenarioResult.model_validate(value))
+        result = ScenarioResult.model_validate(value)
+        self._save("add", result)
+
+    def _save(self, method: str, *args: Any) -> Any:
+        """``recorder.<method>(*args)``: one write to the experiment. A write that fails (a full disk)
+        stops the recording, not the run: one line at the end says so and where the finished
+        scenarios are (None then)."""
+        if self._save_error is not None:
+            return None
+        try:
+            return getattr(self._get_recorder(), method)(*args)
+        except OSError as exc:
+            from fabtest.experiment.recorder import cannot_save_message
+
+            journal = self._recorder.journal if self._recorder is not None else None
+            self._save_error = cannot_save_message(exc, journal)
+            return None
 
     def shard(self) -> str | None:
         """``--fabtest-shard i/n``, else pytest-split's ``--splits n --group i``, else None."""
@@ -345,13 +364,15 @@ class FabtestSession:
 
     def _claim_experiment_id(self) -> None:
         """A given id is claimed (its journal locked) now, so a concurrent run with it stops at once."""
-        from fabtest.experiment.recorder import ExperimentInUse
+        from fabtest.experiment.recorder import ExperimentInUse, cannot_save_message
 
         if self.config.getoption("--fabtest-experiment-id"):
             try:
                 self._get_recorder()
             except ExperimentInUse as exc:
                 raise pytest.UsageError(f"--fabtest-experiment-id: {exc}") from None
+            except OSError as exc:  # a full disk before the first scenario: one line, nothing runs
+                raise pytest.UsageError(cannot_save_message(exc, None)) from None
 
     @property
     def results_dir(self) -> Path:
@@ -363,23 +384,37 @@ class FabtestSession:
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         interrupted = self._finish_late(exitstatus == pytest.ExitCode.INTERRUPTED)
+        if interrupted:  # Ctrl-C or SIGTERM while the last verdicts were awaited still exits "interrupted"
+            session.exitstatus = pytest.ExitCode.INTERRUPTED
         if self.is_worker:
             return
         if not interrupted:  # a worker that died mid-scenario: record what it was running
             for nodeid in list(self._pending):
                 self._record_unfinished(nodeid, [])
         if self._recorder is None:
+            self._report_save_error(session)
             return
         from fabtest.experiment.summary import previous_experiment_id, render_summary
 
         recorder = self._recorder
-        if not recorder.results:  # claimed early (a given id) but nothing ran: no empty experiment
+        if not recorder.results and self._save_error is None:  # claimed early (a given id) but nothing ran
             recorder.discard()
             return
-        path = recorder.finalise(interrupted=interrupted)
+        path = self._save("finalise", interrupted)
+        if path is None:
+            self._report_save_error(session)
+            return
         doc = recorder.document(interrupted=interrupted)
         shown = os.path.relpath(path, str(self.config.rootpath)) if path.is_relative_to(str(self.config.rootpath)) else path
         self.summary_text = render_summary(doc, shown, previous_experiment_id(recorder.results_dir, recorder.experiment_id))
+
+    def _report_save_error(self, session: pytest.Session) -> None:
+        """The experiment could not be written: one line, and the run must not look green."""
+        if self._save_error is None:
+            return
+        self.notes.append(f"fabtest: error: {self._save_error}")
+        if session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         for note in self.notes:
