@@ -435,6 +435,8 @@ class FabtestSession:
             return report
         # results travel in user_properties (to xdist's controller, --junitxml): redact them here too
         report.user_properties = [(name, redaction.redact_obj(value)) for name, value in report.user_properties]
+        # captured stdout, stderr and log of the agent, and fabtest's transcript section
+        report.sections = [(title, redaction.redact(content)) for title, content in report.sections]
         if report.longrepr is None:
             return report
         if isinstance(report.longrepr, tuple):  # a skip: (path, line, reason)
