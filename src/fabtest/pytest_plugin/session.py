@@ -21,6 +21,7 @@ from fabtest.errors import UsageError
 from fabtest.experiment.late import LateVerdict
 from fabtest.experiment.model import ScenarioResult
 from fabtest.pytest_plugin.late import LATE_PROPERTY, LateChannel
+from fabtest.pytest_plugin.streams import StreamGuard
 from fabtest.scenario_sets import ScenarioRecord
 from fabtest.settings import Settings
 from fabtest.topics import TopicGraph, TopicGraphError
@@ -50,6 +51,7 @@ class FabtestSession:
         self.retry_budget = self._make_retry_budget()
         self._sigterm = False  # our SIGTERM handler is in force (fabtest/_signals.py)
         self.late = LateChannel()  # this process's soft verdicts judged after their scenario
+        self._streams = StreamGuard()  # an agent closing sys.stdout must not end the session
         self._llm_slots: str | None = None  # controller: the slot directory its workers share
         self._share_llm_slots()
         from fabtest.llm import quick_exit
@@ -423,6 +425,10 @@ class FabtestSession:
             terminalreporter.write_sep("=", "fabtest experiment")
             terminalreporter.write_line(self.summary_text)
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> None:
+        self._streams.guard()  # the capture's streams are in place now
+
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
         """Secrets (fabtest.redaction) never reach the console: redact the failure text here."""
@@ -451,6 +457,7 @@ class FabtestSession:
         from fabtest._signals import restore_sigterm
 
         restore_sigterm(self._sigterm)
+        self._streams.release()
         redaction.clear()
         if self._llm_slots is not None:
             from fabtest.llm.shared_limit import remove_pool_dir
