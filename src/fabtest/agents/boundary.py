@@ -23,6 +23,7 @@ import inspect
 import json
 import os
 import re
+import threading
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -30,7 +31,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator
 
 from fabtest.conversation import AgentResponse, ToolCall
-from fabtest.errors import AgentError, UsageError
+from fabtest.errors import AgentError, AgentTimeout, UsageError
 from fabtest.llm.base import LLMNotConfigured
 
 __all__ = ["AgentDataError", "accepts_keyword", "agent_traceback", "coerce_response", "coerce_tool_call",
@@ -207,17 +208,41 @@ def coerce_response(value: Any, *, where: str = "") -> AgentResponse:
     return AgentResponse(text=without_surrogates(text), tool_calls=tool_calls, metadata=meta)
 
 
-def safe_metadata(agent: Any) -> dict[str, Any]:
+def safe_metadata(agent: Any, timeout: float | None = None) -> dict[str, Any]:
     """The agent's ``metadata()`` as plain JSON data ({} without one); a raising or malformed
-    ``metadata()`` is an AgentError naming it."""
+    ``metadata()`` is an AgentError naming it, one that does not answer within ``timeout`` seconds
+    an AgentTimeout (a hung ``metadata()`` must not leave the scenario looking passed)."""
     meta = getattr(agent, "metadata", None)
     if not callable(meta):
         return {}
-    value = guarded("the agent's metadata() raised", meta)
+    if timeout is None:
+        value = guarded("the agent's metadata() raised", meta)
+    else:
+        value = _within(timeout, "the agent's metadata()", lambda: guarded("the agent's metadata() raised", meta))
     try:
         return _metadata(value, "metadata()")
     except AgentDataError as exc:
         raise AgentDataError(f"the agent returned bad data: {exc}") from None
+
+
+def _within(timeout: float, what: str, func: Callable[[], T]) -> T:
+    """``func()`` on a daemon thread; AgentTimeout when it has not returned after ``timeout`` seconds."""
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = func()
+        except BaseException as exc:  # noqa: BLE001 - re-raised on the caller's thread below
+            box["error"] = exc
+
+    worker = threading.Thread(target=run, name="fabtest-agent-hook", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        raise AgentTimeout(f"{what} did not answer within {timeout:g}s (agent_timeout)")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 def _metadata(value: Any, where: str) -> dict[str, Any]:

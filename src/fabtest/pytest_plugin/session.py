@@ -326,10 +326,12 @@ class FabtestSession:
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         """A run killed earlier left a journal: turn it into an interrupted experiment first."""
         self._warm_controller()
-        if self.is_worker or self.config.getoption("--fabtest-no-results"):
+        if self.is_worker:
+            return
+        self.shard()  # a bad --fabtest-shard is a usage error before anything runs, in every mode
+        if self.config.getoption("--fabtest-no-results"):
             return
         self._check_results_destination()
-        self.shard()  # a bad --fabtest-shard is a usage error before anything runs
         from fabtest._signals import sigterm_as_interrupt
         from fabtest.experiment.recorder import recover_pending
 
