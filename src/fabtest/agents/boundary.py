@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator
 
 from fabtest.conversation import AgentResponse, ToolCall
-from fabtest.errors import AgentError, AgentTimeout, UsageError
+from fabtest.errors import AgentError, AgentTimeout, UsageError, excerpt
 from fabtest.llm.base import LLMNotConfigured
 
 __all__ = ["AgentDataError", "accepts_keyword", "agent_traceback", "coerce_response", "coerce_tool_call",
@@ -76,7 +76,7 @@ def guarded(failed: str, func: Callable[..., T], *args: Any, **kwargs: Any) -> T
     except _OURS:
         raise
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - user code: anything it raises is its failure
-        raise AgentError(f"{failed} {type(exc).__name__}: {exc}") from exc
+        raise AgentError(excerpt(f"{failed} {type(exc).__name__}: {exc}")) from exc
 
 
 def agent_traceback(exc: BaseException) -> str | None:
