@@ -149,3 +149,43 @@ def test_an_http_agent_answering_json_with_a_lone_surrogate_escape_is_one_scenar
     doc = json.loads((pytester.path / "results" / "exp_http.json").read_text(encoding="utf-8"))
     text = json.dumps(doc["scenario_results"][0], ensure_ascii=False)
     assert "half \ufffd an emoji" in text and "look\ufffd" in text
+
+
+ESCAPES = ["\x1b[2J", "\x1b]0;pwned\x07", "\x1b[8mhidden", "\x9b31m", "bell\x07", "\x1b[31mred"]
+
+ANSI_AGENT = '''
+def build(context):
+    def chat(messages):
+        return "look " + context.get("escape", "\\x1b[2J") + " here"
+    return chat
+
+
+def raising(context):
+    def chat(messages):
+        raise RuntimeError("bad \\x1b[2J\\x1b]0;pwned\\x07 thing")
+    return chat
+'''
+
+
+@pytest.mark.parametrize("escape", ESCAPES)
+def test_control_characters_are_made_inert_for_the_terminal(escape: str) -> None:
+    from fabtest._terminal import inert
+
+    shown = inert(f"a {escape} b\n\tc")
+    assert not any(ch in shown for ch in "\x1b\x07\x9b") and shown.endswith(" b\n\tc")
+    assert "\\x" in shown
+
+
+@pytest.mark.parametrize("agent", ["build", "raising"])
+def test_escape_sequences_from_an_agent_or_an_experiment_name_never_reach_the_terminal(
+        pytester: pytest.Pytester, agent: str) -> None:
+    pytester.makefile(".toml", pyproject=PYPROJECT.replace('"surro:build"', f'"ansi:{agent}"'))
+    pytester.makepyfile(ansi=ANSI_AGENT)
+    pytester.makefile(".feature", one='Feature: F\n  Scenario: S\n    When the user says "hi"\n'
+                                      '    Then the response must match "nothing"\n')
+    result = pytester.runpytest_subprocess(*BASE_ARGS, "-q", "-rA", "--fabtest-no-preflight",
+                                           "--fabtest-experiment", "name \x1b[2J\x1b]0;x\x07")
+    output = result.stdout.str() + result.stderr.str()
+    assert result.ret == 1, output
+    assert "\x1b[2J" not in output and "\x07" not in output, output
+    assert "\\x1b[2J" in output

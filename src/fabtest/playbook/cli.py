@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from fabtest._terminal import inert
 from fabtest.engine.llms import configured_llms
 from fabtest.engine.scenario import LLMRoles
 from fabtest.errors import UsageError
@@ -171,7 +172,7 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
                 print(f"    PASSED ({len(outcome.conversation.turns)} turns, {outcome.duration_s:.1f}s)", flush=True)
             else:
                 failed += 1
-                message = redact(outcome.failure_message or "").replace("\n", "\n    ")
+                message = inert(redact(outcome.failure_message or "")).replace("\n", "\n    ")
                 print(f"    FAILED [{outcome.failure_type}]: {message}", flush=True)
             if recorder is not None and outcome.result is not None:
                 recorder.add(outcome.result)

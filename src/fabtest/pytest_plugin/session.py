@@ -421,11 +421,13 @@ class FabtestSession:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        from fabtest._terminal import inert
+
         for note in self.notes:
-            terminalreporter.write_line(note)
+            terminalreporter.write_line(inert(note))
         if self.summary_text:
             terminalreporter.write_sep("=", "fabtest experiment")
-            terminalreporter.write_line(self.summary_text)
+            terminalreporter.write_line(inert(self.summary_text))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_call(self, item: pytest.Item) -> None:
@@ -439,6 +441,7 @@ class FabtestSession:
             report.user_properties.append((LATE_PROPERTY, ready))
         from fabtest import redaction
 
+        _make_inert(report)
         if not redaction.secrets():
             return report
         # results travel in user_properties (to xdist's controller, --junitxml): redact them here too
@@ -467,6 +470,18 @@ class FabtestSession:
             remove_pool_dir(self._llm_slots)
         if self._roles is not None and self._roles.executor is not None:
             self._roles.executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _make_inert(report: pytest.TestReport) -> None:
+    """Escape sequences an agent put in its reply or its exception are shown, not obeyed."""
+    from fabtest._terminal import inert
+
+    report.sections = [(title, inert(content)) for title, content in report.sections]
+    if isinstance(report.longrepr, tuple):
+        path, line, reason = report.longrepr
+        report.longrepr = (path, line, inert(str(reason)))
+    elif report.longrepr is not None and "\x1b" in (text := str(report.longrepr)):
+        report.longrepr = inert(text)  # as text: only when there is something to neutralise
 
 
 def _crashed_before_setup(nodeid: str) -> dict[str, Any]:
