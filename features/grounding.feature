@@ -1,7 +1,7 @@
 @grounding
 Feature: Replies are grounded in tool results
   The judge checks the reply's factual claims against what the tools returned.
-  Without GEMINI_API_KEY the soft checks are recorded as skipped and the must scenario is skipped.
+  Without GEMINI_API_KEY the demo's offline stand-in ([tool.fabtest] offline_llm) judges instead.
 
   Scenario: Prices come from the catalogue
     Given the agent "venue_bot"

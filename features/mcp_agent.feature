@@ -3,8 +3,8 @@ Feature: A built-in agent with the venue tools behind an MCP server
   "venue_mcp" exists only in pyproject.toml ([tool.fabtest.agents.venue_mcp]): a Gemini model,
   instructions, and the demo venue tools served by `python -m fabtest.demo.mcp_server` over stdio.
   fabtest runs the tool loop, records every MCP call with its arguments and result, and stops the
-  server when the run ends (it is marked shared). Without GEMINI_API_KEY these scenarios are
-  skipped; the test suite runs them against the offline stand-in for Gemini.
+  server when the run ends (it is marked shared). Without GEMINI_API_KEY the demo's offline script
+  ([tool.fabtest] offline_llm) plays the model too, so the same tool loop runs with no key.
 
   Background:
     Given the agent "venue_mcp"

@@ -1,7 +1,7 @@
 @simulated
 Feature: Simulated users book venues
   A simulator LLM plays the user from a goal and a persona; the judge LLM scores every reply.
-  Without GEMINI_API_KEY these scenarios are skipped with the reason.
+  Without GEMINI_API_KEY the demo's offline stand-in ([tool.fabtest] offline_llm) plays the user and the judge.
 
   Background:
     Given the agent "venue_bot"

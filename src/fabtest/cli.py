@@ -1,4 +1,4 @@
-"""Command line: ``fabtest`` (list, show, report, compare, run, steps) and ``fabtest-compare``.
+"""Command line: ``fabtest`` (init, list, show, report, compare, run, steps) and ``fabtest-compare``.
 
 Exit codes: 0 normally, 1 when a requested gate trips, 2 for usage errors and for missing,
 malformed or ambiguous experiment files (a one-line message on stderr, never a traceback).
@@ -9,6 +9,7 @@ but its error.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -68,6 +69,17 @@ def _alpha_arg(text: str) -> float:
     return value
 
 
+def _percent_arg(text: str) -> float:
+    """``20`` or ``20%`` → 0.2: an increase limit in percent (any non-negative number)."""
+    try:
+        value = float(text.strip().rstrip("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a percentage: {text!r} (use e.g. 20 or 20%)") from None
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"percentage out of range: {text!r} (0 or more, e.g. 20 for +20%%)")
+    return value / 100
+
+
 def _criterion_floor_arg(text: str) -> tuple[str, float]:
     """``friendly=0.8`` or ``friendly=80%`` → ("friendly", 0.8); the name may itself contain ``=``."""
     name, sep, value = text.rpartition("=")
@@ -85,17 +97,27 @@ def _add_compare_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scenario", metavar="ID", action="append", default=[],
                         help="show this scenario's two conversations side by side from the first turn where they "
                              "differ (repeatable; default: the scenarios that changed outcome, at most 5)")
-    parser.add_argument("--fail-on-regression", action="store_true",
-                        help="exit 1 if completion or any criterion dropped significantly on the shared scenarios "
-                             "(one-sided Fisher's exact test at --alpha)")
-    parser.add_argument("--alpha", metavar="LEVEL", type=_alpha_arg, default=0.05,
-                        help="significance level of --fail-on-regression (default 0.05)")
-    parser.add_argument("--min-completion", metavar="RATE", type=_rate_arg, default=None,
-                        help="exit 1 if completion on the shared scenarios is below RATE (0.8 or 80%%)")
-    parser.add_argument("--min-evaluation", metavar="RATE", type=_rate_arg, default=None,
-                        help="exit 1 if the evaluation rate on the shared scenarios is below RATE")
-    parser.add_argument("--min-criterion", metavar="NAME=RATE", type=_criterion_floor_arg, action="append", default=[],
-                        help="exit 1 if criterion NAME on the shared scenarios is below RATE (repeatable)")
+    gate = parser.add_argument_group(
+        "gate", "every metric below is tested in one family at --alpha (Holm-Tarone), the scenario run as the "
+                "unit; exit 1 if any fails (docs/gates.md)")
+    gate.add_argument("--fail-on-regression", action="store_true",
+                      help="fail if completion, the overall evaluation or any criterion dropped significantly on "
+                           "the shared scenarios (one-sided Fisher's exact test on runs)")
+    gate.add_argument("--gate-modified", action="store_true",
+                      help="also test criteria whose definition changed between the experiments")
+    gate.add_argument("--alpha", metavar="LEVEL", type=_alpha_arg, default=0.05,
+                      help="family-wise significance level of the gate (default 0.05)")
+    gate.add_argument("--min-completion", metavar="RATE", type=_rate_arg, default=None,
+                      help="fail if completion on the shared scenarios is significantly below RATE (0.8 or 80%%)")
+    gate.add_argument("--min-evaluation", metavar="RATE", type=_rate_arg, default=None,
+                      help="fail if the evaluation rate on the shared scenarios is significantly below RATE")
+    gate.add_argument("--min-criterion", metavar="NAME=RATE", type=_criterion_floor_arg, action="append", default=[],
+                      help="fail if criterion NAME on the shared scenarios is significantly below RATE (repeatable)")
+    gate.add_argument("--max-cost-increase", metavar="PCT", type=_percent_arg, default=None,
+                      help="fail if the cost per shared scenario run rose significantly by more than PCT percent")
+    gate.add_argument("--max-latency-increase", metavar="PCT", type=_percent_arg, default=None,
+                      help="fail if the response latency per shared scenario run rose significantly by more than "
+                           "PCT percent")
 
 
 def _fail(prog: str, message: str) -> int:
@@ -104,9 +126,10 @@ def _fail(prog: str, message: str) -> int:
 
 
 def _run_compare(args: argparse.Namespace, prog: str) -> int:
+    from fabtest.experiment import gate as gating
     from fabtest.experiment.compare import (
         compare,
-        gate_failures,
+        md_escape,
         read_experiment,
         render_json,
         render_markdown,
@@ -115,10 +138,20 @@ def _run_compare(args: argparse.Namespace, prog: str) -> int:
     )
 
     results_dir = args.results_dir or _default_results_dir()
+    options = gating.GateOptions(
+        alpha=args.alpha, fail_on_regression=args.fail_on_regression, gate_modified=args.gate_modified,
+        min_completion=args.min_completion, min_evaluation=args.min_evaluation, min_criteria=dict(args.min_criterion),
+        max_cost_increase=args.max_cost_increase, max_latency_increase=args.max_latency_increase)
+    latency = None
     try:
-        # Index rows added up as they are read (no transcripts) unless the HTML report needs the transcripts.
-        if args.html:
-            b_exp, c_exp = (summarise(read_document(ref, results_dir)[1]) for ref in (args.baseline, args.current))
+        # Index rows added up as they are read (no transcripts) unless the HTML report or the latency
+        # limit needs the transcripts.
+        if args.html or args.max_latency_increase is not None:
+            docs = [read_document(ref, results_dir)[1] for ref in (args.baseline, args.current)]
+            if args.max_latency_increase is not None:
+                latency = gating.paired(*(gating.latency_per_run(doc) for doc in docs))
+            b_exp, c_exp = (summarise(doc) for doc in docs)
+            del docs
         else:
             b_exp, c_exp = (read_experiment(ref, results_dir)[1] for ref in (args.baseline, args.current))
         comparison = compare(b_exp, c_exp)
@@ -126,12 +159,18 @@ def _run_compare(args: argparse.Namespace, prog: str) -> int:
         return _fail(prog, str(exc))
     except (KeyError, TypeError, AttributeError) as exc:
         return _fail(prog, f"malformed experiment file {args.baseline} or {args.current} ({type(exc).__name__}: {exc})")
-    try:
-        failures = gate_failures(comparison, args.fail_on_regression, args.min_completion, alpha=args.alpha,
-                                 min_evaluation=args.min_evaluation, min_criteria=dict(args.min_criterion))
+    try:  # before anything is printed: a bad --min-criterion name prints one line
+        gate = gating.evaluate(comparison, options, cost=gating.paired(b_exp.cost_per_run(), c_exp.cost_per_run()),
+                               latency=latency) if options.requested() else None
     except ValueError as exc:
         return _fail(prog, str(exc))
-    renderer = {"text": render_text, "json": render_json, "markdown": render_markdown}[args.format]
+    warnings = gate.warnings if gate is not None else gating.modified_warnings(comparison, False)
+    comparison.gate = gating.gate_dict(gate, warnings)
+
+    def markdown(c: Any) -> str:
+        return render_markdown(c) + "".join(line + "\n" for line in gating.gate_markdown(gate, warnings, md_escape))
+
+    renderer = {"text": render_text, "json": render_json, "markdown": markdown}[args.format]
     try:
         diffs = _conversation_diffs(args, results_dir, comparison, b_exp, c_exp)
     except KeyError as exc:
@@ -147,9 +186,9 @@ def _run_compare(args: argparse.Namespace, prog: str) -> int:
         except OSError as exc:
             return _fail(prog, f"cannot write {args.html}: {exc.strerror or exc}")
         print(f"HTML comparison written to: {args.html}", file=sys.stderr)
-    for line in failures:
-        print(f"{prog}: gate failed: {line}", file=sys.stderr)
-    return EXIT_GATE if failures else EXIT_OK
+    for line in gating.gate_lines(gate) if gate is not None else warnings:
+        print(f"{prog}: {line}", file=sys.stderr)
+    return EXIT_GATE if gate is not None and gate.failed else EXIT_OK
 
 
 def _conversation_diffs(args: argparse.Namespace, results_dir: str, comparison: Any, base: Experiment,
@@ -305,26 +344,52 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_steps(args: argparse.Namespace) -> int:
-    from fabtest.pytest_plugin.vocabulary import collect_steps, render_steps
+    from fabtest.pytest_plugin.vocabulary import collect_steps, collection_errors, render_steps
 
     paths = list(args.paths) or (["features"] if Path("features").is_dir() else ["."])
     steps, code, output = collect_steps(paths)
-    if code not in (0, 5):  # 5: nothing collected, which still lists the built-in steps
-        tail = [line for line in output.splitlines() if line.strip()][-15:]
+    errors = collection_errors(output)
+    if code not in (0, 5) and not (steps and errors):  # 5: nothing collected, which still lists the built-in steps
+        tail = errors or [line for line in output.splitlines() if line.strip()][-15:]
         sys.stderr.write("\n".join(tail) + "\n")
         return _fail("fabtest steps", f"pytest could not collect {' '.join(paths)} (exit code {code}); see above")
     sys.stdout.write(render_steps(steps))
+    if errors:  # a feature that does not collect hides none of the vocabulary, only its own example lines
+        sys.stderr.write("fabtest steps: warning: some files did not collect (their lines give no examples):\n"
+                         + "\n".join(f"  {line}" for line in errors) + "\n")
+    return EXIT_OK
+
+
+def _cmd_init(args: argparse.Namespace) -> int:
+    from fabtest.errors import UsageError
+    from fabtest.init import next_steps, plan_init, write_init
+
+    try:
+        plan = plan_init(Path(args.dir), agent=args.agent)
+    except UsageError as exc:
+        return _fail("fabtest init", str(exc))
+    lines = write_init(plan)
+    print(f"fabtest init: wrote in {plan.root}:")
+    print("\n".join(lines))
+    print(next_steps(plan), end="")
     return EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``fabtest list | show | report | compare | recover | rejudge | calibrate | replay | run | steps``."""
+    """``fabtest init | list | show | report | compare | recover | rejudge | calibrate | replay | run | steps``."""
     raw = list(sys.argv[1:] if argv is None else argv)
     if raw and raw[0] == "run":  # the playbook runner parses its own options (argparse REMAINDER can't)
         return _cmd_run(argparse.Namespace(args=raw[1:]))
     parser = argparse.ArgumentParser(prog="fabtest", description="fabtest experiments and playbooks.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
+
+    p = sub.add_parser("init", help="set up fabtest in this project: a [tool.fabtest] table, first features, an "
+                                    "offline script (pytest features/ is green with no key); never overwrites")
+    p.add_argument("--agent", metavar="MODULE:ATTR", default=None,
+                   help="use this existing agent (must import from the project directory) instead of a stub")
+    p.add_argument("--dir", default=".", help="the project directory (default: the current directory)")
+    p.set_defaults(func=_cmd_init)
 
     p = sub.add_parser("list", help="list stored experiments")
     p.add_argument("--results-dir", default=None)
@@ -376,6 +441,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                                       "first turn that differs")
     replay_command.add_replay_args(p)
     p.set_defaults(func=lambda a: replay_command.run_replay(a, a.results_dir or _default_results_dir()))
+
+    from fabtest import generate_command
+
+    p = sub.add_parser("generate", help="draft scenario-set records aimed at what the last run never exercised")
+    generate_command.add_generate_args(p)
+    p.set_defaults(func=lambda a: generate_command.run_generate(a, a.results_dir or _default_results_dir()))
 
     p = sub.add_parser("run", help="run playbook files", add_help=False)
     p.add_argument("args", nargs=argparse.REMAINDER, metavar="FILE")

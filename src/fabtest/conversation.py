@@ -62,6 +62,8 @@ class Turn:
     duration_s: float = 0.0
     #: the topic left through a trigger of a topic that is not its successor (None: on the graph)
     off_graph_from: str | None = None
+    #: what the simulated user said of its own message: an adversarial user's tactic (fabtest.redteam)
+    user_note: str | None = None
 
     @property
     def tool_calls(self) -> list[ToolCall]:

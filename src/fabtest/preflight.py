@@ -2,12 +2,17 @@
 
 A run is often hours of paid LLM calls. A typo in an agent's module name, an HTTP agent that
 is not started, a missing CLI or a revoked API key would otherwise fail every scenario one by
-one, each after spending on the others. So before the first scenario fabtest checks, once:
+one, each after spending on the others. So before the first scenario fabtest checks, once, the
+agents the selected scenarios use (``Given the agent "name"``, else the default agent), in two
+phases:
 
-- every configured agent target: a ``module:attr`` imports, an HTTP agent's host accepts a TCP
-  connection, a CLI agent's executable exists;
-- the judge and the simulator, when the run needs them and a key is configured, answer one
-  cheap call with the configured key and model (``probe``: a few output tokens).
+1. configuration, all of it: a ``module:attr`` imports; an agent named in a feature exists; every
+   ``${VAR}`` of every adapter's table is set; a built-in agent's table has only known keys (with a
+   did-you-mean) of the right types, its ``tools = "module:ATTR"`` imports, its instructions
+   file exists; an HTTP or OpenAI agent's options are valid;
+2. reachability, only when the configuration is sound: an HTTP agent's host accepts a TCP
+   connection, a CLI agent's executable exists, and the judge and the simulator, when the run
+   needs them and a key is configured, answer one cheap call (``probe``: a few output tokens).
 
 Each problem is one line naming what and why; the caller stops the run as a usage error
 (pytest exit 4, ``fabtest run`` exit 2). ``--fabtest-no-preflight`` skips the check. Nothing here
@@ -29,14 +34,15 @@ from urllib.parse import urlsplit
 
 from fabtest.errors import UsageError
 
-__all__ = ["Needs", "PreflightFailed", "check_agent", "check_llms", "configured_agents", "feature_text_needs",
-           "needs_of_steps", "run_preflight"]
+__all__ = ["Needs", "PreflightFailed", "check_llms", "config_problem", "configured_agents", "reachability_problem",
+           "run_preflight"]
 
 #: Seconds to wait for an HTTP agent's TCP handshake (a local server answers in microseconds).
 CONNECT_TIMEOUT_S = 3.0
 _JUDGE_STEP = re.compile(r"\b(should|must) (?:not )?(satisfy|be grounded in|have the intent|be achieved|"
                          r"reach the topic|follow the topics)\b")
 _SIMULATOR_STEP = re.compile(r"\bthe simulated user talks to the agent\b")
+_AGENT_STEP = re.compile(r'the agent "(?P<name>[^"]*)"')
 _ENV_REF = re.compile(r"\$\{(\w+)\}")
 
 
@@ -57,6 +63,9 @@ class Needs:
     agents: dict[str, Any] = field(default_factory=dict)  # where (the setting's name) -> target
     judge: bool = False
     simulator: bool = False
+    #: agents named by ``Given the agent "name"`` (-> where first, ``file:line``); ``default_agent``: a scenario names none
+    agent_names: dict[str, str] = field(default_factory=dict)
+    default_agent: bool = False
 
     def add_steps(self, texts: Iterable[str]) -> None:
         """A scenario's step texts: LLM-judged steps need the judge, a simulated user the simulator."""
@@ -64,22 +73,28 @@ class Needs:
             self.judge = self.judge or bool(_JUDGE_STEP.search(text))
             self.simulator = self.simulator or bool(_SIMULATOR_STEP.search(text))
 
+    def add_scenario(self, steps: Iterable[tuple[str, str]]) -> None:
+        """One scenario's steps (its backgrounds' included) as ``(text, file:line)``: its LLM needs and
+        the agent it uses."""
+        steps = list(steps)
+        self.add_steps(text for text, _ in steps)
+        named = [(m.group("name"), where) for text, where in steps if (m := _AGENT_STEP.fullmatch(text.strip()))]
+        for name, where in named:
+            self.agent_names.setdefault(name, where)
+        self.default_agent = self.default_agent or not named
 
-def needs_of_steps(texts: Iterable[str]) -> Needs:
-    """The LLM needs of some step texts (for a scenario, or a whole feature file's lines)."""
-    needs = Needs()
-    needs.add_steps(texts)
-    return needs
 
-
-def configured_agents(settings: Any, *, scenarios: bool, playbooks: bool) -> dict[str, Any]:
-    """The agent targets of ``[tool.fabtest]`` a run with these kinds of items may build."""
+def configured_agents(settings: Any, *, scenarios: bool, playbooks: bool,
+                      needs: Needs | None = None) -> dict[str, Any]:
+    """The agent targets of ``[tool.fabtest]`` a run with these kinds of items builds: with ``needs``,
+    only the agents its scenarios name (and the default agent when one names none), else all."""
     agents: dict[str, Any] = {}
     if scenarios:
-        if settings.agent is not None:
+        if settings.agent is not None and (needs is None or needs.default_agent):
             agents["[tool.fabtest] agent"] = settings.agent
         for name, target in (settings.agents or {}).items():
-            agents[f"[tool.fabtest.agents] {name}"] = target
+            if needs is None or name in needs.agent_names:
+                agents[f"[tool.fabtest.agents] {name}"] = target
     if playbooks:
         from fabtest.agents.registry import playbook_agent_target
 
@@ -87,8 +102,22 @@ def configured_agents(settings: Any, *, scenarios: bool, playbooks: bool) -> dic
     return agents
 
 
-def check_agent(where: str, target: Any) -> str | None:
-    """One line saying why ``target`` cannot be used, or None when it looks ready."""
+def config_problem(where: str, target: Any, *, root: Path | None = None) -> str | None:
+    """Phase 1: what is wrong in ``target``'s configuration (nothing is started or connected to)."""
+    try:
+        if isinstance(target, str):
+            from fabtest.targets import import_object
+
+            import_object(target, where=where)
+        elif isinstance(target, Mapping):
+            return _table_problem(where, target, root)
+    except UsageError as exc:
+        return str(exc)
+    return None  # an object handed over in code
+
+
+def reachability_problem(where: str, target: Any) -> str | None:
+    """Phase 2: a CLI agent's executable is on PATH, an HTTP agent's host accepts a connection."""
     try:
         if isinstance(target, str):
             return _check_object(where, target)
@@ -99,7 +128,56 @@ def check_agent(where: str, target: Any) -> str | None:
                 return _check_object(where, str(target["factory"]))
     except UsageError as exc:
         return str(exc)
-    return None  # an object handed over in code, or a table the registry will judge itself
+    return None
+
+
+def _table_problem(where: str, table: Mapping[str, Any], root: Path | None) -> str | None:
+    """Every ``${VAR}`` set, then the adapter's own validation, as the registry would build it."""
+    missing = [name for name in _env_refs(table) if name not in os.environ]
+    if missing:
+        return f"{where}: the agent configuration uses ${{{missing[0]}}}, which is not set"
+    if "gemini" in table or "provider" in table:
+        from fabtest.agents.builtin import check_builtin_table
+
+        check_builtin_table(table, root=root, where=where)
+    elif "openai" in table:
+        from fabtest.agents.openai_chat import build_openai_chat_agent
+
+        build_openai_chat_agent(_expanded(table), {}, where=where).close()
+    elif "http" in table:
+        from fabtest.agents.http import HttpAgent
+
+        options = {k: v for k, v in _expanded(table).items() if k != "http"}
+        try:
+            HttpAgent(str(_expanded(table)["http"]), **options).close()
+        except TypeError as exc:
+            return (f"{where}: bad options for the HTTP agent: "
+                    f"{str(exc).replace('HttpAgent.__init__() ', '')}")
+    elif "factory" in table:
+        from fabtest.targets import import_object
+
+        import_object(str(table["factory"]), where=where)
+    return None
+
+
+def _env_refs(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return _ENV_REF.findall(value)
+    if isinstance(value, Mapping):
+        return [name for v in value.values() for name in _env_refs(v)]
+    if isinstance(value, (list, tuple)):
+        return [name for v in value for name in _env_refs(v)]
+    return []
+
+
+def _expanded(value: Any) -> Any:
+    if isinstance(value, str):
+        return _ENV_REF.sub(lambda m: os.environ.get(m.group(1), ""), value)
+    if isinstance(value, Mapping):
+        return {k: _expanded(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_expanded(v) for v in value]
+    return value
 
 
 def _check_object(where: str, spec: str) -> str | None:
@@ -190,17 +268,27 @@ def _probe(settings: Any, role: str) -> str | None:
 
 def run_preflight(settings: Any, needs: Needs, *, cache_mode: str,
                   skip_option: str = "--fabtest-no-preflight") -> None:
-    """Raise :class:`PreflightFailed` listing every problem; return when the run can start."""
-    problems = [p for p in (check_agent(w, t) for w, t in needs.agents.items()) if p]
-    problems += check_llms(settings, needs, cache_mode=cache_mode)
+    """Raise :class:`PreflightFailed` listing every problem; return when the run can start.
+
+    Configuration problems are all reported together, before (and instead of) any reachability
+    check: a typo is fixed in the file, and probing a server or an LLM meanwhile would only add noise."""
+    source = str(getattr(settings, "source", "") or "")
+    root = Path(source).parent if source else None
+    problems = [_unknown_agent(settings, name, where) for name, where in sorted(needs.agent_names.items())
+                if name not in (settings.agents or {})]
+    problems += [p for p in (config_problem(w, t, root=root) for w, t in needs.agents.items()) if p]
+    if not problems:
+        problems = [p for p in (reachability_problem(w, t) for w, t in needs.agents.items()) if p]
+        problems += check_llms(settings, needs, cache_mode=cache_mode)
     if problems:
         raise PreflightFailed(problems, skip_option=skip_option)
 
 
-def feature_text_needs(path: Path) -> Needs:
-    """The LLM needs of a whole feature file, read as text (the xdist controller has no items)."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return Needs()
-    return needs_of_steps(text.splitlines())
+def _unknown_agent(settings: Any, name: str, where: str) -> str:
+    import difflib
+
+    known = sorted(settings.agents or {})
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return (f'{where}: Given the agent "{name}": unknown agent{hint}; [tool.fabtest.agents] defines: '
+            f"{', '.join(known) or 'none'}")

@@ -1,7 +1,8 @@
 """One way to keep secrets out of everything fabtest writes: results, traces, logs, messages, caches.
 
 A secret is any value fabtest substituted from the environment: ``${VAR}`` in an agent table of
-``[tool.fabtest]`` (an HTTP agent's ``?token=${BOT_TOKEN}``) and the variables a playbook lists in
+``[tool.fabtest]`` (an HTTP agent's ``?token=${BOT_TOKEN}``; not a port-sized number of a variable
+whose name does not say secret, see :func:`register_env`) and the variables a playbook lists in
 ``env``. Where a value is substituted it is :func:`register`-ed in this process; every writer
 then passes its text through :func:`redact` / :func:`redact_obj`, which replace each secret (and
 its JSON-escaped, repr, URL-encoded and HTML-escaped forms, one and two deep) with ``***``. Values shorter than
@@ -24,7 +25,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import quote, quote_plus
 
-__all__ = ["MIN_SECRET_LENGTH", "REDACTED", "Redactor", "clear", "redact", "redact_obj", "register", "register_configured_secrets", "secrets"]
+__all__ = ["MIN_SECRET_LENGTH", "REDACTED", "Redactor", "clear", "redact", "redact_obj", "register",
+           "register_configured_secrets", "register_env", "secrets"]
 
 REDACTED = "***"
 MIN_SECRET_LENGTH = 4
@@ -141,6 +143,21 @@ def redact_obj(value: Any) -> Any:
     return _current.redact_obj(value)
 
 
+#: A variable whose name says it holds a secret: its value is masked whatever it looks like.
+_SECRET_NAME = re.compile(r"(?i)token|key|secret|pass|pin|auth|cred|session|cookie|sig")
+_PORT_SIZED = re.compile(r"\d{1,5}")
+
+
+def register_env(name: str, value: str) -> None:
+    """Register the value of ``${name}`` as a secret, unless it is plainly not one: a port-sized
+    number (at most 5 digits) of a variable whose name does not say secret. Masking such a value
+    would shred every URL and count it appears in (``http://127.0.0.1:***/v1``) and hide nothing
+    an attacker could use; ``${BOT_PIN}`` = 1234 is still masked by its name."""
+    if _PORT_SIZED.fullmatch(value.strip()) and not _SECRET_NAME.search(name):
+        return
+    register(value)
+
+
 def register_configured_secrets(*tables: Any) -> None:
     """Register the environment values that agent tables refer to, before any agent is built.
 
@@ -150,7 +167,7 @@ def register_configured_secrets(*tables: Any) -> None:
         if isinstance(table, str):
             for name in re.findall(r"\$\{(\w+)\}", table):
                 if name in os.environ:
-                    register(os.environ[name])
+                    register_env(name, os.environ[name])
         elif isinstance(table, Mapping):
             register_configured_secrets(*table.values())
         elif isinstance(table, (list, tuple)):

@@ -8,12 +8,14 @@ AgentTimeout) that the pytest plugin maps to failure types.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
+from fabtest.agents import aio
 from fabtest.agents.base import Agent, AgentError, AgentTimeout
 from fabtest.agents.boundary import (
     AgentDataError,
@@ -21,12 +23,16 @@ from fabtest.agents.boundary import (
     coerce_response,
     coerce_tool_call,
     guarded,
+    guarded_async,
     merge_tool_calls,
 )
 from fabtest.conversation import AgentResponse, Conversation, Message, ToolCall, Turn
 from fabtest.errors import MaxTurnsReached, ScenarioTimeout
 
 TurnHook = Callable[[Turn], None]
+
+#: how long an async agent's ``cancel()`` may take after a timeout before fabtest moves on
+CANCEL_TIMEOUT_S = 10.0
 
 #: Every turn is logged at INFO: ``pytest --log-cli-level=INFO`` shows conversations as they happen.
 log = logging.getLogger("fabtest.conversation")
@@ -97,13 +103,14 @@ class ConversationRunner:
 
 
 def call_agent(agent: Agent, messages: list[Message], *, timeout: float) -> AgentResponse:
-    """Call ``agent.chat`` on a worker thread so a hung agent becomes an AgentTimeout, not a hung suite.
+    """Call ``agent.chat`` so a hung agent becomes an AgentTimeout, not a hung suite.
 
-    An agent whose ``chat`` takes ``on_tool_call`` gets a callback; calls reported through it and
+    A sync ``chat`` runs on a worker thread that is abandoned at the timeout; an ``async def chat``
+    runs on the shared agent loop (:mod:`fabtest.agents.aio`) and is cancelled at the timeout. An
+    agent whose ``chat`` takes ``on_tool_call`` gets a callback; calls reported through it and
     calls returned in the response are merged (one call reported both ways counts once). Whatever
     comes back is validated at :mod:`fabtest.agents.boundary`.
     """
-    box: dict[str, Any] = {}
     reported: list[ToolCall] = []
     problems: list[AgentError] = []
     lock = threading.Lock()
@@ -118,30 +125,52 @@ def call_agent(agent: Agent, messages: list[Message], *, timeout: float) -> Agen
             except AgentError as exc:  # kept until chat returns: the agent may swallow what we raise
                 problems.append(exc)
 
-    kwargs = {"on_tool_call": on_tool_call} if accepts_keyword(getattr(agent, "chat", None), "on_tool_call") else {}
-
-    def _run() -> None:
-        try:
-            box["value"] = guarded("the agent raised", agent.chat, messages, **kwargs)
-        except BaseException as exc:  # noqa: BLE001 - re-raised on the caller's thread below
-            box["error"] = exc
-
-    worker = threading.Thread(target=_run, name="fabtest-agent", daemon=True)
-    worker.start()
-    worker.join(timeout)
+    chat = getattr(agent, "chat", None)
+    kwargs = {"on_tool_call": on_tool_call} if accepts_keyword(chat, "on_tool_call") else {}
+    try:
+        if aio.is_async_callable(chat):
+            value = _chat_on_loop(chat, messages, kwargs, timeout)
+        else:
+            value = _chat_on_thread(chat, messages, kwargs, timeout)
+    except TimeoutError:
+        with lock:
+            done.set()
+        cancel_agent(agent)
+        raise AgentTimeout(f"the agent did not answer within {timeout:g}s (agent_timeout)") from None
     with lock:
         done.set()
-    if worker.is_alive():
-        cancel_agent(agent)
-        raise AgentTimeout(f"the agent did not answer within {timeout:g}s (agent_timeout)")
-    if "error" in box:
-        raise box["error"]
-    response = coerce_response(box.get("value"))
+    response = coerce_response(value)
     if problems:
         raise AgentDataError(f"the agent reported bad data: {problems[0]}")
     if reported:
         response.tool_calls = merge_tool_calls(response.tool_calls, reported)
     return response
+
+
+def _chat_on_thread(chat: Any, messages: list[Message], kwargs: dict[str, Any], timeout: float) -> Any:
+    """A sync ``chat`` on a daemon thread; TimeoutError leaves the thread behind (Python cannot stop it)."""
+    box: dict[str, Any] = {}
+
+    def _run() -> None:
+        try:
+            box["value"] = guarded("the agent raised", chat, messages, **kwargs)
+        except BaseException as exc:  # noqa: BLE001 - re-raised on the caller's thread below
+            box["error"] = exc
+
+    # in a copy of the caller's context: the scenario's captured output, a tracing span
+    worker = threading.Thread(target=contextvars.copy_context().run, args=(_run,), name="fabtest-agent", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        raise TimeoutError
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
+def _chat_on_loop(chat: Any, messages: list[Message], kwargs: dict[str, Any], timeout: float) -> Any:
+    """An ``async def chat`` on the shared agent loop; TimeoutError after the task was cancelled."""
+    return aio.run(guarded_async("the agent raised", chat(messages, **kwargs)), timeout=timeout)
 
 
 def cancel_agent(agent: Any) -> None:
@@ -150,6 +179,11 @@ def cancel_agent(agent: Any) -> None:
     cancel = getattr(agent, "cancel", None)
     if callable(cancel):
         try:
-            guarded("the agent's cancel() raised", cancel)
+            if aio.is_async_callable(cancel):
+                aio.run(guarded_async("the agent's cancel() raised", cancel()), timeout=CANCEL_TIMEOUT_S)
+            else:
+                guarded("the agent's cancel() raised", cancel)
+        except TimeoutError:
+            log.warning("the agent's cancel() did not finish within %gs after a timeout", CANCEL_TIMEOUT_S)
         except AgentError:
             log.warning("the agent's cancel() failed after a timeout", exc_info=True)

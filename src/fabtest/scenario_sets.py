@@ -55,6 +55,8 @@ class ScenarioRecord:
     index: int = 0
     source: str = ""
     explicit_id: bool = True
+    #: what kind of case this is (``prompt_injection``, ``refund``...): coverage and hold rates per category
+    category: str | None = None
 
     @property
     def hash(self) -> str:
@@ -71,8 +73,9 @@ class ScenarioRecord:
         return list(self.context.items())
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "name": self.name, "goal": self.goal, "persona": self.persona,
+        data = {"id": self.id, "name": self.name, "goal": self.goal, "persona": self.persona,
                 "context": dict(self.context), "verification": dict(self.verification)}
+        return {**data, "category": self.category} if self.category is not None else data
 
 
 def record_hash(record: ScenarioRecord | dict[str, Any]) -> str:
@@ -110,7 +113,10 @@ def scenario_set_paths(name: str, base_dir: str | os.PathLike[str]) -> list[Path
 
 
 def load_scenario_set(name: str, base_dir: str | os.PathLike[str] = ".") -> list[ScenarioRecord]:
-    """The records of scenario set ``name`` (ScenarioSetError when missing or malformed)."""
+    """The records of scenario set ``name`` (ScenarioSetError when missing or malformed): a data file
+    under ``scenarios/``, or ``module:attr`` naming records in Python (see :func:`generated_records`)."""
+    if ":" in name:
+        return generated_records(name)
     if not name or "/" in name or "\\" in name or name.startswith("."):
         raise ScenarioSetError(f"scenario set name {name!r} is not a plain file name")
     tried = scenario_set_paths(name, base_dir)
@@ -120,9 +126,33 @@ def load_scenario_set(name: str, base_dir: str | os.PathLike[str] = ".") -> list
     return parse_scenario_set(path, name)
 
 
+def generated_records(spec: str) -> list[ScenarioRecord]:
+    """The records a Python source yields (seed 004, section 11.2): ``module:attr`` names a list of
+    records, or a function (a generator, say) returning them, each a dict as a data file spells it.
+    Records are validated as a file's are; ids are stable as long as the source yields the same ids
+    (or, without ids, the same order)."""
+    from fabtest.targets import import_object
+
+    try:
+        source = import_object(spec, where="scenario set", what="source")
+    except UsageError as exc:
+        raise ScenarioSetError(str(exc)) from None
+    try:
+        data = source() if callable(source) else source
+        data = list(data) if not isinstance(data, (dict, str, bytes)) else data
+    except TypeError as exc:
+        raise ScenarioSetError(f"expected records (an iterable of dicts) or a function returning them; "
+                               f"got {_kind(source)} ({exc})") from None
+    except Exception as exc:  # noqa: BLE001 - the user's generator failed: say so in one line
+        raise ScenarioSetError(f"the source raised {type(exc).__name__}: {exc}") from exc
+    return _records(Path(spec), spec, data)
+
+
 def parse_scenario_set(path: Path, name: str | None = None) -> list[ScenarioRecord]:
-    name = name or path.stem
-    data = _read(path)
+    return _records(path, name or path.stem, _read(path))
+
+
+def _records(path: Path, name: str, data: Any) -> list[ScenarioRecord]:
     if isinstance(data, dict):
         if "scenarios" not in data:
             raise ScenarioSetError(f"{path}: expected a list of records or {{\"scenarios\": [...]}}")
@@ -182,12 +212,16 @@ def _record(path: Path, set_name: str, index: int, raw: Any) -> ScenarioRecord:
         if not isinstance(value, kind) or isinstance(value, bool) or (isinstance(value, int) and value < 1):
             need = "a positive integer" if kind is int else "a string"
             raise ScenarioSetError(f"{path}: {label}: verification.{key} must be {need}, got {value!r}")
-    unknown = sorted(set(raw) - {"id", "name", "goal", "persona", "context", "verification"})
+    category = raw.get("category")
+    if category is not None and (not isinstance(category, str) or not category.strip()):
+        raise ScenarioSetError(f"{path}: {label}: category must be a non-empty string")
+    unknown = sorted(set(raw) - {"id", "name", "goal", "persona", "context", "verification", "category"})
     if unknown:
         raise ScenarioSetError(f"{path}: {label}: unexpected key {unknown[0]!r}")
     return ScenarioRecord(
         id=rid, name=str(name), goal=goal.strip(), persona=persona, context=context,
         verification=dict(verification), set_name=set_name, index=index, source=str(path), explicit_id=explicit,
+        category=category.strip() if category is not None else None,
     )
 
 

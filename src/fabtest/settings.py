@@ -87,7 +87,12 @@ class Settings(BaseModel):
     simulator: RoleSettings = Field(default_factory=RoleSettings)
     # "module:attr": an in-process judge and simulator used when the configured provider has no key
     offline_llm: str | None = None
+    # kinds of skip that do not fail the run (pytest_plugin/not_run.py): "llm" = an LLM is not configured
+    allow_skip: list[Literal["llm"]] = Field(default_factory=list)
     max_concurrency: int = Field(default=8, ge=1, le=10_000)
+    # scenarios in flight at once in one pytest process (per xdist worker); 1 runs them one by one
+    # (docs/concurrency.md: how it works, what runs alone)
+    concurrency: int = Field(default=1, ge=1, le=10_000)
     llm_cache: Literal["on", "off", "replay"] = "off"
     retry_budget: float = Field(default=0.1, ge=0, allow_inf_nan=False)  # see fabtest.llm.budget
     cache_dir: str = ".fabtest/cache"
@@ -160,6 +165,7 @@ _ENV_KEYS = {
     "FABTEST_SIMULATOR_PROVIDER": ("simulator", "provider"),
     "FABTEST_SIMULATOR_MODEL": ("simulator", "model"),
     "FABTEST_MAX_CONCURRENCY": ("max_concurrency",),
+    "FABTEST_CONCURRENCY": ("concurrency",),
 }
 
 

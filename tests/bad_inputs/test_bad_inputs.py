@@ -36,6 +36,9 @@ pythonpath = ["."]
 [tool.fabtest]
 agent = "goodbot:build"
 results_dir = "results"
+
+[tool.fabtest.agents]
+x = "goodbot:build"
 '''
 
 GOOD_FEATURE = '''

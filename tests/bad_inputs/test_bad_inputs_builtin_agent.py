@@ -34,16 +34,24 @@ def test_every_corpus_file_has_a_case() -> None:
     assert {p.name for p in CORPUS.iterdir()} == set(CASES)
 
 
+@pytest.mark.parametrize("preflight", [True, False], ids=["before the run", "with --fabtest-no-preflight"])
 @pytest.mark.parametrize("case", CASES)
-def test_bad_agent_table_gives_one_line(case: str, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bad_agent_table_gives_one_line(case: str, preflight: bool, pytester: pytest.Pytester,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pre-flight reports the table once before the run (exit 4); without it, the scenario that
+    builds the agent fails with the same line and its step (exit 1)."""
     for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "PYTEST_ADDOPTS"):
         monkeypatch.delenv(var, raising=False)
     root = pytester.path
     shutil.copy(CORPUS / case, root / "pyproject.toml")
     _write(root, "helper.feature", FEATURE)
-    result = pytester.runpytest(*BASE_ARGS, "-q", str(root))
-    assert result.ret == 1
-    output = result.stdout.str()
+    result = pytester.runpytest(*BASE_ARGS, "-q", str(root), *([] if preflight else ["--fabtest-no-preflight"]))
+    assert result.ret == (pytest.ExitCode.USAGE_ERROR if preflight else pytest.ExitCode.TESTS_FAILED)
+    output = result.stdout.str() + result.stderr.str()
     assert "Traceback" not in output, output
-    lines = [line for line in output.splitlines() if all(text in line for text in CASES[case])]
-    assert lines, f"no single line holds all of {CASES[case]}:\n{output}"
+    expected = [text for text in CASES[case] if not (preflight and text.startswith("helper.feature"))]
+    if preflight:
+        expected = [text.replace("[tool.fabtest.agents.helper]", "[tool.fabtest.agents] helper") for text in expected]
+        expected.append("fabtest pre-flight")
+    lines = [line for line in output.splitlines() if all(text in line for text in expected)]
+    assert lines, f"no single line holds all of {expected}:\n{output}"

@@ -149,7 +149,7 @@ def test_a_skill_file_outside_the_skill_cannot_be_read(fake: FakeGemini, tmp_pat
 
 
 @pytest.mark.parametrize(("table", "message"), [
-    ({"gemini": "m", "instruction": "x"}, r"^f\.feature:3: \[tool\.fabtest\.agents\.helper\]: unknown key 'instruction'$"),
+    ({"gemini": "m", "instruction": "x"}, r"^f\.feature:3: \[tool\.fabtest\.agents\.helper\]: unknown key 'instruction' \(did you mean 'instructions'\?\)$"),
     ({"gemini": "m", "max_tool_rounds": 0}, r"agents.helper\]: max_tool_rounds: Input should be greater than"),
     ({"gemini": "m", "skills": ["nope"]}, r"skills\[0\]: 'nope' has no SKILL.md"),
     ({"gemini": "m", "instructions": "prompts/missing.md"}, r"instructions file 'prompts/missing.md' not found"),

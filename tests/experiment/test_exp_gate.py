@@ -10,7 +10,8 @@ import pytest
 
 from exp_factory import make_doc, make_result
 from fabtest.cli import compare_main
-from fabtest.experiment.compare import compare, drop_p_value, gate_failures, regressed
+from fabtest.experiment.compare import compare, drop_p_value
+from fabtest.experiment.gate import gate_failures, regressed
 from fabtest.experiment.export import write_document
 
 N = 10  # iterations
@@ -38,8 +39,8 @@ def test_completion_collapse_over_ten_iterations_fails(tmp_path, capsys):
     args = _write(tmp_path, _runs("booking", N), _runs("booking", 0))
     assert compare_main(args + ["--fail-on-regression"]) == 1
     err = _err(capsys)
-    assert "gate failed: regression: completion: 10/10 → 0/10 passed (100.0% → 0.0%)" in err
-    assert "Fisher's exact p = 5.413e-06 < alpha 0.05" in err and "larger than chance" in err
+    assert "FAIL completion: 10/10 → 0/10 runs passed (100.0% → 0.0%)" in err
+    assert "Fisher's exact test on scenario runs: p = 5.413e-06" in err and "larger than chance" in err
 
 
 def test_identical_rerun_never_fails(tmp_path, capsys):
@@ -75,8 +76,8 @@ def test_soft_criterion_collapse_fails_while_completion_holds(tmp_path, capsys):
     args = _write(tmp_path, _runs("booking", N, evals=good), _runs("booking", N, evals=bad))
     assert compare_main(args + ["--fail-on-regression"]) == 1
     err = _err(capsys)
-    assert "criterion 'friendly': 10/10 → 0/10 passed (100.0% → 0.0%)" in err
-    assert "completion" not in err and "concise" not in err
+    assert "FAIL criterion 'friendly': 10/10 → 0/10 runs with every rating passed (100.0% → 0.0%)" in err
+    assert "PASS completion:" in err and "PASS criterion 'concise'" in err
 
 
 def test_soft_criterion_small_drop_passes(tmp_path):
@@ -108,24 +109,26 @@ def test_min_evaluation_floor_both_ways(tmp_path, capsys):
     evals = [("friendly", "passed"), ("concise", "failed")]
     args = _write(tmp_path, _runs("booking", N, evals=evals), _runs("booking", N, evals=evals))
     assert compare_main(args + ["--min-evaluation", "0.5"]) == 0
-    assert compare_main(args + ["--min-evaluation", "60%"]) == 1
-    assert "evaluation rate 50.0% (10/20 passed on shared scenarios) is below the floor 60.0%" in _err(capsys)
+    assert compare_main(args + ["--min-evaluation", "60%"]) == 0  # 50% over 10 runs: no evidence against 60%
+    assert "PASS evaluation floor: 5/10 runs' evaluation rates summed (50.0%), floor 60.0%" in _err(capsys)
+    assert compare_main(args + ["--min-evaluation", "90%"]) == 1  # but against 90% there is
+    assert "FAIL evaluation floor: 5/10" in _err(capsys)
 
 
 def test_min_evaluation_fails_when_nothing_was_evaluated(tmp_path, capsys):
     args = _write(tmp_path, _runs("booking", 2, evals=[], n=2), _runs("booking", 2, evals=[], n=2), iterations=2)
     assert compare_main(args + ["--min-evaluation", "0.1"]) == 1
-    assert "nothing was rated" in _err(capsys)
+    assert "FAIL evaluation floor: nothing rated on the shared scenarios" in _err(capsys)
 
 
 def test_min_criterion_floor_both_ways_and_repeatable(tmp_path, capsys):
     evals = [("friendly", "passed"), ("concise", "failed")]
     args = _write(tmp_path, _runs("booking", N, evals=evals), _runs("booking", N, evals=evals))
     assert compare_main(args + ["--min-criterion", "friendly=0.9", "--min-criterion", "concise=0%"]) == 0
-    assert compare_main(args + ["--min-criterion", "friendly=0.9", "--min-criterion", "concise=10%"]) == 1
+    assert compare_main(args + ["--min-criterion", "friendly=0.9", "--min-criterion", "concise=40%"]) == 1
     err = _err(capsys)
-    assert "criterion 'concise' 0.0% (0/10 passed on shared scenarios) is below the floor 10.0%" in err
-    assert "friendly" not in err
+    assert "FAIL criterion 'concise' floor: 0/10 runs with every rating passed (0.0%), floor 40.0%" in err
+    assert "PASS criterion 'friendly' floor" in err
 
 
 def test_min_criterion_bad_input_is_a_usage_error(tmp_path, capsys):
@@ -160,7 +163,7 @@ def test_an_added_failing_scenario_is_not_a_regression(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "Rate:           100.0% → 100.0%  (+0.0pp) ─  [4/4 → 4/4]" in out
     assert "Added scenarios (1, only in current; not in the deltas above):" in out
-    assert "- new one: failed (assertion)" in out
+    assert "- Venue booking / new one [" in out and "]: failed (assertion)" in out  # feature, name and id
     assert "Whole experiments (different scenario sets: for reference, not compared)" in out
     assert compare_main(args + ["--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
@@ -172,6 +175,101 @@ def test_an_added_failing_scenario_is_not_a_regression(tmp_path, capsys):
     assert compare_main(args + ["--format", "markdown"]) == 0
     md = capsys.readouterr().out
     assert "| Completion rate | 100.0% | 100.0% | +0.0pp | ─ |" in md
-    assert "### Added scenarios (only in current) (1)" in md and "- new one: failed (assertion)" in md
+    assert "### Added scenarios (only in current) (1)" in md and "- Venue booking / new one [" in md
     assert "### Whole experiments (different scenario sets, not compared)" in md
     assert "| Completion rate | 100.0% | 80.0% |" in md
+
+
+# --- issue 22 point 2: no silent passes ------------------------------------------------------------
+
+
+def test_a_drop_without_evidence_still_gets_a_line_saying_what_could_be_detected(tmp_path, capsys):
+    args = _write(tmp_path, _runs("booking", 10), _runs("booking", 0, n=1))  # 10/10 -> 0/1: p = 0.091
+    assert compare_main(args + ["--fail-on-regression"]) == 0
+    err = _err(capsys)
+    line = next(x for x in err.splitlines() if "PASS completion:" in x)
+    assert "10/10 → 0/1 runs passed" in line and "p = 0.09091" in line and "adjusted p = " in line
+    assert "no drop could have been detected with these counts" in line
+    assert "iterations would detect a 20-point drop" in line
+    assert "gate PASSED (exit 0)" in err
+
+
+def test_the_overall_evaluation_rate_is_gated(tmp_path, capsys):
+    names = ["friendly", "concise", "polite"]
+    base = _runs("booking", N, evals=[(n, "passed") for n in names])
+    # 30/30 -> 21/30 ratings, one failure in each of runs 1-9; no single criterion collapses (each 10/10 -> 7/10)
+    cur = [make_result("booking", iteration=i + 1, evals=[(n, "failed" if i < 9 and i % 3 == k else "passed")
+                                                          for k, n in enumerate(names)]) for i in range(N)]
+    args = _write(tmp_path, base, cur)
+    assert compare_main(args + ["--fail-on-regression"]) == 1
+    err = _err(capsys)
+    assert "FAIL overall evaluation (every soft check of a run): 10/10 → 1/10 runs with every soft check passed" in err
+    assert "PASS criterion 'polite': 10/10 → 7/10" in err
+
+
+def test_json_and_markdown_carry_the_gate(tmp_path, capsys):
+    args = _write(tmp_path, _runs("booking", N), _runs("booking", 0))
+    assert compare_main(args + ["--fail-on-regression", "--format", "json"]) == 1
+    gate = json.loads(capsys.readouterr().out)["gate"]
+    assert gate["requested"] and gate["decision"] == "fail" and gate["exit_code"] == 1 and gate["unit"] == "scenario run"
+    by_metric = {m["metric"]: m for m in gate["metrics"]}
+    assert set(by_metric) == {"completion", "evaluation", "criterion:friendly", "criterion:concise"}
+    completion = by_metric["completion"]
+    assert completion["decision"] == "fail" and completion["baseline"] == [10, 10] and completion["current"] == [0, 10]
+    assert completion["p_raw"] == pytest.approx(drop_p_value(10, 10, 0, 10))
+    assert completion["p_adjusted"] >= completion["p_raw"]
+    assert by_metric["criterion:friendly"]["decision"] == "pass"
+    assert compare_main(args + ["--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["gate"] == {"requested": False, "decision": "pass", "exit_code": 0,
+                                                           "metrics": [], "warnings": []}
+    assert compare_main(args + ["--fail-on-regression", "--format", "markdown"]) == 1
+    out = capsys.readouterr().out
+    assert "### Gate: ❌ FAILED (exit 1)" in out and "| completion | 10/10 → 0/10 runs passed" in out
+
+
+# --- issue 22 point 3: a changed criterion is loud, and gated on request ---------------------------------
+
+
+def test_a_modified_criterion_warns_and_is_gated_with_gate_modified(tmp_path, capsys):
+    base = [make_result("booking", iteration=i + 1, evals=[("polite", "passed")], criteria={"polite": "Says please"})
+            for i in range(N)]
+    cur = [make_result("booking", iteration=i + 1, evals=[("polite", "failed")], criteria={"polite": "Says please twice"})
+           for i in range(N)]
+    args = _write(tmp_path, base, cur)
+    assert compare_main(args + ["--fail-on-regression"]) == 1  # the overall evaluation rate holds every soft check
+    err = _err(capsys)
+    assert "criterion 'polite'" not in err.replace("WARNING: criterion 'polite'", "")
+    assert ("WARNING: criterion 'polite' changed its definition between the experiments: 100.0% → 0.0% "
+            "(10/10 → 0/10 ratings passed); NOT gated") in err
+    assert compare_main(args) == 0  # the warning is printed without any gate too
+    assert "WARNING: criterion 'polite' changed its definition" in _err(capsys)
+    assert compare_main(args + ["--format", "json"]) == 0
+    [warning] = json.loads(capsys.readouterr().out)["gate"]["warnings"]
+    assert warning.startswith("WARNING: criterion 'polite' changed its definition")
+    assert compare_main(args + ["--fail-on-regression", "--gate-modified"]) == 1
+    err = _err(capsys)
+    assert "FAIL criterion 'polite' (definition changed): 10/10 → 0/10" in err and "gated (--gate-modified)" in err
+
+
+# --- cost and latency limits -------------------------------------------------------------------------------
+
+
+def test_cost_and_latency_limits(tmp_path, capsys):
+    from fabtest.experiment.gate import GateOptions, evaluate, paired
+
+    base = make_doc("exp_b", [make_result(f"s{k}") for k in range(8)])
+    c = compare(base, base)
+    cheap = {f"s{k}": 0.01 for k in range(8)}
+    pricey = {f"s{k}": 0.02 for k in range(8)}
+    gate = evaluate(c, GateOptions(max_cost_increase=0.5), cost=paired(cheap, pricey))
+    (entry,) = gate.entries
+    assert gate.failed and entry.metric == "cost" and entry.p_raw == 0.5 ** 8
+    assert "$0.0100 → $0.0200 per scenario run (+100.0%, limit +50%)" in entry.observed
+    assert not evaluate(c, GateOptions(max_cost_increase=1.5), cost=paired(cheap, pricey)).failed
+    assert not evaluate(c, GateOptions(max_latency_increase=0.1), latency=paired(cheap, cheap)).failed
+    args = _write(tmp_path, _runs("booking", 2, n=2), _runs("booking", 2, n=2), iterations=2)
+    assert compare_main(args + ["--max-latency-increase", "20%"]) == 0
+    assert "PASS response latency per scenario run: 0.50s → 0.50s" in _err(capsys)
+    with pytest.raises(SystemExit) as refused:
+        compare_main(args + ["--max-cost-increase", "lots"])
+    assert refused.value.code == 2

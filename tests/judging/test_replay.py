@@ -212,6 +212,9 @@ def test_no_continue_stops_at_the_branch_and_shows_the_diff(pytester: pytest.Pyt
     assert code == 0
     assert simulator_calls(fake) == []
     assert "branched at turn 2 (the agent's response differs, similarity 0.00); stopped there" in out.out
+    # issue 22 point 5: the hard turn-count check was not re-checked, so the outcome is not a verified pass
+    assert "passed -> passed (NOT VERIFIED: 1 must check and 2 should checks not re-checked: the replay stopped at turn 2 (--no-continue))" in out.out
+    assert "outcome not verified (a must check not re-checked): 1" in out.out
     assert "first difference at turn 2: the agent's response differs" in out.out
     assert "Something entirely different now." in out.out
     assert "Scripted chat" not in out.out

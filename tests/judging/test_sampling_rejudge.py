@@ -200,3 +200,52 @@ def test_rejudge_bad_input_is_one_line(pytester: pytest.Pytester, fake: FakeGemi
     assert main(args) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and message in err
+
+
+TWO_SCENARIOS = """
+Feature: Greeting
+  Scenario: Friendly greeting
+    Given the agent "venue_bot"
+    When the user says "Hello!"
+    Then the response should satisfy "friendly"
+
+  Scenario: Second greeting
+    Given the agent "venue_bot"
+    When the user says "Good morning!"
+    Then the response should satisfy "friendly"
+"""
+
+
+def test_rejudge_counts_its_own_calls_prices_them_at_its_model_and_keeps_only_what_it_rejudged(
+        pytester: pytest.Pytester, fake: FakeGemini, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 22 point 4: the new experiment's usage is what the fake server saw, not the original run's."""
+    from fabtest.experiment.cost import find_price, price_table
+    from fabtest.testing.fake_gemini import count_tokens
+
+    script_verdicts(fake, ["passed"])
+    pytester.makefile(".toml", pyproject=PYPROJECT.format(judge_extra=""))
+    pytester.makefile(".feature", scenario=textwrap.dedent(TWO_SCENARIOS))
+    pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", "--fabtest-experiment-id", "exp_e2e",
+                       "--fabtest-no-preflight").assert_outcomes(passed=2)
+    monkeypatch.chdir(pytester.path)
+    original = json.loads((pytester.path / "results" / "exp_e2e.json").read_text())
+    fake.reset()
+    script_verdicts(fake, ["passed"])
+    code, report = rejudge(pytester, capsys, "--times", "3", "--scenario", "Friendly greeting",
+                           "--judge-model", "gemini-2.5-flash-lite")
+    assert code == 0
+    new = json.loads((pytester.path / "results" / f"{report['rejudged_experiment']}.json").read_text())
+    # only the re-judged scenario is in the new experiment (not the other under the new judge's name)
+    assert [s["name"] for s in new["scenario_results"]] == ["Friendly greeting"]
+    [entry] = new["scenario_results"]
+    seen_in = sum(count_tokens(r.text) for r in fake.requests)
+    assert entry["usage"] == {"judge": {"calls": len(fake.requests), "input_tokens": seen_in,
+                                        "output_tokens": entry["usage"]["judge"]["output_tokens"], "model": None}}
+    assert len(fake.requests) == 3 and seen_in > 0
+    recorded = next(s for s in original["scenario_results"] if s["name"] == "Friendly greeting")
+    assert set(recorded["usage"]) != {"judge"} or recorded["usage"]["judge"] != entry["usage"]["judge"]
+    price = find_price(price_table(), "gemini-2.5-flash-lite")
+    assert price is not None
+    out_tokens = entry["usage"]["judge"]["output_tokens"]
+    assert entry["cost"]["usd"] == pytest.approx(price.usd(seen_in, out_tokens), rel=1e-3)

@@ -11,7 +11,7 @@ from pytest_bdd.steps import step_function_context_registry
 
 import fabtest.pytest_plugin.steps as builtin_steps
 from fabtest.cli import main
-from fabtest.pytest_plugin.vocabulary import BUILTIN_EXAMPLES
+from fabtest.pytest_plugin.vocabulary import BUILTIN_EXAMPLES, BUILTIN_VARIANTS
 
 
 def _builtin_contexts() -> dict[str, object]:
@@ -35,6 +35,19 @@ def test_every_builtin_step_has_an_example_that_its_own_step_matches() -> None:
         keyword, text = example.split(" ", 1)
         assert keyword.lower() == context.type, example  # type: ignore[attr-defined]
         assert context.parser.is_matching(text), f"{name}: {example!r}"  # type: ignore[attr-defined]
+
+
+def test_every_listed_variant_is_matched_by_its_own_step() -> None:
+    """`every response ... satisfy`, `must not call`, `should "..."`: listed, and each one really works."""
+    contexts = _builtin_contexts()
+    assert set(BUILTIN_VARIANTS) <= set(contexts)
+    for name in ("_then_satisfy", "_then_call", "_given_rule"):
+        assert BUILTIN_VARIANTS[name]
+    for name, variants in BUILTIN_VARIANTS.items():
+        for variant in variants:
+            keyword, text = variant.split(" ", 1)
+            assert keyword.lower() == contexts[name].type, variant  # type: ignore[attr-defined]
+            assert contexts[name].parser.is_matching(text), f"{name}: {variant!r}"  # type: ignore[attr-defined]
 
 
 @pytest.fixture
@@ -71,10 +84,25 @@ def test_fabtest_steps_lists_builtin_and_project_steps_with_an_example(steps_pro
     assert f"Built-in steps (fabtest): {len(BUILTIN_EXAMPLES)}" in out
     for example in BUILTIN_EXAMPLES.values():
         assert f"  {example}\n" in out
+    assert 'also: Then every response must satisfy "concise"' in out
+    assert 'also: Then the agent must not call "book_venue"' in out
     assert "Project steps: 2" in out
     assert 'Then the pizza must be "pepperoni"    [conftest.py:' in out  # example from the collected feature
     assert "Given the oven is hot    [conftest.py:" in out  # example from the docstring
     assert " trace" not in out  # pytest-bdd's own debugging step is not vocabulary
+
+
+def test_fabtest_steps_survives_a_feature_that_does_not_collect(steps_project: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    (steps_project / "features" / "broken.feature").write_text(
+        "Feature: Broken\n  Scenario: Twice\n    When the user says \"a\"\n  Scenario: Twice\n"
+        "    When the user says \"b\"\n", encoding="utf-8")
+    assert main(["steps"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith("Built-in steps (fabtest):")  # no test ids, no warnings before the listing
+    assert 'Then the pizza must be "pepperoni"' in captured.out  # the other features still give examples
+    assert "::" not in captured.out + captured.err and "PytestAssertRewriteWarning" not in captured.out + captured.err
+    assert "features/broken.feature:4" in captured.err and "did not collect" in captured.err
 
 
 def test_fabtest_steps_reports_a_broken_conftest_in_one_line(steps_project: Path,

@@ -16,6 +16,11 @@ from pytest_bdd import parsers, then
 @then(parsers.parse('the pizza order must contain {count:d} pizzas'))
 def _pizzas(count):
     pass
+
+
+@then(parsers.re(r'the agent (?P<mode>should|must) quote the price of "(?P<item>[^"]+)"'))
+def _price(mode, item):
+    pass
 '''
 
 FEATURE = '''
@@ -45,6 +50,10 @@ Feature: Hints
     When the user says "hi"
     Then the pizza ordr must contain 2 pizzas
 
+  Scenario: Typo in a project regex step
+    When the user says "hi"
+    Then the agent must quote teh price of "Pepperoni"
+
   Scenario: Nothing close
     When the user dances the tango
 '''
@@ -66,7 +75,7 @@ def test_unmatched_steps_get_a_hint(project):
     project.feature("features/hints.feature", FEATURE)
     result = project.run("features", "--fabtest-no-preflight", "-p", "no:randomly")
     out = project.output(result)
-    result.assert_outcomes(failed=8)
+    result.assert_outcomes(failed=9)
     msgs = _messages(out)
     line = lambda needle: str(project.line_of(FEATURE, needle))  # noqa: E731
 
@@ -80,6 +89,8 @@ def test_unmatched_steps_get_a_hint(project):
     assert 'did you mean: Then the agent must not call "serch_books"?' in msgs[line("call serch_books")]
     assert 'closest step: Then the transcript must contain "Configuration saved"' in msgs[line("transcrpt")]
     assert "closest step: Then the pizza order must contain {count:d} pizzas" in msgs[line("pizza ordr")]
+    # a regex step is proposed as a line one would write, not as its regex (issue 18, point 7)
+    assert 'closest step: Then the agent <mode> quote the price of "<item>"' in msgs[line("quote teh price")]
     tango = msgs[line("dances the tango")]
     assert "closest step" not in tango and "fabtest steps" in tango
     assert all("\n" not in m for m in msgs.values())

@@ -28,6 +28,13 @@ JUDGED = ('Feature: Pre-flight\n  Scenario: Judged\n    When the user says "hi t
           '    Then the response should satisfy "The agent is polite"\n')
 SIMULATED = ('\n  Scenario: Simulated\n    Given a simulated user with the goal "Say hello"\n'
              '    Given the simulation takes at most 1 turns\n    When the simulated user talks to the agent\n')
+
+
+def _using(agent: str) -> str:
+    """A feature whose scenario talks to the named agent (the pre-flight checks only agents in use)."""
+    return DETERMINISTIC.replace("  Scenario: Plain\n", f'  Scenario: Plain\n    Given the agent "{agent}"\n')
+
+
 _ENV = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "PYTEST_ADDOPTS", "FABTEST_AGENT",
         "FABTEST_RESULTS_DIR", "FABTEST_LLM_CACHE", "FABTEST_JUDGE_PROVIDER", "FABTEST_SIMULATOR_PROVIDER",
         "FABTEST_JUDGE_MODEL", "FABTEST_SIMULATOR_MODEL", "FABTEST_PLAYBOOK_AGENT", "FABTEST_GEMINI_CLI")
@@ -110,8 +117,20 @@ def test_an_agent_that_does_not_import_stops_the_run(pytester: pytest.Pytester) 
 
 
 def test_a_named_agent_with_a_missing_attribute_is_named(pytester: pytest.Pytester) -> None:
-    _project(pytester, config='[tool.fabtest.agents]\nhelper = "bots:missing"')
+    _project(pytester, _using("helper"), config='[tool.fabtest.agents]\nhelper = "bots:missing"')
     _stopped(pytester.runpytest(*ARGS, "features"), "[tool.fabtest.agents] helper", "has no attribute 'missing'")
+
+
+def test_agents_no_selected_scenario_uses_are_not_checked(pytester: pytest.Pytester) -> None:
+    """An unused HTTP agent with an unset ${VAR} and a broken unused agent do not block a run (issue 18)."""
+    _project(pytester, config='[tool.fabtest.agents]\nhelper = "bots:missing"\n'
+                              'web = {http = "http://127.0.0.1:${AGENT_PORT_NOT_SET}/chat"}')
+    pytester.runpytest(*ARGS, "features").assert_outcomes(passed=1)
+
+
+def test_an_agent_a_feature_names_that_does_not_exist_is_named_before_the_run(pytester: pytest.Pytester) -> None:
+    _project(pytester, _using("helpr"), config='[tool.fabtest.agents]\nhelper = "bots:good"')
+    _stopped(pytester.runpytest(*ARGS, "features"), 'features/preflight.feature:3: Given the agent "helpr": unknown agent', "did you mean 'helper'")
 
 
 def test_an_http_agent_that_is_down_is_named_without_its_secret(pytester: pytest.Pytester,
@@ -120,14 +139,16 @@ def test_an_http_agent_that_is_down_is_named_without_its_secret(pytester: pytest
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     monkeypatch.setenv("BOT_TOKEN", "s3cr3t-token")
-    _project(pytester, config=f'[tool.fabtest.agents]\nweb = {{http = "http://127.0.0.1:{port}/chat?t=${{BOT_TOKEN}}"}}')
+    _project(pytester, _using("web"),
+             config=f'[tool.fabtest.agents]\nweb = {{http = "http://127.0.0.1:{port}/chat?t=${{BOT_TOKEN}}"}}')
     result = pytester.runpytest(*ARGS, "features")
     _stopped(result, "[tool.fabtest.agents] web", f"http://127.0.0.1:{port} does not accept connections")
     assert "s3cr3t-token" not in result.stdout.str() + result.stderr.str()
 
 
 def test_an_http_agent_with_an_unset_variable_is_named(pytester: pytest.Pytester) -> None:
-    _project(pytester, config='[tool.fabtest.agents]\nweb = {http = "http://127.0.0.1:9/chat?t=${NOT_SET_ANYWHERE}"}')
+    _project(pytester, _using("web"),
+             config='[tool.fabtest.agents]\nweb = {http = "http://127.0.0.1:9/chat?t=${NOT_SET_ANYWHERE}"}')
     _stopped(pytester.runpytest(*ARGS, "features"), "[tool.fabtest.agents] web", "${NOT_SET_ANYWHERE}, which is not set")
 
 
@@ -143,7 +164,7 @@ def test_an_http_agent_that_listens_passes(pytester: pytest.Pytester) -> None:
 
 def test_a_missing_cli_executable_is_named(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FABTEST_GEMINI_CLI", "/nonexistent/bin/gemini")
-    _project(pytester, config='[tool.fabtest.agents]\ncli = "fabtest.agents.cli:gemini_cli"')
+    _project(pytester, _using("cli"), config='[tool.fabtest.agents]\ncli = "fabtest.agents.cli:gemini_cli"')
     _stopped(pytester.runpytest(*ARGS, "features"), "[tool.fabtest.agents] cli", "'/nonexistent/bin/gemini'",
              "not on PATH")
 
@@ -274,3 +295,44 @@ def test_fabtest_run_no_preflight_runs(tmp_path: Path, monkeypatch: pytest.Monke
     code = main(["run", "hello.playbook.json", "--agent", "fabtest.demo:build_agent", "--no-preflight"])
     out, _ = capfd.readouterr()
     assert code == 1 and "[1/1]" in out  # it ran, and the judge's 403 failed the playbook alone
+
+
+# -- agent tables: every problem of the agents in use, once, configuration before reachability ------------
+TWO_AGENTS = ('Feature: Pre-flight\n  Scenario: One\n    Given the agent "helper"\n    When the user says "hi"\n'
+              '  Scenario: Two\n    Given the agent "chat"\n    When the user says "hi"\n')
+
+
+def _lines(result: pytest.RunResult) -> list[str]:
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str() + result.stderr.str()
+    assert " passed" not in result.stdout.str() and " failed" not in result.stdout.str()
+    return [line for line in result.stderr.str().splitlines() if "pre-flight" in line]
+
+
+def test_a_builtin_agent_table_is_checked_whole_with_did_you_mean(pytester: pytest.Pytester) -> None:
+    _project(pytester, _using("helper"), config='[tool.fabtest.agents.helper]\ngemini = "gemini-2.5-flash"\n'
+                                               'instuctions = "Be brief."\nmax_tool_rounds = "four"\n')
+    line = _stopped(pytester.runpytest(*ARGS, "features"), "[tool.fabtest.agents] helper")
+    assert "unknown key 'instuctions' (did you mean 'instructions'?)" in line
+    assert "max_tool_rounds" in line and "'four'" in line
+
+
+def test_builtin_tools_and_openai_variables_are_checked_before_the_run(pytester: pytest.Pytester) -> None:
+    _project(pytester, TWO_AGENTS, config='[tool.fabtest.agents]\n'
+             'helper = { gemini = "gemini-2.5-flash", tools = "nosuch_tools:TOOLS" }\n'
+             'chat = { openai = "http://127.0.0.1:${OPENAI_AGENT_PORT_UNSET}/v1", model = "m" }\n')
+    lines = _lines(pytester.runpytest(*ARGS, "features"))
+    assert len(lines) == 2, lines
+    assert "helper" in lines[0] and "'nosuch_tools:TOOLS' does not import" in lines[0]
+    assert "chat" in lines[1] and "${OPENAI_AGENT_PORT_UNSET}, which is not set" in lines[1]
+
+
+def test_configuration_problems_come_before_reachability(pytester: pytest.Pytester) -> None:
+    """A typo in one agent's table is reported alone: no connection is tried to the other agent meanwhile."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    _project(pytester, TWO_AGENTS.replace('"chat"', '"web"'), config='[tool.fabtest.agents]\n'
+             'helper = { gemini = "gemini-2.5-flash", instuctions = "x" }\n'
+             f'web = {{ http = "http://127.0.0.1:{port}/chat" }}\n')
+    lines = _lines(pytester.runpytest(*ARGS, "features"))
+    assert len(lines) == 1 and "instuctions" in lines[0], lines

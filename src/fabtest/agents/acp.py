@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import importlib.util
 import os
 import shutil
 import signal
@@ -70,6 +71,9 @@ class AcpAgent:
         startup_timeout_s: float | None = None,
         model: str | None = None,
     ) -> None:
+        from fabtest.extras import require_extra
+
+        require_extra("acp", where=f"ACP agent {' '.join(str(a) for a in command)[:80]!r}")
         self.model = model  # what the agent was started with, so its tokens can be priced (README "Cost")
         argv = [str(a) for a in command]
         if not argv:
@@ -459,7 +463,10 @@ def gemini(context: Mapping[str, Any] | None = None) -> Any:
     if transport not in ("auto", "acp", "per-turn"):
         raise ValueError(f"FABTEST_GEMINI_TRANSPORT must be auto, acp or per-turn, got {transport!r}")
     executable = os.environ.get("FABTEST_GEMINI_CLI") or ctx.get("executable") or "gemini"
-    if transport == "acp" or (transport == "auto" and gemini_supports_acp(str(executable))):
+    from fabtest.extras import EXTRAS
+
+    has_acp = importlib.util.find_spec(EXTRAS["acp"][0]) is not None  # without fabtest[acp], per turn
+    if transport == "acp" or (transport == "auto" and has_acp and gemini_supports_acp(str(executable))):
         return gemini_acp(ctx)
     from fabtest.agents.cli import gemini_cli
 

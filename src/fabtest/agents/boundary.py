@@ -25,17 +25,18 @@ import os
 import re
 import threading
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator
 
+from fabtest.agents.aio import is_async_callable, run
 from fabtest.conversation import AgentResponse, ToolCall
 from fabtest.errors import AgentError, AgentTimeout, UsageError, excerpt
 from fabtest.llm.base import LLMNotConfigured
 
 __all__ = ["AgentDataError", "accepts_keyword", "agent_traceback", "coerce_response", "coerce_tool_call",
-           "guarded", "merge_tool_calls", "safe_metadata", "without_surrogates"]
+           "guarded", "guarded_async", "merge_tool_calls", "safe_metadata", "without_surrogates"]
 
 T = TypeVar("T")
 
@@ -73,6 +74,16 @@ def guarded(failed: str, func: Callable[..., T], *args: Any, **kwargs: Any) -> T
     stay visible."""
     try:
         return func(*args, **kwargs)
+    except _OURS:
+        raise
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - user code: anything it raises is its failure
+        raise AgentError(excerpt(f"{failed} {type(exc).__name__}: {exc}")) from exc
+
+
+async def guarded_async(failed: str, awaitable: Awaitable[T]) -> T:
+    """:func:`guarded` for a coroutine of user code (an async ``chat``, factory or ``cancel()``)."""
+    try:
+        return await awaitable
     except _OURS:
         raise
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - user code: anything it raises is its failure
@@ -130,7 +141,8 @@ class _ToolCallIn(BaseModel):
 
 def coerce_tool_call(raw: Any, *, where: str = "tool_calls[0]") -> ToolCall:
     """One tool call in any accepted shape as a ToolCall; AgentDataError naming ``where`` otherwise."""
-    fields = without_surrogates(_normalise_call(raw, where))
+    fields = _normalise_call(raw, where)
+    fields["name"] = without_surrogates(fields["name"])  # the rest is made plain (and surrogate-free) by _plain
     try:
         model = _ToolCallIn.model_validate(fields)
     except ValidationError as exc:
@@ -215,7 +227,13 @@ def safe_metadata(agent: Any, timeout: float | None = None) -> dict[str, Any]:
     meta = getattr(agent, "metadata", None)
     if not callable(meta):
         return {}
-    if timeout is None:
+    if is_async_callable(meta):
+        try:
+            value = run(guarded_async("the agent's metadata() raised", meta()), timeout=timeout)
+        except TimeoutError as exc:  # the agent's own TimeoutError is an AgentError: this is the loop giving up
+            within = f" within {timeout:g}s (agent_timeout)" if timeout is not None else f" ({exc})"
+            raise AgentTimeout(f"the agent's metadata() did not answer{within}") from None
+    elif timeout is None:
         value = guarded("the agent's metadata() raised", meta)
     else:
         value = _within(timeout, "the agent's metadata()", lambda: guarded("the agent's metadata() raised", meta))

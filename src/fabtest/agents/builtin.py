@@ -28,7 +28,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from fabtest.agents.base import AgentError, OnToolCall
-from fabtest.agents.builtin_models import ChatModel, FunctionCall, ToolSpec, build_chat_model
+from fabtest.agents.builtin_models import (
+    STAND_IN_KEY,
+    ChatModel,
+    FunctionCall,
+    StandInModel,
+    ToolSpec,
+    build_chat_model,
+)
 from fabtest.agents.builtin_tools import (
     PythonTool,
     load_skills,
@@ -42,7 +49,7 @@ from fabtest.errors import UsageError
 from fabtest.llm.base import LLMError, LLMNotConfigured, LLMSettings
 from fabtest.llm.gemini import gemini_api_key, missing_key_message
 
-__all__ = ["BuiltinAgent", "BuiltinConfig", "build_builtin_agent"]
+__all__ = ["BuiltinAgent", "BuiltinConfig", "build_builtin_agent", "check_builtin_table"]
 
 
 class BuiltinConfig(BaseModel):
@@ -75,18 +82,42 @@ def build_builtin_agent(table: Mapping[str, Any], context: Mapping[str, Any], *,
     """The registry's entry point: validate the table (one-line errors) and build the agent."""
     name = context.get("agent_name")
     where = f"{where}: [tool.fabtest.agents.{name}]" if name else where
+    config = _validated(table, where)
+    stand_in = context.get(STAND_IN_KEY)
+    return BuiltinAgent(config, root=project_root(context), where=where,
+                        stand_in=stand_in if isinstance(stand_in, StandInModel) else None)
+
+
+def check_builtin_table(table: Mapping[str, Any], *, root: Path | None, where: str) -> None:
+    """The pre-flight's check: everything building the agent checks (keys, types, tools import,
+    instructions file, skills, MCP specs) without a key and without starting an MCP server."""
+    try:
+        BuiltinAgent(_validated(table, where), root=root or project_root({}), where=where, check_only=True)
+    except LLMNotConfigured:  # not a configuration problem: the scenarios that need it skip (or fail the run)
+        pass
+
+
+def _validated(table: Mapping[str, Any], where: str) -> BuiltinConfig:
+    """The table as a BuiltinConfig; every problem in one line, a misspelt key with its likely spelling."""
+    import difflib
+
     try:
         config = BuiltinConfig.model_validate(dict(table))
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"])
-        what = f"unknown key {loc!r}" if err["type"] == "extra_forbidden" else f"{loc}: {err['msg']}"
-        raise UsageError(f"{where}: {what}") from None
+        problems = []
+        for err in exc.errors():
+            loc = ".".join(str(p) for p in err["loc"])
+            if err["type"] == "extra_forbidden":
+                close = difflib.get_close_matches(loc, list(BuiltinConfig.model_fields), n=1)
+                problems.append(f"unknown key {loc!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+            else:
+                problems.append(f"{loc}: {err['msg']} (got {err.get('input')!r})")
+        raise UsageError(f"{where}: {'; '.join(problems)}") from None
     if config.gemini and config.provider == "openai":
         raise UsageError(f"{where}: give gemini = \"MODEL\" or provider = \"openai\", not both")
     if config.provider == "openai" and not config.model:
         raise UsageError(f"{where}: provider = \"openai\" needs model = \"...\" (the name the endpoint serves)")
-    return BuiltinAgent(config, root=project_root(context), where=where)
+    return config
 
 
 def project_root(context: Mapping[str, Any]) -> Path:
@@ -103,9 +134,12 @@ def project_root(context: Mapping[str, Any]) -> Path:
 class BuiltinAgent:
     """See the module docstring. Built by the registry from an agent table, one per scenario."""
 
-    def __init__(self, config: BuiltinConfig, *, root: Path, where: str) -> None:
+    def __init__(self, config: BuiltinConfig, *, root: Path, where: str, stand_in: StandInModel | None = None,
+                 check_only: bool = False) -> None:
         self.config = config
         self.settings = config.llm_settings()
+        # the run's scripted fake plays the model: always under --fabtest-fake-llm, else only without a key
+        self._stand_in = stand_in if stand_in is not None and stand_in.applies(self.settings) else None
         self._where = where
         skills = load_skills(config.skills, root=root, where=where)
         self.instructions = "\n\n".join(p for p in (_instructions(config.instructions, root, where),
@@ -127,7 +161,7 @@ class BuiltinAgent:
         self._usage = TokenUsage()
         self._closed = False
         # last, so a broken table is reported even where no key is set
-        if self.settings.provider == "gemini" and not gemini_api_key(self.settings)[0]:
+        if not check_only and self._stand_in is None and self.settings.provider == "gemini" and not gemini_api_key(self.settings)[0]:
             raise LLMNotConfigured(missing_key_message(self.settings).replace(" LLM", " built-in agent"))
 
     # -- the agent protocol ---------------------------------------------------------------------
@@ -137,7 +171,7 @@ class BuiltinAgent:
         if self._routes is None and self._specs and not self._closed:
             with contextlib.suppress(Exception):  # the first turn reports a server that fails to start
                 names = list(self._ready())
-        return {"adapter": "builtin", "provider": self.settings.provider, "model": self.settings.model,
+        return {"adapter": "builtin", "provider": self.settings.provider, "model": self._model_name(),
                 "tools": names, "mcp": [s.label for s in self._specs], "skills": list(self._skills),
                 "usage": self._usage.to_dict()}
 
@@ -192,11 +226,15 @@ class BuiltinAgent:
         self._seen = [*messages, Message("agent", text)]
         self._usage.add(usage)
         return AgentResponse(text=text, tool_calls=calls, metadata={
-            "usage": usage.to_dict(), "provider": self.settings.provider, "model": self.settings.model,
+            "usage": usage.to_dict(), "provider": self.settings.provider, "model": self._model_name(),
             "tool_rounds": len({c.metadata["round"] for c in calls}),
         })
 
     # -- internals ------------------------------------------------------------------------------
+    def _model_name(self) -> str:
+        """The configured model, or what scripted it: results never credit a model that did not answer."""
+        return self.settings.model if self._stand_in is None else f"scripted stand-in for {self.settings.model}"
+
     def _ready(self) -> dict[str, tuple[str, Any]]:
         """Start the MCP servers (once) and map every tool name to where it runs."""
         if self._routes is not None:
@@ -223,8 +261,11 @@ class BuiltinAgent:
             specs = [tool.spec if source == "python" else ToolSpec(tool[1].name, tool[1].description, tool[1].schema)
                      for source, tool in routes.values()]
             try:
-                self._model = build_chat_model(self.settings, system=self.instructions, tools=specs,
-                                               backoff_base_s=self.config.backoff)
+                if self._stand_in is not None:
+                    self._model = self._stand_in.build(self.settings, system=self.instructions, tools=specs)
+                else:
+                    self._model = build_chat_model(self.settings, system=self.instructions, tools=specs,
+                                                   backoff_base_s=self.config.backoff)
             except LLMNotConfigured:
                 raise
             except Exception as exc:  # noqa: BLE001 - the SDK refusing a declaration, say

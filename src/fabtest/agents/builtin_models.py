@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from fabtest.agents.base import AgentError
+from fabtest.agents.base import STAND_IN_KEY, AgentError
 from fabtest.conversation import Message, TokenUsage, jsonable
 from fabtest.llm.base import LLMError, LLMNotConfigured, LLMSettings
 from fabtest.llm.gemini import gemini_api_key, gemini_base_url, missing_key_message
@@ -29,7 +29,8 @@ from fabtest.llm.limits import (
 )
 from fabtest.llm.openai_compat import openai_api_key, openai_base_url
 
-__all__ = ["ChatModel", "FunctionCall", "GeminiChat", "ModelTurn", "OpenAIChat", "ToolSpec", "build_chat_model"]
+__all__ = ["STAND_IN_KEY", "ChatModel", "FunctionCall", "GeminiChat", "ModelTurn", "OpenAIChat", "StandInModel",
+           "ToolSpec", "build_chat_model"]
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,27 @@ class ChatModel(Protocol):
     def add_user(self, text: str) -> None: ...
     def generate(self) -> ModelTurn: ...
     def add_results(self, results: list[tuple[FunctionCall, Any, bool]]) -> None: ...
+
+
+@dataclass(frozen=True)
+class StandInModel:
+    """A scripted fake that plays built-in agents' models, so one offline script covers every model.
+
+    ``llm`` has ``chat_model(settings, system=..., tools=...)`` (:class:`fabtest.testing.FakeLLM`
+    with ``agent_model`` scripted). ``always``: ``--fabtest-fake-llm`` replaces every model of the
+    run; an ``offline_llm`` stands in only where no key is set, so a key still means the real model.
+    """
+
+    llm: Any
+    always: bool
+
+    def applies(self, settings: LLMSettings) -> bool:
+        if self.always:
+            return True
+        return settings.provider == "gemini" and not gemini_api_key(settings)[0]
+
+    def build(self, settings: LLMSettings, *, system: str, tools: list[ToolSpec]) -> ChatModel:
+        return self.llm.chat_model(settings, system=system, tools=tools)
 
 
 def build_chat_model(settings: LLMSettings, *, system: str, tools: list[ToolSpec],

@@ -20,6 +20,18 @@ import httpx
 from fabtest.agents.base import AgentError, AgentTimeout, OnToolCall
 from fabtest.agents.boundary import coerce_response
 from fabtest.conversation import AgentResponse, Message
+from fabtest.errors import UsageError
+
+
+def declared_tools(value: Any, *, where: str) -> list[str] | None:
+    """``tools = ["search", "book"]`` of an HTTP or OpenAI agent table: the names its steps may use,
+    since fabtest cannot list the tools of a remote agent itself (``must not call "typo"`` would
+    otherwise pass forever)."""
+    if value is None:
+        return None
+    if isinstance(value, str) or not isinstance(value, Sequence) or not all(isinstance(v, str) and v for v in value):
+        raise UsageError(f"{where}: tools must be a list of tool names like [\"search_venues\"], got {value!r}")
+    return list(value)
 
 
 class HttpAgent:
@@ -37,8 +49,11 @@ class HttpAgent:
         tool_calls_field: str = "tool_calls",
         metadata_field: str = "metadata",
         extra_body: Mapping[str, Any] | None = None,
+        tools: Sequence[str] | None = None,
     ) -> None:
         self.url = url
+        #: the tool names the agent declares (``tools = [...]``): steps naming another tool are usage errors
+        self.tools = declared_tools(tools, where=f"HTTP agent at {url}")
         self.timeout = _positive_seconds(timeout, "timeout")
         self._fields = (messages_field, session_field, text_field, tool_calls_field, metadata_field)
         self._extra = dict(extra_body or {})
@@ -46,7 +61,10 @@ class HttpAgent:
         self._client = httpx.Client(headers=dict(headers or {}), timeout=self.timeout)
 
     def metadata(self) -> dict[str, Any]:
-        return {"adapter": "http", "url": self.url, "session_id": self._session_id}
+        meta: dict[str, Any] = {"adapter": "http", "url": self.url, "session_id": self._session_id}
+        if self.tools is not None:
+            meta["tools"] = list(self.tools)
+        return meta
 
     def close(self) -> None:
         self._client.close()

@@ -21,13 +21,13 @@ import httpx
 
 from fabtest.agents.base import AgentError, OnToolCall
 from fabtest.agents.builtin_models import openai_function_call
-from fabtest.agents.http import post_json
+from fabtest.agents.http import declared_tools, post_json
 from fabtest.conversation import AgentResponse, Message, TokenUsage, ToolCall
 from fabtest.errors import UsageError
 
 __all__ = ["OpenAIChatAgent", "build_openai_chat_agent"]
 
-_KEYS = {"openai", "model", "headers", "timeout", "system", "extra_body", "session_field"}
+_KEYS = {"openai", "model", "headers", "timeout", "system", "extra_body", "session_field", "tools"}
 
 
 def build_openai_chat_agent(table: Mapping[str, Any], context: Mapping[str, Any], *, where: str) -> OpenAIChatAgent:
@@ -52,7 +52,8 @@ def build_openai_chat_agent(table: Mapping[str, Any], context: Mapping[str, Any]
             raise UsageError(f"{where}: {key} must be a table, got {table[key]!r}")
     return OpenAIChatAgent(url, model=model, headers=table.get("headers"), timeout=float(timeout),
                            system=str(table.get("system") or ""), extra_body=table.get("extra_body"),
-                           session_field=table.get("session_field"))
+                           session_field=table.get("session_field"),
+                           tools=declared_tools(table.get("tools"), where=where))
 
 
 class OpenAIChatAgent:
@@ -60,7 +61,7 @@ class OpenAIChatAgent:
 
     def __init__(self, url: str, *, model: str = "", headers: Mapping[str, str] | None = None,
                  timeout: float = 60.0, system: str = "", extra_body: Mapping[str, Any] | None = None,
-                 session_field: str | None = None) -> None:
+                 session_field: str | None = None, tools: Sequence[str] | None = None) -> None:
         url = url.rstrip("/")
         self.url = url if url.endswith("/chat/completions") else f"{url}/chat/completions"
         self.model = model
@@ -71,9 +72,14 @@ class OpenAIChatAgent:
         self._session_id = str(uuid.uuid4())
         self._usage = TokenUsage()
         self._client = httpx.Client(headers=dict(headers or {}), timeout=timeout)
+        self.tools = list(tools) if tools is not None else None  # declared: steps naming another tool are errors
 
     def metadata(self) -> dict[str, Any]:
-        return {"adapter": "openai-chat", "url": self.url, "model": self.model, "usage": self._usage.to_dict()}
+        meta: dict[str, Any] = {"adapter": "openai-chat", "url": self.url, "model": self.model,
+                                "usage": self._usage.to_dict()}
+        if self.tools is not None:
+            meta["tools"] = list(self.tools)
+        return meta
 
     def close(self) -> None:
         self._client.close()

@@ -6,11 +6,12 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from fabtest.agents.aio import is_async_callable
 from fabtest.agents.base import OnToolCall
 from fabtest.agents.boundary import accepts_keyword, coerce_response
 from fabtest.conversation import AgentResponse, Message
 
-__all__ = ["CallableAgent", "coerce_response", "is_factory_callable"]
+__all__ = ["AsyncCallableAgent", "CallableAgent", "callable_agent", "coerce_response", "is_factory_callable"]
 
 
 class CallableAgent:
@@ -27,6 +28,21 @@ class CallableAgent:
 
     def metadata(self) -> dict[str, Any]:
         return {"callable": f"{getattr(self._func, '__module__', '?')}:{getattr(self._func, '__qualname__', '?')}"}
+
+
+class AsyncCallableAgent(CallableAgent):
+    """Wraps ``async def f(messages) -> str | AgentResponse``; runs on the shared agent loop."""
+
+    async def chat(  # type: ignore[override]  # the runner awaits an async chat
+            self, messages: Sequence[Message], on_tool_call: OnToolCall | None = None) -> AgentResponse:
+        if self._wants_callback:
+            return coerce_response(await self._func(list(messages), on_tool_call=on_tool_call))
+        return coerce_response(await self._func(list(messages)))
+
+
+def callable_agent(func: Callable[..., Any]) -> CallableAgent:
+    """The agent for a chat callable: :class:`AsyncCallableAgent` for an ``async def`` one."""
+    return AsyncCallableAgent(func) if is_async_callable(func) else CallableAgent(func)
 
 
 def is_factory_callable(func: Callable[..., Any]) -> bool:

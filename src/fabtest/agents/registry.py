@@ -3,7 +3,8 @@
 Resolution order for a scenario: ``Given the agent "name"`` (``[tool.fabtest.agents]``), else a
 ``fabtest_agent`` fixture, else ``[tool.fabtest] agent``. For a playbook
 (:func:`playbook_agent_target`): ``--agent``, else ``$FABTEST_PLAYBOOK_AGENT``, else
-``[tool.fabtest] playbook_agent``, else the Gemini CLI. A factory is called once per scenario.
+``[tool.fabtest] playbook_agent``, else the Gemini CLI. A factory is called once per scenario; an ``async def`` factory (or ``build``) is awaited on the
+agent loop of :mod:`fabtest.agents.aio`.
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from fabtest import redaction
+from fabtest.agents import aio
 from fabtest.agents.base import Agent
-from fabtest.agents.python import CallableAgent, is_factory_callable
+from fabtest.agents.frameworks import FRAMEWORKS, build_framework_agent
+from fabtest.agents.python import callable_agent, is_factory_callable
 from fabtest.errors import UsageError
 from fabtest.targets import import_object
 
@@ -54,7 +57,7 @@ def make_agent(target: Any, context: Mapping[str, Any], *, where: str) -> Agent:
     if callable(target):
         if is_factory_callable(target):
             return _as_agent(target(dict(context)), where=where)
-        return CallableAgent(target)
+        return callable_agent(target)
     raise UsageError(f"{where}: {target!r} is not an agent: expected an object with chat(), a factory or a callable")
 
 
@@ -69,10 +72,14 @@ def _init_takes_argument(cls: type) -> bool:
 
 
 def _as_agent(obj: Any, *, where: str) -> Agent:
+    """What a factory returned as an agent; an async factory's coroutine is awaited on the agent loop,
+    so clients it creates belong to the loop its ``chat`` will run on."""
+    if inspect.isawaitable(obj):
+        obj = aio.run(obj)
     if hasattr(obj, "chat"):
         return obj
     if callable(obj) and not inspect.isclass(obj):
-        return CallableAgent(obj)
+        return callable_agent(obj)
     raise UsageError(f"{where}: the agent factory returned {type(obj).__name__}, which has no chat() method")
 
 
@@ -105,12 +112,15 @@ def _from_table(table: Mapping[str, Any], context: Mapping[str, Any], *, where: 
             return from_table(table, context)
         except (TypeError, ValueError) as exc:
             raise UsageError(f"{where}: bad options for the ACP agent {table['acp']!r}: {exc}") from None
+    if FRAMEWORKS.keys() & table.keys():
+        return build_framework_agent(table, context, where=where)
     if "factory" in table:
         target = import_object(str(table["factory"]), where=where)
         extra = {k: v for k, v in table.items() if k != "factory"}
         return make_agent(target, {**context, **extra}, where=where)
     raise UsageError(f"{where}: agent table needs 'http = \"URL\"', 'openai = \"URL\"', 'gemini = \"MODEL\"', "
-                     f"'provider = \"openai\"', 'acp = [\"program\", ...]' or 'factory = \"module:attr\"', "
+                     f"'provider = \"openai\"', 'acp = [\"program\", ...]', 'factory = \"module:attr\"' or a framework's "
+                     f"'{' / '.join(FRAMEWORKS)} = \"module:attr\"', "
                      f"got {sorted(table)}")
 
 
@@ -124,7 +134,7 @@ def _expand(value: Any, where: str) -> Any:
         def env(match: re.Match[str]) -> str:
             if match.group(1) not in os.environ:
                 raise UsageError(f"{where}: the agent configuration uses ${{{match.group(1)}}}, which is not set")
-            redaction.register(os.environ[match.group(1)])
+            redaction.register_env(match.group(1), os.environ[match.group(1)])
             return os.environ[match.group(1)]
 
         return re.sub(r"\$\{(\w+)\}", env, value)

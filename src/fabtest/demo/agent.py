@@ -76,7 +76,9 @@ class VenueAgent:
         self.invent_prices = invent_prices
 
     def metadata(self) -> dict[str, Any]:
-        return {"agent": "fabtest-demo-venue-bot", "style": self.style, "invent_prices": self.invent_prices}
+        # the declared tools let a step's misspelt tool name be caught and the run's tool coverage be told
+        return {"agent": "fabtest-demo-venue-bot", "style": self.style, "invent_prices": self.invent_prices,
+                "tools": ["search_venues", "check_availability", "book_venue"]}
 
     def chat(self, messages: Sequence[Message], on_tool_call: Any = None) -> AgentResponse:
         state = _State()

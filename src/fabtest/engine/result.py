@@ -74,10 +74,23 @@ def _head(identity: ScenarioIdentity, outcome: Outcome, duration_s: float) -> di
         "id": identity.stable_id, "name": identity.shown_name, "nodeid": identity.nodeid,
         "feature": identity.feature, "feature_file": identity.feature_file, "rule": identity.rule,
         "record_id": identity.record_id, "iteration": identity.iteration,
+        "record_category": identity.record.category if identity.record is not None else None,
         "passed": outcome.passed, "skipped": outcome.skipped, "skip_reason": outcome.skip_reason,
         "failure_type": outcome.failure_type, "failure_message": outcome.failure_message,
         "duration_s": round(duration_s, 4),
     }
+
+
+def _with_role_models(records: dict[str, Any], state: ScenarioState) -> dict[str, Any]:
+    """The judge's and the simulator's model on the scenario's own usage, so a scenario read alone
+    (a merged shard, a playbook's judge model, a compared pair) says which model spent the tokens."""
+    from fabtest.llm.factory import describe_llm
+
+    for role in ("judge", "simulator"):
+        record = records.get(role)
+        if record is not None and record.model is None:
+            record.model = describe_llm(getattr(state.llms, role, None))[1]
+    return records
 
 
 def _full(identity: ScenarioIdentity, state: ScenarioState, outcome: Outcome, duration_s: float) -> ScenarioResult:
@@ -92,9 +105,10 @@ def _full(identity: ScenarioIdentity, state: ScenarioState, outcome: Outcome, du
         evaluations=[CheckRecord.model_validate(c.to_dict()) for c in conv.evaluations],
         expectations=[CheckRecord.model_validate(c.to_dict()) for c in conv.expectations],
         transcript=turn_records(conv),
-        usage=usage_records(conv),
+        usage=_with_role_models(usage_records(conv), state),
         criteria={c.name: c.description for c in state.criteria.values()},
         topics=[TopicRecord(**r) for r in state.topics.topic_records()] if state.topics else [],
         simulator=state.simulator_config.to_fingerprint() if state.simulator_config.goal else None,
         agent_metadata=jsonable(state.agent_metadata()),
+        attack=state.simulator_config.attack,
     )

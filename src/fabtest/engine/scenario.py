@@ -24,14 +24,16 @@ from pathlib import Path
 from typing import Any
 
 from fabtest import checks
-from fabtest.agents.base import Agent, AgentError, agent_metadata
+from fabtest.agents import aio
+from fabtest.agents.base import STAND_IN_KEY, Agent, AgentError, agent_metadata
 from fabtest.agents.boundary import guarded
 from fabtest.agents.registry import make_agent
 from fabtest.conversation import Check, Conversation, Mode, Status, TokenUsage, Turn
 from fabtest.criteria import Criterion
-from fabtest.engine import judged, records, topic_checks
+from fabtest.engine import budget, judged, records, topic_checks
 from fabtest.engine.verdicts import LateVerdicts, Pending, placeholder
-from fabtest.errors import ExpectationFailed, NeedsLLM, UsageError
+from fabtest.errors import ExpectationFailed, MaxTurnsReached, NeedsLLM, UsageError
+from fabtest.experiment.cost import price_table
 from fabtest.judge import CriterionVerdict, Judge, Scope, criterion_data, format_exchange
 from fabtest.llm.base import LLM, LLMNotConfigured
 from fabtest.patterns import scenario_deadline
@@ -53,6 +55,8 @@ class LLMRoles:
     judge_reason: str = ""
     simulator_reason: str = ""
     executor: ThreadPoolExecutor | None = None
+    #: the run's scripted fake for built-in agents' models (agents.builtin_models.StandInModel), if any
+    agent_model: Any = None
 
 
 @dataclass
@@ -85,6 +89,8 @@ class ScenarioState:
     redact: Callable[[str], str] = str  # applied to every logged turn (a playbook's ``env`` secrets)
     #: the latest message of the simulated user, also when the agent then failed to answer it
     simulated_text: str | None = None
+    #: the simulated user's note on the message being sent (an adversarial tactic), for its turn
+    _user_note: str | None = None
     _agent: Agent | None = None
     _metadata: dict[str, Any] = field(default_factory=dict)
     _closed: bool = False
@@ -135,14 +141,23 @@ class ScenarioState:
                 raise UsageError(f"{self.where}: no agent configured: set [tool.fabtest] agent = \"module:attr\", "
                                  "define a fabtest_agent fixture, or use Given the agent \"name\"")
             try:
-                agent = guarded("the agent factory raised", make_agent, target, self.context, where=self.where)
+                context = {**self.context, STAND_IN_KEY: self.llms.agent_model} if self.llms.agent_model else self.context
+                agent = guarded("the agent factory raised", make_agent, target, context, where=self.where)
             except LLMNotConfigured as exc:  # a built-in agent without a key: skipped like the judge's scenarios
                 raise NeedsLLM(f"the agent needs an LLM: {exc}", where=self.where) from None
             around = getattr(agent, "around", None)
             if callable(around):
-                guarded("the agent's around() failed on entry:", lambda: self._exit.enter_context(around()))
+                guarded("the agent's around() failed on entry:", lambda: self._enter_around(around()))
             self._agent = agent
         return self._agent
+
+    def _enter_around(self, manager: Any) -> None:
+        """Enter ``around()``: a context manager here, an async one on the agent loop (left by the
+        task that entered it, see :func:`fabtest.agents.aio.enter_async`)."""
+        if hasattr(manager, "__aenter__") and not hasattr(manager, "__enter__"):
+            self._exit.callback(aio.enter_async(manager))
+        else:
+            self._exit.enter_context(manager)
 
     @property
     def runner(self) -> ConversationRunner:
@@ -181,18 +196,24 @@ class ScenarioState:
                 self.simulated_text, first = first, None
                 return self.simulated_text
             result = simulator.next_message(conversation)
-            self.simulated_text = result.text
+            self.simulated_text, self._user_note = result.text, result.strategy
             self._charge("simulator", result.usage)
             if result.goal_complete and conversation.turns and not config.has_stop_condition:
                 return None
             return result.text
 
-        return self.runner.simulate(
-            next_message, max_turns=config.max_turns or 10,
-            should_stop=lambda conv: (until(conv) if until else None) or simulator.should_stop(conv, self.topics),
-        )
+        try:
+            return self.runner.simulate(
+                next_message, max_turns=config.max_turns or 10,
+                should_stop=lambda conv: (until(conv) if until else None) or simulator.should_stop(conv, self.topics),
+            )
+        except MaxTurnsReached:
+            if config.attack is None:
+                raise
+            return f"the attack ran its {config.max_turns or 10} turns"  # an attacker out of turns: the agent held
 
     def _after_turn(self, turn: Turn) -> None:
+        turn.user_note, self._user_note = self._user_note, None
         if self.topics is None:
             return
         if self._tracker is None:
@@ -262,6 +283,26 @@ class ScenarioState:
                       data: dict[str, Any] | None = None) -> None:
         passed, details = result
         self.record_check(kind, mode, label, "passed" if passed else "failed", details, turn=turn, data=data)
+
+    def check_cost(self, limit_usd: float, mode: Mode) -> None:
+        """``the conversation must cost less than $X``: agent, simulator and judge tokens so far, priced."""
+        with self._usage_lock:  # background judge calls add to it on worker threads
+            usage = {role: TokenUsage(u.calls, u.input_tokens, u.output_tokens) for role, u in self.conversation.usage.items()}
+        models = {"judge": self.llms.judge.model if self.llms.judge else None,
+                  "simulator": self.llms.simulator.model if self.llms.simulator else None}
+        spent, unpriced = budget.conversation_cost(self.conversation.turns, usage, models,
+                                                   price_table(self.settings.prices))
+        status, details, data = budget.cost_outcome(limit_usd, spent, unpriced)
+        self.record_check("cost", mode, f"cost<${limit_usd:g}", status, details, data=data)
+
+    def check_latency(self, limit_s: float, mode: Mode, *, every: bool) -> None:
+        """``every response`` (each turn so far) or ``the response`` (the latest) took less than ``limit_s``."""
+        turns = list(self.conversation.turns) if every else [self.last_turn]
+        if not turns:
+            raise UsageError(f"{self.where}: there is no response yet: add a When step before this assertion")
+        status, details, data = budget.latency_outcome(turns, limit_s)
+        self.record_check("latency", mode, f"latency<{limit_s:g}s", status, details,
+                          turn=None if every else turns[0].number, data=data)
 
     def includes_call(self, tool: str, mode: Mode, *, negated: bool = False) -> None:
         """``the conversation must (not) include a call to "tool"``: over every turn so far."""

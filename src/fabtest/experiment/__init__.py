@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from fabtest.experiment.stable_id import stable_id
 
 if TYPE_CHECKING:
-    from fabtest.experiment.compare import Comparison, compare, gate_failures, meets_min_completion, regressed
+    from fabtest.experiment.compare import Comparison, compare
     from fabtest.experiment.export import (
         ExperimentFileError,
         build_document,
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         write_document,
     )
     from fabtest.experiment.fingerprint import experiment_fingerprints
+    from fabtest.experiment.gate import gate_failures, meets_min_completion, regressed
     from fabtest.experiment.gitinfo import GitInfo, git_info
     from fabtest.experiment.model import (
         CheckRecord,
@@ -64,7 +65,7 @@ __all__ = [
 
 # Imported on first use: ``import fabtest.experiment.stable_id`` (the collector's) must not load
 # the comparison and report machinery.
-_LAZY = {'Comparison': 'fabtest.experiment.compare', 'compare': 'fabtest.experiment.compare', 'gate_failures': 'fabtest.experiment.compare', 'meets_min_completion': 'fabtest.experiment.compare', 'regressed': 'fabtest.experiment.compare', 'ExperimentFileError': 'fabtest.experiment.export', 'build_document': 'fabtest.experiment.export', 'load_document': 'fabtest.experiment.export', 'new_experiment_id': 'fabtest.experiment.export', 'read_document': 'fabtest.experiment.export', 'write_document': 'fabtest.experiment.export', 'experiment_fingerprints': 'fabtest.experiment.fingerprint', 'GitInfo': 'fabtest.experiment.gitinfo', 'git_info': 'fabtest.experiment.gitinfo', 'CheckRecord': 'fabtest.experiment.model', 'ExperimentInfo': 'fabtest.experiment.model', 'ScenarioResult': 'fabtest.experiment.model', 'ToolCallRecord': 'fabtest.experiment.model', 'TopicRecord': 'fabtest.experiment.model', 'TurnRecord': 'fabtest.experiment.model', 'UsageRecord': 'fabtest.experiment.model', 'Recorder': 'fabtest.experiment.recorder', 'pending_journals': 'fabtest.experiment.recorder', 'recover': 'fabtest.experiment.recorder', 'render_summary': 'fabtest.experiment.summary'}
+_LAZY = {'Comparison': 'fabtest.experiment.compare', 'compare': 'fabtest.experiment.compare', 'gate_failures': 'fabtest.experiment.gate', 'meets_min_completion': 'fabtest.experiment.gate', 'regressed': 'fabtest.experiment.gate', 'ExperimentFileError': 'fabtest.experiment.export', 'build_document': 'fabtest.experiment.export', 'load_document': 'fabtest.experiment.export', 'new_experiment_id': 'fabtest.experiment.export', 'read_document': 'fabtest.experiment.export', 'write_document': 'fabtest.experiment.export', 'experiment_fingerprints': 'fabtest.experiment.fingerprint', 'GitInfo': 'fabtest.experiment.gitinfo', 'git_info': 'fabtest.experiment.gitinfo', 'CheckRecord': 'fabtest.experiment.model', 'ExperimentInfo': 'fabtest.experiment.model', 'ScenarioResult': 'fabtest.experiment.model', 'ToolCallRecord': 'fabtest.experiment.model', 'TopicRecord': 'fabtest.experiment.model', 'TurnRecord': 'fabtest.experiment.model', 'UsageRecord': 'fabtest.experiment.model', 'Recorder': 'fabtest.experiment.recorder', 'pending_journals': 'fabtest.experiment.recorder', 'recover': 'fabtest.experiment.recorder', 'render_summary': 'fabtest.experiment.summary'}
 
 
 def __getattr__(name: str) -> object:

@@ -19,10 +19,8 @@ with their outcomes, and each experiment's own whole figures are kept apart and 
 several runs of a scenario it counts as passing only when every run passed (scenario changes);
 rates count every run.
 
-The regression gate asks, for completion and for each criterion, whether the current pass count
-is lower than chance allows: a one-sided Fisher's exact test on the 2×2 table of passed/failed
-counts (baseline vs current), significant when p < alpha (0.05 by default) and the rate fell.
-An identical rerun has no drop (and p >= 0.5), so it never fails.
+Each rate carries the one-sided Fisher p-value of its drop, and the run-level counts the gate
+tests (experiment/gate.py: one family over every gated metric, the scenario run as the unit).
 """
 
 from __future__ import annotations
@@ -42,10 +40,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from fabtest.experiment.cost import cost_delta_by_id
+from fabtest.experiment.coverage import changes as coverage_changes
+from fabtest.experiment.coverage_text import change_lines
 from fabtest.experiment.diff import ConversationDiff, tool_summary
-from fabtest.experiment.export import entry_topics, read_index
+from fabtest.experiment.export import entry_topics, read_entries, read_index
 from fabtest.experiment.fmt import RULE_HEAVY, RULE_LIGHT, llm_line, num, pct, pp, signed, usd
-from fabtest.experiment.stats import entry_check_counts
+from fabtest.experiment.stats import entry_check_counts, is_criterion
 
 __all__ = [
     "DEFAULT_ALPHA",
@@ -54,7 +54,6 @@ __all__ = [
     "Comparability",
     "Comparison",
     "CriterionDelta",
-    "GateResult",
     "MetricDelta",
     "ScenarioChange",
     "ScenarioOutcome",
@@ -63,10 +62,8 @@ __all__ = [
     "compare",
     "cost_lines",
     "drop_p_value",
-    "gate_failures",
-    "meets_min_completion",
-    "regressed",
-    "regression_results",
+    "md_escape",
+    "name_features",
     "render_json",
     "render_markdown",
     "render_text",
@@ -98,6 +95,11 @@ class MetricDelta:
     baseline_counts: tuple[int, int] | None = None
     current_counts: tuple[int, int] | None = None
     p_value: float | None = None
+    #: the gate's unit (experiment/gate.py): (runs whose every rating passed, runs rated) per side, and
+    #: the sums of the current runs' own rates
+    baseline_runs: tuple[int, int] | None = None
+    current_runs: tuple[int, int] | None = None
+    current_run_rate_sum: float | None = None
 
 
 @dataclass(slots=True)
@@ -116,6 +118,10 @@ class CriterionDelta:
     current_passed: int = 0
     p_value: float | None = None
     note: str = ""
+    #: the gate's unit: (runs whose every rating of it passed, runs that rated it) per side
+    baseline_runs: tuple[int, int] = (0, 0)
+    current_runs: tuple[int, int] = (0, 0)
+    hard: bool = False  # a ``must`` criterion on either side (listed apart from the soft ones)
 
 
 @dataclass(slots=True)
@@ -140,6 +146,7 @@ class ScenarioOutcome:
     pass_rate: float | None
     evaluation_rate: float | None
     failure_type: str | None = None
+    feature: str | None = None  # two scenarios may share a name: the feature and the id tell them apart
 
 
 @dataclass(slots=True)
@@ -212,6 +219,10 @@ class Comparison:
     whole: list[MetricDelta] = field(default_factory=list)  # each experiment's own summary, not compared
     #: experiment/cost.py's ``cost_delta`` over the shared scenarios; None when neither side recorded a cost
     cost: dict[str, Any] | None = None
+    #: experiment/gate.py's ``gate_dict`` (the JSON ``gate`` key), set by fabtest-compare
+    gate: dict[str, Any] | None = None
+    #: experiment/coverage.py's ``changes``: per kind, what became covered and what became uncovered
+    coverage: dict[str, dict[str, list[str]]] = field(default_factory=dict)
 
     def metric(self, name: str) -> MetricDelta:
         return next(m for m in self.metrics if m.name == name)
@@ -302,7 +313,8 @@ class _Agg:
     """One scenario's runs added up (every run of an experiment is one row of its index)."""
 
     __slots__ = ("name", "runs", "passes", "skipped", "turns", "eval_passed", "eval_total", "topic_runs", "topics",
-                 "failures", "criteria", "checks", "iterations", "cost_usd", "cost_complete")
+                 "failures", "criteria", "checks", "iterations", "cost_usd", "cost_complete", "eval_runs", "eval_clean",
+                 "eval_rate_sum", "criteria_runs")
 
     def __init__(self, name: str) -> None:  # a plain class: 100,000 are made per experiment
         self.name = name
@@ -315,6 +327,13 @@ class _Agg:
         self.iterations: dict[int, list[int]] | None = None
         self.cost_usd: float | None = None  # every run's cost, skipped ones too (None: none recorded)
         self.cost_complete = True
+        # the gate's unit is the run (experiment/gate.py): runs that rated a soft check, runs whose every
+        # soft check passed, and the sum of the runs' own evaluation rates
+        self.eval_runs = self.eval_clean = 0
+        self.eval_rate_sum = 0.0
+        #: criterion → [runs whose every rating of it passed, runs that rated it]; None while one run
+        #: (then ``run_level(criteria)`` says it)
+        self.criteria_runs: dict[str, list[int]] | None = None
 
     def by_iteration(self) -> dict[int, list[int]]:
         if self.iterations is not None:
@@ -332,6 +351,19 @@ def _merge(into: dict[str, list[int]], counts: dict[str, Any]) -> None:
         slot[1] += int(pair[1])
 
 
+def run_level(counts: dict[str, Any]) -> dict[str, list[int]]:
+    """One run's ``{label: [passed, rated]}`` as ``{label: [1 if every rating passed, 1 if rated]}``."""
+    return {name: [int(bool(pair[1]) and pair[0] >= pair[1]), int(bool(pair[1]))] for name, pair in counts.items()}
+
+
+def _add_run(into: dict[str, list[int]], counts: dict[str, Any]) -> None:
+    for name, pair in counts.items():
+        slot = into.setdefault(name, [0, 0])
+        if pair[1]:
+            slot[1] += 1
+            slot[0] += pair[0] >= pair[1]
+
+
 def _owned(counts: dict[str, Any], runs: int) -> dict[str, list[int]]:
     """The counts of the first run (read-only, maybe shared) copied before a second run adds to them."""
     return {name: [int(pair[0]), int(pair[1])] for name, pair in counts.items()} if runs == 2 else counts
@@ -345,6 +377,15 @@ class Experiment:
     doc: dict[str, Any]  # a whole document keeps its entries; a lean one (``"lean": true``) has none
     scenarios: dict[str, _Agg] = field(default_factory=dict)
     definitions: dict[str, set[str]] = field(default_factory=dict)
+    path: Path | None = None  # the file a lean read came from (its few added/removed entries are read again)
+
+    def entries_of(self, ids: AbstractSet[str]) -> Iterable[dict[str, Any]]:
+        """The whole entries of ``ids``: from the document, or read from the file of a lean read."""
+        if not ids:
+            return ()
+        if self.doc.get("lean") and self.path is not None:
+            return read_entries(self.path, ids) or ()
+        return self.doc.get("scenario_results") or ()
 
     def add_rows(self, rows: Iterable[Sequence[Any]]) -> None:
         """Adds runs given as ``scenario_index`` rows (``export.index_row``'s fields, normalised)."""
@@ -375,6 +416,14 @@ class Experiment:
                 agg.topics += topics
             agg.eval_passed += ev_p
             agg.eval_total += ev_t
+            if ev_t:
+                agg.eval_runs += 1
+                agg.eval_clean += ev_p >= ev_t
+                agg.eval_rate_sum += ev_p / ev_t
+            if agg.runs == 2:
+                agg.criteria_runs = run_level(agg.criteria)
+            if agg.criteria_runs is not None:
+                _add_run(agg.criteria_runs, criteria)
             if agg.runs == 1:  # most scenarios run once: their counts are used as read (often one shared map)
                 agg.criteria, agg.checks = criteria, checks
             else:
@@ -387,6 +436,10 @@ class Experiment:
                 it[1] += 1
                 it[2] += ev_p
                 it[3] += ev_t
+
+    def cost_per_run(self) -> dict[str, float]:
+        """Scenario id → its recorded cost per run (skipped runs included, as the cost is), where recorded."""
+        return {sid: a.cost_usd / max(1, a.runs + a.skipped) for sid, a in self.scenarios.items() if a.cost_usd is not None}
 
     def shared_costs(self, shared: AbstractSet[str]) -> dict[str, tuple[float, bool]] | None:
         """The shared scenarios' costs for ``cost_delta_by_id`` (None: none recorded)."""
@@ -427,7 +480,7 @@ def read_experiment(ref: str | os.PathLike[str], results_dir: str | os.PathLike[
         path, doc = read_index(ref, results_dir, exp.add_rows)
         if not doc.get("lean"):
             return path, summarise(doc)
-    exp.doc, exp.definitions = doc, _criteria_definitions(doc)
+    exp.doc, exp.definitions, exp.path = doc, _criteria_definitions(doc), path
     return path, exp
 
 
@@ -454,6 +507,19 @@ def _criteria_definitions(doc: dict[str, Any]) -> dict[str, set[str]]:
     for e in doc["scenario_results"]:
         for name, desc in (e.get("criteria") or {}).items():
             out.setdefault(name, set()).add(str(desc))
+    return out
+
+
+def _hard_criteria(doc: dict[str, Any]) -> set[str]:
+    """Criteria rated as ``must`` in the experiment (``criteria_results``' must counts; older files
+    without them: from the entries' expectations when the document has them)."""
+    results = doc.get("criteria_results")
+    out = {name for name, entry in (results or {}).items() if isinstance(entry, dict) and entry.get("must")}
+    for e in doc.get("scenario_results") or () if not out else ():
+        block = e.get("expectations") if isinstance(e, dict) else None
+        details = block.get("details") if isinstance(block, dict) else None
+        out.update(str(d.get("criterion")) for d in details or () if isinstance(d, dict) and d.get("mode") == "must"
+                   and is_criterion(d.get("type")))
     return out
 
 
@@ -538,6 +604,9 @@ class _Totals:
     topics: int = 0
     eval_passed: int = 0
     eval_total: int = 0
+    eval_runs: int = 0
+    eval_clean: int = 0
+    eval_rate_sum: float = 0.0
 
 
 def _totals(aggs: Iterable[_Agg]) -> _Totals:
@@ -545,7 +614,8 @@ def _totals(aggs: Iterable[_Agg]) -> _Totals:
     return _Totals(*(sum(map(attrgetter(name), aggs)) for name in _TOTALLED))
 
 
-_TOTALLED = ("runs", "passes", "turns", "topic_runs", "topics", "eval_passed", "eval_total")  # _Totals' fields, in order
+_TOTALLED = ("runs", "passes", "turns", "topic_runs", "topics", "eval_passed", "eval_total", "eval_runs", "eval_clean",
+             "eval_rate_sum")  # _Totals' fields, in order
 
 
 def _metrics(b: _Totals, c: _Totals) -> list[MetricDelta]:
@@ -554,7 +624,8 @@ def _metrics(b: _Totals, c: _Totals) -> list[MetricDelta]:
     b_rate, c_rate = _rate(b.passes, b.runs), _rate(c.passes, c.runs)
     d = _delta(b_rate, c_rate)
     out.append(MetricDelta("completion_rate", "Completion rate", b_rate, c_rate, d, _mark(d, "rate"), "rate",
-                           (b.passes, b.runs), (c.passes, c.runs), drop_p_value(b.passes, b.runs, c.passes, c.runs)))
+                           (b.passes, b.runs), (c.passes, c.runs), drop_p_value(b.passes, b.runs, c.passes, c.runs),
+                           (b.passes, b.runs), (c.passes, c.runs), float(c.passes)))
     for key, label, bv, cv in (
         ("avg_turns", "Avg turns", _rate(b.turns, b.runs), _rate(c.turns, c.runs)),
         ("avg_topics", "Avg topics", _rate(b.topics, b.topic_runs), _rate(c.topics, c.topic_runs)),
@@ -565,7 +636,8 @@ def _metrics(b: _Totals, c: _Totals) -> list[MetricDelta]:
     d = _delta(b_rate, c_rate)
     out.append(MetricDelta("evaluation_rate", "Evaluation rate", b_rate, c_rate, d, _mark(d, "rate"), "rate",
                            (b.eval_passed, b.eval_total), (c.eval_passed, c.eval_total),
-                           drop_p_value(b.eval_passed, b.eval_total, c.eval_passed, c.eval_total)))
+                           drop_p_value(b.eval_passed, b.eval_total, c.eval_passed, c.eval_total),
+                           (b.eval_clean, b.eval_runs), (c.eval_clean, c.eval_runs), c.eval_rate_sum))
     return out
 
 
@@ -606,12 +678,38 @@ def _summed(aggs: Iterable[_Agg], kind: str) -> dict[str, list[int]]:
     return out
 
 
+def _summed_runs(aggs: Iterable[_Agg]) -> dict[str, list[int]]:
+    """The criteria's run-level counts (``run_level``) added up over the scenarios; a one-run
+    scenario's map is converted once however many scenarios share it."""
+    out: dict[str, list[int]] = {}
+    single: list[dict[str, list[int]]] = []
+    for a in aggs:
+        if a.criteria_runs is not None:
+            _merge(out, a.criteria_runs)
+        elif a.runs:
+            single.append(a.criteria)
+    times = Counter(map(id, single))
+    for key, counts in dict(zip(map(id, single), single, strict=True)).items():
+        for name, pair in run_level(counts).items():
+            total = out.setdefault(name, [0, 0])
+            total[0] += pair[0] * times[key]
+            total[1] += pair[1] * times[key]
+    return out
+
+
+def _pair(counts: list[int] | None) -> tuple[int, int]:
+    return (counts[0], counts[1]) if counts else (0, 0)
+
+
 def _rows(
     b_shared: dict[str, _Agg], c_shared: dict[str, _Agg], kind: str,
     defs: tuple[dict[str, set[str]], dict[str, set[str]]] | None, modified: list[str],
+    hard: AbstractSet[str] = frozenset(),
 ) -> list[CriterionDelta]:
     """Criteria (``kind="criteria"``) or checks rows over the shared scenarios."""
     b_counts, c_counts = _summed(b_shared.values(), kind), _summed(c_shared.values(), kind)
+    no_runs: dict[str, list[int]] = {}
+    b_runs, c_runs = (_summed_runs(b_shared.values()), _summed_runs(c_shared.values())) if kind == "criteria" else (no_runs, no_runs)
     rows = []
     for name in sorted(set(b_counts) | set(c_counts)):
         (bp, bn), (cp, cn) = b_counts.get(name, [0, 0]), c_counts.get(name, [0, 0])
@@ -640,7 +738,8 @@ def _rows(
                 status, note = "not evaluated", "declared in both, never rated in the current experiment (skipped or inconclusive)"
             else:
                 status = "removed"
-        rows.append(CriterionDelta(name, b_rate, c_rate, d, _mark(d, "rate"), status, bn, cn, bp, cp, p, note))
+        rows.append(CriterionDelta(name, b_rate, c_rate, d, _mark(d, "rate"), status, bn, cn, bp, cp, p, note,
+                                   _pair(b_runs.get(name)), _pair(c_runs.get(name)), name in hard))
     return rows
 
 
@@ -687,6 +786,21 @@ def _outcomes(aggs: dict[str, _Agg], ids: AbstractSet[str]) -> list[ScenarioOutc
         out.append(ScenarioOutcome(sid, a.name, a.runs, a.passes, a.skipped, _rate(a.passes, a.runs),
                                    _rate(a.eval_passed, a.eval_total), ftype))
     return out
+
+
+def name_features(outcomes: list[ScenarioOutcome], entries: Iterable[dict[str, Any]]) -> list[ScenarioOutcome]:
+    """``outcomes`` with the feature of each, from whole entries (a lean read has none: the caller
+    reads the few entries of the added and removed scenarios)."""
+    wanted = {o.id: o for o in outcomes if o.feature is None}
+    for e in entries if wanted else ():
+        o = wanted.get(str(e.get("id")))
+        if o is not None and e.get("feature"):
+            o.feature = str(e["feature"])
+    return outcomes
+
+
+def _scenario_label(o: ScenarioOutcome) -> str:
+    return f"{o.feature} / {o.name} [{o.id}]" if o.feature else f"{o.name} [{o.id}]"
 
 
 def _spread(values: list[float]) -> RateSpread:
@@ -741,6 +855,7 @@ def _compared(base: Experiment, cur: Experiment) -> Comparison:
     b_shared = b_agg if len(shared) == len(b_agg) else {sid: b_agg[sid] for sid in shared}
     c_shared = c_agg if len(shared) == len(c_agg) else {sid: c_agg[sid] for sid in shared}
     defs = (base.definitions, cur.definitions)
+    hard = _hard_criteria(base.doc) | _hard_criteria(cur.doc)
     comparability = _comparability(base.doc, cur.doc, b_ids, c_ids, defs)
     passing, failing, improved, regressed_ = _scenario_changes(b_shared, c_shared)
     b_ref, c_ref = _ref(base.doc), _ref(cur.doc)
@@ -750,17 +865,18 @@ def _compared(base: Experiment, cur: Experiment) -> Comparison:
         current=c_ref,
         comparability=comparability,
         metrics=_metrics(_totals(b_shared.values()), _totals(c_shared.values())),
-        criteria=_rows(b_shared, c_shared, "criteria", defs, comparability.criteria_modified),
+        criteria=_rows(b_shared, c_shared, "criteria", defs, comparability.criteria_modified, hard),
         newly_passing=passing,
         newly_failing=failing,
         quality_improved=improved,
         quality_regressed=regressed_,
         variance=_variance(b_shared, c_shared) if has_runs else None,
         checks=_rows(b_shared, c_shared, "checks", None, []),
-        added=_outcomes(c_agg, c_ids - b_ids),
-        removed=_outcomes(b_agg, b_ids - c_ids),
+        added=name_features(_outcomes(c_agg, c_ids - b_ids), cur.entries_of(c_ids - b_ids)),
+        removed=name_features(_outcomes(b_agg, b_ids - c_ids), base.entries_of(b_ids - c_ids)),
         whole=_whole(base.doc, cur.doc),
         cost=cost_delta_by_id(base.shared_costs(shared), cur.shared_costs(shared)),
+        coverage=coverage_changes(base.doc.get("coverage"), cur.doc.get("coverage")),
     )
 
 
@@ -779,104 +895,8 @@ def cost_lines(comparison: Comparison) -> list[str]:
     return [line]
 
 
-# ---------------------------------------------------------------------------------------------
-# gates
-
-
-@dataclass(slots=True)
-class GateResult:
-    """One gate verdict: which metric, its counts, the p-value when tested, and why it failed."""
-
-    metric: str
-    failed: bool
-    reason: str
-
-
 def _counts_text(counts: tuple[int, int] | None) -> str:
     return "n/a" if counts is None else f"{counts[0]}/{counts[1]}"
-
-
-def _drop_line(label: str, b_counts: tuple[int, int], c_counts: tuple[int, int], p: float, alpha: float) -> str:
-    b_rate, c_rate = _rate(*b_counts), _rate(*c_counts)
-    return (f"{label}: {_counts_text(b_counts)} → {_counts_text(c_counts)} passed ({pct(b_rate)} → {pct(c_rate)}) "
-            f"on shared scenarios; one-sided Fisher's exact p = {p:.4g} < alpha {alpha:g}: the drop is larger "
-            f"than chance")
-
-
-def regression_results(comparison: Comparison, alpha: float = DEFAULT_ALPHA) -> list[GateResult]:
-    """The statistical regression test of completion and of every compared criterion."""
-    out = []
-    m = comparison.metric("completion_rate")
-    if m.p_value is not None and m.baseline_counts and m.current_counts:
-        failed = m.p_value < alpha and (m.delta or 0) < 0
-        out.append(GateResult("completion", failed, _drop_line("completion", m.baseline_counts, m.current_counts,
-                                                               m.p_value, alpha) if failed else ""))
-    for row in comparison.criteria:
-        if row.status != "compared" or row.p_value is None:
-            continue
-        failed = row.p_value < alpha and (row.delta or 0) < 0
-        reason = _drop_line(f"criterion {row.name!r}", (row.baseline_passed, row.baseline_evaluated),
-                            (row.current_passed, row.current_evaluated), row.p_value, alpha) if failed else ""
-        out.append(GateResult(f"criterion:{row.name}", failed, reason))
-    return out
-
-
-def regressed(comparison: Comparison, alpha: float = DEFAULT_ALPHA) -> bool:
-    """True when completion or a criterion dropped significantly on the shared scenarios."""
-    return any(r.failed for r in regression_results(comparison, alpha))
-
-
-def meets_min_completion(comparison: Comparison, minimum: float) -> bool:
-    """True when the completion rate over the shared scenarios is at least ``minimum`` (a fraction)."""
-    rate = comparison.metric("completion_rate").current
-    return rate is not None and rate >= minimum - 1e-12
-
-
-def _floor(label: str, rate: float | None, counts: tuple[int, int] | None, minimum: float) -> str | None:
-    if rate is not None and rate >= minimum - 1e-12:
-        return None
-    if rate is None:
-        return f"{label}: nothing was rated on the shared scenarios, below the floor {pct(minimum)}"
-    return f"{label} {pct(rate)} ({_counts_text(counts)} passed on shared scenarios) is below the floor {pct(minimum)}"
-
-
-def gate_failures(
-    comparison: Comparison,
-    fail_on_regression: bool = False,
-    min_completion: float | None = None,
-    *,
-    alpha: float = DEFAULT_ALPHA,
-    min_evaluation: float | None = None,
-    min_criteria: dict[str, float] | None = None,
-) -> list[str]:
-    """One line per tripped gate (empty when the comparison passes every requested gate).
-
-    Raises ValueError for a ``min_criteria`` name that is no criterion of either experiment.
-    """
-    out = []
-    if fail_on_regression:
-        out += [f"regression: {r.reason}" for r in regression_results(comparison, alpha) if r.failed]
-    if min_completion is not None:
-        m = comparison.metric("completion_rate")
-        line = _floor("completion rate", m.current, m.current_counts, min_completion)
-        if line:
-            out.append(line)
-    if min_evaluation is not None:
-        m = comparison.metric("evaluation_rate")
-        line = _floor("evaluation rate", m.current, m.current_counts, min_evaluation)
-        if line:
-            out.append(line)
-    rows = {r.name: r for r in comparison.criteria}
-    for name, minimum in (min_criteria or {}).items():
-        row = rows.get(name)
-        if row is None:
-            known = ", ".join(sorted(rows)) or "none"
-            raise ValueError(f"--min-criterion {name}: no criterion {name!r} on the shared scenarios "
-                             f"(criteria: {known})")
-        line = _floor(f"criterion {name!r}", row.current, (row.current_passed, row.current_evaluated), minimum)
-        if line:
-            out.append(line)
-    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -947,6 +967,22 @@ def _row_tail(row: CriterionDelta) -> str:
     return f"{'':>9}  {row.status}" + (f" ({row.note})" if row.note else "")
 
 
+def _criterion_table(rows: list[CriterionDelta]) -> list[str]:
+    width = max(24, *(len(row.name) for row in rows))
+    lines = [f"    {'Criterion':<{width}} {'Baseline':>9} {'Current':>9} {'Delta':>9}", "    " + "─" * (width + 32)]
+    for row in rows:
+        lines.append(f"    {row.name:<{width}} {pct(row.baseline):>9} {pct(row.current):>9} {_row_tail(row)}"
+                     f"{_row_counts(row)}".rstrip())
+    return lines
+
+
+def _row_counts(row: CriterionDelta) -> str:
+    """A criterion row's ratings passed and the one-sided p of its drop (pooled ratings; the gate tests runs)."""
+    p = f", p {row.p_value:.3g}" if row.p_value is not None else ""
+    return (f"  [{row.baseline_passed}/{row.baseline_evaluated} → {row.current_passed}/{row.current_evaluated}{p}]"
+            if row.baseline_evaluated or row.current_evaluated else "")
+
+
 def _changed_checks(checks: list[CriterionDelta]) -> tuple[list[CriterionDelta], int]:
     """Checks worth a row: anything but an unchanged compared check (the rest is counted)."""
     shown = [r for r in checks if r.status != "compared" or abs(r.delta or 0) >= 1e-12]
@@ -981,7 +1017,7 @@ def render_text(comparison: Comparison) -> str:
     for m in c.metrics:
         if m.name == "evaluation_rate":
             lines += ["", RULE_LIGHT, "", "Quality (Soft Evaluations), shared scenarios"]
-            label = "Overall"
+            label = "Overall"  # every soft check: the note below the table says so
         else:
             label = {"completion_rate": "Rate", "avg_turns": "Avg Turns", "avg_topics": "Avg Topics"}[m.name]
         values = f"{_value(m, 'baseline', m.kind)} → {_value(m, 'current', m.kind)}"
@@ -989,12 +1025,15 @@ def render_text(comparison: Comparison) -> str:
         if m.baseline_counts is not None and m.current_counts is not None:
             counts = f"  [{_counts_text(m.baseline_counts)} → {_counts_text(m.current_counts)}]"
         lines.append(f"  {label + ':':<15} {values:<16} ({_delta_text(m.delta, m.kind)}) {m.mark}{counts}".rstrip())
-    if c.criteria:
-        width = max(24, *(len(row.name) for row in c.criteria))
-        lines += ["", "  By Criterion:", f"    {'Criterion':<{width}} {'Baseline':>9} {'Current':>9} {'Delta':>9}",
-                  "    " + "─" * (width + 32)]
-        for row in c.criteria:
-            lines.append(f"    {row.name:<{width}} {pct(row.baseline):>9} {pct(row.current):>9} {_row_tail(row)}".rstrip())
+    ev = c.metric("evaluation_rate")
+    if ev.current_counts is not None:
+        lines.append("  (Overall counts every soft check rating, LLM-judged criteria and deterministic `should` checks alike)")
+    soft, hard = [r for r in c.criteria if not r.hard], [r for r in c.criteria if r.hard]
+    if soft:
+        lines += ["", "  By Criterion (soft `should`, LLM-judged; ratings passed, p of a drop):", *_criterion_table(soft)]
+    if hard:
+        lines += ["", RULE_LIGHT, "", "Hard Criteria (`must`, LLM-judged; a failure fails the run), shared scenarios",
+                  *_criterion_table(hard)]
     if c.checks:
         shown, same = _changed_checks(c.checks)
         lines += ["", RULE_LIGHT, "", f"Checks (deterministic), shared scenarios: {len(c.checks)}"]
@@ -1024,10 +1063,10 @@ def render_text(comparison: Comparison) -> str:
         lines += ["", RULE_LIGHT, ""]
         if c.added:
             lines.append(f"Added scenarios ({len(c.added)}, only in current; not in the deltas above):")
-            lines += _listed(c.added, lambda o: f"    - {o.name}: {_outcome_text(o)}")
+            lines += _listed(c.added, lambda o: f"    - {_scenario_label(o)}: {_outcome_text(o)}")
         if c.removed:
             lines.append(f"Removed scenarios ({len(c.removed)}, only in baseline; not in the deltas above):")
-            lines += _listed(c.removed, lambda o: f"    - {o.name}: {_outcome_text(o)}")
+            lines += _listed(c.removed, lambda o: f"    - {_scenario_label(o)}: {_outcome_text(o)}")
         lines += ["", "Whole experiments (different scenario sets: for reference, not compared)",
                   f"  {'':<17} {'Baseline':>9} {'Current':>9}"]
         for m in c.whole:
@@ -1053,6 +1092,7 @@ def render_text(comparison: Comparison) -> str:
             lines += _listed(changed, lambda s: f"    - {s.name}: {pct(s.baseline, 0)} → {pct(s.current, 0)}")
     if c.cost:
         lines += ["", RULE_LIGHT, "", *cost_lines(c)]
+    lines += change_lines(c.coverage)
     lines += ["", RULE_LIGHT]
     return "\n".join(lines) + "\n"
 
@@ -1104,20 +1144,20 @@ def render_diffs_markdown(diffs: Sequence[ConversationDiff]) -> str:
     """Each conversation diff as a Markdown table: turn, baseline, current."""
     out: list[str] = []
     for d in diffs:
-        out += ["", f"### Conversation diff: {_md_escape(d.name)} (baseline {_outcome(d.baseline_passed)}, "
+        out += ["", f"### Conversation diff: {md_escape(d.name)} (baseline {_outcome(d.baseline_passed)}, "
                     f"current {_outcome(d.current_passed)})", ""]
         if d.first is None:
             out.append("The recorded conversations are the same.")
             continue
         out += [f"First difference at turn {d.first}: {d.what}.", "", "| Turn | Baseline | Current |", "|---:|---|---|"]
         for pair in d.pairs:
-            cells = [" / ".join(_md_escape(line) for line in _side_lines(side, 10_000)) for side in (pair.baseline, pair.current)]
+            cells = [" / ".join(md_escape(line) for line in _side_lines(side, 10_000)) for side in (pair.baseline, pair.current)]
             number = f"**{pair.number}**" if pair.number == d.first else str(pair.number)
             out.append(f"| {number} | {cells[0]} | {cells[1]} |")
     return "\n".join(out) + "\n" if out else ""
 
 
-def _md_escape(text: Any) -> str:
+def md_escape(text: Any) -> str:
     """Names and notes come from results files: Markdown/HTML-safe table cell or list text, so no
     pipes, tags, entities or line breaks leak."""
     out = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
@@ -1128,8 +1168,8 @@ def _md_escape(text: Any) -> str:
 def _md_rows(rows: list[CriterionDelta], title: str) -> list[str]:
     lines = [f"| {title} | Baseline | Current | Delta | |", "|---|---:|---:|---:|:-:|"]
     for row in rows:
-        delta = pp(row.delta, 0) if row.status == "compared" else _md_escape(row.status + (f" ({row.note})" if row.note else ""))
-        lines.append(f"| {_md_escape(row.name)} | {pct(row.baseline)} | {pct(row.current)} | {delta} | {row.mark.strip()} |")
+        delta = pp(row.delta, 0) if row.status == "compared" else md_escape(row.status + (f" ({row.note})" if row.note else ""))
+        lines.append(f"| {md_escape(row.name)} | {pct(row.baseline)} | {pct(row.current)} | {delta} | {row.mark.strip()} |")
     return lines
 
 
@@ -1139,9 +1179,9 @@ def render_markdown(comparison: Comparison) -> str:
     comp = c.comparability
     icon = {"HIGH": "🟢", "MEDIUM": "🟡", "LOW": "🔴"}[comp.validity]
     lines = [
-        f"## fabtest: `{_md_escape(c.baseline.id)}` → `{_md_escape(c.current.id)}`",
+        f"## fabtest: `{md_escape(c.baseline.id)}` → `{md_escape(c.current.id)}`",
         "",
-        f"**Comparison validity: {icon} {comp.validity}**" + (f" ({_md_escape('; '.join(comp.reasons))})" if comp.reasons else ""),
+        f"**Comparison validity: {icon} {comp.validity}**" + (f" ({md_escape('; '.join(comp.reasons))})" if comp.reasons else ""),
         "",
         f"Scenarios compared: {comp.scenarios_shared} shared ({comp.scenarios_added} added, {comp.scenarios_removed} removed)"
         + ("; the tables below are over the shared scenarios only." if comp.scenarios_added or comp.scenarios_removed else ""),
@@ -1153,8 +1193,11 @@ def render_markdown(comparison: Comparison) -> str:
         lines.append(
             f"| {m.label} | {_value(m, 'baseline', m.kind)} | {_value(m, 'current', m.kind)} | {_delta_text(m.delta, m.kind)} | {m.mark} |"
         )
-    if c.criteria:
-        lines += ["", "### By criterion", "", *_md_rows(c.criteria, "Criterion")]
+    soft, hard = [r for r in c.criteria if not r.hard], [r for r in c.criteria if r.hard]
+    if soft:
+        lines += ["", "### By criterion (soft `should`)", "", *_md_rows(soft, "Criterion")]
+    if hard:
+        lines += ["", "### Hard criteria (`must`)", "", *_md_rows(hard, "Criterion")]
     if c.checks:
         shown, same = _changed_checks(c.checks)
         lines += ["", f"### Checks (deterministic, {len(c.checks)})", ""]
@@ -1163,12 +1206,12 @@ def render_markdown(comparison: Comparison) -> str:
         if same:
             lines += ["", f"{same} check{'' if same == 1 else 's'} unchanged."]
     for title, items, fmt in (
-        ("Newly failing", c.newly_failing, lambda s: f"- ❌ {_md_escape(s.name)} ({_md_escape(s.note)})"),
-        ("Newly passing", c.newly_passing, lambda s: f"- ✅ {_md_escape(s.name)}"),
-        ("Quality regressed", c.quality_regressed, lambda s: f"- {_md_escape(s.name)}: {pct(s.baseline, 0)} → {pct(s.current, 0)}"),
-        ("Quality improved", c.quality_improved, lambda s: f"- {_md_escape(s.name)}: {pct(s.baseline, 0)} → {pct(s.current, 0)}"),
-        ("Added scenarios (only in current)", c.added, lambda o: f"- {_md_escape(o.name)}: {_outcome_text(o)}"),
-        ("Removed scenarios (only in baseline)", c.removed, lambda o: f"- {_md_escape(o.name)}: {_outcome_text(o)}"),
+        ("Newly failing", c.newly_failing, lambda s: f"- ❌ {md_escape(s.name)} ({md_escape(s.note)})"),
+        ("Newly passing", c.newly_passing, lambda s: f"- ✅ {md_escape(s.name)}"),
+        ("Quality regressed", c.quality_regressed, lambda s: f"- {md_escape(s.name)}: {pct(s.baseline, 0)} → {pct(s.current, 0)}"),
+        ("Quality improved", c.quality_improved, lambda s: f"- {md_escape(s.name)}: {pct(s.baseline, 0)} → {pct(s.current, 0)}"),
+        ("Added scenarios (only in current)", c.added, lambda o: f"- {md_escape(_scenario_label(o))}: {_outcome_text(o)}"),
+        ("Removed scenarios (only in baseline)", c.removed, lambda o: f"- {md_escape(_scenario_label(o))}: {_outcome_text(o)}"),
     ):
         if items:
             lines += ["", f"### {title} ({len(items)})", ""]
@@ -1191,5 +1234,6 @@ def render_markdown(comparison: Comparison) -> str:
             )
         lines += [f"\n> {note}" for note in c.variance.notes]
     if c.cost:
-        lines += ["", *(_md_escape(line) for line in cost_lines(c))]
+        lines += ["", *(md_escape(line) for line in cost_lines(c))]
+    lines += [md_escape(line) for line in change_lines(c.coverage)]
     return "\n".join(lines) + "\n"

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from fabtest._files import atomic_writer
 from fabtest.experiment import cost, stats
 from fabtest.experiment.attribution import Attribution, attribute_flakiness
+from fabtest.experiment.coverage import coverage_of
 from fabtest.experiment.fingerprint import experiment_fingerprints, merge_configuration
 from fabtest.experiment.model import ExperimentInfo, ScenarioResult
 
@@ -177,13 +178,15 @@ def _variance(results: Sequence[ScenarioResult], attribute: Attribute) -> dict[s
 
 
 def document_head(info: ExperimentInfo, results: Sequence[ScenarioResult], configs: Sequence[ScenarioResult] | None = None,
-                  attribute: Attribute = attribute_flakiness) -> dict[str, Any]:
+                  attribute: Attribute = attribute_flakiness, coverage: dict[str, Any] | None = None) -> dict[str, Any]:
     """Every section of the experiment but ``scenario_results`` (``variance`` last, when iterated).
 
     ``results`` need only what the sections read (the recorder passes slim copies, see
     experiment/spool.py); ``configs``: results that carry every distinct configuration (default:
     ``results``; the union is the same); ``attribute``: the flakiness attribution, which reads
-    whole transcripts (the recorder's reads the flaky scenarios' runs back from its spill file).
+    whole transcripts (the recorder's reads the flaky scenarios' runs back from its spill file);
+    ``coverage``: the section when already added up (the recorder keeps each run's facts, not its
+    transcript), else computed from ``results``.
     """
     configs = results if configs is None else configs
     config_h, criteria_h, topic_h = (
@@ -221,6 +224,7 @@ def document_head(info: ExperimentInfo, results: Sequence[ScenarioResult], confi
         "checks_results": {
             name: {**entry, "rate": _r(entry["rate"])} for name, entry in stats.checks_performance(results).items()
         },
+        "coverage": coverage if coverage is not None else coverage_of(results),
         "configuration": {
             "criteria": criteria,
             "topics": [t.model_dump(mode="json") for t in topics],

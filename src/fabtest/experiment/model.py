@@ -50,6 +50,8 @@ class TurnRecord(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     #: the topic was reached through a trigger of a topic that is not a successor of the previous one
     off_graph: bool = False
+    #: the simulated user's note on its message: an adversarial user's tactic (README "Adversarial users")
+    user_note: str | None = None
 
 
 class UsageRecord(BaseModel):
@@ -76,6 +78,10 @@ class ScenarioResult(BaseModel):
     feature_file: str = ""
     rule: str | None = None
     record_id: str | None = None  # scenario-set record id
+    #: the record's ``category`` (an attack category of a red-team set, say), for coverage by category
+    record_category: str | None = None
+    #: the red-team attack the simulated user played (fabtest.redteam), for the hold rate per attack
+    attack: str | None = None
     iteration: int = 1
     passed: bool
     skipped: bool = False
@@ -138,7 +144,7 @@ def turn_records(conversation: Conversation) -> list[TurnRecord]:
     """The transcript of a conversation as result records (features and playbooks alike)."""
     return [
         TurnRecord(number=t.number, user=t.user, agent=t.response.text, topic=t.topic, duration_s=round(t.duration_s, 4),
-                   metadata=jsonable(t.response.metadata), off_graph=t.off_graph_from is not None,
+                   metadata=jsonable(t.response.metadata), off_graph=t.off_graph_from is not None, user_note=t.user_note,
                    tool_calls=[ToolCallRecord(name=c.name, arguments=jsonable(c.arguments), result=jsonable(c.result),
                                               metadata=jsonable(c.metadata))
                                for c in t.tool_calls])

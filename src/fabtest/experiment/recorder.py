@@ -209,6 +209,11 @@ class Recorder:
         """Briefs of the results recorded so far (no transcripts: see experiment/spool.py)."""
         return self._spool.results
 
+    def set_order(self, nodeids: list[str]) -> None:
+        """The collection's node ids, in order: the experiment lists results in this order (then by
+        scenario id and iteration), whatever order they finished in."""
+        self._spool.order = {nodeid: i for i, nodeid in enumerate(nodeids)}
+
     def add(self, result: ScenarioResult) -> None:
         """Journal one result (secrets redacted) durably before returning, and spill its entry."""
         dumped = result.model_dump(mode="json")

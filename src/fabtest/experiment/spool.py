@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 
 from fabtest._files import TEXT_ERRORS
 from fabtest.experiment.attribution import Attribution, attribute_flakiness
+from fabtest.experiment.coverage import RunFacts, run_facts, summarise
 from fabtest.experiment.export import (
     Costing,
     document_head,
@@ -171,8 +172,14 @@ class Spool:
         self._slots: dict[ResultKey, int] = {}
         self._stubs: dict[int, dict[str, Any]] = {}
         self._configs: dict[tuple[int, int, int], ScenarioResult] = {}
+        #: each slot's coverage facts (identical runs share one object)
+        self._facts: dict[int, RunFacts] = {}
         self._rewritten = False
         self._head: dict[str, Any] | None = None
+        #: node id -> position in the collection: entries are written in that order (then by
+        #: scenario id and iteration), not in the order scenarios finished (concurrency, -n)
+        self.order: dict[str, int] | None = None
+        self._keys: list[tuple[str, str, int]] = []
 
     def __len__(self) -> int:
         return len(self.results)
@@ -186,6 +193,7 @@ class Spool:
         self._offsets.append(0)
         self._lengths.append(0)
         self._slots[result_key(result)] = slot
+        self._keys.append((result.nodeid, result.id, result.iteration))  # briefs drop the node id
         self._put(slot, result, dumped)
 
     def update(self, key: ResultKey, change: Callable[[ScenarioResult], ScenarioResult]) -> bool:
@@ -216,6 +224,8 @@ class Spool:
             self._stubs.pop(slot, None)
         else:
             self._stubs[slot] = stub
+        facts = run_facts(result)
+        self._facts[slot] = self._shared(("facts", facts), lambda: facts)
         brief = _brief(result, self._shared)
         self._configs.setdefault((id(brief.criteria), id(brief.topics), id(brief.simulator)), brief)
         self.results[slot] = brief
@@ -225,7 +235,7 @@ class Spool:
         """Every section but ``scenario_results`` (cached until the next add or update)."""
         if self._head is None:
             self._head = document_head(info, self.results, configs=list(self._configs.values()),
-                                       attribute=self._attribute)
+                                       attribute=self._attribute, coverage=summarise(self._facts.values()))
         return self._head
 
     def summary_document(self, info: ExperimentInfo) -> dict[str, Any]:
@@ -234,7 +244,8 @@ class Spool:
         head = dict(self.head(info))
         head["experiment"] = {**head["experiment"], "interrupted": info.interrupted}
         variance = head.pop("variance", None)
-        head["scenario_results"] = [self._stubs[slot] for slot in sorted(self._stubs)]
+        rank = {slot: i for i, slot in enumerate(self._slot_order())}
+        head["scenario_results"] = [self._stubs[slot] for slot in sorted(self._stubs, key=rank.__getitem__)]
         if variance is not None:
             head["variance"] = variance
         return head
@@ -256,16 +267,25 @@ class Spool:
         head = dict(self.head(info))
         head["experiment"] = {**head["experiment"], "interrupted": info.interrupted}
         self._file.flush()
-        return write_streamed(head, self._rows, self._entries(), results_dir)
+        slots = self._slot_order()
+        return write_streamed(head, [self._rows[s] for s in slots], self._entries(slots), results_dir)
 
-    def _entries(self) -> Iterator[str]:
-        if not self._rewritten:  # the file is the entries in order: read it straight through
+    def _slot_order(self) -> list[int]:
+        """Slots in collection order (then scenario id, iteration); arrival order without ``order``."""
+        if self.order is None:
+            return list(range(len(self.results)))
+        order, last = self.order, len(self.order)
+        return sorted(range(len(self.results)),
+                      key=lambda s: (order.get(self._keys[s][0], last), *self._keys[s][1:], s))
+
+    def _entries(self, slots: list[int]) -> Iterator[str]:
+        if not self._rewritten and slots == sorted(slots):  # the file is the entries in order: read it through
             self._file.seek(0)
             for line in self._file:
                 yield line[:-1].decode("utf-8")
             return
-        for offset, length in zip(self._offsets, self._lengths, strict=True):
-            yield os.pread(self._file.fileno(), length, offset).decode("utf-8")
+        for slot in slots:
+            yield os.pread(self._file.fileno(), self._lengths[slot], self._offsets[slot]).decode("utf-8")
 
     def close(self) -> None:
         """Remove the spill file (the journal stays the record of a run until it is finalised)."""

@@ -141,6 +141,9 @@ def _performance(results: Sequence[ScenarioResult], criteria: bool) -> dict[str,
             "inconclusive": counts["inconclusive"],
             "rate": rate(counts["passed"], counts["evaluated"]),
         }
+        must = sum(1 for c in groups[name] if c.mode == "must")
+        if must and criteria:  # hard ratings (only when any): compare lists hard criteria apart
+            out[name]["must"] = must
     return out
 
 

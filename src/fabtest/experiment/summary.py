@@ -13,6 +13,7 @@ from typing import Any
 from tabulate import tabulate
 
 from fabtest.experiment.cost import summary_cost, total_text, unpriced_note
+from fabtest.experiment.coverage_text import coverage_lines
 from fabtest.experiment.export import list_experiment_files
 from fabtest.experiment.fmt import RULE_HEAVY, RULE_LIGHT, count, git_line, llm_line, num, pct, timestamp, usd
 from fabtest.experiment.stats import low_confidence_count
@@ -226,6 +227,7 @@ def render_summary(
         *_off_graph(doc),
         *_grounding(summary),
         *_tokens(summary),
+        *coverage_lines(doc.get("coverage")),
         "",
         *_variance(doc),
         RULE_LIGHT,

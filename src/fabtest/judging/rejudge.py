@@ -18,9 +18,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fabtest.conversation import AgentResponse, Conversation, Turn
+from fabtest.conversation import AgentResponse, Conversation, TokenUsage, Turn
 from fabtest.criteria import Criterion
-from fabtest.experiment.model import CheckRecord, ExperimentInfo, ScenarioResult
+from fabtest.experiment.model import CheckRecord, ExperimentInfo, ScenarioResult, UsageRecord
 from fabtest.judge import Judge, Scope, VerdictLabel, criterion_from_data, format_exchange, majority
 from fabtest.llm.base import LLM
 from fabtest.llm.cache import salted
@@ -108,11 +108,11 @@ def rejudge_experiment(
     new_results: list[ScenarioResult] = []
     rows: list[Rejudged] = []
     for result in results:
-        chosen = scenario is None or result.id.startswith(scenario) or result.name == scenario
+        if scenario is not None and not (result.id.startswith(scenario) or result.name == scenario):
+            continue  # the new experiment holds only what was re-judged, under the judge that re-judged it
         copy = result.model_copy(deep=True)
         new_results.append(copy)
-        if not chosen:
-            continue
+        spent = TokenUsage()
         groups: dict[tuple[str, int | None], list[CheckRecord]] = {}
         for check in [*copy.evaluations, *copy.expectations]:
             if _judgeable(copy, check) and (criterion is None or check.criterion == criterion):
@@ -121,20 +121,28 @@ def rejudge_experiment(
             progress(f"{result.id} iteration {result.iteration}: {sum(map(len, groups.values()))} checks")
         conversation = _conversation(copy)
         for (scope, turn), checks in groups.items():
-            rows.extend(_rejudge_group(copy, conversation, scope, turn, checks, judges))
+            rows.extend(_rejudge_group(copy, conversation, scope, turn, checks, judges, spent))
+        # what this re-judgement spent, counted call by call and priced at the judge that made the calls:
+        # not the recorded run's usage (its agent, simulator and judge calls were not made again)
+        copy.usage = {"judge": UsageRecord(calls=spent.calls, input_tokens=spent.input_tokens,
+                                           output_tokens=spent.output_tokens)}
         _refresh_outcome(copy)
     return new_results, rows
 
 
 def _rejudge_group(
     result: ScenarioResult, conversation: Conversation, scope: str, turn: int | None,
-    checks: list[CheckRecord], judges: list[Judge],
+    checks: list[CheckRecord], judges: list[Judge], spent: TokenUsage,
 ) -> list[Rejudged]:
-    """One call per repetition for the criteria of one subject, as the original run batched them."""
+    """One call per repetition for the criteria of one subject, as the original run batched them
+    (each call's tokens added to ``spent``; a cached answer costs nothing)."""
     unique = {c.criterion: recorded_criterion(result, c) for c in checks}
     subject = format_exchange(conversation.turns[turn - 1]) if scope == "response" and turn else conversation.transcript()
-    answers = [judge.evaluate_criteria(list(unique.values()), subject=subject, scope=_scope(scope)).value
-               for judge in judges]
+    answers = []
+    for judge in judges:
+        judged = judge.evaluate_criteria(list(unique.values()), subject=subject, scope=_scope(scope))
+        spent.add(judged.usage)
+        answers.append(judged.value)
     rows = []
     for check in checks:
         verdicts = [next(v.verdict for v in answer if v.criterion == check.criterion) for answer in answers]

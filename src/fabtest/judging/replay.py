@@ -102,6 +102,16 @@ class ReplayOutcome:
     continued: Continuation | None = None
     note: str = ""
     replayed: bool = True
+    #: checks the replay could not re-check (turns that did not happen, --no-continue, no judge ...),
+    #: by mode: a "passed" with an unchecked must is not a pass
+    not_rechecked: dict[str, int] = field(default_factory=dict)
+    #: why the first unchecked must was not re-checked
+    unchecked_reason: str = ""
+
+    @property
+    def verified(self) -> bool:
+        """False when a hard (must) check was left unchecked: the outcome then says less than it seems."""
+        return not self.not_rechecked.get("must")
 
     @property
     def summary(self) -> str:
@@ -126,7 +136,8 @@ class ReplayOutcome:
                 "similarity": None if self.similarity is None else round(self.similarity, 4),
                 "continued": self.continued, "turns_recorded": self.turns_recorded,
                 "turns_replayed": self.turns_replayed, "passed_before": self.passed_before,
-                "passed_now": self.passed_now, "summary": self.summary}
+                "passed_now": self.passed_now, "verified": self.verified, "not_rechecked": dict(self.not_rechecked),
+                "summary": self.summary}
 
 
 @dataclass
@@ -267,7 +278,16 @@ def replay_scenario(result: ScenarioResult, env: ReplayEnv) -> tuple[ScenarioRes
         outcome.turns_replayed = len(conversation.turns)
         _fill(new, state, failure, time.monotonic() - started)
     outcome.passed_now = None if new.skipped else new.passed
+    _count_unchecked(new, outcome)
     return new, outcome
+
+
+def _count_unchecked(new: ScenarioResult, outcome: ReplayOutcome) -> None:
+    unchecked = [c for c in (*new.expectations, *new.evaluations) if c.data.get("replay") == "not rechecked"]
+    for c in unchecked:
+        outcome.not_rechecked[c.mode] = outcome.not_rechecked.get(c.mode, 0) + 1
+    hard = next((c for c in unchecked if c.mode == "must"), None)
+    outcome.unchecked_reason = hard.details if hard is not None else ""
 
 
 def _fill(new: ScenarioResult, state: ScenarioState, failure: FabtestError | None, duration: float) -> None:

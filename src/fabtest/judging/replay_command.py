@@ -128,6 +128,14 @@ def _diffs(doc: dict[str, Any], new_results: list[Any], outcomes: list[Any]) -> 
     return out
 
 
+def _unchecked_text(o: Any) -> str:
+    """What a replayed run's outcome does not cover: its checks left unchecked, by mode."""
+    parts = [f"{n} {mode} check{'' if n == 1 else 's'}" for mode, n in sorted(o.not_rechecked.items())]
+    head = " (NOT VERIFIED: " if not o.verified else " ("
+    why = f": {o.unchecked_reason}" if o.unchecked_reason else ""
+    return f"{head}{' and '.join(parts)} not re-checked{why})"
+
+
 def _verdict(passed: bool | None) -> str:
     return "skipped" if passed is None else "passed" if passed else "failed"
 
@@ -142,12 +150,16 @@ def render_replay_text(outcomes: list[Any], *, source: str, new_id: str | None, 
     lines = [f"Replayed {len(outcomes)} run(s) of {source} against the current agent ({shown}, same tool calls):"]
     for o in outcomes:
         change = f"; {_verdict(o.passed_before)} -> {_verdict(o.passed_now)}" if o.replayed else ""
+        if o.replayed and o.not_rechecked:
+            change += _unchecked_text(o)
         lines.append(f"  - {o.name} (iteration {o.iteration}): {o.summary}{change}")
     replayed = [o for o in outcomes if o.replayed]
     same = sum(o.branched_at is None for o in replayed)
     skipped = len(outcomes) - len(replayed)
+    unverified = sum(not o.verified for o in replayed)
     lines.append(f"Same as recorded: {same}; branched: {len(replayed) - same}"
-                 + (f"; not replayed: {skipped}" if skipped else ""))
+                 + (f"; not replayed: {skipped}" if skipped else "")
+                 + (f"; outcome not verified (a must check not re-checked): {unverified}" if unverified else ""))
     if diffs:
         from fabtest.experiment.compare import render_diffs_text
 

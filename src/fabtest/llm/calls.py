@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 
 __all__ = ["PURPOSES", "LLMCall", "Purpose", "current_call", "llm_call"]
 
-Purpose = Literal["simulated_user", "criteria", "grounding", "intent", "goal", "topic"]
-PURPOSES: tuple[str, ...] = ("simulated_user", "criteria", "grounding", "intent", "goal", "topic")
+Purpose = Literal["simulated_user", "criteria", "grounding", "intent", "goal", "topic", "scenarios"]
+PURPOSES: tuple[str, ...] = ("simulated_user", "criteria", "grounding", "intent", "goal", "topic", "scenarios")
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,9 @@ class LLMCall:
     conversation: Conversation | None = None
     persona: str | None = None
     facts: Mapping[str, str] = field(default_factory=dict)
+    #: the red-team attack the simulated user plays (fabtest.redteam), and the tactic asked for this turn
+    attack: str | None = None
+    tactic: str | None = None
 
     @property
     def criterion_names(self) -> list[str]:

@@ -99,6 +99,15 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
         except PlaybookError as exc:
             return _error(str(exc))
         playbooks.append(playbook)
+    results_dir = Path(args.results_dir or os.environ.get("FABTEST_RESULTS_DIR") or settings.results_dir)
+    if not results_dir.is_absolute():
+        results_dir = root / results_dir
+    recorder = None
+    if not args.no_results:  # a configuration error, so before the pre-flight's reachability checks
+        try:
+            check_results_dir(results_dir, "results_dir")
+        except UsageError as exc:
+            return _error(str(exc))
     if not args.no_preflight:
         from fabtest.preflight import Needs, run_preflight
 
@@ -107,16 +116,7 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
             run_preflight(settings, needs, cache_mode=settings.llm_cache, skip_option="--no-preflight")
         except UsageError as exc:
             return _error_lines(str(exc))
-
-    results_dir = Path(args.results_dir or os.environ.get("FABTEST_RESULTS_DIR") or settings.results_dir)
-    if not results_dir.is_absolute():
-        results_dir = root / results_dir
-    recorder = None
     if not args.no_results:
-        try:
-            check_results_dir(results_dir, "results_dir")
-        except UsageError as exc:
-            return _error(str(exc))
         from fabtest._files import remove_stale_temp_files
 
         remove_stale_temp_files(results_dir)  # left by a run killed mid-write

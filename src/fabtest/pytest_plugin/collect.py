@@ -100,6 +100,14 @@ class FeatureModule(pytest.Module):
         return templates
 
 
+def feature_templates(path: Path) -> list[ScenarioTemplate]:
+    """Every scenario of a feature file, or none when it does not parse (collection reports that)."""
+    try:
+        return _all_templates(path, get_feature(str(path.parent), path.name, encoding=_ENCODING))
+    except Exception:  # noqa: BLE001 - the collector words the parse error
+        return []
+
+
 def _all_templates(path: Path, feature: Feature) -> list[ScenarioTemplate]:
     """All scenarios, with repeated names too (pytest-bdd's ``feature.scenarios`` keeps the last of
     each name, which would drop the others silently)."""

@@ -107,13 +107,17 @@ def _shape(text: str) -> str:
 
 
 def _examples(ctx: Any) -> list[str]:
-    from fabtest.pytest_plugin.vocabulary import BUILTIN_EXAMPLES
+    from pytest_bdd import parsers
+
+    from fabtest.pytest_plugin.vocabulary import BUILTIN_EXAMPLES, readable_pattern
 
     func = ctx.step_func
     if getattr(func, "__module__", "") == "fabtest.pytest_plugin.steps":
         example = BUILTIN_EXAMPLES.get(getattr(func, "__name__", ""))
         return [example] if example else []
     pattern = getattr(ctx.parser, "name", None)
+    if pattern and isinstance(ctx.parser, parsers.re):  # the project's regex step, as a line one would write
+        return [readable_pattern(str(pattern))]
     return [str(pattern)] if pattern else []
 
 

@@ -51,12 +51,20 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--fabtest-tag", action="append", default=[], metavar="TAG", help="tag the experiment (repeatable)")
     group.addoption("--fabtest-results-dir", default=None, metavar="DIR", help="where results/<id>.json goes")
     group.addoption("--fabtest-no-results", action="store_true", help="do not write an experiment file")
+    group.addoption("--fabtest-min-coverage", action="append", default=[], metavar="KIND=RATE",
+                    help="fail the run when coverage of KIND (topics, transitions, tools, criteria) is below RATE "
+                         "(e.g. tools=0.8; repeatable)")
     group.addoption("--fabtest-agent", default=None, metavar="MODULE:ATTR", help="the default agent")
     group.addoption("--fabtest-agent-timeout", type=float, default=None, metavar="S", help="timeout per agent call")
+    group.addoption("--fabtest-concurrency", type=int, default=None, metavar="N",
+                    help="scenarios in flight at once in this process (per -n worker); 1: one by one")
     group.addoption("--fabtest-scenario-timeout", type=float, default=None, metavar="S", help="timeout per scenario")
     group.addoption("--fabtest-fake-llm", nargs="?", const="", default=None, metavar="SCRIPT",
                     help="judge and simulate with fabtest.testing.FakeLLM: a script (.yaml/.json) or module:attr; "
                          "with no value, an empty fake that the fabtest_fake_llm fixture scripts")
+    group.addoption("--fabtest-allow-skip", action="append", default=[], metavar="KIND",
+                    help="scenarios skipped for want of KIND (llm: no key or endpoint) do not fail the run "
+                         "(without it such skips end the run with exit status 6); repeatable or comma-separated")
     group.addoption("--fabtest-no-preflight", action="store_true",
                     help="skip the pre-flight check of agents and LLMs before the first scenario")
     group.addoption("--fabtest-retry-budget", type=float, default=None, metavar="RATIO",
@@ -118,7 +126,8 @@ def settings_from_options(config: pytest.Config) -> Settings:
     updates: dict[str, Any] = {}
     for name, key in (("--fabtest-results-dir", "results_dir"), ("--fabtest-agent", "agent"),
                       ("--fabtest-agent-timeout", "agent_timeout"), ("--fabtest-scenario-timeout", "scenario_timeout"),
-                      ("--fabtest-llm-cache", "llm_cache"), ("--fabtest-retry-budget", "retry_budget")):
+                      ("--fabtest-llm-cache", "llm_cache"), ("--fabtest-retry-budget", "retry_budget"),
+                      ("--fabtest-concurrency", "concurrency")):
         if opt(name) is not None:
             updates[key] = opt(name)
     for role in ("judge", "simulator"):

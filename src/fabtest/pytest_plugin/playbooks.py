@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from fabtest.errors import FabtestError
+from fabtest.pytest_plugin import not_run
 
 RESULT_KEY = pytest.StashKey[dict[str, Any]]()
 DEFAULT_PATTERN = "scenarios/playbooks/*.playbook.{json,yaml,yml}"
@@ -153,8 +154,8 @@ class PlaybookItem(pytest.Item):
             why = {"judge": roles.judge_reason, "simulator": roles.simulator_reason}
             reasons = list(dict.fromkeys(  # the judge and the simulator often miss the same key
                 why[role] for role in why if role in (outcome.skip_reason or "") and why[role]))
-            raise pytest.skip.Exception((outcome.skip_reason or "an LLM is missing")
-                                        + (f" ({'; '.join(reasons)})" if reasons else ""), _use_item_location=True)
+            raise not_run.skip_for("llm", (outcome.skip_reason or "an LLM is missing")
+                                   + (f" ({'; '.join(reasons)})" if reasons else ""))
         if not outcome.passed:
             # the class of what ended the run says its failure type; the message is the redacted one
             raise type(outcome.error or FabtestError())(outcome.failure_message or "the playbook failed") from None

@@ -28,7 +28,7 @@ from fabtest.engine.outcome import Outcome, conclude, failure_message
 from fabtest.engine.result import build_result
 from fabtest.engine.scenario import LLMRoles, ScenarioState
 from fabtest.errors import AgentError, FabtestError, UsageError, failure_type_of
-from fabtest.pytest_plugin import hints, options, steps
+from fabtest.pytest_plugin import hints, not_run, options, steps
 from fabtest.pytest_plugin.collect import FeatureModule, template_of
 from fabtest.pytest_plugin.results import (
     PENDING_PROPERTY,
@@ -71,13 +71,38 @@ def pytest_configure(config: pytest.Config) -> None:
     iterations = config.getoption("--fabtest-iterations")
     if iterations is not None and iterations < 1:
         raise pytest.UsageError(f"--fabtest-iterations {iterations}: run every scenario at least once (N >= 1)")
+    from fabtest.experiment.coverage import CoverageFloorError, parse_floor
+
+    try:
+        floors = dict(parse_floor(text) for text in config.getoption("--fabtest-min-coverage"))
+    except CoverageFloorError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if floors and config.getoption("--fabtest-no-results"):
+        raise pytest.UsageError("--fabtest-min-coverage needs the experiment: drop --fabtest-no-results")
     config.addinivalue_line("markers", "fabtest_scenario_set(name): expand a scenario over a scenario set")
     config.pluginmanager.register(steps, "fabtest-steps")
-    session = FabtestSession(config, settings)
+    session = FabtestSession(config, settings, coverage_floors=floors)
     session.fake_llm()  # a bad --fabtest-fake-llm script or offline_llm is a usage error before anything runs
     session.check_offline_llm()
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(session, "fabtest-session")
+    _register_concurrency(config, settings.concurrency)
+
+
+def _register_concurrency(config: pytest.Config, limit: int) -> None:
+    """``concurrency`` above 1: the scheduler of :mod:`fabtest.pytest_plugin.concurrent` takes the
+    scenarios' protocol over; 1 leaves pytest's own, exactly as before."""
+    config.addinivalue_line("markers", "fabtest_serial(reason): run this scenario alone, not concurrently")
+    if limit <= 1:
+        return
+    from fabtest.pytest_plugin.concurrent import ConcurrentScenarios, concurrency_blocker
+
+    blocker = concurrency_blocker(config)
+    if blocker is not None:
+        config.issue_config_time_warning(pytest.PytestConfigWarning(
+            f"fabtest: concurrency = {limit} is off for this run: {blocker}; scenarios run one by one"), stacklevel=2)
+        return
+    config.pluginmanager.register(ConcurrentScenarios(config, limit), "fabtest-concurrency")
 
 
 def _active(config: pytest.Config) -> bool:
@@ -240,8 +265,7 @@ def pytest_bdd_before_scenario(request: pytest.FixtureRequest, feature: Any, sce
     for role, what in needs:
         if getattr(roles, role) is None:
             # reported at the scenario (file:line), not at this line of the plugin
-            raise pytest.skip.Exception(f"{what} needs the {role} LLM: {getattr(roles, role + '_reason')}",
-                                        _use_item_location=True)
+            raise not_run.skip_for("llm", f"{what} needs the {role} LLM: {getattr(roles, role + '_reason')}")
 
 
 def pytest_bdd_before_step(request: pytest.FixtureRequest, feature: Any, scenario: Any, step: Any) -> None:
@@ -287,7 +311,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         if not exc.skips or not _active(item.config):
             raise
         # reported at the scenario (file:line), not at this line of the plugin
-        raise pytest.skip.Exception(str(exc), _use_item_location=True) from None
+        raise not_run.skip_for("llm", str(exc)) from None
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -296,6 +320,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if not _active(item.config):
         return
     report: pytest.TestReport = outcome.get_result()
+    not_run.tag_report(report, call)
     if call.when == "setup" and template_of(getattr(item, "obj", None)) is not None:
         _report_setup(item, report, call.duration)
     elif call.when == "call":

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from fabtest.preflight import Needs, PreflightFailed, configured_agents, feature_text_needs, run_preflight
-from fabtest.pytest_plugin.collect import template_of
+from fabtest.preflight import Needs, PreflightFailed, configured_agents, run_preflight
+from fabtest.pytest_plugin.collect import feature_templates, template_of
 
 __all__ = ["check_items", "check_nodeids", "enabled"]
 
@@ -37,7 +37,7 @@ def check_items(fabtest_session: Any, items: list[pytest.Item]) -> None:
         template = template_of(getattr(item, "obj", None))
         if template is not None:
             scenarios = True
-            needs.add_steps(step.name for step in template.steps)
+            needs.add_scenario(_located(fabtest_session, template))
     _check(fabtest_session, needs, scenarios=scenarios, playbooks=playbooks)
 
 
@@ -53,18 +53,26 @@ def check_nodeids(fabtest_session: Any, ids: list[str]) -> None:
         path = root / file
         if path.suffix == ".feature":
             scenarios = True
-            found = feature_text_needs(path)
-            needs.judge, needs.simulator = needs.judge or found.judge, needs.simulator or found.simulator
+            for template in feature_templates(path):  # every scenario of a file any worker runs
+                needs.add_scenario(_located(fabtest_session, template))
         elif matches(pattern, path, root):
             playbooks = needs.judge = needs.simulator = True
     _check(fabtest_session, needs, scenarios=scenarios, playbooks=playbooks)
+
+
+def _located(fabtest_session: Any, template: Any) -> list[tuple[str, str]]:
+    """A scenario's steps as ``(text, file:line)``, the file relative to the rootdir."""
+    from fabtest.pytest_plugin.results import relative_to_root
+
+    path = relative_to_root(fabtest_session.config, template.feature.filename)
+    return [(step.name, f"{path}:{step.line_number}") for step in template.steps]
 
 
 def _check(fabtest_session: Any, needs: Needs, *, scenarios: bool, playbooks: bool) -> None:
     settings = fabtest_session.settings
     if not (scenarios or playbooks):
         return
-    needs.agents = configured_agents(settings, scenarios=scenarios, playbooks=playbooks)
+    needs.agents = configured_agents(settings, scenarios=scenarios, playbooks=playbooks, needs=needs)
     if fabtest_session.config.getoption("--fabtest-fake-llm", None) is not None:
         needs.judge = needs.simulator = False  # a scripted fake answers for both: nothing to probe
     try:

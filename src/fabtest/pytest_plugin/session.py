@@ -9,6 +9,7 @@ experiment and the console summary wait for them (README "Performance").
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -16,11 +17,13 @@ from typing import Any
 import pytest
 
 from fabtest.criteria import Criterion
+from fabtest.engine.llms import stand_in
 from fabtest.engine.scenario import LLMRoles
 from fabtest.errors import UsageError
 from fabtest.experiment.late import LateVerdict
 from fabtest.experiment.model import ScenarioResult
 from fabtest.pytest_plugin.late import LATE_PROPERTY, LateChannel
+from fabtest.pytest_plugin.not_run import NotRun, allowed_kinds
 from fabtest.pytest_plugin.streams import StreamGuard
 from fabtest.scenario_sets import ScenarioRecord
 from fabtest.settings import Settings
@@ -33,9 +36,12 @@ LLM_SLOTS_KEY = "fabtest_llm_slots"
 class FabtestSession:
     """One pytest run: settings, LLMs, scenario sets, and (on the controller) the experiment."""
 
-    def __init__(self, config: pytest.Config, settings: Settings) -> None:
+    def __init__(self, config: pytest.Config, settings: Settings, *, coverage_floors: dict[str, float] | None = None
+                 ) -> None:
         self.config = config
         self.settings = settings
+        #: --fabtest-min-coverage: kind -> the least rate that passes the run
+        self.coverage_floors = dict(coverage_floors or {})
         self.iterations = max(1, int(config.getoption("--fabtest-iterations") or 1))
         self.is_worker = hasattr(config, "workerinput")
         self.summary_text = ""
@@ -44,15 +50,19 @@ class FabtestSession:
         self._save_error: str | None = None  # a write to the experiment failed (a full disk): said once, at the end
         self._pending: dict[str, dict[str, Any]] = {}  # nodeid -> identity of a scenario started
         self._roles: LLMRoles | None = None
+        self._roles_lock = threading.Lock()
         self._fake: Any = None
         self._sets: dict[tuple[str, str], list[ScenarioRecord]] = {}
         self._topics = self._project_topics()
         self._preflight_done = False
+        #: node ids in collection order: the order results are written in, not the order they finished
+        self._collected: list[str] = []
         self.retry_budget = self._make_retry_budget()
         self._sigterm = False  # our SIGTERM handler is in force (fabtest/_signals.py)
         self.late = LateChannel()  # this process's soft verdicts judged after their scenario
         self._streams = StreamGuard()  # an agent closing sys.stdout must not end the session
         self._llm_slots: str | None = None  # controller: the slot directory its workers share
+        self.not_run = NotRun(allowed_kinds(config, settings))  # scenarios that could not run (never green by accident)
         self._share_llm_slots()
         from fabtest.llm import quick_exit
 
@@ -92,10 +102,15 @@ class FabtestSession:
     def check_offline_llm(self) -> None:
         """``[tool.fabtest] offline_llm`` that does not import is a usage error before anything runs."""
         if self.settings.offline_llm:
+            from fabtest.engine.llms import is_offline_script, offline_script
             from fabtest.targets import import_object
 
             try:
-                import_object(self.settings.offline_llm, where=f"{self.settings.source} [tool.fabtest] offline_llm", what="LLM")
+                if is_offline_script(self.settings.offline_llm):
+                    offline_script(self.settings, Path(str(self.config.rootpath)))
+                else:
+                    import_object(self.settings.offline_llm, where=f"{self.settings.source} [tool.fabtest] offline_llm",
+                                  what="LLM")
             except UsageError as exc:
                 raise pytest.UsageError(str(exc)) from None
 
@@ -103,13 +118,17 @@ class FabtestSession:
         """Build the judge and simulator once: the ``--fabtest-fake-llm`` fake for both, else each
         role's provider, else ``[tool.fabtest] offline_llm``; a missing key leaves the role empty
         with a reason (precedence: README "Running without a key")."""
+        with self._roles_lock:  # scenarios in flight at once (concurrency) ask from their own threads
+            return self._llm_roles()
+
+    def _llm_roles(self) -> LLMRoles:
         if self._roles is None:
             from fabtest.engine.llms import configured_llms
 
             limit = self.concurrency_share()
             fake = self.fake_llm()
             if fake is not None:
-                roles = LLMRoles(judge=fake, simulator=fake)
+                roles = LLMRoles(judge=fake, simulator=fake, agent_model=stand_in(fake, always=True))
             else:
                 try:
                     roles = configured_llms(self.settings, Path(str(self.config.rootpath)), max_concurrency=limit,
@@ -166,6 +185,7 @@ class FabtestSession:
             judge=salted(roles.judge, f"iteration-{iteration}") if roles.judge else None,
             simulator=salted(roles.simulator, f"iteration-{iteration}") if roles.simulator else None,
             judge_reason=roles.judge_reason, simulator_reason=roles.simulator_reason, executor=roles.executor,
+            agent_model=roles.agent_model,
         )
 
     def scenario_set(self, name: str, feature_path: Path) -> list[ScenarioRecord]:
@@ -196,6 +216,7 @@ class FabtestSession:
 
             self.warm_up = warmup.start(self.settings)
 
+        self._collected = [item.nodeid for item in session.items]
         if not self.is_worker and not self.config.pluginmanager.has_plugin("dsession") and preflight.enabled(self.config):
             preflight.check_items(self, session.items)
 
@@ -203,6 +224,8 @@ class FabtestSession:
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         from fabtest.pytest_plugin import preflight
 
+        if not self._collected:
+            self._collected = list(ids)  # every worker collects the same items, in the same order
         if not self._preflight_done and preflight.enabled(self.config):
             self._preflight_done = True
             preflight.check_nodeids(self, list(ids))
@@ -211,7 +234,10 @@ class FabtestSession:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         from fabtest.pytest_plugin.results import PENDING_PROPERTY, RESULT_PROPERTY
 
-        if self.is_worker or self.config.getoption("--fabtest-no-results"):
+        if self.is_worker:
+            return
+        self.not_run.add(report)
+        if self.config.getoption("--fabtest-no-results"):
             return
         for name, value in report.user_properties:
             if name == PENDING_PROPERTY and isinstance(value, dict):
@@ -321,6 +347,7 @@ class FabtestSession:
                 iterations=self.iterations, cwd=str(self.config.rootpath),
                 prices={m: p.model_dump() for m, p in self.settings.prices.items()},
             )
+            self._recorder.set_order(self._collected)
         return self._recorder
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -392,6 +419,7 @@ class FabtestSession:
             session.exitstatus = pytest.ExitCode.INTERRUPTED
         if self.is_worker:
             return
+        session.exitstatus = self.not_run.exit_status(session.exitstatus)
         if not interrupted:  # a worker that died mid-scenario: record what it was running
             for nodeid in list(self._pending):
                 self._record_unfinished(nodeid, [])
@@ -411,6 +439,17 @@ class FabtestSession:
         doc = recorder.document(interrupted=interrupted)
         shown = os.path.relpath(path, str(self.config.rootpath)) if path.is_relative_to(str(self.config.rootpath)) else path
         self.summary_text = render_summary(doc, shown, previous_experiment_id(recorder.results_dir, recorder.experiment_id))
+        self._check_coverage(session, doc)
+
+    def _check_coverage(self, session: pytest.Session, doc: dict[str, Any]) -> None:
+        """--fabtest-min-coverage: a run under a floor fails (exit 1), saying which and by how much."""
+        from fabtest.experiment.coverage import below_floors
+
+        short = below_floors(doc.get("coverage") or {}, self.coverage_floors)
+        if short:
+            self.summary_text += "".join(f"FAILED: {line}\n" for line in short)
+            if session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def _report_save_error(self, session: pytest.Session) -> None:
         """The experiment could not be written: one line, and the run must not look green."""
@@ -423,6 +462,8 @@ class FabtestSession:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         from fabtest._terminal import inert
 
+        for line in self.not_run.summary_lines():  # first: a run that tested less than it says
+            terminalreporter.write_line(inert(line), red=self.not_run.fails_run, yellow=not self.not_run.fails_run)
         for note in self.notes:
             terminalreporter.write_line(inert(note))
         if self.summary_text:

@@ -16,6 +16,7 @@ from fabtest import checks
 from fabtest.agents.base import AgentError, agent_metadata
 from fabtest.conversation import Mode
 from fabtest.criteria import Criterion, criterion_from_text, parse_examples_table, resolve
+from fabtest.engine.attacks import hold_against_attack, use_attack, use_record_attack
 from fabtest.engine.scenario import ScenarioState
 from fabtest.errors import UsageError
 from fabtest.topics import table_rows
@@ -66,7 +67,7 @@ def _row_where(request: pytest.FixtureRequest, state: ScenarioState, index: int)
 
 
 _NEEDS_SIMULATOR = re.compile(r"the simulated user talks to the agent")
-_NEEDS_JUDGE_MUST = re.compile(r"must (satisfy|be grounded in|have the intent|be achieved)")
+_NEEDS_JUDGE_MUST = re.compile(r"must (satisfy|be grounded in|have the intent|be achieved|hold against)")
 
 
 def needed_llms(step_texts: list[str]) -> list[tuple[str, str]]:
@@ -195,6 +196,16 @@ def _given_from_record(fabtest_scenario: ScenarioState) -> None:
     fabtest_scenario.use_record()
 
 
+@given(parsers.re(r'an adversarial user ' + _q("attack")))
+def _given_attack(fabtest_scenario: ScenarioState, attack: str) -> None:
+    use_attack(fabtest_scenario, attack)
+
+
+@given("an adversarial user from the scenario")
+def _given_record_attack(fabtest_scenario: ScenarioState) -> None:
+    use_record_attack(fabtest_scenario)
+
+
 # -- actions -------------------------------------------------------------------------------------
 @when(parsers.re(r'the user says "(?P<text>.*)"'))
 def _when_says(fabtest_scenario: ScenarioState, text: str) -> None:
@@ -215,6 +226,11 @@ def _when_simulate(request: pytest.FixtureRequest, fabtest_scenario: ScenarioSta
 
 
 # -- assertions ----------------------------------------------------------------------------------
+@then(parsers.re(r'the agent ' + MODE + r' hold against the attack'))
+def _then_hold(fabtest_scenario: ScenarioState, mode: str) -> None:
+    hold_against_attack(fabtest_scenario, _mode(mode))
+
+
 @then(parsers.re(r'(?P<scope>the response|every response|the conversation) ' + MODE + r' satisfy ' + _q("criterion")))
 def _then_satisfy(fabtest_scenario: ScenarioState, scope: str, mode: str, criterion: str) -> None:
     _check_not_misspelled(fabtest_scenario, criterion)
@@ -301,6 +317,19 @@ def _then_turns(fabtest_scenario: ScenarioState, mode: str, n: str) -> None:
     fabtest_scenario.record_check("turn_count", _mode(mode), f"turn_count<={n}",
                                   "passed" if actual <= int(n) else "failed", f"{actual} turn{'' if actual == 1 else 's'} (max {n})",
                                   data={"max": int(n), "actual": actual})
+
+
+_NUMBER = r"(?P<limit>\d+(?:\.\d+)?)"
+
+
+@then(parsers.re(r'the conversation ' + MODE + r' cost less than \$' + _NUMBER))
+def _then_cost(fabtest_scenario: ScenarioState, mode: str, limit: str) -> None:
+    fabtest_scenario.check_cost(float(limit), _mode(mode))
+
+
+@then(parsers.re(r'(?P<which>every response|the response) ' + MODE + r' take less than ' + _NUMBER + r' seconds?'))
+def _then_latency(fabtest_scenario: ScenarioState, which: str, mode: str, limit: str) -> None:
+    fabtest_scenario.check_latency(float(limit), _mode(mode), every=which == "every response")
 
 
 @then(parsers.re(r'the transcript ' + MODE + r' contain ' + _q("text")))

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-__all__ = ["BUILTIN_EXAMPLES", "StepInfo", "collect_steps", "render_steps"]
+__all__ = ["BUILTIN_EXAMPLES", "BUILTIN_VARIANTS", "StepInfo", "collect_steps", "collection_errors", "readable_pattern", "render_steps"]
 
 #: One example per built-in step, keyed by the step function's name in ``pytest_plugin/steps.py``.
 BUILTIN_EXAMPLES: dict[str, str] = {
@@ -38,15 +38,20 @@ BUILTIN_EXAMPLES: dict[str, str] = {
     "_given_stop_tool": 'Given the simulation stops when the agent calls "book_venue"',
     "_given_stop_topic": 'Given the simulation stops when the conversation reaches the topic "booking"',
     "_given_from_record": "Given a simulated user from the scenario",
+    "_given_attack": 'Given an adversarial user "prompt_injection"',
+    "_given_record_attack": "Given an adversarial user from the scenario",
     "_when_says": 'When the user says "Hi, I need a meeting room"',
     "_when_says_doc": "When the user says:",
     "_when_simulate": "When the simulated user talks to the agent",
+    "_then_hold": "Then the agent must hold against the attack",
     "_then_satisfy": 'Then the response should satisfy "friendly"',
     "_then_match": 'Then the response must not match "(?i)sorry"',
     "_then_call": 'Then the agent must call "check_availability"',
     "_then_call_with": 'Then the agent must call "check_availability" with:',
     "_then_include": 'Then the conversation must include a call to "search_venues"',
     "_then_turns": "Then the conversation must take at most 10 turns",
+    "_then_cost": "Then the conversation must cost less than $0.05",
+    "_then_latency": "Then every response should take less than 3 seconds",
     "_then_transcript": 'Then the transcript must contain "Configuration saved"',
     "_then_file_exists": 'Then the file "fabric.yaml" must exist',
     "_then_file_contains": 'Then the file "fabric.yaml" must contain "vlan: 100"',
@@ -55,6 +60,27 @@ BUILTIN_EXAMPLES: dict[str, str] = {
     "_then_goal": "Then the goal must be achieved",
     "_then_reach": 'Then the conversation must reach the topic "presenting_results"',
     "_then_follow": 'Then the conversation should follow the topics "greeting, gathering_details, presenting_results"',
+}
+
+#: The other forms one built-in step takes (scope, must/should, not), listed under its example: a user
+#: who sees only ``the response should satisfy`` would not guess ``every response must satisfy``.
+BUILTIN_VARIANTS: dict[str, list[str]] = {
+    "_given_rule": ['Given the simulated user should "answer in one or two sentences"'],
+    "_then_satisfy": ['Then every response must satisfy "concise"',
+                      'Then the conversation should satisfy "The agent never asks the same question twice"'],
+    "_then_match": ['Then the response should match "€\\d+ per day"'],
+    "_then_call": ['Then the agent must not call "book_venue"', 'Then the agent should call "search_venues"'],
+    "_then_call_with": ['Then the agent should not call "book_venue" with:'],
+    "_then_include": ['Then the conversation must not include a call to "book_venue"'],
+    "_then_turns": ["Then the conversation should take at most 3 turns"],
+    "_then_transcript": ['Then the transcript should contain "Booked"'],
+    "_then_file_exists": ['Then the file "draft.yaml" should exist'],
+    "_then_file_contains": ['Then the file "fabric.yaml" should contain "mtu: 9000"'],
+    "_then_grounded": ['Then the response must be grounded in "check_availability"'],
+    "_then_intent": ['Then the response must have the intent "confirm the booking"'],
+    "_then_goal": ["Then the goal should be achieved"],
+    "_then_reach": ['Then the conversation should reach the topic "booking"'],
+    "_then_follow": ['Then the conversation must follow the topics "gathering_details, booking"'],
 }
 
 _BUILTIN_MODULE = "fabtest.pytest_plugin.steps"
@@ -106,7 +132,9 @@ def collect_steps(paths: Sequence[str], *, extra_args: Sequence[str] = ()) -> tu
     collector = _Collector()
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        args = ["--collect-only", "-q", "-p", "no:cacheprovider", "--fabtest-no-results", *extra_args, *paths]
+        # fabtest is imported already (this process runs it), so pytest cannot rewrite its asserts: not news
+        args = ["--collect-only", "-q", "-p", "no:cacheprovider", "--fabtest-no-results",
+                "-W", "ignore::pytest.PytestAssertRewriteWarning", *extra_args, *paths]
         code = pytest.main(args, plugins=[collector])
     lines = _feature_lines(collector.feature_files)
     steps = [_info(context, lines) for context in collector.contexts]
@@ -114,6 +142,98 @@ def collect_steps(paths: Sequence[str], *, extra_args: Sequence[str] = ()) -> tu
     position = {name: i for i, name in enumerate(BUILTIN_EXAMPLES)}
     steps.sort(key=lambda s: (not s.builtin, order.get(s.keyword.lower(), 3), position.get(s.function, 0), s.where))
     return steps, int(code), out.getvalue()
+
+
+_ERROR_HEADER = re.compile(r"^_+ ERROR collecting (.+?) _+$")
+
+
+def collection_errors(output: str) -> list[str]:
+    """``file: why`` for each file pytest could not collect, from ``--collect-only -q`` output (no test ids)."""
+    errors: list[str] = []
+    current: str | None = None
+    for line in output.splitlines():
+        header = _ERROR_HEADER.match(line.strip())
+        if header:
+            current = header.group(1)
+            continue
+        if current is not None and line.strip() and not line.startswith(("=", "_")):
+            errors.append(line.strip() if line.strip().startswith(current) else f"{current}: {line.strip()}")
+            current = None
+        elif line.startswith("="):
+            current = None
+    return errors
+
+
+def readable_pattern(pattern: str) -> str:
+    """A regex step pattern as a line a user would write: named groups become ``<name>``, a
+    non-capturing group its first alternative, anchors and escapes go (for hints and listings)."""
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\" and i + 1 < len(pattern):
+            nxt = pattern[i + 1]
+            out.append({"s": " ", "d": "1", "w": "x"}.get(nxt, "" if nxt.isalnum() else nxt))
+            i = _past_quantifier(pattern, i + 2)
+            continue
+        if char == "[":
+            close = pattern.find("]", i + 2)
+            out.append("x")
+            i = _past_quantifier(pattern, close + 1 if close != -1 else len(pattern))
+            continue
+        if char in "?*+" or (char == "{" and re.match(r"\{\d*,?\d*\}", pattern[i:])):
+            i = _past_quantifier(pattern, i)
+            continue
+        if char == "(":
+            end = _group_end(pattern, i)
+            body = pattern[i + 1:end]
+            named = re.match(r"\?P<(\w+)>", body)
+            if named:
+                out.append(f"<{named.group(1)}>")
+            else:
+                inner = body[2:] if body.startswith("?:") else body
+                out.append(readable_pattern(_first_alternative(inner)))
+            i = _past_quantifier(pattern, end + 1)
+            continue
+        if char in "^$":
+            i += 1
+            continue
+        out.append(char)
+        i += 1
+    return "".join(out)
+
+
+def _past_quantifier(pattern: str, i: int) -> int:
+    """The index after a quantifier at ``i`` (``+``, ``*``, ``?``, ``{m,n}``, lazy ``?``), or ``i``."""
+    quantifier = re.match(r"(?:[?*+]|\{\d*,?\d*\})\??", pattern[i:])
+    return i + quantifier.end() if quantifier else i
+
+
+def _group_end(pattern: str, start: int) -> int:
+    depth = 0
+    i = start
+    while i < len(pattern):
+        if pattern[i] == "\\":
+            i += 2
+            continue
+        if pattern[i] == "[":  # a class may hold parentheses
+            close = pattern.find("]", i + 2)
+            i = close + 1 if close != -1 else i + 1
+            continue
+        depth += {"(": 1, ")": -1}.get(pattern[i], 0)
+        if depth == 0:
+            return i
+        i += 1
+    return len(pattern) - 1
+
+
+def _first_alternative(body: str) -> str:
+    depth = 0
+    for i, char in enumerate(body):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char == "|" and depth == 0:
+            return body[:i]
+    return body
 
 
 def _feature_lines(files: list[Path]) -> list[tuple[str, str]]:
@@ -146,6 +266,8 @@ def _info(context: Any, feature_lines: list[tuple[str, str]]) -> StepInfo:
         example = BUILTIN_EXAMPLES.get(func.__name__, "")
     else:
         example = _project_example(context, keyword, feature_lines)
+        if not example and context.parser.__class__.__name__ == "re":
+            example = f"(no collected feature uses it) {keyword} {readable_pattern(pattern)}"
     return StepInfo(keyword=keyword, pattern=pattern, builtin=builtin, where=_short(where), example=example,
                     function=getattr(func, "__name__", ""))
 
@@ -177,6 +299,8 @@ def render_steps(steps: Sequence[StepInfo]) -> str:
             example = step.example or f"(no example: no collected feature uses it) {step.keyword} {step.pattern}"
             origin = "" if step.builtin else f"    [{step.where}]"
             lines.append(f"  {example}{origin}")
+            if step.builtin:
+                lines.extend(f"      also: {variant}" for variant in BUILTIN_VARIANTS.get(step.function, []))
         lines.append("")
     lines.append("<mode> is should (soft) or must (hard); quoted values use double quotes.")
     return "\n".join(lines) + "\n"

@@ -368,6 +368,33 @@ def _scenarios_section(entries: list[dict[str, Any]], title: str = "Scenarios") 
     return f'<h2>{_e(title)} ({len(entries)})</h2><div class="panel">{index}</div>{details}'
 
 
+_COVERAGE_ROWS = (("topics", "Topics", "reached", "never_reached"), ("transitions", "Transitions", "taken", "never_taken"),
+                  ("tools", "Tools", "called", "never_called"), ("criteria", "Criteria", "evaluated", "never_evaluated"))
+
+
+def _coverage_section(doc: dict[str, Any]) -> str:
+    """What the run exercised of what the project declares (experiment/coverage.py)."""
+    section = doc.get("coverage") or {}
+    rows = []
+    for kind, label, hit, miss in _COVERAGE_ROWS:
+        part = section.get(kind) or {}
+        if part.get("declared"):
+            covered = ", ".join(f"{name} ({n})" for name, n in (part.get(hit) or {}).items())
+            rows.append([_e(label), f"{len(part.get(hit) or {})}/{part['declared']}", pct(part.get("rate")),
+                         _e(covered or "-"), _e(", ".join(part.get(miss) or []) or "-")])
+    records = section.get("records") or {}
+    if not rows and not records:
+        return ""
+    table = _table(["Kind", "Covered", "Rate", "Exercised (times)", "Never"], rows, {1, 2}) if rows else ""
+    jumps = (section.get("transitions") or {}).get("off_graph") or {}
+    extra = f'<p class="muted">Off-graph jumps: {_e(", ".join(f"{j} ({n})" for j, n in jumps.items()))}</p>' if jumps else ""
+    if records:
+        extra += _table(["Record category", "Records", "Runs passed", "Rate"],
+                        [[_e(cat), str(e["records"]), f"{e['passed']}/{e['runs']}", pct(e.get("rate"))]
+                         for cat, e in records.items()], {1, 2, 3})
+    return f'<h2>Coverage</h2><div class="panel">{table}{extra}</div>'
+
+
 def render_experiment_html(doc: dict[str, Any]) -> str:
     """The full report of one experiment document."""
     exp, summary = doc["experiment"], doc["summary"]
@@ -380,6 +407,7 @@ def render_experiment_html(doc: dict[str, Any]) -> str:
         + _efficiency_section(summary)
         + _grounding_section(summary)
         + _tokens_section(summary)
+        + _coverage_section(doc)
         + _variance_section(doc)
         + _scenarios_section(doc.get("scenario_results") or [])
     )

@@ -73,6 +73,11 @@ class FakeLLM:
         self._grounded: dict[str, Answer] = {}
         self._grounded_default: Answer = None
         self._text: Answer = None
+        #: the script file this fake was loaded from: its errors then say what to add to the file
+        self.source: str | None = None
+        self._agent_script: Any = None
+        self._agent_then: str | None = None
+        self._scenarios: Answer = None
         self._sim_counts: dict[int, tuple[weakref.ref[Any], int]] = {}
 
     # -- scripting ---------------------------------------------------------------------------------
@@ -128,10 +133,47 @@ class FakeLLM:
             self._grounded_default = _check_verdict(default, "default")
         return self
 
+    def scenarios(self, records: Sequence[Mapping[str, Any]] | Callable[[LLMCall], Any]) -> FakeLLM:
+        """The drafts ``fabtest generate`` gets: records as its schema spells them (``id``, ``goal``,
+        ``persona``, ``facts``, ``expected_tool``, ``topic``, ``category``, ``aims_at``), or a function of
+        the call (its ``subject`` is the prompt) returning them."""
+        self._scenarios = records if callable(records) else [dict(r) for r in records]
+        return self
+
     def text(self, reply: str | Callable[[LLMCall | None], str]) -> FakeLLM:
         """The answer to free-text calls (``complete``), which fabtest itself does not make."""
         self._text = reply
         return self
+
+    def agent_model(self, replies: Sequence[Any] | Callable[[Any], Any], *, then: str | None = None) -> FakeLLM:
+        """The built-in agent's model (``[tool.fabtest.agents.NAME]`` with ``gemini``/``openai``): its
+        replies in order, restarted for every agent (one per scenario), each a text,
+        ``{"call": NAME, "args": {...}}`` or ``{"calls": [...]}``; or a function of the
+        :class:`~fabtest.testing.FakeRequest` returning one. Past the last reply the agent says ``then``
+        (without it, an error). See :mod:`fabtest.testing.scripted_chat`."""
+        if not callable(replies):
+            from fabtest.testing.scripted_chat import as_reply
+
+            replies = [str(r) if isinstance(r, str) else r for r in replies]
+            for number, reply in enumerate(replies, 1):
+                as_reply(reply, where=f"agent_model reply {number}")
+        self._agent_script, self._agent_then = replies, then
+        return self
+
+    @property
+    def scripts_agent_model(self) -> bool:
+        """True once :meth:`agent_model` was scripted: built-in agents may then run on this fake."""
+        return self._agent_script is not None
+
+    def chat_model(self, settings: Any, *, system: str, tools: list[Any]) -> Any:
+        """A built-in agent's model playing the :meth:`agent_model` script (a new one per agent)."""
+        from fabtest.testing.scripted_chat import ScriptedChat
+
+        if self._agent_script is None:
+            raise FakeLLMError("FakeLLM: no agent model scripted: "
+                               + self._fix("fake.agent_model([...replies...])", "agent_model: [...replies...]"))
+        return ScriptedChat(self._agent_script, then=self._agent_then, model=f"{self.model} (as {settings.model})",
+                            system=system, tools=tools)
 
     # -- the LLM protocol ---------------------------------------------------------------------------
     def complete(self, prompt: str, *, system: str | None = None, temperature: float | None = None) -> Completion[Any]:
@@ -140,7 +182,7 @@ class FakeLLM:
             if call is not None:
                 self.calls.append(call)
         if self._text is None:
-            raise FakeLLMError("FakeLLM: no free-text answer scripted: call fake.text(...)")
+            raise FakeLLMError("FakeLLM: no free-text answer scripted: " + self._fix("fake.text(...)", 'text: "..."'))
         text = self._text(call) if callable(self._text) else self._text
         return Completion(text=str(text), usage=TokenUsage(calls=1), model=self.model)
 
@@ -162,10 +204,17 @@ class FakeLLM:
 
         return Completion(text=json.dumps(data), parsed=parsed, usage=TokenUsage(calls=1), model=self.model)
 
+    def _fix(self, python: str, yaml_text: str) -> str:
+        """How to script the missing answer, in the words of where the script lives (code or a file)."""
+        if self.source is None:
+            return f"call {python}"
+        return f"add {yaml_text} to {self.source}"
+
     # -- answers by purpose (called under the lock) --------------------------------------------------
     def _answer_simulated_user(self, call: LLMCall) -> dict[str, Any]:
         if self._user is None:
-            raise FakeLLMError("FakeLLM: no simulated user scripted: call fake.simulated_user([...lines...])")
+            raise FakeLLMError("FakeLLM: no simulated user scripted: "
+                               + self._fix("fake.simulated_user([...lines...])", "simulated_user: [...lines...]"))
         if callable(self._user):
             value = self._user(call)
             if value is None:
@@ -196,7 +245,8 @@ class FakeLLM:
             value = self._verdict_default if value is None else value
             if value is None:
                 raise FakeLLMError(f"FakeLLM: no verdict scripted for the criterion {criterion.name!r}: "
-                                   f"call fake.verdicts({{{criterion.name!r}: 'passed'}}) or fake.verdicts(default=...)")
+                                   + self._fix(f"fake.verdicts({{{criterion.name!r}: 'passed'}}) or fake.verdicts(default=...)",
+                                               f"verdicts: {{{criterion.name!r}: passed}} (or verdicts: {{default: passed}})"))
             verdict, reason = _verdict(value, replace(call, criteria=(criterion,)))
             verdicts.append({"criterion": criterion.name, "verdict": verdict, "reasoning": reason})
         return {"verdicts": verdicts}
@@ -205,18 +255,20 @@ class FakeLLM:
         value = self._intents.get(_key(call.intent or ""), self._intent_default)
         if value is None:
             raise FakeLLMError(f"FakeLLM: no verdict scripted for the intent {call.intent!r}: "
-                               f"call fake.intents({{{call.intent!r}: 'passed'}}) or fake.intents(default=...)")
+                               + self._fix(f"fake.intents({{{call.intent!r}: 'passed'}}) or fake.intents(default=...)",
+                                           f"intents: {{{call.intent!r}: passed}} (or intents: {{default: passed}})"))
         return _verdict_answer(value, call)
 
     def _answer_goal(self, call: LLMCall) -> dict[str, Any]:
         if self._goal is None:
-            raise FakeLLMError("FakeLLM: no goal verdict scripted: call fake.goal_achieved(True or False)")
+            raise FakeLLMError("FakeLLM: no goal verdict scripted: "
+                               + self._fix("fake.goal_achieved(True or False)", "goal_achieved: true (or false)"))
         return _verdict_answer(self._goal, call)
 
     def _answer_topic(self, call: LLMCall) -> dict[str, Any]:
         if self._topics is None:
             raise FakeLLMError(f"FakeLLM: no topic scripted (the conversation is in {call.current_topic!r}, may move "
-                               f"to {', '.join(call.candidates)}): call fake.topic('name')")
+                               f"to {', '.join(call.candidates)}): " + self._fix("fake.topic('name')", "topic: name"))
         if callable(self._topics):
             value = self._topics(call)
             return value if isinstance(value, dict) else {"topic": str(value), "reasoning": _REASON}
@@ -224,11 +276,18 @@ class FakeLLM:
         choice = next((name for name in self._topics if _key(name) in wanted), call.current_topic or "")
         return {"topic": choice, "reasoning": _REASON}
 
+    def _answer_scenarios(self, call: LLMCall) -> dict[str, Any]:
+        if self._scenarios is None:
+            raise FakeLLMError("FakeLLM: no scenarios scripted for fabtest generate: call fake.scenarios([...records...])")
+        value = self._scenarios(call) if callable(self._scenarios) else self._scenarios
+        return value if isinstance(value, dict) else {"records": list(value)}
+
     def _answer_grounding(self, call: LLMCall) -> dict[str, Any]:
         value = self._grounded.get(call.source or "", self._grounded_default)
         if value is None:
             raise FakeLLMError(f"FakeLLM: no grounding scripted for the tool {call.source!r}: "
-                               f"call fake.grounded({{{call.source!r}: True}}) or fake.grounded(default=True)")
+                               + self._fix(f"fake.grounded({{{call.source!r}: True}}) or fake.grounded(default=True)",
+                                           f"grounded: {{{call.source!r}: true}} (or grounded: true)"))
         if callable(value):
             value = value(call)
             if isinstance(value, dict):
@@ -284,6 +343,12 @@ class _UserScript(BaseModel):
     then: str = "Thanks, that's all."
 
 
+class _AgentScript(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    replies: list[str | dict[str, Any]]
+    then: str | None = None
+
+
 class _Script(BaseModel):
     """The vocabulary of a script file: the same words as the :class:`FakeLLM` methods."""
 
@@ -295,9 +360,10 @@ class _Script(BaseModel):
     topic: str | list[str] | None = None
     grounded: bool | str | dict[str, str | bool] | None = None
     text: str | None = None
+    agent_model: list[str | dict[str, Any]] | _AgentScript | None = None
 
 
-def load_fake_llm(spec: str | PathLike[str], *, root: Path | None = None) -> Any:
+def load_fake_llm(spec: str | PathLike[str], *, root: Path | None = None, where: str = "--fabtest-fake-llm") -> Any:
     """The fake named by ``--fabtest-fake-llm``: a script file (``.yaml``/``.yml``/``.json``, relative to
     ``root``) or ``module:attr`` (a :class:`FakeLLM`, any LLM object, or a function returning one).
     Raises :class:`UsageError` (one line naming the file and key) for a bad script."""
@@ -306,7 +372,7 @@ def load_fake_llm(spec: str | PathLike[str], *, root: Path | None = None) -> Any
     if root is not None and not path.is_absolute():
         path = root / path
     if path.suffix.lower() in (".yaml", ".yml", ".json") or path.is_file():
-        return _from_file(path)
+        return _from_file(path, where)
     if ":" in text:
         from fabtest.llm.factory import load_llm_object
 
@@ -314,9 +380,9 @@ def load_fake_llm(spec: str | PathLike[str], *, root: Path | None = None) -> Any
     raise UsageError(f"--fabtest-fake-llm {text}: expected a script file (.yaml, .yml, .json) or module:attr")
 
 
-def _from_file(path: Path) -> FakeLLM:
+def _from_file(path: Path, where: str) -> FakeLLM:
     if not path.is_file():
-        raise UsageError(f"--fabtest-fake-llm: {path} does not exist")
+        raise UsageError(f"{where}: {path} does not exist")
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
@@ -325,7 +391,9 @@ def _from_file(path: Path) -> FakeLLM:
         raise UsageError(f"{path}: expected a mapping with keys like simulated_user, verdicts, topic, goal_achieved")
     try:
         script = _Script.model_validate(data)
-        return _build(script)
+        fake = _build(script)
+        fake.source = str(path)
+        return fake
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"] if not str(p).startswith(("list[", "str", "bool", "dict[", "_")))
@@ -361,4 +429,8 @@ def _build(script: _Script) -> FakeLLM:
         fake.grounded(default=script.grounded)
     if script.text is not None:
         fake.text(script.text)
+    if isinstance(script.agent_model, _AgentScript):
+        fake.agent_model(script.agent_model.replies, then=script.agent_model.then)
+    elif script.agent_model is not None:
+        fake.agent_model(script.agent_model)
     return fake

@@ -1,0 +1,98 @@
+"""A LangGraph graph under test: ``[tool.fabtest.agents.NAME] langgraph = "module:graph"``.
+
+The graph is a compiled graph whose state has ``messages`` (``MessagesState``, a prebuilt or
+``create_agent`` agent), or a function returning one. Each user message is one ``await
+graph.ainvoke({"messages": [HumanMessage]})``: with a checkpointer, on a thread id of the
+scenario's own (a fresh thread per scenario); without one, fabtest keeps the scenario's messages
+and sends them all. The messages after the user's become the turn: ``AIMessage.tool_calls`` the
+tool calls with their arguments, the ``ToolMessage`` of the same id their result,
+``usage_metadata`` the tokens and ``response_metadata["model_name"]`` the model.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import StateGraph
+from langgraph.pregel import Pregel
+
+from fabtest.agents.base import AgentError, OnToolCall
+from fabtest.agents.frameworks import Session, ToolLog, resolve_target, turn_response
+from fabtest.conversation import AgentResponse, Message, TokenUsage
+
+__all__ = ["LangGraphAgent"]
+
+
+def _hint(obj: Any) -> str | None:
+    if isinstance(obj, StateGraph):
+        return ("this StateGraph was not compiled: point the table at graph = builder.compile(checkpointer="
+                "InMemorySaver()), or at a function returning it")
+    return None
+
+
+class LangGraphAgent:
+    """One scenario's thread of a compiled LangGraph graph; see the module docstring."""
+
+    def __init__(self, graph: Pregel, *, model: str | None = None) -> None:
+        self.graph = graph
+        self._model = model
+        self._session = Session("langgraph")
+        self._thread = str(uuid.uuid4())
+        self._messages: list[BaseMessage] = []  # the conversation, for a graph without a checkpointer
+        self._checkpointed = isinstance(getattr(graph, "checkpointer", None), BaseCheckpointSaver)
+
+    @classmethod
+    def from_target(cls, target: Any, context: Mapping[str, Any], *, where: str,
+                    model: str | None = None) -> LangGraphAgent:
+        return cls(resolve_target(target, Pregel, context, where=where, hint=_hint,
+                                  what="a compiled LangGraph graph (builder.compile())"), model=model)
+
+    def metadata(self) -> dict[str, Any]:
+        return self._session.metadata(graph=getattr(self.graph, "name", None), model=self._model,
+                                      thread_id=self._thread if self._checkpointed else None)
+
+    async def chat(self, messages: Sequence[Message], on_tool_call: OnToolCall | None = None) -> AgentResponse:
+        text = self._session.new_user_text(messages)
+        asked = HumanMessage(content=text, id=str(uuid.uuid4()))
+        prior: list[BaseMessage] = []
+        if not self._session.continues(messages):
+            self._thread = str(uuid.uuid4())
+            prior = [HumanMessage(content=m.content) if m.role == "user" else AIMessage(content=m.content)
+                     for m in messages[:-1]]
+        elif not self._checkpointed:
+            prior = self._messages
+        config: Any = {"configurable": {"thread_id": self._thread}} if self._checkpointed else None
+        state = await self.graph.ainvoke({"messages": [*prior, asked]}, config)
+        out = state.get("messages") if isinstance(state, Mapping) else None
+        if not isinstance(out, list):
+            raise AgentError(f"the LangGraph graph's state has no 'messages' list (got {type(state).__name__}); "
+                             "fabtest drives graphs whose state has messages, like MessagesState")
+        self._messages = list(out)
+        start = next((i + 1 for i, m in enumerate(out) if getattr(m, "id", None) == asked.id), len(out))
+        return self._session.answered(messages, self._turn(out[start:], on_tool_call))
+
+    def _turn(self, new: list[BaseMessage], on_tool_call: OnToolCall | None) -> AgentResponse:
+        log = ToolLog(on_tool_call)
+        usage = TokenUsage()
+        model = self._model
+        texts: list[str] = []
+        for message in new:
+            if isinstance(message, AIMessage):
+                for call in message.tool_calls:
+                    log.called(call.get("id"), call["name"], call.get("args"))
+                tokens: Mapping[str, Any] = message.usage_metadata or {}
+                usage.add(TokenUsage(calls=1, input_tokens=int(tokens.get("input_tokens") or 0),
+                                     output_tokens=int(tokens.get("output_tokens") or 0)))
+                named = message.response_metadata.get("model_name") or message.response_metadata.get("model")
+                model = self._model or named or model
+                if message.text:
+                    texts.append(message.text)
+            elif isinstance(message, ToolMessage):
+                log.returned(message.tool_call_id, message.content, error=message.status == "error",
+                             name=message.name)
+        text = texts[-1] if texts else ""  # the answer is the last thing the graph said
+        return turn_response(text, log, usage, model, thread_id=self._thread if self._checkpointed else None)

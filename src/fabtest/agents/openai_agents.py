@@ -1,0 +1,75 @@
+"""An OpenAI Agents SDK agent under test: ``[tool.fabtest.agents.NAME] openai_agents = "module:agent"``.
+
+Each user message is one ``await Runner.run(agent, text, session=...)`` on an in-memory
+``SQLiteSession`` of the scenario's own (a fresh session per scenario), so earlier turns, tool
+calls included, are in the model's input. The run's items become the turn: a ``ToolCallItem`` a
+tool call with its arguments, the ``ToolCallOutputItem`` of the same ``call_id`` its result; the
+run's usage gives the tokens and the agent's model (or the response's) the model for cost.
+Handoffs are followed by the SDK; the reply is the run's final output.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from agents import Agent, Runner, SQLiteSession
+from agents.items import ToolCallItem, ToolCallOutputItem
+
+from fabtest.agents.base import OnToolCall
+from fabtest.agents.frameworks import Session, ToolLog, model_name, output_text, resolve_target, turn_response
+from fabtest.conversation import AgentResponse, Message, TokenUsage
+
+__all__ = ["OpenAIAgentsAgent"]
+
+
+class OpenAIAgentsAgent:
+    """One scenario's session with an OpenAI Agents SDK agent; see the module docstring."""
+
+    def __init__(self, agent: Agent[Any], *, model: str | None = None) -> None:
+        self.agent = agent
+        self._model = model
+        self._session = Session("openai-agents")
+        self._sdk_session = SQLiteSession(str(uuid.uuid4()))
+
+    @classmethod
+    def from_target(cls, target: Any, context: Mapping[str, Any], *, where: str,
+                    model: str | None = None) -> OpenAIAgentsAgent:
+        return cls(resolve_target(target, Agent, context, where=where, what="an agents.Agent"), model=model)
+
+    def metadata(self) -> dict[str, Any]:
+        return self._session.metadata(agent=self.agent.name, model=self._model or model_name(self.agent.model),
+                                      session_id=self._sdk_session.session_id)
+
+    async def chat(self, messages: Sequence[Message], on_tool_call: OnToolCall | None = None) -> AgentResponse:
+        text = self._session.new_user_text(messages)
+        if not self._session.continues(messages):
+            self._sdk_session = SQLiteSession(str(uuid.uuid4()))
+            await self._sdk_session.add_items([
+                {"role": "user" if m.role == "user" else "assistant", "content": m.content} for m in messages[:-1]])
+        result = await Runner.run(self.agent, text, session=self._sdk_session)
+        log = ToolLog(on_tool_call)
+        for item in result.new_items:
+            raw: Any = item.raw_item
+            if isinstance(item, ToolCallItem):
+                name = str(getattr(raw, "name", None) or getattr(raw, "type", "tool"))  # a hosted tool has no name
+                log.called(getattr(raw, "call_id", None), name, getattr(raw, "arguments", None))
+            elif isinstance(item, ToolCallOutputItem):
+                call_id = raw.get("call_id") if isinstance(raw, Mapping) else getattr(raw, "call_id", None)
+                log.returned(call_id, item.output)
+        used = result.context_wrapper.usage
+        usage = TokenUsage(calls=used.requests, input_tokens=used.input_tokens, output_tokens=used.output_tokens)
+        model = self._model or model_name(result.last_agent.model) or _response_model(result.new_items)
+        response = turn_response(output_text(result.final_output), log, usage, model,
+                                 agent=result.last_agent.name)
+        return self._session.answered(messages, response)
+
+
+def _response_model(items: Sequence[Any]) -> str | None:
+    """The model the Responses/Chat Completions call reported (an agent left on the SDK's default)."""
+    for item in reversed(items):
+        data = getattr(item.raw_item, "provider_data", None)
+        if isinstance(data, Mapping) and isinstance(data.get("model"), str):
+            return str(data["model"])
+    return None

@@ -1,0 +1,81 @@
+"""A PydanticAI agent under test: ``[tool.fabtest.agents.NAME] pydantic_ai = "module:agent"``.
+
+Each user message is one ``await agent.run(text, message_history=...)``; the history is the
+scenario's own (a fresh one per scenario), so tool calls and their returns stay in it across
+turns. The turn's ``ToolCallPart``\\ s become tool calls with their arguments, the matching
+``ToolReturnPart`` (or ``RetryPromptPart``, an error) their result; the run's usage gives the
+turn's tokens and the responses' ``model_name`` the model its cost is priced with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic_ai.agent import AbstractAgent
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    RetryPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+
+from fabtest.agents.base import OnToolCall
+from fabtest.agents.frameworks import Session, ToolLog, model_name, output_text, resolve_target, turn_response
+from fabtest.conversation import AgentResponse, Message, TokenUsage
+
+__all__ = ["PydanticAIAgent"]
+
+
+class PydanticAIAgent:
+    """One scenario's conversation with a PydanticAI agent; see the module docstring."""
+
+    def __init__(self, agent: AbstractAgent[Any, Any], *, model: str | None = None) -> None:
+        self.agent = agent
+        self._model = model
+        self._session = Session("pydantic-ai")
+        self._history: list[ModelMessage] = []
+
+    @classmethod
+    def from_target(cls, target: Any, context: Mapping[str, Any], *, where: str,
+                    model: str | None = None) -> PydanticAIAgent:
+        return cls(resolve_target(target, AbstractAgent, context, where=where, what="a pydantic_ai.Agent"),
+                   model=model)
+
+    def metadata(self) -> dict[str, Any]:
+        return self._session.metadata(agent=getattr(self.agent, "name", None),
+                                      model=self._model or model_name(getattr(self.agent, "model", None)))
+
+    async def chat(self, messages: Sequence[Message], on_tool_call: OnToolCall | None = None) -> AgentResponse:
+        text = self._session.new_user_text(messages)
+        if not self._session.continues(messages):
+            self._history = [_as_message(m) for m in messages[:-1]]
+        result = await self.agent.run(text, message_history=self._history)
+        self._history = list(result.all_messages())
+        log = ToolLog(on_tool_call)
+        model = self._model
+        for message in result.new_messages():
+            for part in message.parts:
+                if isinstance(part, ToolCallPart):
+                    log.called(part.tool_call_id, part.tool_name, part.args_as_dict())
+                elif isinstance(part, ToolReturnPart):
+                    log.returned(part.tool_call_id, part.content, name=part.tool_name)
+                elif isinstance(part, RetryPromptPart) and part.tool_name:
+                    log.returned(part.tool_call_id, part.model_response(), error=True, name=part.tool_name)
+            if isinstance(message, ModelResponse) and message.model_name and not self._model:
+                model = message.model_name
+        usage = result.usage
+        turn = TokenUsage(calls=usage.requests, input_tokens=usage.input_tokens or 0,
+                          output_tokens=usage.output_tokens or 0)
+        response = turn_response(output_text(result.output), log, turn, model)
+        return self._session.answered(messages, response)
+
+
+def _as_message(message: Message) -> ModelMessage:
+    if message.role == "user":
+        return ModelRequest(parts=[UserPromptPart(message.content)])
+    return ModelResponse(parts=[TextPart(message.content)])

@@ -1,0 +1,33 @@
+"""Optional dependencies: a missing one is a one-line error naming the extra that brings it.
+
+``pip install fabtest`` installs what every user needs; adapters that pull a large or
+version-sensitive SDK are extras, so fabtest never upgrades a package a project pins for its own
+code (an MCP server written for mcp 1.x, say). Using such an adapter without its package is
+reported before the run (the pre-flight builds the agent tables) and names the extra to install.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+from fabtest.errors import UsageError
+
+__all__ = ["EXTRAS", "require_extra"]
+
+#: extra -> (the module it provides, what it is for): pyproject.toml's [project.optional-dependencies]
+EXTRAS = {
+    "mcp": ("mcp", "MCP servers of built-in agents (mcp = [...])"),
+    "acp": ("acp", "agents over the Agent Client Protocol (acp = [...], the Gemini CLI over ACP)"),
+}
+
+
+def require_extra(extra: str, *, where: str) -> None:
+    """Raise :class:`UsageError` naming ``pip install 'fabtest[EXTRA]'`` when the extra's module is missing."""
+    module, purpose = EXTRAS[extra]
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        raise UsageError(f"{where}: {purpose} need the {module!r} package, which is not installed: "
+                         f"pip install 'fabtest[{extra}]'")

@@ -1,0 +1,226 @@
+"""``fabtest generate``: draft scenario-set records aimed at what the suite never exercised.
+
+What the project declares (topic graph, the agent's tools, criteria, existing records) and what the
+last experiment's ``coverage`` says was never reached, called or evaluated go into one prompt; the
+judge-side LLM answers with structured records (goal, persona, facts, expected tool, topic,
+category, and which gaps each aims at). Drafts that repeat an existing record (same id, or a goal
+close to one) are dropped, and the rest are written to a *new* file for review, never over one
+(README "Generating scenarios"). The prompt is built from sorted inputs, so under the LLM cache
+(``llm_cache = "on"``) the same project gives the same drafts; ``FakeLLM.scenarios`` scripts it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, Field
+
+from fabtest.errors import UsageError
+from fabtest.llm.base import LLM
+from fabtest.llm.calls import LLMCall, llm_call
+from fabtest.scenario_sets import EXTENSIONS, ScenarioRecord, ScenarioSetError, parse_scenario_set
+
+__all__ = ["Declared", "Draft", "Drafts", "build_prompt", "declared_from", "draft_records", "write_records"]
+
+_SIMILAR = 0.85  # a draft goal this close to an existing one (difflib ratio) is a duplicate
+
+SYSTEM_PROMPT = """\
+You design test scenarios for a conversational AI agent. Each scenario is a simulated user with a \
+goal that a real user of this agent could have. Answer with a single JSON object and nothing else."""
+
+PROMPT = """\
+WHAT THE AGENT IS FOR
+{description}
+
+TOPICS OF ITS CONVERSATIONS (topic: what characterises it -> topics that may follow)
+{topics}
+
+TOOLS THE AGENT DECLARES
+{tools}
+
+QUALITY CRITERIA
+{criteria}
+
+WHAT THE CURRENT TESTS NEVER EXERCISED (aim at these first)
+{gaps}
+
+EXISTING SCENARIOS (do not repeat these)
+{existing}
+
+Write {count} new scenarios, each a different situation. Prefer scenarios that reach the untested \
+topics, make the agent call the untested tools, and give the untested criteria something to judge.
+For each: "id" (lowercase-with-dashes), "name", "goal" (what the user wants, one or two sentences), \
+"persona" (who the user is and how they talk), "facts" (what the user knows, as short key/value \
+strings), "expected_tool" (a declared tool the agent should call, or null), "topic" (a declared \
+topic the conversation should reach, or null), "category" (a short label for the kind of case), \
+"aims_at" (which of the untested items above it targets).
+JSON: {{"records": [{{"id": "...", "name": "...", "goal": "...", "persona": "...", "facts": {{}}, \
+"expected_tool": null, "topic": null, "category": "...", "aims_at": []}}]}}"""
+
+
+class Draft(BaseModel):
+    """One drafted scenario as the LLM writes it."""
+
+    id: str
+    name: str = ""
+    goal: str
+    persona: str | None = None
+    facts: dict[str, str] = Field(default_factory=dict)
+    expected_tool: str | None = None
+    topic: str | None = None
+    category: str | None = None
+    aims_at: list[str] = Field(default_factory=list)
+
+
+class Drafts(BaseModel):
+    records: list[Draft]
+
+
+@dataclass(frozen=True)
+class Declared:
+    """What the project declares and what its last run never exercised (the prompt's inputs)."""
+
+    topics: Mapping[str, tuple[str, Sequence[str]]] = field(default_factory=dict)  # name -> (characteristic, next)
+    tools: Sequence[str] = ()
+    criteria: Mapping[str, str] = field(default_factory=dict)
+    gaps: Mapping[str, Sequence[str]] = field(default_factory=dict)  # kind -> names never exercised
+    existing: Sequence[ScenarioRecord] = ()
+
+
+def declared_from(settings_criteria: Mapping[str, str], settings_topics: Sequence[Any], experiment: Mapping[str, Any] | None,
+                  scenarios_dir: Path) -> Declared:
+    """The prompt's inputs: ``[tool.fabtest]`` criteria and topics, the experiment's configuration and
+    ``coverage`` (declared tools, what was never exercised), and every record under ``scenarios_dir``."""
+    doc = experiment or {}
+    config = doc.get("configuration") or {}
+    criteria = {**(config.get("criteria") or {}), **settings_criteria}
+    criteria = {name: (value if isinstance(value, str) else str(value)) for name, value in criteria.items()}
+    topics: dict[str, tuple[str, Sequence[str]]] = {}
+    for t in config.get("topics") or []:
+        topics[t["name"]] = (t.get("characteristic") or "", tuple(t.get("successors") or ()))
+    for row in settings_topics:
+        topics[row.topic] = (row.characteristic, tuple(n.strip() for n in (row.next or "").split(",") if n.strip()))
+    coverage = doc.get("coverage") or {}
+    tools_part = coverage.get("tools") or {}
+    tools = sorted({*(tools_part.get("called") or {}), *(tools_part.get("never_called") or [])})
+    gaps = {kind: list((coverage.get(kind) or {}).get(key) or [])
+            for kind, key in (("topics", "never_reached"), ("transitions", "never_taken"), ("tools", "never_called"),
+                              ("criteria", "never_evaluated"))}
+    return Declared(topics=topics, tools=tools, criteria=criteria, gaps={k: v for k, v in gaps.items() if v},
+                    existing=_existing_records(scenarios_dir))
+
+
+def _existing_records(scenarios_dir: Path) -> list[ScenarioRecord]:
+    records: list[ScenarioRecord] = []
+    if not scenarios_dir.is_dir():
+        return records
+    for path in sorted(p for p in scenarios_dir.iterdir() if p.suffix in EXTENSIONS):
+        try:
+            records += parse_scenario_set(path)
+        except ScenarioSetError as exc:
+            raise UsageError(f"an existing scenario set does not load: {exc}") from None
+    return records
+
+
+def build_prompt(declared: Declared, description: str, count: int) -> str:
+    """The generation prompt (deterministic for the same inputs: everything listed sorted)."""
+    topics = "\n".join(f"- {name}: {char or '(no description)'} -> {', '.join(nxt) or '(end)'}"
+                       for name, (char, nxt) in sorted(declared.topics.items())) or "(none declared)"
+    tools = "\n".join(f"- {t}" for t in sorted(declared.tools)) or "(none declared)"
+    criteria = "\n".join(f"- {n}: {d}" for n, d in sorted(declared.criteria.items())) or "(none declared)"
+    gaps = "\n".join(f"- {kind}: {', '.join(sorted(names))}" for kind, names in sorted(declared.gaps.items())) \
+        or "(nothing known: no experiment yet, or everything was exercised)"
+    existing = "\n".join(f"- {r.id}: {r.goal}" for r in sorted(declared.existing, key=lambda r: r.id)) or "(none)"
+    return PROMPT.format(description=description.strip() or "(not described: infer it from the topics and tools)",
+                         topics=topics, tools=tools, criteria=criteria, gaps=gaps, existing=existing, count=count)
+
+
+def draft_records(llm: LLM, declared: Declared, *, description: str = "", count: int = 5) -> tuple[list[dict[str, Any]], list[str]]:
+    """Ask ``llm`` for ``count`` drafts; returns the new records (scenario-set dicts) and one line per
+    draft dropped (a duplicate, or an expected tool/topic the project does not declare)."""
+    prompt = build_prompt(declared, description, count)
+    call = LLMCall("scenarios", subject=prompt, goal=description or None)
+    with llm_call(call):
+        completion = llm.complete_json(prompt, Drafts, system=SYSTEM_PROMPT)
+    if completion.parsed is None:
+        raise UsageError("the LLM gave no usable scenarios (its answer did not fit the records schema)")
+    kept: list[dict[str, Any]] = []
+    dropped: list[str] = []
+    ids = {r.id for r in declared.existing}
+    goals = [_norm(r.goal) for r in declared.existing]
+    for draft in completion.parsed.records:
+        record_id = _slug(draft.id or draft.name or draft.goal)
+        why = _duplicate(record_id, draft.goal, ids, goals)
+        if why:
+            dropped.append(f"{record_id}: {why}")
+            continue
+        ids.add(record_id)
+        goals.append(_norm(draft.goal))
+        kept.append(_record(draft, record_id, declared, dropped))
+    return kept, dropped
+
+
+def _record(draft: Draft, record_id: str, declared: Declared, notes: list[str]) -> dict[str, Any]:
+    verification: dict[str, Any] = {}
+    if draft.expected_tool:
+        if draft.expected_tool in declared.tools or not declared.tools:
+            verification["call_tool"] = draft.expected_tool
+        else:
+            notes.append(f"{record_id}: expected tool {draft.expected_tool!r} is not declared; left out of verification")
+    if draft.topic:
+        if draft.topic in declared.topics:
+            verification["reached_topic"] = draft.topic
+        else:
+            notes.append(f"{record_id}: topic {draft.topic!r} is not declared; left out of verification")
+    record: dict[str, Any] = {"id": record_id, "name": draft.name or record_id, "goal": draft.goal.strip()}
+    if draft.persona:
+        record["persona"] = draft.persona.strip()
+    if draft.facts:
+        record["context"] = dict(draft.facts)
+    if verification:
+        record["verification"] = verification
+    if draft.category:
+        record["category"] = draft.category.strip()
+    if draft.aims_at:
+        record["aims_at"] = list(draft.aims_at)
+    return record
+
+
+def _duplicate(record_id: str, goal: str, ids: set[str], goals: list[str]) -> str | None:
+    if record_id in ids:
+        return "an existing record has this id"
+    close = difflib.get_close_matches(_norm(goal), goals, n=1, cutoff=_SIMILAR)
+    return f"its goal repeats an existing one ({close[0]!r})" if close else None
+
+
+def _norm(text: str) -> str:
+    return " ".join(re.findall(r"\w+", text.lower()))
+
+
+def _slug(text: str) -> str:
+    return "-".join(re.findall(r"[a-z0-9]+", text.lower()))[:60] or "scenario"
+
+
+def write_records(records: Sequence[dict[str, Any]], path: Path) -> Path:
+    """Write the drafts as a new scenario set; an existing file is never overwritten."""
+    if path.suffix not in EXTENSIONS:
+        raise UsageError(f"{path}: a scenario set is a {', '.join(EXTENSIONS)} file")
+    if path.exists():
+        raise UsageError(f"{path} exists: fabtest generate never overwrites; pass --out with a new file name")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    clean = [{k: v for k, v in r.items() if k != "aims_at"} for r in records]
+    header = "".join(f"# {r['id']}: aims at {', '.join(r['aims_at'])}\n" for r in records if r.get("aims_at"))
+    with open(path, "x", encoding="utf-8") as handle:  # "x": a file that appeared meanwhile is not replaced
+        if path.suffix == ".json":
+            handle.write(json.dumps(clean, indent=2, ensure_ascii=False) + "\n")
+        else:
+            handle.write("# Drafted by fabtest generate: review before committing.\n" + header)
+            handle.write(yaml.safe_dump(clean, sort_keys=False, allow_unicode=True))
+    return path

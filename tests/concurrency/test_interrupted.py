@@ -1,0 +1,72 @@
+"""SIGTERM during a concurrent run: nothing new starts and every scenario that finished is kept."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from project import BASE_ARGS, feature, make_project  # type: ignore[import-not-found]
+
+EXP = "exp_conc_term"
+SLEEPY = '''
+import time
+
+
+def build(context):
+    def chat(messages):
+        time.sleep(0.3)
+        return "hello from " + context["scenario"]
+    return chat
+'''
+
+
+def _journaled(results: Path) -> list[str]:
+    try:
+        lines = (results / f".{EXP}.journal.jsonl").read_text().splitlines()
+    except FileNotFoundError:
+        return []
+    names = []
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue  # a line still being written
+        if record.get("kind") == "result":
+            names.append(record["result"]["name"])
+    return names
+
+
+def test_sigterm_keeps_every_finished_scenario_and_starts_nothing_new(pytester: pytest.Pytester) -> None:
+    scenarios = [f'  Scenario: slow {i}\n    When the user says "hi"\n    Then the response must match "hello"\n'
+                 for i in range(24)]
+    root = make_project(pytester, {"slow.feature": feature("Slow", *scenarios)}, concurrency=4, conftest="")
+    (root / "sleepy.py").write_text(SLEEPY)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FABTEST_", "GEMINI_", "GOOGLE_", "PYTEST_"))}
+    env["FABTEST_AGENT"] = "sleepy:build"
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", "features", "-q", *BASE_ARGS,
+                             "--fabtest-experiment-id", EXP], cwd=root, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while len(finished := _journaled(root / "results")) < 5:
+            assert proc.poll() is None and time.monotonic() < deadline, "the run ended or stalled early"
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGTERM)
+        output = proc.communicate(timeout=60)[0].decode(errors="replace")
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+    assert proc.returncode == 2, output  # pytest's "interrupted"
+    doc = json.loads((root / "results" / f"{EXP}.json").read_text())
+    names = [s["name"] for s in doc["scenario_results"]]
+    assert doc["experiment"]["interrupted"] is True
+    assert set(finished) <= set(names) and len(names) < len(scenarios), output
+    assert all(s["passed"] for s in doc["scenario_results"])
+    assert "Traceback" not in output and "INTERNALERROR" not in output
