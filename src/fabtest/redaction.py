@@ -40,8 +40,23 @@ def _encodings(text: str) -> set[str]:
     json_forms = {json.dumps(text, ensure_ascii=False)[1:-1], json.dumps(text)[1:-1]}
     unquoted = repr(text)[1:-1].replace("\\'", "'")  # repr escapes ' or not, as its quote needs
     return {*json_forms, *(f.replace("/", "\\/") for f in json_forms), unquoted, unquoted.replace("'", "\\'"),
-            quote(text, safe=""), quote(text), quote_plus(text, safe=""), quote_plus(text),
-            html.escape(text), html.escape(text, quote=False)}
+            *_url_forms(text), html.escape(text), html.escape(text, quote=False)}
+
+
+def _url_forms(text: str) -> set[str]:
+    """``text`` URL-encoded as httpx and urllib spell it. A lone surrogate (an environment value that
+    was not UTF-8 reaches Python as ``\\udcXX``) cannot be UTF-8: its bytes as the environment held
+    them (surrogateescape) and as surrogatepass writes them are both covered instead of raising."""
+    forms: set[str] = set()
+    for errors in ("strict", "surrogateescape", "surrogatepass"):
+        try:
+            forms |= {quote(text, safe="", errors=errors), quote(text, errors=errors),
+                      quote_plus(text, safe="", errors=errors), quote_plus(text, errors=errors)}
+        except UnicodeEncodeError:
+            continue
+        if errors == "strict":
+            break
+    return forms
 
 
 def _forms(secret: str) -> set[str]:
