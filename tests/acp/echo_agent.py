@@ -7,6 +7,8 @@
 - ``ask``: asks permission first, then says which option it got (or that it was cancelled).
 - ``where``: the session's cwd, the MCP server names and the fs capability the client advertised.
 - ``spawn``: starts a grandchild that outlives the agent unless its process group is killed.
+- ``escape PIDFILE``: starts a grandchild that calls ``setsid`` (leaves the group), writes
+  "<agent pid> <grandchild pid>" to PIDFILE; ``escape_hang PIDFILE`` does so and never answers.
 - ``crash``: writes to stderr and exits with code 3. ``hang``: starts a grandchild and never answers.
 - ``silent``: ends the turn without any text.
 
@@ -118,6 +120,13 @@ class EchoAgent:
         elif command == "spawn":
             subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
             await self.say(session_id, "spawned a helper")
+        elif command in ("escape", "escape_hang"):
+            child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], start_new_session=True)
+            with open(words[1], "w") as fh:
+                fh.write(f"{os.getpid()} {child.pid}\n")
+            if command == "escape_hang":
+                await asyncio.sleep(300)
+            await self.say(session_id, "escaped")
         elif command == "hang":
             subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
             await asyncio.sleep(300)
