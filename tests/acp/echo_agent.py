@@ -11,6 +11,8 @@
   "<agent pid> <grandchild pid>" to PIDFILE; ``escape_hang PIDFILE`` does so and never answers.
 - ``crash``: writes to stderr and exits with code 3. ``hang``: starts a grandchild and never answers.
 - ``silent``: ends the turn without any text.
+- ``malformed``: sends a ``session/update`` the schema rejects, then a good reply.
+- ``surrogate``: replies with a lone surrogate escaped in its JSON (``"\\ud83d"``).
 
 Every reply carries Gemini-CLI style token usage in ``_meta.quota.token_count``.
 """
@@ -127,6 +129,14 @@ class EchoAgent:
             if command == "escape_hang":
                 await asyncio.sleep(300)
             await self.say(session_id, "escaped")
+        elif command == "malformed":
+            await self.conn._conn.send_notification("session/update", {  # noqa: SLF001 - bypasses the SDK's model
+                "sessionId": session_id, "update": {"sessionUpdate": "agent_message_chunk", "content": 42}})
+            await self.say(session_id, "the rest of the reply")
+        elif command == "surrogate":
+            await self.conn._conn.send_notification("session/update", {  # noqa: SLF001 - a raw JSON escape
+                "sessionId": session_id,
+                "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "a \ud83d b"}}})
         elif command == "hang":
             subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
             await asyncio.sleep(300)

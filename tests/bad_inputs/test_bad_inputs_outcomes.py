@@ -139,3 +139,36 @@ def test_ctrl_c_while_waiting_for_the_last_verdicts_exits_interrupted(pytester: 
     result = pytester.runpytest_subprocess(*BASE_ARGS, "-q", "--fabtest-experiment-id", "exp_int")
     assert result.ret == pytest.ExitCode.INTERRUPTED, result.stdout.str()
     assert _doc(pytester, "exp_int")["experiment"]["interrupted"] is True
+
+
+ACP_FEATURE = '''
+Feature: ACP updates
+  Scenario: Malformed update
+    When the user says "malformed"
+    Then the response must match "something the agent never said"
+
+  Scenario: Lone surrogate
+    When the user says "surrogate"
+    Then the response must match "a"
+'''
+
+
+def test_a_malformed_acp_update_is_the_agents_error_not_a_failed_check(pytester: pytest.Pytester) -> None:
+    """The SDK logs and drops a session update it cannot read; the reply is then incomplete, and
+    the scenario used to end as an ``assertion`` of the check that read it."""
+    import sys
+
+    from tests.bad_inputs.test_bad_inputs_processes import ECHO_ACP
+
+    pytester.makefile(".toml", pyproject=(
+        '[tool.fabtest]\nresults_dir = "results"\nagent_timeout = 120\n\n[tool.fabtest.agents]\n'
+        f'echo = {{ acp = [{json.dumps(sys.executable)}, {json.dumps(ECHO_ACP)}], timeout = 60 }}\n'))
+    pytester.makefile(".feature", acp=ACP_FEATURE.replace("Feature: ACP updates\n",
+                                                          'Feature: ACP updates\n  Background:\n    Given the agent "echo"\n'))
+    result = pytester.runpytest_subprocess(*BASE_ARGS, "-q", "--fabtest-experiment-id", "exp_acp")
+    by_name = {s["name"]: s for s in _doc(pytester, "exp_acp")["scenario_results"]}
+    malformed = by_name["Malformed update"]
+    assert (malformed["passed"], malformed["failure_type"]) == (False, "error"), result.stdout.str()
+    assert "malformed session update" in malformed["failure_message"]
+    assert "agent_message_chunk.content: Input should be" in malformed["failure_message"]
+    assert by_name["Lone surrogate"]["passed"] is True, by_name["Lone surrogate"]  # U+FFFD, not a crash

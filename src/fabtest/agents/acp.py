@@ -41,6 +41,7 @@ from typing import Any, TypeVar
 from fabtest.agents import supervisor
 from fabtest.agents.acp_updates import PERMISSIONS, Collector, Turn, rebuild_arguments
 from fabtest.agents.base import AgentError, AgentTimeout, OnToolCall
+from fabtest.agents.boundary import AgentDataError
 from fabtest.conversation import AgentResponse, Message
 
 __all__ = ["AcpAgent", "PERMISSIONS", "from_table", "gemini", "gemini_acp", "gemini_supports_acp", "rebuild_arguments"]
@@ -151,6 +152,9 @@ class AcpAgent:
                 self.turns = 0
             result, turn = self._run(self._prompt(prompt), deadline, "to answer")
             self.turns += 1
+        if turn.malformed:
+            raise AgentDataError(f"the ACP agent sent {len(turn.malformed)} malformed session update(s), which "
+                                 f"were dropped, so its reply is incomplete: {turn.malformed[0]}")
         response = AgentResponse(text=turn.text(), tool_calls=list(turn.calls.values()))
         for call in response.tool_calls:
             if call.metadata.get("permission", "").startswith(("deny", "cancel")) \
@@ -253,7 +257,8 @@ class AcpAgent:
             raise AgentError(f"ACP agent could not start {self.command[0]!r}: {exc}") from None
         self._exited = asyncio.ensure_future(self._proc.wait())
         # Collector implements the SDK's Client protocol by its methods, not by subclassing it
-        self._conn = connect_to_agent(self._client, self._proc.stdin, self._proc.stdout)  # type: ignore[arg-type]
+        self._conn = connect_to_agent(self._client, self._proc.stdin, self._proc.stdout,  # type: ignore[arg-type]
+                                      observers=[self._client.observe])
         # No fs capability: the Gemini CLI would then read files through us, and a missing file
         # answered with an error breaks its write_file.
         capabilities = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=False, write_text_file=False),
