@@ -11,6 +11,7 @@
   "<agent pid> <grandchild pid>" to PIDFILE; ``escape_hang PIDFILE`` does so and never answers.
 - ``crash``: writes to stderr and exits with code 3. ``hang``: starts a grandchild and never answers.
 - ``silent``: ends the turn without any text.
+- ``env NAME``: says ``token: <the value of $NAME>`` (an agent echoing a secret it was given).
 - ``malformed``: sends a ``session/update`` the schema rejects, then a good reply.
 - ``surrogate``: replies with a lone surrogate escaped in its JSON (``"\\ud83d"``).
 
@@ -129,6 +130,8 @@ class EchoAgent:
             if command == "escape_hang":
                 await asyncio.sleep(300)
             await self.say(session_id, "escaped")
+        elif command == "env":
+            await self.say(session_id, f"token: {os.environ.get(words[1], '')}")
         elif command == "malformed":
             await self.conn._conn.send_notification("session/update", {  # noqa: SLF001 - bypasses the SDK's model
                 "sessionId": session_id, "update": {"sessionUpdate": "agent_message_chunk", "content": 42}})
