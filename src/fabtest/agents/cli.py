@@ -514,12 +514,7 @@ def _join(readers: list[threading.Thread], timeout: float) -> None:
     # waits for that read, so it would hang the turn for as long as that process lives.
 
 
-def _signal_group(pgid: int, sig: int) -> bool:
-    try:
-        os.killpg(pgid, sig)
-        return True
-    except (ProcessLookupError, PermissionError):
-        return False
+_signal_group = supervisor.signal_group
 
 
 def _kill_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:

@@ -33,7 +33,7 @@ import sys
 import time
 from collections.abc import Iterable, Sequence
 
-__all__ = ["MARGIN_S", "Launch", "available", "end_groups", "started", "wrap"]
+__all__ = ["MARGIN_S", "Launch", "available", "end_groups", "signal_group", "started", "wrap"]
 
 #: callers wait this much longer than the supervisor's grace before they SIGKILL its group
 MARGIN_S = 3.0
@@ -106,17 +106,18 @@ def started(launch: Launch, command: str) -> None:
 def end_groups(pgids: Iterable[int], wait_s: float) -> None:
     """SIGTERM each process group, give them ``wait_s`` seconds (a supervisor ends its tree in that
     time), then SIGKILL what is left: the end of the run, Ctrl-C, a worker shutting down."""
-    groups = [pgid for pgid in pgids if _signal_group(pgid, signal.SIGTERM)]
+    groups = [pgid for pgid in pgids if signal_group(pgid, signal.SIGTERM)]
     deadline = time.monotonic() + wait_s
     while groups and time.monotonic() < deadline:
-        groups = [pgid for pgid in groups if _signal_group(pgid, 0)]
+        groups = [pgid for pgid in groups if signal_group(pgid, 0)]
         if groups:
             time.sleep(0.02)
     for pgid in groups:
-        _signal_group(pgid, signal.SIGKILL)
+        signal_group(pgid, signal.SIGKILL)
 
 
-def _signal_group(pgid: int, sig: int) -> bool:
+def signal_group(pgid: int, sig: int) -> bool:
+    """``killpg`` that answers whether the group (still) exists instead of raising."""
     try:
         os.killpg(pgid, sig)
         return True
