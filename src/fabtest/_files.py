@@ -16,9 +16,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
-__all__ = ["atomic_writer", "path_inside", "remove_stale_temp_files"]
+__all__ = ["TEXT_ERRORS", "atomic_writer", "path_inside", "remove_stale_temp_files", "write_text_atomic"]
 
 _TMP_SUFFIX = ".tmp"
+#: How fabtest encodes text into its files: a lone surrogate (UTF-8 cannot hold one; agents are
+#: cleaned at their boundary, this is the net under everything else) is written as its ``\\udXXX``
+#: escape, which inside a JSON string reads back as the same character: a file write never crashes.
+TEXT_ERRORS = "backslashreplace"
 
 
 @contextlib.contextmanager
@@ -27,7 +31,7 @@ def atomic_writer(path: Path) -> Iterator[TextIO]:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:24]}.", suffix=_TMP_SUFFIX, dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        with os.fdopen(fd, "w", encoding="utf-8", errors=TEXT_ERRORS) as handle:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX)  # "being written": see remove_stale_temp_files
             yield handle
             handle.flush()
@@ -38,6 +42,14 @@ def atomic_writer(path: Path) -> Iterator[TextIO]:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
+    """``path.write_text(text)`` that never leaves half a file (a full disk, a kill): all or nothing."""
+    target = Path(path)
+    with atomic_writer(target) as handle:
+        handle.write(text)
+    return target
 
 
 def remove_stale_temp_files(directory: str | os.PathLike[str], min_age_s: float = 60.0) -> list[Path]:

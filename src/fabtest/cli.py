@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fabtest._files import write_text_atomic
 from fabtest.experiment.export import ExperimentFileError, list_experiment_files, read_document
 
 if TYPE_CHECKING:
@@ -181,7 +182,7 @@ def _run_compare(args: argparse.Namespace, prog: str) -> int:
         from fabtest.report.html import render_comparison_html
 
         try:
-            Path(args.html).write_text(render_comparison_html(base, cur, comparison, diffs), encoding="utf-8")
+            write_text_atomic(args.html, render_comparison_html(base, cur, comparison, diffs))
         except OSError as exc:
             return _fail(prog, f"cannot write {args.html}: {exc.strerror or exc}")
         print(f"HTML comparison written to: {args.html}", file=sys.stderr)
@@ -295,7 +296,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
         return _fail("fabtest", f"malformed experiment file ({type(exc).__name__}: {exc})")
     out = Path(args.output) if args.output else path.with_suffix(".html")
     try:
-        out.write_text(html, encoding="utf-8")
+        write_text_atomic(out, html)
     except OSError as exc:
         return _fail("fabtest", f"cannot write {out}: {exc.strerror or exc}")
     print(f"Report written to: {out}")

@@ -31,8 +31,9 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-__all__ = ["AgentError", "AgentTimeout", "ExpectationFailed", "FabtestError", "FailureType", "LLMError",
-           "LLMNotConfigured", "MaxTurnsReached", "NeedsLLM", "ScenarioTimeout", "UsageError", "failure_type_of"]
+__all__ = ["MAX_MESSAGE_CHARS", "AgentError", "AgentTimeout", "ExpectationFailed", "FabtestError", "FailureType",
+           "LLMError", "LLMNotConfigured", "MaxTurnsReached", "NeedsLLM", "ScenarioTimeout", "UsageError", "excerpt",
+           "failure_type_of"]
 
 FailureType = Literal["assertion", "max_turns", "timeout", "error"]
 
@@ -101,3 +102,18 @@ def failure_type_of(exc: BaseException) -> FailureType:
     if isinstance(exc, FabtestError):
         return exc.failure_type
     return "assertion" if isinstance(exc, AssertionError) else "error"
+
+
+#: the longest failure message kept (console and results): a 20 MB exception message from an agent
+#: would otherwise make a 20 MB experiment file and flood the terminal
+MAX_MESSAGE_CHARS = 20_000
+
+
+def excerpt(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """``text`` when short enough, else its start and its end with a line saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    head, tail = limit * 3 // 4, limit // 4
+    return (f"{text[:head]}\n[... {len(text) - head - tail:,} characters cut: the message had {len(text):,} "
+            f"characters, fabtest keeps the first {head:,} and the last {tail:,} ...]\n{text[-tail:]}")
+

@@ -5,7 +5,7 @@ A secret is any value fabtest substituted from the environment: ``${VAR}`` in an
 whose name does not say secret, see :func:`register_env`) and the variables a playbook lists in
 ``env``. Where a value is substituted it is :func:`register`-ed in this process; every writer
 then passes its text through :func:`redact` / :func:`redact_obj`, which replace each secret (and
-its JSON-escaped and URL-encoded forms) with ``***``. Values shorter than
+its JSON-escaped, repr, URL-encoded and HTML-escaped forms, one and two deep) with ``***``. Values shorter than
 :data:`MIN_SECRET_LENGTH` are not registered: hiding every "1" or "on" would shred the results
 and hide nothing.
 
@@ -15,6 +15,7 @@ the pytest plugin clears it when a session starts and ends.
 
 from __future__ import annotations
 
+import html
 import json
 import logging
 import os
@@ -32,10 +33,37 @@ MIN_SECRET_LENGTH = 4
 _LOGGERS = ("fabtest", "fabtest.conversation")
 
 
+def _encodings(text: str) -> set[str]:
+    """``text`` as each writer may spell it inside a larger text: JSON-escaped (with and without
+    ``\\u`` escapes, with ``/`` escaped as some encoders do), a Python repr (failure messages quote
+    the agent's reply so), URL-encoded (httpx) and HTML-escaped (the reports)."""
+    json_forms = {json.dumps(text, ensure_ascii=False)[1:-1], json.dumps(text)[1:-1]}
+    unquoted = repr(text)[1:-1].replace("\\'", "'")  # repr escapes ' or not, as its quote needs
+    return {*json_forms, *(f.replace("/", "\\/") for f in json_forms), unquoted, unquoted.replace("'", "\\'"),
+            *_url_forms(text), html.escape(text), html.escape(text, quote=False)}
+
+
+def _url_forms(text: str) -> set[str]:
+    """``text`` URL-encoded as httpx and urllib spell it. A lone surrogate (an environment value that
+    was not UTF-8 reaches Python as ``\\udcXX``) cannot be UTF-8: its bytes as the environment held
+    them (surrogateescape) and as surrogatepass writes them are both covered instead of raising."""
+    forms: set[str] = set()
+    for errors in ("strict", "surrogateescape", "surrogatepass"):
+        try:
+            forms |= {quote(text, safe="", errors=errors), quote(text, errors=errors),
+                      quote_plus(text, safe="", errors=errors), quote_plus(text, errors=errors)}
+        except UnicodeEncodeError:
+            continue
+        if errors == "strict":
+            break
+    return forms
+
+
 def _forms(secret: str) -> set[str]:
-    """The secret as written, JSON-escaped and URL-encoded (httpx and json.dumps change it so)."""
-    return {secret, json.dumps(secret, ensure_ascii=False)[1:-1], json.dumps(secret)[1:-1],
-            quote(secret, safe=""), quote_plus(secret, safe="")}
+    """The secret as written and in every encoding of :func:`_encodings`, one and two deep (a reply
+    that is JSON, quoted in a failure message that is written into a JSON file)."""
+    once = _encodings(secret)
+    return {secret, *once, *(twice for form in once for twice in _encodings(form))}
 
 
 class Redactor:

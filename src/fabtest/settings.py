@@ -117,6 +117,7 @@ class Settings(BaseModel):
             except tomllib.TOMLDecodeError as exc:
                 raise UsageError(f"{path}: invalid TOML: {exc}") from None
             table = dict(data.get("tool", {}).get("fabtest", {}))
+        _check_types(table, path)
         from_env = _apply_env(table, environ)
         try:
             settings = cls.model_validate(table)
@@ -180,6 +181,29 @@ def _apply_env(table: dict[str, Any], environ: dict[str, str]) -> dict[str, tupl
             target[keys[-1]] = environ[var]
             used[var] = keys
     return used
+
+
+def _check_types(table: dict[str, Any], path: Path) -> None:
+    """TOML has types: ``collect_features = "yes"`` or ``agent_timeout = "30"`` is a mistake to name,
+    not a string to convert (environment variables, always strings, are converted afterwards).
+
+    Only the scalar top-level keys are checked here; tables are validated by the models."""
+    for key, value in table.items():
+        field = Settings.model_fields.get(key)
+        if field is None or isinstance(value, (dict, list)):
+            continue
+        try:
+            Settings.__pydantic_validator__.validate_assignment(Settings.model_construct(), key, value, strict=True)
+        except ValidationError as exc:
+            if exc.errors()[0]["type"] in _STRICT_ONLY:
+                raise UsageError(f"{path} [tool.fabtest]: {key}: expected {_EXPECTED.get(exc.errors()[0]['type'], 'another type')}, "
+                                 f"got {type(value).__name__} ({value!r})") from None
+
+
+#: errors strict validation adds (a string where a number or a boolean belongs); the rest are the models'
+_EXPECTED = {"bool_type": "true or false", "float_type": "a number", "int_type": "a whole number",
+             "string_type": "a string"}
+_STRICT_ONLY = frozenset(_EXPECTED)
 
 
 def _first_error(exc: ValidationError) -> str:

@@ -7,8 +7,13 @@
 - ``ask``: asks permission first, then says which option it got (or that it was cancelled).
 - ``where``: the session's cwd, the MCP server names and the fs capability the client advertised.
 - ``spawn``: starts a grandchild that outlives the agent unless its process group is killed.
+- ``escape PIDFILE``: starts a grandchild that calls ``setsid`` (leaves the group), writes
+  "<agent pid> <grandchild pid>" to PIDFILE; ``escape_hang PIDFILE`` does so and never answers.
 - ``crash``: writes to stderr and exits with code 3. ``hang``: starts a grandchild and never answers.
 - ``silent``: ends the turn without any text.
+- ``env NAME``: says ``token: <the value of $NAME>`` (an agent echoing a secret it was given).
+- ``malformed``: sends a ``session/update`` the schema rejects, then a good reply.
+- ``surrogate``: replies with a lone surrogate escaped in its JSON (``"\\ud83d"``).
 
 Every reply carries Gemini-CLI style token usage in ``_meta.quota.token_count``.
 """
@@ -118,6 +123,23 @@ class EchoAgent:
         elif command == "spawn":
             subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
             await self.say(session_id, "spawned a helper")
+        elif command in ("escape", "escape_hang"):
+            child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], start_new_session=True)
+            with open(words[1], "w") as fh:
+                fh.write(f"{os.getpid()} {child.pid}\n")
+            if command == "escape_hang":
+                await asyncio.sleep(300)
+            await self.say(session_id, "escaped")
+        elif command == "env":
+            await self.say(session_id, f"token: {os.environ.get(words[1], '')}")
+        elif command == "malformed":
+            await self.conn._conn.send_notification("session/update", {  # noqa: SLF001 - bypasses the SDK's model
+                "sessionId": session_id, "update": {"sessionUpdate": "agent_message_chunk", "content": 42}})
+            await self.say(session_id, "the rest of the reply")
+        elif command == "surrogate":
+            await self.conn._conn.send_notification("session/update", {  # noqa: SLF001 - a raw JSON escape
+                "sessionId": session_id,
+                "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "a \ud83d b"}}})
         elif command == "hang":
             subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
             await asyncio.sleep(300)

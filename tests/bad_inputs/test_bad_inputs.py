@@ -96,6 +96,8 @@ CASES: dict[str, tuple[str, ...]] = {
     "experiments/scenario_not_an_object.json": ("scenario_not_an_object.json", "scenario_results[0]"),
     "experiments/scenario_without_id.json": ("scenario_without_id.json", "scenario_results[0]", "id"),
     "experiments/wrong_value_types.json": ("wrong_value_types.json", "scenario_results[0].passed", "'yes'"),
+    "experiments/no_format_version.json": ("no_format_version.json", "format_version: required",
+                                           "not a fabtest experiment file"),
 }
 
 
@@ -178,7 +180,8 @@ def _run_cli(tmp_path: Path, case: str) -> str:
         shutil.copy(CORPUS / case, tmp_path / name)
         cmd = [sys.executable, "-c", "import sys; from fabtest.cli import main; sys.exit(main())", "run", name]
     else:
-        good = {"experiment": {"id": "exp_good"}, "summary": {"total_scenarios": 0}, "scenario_results": []}
+        good = {"format_version": 1, "experiment": {"id": "exp_good"}, "summary": {"total_scenarios": 0},
+                "scenario_results": []}
         (results / "exp_good.json").write_text(json.dumps(good), encoding="utf-8")
         if name == "<missing>":
             ref = "nowhere.json"

@@ -164,6 +164,10 @@ def test_calibrate_from_features_leaves_each_example_out(fake: FakeGemini, tmp_p
     ("examples: []\n", [], "examples"),
     ("- 1\n", [], "expected a mapping"),
     ("examples:\n  - {criterion: x, response: hi, verdict: passed}\n", ["--min-kappa", "3"], "--min-kappa"),
+    ("examples:\n  - {criterion: frendly, response: hi, verdict: passed}\n", [],
+     "examples[0].criterion: 'frendly' is not declared (did you mean 'friendly'?)"),
+    ("examples:\n  - {criterion: rude, response: hi, verdict: passed}\n", [],
+     "examples[0].criterion: 'rude' is not declared (declared: friendly)"),
 ])
 def test_calibrate_bad_input_is_one_line(fake: FakeGemini, tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                          content: str, args: list[str], message: str) -> None:
@@ -184,7 +188,8 @@ def test_calibrate_imports_the_projects_offline_llm_from_the_project_root(
     (tmp_path / "stranger_shopfakes.py").write_text(
         "from fabtest.testing import FakeLLM\n\ndef judge():\n    return FakeLLM().verdicts(default='passed')\n")
     (tmp_path / "pyproject.toml").write_text('[tool.fabtest]\noffline_llm = "stranger_shopfakes:judge"\n')
-    (tmp_path / "labels.yaml").write_text("examples:\n  - {criterion: friendly, response: Hi!, verdict: passed}\n")
+    (tmp_path / "labels.yaml").write_text("criteria: {friendly: The reply is warm}\n"
+                                          "examples:\n  - {criterion: friendly, response: Hi!, verdict: passed}\n")
     code, out, err = calibrate(capsys, "labels.yaml")
     assert code == 0, err
     assert "does not import" not in err and "friendly" in out

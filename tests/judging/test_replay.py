@@ -353,3 +353,16 @@ def test_topics_are_classified_from_the_branch_on(pytester: pytest.Pytester, fak
     assert by_kind["reached_topic"]["status"] == "passed" and by_kind["reached_topic"]["replay"] == "rechecked"
     assert by_kind["intent"]["status"] == "failed" and by_kind["intent"]["recorded"] == "passed"
     assert not [r for r in fake.requests if "CANDIDATE TOPICS" in r.text]  # triggers decided every topic
+
+
+def test_an_agent_that_raises_is_a_failed_replay_not_same_as_recorded(pytester: pytest.Pytester, fake: FakeGemini,
+                                                                      recorded: dict[str, Any],
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """It used to print "Same as recorded: 2" and exit 0: a replay that did not happen looked like a match."""
+    pytester.makepyfile(replay_agents=AGENTS + '\n\nclass Broken:\n    def chat(self, messages):\n'
+                                               '        raise RuntimeError("backend down")\n')
+    pytester.makefile(".toml", pyproject=PYPROJECT.format(agent="Broken"))
+    code, out = replay(capsys, "--no-save")
+    assert code == 1, out.out
+    assert "Same as recorded: 0; branched: 0; replay failed: 2 (exit status 1)" in out.out
+    assert out.out.count("the replay failed at turn 1: AgentError: the agent raised RuntimeError: backend down") == 2

@@ -85,7 +85,7 @@ def test_bad_option_values_are_usage_errors(project):
     project.agent(AROUND)
     project.feature("features/f.feature", 'Feature: F\n  Scenario: S\n    When the user says "hi"\n')
     for args, message in ((("--fabtest-experiment-id", "../x"), "--fabtest-experiment-id '../x'"),
-                          (("--fabtest-iterations", "0"), "--fabtest-iterations 0"),
+                          (("--fabtest-iterations", "0"), "--fabtest-iterations: expected 1 to 10,000 iterations, got 0"),
                           (("--fabtest-agent-timeout", "0"), "--fabtest-agent-timeout")):
         result = project.run("features", *args)
         assert result.ret == 4, args  # pytest's usage-error exit code

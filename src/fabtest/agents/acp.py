@@ -38,8 +38,10 @@ from collections.abc import Coroutine, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from fabtest.agents import supervisor
 from fabtest.agents.acp_updates import PERMISSIONS, Collector, Turn, rebuild_arguments
 from fabtest.agents.base import AgentError, AgentTimeout, OnToolCall
+from fabtest.agents.boundary import AgentDataError
 from fabtest.conversation import AgentResponse, Message
 
 __all__ = ["AcpAgent", "PERMISSIONS", "from_table", "gemini", "gemini_acp", "gemini_supports_acp", "rebuild_arguments"]
@@ -150,6 +152,9 @@ class AcpAgent:
                 self.turns = 0
             result, turn = self._run(self._prompt(prompt), deadline, "to answer")
             self.turns += 1
+        if turn.malformed:
+            raise AgentDataError(f"the ACP agent sent {len(turn.malformed)} malformed session update(s), which "
+                                 f"were dropped, so its reply is incomplete: {turn.malformed[0]}")
         response = AgentResponse(text=turn.text(), tool_calls=list(turn.calls.values()))
         for call in response.tool_calls:
             if call.metadata.get("permission", "").startswith(("deny", "cancel")) \
@@ -229,18 +234,31 @@ class AcpAgent:
         from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementation
 
         self._stderr_dir = tempfile.mkdtemp(prefix="fabtest-acp-")
+        launch = supervisor.wrap(self.command, self.kill_grace_s)  # nothing it starts outlives the agent
         with open(Path(self._stderr_dir) / "stderr.log", "wb") as stderr:
             try:
                 self._proc = await asyncio.create_subprocess_exec(
-                    *self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
-                    cwd=self.cwd, env={**os.environ, **self.env}, start_new_session=True, limit=_STREAM_LIMIT)
+                    *launch.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
+                    cwd=self.cwd, env={**os.environ, **self.env}, start_new_session=True, limit=_STREAM_LIMIT,
+                    pass_fds=launch.pass_fds)
             except OSError as exc:
+                launch.close()
                 raise AgentError(f"ACP agent could not start {self.command[0]!r}: {exc}") from None
         with _LIVE_LOCK:
             _LIVE_GROUPS.add(self._proc.pid)
+        try:
+            await asyncio.get_running_loop().run_in_executor(None, supervisor.started, launch, self.command[0])
+        except OSError as exc:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._proc.wait(), 5)
+            with _LIVE_LOCK:
+                _LIVE_GROUPS.discard(self._proc.pid)
+            self._proc = None
+            raise AgentError(f"ACP agent could not start {self.command[0]!r}: {exc}") from None
         self._exited = asyncio.ensure_future(self._proc.wait())
         # Collector implements the SDK's Client protocol by its methods, not by subclassing it
-        self._conn = connect_to_agent(self._client, self._proc.stdin, self._proc.stdout)  # type: ignore[arg-type]
+        self._conn = connect_to_agent(self._client, self._proc.stdin, self._proc.stdout,  # type: ignore[arg-type]
+                                      observers=[self._client.observe])
         # No fs capability: the Gemini CLI would then read files through us, and a missing file
         # answered with an error breaks its write_file.
         capabilities = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=False, write_text_file=False),
@@ -372,7 +390,8 @@ def _kill_group(pgid: int, grace_s: float) -> None:
         os.killpg(pgid, signal.SIGTERM)
     except (ProcessLookupError, PermissionError):
         pass
-    deadline = time.monotonic() + grace_s
+    # under a supervisor (its leader) the tree is ended within grace_s by it: it gets a margin first
+    deadline = time.monotonic() + grace_s + (supervisor.MARGIN_S if supervisor.available() else 0.0)
     while time.monotonic() < deadline and _group_has_live_members(pgid):
         time.sleep(0.02)
     with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -407,9 +426,7 @@ def _kill_leftovers() -> None:
     with _LIVE_LOCK:
         groups = list(_LIVE_GROUPS)
         _LIVE_GROUPS.clear()
-    for pgid in groups:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, signal.SIGKILL)
+    supervisor.end_groups(groups, 3.0 if supervisor.available() else 0.0)
 
 
 # -- the Gemini CLI over ACP ------------------------------------------------------------------------

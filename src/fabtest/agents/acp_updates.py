@@ -34,6 +34,8 @@ class Turn:
     segments: list[str] = field(default_factory=lambda: [""])
     calls: dict[str, ToolCall] = field(default_factory=dict)
     updates: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: session updates the SDK could not read (it logs and drops them): the reply is incomplete
+    malformed: list[str] = field(default_factory=list)
 
     def text(self) -> str:
         return "\n".join(seg.strip() for seg in self.segments if seg.strip())
@@ -45,6 +47,24 @@ class Collector:
     def __init__(self, owner: _HasPermission) -> None:
         self.owner = owner  # its ``permission`` is read at each request, so a test may change it
         self.turn = Turn()
+
+    def observe(self, event: Any) -> None:
+        """A stream observer of the connection: notes each ``session/update`` the SDK will drop as
+        invalid, so a turn with a malformed update is the agent's error, not a shorter reply that a
+        check then fails (an ``assertion`` blaming the wrong side)."""
+        message = getattr(event, "message", None)
+        if getattr(getattr(event, "direction", None), "value", None) != "incoming" or not isinstance(message, dict) \
+                or message.get("method") != "session/update":
+            return
+        from acp.schema import SessionNotification
+        from pydantic import ValidationError
+
+        try:
+            SessionNotification.model_validate(message.get("params"))
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"]) or "params"
+            self.turn.malformed.append(f"{where}: {err['msg']}")
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         kind = getattr(update, "session_update", None)

@@ -29,9 +29,10 @@ class Agent(Protocol):
     def chat(self, messages: Sequence[Message], on_tool_call: OnToolCall | None = None) -> AgentResponse: ...
 
 
-def agent_metadata(agent: Any) -> dict[str, Any]:
+def agent_metadata(agent: Any, timeout: float | None = None) -> dict[str, Any]:
     """The agent's ``metadata()`` as plain data ({} without one); raises AgentError when it raises or
-    returns something that is not a mapping (see :mod:`fabtest.agents.boundary`)."""
+    returns something that is not a mapping, AgentTimeout when it takes longer than ``timeout``
+    (see :mod:`fabtest.agents.boundary`)."""
     from fabtest.agents.boundary import safe_metadata
 
-    return safe_metadata(agent)
+    return safe_metadata(agent, timeout)

@@ -11,6 +11,10 @@ Tool calls are accepted in the shapes agents commonly produce, so nobody has to 
 ``ToolCall``, ``{name, arguments}`` and ``{name, args}`` (arguments as an object or a JSON
 string), OpenAI's ``{id, type, function: {name, arguments: "<json>"}}``, each with an optional
 ``result`` or ``output`` and ``metadata``.
+
+One policy for text UTF-8 cannot hold: a lone surrogate (``"\\ud83d"``, half of an emoji cut by an
+agent, or a ``\\ud83d`` escape in JSON) is replaced by U+FFFD here, in the reply, its tool calls and
+its metadata, so every writer and the console downstream only see encodable text (docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import re
+import threading
 import traceback
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -26,11 +32,11 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, f
 
 from fabtest.agents.aio import is_async_callable, run
 from fabtest.conversation import AgentResponse, ToolCall
-from fabtest.errors import AgentError, UsageError
+from fabtest.errors import AgentError, AgentTimeout, UsageError, excerpt
 from fabtest.llm.base import LLMNotConfigured
 
 __all__ = ["AgentDataError", "accepts_keyword", "agent_traceback", "coerce_response", "coerce_tool_call",
-           "guarded", "guarded_async", "merge_tool_calls", "safe_metadata"]
+           "guarded", "guarded_async", "merge_tool_calls", "safe_metadata", "without_surrogates"]
 
 T = TypeVar("T")
 
@@ -40,6 +46,21 @@ _OURS = (AgentError, UsageError, LLMNotConfigured)
 _FABTEST_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: frames under these fabtest directories are user-facing examples, shown like an agent's own
 _SHOWN_FABTEST_DIRS = tuple(os.path.join(_FABTEST_DIR, d) + os.sep for d in ("demo", "testing"))
+
+
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def without_surrogates(value: Any) -> Any:
+    """``value`` with every surrogate code point in its text (keys too, in lists and mappings)
+    replaced by U+FFFD: what an agent hands over can then be written and printed as UTF-8."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value) if _SURROGATE.search(value) else value
+    if isinstance(value, list):
+        return [without_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {without_surrogates(k): without_surrogates(v) for k, v in value.items()}
+    return value
 
 
 class AgentDataError(AgentError):
@@ -56,7 +77,7 @@ def guarded(failed: str, func: Callable[..., T], *args: Any, **kwargs: Any) -> T
     except _OURS:
         raise
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - user code: anything it raises is its failure
-        raise AgentError(f"{failed} {type(exc).__name__}: {exc}") from exc
+        raise AgentError(excerpt(f"{failed} {type(exc).__name__}: {exc}")) from exc
 
 
 async def guarded_async(failed: str, awaitable: Awaitable[T]) -> T:
@@ -66,7 +87,7 @@ async def guarded_async(failed: str, awaitable: Awaitable[T]) -> T:
     except _OURS:
         raise
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - user code: anything it raises is its failure
-        raise AgentError(f"{failed} {type(exc).__name__}: {exc}") from exc
+        raise AgentError(excerpt(f"{failed} {type(exc).__name__}: {exc}")) from exc
 
 
 def agent_traceback(exc: BaseException) -> str | None:
@@ -121,6 +142,7 @@ class _ToolCallIn(BaseModel):
 def coerce_tool_call(raw: Any, *, where: str = "tool_calls[0]") -> ToolCall:
     """One tool call in any accepted shape as a ToolCall; AgentDataError naming ``where`` otherwise."""
     fields = _normalise_call(raw, where)
+    fields["name"] = without_surrogates(fields["name"])  # the rest is made plain (and surrogate-free) by _plain
     try:
         model = _ToolCallIn.model_validate(fields)
     except ValidationError as exc:
@@ -168,7 +190,7 @@ def coerce_response(value: Any, *, where: str = "") -> AgentResponse:
     calls: Any
     metadata: Any
     if isinstance(value, str):
-        return AgentResponse(text=value)
+        return AgentResponse(text=without_surrogates(value))
     if isinstance(value, AgentResponse):
         text, calls, metadata = value.text, value.tool_calls, value.metadata
     elif isinstance(value, Mapping) and "text" in value:
@@ -195,23 +217,50 @@ def coerce_response(value: Any, *, where: str = "") -> AgentResponse:
         meta = _metadata(metadata, "metadata")
     except AgentDataError as exc:
         raise AgentDataError(f"{prefix}the agent returned bad data: {exc}") from None
-    return AgentResponse(text=text, tool_calls=tool_calls, metadata=meta)
+    return AgentResponse(text=without_surrogates(text), tool_calls=tool_calls, metadata=meta)
 
 
-def safe_metadata(agent: Any) -> dict[str, Any]:
+def safe_metadata(agent: Any, timeout: float | None = None) -> dict[str, Any]:
     """The agent's ``metadata()`` as plain JSON data ({} without one); a raising or malformed
-    ``metadata()`` is an AgentError naming it."""
+    ``metadata()`` is an AgentError naming it, one that does not answer within ``timeout`` seconds
+    an AgentTimeout (a hung ``metadata()`` must not leave the scenario looking passed)."""
     meta = getattr(agent, "metadata", None)
     if not callable(meta):
         return {}
     if is_async_callable(meta):
-        value = run(guarded_async("the agent's metadata() raised", meta()))
-    else:
+        try:
+            value = run(guarded_async("the agent's metadata() raised", meta()), timeout=timeout)
+        except TimeoutError as exc:  # the agent's own TimeoutError is an AgentError: this is the loop giving up
+            within = f" within {timeout:g}s (agent_timeout)" if timeout is not None else f" ({exc})"
+            raise AgentTimeout(f"the agent's metadata() did not answer{within}") from None
+    elif timeout is None:
         value = guarded("the agent's metadata() raised", meta)
+    else:
+        value = _within(timeout, "the agent's metadata()", lambda: guarded("the agent's metadata() raised", meta))
     try:
         return _metadata(value, "metadata()")
     except AgentDataError as exc:
         raise AgentDataError(f"the agent returned bad data: {exc}") from None
+
+
+def _within(timeout: float, what: str, func: Callable[[], T]) -> T:
+    """``func()`` on a daemon thread; AgentTimeout when it has not returned after ``timeout`` seconds."""
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = func()
+        except BaseException as exc:  # noqa: BLE001 - re-raised on the caller's thread below
+            box["error"] = exc
+
+    worker = threading.Thread(target=run, name="fabtest-agent-hook", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        raise AgentTimeout(f"{what} did not answer within {timeout:g}s (agent_timeout)")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 def _metadata(value: Any, where: str) -> dict[str, Any]:
@@ -225,7 +274,7 @@ def _metadata(value: Any, where: str) -> dict[str, Any]:
 def _plain(value: Any, where: str) -> Any:
     """Plain JSON data (objects become text), so results and reports always serialise."""
     try:
-        return json.loads(json.dumps(value, default=str))
+        return without_surrogates(json.loads(json.dumps(value, default=str)))
     except (TypeError, ValueError, RecursionError) as exc:
         raise AgentDataError(f"{where}: not JSON data ({type(exc).__name__}: {exc})") from None
 

@@ -253,9 +253,10 @@ class OpenAIChat:
                 raise LLMError(f"openai {self.model} at {self._base_url}: {detail}")
             try:
                 payload = reply.json()
-                payload["choices"][0]["message"]
+                if not isinstance(payload["choices"][0]["message"], dict):  # "message": null
+                    raise TypeError("choices[0].message is not an object")
             except (ValueError, KeyError, IndexError, TypeError) as exc:
-                raise LLMError(f"openai {self.model} at {self._base_url}: no choices[0].message in "
+                raise LLMError(f"openai {self.model} at {self._base_url}: no choices[0].message object in "
                                f"{reply.text[:200]!r}") from exc
             return payload
 

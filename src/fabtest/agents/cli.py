@@ -33,6 +33,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from fabtest.agents import supervisor
 from fabtest.agents.base import AgentError, AgentTimeout, OnToolCall
 from fabtest.conversation import AgentResponse, Message, ToolCall
 
@@ -210,17 +211,28 @@ class CliAgent:
 
     def _run(self, argv: list[str]) -> tuple[int, bytes, bytes]:
         env = {**os.environ, **self.env}
+        launch = supervisor.wrap(argv, self.kill_grace_s)  # nothing it starts outlives the turn
         try:
             proc = subprocess.Popen(
-                argv,
+                launch.argv,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 cwd=self.cwd,
                 env=env,
                 start_new_session=True,
+                pass_fds=launch.pass_fds,
             )
         except OSError as exc:
+            launch.close()
+            raise AgentError(f"CLI agent could not start {argv[0]!r}: {exc}") from None
+        try:
+            supervisor.started(launch, argv[0])
+        except OSError as exc:
+            _kill_group(proc, 0.0)
+            for stream in (proc.stdout, proc.stderr):
+                if stream is not None:
+                    stream.close()
             raise AgentError(f"CLI agent could not start {argv[0]!r}: {exc}") from None
         self._running.add(proc)
         _track(proc.pid)
@@ -243,7 +255,7 @@ class CliAgent:
             proc.wait(timeout=self.timeout_s)
         except subprocess.TimeoutExpired:
             _kill_group(proc, self.kill_grace_s)
-            _join(readers, 2.0, proc)
+            _join(readers, 2.0)
             tail = _tail(b"".join(err_chunks).decode("utf-8", "replace"))
             msg = f"CLI agent timed out after {self.timeout_s:g}s"
             if tail:
@@ -251,11 +263,11 @@ class CliAgent:
             raise AgentTimeout(msg) from None
         except BaseException:
             _kill_group(proc, 0.2)
-            _join(readers, 1.0, proc)
+            _join(readers, 1.0)
             raise
         # The leader exited; anything it left behind in its group goes too (no orphans).
         _terminate_leftovers(proc.pid, self.kill_grace_s)
-        _join(readers, 5.0, proc)
+        _join(readers, 5.0)
         return proc.returncode, b"".join(out_chunks), b"".join(err_chunks)
 
 
@@ -455,6 +467,7 @@ def _tail(text: str, lines: int = _STDERR_TAIL_LINES) -> str:
 #: process groups started by any CliAgent and not yet reaped: killed at interpreter exit
 _LIVE_GROUPS: set[int] = set()
 _LIVE_LOCK = threading.Lock()
+_EXIT_WAIT_S = 3.0  # at exit, how long the supervisors get to end their trees
 
 
 def _track(pgid: int) -> None:
@@ -468,12 +481,12 @@ def _untrack(pgid: int) -> None:
 
 
 def kill_all_groups() -> None:
-    """SIGKILL every CLI process group still alive (pytest exit, Ctrl-C, a worker shutting down)."""
+    """End every CLI process group still alive (pytest exit, Ctrl-C, a worker shutting down): SIGTERM,
+    time for each supervisor to end its tree, then SIGKILL."""
     with _LIVE_LOCK:
         groups = list(_LIVE_GROUPS)
         _LIVE_GROUPS.clear()
-    for pgid in groups:
-        _signal_group(pgid, signal.SIGKILL)
+    supervisor.end_groups(groups, _EXIT_WAIT_S if supervisor.available() else 0.0)
 
 
 atexit.register(kill_all_groups)
@@ -492,33 +505,25 @@ def _drain(stream: Any, sink: list[bytes]) -> None:
             pass
 
 
-def _join(readers: list[threading.Thread], timeout: float, proc: subprocess.Popen[bytes]) -> None:
+def _join(readers: list[threading.Thread], timeout: float) -> None:
     deadline = time.monotonic() + timeout
     for reader in readers:
         reader.join(max(0.0, deadline - time.monotonic()))
-    if any(r.is_alive() for r in readers):
-        # Someone outside the group still holds the pipes; stop waiting for them.
-        for stream in (proc.stdout, proc.stderr):
-            try:
-                if stream is not None:
-                    stream.close()
-            except OSError:
-                pass
+    # A reader still alive: someone outside the group (and not under a supervisor) holds the pipes.
+    # Stop waiting and leave the daemon reader blocked: closing a stream another thread is reading
+    # waits for that read, so it would hang the turn for as long as that process lives.
 
 
-def _signal_group(pgid: int, sig: int) -> bool:
-    try:
-        os.killpg(pgid, sig)
-        return True
-    except (ProcessLookupError, PermissionError):
-        return False
+_signal_group = supervisor.signal_group
 
 
 def _kill_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
-    """SIGTERM the whole process group, SIGKILL it after ``grace_s``, reap the leader."""
+    """SIGTERM the whole process group, SIGKILL it after ``grace_s``, reap the leader. Under a
+    supervisor the leader is the supervisor: it ends the whole tree within its own grace, so it
+    gets :data:`~fabtest.agents.supervisor.MARGIN_S` more before the SIGKILL."""
     pgid = proc.pid  # start_new_session=True: the leader's pid is the group id
     _signal_group(pgid, signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
+    deadline = time.monotonic() + grace_s + (supervisor.MARGIN_S if supervisor.available() else 0.0)
     while time.monotonic() < deadline:
         if proc.poll() is not None and not _group_alive(pgid):
             break

@@ -10,6 +10,7 @@ OpenAI's ``{id, type, function: {name, arguments: "<json>"}}``, with ``result``/
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -54,7 +55,7 @@ class HttpAgent:
         self.url = url
         #: the tool names the agent declares (``tools = [...]``): steps naming another tool are usage errors
         self.tools = declared_tools(tools, where=f"HTTP agent at {url}")
-        self.timeout = float(timeout)
+        self.timeout = _positive_seconds(timeout, "timeout")
         self._fields = (messages_field, session_field, text_field, tool_calls_field, metadata_field)
         self._extra = dict(extra_body or {})
         self._session_id = str(uuid.uuid4())
@@ -97,6 +98,14 @@ class HttpAgent:
             for call in response.tool_calls:
                 on_tool_call(call)
         return response
+
+
+def _positive_seconds(value: Any, name: str) -> float:
+    """A finite number of seconds above zero; a TypeError naming ``name`` otherwise (the agent table
+    turns it into one line before the run)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise TypeError(f"{name}: expected a positive, finite number of seconds, got {value!r}")
+    return float(value)
 
 
 def _dig(data: Any, dotted: str) -> Any:

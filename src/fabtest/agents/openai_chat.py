@@ -105,7 +105,11 @@ class OpenAIChatAgent:
         except (ValueError, KeyError, IndexError, TypeError):
             raise AgentError(f"OpenAI chat agent at {self.url}: expected {{\"choices\": [{{\"message\": {{...}}}}]}}, "
                              f"got {reply.text[:200]!r}") from None
-        content = message.get("content") if isinstance(message, Mapping) else None
+        if not isinstance(message, Mapping):  # "message": null (a filtered or failed completion)
+            raise AgentError(f"OpenAI chat agent at {self.url}: choices[0].message is "
+                             f"{'null' if message is None else type(message).__name__}, expected an object with "
+                             f"'content' (finish_reason: {choice.get('finish_reason') if isinstance(choice, Mapping) else None!r})")
+        content = message.get("content")
         if content is not None and not isinstance(content, str):
             raise AgentError(f"OpenAI chat agent at {self.url}: choices[0].message.content is "
                              f"{type(content).__name__}, expected a string")

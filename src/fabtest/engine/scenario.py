@@ -515,7 +515,7 @@ class ScenarioState:
         first: AgentError | None = None
         if self._agent is not None:
             try:
-                self._metadata = agent_metadata(self._agent)
+                self._metadata = agent_metadata(self._agent, timeout=self.settings.agent_timeout)
             except AgentError as exc:
                 first = exc
         try:

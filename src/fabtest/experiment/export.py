@@ -436,7 +436,7 @@ def _read_lean(path: Path, sink: RowSink) -> dict[str, Any] | None:
                     continue
                 try:
                     doc.update(json.loads("{" + line.rstrip().rstrip(",") + "}"))
-                except ValueError:
+                except (ValueError, RecursionError):
                     return None
             else:
                 return None
@@ -477,7 +477,7 @@ def _index_rows(line: str, sink: RowSink) -> bool:
             try:
                 batch = loads("[" + line[pos:stop] + "]")
                 break
-            except ValueError:
+            except (ValueError, RecursionError):
                 if cut < 0:
                     return False
                 cut = line.find(_ROW_CUT, cut + 1, body_end)
@@ -600,6 +600,8 @@ def _read_whole(path: Path) -> dict[str, Any]:
         ) from None
     except UnicodeDecodeError as exc:
         raise ExperimentFileError(f"{path}: not valid JSON (not UTF-8 text at byte {exc.start})") from None
+    except RecursionError:
+        raise ExperimentFileError(f"{path}: not an experiment file (JSON nested too deeply to read)") from None
     del raw
     if isinstance(doc, dict):
         doc.pop("scenario_index", None)

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from fabtest.conversation import jsonable
-from fabtest.errors import FailureType
+from fabtest.errors import FailureType, excerpt
 
 if TYPE_CHECKING:
     from fabtest.conversation import Conversation
@@ -104,6 +104,12 @@ class ScenarioResult(BaseModel):
     topics: list[TopicRecord] = Field(default_factory=list)
     simulator: dict[str, Any] | None = None
     agent_metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("failure_message", "skip_reason")
+    @classmethod
+    def _bounded(cls, value: str | None) -> str | None:
+        """A huge message (an agent raising with 20 MB of text) is kept as an excerpt that says so."""
+        return excerpt(value) if value is not None else None
 
 
 class ExperimentInfo(BaseModel):

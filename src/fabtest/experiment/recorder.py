@@ -33,9 +33,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from fabtest import redaction
-from fabtest._files import remove_stale_temp_files
+from fabtest._files import TEXT_ERRORS, remove_stale_temp_files
 from fabtest.errors import UsageError
-from fabtest.experiment.export import costing_of, new_experiment_id
+from fabtest.experiment.export import costing_of, document_path, new_experiment_id
 from fabtest.experiment.gitinfo import git_info
 from fabtest.experiment.late import (
     INTERRUPTED,
@@ -55,6 +55,7 @@ __all__ = [
     "JOURNAL_FORMAT_VERSION",
     "JournalError",
     "Recorder",
+    "cannot_save_message",
     "check_experiment_id",
     "journal_path",
     "pending_journals",
@@ -182,7 +183,7 @@ class Recorder:
         self.journal = journal_path(self.results_dir, self.info.id)
         # The header lets recover() rebuild the identity of the run without the Recorder object.
         # Open for the whole run; its lock (released by the OS if the run dies) marks it in use.
-        self._journal: Any = open(self.journal, "a", encoding="utf-8")  # noqa: SIM115
+        self._journal: Any = open(self.journal, "a", encoding="utf-8", errors=TEXT_ERRORS)  # noqa: SIM115
         try:
             fcntl.flock(self._journal.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -191,7 +192,7 @@ class Recorder:
         if self.journal.stat().st_size:  # a journal left by a killed run with this id: recover it first
             self._journal.close()
             recover(self.journal)
-            self._journal = open(self.journal, "a", encoding="utf-8")  # noqa: SIM115
+            self._journal = open(self.journal, "a", encoding="utf-8", errors=TEXT_ERRORS)  # noqa: SIM115
             fcntl.flock(self._journal.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         _append_line(self._journal, {"kind": "header", "format_version": JOURNAL_FORMAT_VERSION,
                                      "info": self.info.model_dump(mode="json")})
@@ -255,11 +256,25 @@ class Recorder:
     def finalise(self, interrupted: bool = False) -> Path:
         """Write ``results/<id>.json`` atomically and remove the journal (``document`` still works)."""
         self._late.settle(INTERRUPTED if interrupted else NEVER_ARRIVED)
-        self.path = self._spool.write(self._final_info(interrupted), self.results_dir)
+        try:
+            self.path = self._spool.write(self._final_info(interrupted), self.results_dir)
+        except BaseException:  # a full disk, say: the journal stays, unlocked, for `fabtest recover`
+            self._spool.close()
+            self._journal.close()
+            raise
         self._spool.close()
         self.journal.unlink(missing_ok=True)
         self._journal.close()
         return self.path
+
+
+def cannot_save_message(exc: OSError, journal: Path | None) -> str:
+    """One line for a write that failed (a full disk): what failed, and where the finished
+    scenarios still are."""
+    where = f" ({exc.filename})" if exc.filename else ""
+    kept = (f"; the scenarios finished so far are in {journal}: free space, then run `fabtest recover`"
+            if journal is not None and journal.exists() else "")
+    return f"cannot save the experiment: {exc.strerror or exc}{where}{kept}"
 
 
 def in_use_message(results_dir: Path, experiment_id: str) -> str:
@@ -320,7 +335,9 @@ def recover(journal: str | os.PathLike[str]) -> Path:
     """Write the experiment file from a journal left behind, marked ``"interrupted": true``.
 
     The file goes next to the journal (never elsewhere: the id must be a plain name); the journal
-    is removed once the file is safely written. Raises :class:`JournalError` when it cannot be.
+    is removed once the file is safely written. An experiment file that already has the journal's
+    id is never overwritten: the partial one is written as ``<id>.recovered`` (see
+    :func:`_free_id`). Raises :class:`JournalError` when it cannot be.
     """
     path = Path(journal)
     stem = path.name.removeprefix(".").removesuffix(_JOURNAL_SUFFIX)
@@ -345,6 +362,7 @@ def recover(journal: str | os.PathLike[str]) -> Path:
         spool = spool or Spool(path.parent, info.id, costing_of(info))
         if late is not None:
             late.settle(INTERRUPTED)  # a journal left behind: the run was interrupted
+        info = info.model_copy(update={"id": _free_id(path.parent, info.id)})
         out = spool.write(_unhashed(info).model_copy(update={"interrupted": True}), path.parent)
     except OSError as exc:
         raise JournalError(f"{path}: cannot write the recovered experiment ({exc.strerror or exc})") from None
@@ -354,6 +372,23 @@ def recover(journal: str | os.PathLike[str]) -> Path:
     path.unlink(missing_ok=True)
     spill_path(path.parent, stem).unlink(missing_ok=True)  # the dead run's own spill, when it left one
     return out
+
+
+_MAX_RECOVERED_NAMES = 1000
+
+
+def _free_id(results_dir: Path, experiment_id: str) -> str:
+    """``experiment_id`` when no experiment file has it yet, else the first free
+    ``<id>.recovered``, ``<id>.recovered-2``, ...: a partial experiment never replaces a file that
+    is already there (a finished run, a stray journal with a finished run's id, a killed rerun)."""
+    if not document_path(results_dir, experiment_id).exists():
+        return experiment_id
+    base = experiment_id[:100]
+    for n in range(1, _MAX_RECOVERED_NAMES + 1):
+        candidate = f"{base}.recovered" if n == 1 else f"{base}.recovered-{n}"
+        if not document_path(results_dir, candidate).exists():
+            return candidate
+    return new_experiment_id()
 
 
 def recover_pending(results_dir: str | os.PathLike[str]) -> list[tuple[Path, Path | None, str]]:

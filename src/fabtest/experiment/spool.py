@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from fabtest._files import TEXT_ERRORS
 from fabtest.experiment.attribution import Attribution, attribute_flakiness
 from fabtest.experiment.coverage import RunFacts, run_facts, summarise
 from fabtest.experiment.export import (
@@ -215,7 +216,7 @@ class Spool:
     def _prepare(self, result: ScenarioResult, dumped: dict[str, Any] | None) -> tuple[bytes, str, Any, Any, RunFacts]:
         """Everything a slot will hold (its spilled line, index row, summary stub, brief and coverage facts)."""
         entry = scenario_entry(result, self._costing, dumped)
-        line = dump_json(entry).encode("utf-8") + b"\n"
+        line = dump_json(entry).encode("utf-8", TEXT_ERRORS) + b"\n"
         facts = run_facts(result)
         return (line, dump_json(index_row(entry)), _summary_stub(entry), _brief(result, self._shared),
                 self._shared(("facts", facts), lambda: facts))

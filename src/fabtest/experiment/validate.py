@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 __all__ = ["FORMAT_VERSIONS", "document_problem", "file_is_complete"]
 
-#: The format versions this fabtest reads (a file without ``format_version`` is version 1).
+#: The format versions this fabtest reads (a file without ``format_version`` is refused).
 FORMAT_VERSIONS = (1,)
 
 _Rate = float | None
@@ -192,12 +192,14 @@ class _Variance(_Doc):
 
 
 class _Document(_Doc):
-    format_version: int = 1
     experiment: _Experiment
     summary: _Summary
     criteria_results: dict[str, _Criterion] = Field(default_factory=dict)
     scenario_results: list[_Scenario]
     variance: _Variance | None = None
+    #: required: every experiment fabtest ever wrote has one; a file without it is something else.
+    #: Last, so a file with other problems too is told about those first.
+    format_version: int
 
     @field_validator("format_version")
     @classmethod
@@ -242,6 +244,9 @@ def document_problem(doc: Any) -> str | None:
         if first["type"] == "string_pattern_mismatch":
             message = "must be a plain name (letters, digits, '_', '.' and '-')"
         where = _where(tuple(first["loc"]))
+        if first["type"] == "missing" and where == "format_version":
+            return ("format_version: required: every experiment fabtest writes has one, so this is not a fabtest "
+                    "experiment file (or it was edited); add \"format_version\": 1 if it is one")
         if first["type"] == "missing":
             return f"{where}: required"
         got = "" if first["type"].startswith("value_error") else f", got {_shown(first.get('input'))}"

@@ -106,8 +106,22 @@ def load_examples(path: Path, declared: dict[str, str]) -> list[LabelledExample]
             raise UsageError(f"{path}: {key}: a conversation-scope example needs 'transcript:' "
                              "(a list of {user: ..., agent: ...})")
         description = example.description or descriptions.get(example.criterion)
-        out.append(example.model_copy(update={"description": description or example.criterion}))
+        if not description:  # judged on its bare name, a disagreement would blame the judge for a typo
+            raise UsageError(f"{path}: {key}.criterion: {example.criterion!r} is not declared"
+                             f"{_close(example.criterion, descriptions)}: declare it under 'criteria:' in this "
+                             "file or [tool.fabtest.criteria] in pyproject.toml, or give the example a "
+                             "'description:'")
+        out.append(example.model_copy(update={"description": description}))
     return out
+
+
+def _close(name: str, declared: dict[str, str]) -> str:
+    import difflib
+
+    near = difflib.get_close_matches(name, list(declared), n=1)
+    if near:
+        return f" (did you mean {near[0]!r}?)"
+    return f" (declared: {', '.join(sorted(declared)[:8])})" if declared else " (none is declared)"
 
 
 def _where(exc: ValidationError) -> str:

@@ -107,6 +107,8 @@ class ReplayOutcome:
     not_rechecked: dict[str, int] = field(default_factory=dict)
     #: why the first unchecked must was not re-checked
     unchecked_reason: str = ""
+    #: the replay itself failed (the agent raised, timed out, could not be built): never "same as recorded"
+    error: str = ""
 
     @property
     def verified(self) -> bool:
@@ -118,6 +120,8 @@ class ReplayOutcome:
         """``same as recorded`` or where and how it branched, and what took over."""
         if not self.replayed:
             return f"not replayed: {self.note}"
+        if self.error:
+            return f"the replay failed at turn {self.turns_replayed + 1}: {self.error}"
         if self.branched_at is None:
             text = "same as recorded" if self.turns_replayed == self.turns_recorded else "did not finish"
         else:
@@ -137,7 +141,7 @@ class ReplayOutcome:
                 "continued": self.continued, "turns_recorded": self.turns_recorded,
                 "turns_replayed": self.turns_replayed, "passed_before": self.passed_before,
                 "passed_now": self.passed_now, "verified": self.verified, "not_rechecked": dict(self.not_rechecked),
-                "summary": self.summary}
+                "error": self.error or None, "summary": self.summary}
 
 
 @dataclass
@@ -276,6 +280,8 @@ def replay_scenario(result: ScenarioResult, env: ReplayEnv) -> tuple[ScenarioRes
             except FabtestError as exc:  # the judge failed for good: an error, as in a run
                 failure = failure or exc
         outcome.turns_replayed = len(conversation.turns)
+        if failure is not None and not failure.skips:
+            outcome.error = f"{type(failure).__name__}: {str(failure).splitlines()[-1] if str(failure) else ''}"
         _fill(new, state, failure, time.monotonic() - started)
     outcome.passed_now = None if new.skipped else new.passed
     _count_unchecked(new, outcome)

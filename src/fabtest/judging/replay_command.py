@@ -20,6 +20,7 @@ from fabtest.llm.base import LLMNotConfigured
 __all__ = ["add_replay_args", "render_replay_text", "run_replay"]
 
 EXIT_OK = 0
+EXIT_FAILED = 1  # a run could not be replayed (the agent raised, timed out ...): the answer is incomplete
 
 
 def _similarity_arg(text: str) -> float:
@@ -111,7 +112,7 @@ def run_replay(args: argparse.Namespace, results_dir: str) -> int:
     else:
         sys.stdout.write(render_replay_text(outcomes, source=info.id, new_id=new_id, similarity=args.similarity,
                                             diffs=diffs))
-    return EXIT_OK
+    return EXIT_FAILED if any(o.error for o in outcomes) else EXIT_OK
 
 
 def _diffs(doc: dict[str, Any], new_results: list[Any], outcomes: list[Any]) -> list[Any]:
@@ -154,10 +155,14 @@ def render_replay_text(outcomes: list[Any], *, source: str, new_id: str | None, 
             change += _unchecked_text(o)
         lines.append(f"  - {o.name} (iteration {o.iteration}): {o.summary}{change}")
     replayed = [o for o in outcomes if o.replayed]
-    same = sum(o.branched_at is None for o in replayed)
+    failed = sum(bool(o.error) for o in replayed)
+    same = sum(o.branched_at is None and not o.error and o.turns_replayed == o.turns_recorded for o in replayed)
+    branched = sum(o.branched_at is not None and not o.error for o in replayed)
     skipped = len(outcomes) - len(replayed)
     unverified = sum(not o.verified for o in replayed)
-    lines.append(f"Same as recorded: {same}; branched: {len(replayed) - same}"
+    lines.append(f"Same as recorded: {same}; branched: {branched}"
+                 + (f"; did not finish: {unfinished}" if (unfinished := len(replayed) - same - branched - failed) else "")
+                 + (f"; replay failed: {failed} (exit status {EXIT_FAILED})" if failed else "")
                  + (f"; not replayed: {skipped}" if skipped else "")
                  + (f"; outcome not verified (a must check not re-checked): {unverified}" if unverified else ""))
     if diffs:

@@ -209,6 +209,9 @@ def _raw_answer(response: Any, model: str) -> RawAnswer:
     metadata: dict[str, Any] = {}
     if finish is not None:
         metadata["finish_reason"] = str(getattr(finish, "value", finish))
+    blocked = getattr(getattr(response, "prompt_feedback", None), "block_reason", None)
+    if blocked is not None:  # the prompt itself was refused: there is no candidate at all
+        metadata["block_reason"] = str(getattr(blocked, "value", blocked))
     version = getattr(response, "model_version", None)
     return RawAnswer(
         text="".join(texts),

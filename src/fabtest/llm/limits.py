@@ -292,7 +292,7 @@ def complete_validated(
         usage.input_tokens += raw.input_tokens
         usage.output_tokens += raw.output_tokens
         if not raw.text.strip():
-            problem = "empty answer"
+            problem = blocked_reason(raw.metadata) or "empty answer"
             continue
         if schema is None:
             return Completion(text=raw.text, usage=usage, model=raw.model, metadata=raw.metadata)
@@ -305,6 +305,25 @@ def complete_validated(
     error = LLMBadOutput(f"{what}: no usable answer after {attempts} attempt(s); last problem: {problem}")
     error.usage = usage  # type: ignore[attr-defined]
     raise error
+
+
+#: finish reasons that mean the provider refused to answer (Gemini's FinishReason, OpenAI's content_filter)
+_BLOCKING_FINISH = frozenset({"SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "RECITATION", "IMAGE_SAFETY",
+                              "content_filter"})
+
+
+def blocked_reason(metadata: dict[str, Any]) -> str:
+    """Why an empty answer is empty when the provider blocked it (a prompt block or a safety
+    finish reason), named so the user can tell a refusal from a broken model; "" otherwise."""
+    if metadata.get("block_reason"):
+        return (f"the provider blocked the prompt (prompt_feedback.block_reason={metadata['block_reason']}): "
+                "a safety filter refused it; rephrase the criterion or the conversation, or relax the model's "
+                "safety settings")
+    finish = str(metadata.get("finish_reason") or "")
+    if finish.rsplit(".", 1)[-1] in _BLOCKING_FINISH:
+        return (f"the answer was blocked for safety (finish_reason={finish.rsplit('.', 1)[-1]}): the provider "
+                "withheld it; rephrase the criterion or the conversation, or relax the model's safety settings")
+    return ""
 
 
 def _shorten(text: str, limit: int = 300) -> str:

@@ -15,9 +15,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from fabtest._terminal import inert
 from fabtest.engine.llms import configured_llms
 from fabtest.engine.scenario import LLMRoles
 from fabtest.errors import UsageError
+from fabtest.experiment.recorder import cannot_save_message
 from fabtest.redaction import redact
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -139,6 +141,9 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
         except UsageError as exc:  # another live run records this id
             _close_roles(roles)
             return _error(f"--experiment-id: {exc}")
+        except OSError as exc:  # a full disk before the first playbook
+            _close_roles(roles)
+            return _error(cannot_save_message(exc, None))
     experiment_id = recorder.experiment_id if recorder else args.experiment_id
 
     from fabtest._signals import restore_sigterm, sigterm_as_interrupt
@@ -167,10 +172,12 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
                 print(f"    PASSED ({len(outcome.conversation.turns)} turns, {outcome.duration_s:.1f}s)", flush=True)
             else:
                 failed += 1
-                message = redact(outcome.failure_message or "").replace("\n", "\n    ")
+                message = inert(redact(outcome.failure_message or "")).replace("\n", "\n    ")
                 print(f"    FAILED [{outcome.failure_type}]: {message}", flush=True)
             if recorder is not None and outcome.result is not None:
                 recorder.add(outcome.result)
+    except OSError as exc:  # a full disk: the playbooks finished so far are in the journal
+        return _error(cannot_save_message(exc, recorder.journal if recorder is not None else None))
     except KeyboardInterrupt:
         interrupted = True
         print(f"{PROG}: interrupted; the finished playbooks are saved", file=sys.stderr, flush=True)
@@ -180,7 +187,10 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
     if recorder is not None:
         from fabtest.experiment.summary import previous_experiment_id, render_summary
 
-        path = recorder.finalise(interrupted=interrupted)
+        try:
+            path = recorder.finalise(interrupted=interrupted)
+        except OSError as exc:
+            return _error(cannot_save_message(exc, recorder.journal))
         doc = recorder.document(interrupted=interrupted)
         text = render_summary(doc, _relative(str(path), root), previous_experiment_id(results_dir, experiment_id))
         sys.stdout.write(text if text.endswith("\n") else text + "\n")

@@ -9,6 +9,7 @@ iteration N > 1), never beside the experiments.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -30,8 +31,16 @@ FEATURE = "playbook"
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 
 
+_MAX_SLUG = 80  # with a 128-character experiment id the name stays well under the 255 bytes a file system allows
+
+
 def trace_file_name(playbook_name: str, experiment_id: str | None = None, iteration: int = 1) -> str:
+    """A file name for the trace; a very long playbook name is cut, with a hash of the whole name
+    so two long names that share their start still get two files (never "File name too long")."""
     slug = _SLUG.sub("_", playbook_name).strip("._") or "playbook"
+    if len(slug) > _MAX_SLUG:
+        digest = hashlib.sha256(playbook_name.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+        slug = f"{slug[:_MAX_SLUG]}-{digest}"
     if iteration > 1:
         slug += f".iter{iteration}"
     return f"{experiment_id}.{slug}.trace.json" if experiment_id else f"{slug}.trace.json"

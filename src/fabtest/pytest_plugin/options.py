@@ -7,6 +7,7 @@ registered) unless the project opts in: a ``[tool.fabtest]`` table in the rootdi
 
 from __future__ import annotations
 
+import argparse
 import re
 import tomllib
 from pathlib import Path
@@ -21,13 +22,28 @@ from fabtest.settings import Settings
 __all__ = ["DormantHint", "add_options", "has_fabtest_table", "names_feature", "opted_in", "settings_from_options"]
 
 
+#: more iterations than this is a typo (or a run that would never end), said before anything runs
+MAX_ITERATIONS = 10_000
+
+
+def _iterations(text: str) -> int:
+    """``--fabtest-iterations``: a whole number from 1 to :data:`MAX_ITERATIONS`."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if not 1 <= value <= MAX_ITERATIONS:
+        raise argparse.ArgumentTypeError(f"expected 1 to {MAX_ITERATIONS:,} iterations, got {value:,}")
+    return value
+
+
 def add_options(parser: pytest.Parser) -> None:
     """Every ``--fabtest-*`` option (registered also when fabtest stays dormant)."""
     group = parser.getgroup("fabtest", "fabtest: behaviour tests for conversational agents")
     group.addoption("--fabtest", action="store_true", default=False,
                     help="enable fabtest for this run (without a [tool.fabtest] table in pyproject.toml)")
-    group.addoption("--fabtest-iterations", type=int, default=None, metavar="N",
-                    help="run every scenario N times (pass rate, pass@k, variance)")
+    group.addoption("--fabtest-iterations", type=_iterations, default=None, metavar="N",
+                    help=f"run every scenario N times (pass rate, pass@k, variance; 1 to {MAX_ITERATIONS:,})")
     group.addoption("--fabtest-experiment", default=None, metavar="NAME", help="a name for this experiment")
     group.addoption("--fabtest-experiment-id", default=None, metavar="ID", help="use this experiment id")
     group.addoption("--fabtest-shard", default=None, metavar="I/N",
@@ -131,8 +147,8 @@ def settings_from_options(config: pytest.Config) -> Settings:
     try:  # validated like the pyproject values: --fabtest-agent-timeout 0 is an error, not a hang
         checked = Settings.model_validate({**settings.model_dump(), **updates})
     except ValidationError as exc:
-        err = exc.errors()[0]
-        option = "--fabtest-" + str(err["loc"][0]).replace("_", "-")
+        err = exc.errors()[0]  # ("judge", "temperature") is --fabtest-judge-temperature
+        option = "--fabtest-" + "-".join(str(part).replace("_", "-") for part in err["loc"][:2])
         raise UsageError(f"{option}: {err['msg']}") from None
     checked.source = settings.source
     return checked

@@ -353,7 +353,10 @@ def _report_setup(item: pytest.Item, report: pytest.TestReport, duration: float)
         crash = getattr(report.longrepr, "reprcrash", None)
         message = f"{item.nodeid}: setup failed" + (f": {crash.message}" if crash is not None else "")
         prop = RESULT_PROPERTY
-    else:
+    else:  # skipped before it ran (a skip marker from a tag or a conftest): recorded with its reason
+        skipped = Outcome("skipped", skip_reason=_skip_reason(report))
+        result = build_result(identity_of(item), None, skipped, duration_s=duration)
+        report.user_properties.append((RESULT_PROPERTY, result.model_dump(mode="json")))
         return
     result = build_result(identity_of(item), None, Outcome.failed("error", message), duration_s=duration)
     report.user_properties.append((prop, result.model_dump(mode="json")))

@@ -26,6 +26,7 @@ from fabtest.experiment.late import LateVerdict
 from fabtest.experiment.model import ScenarioResult
 from fabtest.pytest_plugin.late import LATE_PROPERTY, LateChannel
 from fabtest.pytest_plugin.not_run import NotRun, allowed_kinds
+from fabtest.pytest_plugin.streams import StreamGuard
 from fabtest.scenario_sets import ScenarioRecord
 from fabtest.settings import Settings
 from fabtest.topics import TopicGraph, TopicGraphError
@@ -48,6 +49,7 @@ class FabtestSession:
         self.summary_text = ""
         self.notes: list[str] = []
         self._recorder: Any = None
+        self._save_error: str | None = None  # a write to the experiment failed (a full disk): said once, at the end
         self._pending: dict[str, dict[str, Any]] = {}  # nodeid -> identity of a scenario started
         self._roles: LLMRoles | None = None
         self._roles_lock = threading.Lock()
@@ -61,6 +63,7 @@ class FabtestSession:
         self.retry_budget = self._make_retry_budget()
         self._sigterm = False  # our SIGTERM handler is in force (fabtest/_signals.py)
         self.late = LateChannel()  # this process's soft verdicts judged after their scenario
+        self._streams = StreamGuard()  # an agent closing sys.stdout must not end the session
         self._llm_slots: str | None = None  # controller: the slot directory its workers share
         self.not_run = NotRun(allowed_kinds(config, settings))  # scenarios that could not run (never green by accident)
         self._share_llm_slots()
@@ -276,7 +279,8 @@ class FabtestSession:
                 self._pending[report.nodeid] = value
             elif name == RESULT_PROPERTY:
                 self._pending.pop(report.nodeid, None)
-                self._get_recorder().add(ScenarioResult.model_validate(value))
+                result = ScenarioResult.model_validate(value)
+                self._save("add", result)
             elif name == LATE_PROPERTY and isinstance(value, list):
                 self._record_late(value)
         if report.failed and report.when not in ("setup", "call", "teardown"):
@@ -285,7 +289,8 @@ class FabtestSession:
 
     def _record_late(self, verdicts: list[dict[str, Any]]) -> None:
         for verdict in verdicts:
-            self._get_recorder().add_late(LateVerdict.model_validate(verdict))
+            late = LateVerdict.model_validate(verdict)
+            self._save("add_late", late)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
@@ -324,7 +329,23 @@ class FabtestSession:
             return  # not a scenario (a plain test function in the project)
         if reason:
             value["failure_message"] = f"{value['failure_message']}: {reason[0]}"
-        self._get_recorder().add(ScenarioResult.model_validate(value))
+        result = ScenarioResult.model_validate(value)
+        self._save("add", result)
+
+    def _save(self, method: str, *args: Any) -> Any:
+        """``recorder.<method>(*args)``: one write to the experiment. A write that fails (a full disk)
+        stops the recording, not the run: one line at the end says so and where the finished
+        scenarios are (None then)."""
+        if self._save_error is not None:
+            return None
+        try:
+            return getattr(self._get_recorder(), method)(*args)
+        except OSError as exc:
+            from fabtest.experiment.recorder import cannot_save_message
+
+            journal = self._recorder.journal if self._recorder is not None else None
+            self._save_error = cannot_save_message(exc, journal)
+            return None
 
     def shard(self) -> str | None:
         """``--fabtest-shard i/n``, else pytest-split's ``--splits n --group i``, else None."""
@@ -367,10 +388,12 @@ class FabtestSession:
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         """A run killed earlier left a journal: turn it into an interrupted experiment first."""
         self._warm_controller()
-        if self.is_worker or self.config.getoption("--fabtest-no-results"):
+        if self.is_worker:
+            return
+        self.shard()  # a bad --fabtest-shard is a usage error before anything runs, in every mode
+        if self.config.getoption("--fabtest-no-results"):
             return
         self._check_results_destination()
-        self.shard()  # a bad --fabtest-shard is a usage error before anything runs
         from fabtest._signals import sigterm_as_interrupt
         from fabtest.experiment.recorder import recover_pending
 
@@ -407,13 +430,15 @@ class FabtestSession:
 
     def _claim_experiment_id(self) -> None:
         """A given id is claimed (its journal locked) now, so a concurrent run with it stops at once."""
-        from fabtest.experiment.recorder import ExperimentInUse
+        from fabtest.experiment.recorder import ExperimentInUse, cannot_save_message
 
         if self.config.getoption("--fabtest-experiment-id"):
             try:
                 self._get_recorder()
             except ExperimentInUse as exc:
                 raise pytest.UsageError(f"--fabtest-experiment-id: {exc}") from None
+            except OSError as exc:  # a full disk before the first scenario: one line, nothing runs
+                raise pytest.UsageError(cannot_save_message(exc, None)) from None
 
     @property
     def results_dir(self) -> Path:
@@ -432,6 +457,8 @@ class FabtestSession:
                 self._recorder.discard()
             return
         interrupted = self._finish_late(exitstatus == pytest.ExitCode.INTERRUPTED)
+        if interrupted:  # Ctrl-C or SIGTERM while the last verdicts were awaited still exits "interrupted"
+            session.exitstatus = pytest.ExitCode.INTERRUPTED
         if self.is_worker:
             return
         session.exitstatus = self.not_run.exit_status(session.exitstatus)
@@ -439,14 +466,18 @@ class FabtestSession:
             for nodeid in list(self._pending):
                 self._record_unfinished(nodeid, [])
         if self._recorder is None:
+            self._report_save_error(session)
             return
         from fabtest.experiment.summary import previous_experiment_id, render_summary
 
         recorder = self._recorder
-        if not recorder.results:  # claimed early (a given id) but nothing ran: no empty experiment
+        if not recorder.results and self._save_error is None:  # claimed early (a given id) but nothing ran
             recorder.discard()
             return
-        path = recorder.finalise(interrupted=interrupted)
+        path = self._save("finalise", interrupted)
+        if path is None:
+            self._report_save_error(session)
+            return
         doc = recorder.document(interrupted=interrupted)
         shown = os.path.relpath(path, str(self.config.rootpath)) if path.is_relative_to(str(self.config.rootpath)) else path
         self.summary_text = render_summary(doc, shown, previous_experiment_id(recorder.results_dir, recorder.experiment_id))
@@ -462,14 +493,28 @@ class FabtestSession:
             if session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
+    def _report_save_error(self, session: pytest.Session) -> None:
+        """The experiment could not be written: one line, and the run must not look green."""
+        if self._save_error is None:
+            return
+        self.notes.append(f"fabtest: error: {self._save_error}")
+        if session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        from fabtest._terminal import inert
+
         for line in self.not_run.summary_lines():  # first: a run that tested less than it says
-            terminalreporter.write_line(line, red=self.not_run.fails_run, yellow=not self.not_run.fails_run)
+            terminalreporter.write_line(inert(line), red=self.not_run.fails_run, yellow=not self.not_run.fails_run)
         for note in self.notes:
-            terminalreporter.write_line(note)
+            terminalreporter.write_line(inert(note))
         if self.summary_text:
             terminalreporter.write_sep("=", "fabtest experiment")
-            terminalreporter.write_line(self.summary_text)
+            terminalreporter.write_line(inert(self.summary_text))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> None:
+        self._streams.guard()  # the capture's streams are in place now
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
@@ -479,10 +524,13 @@ class FabtestSession:
             report.user_properties.append((LATE_PROPERTY, ready))
         from fabtest import redaction
 
+        _make_inert(report)
         if not redaction.secrets():
             return report
         # results travel in user_properties (to xdist's controller, --junitxml): redact them here too
         report.user_properties = [(name, redaction.redact_obj(value)) for name, value in report.user_properties]
+        # captured stdout, stderr and log of the agent, and fabtest's transcript section
+        report.sections = [(title, redaction.redact(content)) for title, content in report.sections]
         if report.longrepr is None:
             return report
         if isinstance(report.longrepr, tuple):  # a skip: (path, line, reason)
@@ -497,6 +545,7 @@ class FabtestSession:
         from fabtest._signals import restore_sigterm
 
         restore_sigterm(self._sigterm)
+        self._streams.release()
         redaction.clear()
         if self._llm_slots is not None:
             from fabtest.llm.shared_limit import remove_pool_dir
@@ -511,6 +560,18 @@ def _stop(session: Any, why: str) -> None:
     all read ``shouldstop``)."""
     if session is not None and not session.shouldstop:
         session.shouldstop = why
+
+
+def _make_inert(report: pytest.TestReport) -> None:
+    """Escape sequences an agent put in its reply or its exception are shown, not obeyed."""
+    from fabtest._terminal import inert
+
+    report.sections = [(title, inert(content)) for title, content in report.sections]
+    if isinstance(report.longrepr, tuple):
+        path, line, reason = report.longrepr
+        report.longrepr = (path, line, inert(str(reason)))
+    elif report.longrepr is not None and "\x1b" in (text := str(report.longrepr)):
+        report.longrepr = inert(text)  # as text: only when there is something to neutralise
 
 
 def _crashed_before_setup(nodeid: str) -> dict[str, Any]:

@@ -26,7 +26,7 @@ How a reply is chosen, per request:
 
 1. **Faults** (:meth:`FakeGemini.add_fault`) first: the first fault whose pattern matches and
    that has uses left fires (HTTP 429/500/any status, ``"timeout"``, ``"malformed_json"``,
-   ``"wrong_schema"``, ``"empty"``).
+   ``"wrong_schema"``, ``"empty"``, ``"blocked"``).
 2. **Rules** (:meth:`FakeGemini.add_rule`, :meth:`FakeGemini.add_tool_script`) in the order added: the first whose regex is found in
    the request text (system instruction + every content part, joined by newlines) and that has
    uses left answers with text, JSON, a function call, or whatever its callback returns.
@@ -61,7 +61,7 @@ _MISSING: Any = object()
 _PATH = re.compile(r"/(v1(?:beta|alpha)?\d*)/models/([^/:]+):(generateContent|streamGenerateContent|countTokens)$")
 #: The longest a ``"timeout"`` fault ever sleeps, so a forgotten fault cannot hang a test run.
 MAX_FAULT_SLEEP_S = 30.0
-FAULT_KINDS = ("timeout", "malformed_json", "wrong_schema", "empty")
+FAULT_KINDS = ("timeout", "malformed_json", "wrong_schema", "empty", "blocked")
 _STATUS_NAMES = {
     400: "INVALID_ARGUMENT",
     401: "UNAUTHENTICATED",
@@ -434,7 +434,8 @@ class FakeGemini:
         ``"timeout"`` (sleep ``delay_s`` or ``timeout_fault_s``, at most 30 s, then answer
         normally, which a client with a shorter timeout never sees), ``"malformed_json"`` (200
         whose candidate text is not JSON), ``"wrong_schema"`` (200 with valid JSON of the wrong
-        shape) or ``"empty"`` (200 with empty candidate text). ``pattern`` limits the fault to
+        shape), ``"empty"`` (200 with empty candidate text) or ``"blocked"`` (200 without a
+        candidate, the prompt blocked for safety: ``promptFeedback.blockReason``). ``pattern`` limits the fault to
         requests whose text matches.
         """
         if isinstance(kind, str) and kind not in FAULT_KINDS:
@@ -704,6 +705,14 @@ class _Handler(BaseHTTPRequestHandler):
                 reply = Reply(json={"fabtest_fake": "this object does not match the schema"})
             elif fault.kind == "empty":
                 reply = Reply(text="")
+            elif fault.kind == "blocked":
+                blocked = {"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": _usage(prompt_tokens, 0),
+                           "modelVersion": model, "responseId": uuid.uuid4().hex[:16]}
+                if request.stream:
+                    self._send_sse([blocked])
+                else:
+                    self._send_json(200, blocked)
+                return
         if reply is None:
             try:
                 reply = fake._pick_reply(request)
