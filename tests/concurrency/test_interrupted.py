@@ -70,3 +70,34 @@ def test_sigterm_keeps_every_finished_scenario_and_starts_nothing_new(pytester: 
     assert set(finished) <= set(names) and len(names) < len(scenarios), output
     assert all(s["passed"] for s in doc["scenario_results"])
     assert "Traceback" not in output and "INTERNALERROR" not in output
+
+
+INTERRUPTING_SETUP = '''
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def interrupt_one_setup(request, tmp_path):
+    if "stop_here" in request.node.name:
+        raise KeyboardInterrupt
+'''
+
+
+def test_an_interrupt_during_a_scenarios_setup_ends_the_run_cleanly(pytester: pytest.Pytester) -> None:
+    """The setup of a scenario (its fixtures, on the main thread) is where a signal lands most often."""
+    scenarios = [f'  Scenario: {name}\n    When the user says "hi"\n    Then the response must match "hello"\n'
+                 for name in ("first", "second", "stop here", "never")]
+    root = make_project(pytester, {"stop.feature": feature("Stop", *scenarios)}, concurrency=2,
+                        conftest=INTERRUPTING_SETUP)
+    (root / "sleepy.py").write_text(SLEEPY)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FABTEST_", "GEMINI_", "GOOGLE_", "PYTEST_"))}
+    env["FABTEST_AGENT"] = "sleepy:build"
+    proc = subprocess.run([sys.executable, "-m", "pytest", "features", "-q", *BASE_ARGS,
+                           "--fabtest-experiment-id", EXP], cwd=root, env=env, timeout=120,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    output = proc.stdout.decode(errors="replace")
+    assert proc.returncode == 2, output
+    assert "Traceback" not in output and "KeyError" not in output, output
+    doc = json.loads((root / "results" / f"{EXP}.json").read_text())
+    assert doc["experiment"]["interrupted"] is True
+    assert "never" not in {s["name"] for s in doc["scenario_results"]}

@@ -30,6 +30,7 @@ from typing import Any
 
 import pytest
 from _pytest.runner import CallInfo, call_and_report, check_interactive_exception, get_reraise_exceptions
+from _pytest.tmpdir import tmppath_result_key
 
 from fabtest.pytest_plugin.collect import template_of
 from fabtest.pytest_plugin.isolation import (
@@ -150,7 +151,11 @@ class ConcurrentScenarios:
         ihook = item.ihook
         isolate_item(item)
         ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
-        setup = call_and_report(item, "setup", log=True)
+        try:
+            setup = call_and_report(item, "setup", log=True)
+        except BaseException:
+            _no_report_yet(item)
+            raise
         marker = item.get_closest_marker(SERIAL_MARKER)
         if not setup.passed or marker is not None:  # a fixture may mark its scenario serial during setup
             if setup.passed:
@@ -300,6 +305,14 @@ class ConcurrentScenarios:
         terminalreporter.write_sep("-", f"fabtest: {len(self.alone)} scenario(s) ran alone, not concurrently")
         for nodeid, why in self.alone.items():
             terminalreporter.write_line(f"{nodeid}: {why}")
+
+
+def _no_report_yet(item: pytest.Item) -> None:
+    """Ctrl-C or SIGTERM during ``item``'s setup leaves it with no report, and pytest's ``tmp_path``
+    finalizer, run at the session's end, then fails on the missing report (plain pytest does the
+    same, in a window too short to matter; a scenario's setup is longer). An empty record lets it
+    clean up as for a test that never ran."""
+    item.stash.setdefault(tmppath_result_key, {})
 
 
 def _marker_reason(marker: Any, by: str = "") -> str:
