@@ -153,6 +153,10 @@ def _table_problem(where: str, table: Mapping[str, Any], root: Path | None) -> s
         except TypeError as exc:
             return (f"{where}: bad options for the HTTP agent: "
                     f"{str(exc).replace('HttpAgent.__init__() ', '')}")
+    elif "acp" in table:
+        from fabtest.agents.acp import check_table
+
+        check_table(table, where=where)
     elif "factory" in table:
         from fabtest.targets import import_object
 

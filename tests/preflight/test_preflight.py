@@ -388,6 +388,14 @@ def test_a_builtin_agent_table_is_checked_whole_with_did_you_mean(pytester: pyte
     assert "max_tool_rounds" in line and "'four'" in line
 
 
+def test_an_acp_agent_table_is_checked_with_did_you_mean(pytester: pytest.Pytester) -> None:
+    """An unknown key used to be ignored without a word (the agent ran with the default permission)."""
+    _project(pytester, _using("helper"), config='[tool.fabtest.agents.helper]\nacp = ["my-acp-agent"]\n'
+                                               'permision = "deny"\n')
+    line = _stopped(pytester.runpytest(*ARGS, "features"), "[tool.fabtest.agents] helper")
+    assert "unknown key 'permision' in an ACP agent table (did you mean 'permission'?)" in line
+
+
 def test_builtin_tools_and_openai_variables_are_checked_before_the_run(pytester: pytest.Pytester) -> None:
     _project(pytester, TWO_AGENTS, config='[tool.fabtest.agents]\n'
              'helper = { gemini = "gemini-2.5-flash", tools = "nosuch_tools:TOOLS" }\n'

@@ -40,11 +40,12 @@ from typing import Any, TypeVar
 
 from fabtest.agents import supervisor
 from fabtest.agents.acp_updates import PERMISSIONS, Collector, Turn, rebuild_arguments
-from fabtest.agents.base import AgentError, AgentTimeout, OnToolCall
+from fabtest.agents.base import AgentError, AgentTimeout, OnToolCall, declared_tools
 from fabtest.agents.boundary import AgentDataError
 from fabtest.conversation import AgentResponse, Message
+from fabtest.errors import UsageError
 
-__all__ = ["AcpAgent", "PERMISSIONS", "from_table", "gemini", "gemini_acp", "gemini_supports_acp", "rebuild_arguments"]
+__all__ = ["TABLE_KEYS", "AcpAgent", "PERMISSIONS", "check_table", "from_table", "gemini", "gemini_acp", "gemini_supports_acp", "rebuild_arguments"]
 
 _STDERR_TAIL_LINES = 20
 _STREAM_LIMIT = 50 * 1024 * 1024  # the SDK's own default: a turn may carry big diffs
@@ -72,6 +73,7 @@ class AcpAgent:
         kill_grace_s: float = 1.0,
         startup_timeout_s: float | None = None,
         model: str | None = None,
+        tools: Sequence[str] | None = None,
     ) -> None:
         from fabtest.extras import require_extra
 
@@ -86,6 +88,8 @@ class AcpAgent:
             if decision not in PERMISSIONS:
                 raise ValueError(f"permission must be one of {PERMISSIONS} (or a table of them), got {decision!r}")
         self.command = argv
+        #: the tool names the agent declares (``tools = [...]``; ACP has no call that lists them)
+        self.tools = declared_tools(tools, where=f"ACP agent {argv[0]!r}")
         self.cwd = str(Path(cwd or os.getcwd()).resolve())
         self.env = {str(k): str(v) for k, v in (env or {}).items()}
         self.timeout_s = float(timeout_s)
@@ -120,7 +124,7 @@ class AcpAgent:
         if not command or not isinstance(command, (list, tuple)):
             raise ValueError("an ACP agent needs 'acp = [\"program\", \"arg\", ...]'")
         options: dict[str, Any] = {}
-        for key in ("env", "permission", "mcp_servers", "auth_method", "kill_grace_s"):
+        for key in ("env", "permission", "mcp_servers", "auth_method", "kill_grace_s", "model", "tools"):
             if ctx.get(key) is not None:
                 options[key] = ctx[key]
         for key in ("startup_timeout_s", "startup_timeout"):
@@ -200,7 +204,8 @@ class AcpAgent:
 
     def metadata(self) -> dict[str, Any]:
         return {"adapter": "acp", "command": self.command[0], "session_id": self.session_id, "turns": self.turns,
-                **({"agent": self.agent_info} if self.agent_info else {})}
+                **({"agent": self.agent_info} if self.agent_info else {}),
+                **({"tools": list(self.tools)} if self.tools is not None else {})}
 
     # -- internals ----------------------------------------------------------------------------------
 
@@ -463,8 +468,8 @@ def gemini_acp(context: Mapping[str, Any] | None = None) -> AcpAgent:
     command = [str(executable), "--acp", "--skip-trust", "-m", str(model),
                "--approval-mode", str(ctx.get("approval_mode") or "yolo")]
     env = ctx.get("env") if isinstance(ctx.get("env"), Mapping) else None
-    options: dict[str, Any] = {k: ctx[k] for k in ("permission", "mcp_servers", "kill_grace_s", "startup_timeout_s")
-                               if ctx.get(k) is not None}
+    options: dict[str, Any] = {k: ctx[k] for k in ("permission", "mcp_servers", "kill_grace_s", "startup_timeout_s",
+                                                   "tools") if ctx.get(k) is not None}
     return AcpAgent(command, cwd=ctx.get("cwd") or ctx.get("workspace"), env=env,
                     timeout_s=float(ctx.get("timeout_s", ctx.get("timeout", 60))), model=str(model), **options)
 
@@ -490,9 +495,31 @@ def gemini(context: Mapping[str, Any] | None = None) -> Any:
     return gemini_cli(ctx)
 
 
-def from_table(table: Mapping[str, Any], context: Mapping[str, Any]) -> Any:
+#: what an ACP agent table may hold besides ``acp``: :meth:`AcpAgent.build`'s, :func:`gemini_acp`'s
+#: and (``acp = false``) :func:`fabtest.agents.cli.gemini_cli`'s settings
+TABLE_KEYS = frozenset({"acp", "command", "cwd", "workspace", "env", "timeout", "timeout_s", "startup_timeout",
+                        "startup_timeout_s", "permission", "mcp_servers", "auth_method", "kill_grace_s", "model",
+                        "executable", "approval_mode", "tools"})
+
+
+def check_table(table: Mapping[str, Any], *, where: str) -> None:
+    """Raise UsageError for a misspelt key (with its likely spelling) or a bad ``tools`` list, before
+    any process starts: an unknown key would otherwise be ignored without a word."""
+    import difflib
+
+    unknown = sorted(set(table) - TABLE_KEYS)
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], sorted(TABLE_KEYS), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise UsageError(f"{where}: unknown key {unknown[0]!r} in an ACP agent table{hint}; "
+                         f"known: {', '.join(sorted(TABLE_KEYS))}")
+    declared_tools(table.get("tools"), where=where)
+
+
+def from_table(table: Mapping[str, Any], context: Mapping[str, Any], *, where: str = "ACP agent") -> Any:
     """``{acp = ["program", "arg", ...], ...}`` for any ACP agent, ``{acp = true, ...}`` for the Gemini CLI
-    over ACP, ``{acp = false}`` for the Gemini CLI per turn; other keys join the context."""
+    over ACP, ``{acp = false}`` for the Gemini CLI per turn; the table's keys join the context."""
+    check_table(table, where=where)
     merged = {**context, **table}
     spec = table["acp"]
     if spec is True:

@@ -11,9 +11,9 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from fabtest.conversation import AgentResponse, Message, ToolCall
-from fabtest.errors import AgentError, AgentTimeout  # defined with the whole tree; importable from here too
+from fabtest.errors import AgentError, AgentTimeout, UsageError  # defined with the whole tree; importable from here too
 
-__all__ = ["STAND_IN_KEY", "Agent", "AgentError", "AgentTimeout", "OnToolCall", "agent_metadata"]
+__all__ = ["STAND_IN_KEY", "Agent", "AgentError", "AgentTimeout", "OnToolCall", "agent_metadata", "declared_tools"]
 
 #: The agent context's key for the run's scripted stand-in model (agents.builtin_models.StandInModel):
 #: the engine puts it there, built-in agents read it.
@@ -36,3 +36,14 @@ def agent_metadata(agent: Any, timeout: float | None = None) -> dict[str, Any]:
     from fabtest.agents.boundary import safe_metadata
 
     return safe_metadata(agent, timeout)
+
+
+def declared_tools(value: Any, *, where: str) -> list[str] | None:
+    """``tools = ["search", "book"]`` in an HTTP, OpenAI, CLI or ACP agent table: the tool names its
+    steps may use and coverage counts, since fabtest cannot list a remote or separate process's tools
+    itself (``must not call "typo"`` would otherwise pass forever)."""
+    if value is None:
+        return None
+    if isinstance(value, str) or not isinstance(value, Sequence) or not all(isinstance(v, str) and v for v in value):
+        raise UsageError(f"{where}: tools must be a list of tool names like [\"search_venues\"], got {value!r}")
+    return list(value)

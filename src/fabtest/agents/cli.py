@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from fabtest.agents import supervisor
-from fabtest.agents.base import AgentError, AgentTimeout, OnToolCall
+from fabtest.agents.base import AgentError, AgentTimeout, OnToolCall, declared_tools
 from fabtest.conversation import AgentResponse, Message, ToolCall
 
 DEFAULT_MODEL = "gemini-2.5-flash"
@@ -75,6 +75,7 @@ class CliAgent:
         executable: str = DEFAULT_EXECUTABLE,
         session_id: str | None = None,
         kill_grace_s: float = 2.0,
+        tools: Sequence[str] | None = None,
     ) -> None:
         if output_format not in OUTPUT_FORMATS:
             raise ValueError(f"output_format must be one of {OUTPUT_FORMATS}, got {output_format!r}")
@@ -98,6 +99,8 @@ class CliAgent:
         self.env = {str(k): str(v) for k, v in (env or {}).items()}
         self.output_format = output_format
         self.kill_grace_s = kill_grace_s
+        #: the tool names the agent declares (``tools = [...]``): steps naming another tool are usage errors
+        self.tools = declared_tools(tools, where=f"CLI agent {first[0]!r}")
         self.session_id = session_id or str(uuid.uuid4())
         self.turns = 0
         self._running: set[subprocess.Popen[bytes]] = set()
@@ -110,7 +113,7 @@ class CliAgent:
         ctx = dict(context or {})
         options: dict[str, Any] = {}
         for key in ("command", "resume_command", "model", "timeout_s", "cwd", "env", "output_format",
-                    "executable", "kill_grace_s"):
+                    "executable", "kill_grace_s", "tools"):
             if ctx.get(key) is not None:
                 options[key] = ctx[key]
         if "model" not in options and ctx.get("agent_model"):
@@ -153,6 +156,7 @@ class CliAgent:
             "session_id": self.session_id,
             "output_format": self.output_format,
             "turns": self.turns,
+            **({"tools": list(self.tools)} if self.tools is not None else {}),
         }
 
     def cancel(self) -> None:
@@ -272,7 +276,7 @@ class CliAgent:
 
 
 _BUILD_KEYS = ("command", "resume_command", "model", "timeout_s", "cwd", "env", "output_format", "executable",
-               "kill_grace_s")
+               "kill_grace_s", "tools")
 
 
 def agent_model(context: Mapping[str, Any]) -> str:
@@ -296,7 +300,8 @@ def gemini_cli(context: Mapping[str, Any] | None = None) -> CliAgent:
     timeout = ctx.get("timeout_s", ctx.get("timeout", 60))
     cwd = ctx.get("cwd") or ctx.get("workspace")
     env = ctx.get("env") if isinstance(ctx.get("env"), Mapping) else None
-    return CliAgent(model=str(model), executable=str(executable), timeout_s=float(timeout), cwd=cwd, env=env)
+    return CliAgent(model=str(model), executable=str(executable), timeout_s=float(timeout), cwd=cwd, env=env,
+                    tools=ctx.get("tools"))
 
 
 # -- parsing ----------------------------------------------------------------------------------------

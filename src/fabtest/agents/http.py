@@ -18,21 +18,9 @@ from typing import Any
 import httpx
 
 from fabtest import tracing
-from fabtest.agents.base import AgentError, AgentTimeout, OnToolCall
+from fabtest.agents.base import AgentError, AgentTimeout, OnToolCall, declared_tools
 from fabtest.agents.boundary import coerce_response
 from fabtest.conversation import AgentResponse, Message
-from fabtest.errors import UsageError
-
-
-def declared_tools(value: Any, *, where: str) -> list[str] | None:
-    """``tools = ["search", "book"]`` of an HTTP or OpenAI agent table: the names its steps may use,
-    since fabtest cannot list the tools of a remote agent itself (``must not call "typo"`` would
-    otherwise pass forever)."""
-    if value is None:
-        return None
-    if isinstance(value, str) or not isinstance(value, Sequence) or not all(isinstance(v, str) and v for v in value):
-        raise UsageError(f"{where}: tools must be a list of tool names like [\"search_venues\"], got {value!r}")
-    return list(value)
 
 
 class HttpAgent:

@@ -19,9 +19,9 @@ from typing import Any
 
 import httpx
 
-from fabtest.agents.base import AgentError, OnToolCall
+from fabtest.agents.base import AgentError, OnToolCall, declared_tools
 from fabtest.agents.builtin_models import openai_function_call
-from fabtest.agents.http import declared_tools, post_json
+from fabtest.agents.http import post_json
 from fabtest.conversation import AgentResponse, Message, TokenUsage, ToolCall
 from fabtest.errors import UsageError
 

@@ -109,7 +109,7 @@ def _from_table(table: Mapping[str, Any], context: Mapping[str, Any], *, where: 
         from fabtest.agents.acp import from_table
 
         try:
-            return from_table(table, context)
+            return from_table(table, context, where=where)
         except (TypeError, ValueError) as exc:
             raise UsageError(f"{where}: bad options for the ACP agent {table['acp']!r}: {exc}") from None
     if FRAMEWORKS.keys() & table.keys():
