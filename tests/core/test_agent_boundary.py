@@ -197,3 +197,34 @@ def test_merge_pairs_calls_by_id_first() -> None:
     reported = [ToolCall("a", {"x": 1}, result="r2", metadata={"id": "2"})]
     merged = merge_tool_calls(returned, reported)
     assert [c.result for c in merged] == [None, "r2"]
+
+
+def test_only_a_users_metadata_runs_on_a_bounding_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """fabtest's adapters' metadata() is called directly (a thread per scenario cost milliseconds);
+    a user's, including a subclass overriding an adapter's, stays bounded by the timeout."""
+    import threading
+
+    from fabtest.agents.boundary import safe_metadata
+    from fabtest.agents.python import CallableAgent
+
+    seen: list[str] = []
+
+    class Mine(CallableAgent):
+        def metadata(self) -> dict[str, str]:
+            seen.append(threading.current_thread().name)
+            return {"who": "user"}
+
+    class Plain(CallableAgent):
+        pass
+
+    assert safe_metadata(Mine(lambda m: "hi"), timeout=5) == {"who": "user"}
+    assert seen == ["fabtest-agent-hook"]
+    import fabtest.agents.boundary as boundary
+
+    def no_thread(*args: object) -> None:
+        raise AssertionError("fabtest's own metadata() was sent to a thread")
+
+    monkeypatch.setattr(boundary, "_within", no_thread)
+    assert safe_metadata(Plain(lambda m: "hi"), timeout=5)["callable"].endswith("<lambda>")
+    with pytest.raises(AssertionError, match="sent to a thread"):
+        safe_metadata(Mine(lambda m: "hi"), timeout=5)

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from fabtest import redaction
 from fabtest._files import atomic_writer
 from fabtest.conversation import TokenUsage, jsonable
-from fabtest.llm.base import LLM, Completion, LLMError
+from fabtest.llm.base import LLM, Completion, LLMError, json_schema
 
 T = TypeVar("T", bound=BaseModel)
 CacheMode = Literal["on", "off", "replay"]
@@ -121,7 +121,7 @@ class CachedLLM:
             system=system,
             prompt=prompt,
             temperature=temperature if temperature is not None else self._default_temperature(),
-            schema=schema.model_json_schema() if schema is not None else None,
+            schema=json_schema(schema) if schema is not None else None,
             salt=self.salt,
         )
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
-from fabtest.llm.base import Completion, LLMError, LLMNotConfigured, LLMSettings
+from fabtest.llm.base import Completion, LLMError, LLMNotConfigured, LLMSettings, json_schema
 from fabtest.llm.budget import RetryBudget
 from fabtest.llm.limits import (
     PROBE_PROMPT,
@@ -113,7 +113,7 @@ class GeminiLLM(ProviderBase):
             system_instruction=system or None,
             temperature=temperature if temperature is not None else self.settings.temperature,
             response_mime_type="application/json" if schema is not None else None,
-            response_json_schema=schema.model_json_schema() if schema is not None else None,
+            response_json_schema=json_schema(schema) if schema is not None else None,
         )
 
         def fetch() -> RawAnswer:

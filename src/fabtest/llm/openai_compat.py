@@ -9,7 +9,6 @@ usually need none. httpx is imported on first use. Retries, timeouts and usage b
 
 from __future__ import annotations
 
-import copy
 import os
 import re
 import threading
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel
 
 from fabtest.llm.base import Completion, LLMError, LLMSettings
+from fabtest.llm.base import json_schema as base_json_schema
 from fabtest.llm.budget import RetryBudget
 from fabtest.llm.limits import (
     PROBE_PROMPT,
@@ -154,7 +154,7 @@ def _raw_answer(response: httpx.Response, model: str) -> RawAnswer:
 
 
 def _response_format(schema: type[BaseModel]) -> dict[str, Any]:
-    json_schema = _closed(copy.deepcopy(schema.model_json_schema()))
+    json_schema = _closed(base_json_schema(schema))
     name = re.sub(r"[^A-Za-z0-9_-]", "_", schema.__name__)[:64] or "answer"
     return {"type": "json_schema", "json_schema": {"name": name, "schema": json_schema, "strict": _strict_ok(json_schema)}}
 
