@@ -57,11 +57,12 @@ def test_an_acp_agent_declares_its_tools(pytester: pytest.Pytester) -> None:
 
 
 def test_a_cli_agent_declares_its_tools(pytester: pytest.Pytester) -> None:
-    """``acp = false`` is the Gemini CLI run per turn; here a fake CLI stands in for ``gemini``."""
+    """``acp = false`` is the Gemini CLI run per turn; here a fake CLI stands in for ``gemini``, named
+    by a path relative to where pytest runs (the CLI itself starts in the scenario's directory)."""
     program = pytester.path / "fake-gemini"
     program.write_text(f"#!/bin/sh\nexec {sys.executable} {FAKE_CLI} \"$@\"\n", encoding="utf-8")
     program.chmod(program.stat().st_mode | stat.S_IXUSR)
-    table = f'acp = false, executable = "{program}", tools = ["write_file", "read_file", "search"]'
+    table = 'acp = false, executable = "./fake-gemini", tools = ["write_file", "read_file", "search"]'
     document = _run(pytester, table, "WRITE: go")
     assert _tools_coverage(document) == {"declared": 3, "called": ["write_file"], "never": ["read_file", "search"]}
 

@@ -40,7 +40,7 @@ from typing import Any, TypeVar
 
 from fabtest.agents import supervisor
 from fabtest.agents.acp_updates import PERMISSIONS, Collector, Turn, rebuild_arguments
-from fabtest.agents.base import AgentError, AgentTimeout, OnToolCall, declared_tools
+from fabtest.agents.base import AgentError, AgentTimeout, OnToolCall, declared_tools, program_path
 from fabtest.agents.boundary import AgentDataError
 from fabtest.conversation import AgentResponse, Message
 from fabtest.errors import UsageError
@@ -87,7 +87,7 @@ class AcpAgent:
         for decision in [permission] if isinstance(permission, str) else list(permission.values()):
             if decision not in PERMISSIONS:
                 raise ValueError(f"permission must be one of {PERMISSIONS} (or a table of them), got {decision!r}")
-        self.command = argv
+        self.command = program_path(argv)
         #: the tool names the agent declares (``tools = [...]``; ACP has no call that lists them)
         self.tools = declared_tools(tools, where=f"ACP agent {argv[0]!r}")
         self.cwd = str(Path(cwd or os.getcwd()).resolve())

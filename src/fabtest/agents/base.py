@@ -13,7 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 from fabtest.conversation import AgentResponse, Message, ToolCall
 from fabtest.errors import AgentError, AgentTimeout, UsageError  # defined with the whole tree; importable from here too
 
-__all__ = ["STAND_IN_KEY", "Agent", "AgentError", "AgentTimeout", "OnToolCall", "agent_metadata", "declared_tools"]
+__all__ = ["STAND_IN_KEY", "Agent", "AgentError", "AgentTimeout", "OnToolCall", "agent_metadata", "declared_tools", "program_path"]
 
 #: The agent context's key for the run's scripted stand-in model (agents.builtin_models.StandInModel):
 #: the engine puts it there, built-in agents read it.
@@ -47,3 +47,14 @@ def declared_tools(value: Any, *, where: str) -> list[str] | None:
     if isinstance(value, str) or not isinstance(value, Sequence) or not all(isinstance(v, str) and v for v in value):
         raise UsageError(f"{where}: tools must be a list of tool names like [\"search_venues\"], got {value!r}")
     return list(value)
+
+
+def program_path(argv: list[str]) -> list[str]:
+    """``argv`` with a relative program path (``./mycli``, ``bin/agent``) made absolute against the
+    directory the run started in: a CLI or ACP agent starts in the scenario's working directory,
+    where the relative path would name nothing. A bare name (``gemini``) is still looked up on PATH."""
+    import os
+
+    if argv and os.sep in argv[0] and not os.path.isabs(argv[0]):
+        return [os.path.abspath(argv[0]), *argv[1:]]
+    return argv

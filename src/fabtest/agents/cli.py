@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from fabtest.agents import supervisor
-from fabtest.agents.base import AgentError, AgentTimeout, OnToolCall, declared_tools
+from fabtest.agents.base import AgentError, AgentTimeout, OnToolCall, declared_tools, program_path
 from fabtest.conversation import AgentResponse, Message, ToolCall
 
 DEFAULT_MODEL = "gemini-2.5-flash"
@@ -91,8 +91,8 @@ class CliAgent:
             if not first:
                 raise ValueError("command must not be empty")
             resume = [str(a) for a in resume_command] if resume_command is not None else _derive_resume(first)
-        self.command = first
-        self.resume_command = resume
+        self.command = program_path(first)
+        self.resume_command = program_path(resume)
         self.model = model
         self.timeout_s = float(timeout_s)
         self.cwd = str(cwd) if cwd is not None else None
