@@ -29,11 +29,12 @@ anything else is an ``error`` (:func:`failure_type_of`).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import ClassVar, Literal
 
 __all__ = ["MAX_MESSAGE_CHARS", "AgentError", "AgentTimeout", "ExpectationFailed", "FabtestError", "FailureType",
-           "LLMError", "LLMNotConfigured", "MaxTurnsReached", "NeedsLLM", "ScenarioTimeout", "UsageError", "excerpt",
-           "failure_type_of"]
+           "LLMError", "LLMNotConfigured", "MaxTurnsReached", "NeedsLLM", "ScenarioTimeout", "UsageError", "did_you_mean",
+           "excerpt", "failure_type_of"]
 
 FailureType = Literal["assertion", "max_turns", "timeout", "error"]
 
@@ -117,3 +118,12 @@ def excerpt(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
     return (f"{text[:head]}\n[... {len(text) - head - tail:,} characters cut: the message had {len(text):,} "
             f"characters, fabtest keeps the first {head:,} and the last {tail:,} ...]\n{text[-tail:]}")
 
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """`` (did you mean 'agent'?)`` when ``choices`` holds a close spelling of ``word``, else "": the
+    hint every "unknown key" / "unknown agent" message ends with."""
+    import difflib
+
+    close = difflib.get_close_matches(word, list(choices), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""

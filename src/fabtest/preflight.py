@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from fabtest.errors import UsageError
+from fabtest.errors import UsageError, did_you_mean
 
 __all__ = ["Needs", "PreflightFailed", "check_llms", "config_problem", "configuration_problems", "configured_agents",
            "reachability_problem", "reachability_problems", "run_preflight"]
@@ -319,10 +319,6 @@ def reachability_problems(needs: Needs) -> list[str]:
 
 
 def _unknown_agent(settings: Any, name: str, where: str) -> str:
-    import difflib
-
     known = sorted(settings.agents or {})
-    close = difflib.get_close_matches(name, known, n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    return (f'{where}: Given the agent "{name}": unknown agent{hint}; [tool.fabtest.agents] defines: '
-            f"{', '.join(known) or 'none'}")
+    return (f'{where}: Given the agent "{name}": unknown agent{did_you_mean(name, known)}; '
+            f"[tool.fabtest.agents] defines: {', '.join(known) or 'none'}")

@@ -17,7 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from fabtest.datafile import safe_load_yaml
-from fabtest.errors import UsageError
+from fabtest.errors import UsageError, did_you_mean
 from fabtest.llm.base import LLMSettings
 
 #: The longest timeout fabtest accepts (a week): larger values overflow the OS timers.
@@ -216,8 +216,6 @@ def _first_error(exc: ValidationError) -> str:
 
 def _did_you_mean(loc: tuple[str, ...]) -> str:
     """`` (did you mean 'agent'?)`` for a misspelt key of ``[tool.fabtest]`` or of its judge/simulator."""
-    import difflib
-
     model: type[BaseModel] = Settings
     for part in loc[:-1]:
         field = model.model_fields.get(part)
@@ -225,8 +223,7 @@ def _did_you_mean(loc: tuple[str, ...]) -> str:
         if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
             return ""
         model = annotation
-    close = difflib.get_close_matches(loc[-1], list(model.model_fields), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    return did_you_mean(loc[-1], model.model_fields)
 
 
 def check_results_dir(path: Path, where: str = "results_dir") -> None:

@@ -43,7 +43,7 @@ from fabtest.agents.acp_updates import PERMISSIONS, Collector, Turn, rebuild_arg
 from fabtest.agents.base import AgentError, AgentTimeout, OnToolCall, declared_tools, program_path
 from fabtest.agents.boundary import AgentDataError
 from fabtest.conversation import AgentResponse, Message
-from fabtest.errors import UsageError
+from fabtest.errors import UsageError, did_you_mean
 
 __all__ = ["TABLE_KEYS", "AcpAgent", "PERMISSIONS", "check_table", "from_table", "gemini", "gemini_acp", "gemini_supports_acp", "rebuild_arguments"]
 
@@ -505,12 +505,9 @@ TABLE_KEYS = frozenset({"acp", "command", "cwd", "workspace", "env", "timeout", 
 def check_table(table: Mapping[str, Any], *, where: str) -> None:
     """Raise UsageError for a misspelt key (with its likely spelling) or a bad ``tools`` list, before
     any process starts: an unknown key would otherwise be ignored without a word."""
-    import difflib
-
     unknown = sorted(set(table) - TABLE_KEYS)
     if unknown:
-        close = difflib.get_close_matches(unknown[0], sorted(TABLE_KEYS), n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        hint = did_you_mean(unknown[0], sorted(TABLE_KEYS))
         raise UsageError(f"{where}: unknown key {unknown[0]!r} in an ACP agent table{hint}; "
                          f"known: {', '.join(sorted(TABLE_KEYS))}")
     declared_tools(table.get("tools"), where=where)

@@ -45,7 +45,7 @@ from fabtest.agents.builtin_tools import (
 )
 from fabtest.agents.mcp_tools import McpConnection, McpServerSpec, connect, parse_mcp_specs
 from fabtest.conversation import AgentResponse, Message, TokenUsage, ToolCall, jsonable
-from fabtest.errors import UsageError
+from fabtest.errors import UsageError, did_you_mean
 from fabtest.llm.base import LLMError, LLMNotConfigured, LLMSettings
 from fabtest.llm.gemini import gemini_api_key, missing_key_message
 
@@ -99,8 +99,6 @@ def check_builtin_table(table: Mapping[str, Any], *, root: Path | None, where: s
 
 def _validated(table: Mapping[str, Any], where: str) -> BuiltinConfig:
     """The table as a BuiltinConfig; every problem in one line, a misspelt key with its likely spelling."""
-    import difflib
-
     try:
         config = BuiltinConfig.model_validate(dict(table))
     except ValidationError as exc:
@@ -108,8 +106,7 @@ def _validated(table: Mapping[str, Any], where: str) -> BuiltinConfig:
         for err in exc.errors():
             loc = ".".join(str(p) for p in err["loc"])
             if err["type"] == "extra_forbidden":
-                close = difflib.get_close_matches(loc, list(BuiltinConfig.model_fields), n=1)
-                problems.append(f"unknown key {loc!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+                problems.append(f"unknown key {loc!r}{did_you_mean(loc, BuiltinConfig.model_fields)}")
             else:
                 problems.append(f"{loc}: {err['msg']} (got {err.get('input')!r})")
         raise UsageError(f"{where}: {'; '.join(problems)}") from None
