@@ -3,7 +3,7 @@
     python benchmarks/bench_acp.py [--turns 4] [--latency 0.2]
 
 A 4-turn conversation against FakeGemini on 127.0.0.1 (every model call answered after
-``--latency`` seconds), driven side by side in one run by :class:`fabtest.agents.cli.CliAgent`
+``--latency`` seconds), driven side by side in one run by :class:`fabtest.agents.cli_agent.CliAgent`
 (a Node process per turn) and :class:`fabtest.agents.acp.AcpAgent` (one process, one session).
 The ACP figures are split into start-up (process start, ``initialize``, ``session/new``: paid once
 per scenario, inside the first turn) and the later turns. Needs ``gemini`` on PATH (or
@@ -25,7 +25,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 from fabtest.agents.acp import AcpAgent
-from fabtest.agents.cli import CliAgent
+from fabtest.agents.cli_agent import CliAgent
 from fabtest.conversation import Message
 from fabtest.testing import FakeGemini
 

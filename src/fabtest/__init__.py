@@ -6,7 +6,8 @@ The public API is small: the conversation data model, the agent protocol, fabtes
 pytest or Gherkin (README "Using fabtest without Gherkin").
 """
 
-from fabtest import _rewrite  # noqa: F401 - first: pytest need not rewrite the modules below (see its docstring)
+from fabtest._internal import moved as _moved
+from fabtest._internal import rewrite as _rewrite  # noqa: F401 - first: pytest need not rewrite the modules below (see its docstring)
 from fabtest.agents.base import Agent, AgentError, AgentTimeout
 from fabtest.agents.registry import with_context
 from fabtest.conversation import AgentResponse, Check, Conversation, Message, ToolCall, Turn
@@ -14,6 +15,8 @@ from fabtest.errors import ExpectationFailed, FabtestError, UsageError
 
 # last: the engine imports the modules above
 from fabtest.engine.entry import SimulatedUser, run  # noqa: E402  isort: skip
+
+_moved.install()  # fabtest.settings, fabtest.judge, ... still import, with a DeprecationWarning
 
 __version__ = "0.1.0"
 

@@ -3,7 +3,7 @@
 Each :class:`Attack` is a category (prompt injection, extraction of the system prompt...) with
 what the attacker wants, who they pretend to be, a ladder of tactics from mild to strong, and the
 criteria that say the agent *held*. The simulator plays an attack with its own prompt
-(:data:`fabtest.simulator.ADVERSARIAL_PROMPT`): it climbs the ladder turn by turn, presses where the
+(:data:`fabtest.engine.simulator.ADVERSARIAL_PROMPT`): it climbs the ladder turn by turn, presses where the
 agent gave ground, and writes down the tactic it used (recorded with the turn). A run reports,
 per category, how often the agent held (README "Adversarial users").
 

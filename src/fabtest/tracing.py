@@ -17,7 +17,7 @@ are never imported. Context crosses threads only where fabtest carries it: :func
 the caller's ``contextvars`` (so the current span) into work handed to another thread, which the
 agent worker thread and the judge's executor use; nothing relies on implicit propagation.
 No message text, tool argument or result is put on a span (they may hold secrets): names,
-numbers, verdicts and ids only; an error's message is redacted (:mod:`fabtest.redaction`).
+numbers, verdicts and ids only; an error's message is redacted (:mod:`fabtest._internal.redaction`).
 """
 
 from __future__ import annotations
@@ -296,8 +296,8 @@ def _span(name: str, attrs: Mapping[str, Any]) -> Iterator[Any]:
 
 
 def _safe(message: str) -> str:
-    """A message for a span: secrets replaced (fabtest.redaction), cut to 300 characters."""
-    from fabtest.redaction import redact
+    """A message for a span: secrets replaced (fabtest._internal.redaction), cut to 300 characters."""
+    from fabtest._internal.redaction import redact
 
     return redact(message)[:300]
 

@@ -169,7 +169,7 @@ def raising(context):
 
 @pytest.mark.parametrize("escape", ESCAPES)
 def test_control_characters_are_made_inert_for_the_terminal(escape: str) -> None:
-    from fabtest._terminal import inert
+    from fabtest._internal.terminal import inert
 
     shown = inert(f"a {escape} b\n\tc")
     assert not any(ch in shown for ch in "\x1b\x07\x9b") and shown.endswith(" b\n\tc")

@@ -286,7 +286,7 @@ def _run(case: Case, root: Path, capsys: pytest.CaptureFixture[str], pytester: p
                 _write(root / case.file, case.content)
         code = main(["run", case.file, *case.args])
     elif case.kind == "scenario_set":
-        from fabtest.scenario_sets import ScenarioSetError, load_scenario_set
+        from fabtest.config.scenario_sets import ScenarioSetError, load_scenario_set
 
         (root / "scenarios").mkdir()
         _write(root / "scenarios" / case.file, case.content)
@@ -299,7 +299,7 @@ def _run(case: Case, root: Path, capsys: pytest.CaptureFixture[str], pytester: p
             code = 0
     elif case.kind == "settings":
         from fabtest.errors import UsageError
-        from fabtest.settings import Settings
+        from fabtest.config.settings import Settings
 
         _write(root / "pyproject.toml", case.content)
         try:
@@ -368,8 +368,8 @@ def test_there_are_at_least_sixty_cases() -> None:
 
 def test_a_utf8_bom_is_fine_in_playbooks_scenario_sets_and_settings(tmp_path: Path) -> None:
     from fabtest.playbook.load import load_playbook
-    from fabtest.scenario_sets import load_scenario_set
-    from fabtest.settings import Settings
+    from fabtest.config.scenario_sets import load_scenario_set
+    from fabtest.config.settings import Settings
 
     bom = "\ufeff"
     (tmp_path / "pb.yaml").write_text(bom + "name: bom\nsteps:\n  - user_input: hi\n    expected_outcome: ok\n",

@@ -17,9 +17,9 @@ import pytest
 
 from fabtest.agents.acp import AcpAgent
 from fabtest.agents.base import AgentTimeout
-from fabtest.agents.cli import CliAgent
+from fabtest.agents.cli_agent import CliAgent
 from fabtest.conversation import Message
-from fabtest.runner import call_agent
+from fabtest.engine.turns import call_agent
 
 TESTS = Path(__file__).resolve().parents[1]
 FAKE_CLI = str(TESTS / "fixtures" / "fake_cli.py")
@@ -103,7 +103,7 @@ def test_an_acp_grandchild_that_left_the_group_ends_with_the_agent(tmp_path: Pat
 _WORKER = '''
 import sys
 from fabtest.agents.acp import AcpAgent
-from fabtest.agents.cli import CliAgent
+from fabtest.agents.cli_agent import CliAgent
 from fabtest.conversation import Message
 
 kind, fake, pid_file = sys.argv[1:4]

@@ -12,7 +12,7 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 
-from fabtest.redaction import Redactor
+from fabtest._internal.redaction import Redactor
 
 TOKENS = ["tok-plain-4f9a27c1", "tok/with/slash/77", 'tok"quoted"88', "tok\\back\\slash", "tok'single'99",
           "tok with space&amp=1", "tök-ünicode-€€"]
@@ -112,7 +112,7 @@ def test_an_echoed_raised_or_reported_secret_reaches_no_output(pytester: pytest.
 
 
 def test_the_journal_of_a_run_holds_no_secret(tmp_path: Path) -> None:
-    from fabtest import redaction
+    from fabtest._internal import redaction
     from fabtest.experiment.model import ScenarioResult
     from fabtest.experiment.recorder import Recorder
 

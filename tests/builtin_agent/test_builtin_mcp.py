@@ -15,7 +15,7 @@ from fabtest.agents.builtin import BuiltinAgent
 from fabtest.agents.mcp_tools import close_all
 from fabtest.agents.registry import make_agent
 from fabtest.conversation import Message
-from fabtest.runner import call_agent
+from fabtest.engine.turns import call_agent
 from fabtest.testing import FakeGemini
 
 from .helpers import SERVER, alive, free_port, pids, stdio_spec

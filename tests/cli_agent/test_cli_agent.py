@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from fabtest.agents.base import AgentError, AgentTimeout
-from fabtest.agents.cli import CliAgent, gemini_cli, parse_stream_json
+from fabtest.agents.cli_agent import CliAgent, gemini_cli, parse_stream_json
 from fabtest.conversation import Message, ToolCall
 
 FAKE = str(Path(__file__).resolve().parents[1] / "fixtures" / "fake_cli.py")
@@ -211,7 +211,7 @@ def test_factory_and_build_work_with_the_registry(tmp_path):
     assert isinstance(agent, CliAgent) and agent.model == "m2" and agent.command == FIRST
     built = make_agent(CliAgent, {"agent_model": "m3", "timeout": 7}, where="t")
     assert isinstance(built, CliAgent) and built.model == "m3" and built.timeout_s == 7
-    via_spec = make_agent("fabtest.agents.cli:gemini_cli", {}, where="t")
+    via_spec = make_agent("fabtest.agents.cli_agent:gemini_cli", {}, where="t")
     assert isinstance(via_spec, CliAgent)
 
 

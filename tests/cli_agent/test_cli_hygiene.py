@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from fabtest.agents.base import AgentTimeout
-from fabtest.agents.cli import CliAgent, kill_all_groups
+from fabtest.agents.cli_agent import CliAgent, kill_all_groups
 from fabtest.conversation import Message
-from fabtest.runner import call_agent
+from fabtest.engine.turns import call_agent
 
 FAKE = str(Path(__file__).resolve().parents[1] / "fixtures" / "fake_cli.py")
 
@@ -76,7 +76,7 @@ def test_close_and_exit_kill_what_is_still_running(tmp_path: Path) -> None:
 
 
 def test_a_prompt_that_looks_like_a_flag_reaches_the_cli_as_text(tmp_path: Path) -> None:
-    from fabtest.demo.cli import build_cli_agent
+    from fabtest.demo.fake_cli import build_cli_agent
 
     agent = build_cli_agent({"cwd": str(tmp_path), "state_dir": str(tmp_path / "state")})
     try:
@@ -100,7 +100,7 @@ def test_ctrl_c_during_a_hanging_cli_turn_leaves_no_process(tmp_path: Path) -> N
     pid_file = tmp_path / "pids"
     (tmp_path / "hangbot.py").write_text(textwrap.dedent(f'''
         import sys
-        from fabtest.agents.cli import CliAgent
+        from fabtest.agents.cli_agent import CliAgent
 
         def build(context):
             return CliAgent([sys.executable, {FAKE!r}, "--prompt={{prompt}}"], timeout_s=120,

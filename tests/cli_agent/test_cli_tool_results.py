@@ -14,7 +14,7 @@ FAKE = str(Path(__file__).resolve().parents[1] / "fixtures" / "fake_cli.py")
 AGENT = f'''
 import sys
 
-from fabtest.agents.cli import CliAgent
+from fabtest.agents.cli_agent import CliAgent
 
 
 def build(context):

@@ -37,7 +37,7 @@ def conversation(agent, *texts):
 
 
 def test_multi_turn_booking_resumes_the_session_and_writes_booking_txt(tmp_path):
-    from fabtest.demo.cli import build_cli_agent
+    from fabtest.demo.fake_cli import build_cli_agent
 
     agent = build_cli_agent({"state_dir": tmp_path / "state", "cwd": tmp_path, "timeout": 60})
     first, second, third = conversation(
@@ -61,7 +61,7 @@ def test_multi_turn_booking_resumes_the_session_and_writes_booking_txt(tmp_path)
 
 
 def test_two_agents_do_not_share_state(tmp_path):
-    from fabtest.demo.cli import build_cli_agent
+    from fabtest.demo.fake_cli import build_cli_agent
 
     a = build_cli_agent({"state_dir": tmp_path, "cwd": tmp_path})
     b = build_cli_agent({"state_dir": tmp_path, "cwd": tmp_path})
@@ -73,7 +73,7 @@ def test_two_agents_do_not_share_state(tmp_path):
 
 def run_cli(tmp_path, *args):
     return subprocess.run(
-        [sys.executable, "-m", "fabtest.demo.cli", *args], capture_output=True, text=True, cwd=tmp_path,
+        [sys.executable, "-m", "fabtest.demo.fake_cli", *args], capture_output=True, text=True, cwd=tmp_path,
         env={"PYTHONPATH": SRC, "FABTEST_DEMO_STATE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}, timeout=60,
     )
 
@@ -106,7 +106,7 @@ def test_stream_json_events_look_like_gemini(tmp_path):
 
 
 def test_resume_of_unknown_session_through_the_adapter_is_an_agent_error(tmp_path):
-    from fabtest.demo.cli import build_cli_agent
+    from fabtest.demo.fake_cli import build_cli_agent
 
     agent = build_cli_agent({"state_dir": tmp_path})
     agent.turns = 1  # pretend the first turn happened elsewhere

@@ -14,7 +14,7 @@ import shutil
 
 import pytest
 
-from fabtest.agents.cli import CliAgent
+from fabtest.agents.cli_agent import CliAgent
 from fabtest.conversation import Message
 
 GEMINI = os.environ.get("FABTEST_GEMINI_CLI") or shutil.which("gemini")

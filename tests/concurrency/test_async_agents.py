@@ -16,7 +16,7 @@ from fabtest.agents import aio
 from fabtest.agents.base import AgentError, AgentTimeout
 from fabtest.agents.registry import make_agent
 from fabtest.conversation import AgentResponse, Message
-from fabtest.runner import call_agent
+from fabtest.engine.turns import call_agent
 
 HI = [Message("user", "hi")]
 _SPAN: contextvars.ContextVar[str] = contextvars.ContextVar("span", default="none")

@@ -19,7 +19,7 @@ from fabtest.agents.boundary import (
     merge_tool_calls,
 )
 from fabtest.conversation import AgentResponse, Message, ToolCall
-from fabtest.runner import call_agent
+from fabtest.engine.turns import call_agent
 
 HI = [Message("user", "hi")]
 

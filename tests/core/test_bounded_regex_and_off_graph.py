@@ -7,9 +7,10 @@ import time
 
 import pytest
 
-from fabtest import checks, patterns
+from fabtest.engine import checks
+from fabtest.engine import patterns
 from fabtest.conversation import AgentResponse, Conversation, ToolCall, Turn
-from fabtest.topics import TopicGraph, TopicTracker, Trigger
+from fabtest.engine.topics import TopicGraph, TopicTracker, Trigger
 
 #: catastrophic for a backtracking engine, including the ``regex`` package
 EVIL = r"(a|aa)+$"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fabtest.criteria import (
+from fabtest.config.criteria import (
     Criterion,
     criterion_from_text,
     merge,

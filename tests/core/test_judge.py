@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from fabtest.conversation import AgentResponse, Conversation, ToolCall, Turn
-from fabtest.criteria import Criterion
-from fabtest.judge import (
+from fabtest.config.criteria import Criterion
+from fabtest.engine.judge import (
     CriteriaAnswer,
     GroundingAnswer,
     Judge,
@@ -16,7 +16,7 @@ from fabtest.judge import (
     tool_not_called,
 )
 from fabtest.llm.base import LLMBadOutput, LLMNotConfigured, LLMTimeout
-from fabtest.topics import Topic
+from fabtest.engine.topics import Topic
 
 from .fake_llm import FakeLLM
 

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from fabtest.criteria import Criterion
+from fabtest.config.criteria import Criterion
 from fabtest.engine.scenario import LLMRoles, ScenarioState
 from fabtest.engine.verdicts import LateVerdicts
 from fabtest.errors import ExpectationFailed
 from fabtest.llm.base import LLMError
-from fabtest.settings import Settings
+from fabtest.config.settings import Settings
 
 from .fake_llm import Call, FakeLLM
 

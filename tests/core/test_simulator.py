@@ -6,8 +6,8 @@ import pytest
 
 from fabtest.conversation import AgentResponse, Conversation, ToolCall, Turn
 from fabtest.llm.base import LLMBadOutput, LLMNotConfigured
-from fabtest.simulator import SimulatorAnswer, Simulator, SimulatorConfig
-from fabtest.topics import TopicGraph
+from fabtest.engine.simulator import SimulatorAnswer, Simulator, SimulatorConfig
+from fabtest.engine.topics import TopicGraph
 
 from .fake_llm import FakeLLM
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from fabtest.conversation import AgentResponse, ToolCall, Turn
-from fabtest.judge import Judge
-from fabtest.topics import (
+from fabtest.engine.judge import Judge
+from fabtest.engine.topics import (
     Topic,
     TopicGraph,
     TopicGraphError,

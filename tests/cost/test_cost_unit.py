@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from fabtest.conversation import AgentResponse, Conversation, TokenUsage, Turn
-from fabtest.experiment.compare import compare, render_markdown, render_text
+from fabtest.compare.compute import compare, render_markdown, render_text
 from fabtest.experiment.cost import DEFAULT_PRICES, PRICES_TAKEN, price_table
 from fabtest.experiment.export import build_document, read_document, write_document
 from fabtest.experiment.model import TurnRecord, UsageRecord, usage_records
-from fabtest.experiment.summary import render_summary
-from fabtest.settings import Settings
+from fabtest.report.console import render_summary
+from fabtest.config.settings import Settings
 from fabtest.errors import UsageError
 from tests.experiment.exp_factory import make_info, make_result
 
@@ -158,7 +158,7 @@ def test_prices_table_in_pyproject(tmp_path: Path) -> None:
 
 def test_gemini_cli_stats_are_priced_per_model() -> None:
     """The CLI's result.stats.models splits a turn by model (it routes some requests elsewhere)."""
-    from fabtest.agents.cli import parse_stream_json
+    from fabtest.agents.cli_agent import parse_stream_json
 
     stdout = "\n".join(json.dumps(e) for e in [
         {"type": "init", "session_id": "s1", "model": "gemini-2.5-pro"},

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from fabtest.generate import Declared, build_prompt, draft_records, write_records
+from fabtest.authoring.generate import Declared, build_prompt, draft_records, write_records
 from fabtest.errors import UsageError
-from fabtest.scenario_sets import ScenarioRecord
+from fabtest.config.scenario_sets import ScenarioRecord
 from fabtest.testing import FakeLLM
 
 

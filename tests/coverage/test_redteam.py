@@ -13,7 +13,7 @@ import pytest
 from fabtest.conversation import AgentResponse, Conversation, Turn
 from fabtest.errors import UsageError
 from fabtest.redteam import ATTACKS, attack, records
-from fabtest.simulator import Simulator, SimulatorConfig
+from fabtest.engine.simulator import Simulator, SimulatorConfig
 from fabtest.testing import FakeLLM
 
 

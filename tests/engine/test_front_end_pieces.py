@@ -11,10 +11,10 @@ import pytest
 
 from fabtest.agents.registry import DEFAULT_PLAYBOOK_AGENT, PLAYBOOK_AGENT_ENV, playbook_agent_target
 from fabtest.conversation import AgentResponse, Check, Conversation, ToolCall, Turn
-from fabtest.criteria import Criterion
+from fabtest.config.criteria import Criterion
 from fabtest.engine import LLMRoles, ScenarioState, transcript
 from fabtest.errors import NeedsLLM
-from fabtest.settings import Settings
+from fabtest.config.settings import Settings
 from fabtest.testing import FakeLLM
 
 

@@ -10,8 +10,8 @@ from fabtest import AgentResponse, ExpectationFailed, ToolCall
 from fabtest.engine import LLMRoles, ScenarioState
 from fabtest.engine.outcome import conclude, ended
 from fabtest.errors import UsageError
-from fabtest.scenario_sets import ScenarioRecord, Verification, parse_scenario_set
-from fabtest.settings import Settings
+from fabtest.config.scenario_sets import ScenarioRecord, Verification, parse_scenario_set
+from fabtest.config.settings import Settings
 
 
 def _record(tmp_path: Path, verification: str) -> ScenarioRecord:

@@ -15,8 +15,8 @@ import pytest
 
 import fabtest
 from fabtest import AgentResponse, Message, ToolCall
-from fabtest.criteria import Criterion
-from fabtest.settings import Settings
+from fabtest.config.criteria import Criterion
+from fabtest.config.settings import Settings
 from fabtest.testing import FakeGemini, FakeLLM
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fabtest.experiment.compare import compare, drop_p_value
+from fabtest.compare.compute import compare, drop_p_value
 from fabtest.experiment.export import ExperimentFileError, read_document, read_entries, write_document
 
 from exp_factory import make_doc, make_result

@@ -10,8 +10,8 @@ import pytest
 
 from exp_factory import make_doc, make_result
 from fabtest.cli import compare_main
-from fabtest.experiment.compare import compare, drop_p_value
-from fabtest.experiment.gate import gate_failures, regressed
+from fabtest.compare.compute import compare, drop_p_value
+from fabtest.compare.gate import gate_failures, regressed
 from fabtest.experiment.export import write_document
 
 N = 10  # iterations
@@ -255,7 +255,7 @@ def test_a_modified_criterion_warns_and_is_gated_with_gate_modified(tmp_path, ca
 
 
 def test_cost_and_latency_limits(tmp_path, capsys):
-    from fabtest.experiment.gate import GateOptions, evaluate, paired
+    from fabtest.compare.gate import GateOptions, evaluate, paired
 
     base = make_doc("exp_b", [make_result(f"s{k}") for k in range(8)])
     c = compare(base, base)

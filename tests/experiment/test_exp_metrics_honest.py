@@ -9,9 +9,9 @@ import pytest
 from exp_factory import check, make_doc, make_result
 from fabtest.cli import compare_main, main
 from fabtest.experiment import stats
-from fabtest.experiment.compare import compare, render_json, render_markdown, render_text
+from fabtest.compare.compute import compare, render_json, render_markdown, render_text
 from fabtest.experiment.export import load_document, read_document, write_document
-from fabtest.experiment.summary import render_summary
+from fabtest.report.console import render_summary
 
 # deterministic checks beside two declared criteria
 CHECKS = [check("match:/venue/", type_="match"), check("turn_count<=2", type_="turn_count", mode="must", max=2, actual=1)]

@@ -6,8 +6,8 @@ import re
 import pytest
 
 from exp_factory import check, make_doc, make_result
-from fabtest.experiment.compare import compare
-from fabtest.experiment.summary import render_summary
+from fabtest.compare.compute import compare
+from fabtest.report.console import render_summary
 from fabtest.report.html import render_comparison_html, render_experiment_html
 
 

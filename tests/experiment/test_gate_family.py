@@ -11,8 +11,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from fabtest.experiment.compare import Experiment, compare
-from fabtest.experiment.gate import GateOptions, adjust, binomial_cdf, evaluate, sign_test_p
+from fabtest.compare.compute import Experiment, compare
+from fabtest.compare.gate import GateOptions, adjust, binomial_cdf, evaluate, sign_test_p
 
 ALPHA = 0.05
 PAIRS = 1000

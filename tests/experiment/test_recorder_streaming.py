@@ -10,8 +10,8 @@ from fabtest.experiment.export import build_document, write_document
 from fabtest.experiment.model import CheckRecord, ScenarioResult, TopicRecord, TurnRecord, UsageRecord
 from fabtest.experiment.recorder import Recorder, journal_path, recover
 from fabtest.experiment.spool import spill_path
-from fabtest.experiment.summary import render_summary
-from fabtest.llm.budget import BUDGET_SPENT_MARKER
+from fabtest.report.console import render_summary
+from fabtest.llm.retry_budget import BUDGET_SPENT_MARKER
 
 
 def _result(i: int, iteration: int = 1) -> ScenarioResult:

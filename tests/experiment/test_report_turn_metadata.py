@@ -21,7 +21,7 @@ def test_turn_and_tool_call_metadata_and_off_graph_jumps_are_shown_escaped() -> 
 
 
 def test_the_console_summary_counts_off_graph_jumps() -> None:
-    from fabtest.experiment.summary import render_summary
+    from fabtest.report.console import render_summary
 
     jumped = make_result("Jumps").model_copy(update={"off_graph_transitions": ["greeting -> booking (turn 1)"]})
     assert "Off-graph jumps:   1 in 1 scenario(s)" in render_summary(make_doc("exp_meta02", [jumped, make_result("Ok")]))

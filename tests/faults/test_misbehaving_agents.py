@@ -30,7 +30,7 @@ import sys
 from contextlib import contextmanager
 
 from fabtest import AgentResponse
-from fabtest.agents.cli import CliAgent
+from fabtest.agents.cli_agent import CliAgent
 from fabtest.conversation import ToolCall
 
 

@@ -14,7 +14,7 @@ import textwrap
 import pytest
 
 from fault_helpers import AGENTS, BASE_ARGS, pyproject, run_project  # type: ignore[import-not-found]
-from fabtest.llm.budget import BUDGET_SPENT_MARKER
+from fabtest.llm.retry_budget import BUDGET_SPENT_MARKER
 from fabtest.testing import FakeGemini
 
 STORMS = 7

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fabtest._files import atomic_writer, remove_stale_temp_files
+from fabtest._internal.files import atomic_writer, remove_stale_temp_files
 from fabtest.cli import main
 from fabtest.experiment.model import ScenarioResult
 from fabtest.experiment.recorder import ExperimentInUse, Recorder, journal_path, recover_pending

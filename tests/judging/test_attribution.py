@@ -15,7 +15,7 @@ import pytest
 from fabtest.demo.offline_llm import offline_gemini
 from fabtest.experiment.attribution import attribute_flakiness
 from fabtest.experiment.model import CheckRecord, ScenarioResult, TurnRecord
-from fabtest.experiment.summary import render_summary
+from fabtest.report.console import render_summary
 from fabtest.report.html import render_experiment_html
 from fabtest.testing import FakeGemini
 

@@ -17,8 +17,8 @@ from fabtest.cli import compare_main, main
 from fabtest.conversation import AgentResponse, ToolCall, Turn
 from fabtest.errors import UsageError
 from fabtest.experiment.model import ScenarioResult, TurnRecord
-from fabtest.judging.replay import MatchRule, ReplayEnv, replay_experiment
-from fabtest.settings import Settings
+from fabtest.replay.conversations import MatchRule, ReplayEnv, replay_experiment
+from fabtest.config.settings import Settings
 from fabtest.testing import FakeGemini
 
 PYPROJECT = """
@@ -283,7 +283,7 @@ def test_runs_that_cannot_be_replayed_say_why(tmp_path: Path) -> None:
 
 
 def test_the_agent_is_the_one_the_feature_names_today(tmp_path: Path) -> None:
-    from fabtest.judging.replay_feature import feature_setup
+    from fabtest.replay.feature_setup import feature_setup
 
     (tmp_path / "f.feature").write_text(textwrap.dedent('''
         Feature: F

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from tests.judging.test_sampling_rejudge import criteria_calls, fake, friendly_checks, run, script_verdicts
 
-from fabtest.criteria import Criterion
+from fabtest.config.criteria import Criterion
 from fabtest.errors import UsageError
-from fabtest.judge import Judge
-from fabtest.settings import Settings
+from fabtest.engine.judge import Judge
+from fabtest.config.settings import Settings
 from fabtest.testing import FakeGemini
 
 __all__ = ["fake"]  # the fixture, imported for the tests below

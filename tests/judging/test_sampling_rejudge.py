@@ -17,8 +17,8 @@ import pytest
 
 from fabtest.cli import compare_main, main
 from fabtest.demo.offline_llm import offline_gemini
-from fabtest.experiment.summary import render_summary
-from fabtest.judge import majority
+from fabtest.report.console import render_summary
+from fabtest.engine.judge import majority
 from fabtest.report.html import render_experiment_html
 from fabtest.testing import FakeGemini
 

@@ -126,7 +126,7 @@ def test_cache_over_gemini(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_cache_files_never_hold_a_secret_but_keys_still_tell_secrets_apart(tmp_path: Path) -> None:
-    from fabtest import redaction
+    from fabtest._internal import redaction
 
     secret, other = "s3cr3t-Value-42", "another-Secret-99"
     redaction.register(secret, other)

@@ -13,7 +13,7 @@ import sys
 EXIT = """
 import atexit, gc
 atexit.register(lambda: print("frozen at exit:", gc.get_freeze_count() > 0))  # runs after the freeze
-from fabtest.llm import quick_exit
+from fabtest._internal import quick_exit
 quick_exit.install()
 quick_exit.install()
 print("frozen before exit:", gc.get_freeze_count() > 0)
@@ -22,7 +22,7 @@ print("frozen before exit:", gc.get_freeze_count() > 0)
 WARM_UP = """
 import gc
 from fabtest.llm import warmup
-from fabtest.settings import Settings
+from fabtest.config.settings import Settings
 before = gc.get_freeze_count()
 warmup.start(Settings()).join(120)
 print(before, gc.get_freeze_count() > 0)

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from fabtest.experiment.summary import render_summary
+from fabtest.report.console import render_summary
 from fabtest.llm import GeminiLLM, LLMBadOutput, LLMError, LLMSettings, OpenAICompatLLM
-from fabtest.llm.budget import BUDGET_SPENT_MARKER, RetryBudget, RetryBudgetSpent, budget_line
+from fabtest.llm.retry_budget import BUDGET_SPENT_MARKER, RetryBudget, RetryBudgetSpent, budget_line
 from fabtest.llm.limits import PROBE_PROMPT
 from fabtest.testing import FakeGemini
 
@@ -140,7 +140,7 @@ def test_each_xdist_worker_gets_its_share_of_the_floor(workerinput: dict[str, in
     from types import SimpleNamespace
 
     from fabtest.pytest_plugin.session import FabtestSession
-    from fabtest.settings import Settings
+    from fabtest.config.settings import Settings
 
     config = SimpleNamespace(getoption=lambda *_: None)
     if workerinput is not None:

@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 from fabtest.llm import warmup
-from fabtest.settings import Settings
+from fabtest.config.settings import Settings
 
 
 def test_no_key_means_no_warm_up(monkeypatch) -> None:
@@ -23,7 +23,7 @@ def test_openai_roles_need_no_gemini_warm_up(monkeypatch) -> None:
 
 
 def test_warm_up_imports_the_sdk_in_the_background() -> None:
-    code = ("import sys; from fabtest.llm import warmup; from fabtest.settings import Settings; "
+    code = ("import sys; from fabtest.llm import warmup; from fabtest.config.settings import Settings; "
             "assert 'google.genai' not in sys.modules; t = warmup.start(Settings()); t.join(60); "
             "print(t.name, 'google.genai' in sys.modules)")
     env = {"GEMINI_API_KEY": "not-a-real-key", "PATH": "/usr/bin:/bin"}

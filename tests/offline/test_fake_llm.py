@@ -6,16 +6,16 @@ from pathlib import Path
 
 import pytest
 
-from fabtest import judge as judge_module
-from fabtest import simulator as simulator_module
+from fabtest.engine import judge as judge_module
+from fabtest.engine import simulator as simulator_module
 from fabtest.conversation import AgentResponse, Conversation, ToolCall, Turn
-from fabtest.criteria import Criterion
+from fabtest.config.criteria import Criterion
 from fabtest.errors import UsageError
-from fabtest.judge import Judge
+from fabtest.engine.judge import Judge
 from fabtest.llm.base import LLMError
-from fabtest.simulator import Simulator, SimulatorConfig
+from fabtest.engine.simulator import Simulator, SimulatorConfig
 from fabtest.testing import FakeLLM, FakeLLMError, load_fake_llm
-from fabtest.topics import Topic
+from fabtest.engine.topics import Topic
 
 FRIENDLY, CONCISE = Criterion("friendly", "The agent is warm"), Criterion("concise", "At most 3 sentences")
 

@@ -281,7 +281,7 @@ def test_this_repository_runs_its_examples_on_the_labelled_demo_llm_without_a_ke
     """`pytest features/` on a fresh machine: the demo LLM is named explicitly in this repo's pyproject."""
     from fabtest.llm.base import LLMSettings
     from fabtest.llm.factory import describe_llm, role_llm
-    from fabtest.settings import Settings
+    from fabtest.config.settings import Settings
 
     settings = Settings.load(Path(__file__).resolve().parents[2], environ={})
     assert settings.offline_llm == "fabtest.demo.offline_llm:demo_llm"

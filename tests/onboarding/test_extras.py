@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from fabtest import extras
+from fabtest._internal import extras
 from fabtest.agents.mcp_tools import parse_mcp_specs
 from fabtest.errors import UsageError
 

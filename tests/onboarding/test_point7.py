@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from fabtest import redaction
+from fabtest._internal import redaction
 
 ARGS = ("-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:hypothesispytest", "-p", "no:benchmark")
 FEATURE = '''Feature: Remote tools

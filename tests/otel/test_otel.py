@@ -231,10 +231,11 @@ def test_otel_without_the_extra_is_a_one_line_error(pytester: pytest.Pytester, m
 def test_a_failing_agent_call_is_an_error_span_without_its_secrets() -> None:
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from fabtest import redaction, tracing
+    from fabtest import tracing
+    from fabtest._internal import redaction
     from fabtest.agents.base import AgentError
     from fabtest.conversation import Message
-    from fabtest.runner import call_agent
+    from fabtest.engine.turns import call_agent
 
     class Broken:
         def chat(self, messages: list[Message]) -> str:
@@ -262,8 +263,8 @@ def test_a_failing_agent_call_is_an_error_span_without_its_secrets() -> None:
 def test_without_the_setting_opentelemetry_is_never_imported() -> None:
     import subprocess
 
-    code = ("import sys, fabtest.runner, fabtest.tracing, fabtest.pytest_plugin.plugin\n"
-            "from fabtest.runner import call_agent\n"
+    code = ("import sys, fabtest.engine.turns, fabtest.tracing, fabtest.pytest_plugin.plugin\n"
+            "from fabtest.engine.turns import call_agent\n"
             "from fabtest.agents.python import CallableAgent\n"
             "from fabtest.conversation import Message\n"
             "call_agent(CallableAgent(lambda messages: 'hi'), [Message('user', 'hi')], timeout=5)\n"

@@ -93,7 +93,7 @@ def test_a_failed_files_contain_names_the_file_and_the_needle_but_never_quotes_t
 
 
 def test_feature_file_checks_stay_in_the_working_directory_and_never_quote_content(tmp_path: Path) -> None:
-    from fabtest.checks import check_file
+    from fabtest.engine.checks import check_file
 
     work = tmp_path / "work"
     work.mkdir()

@@ -14,7 +14,7 @@ from fabtest.demo.agent import VenueAgent
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "scenarios" / "playbooks"
-DEMO_CLI = "fabtest.demo.cli:build_cli_agent"
+DEMO_CLI = "fabtest.demo.fake_cli:build_cli_agent"
 #: Project settings for inner runs: fast retries against the local fake.
 PYPROJECT = """
 [tool.fabtest]

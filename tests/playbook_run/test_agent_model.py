@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from fabtest.agents.acp import gemini_acp
-from fabtest.agents.cli import gemini_cli
+from fabtest.agents.cli_agent import gemini_cli
 from fabtest.cli import main
 
 from .helpers import PYPROJECT, write_playbook
@@ -34,7 +34,7 @@ def test_the_playbook_agent_model_wins_over_the_variable(tmp_path: Path, monkeyp
     cli.write_text(f"#!/bin/sh\nexec {sys.executable} {FAKE_CLI} \"$@\"\n", encoding="utf-8")
     cli.chmod(cli.stat().st_mode | stat.S_IEXEC)
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("FABTEST_PLAYBOOK_AGENT", "fabtest.agents.cli:gemini_cli")
+    monkeypatch.setenv("FABTEST_PLAYBOOK_AGENT", "fabtest.agents.cli_agent:gemini_cli")
     monkeypatch.setenv("FABTEST_GEMINI_CLI", str(cli))
     monkeypatch.setenv("FABTEST_AGENT_MODEL", "model-from-env")
     monkeypatch.delenv("FABTEST_RESULTS_DIR", raising=False)

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fabtest.agents.cli import CliAgent
+from fabtest.agents.cli_agent import CliAgent
 from fabtest.conversation import AgentResponse
 from fabtest.experiment.stable_id import stable_id
 from fabtest.llm.base import LLMBadOutput
@@ -17,7 +17,7 @@ from .helpers import EXAMPLES, REPO, BookingAgent, Recording, write_playbook
 
 
 def test_steps_example_passes_against_the_demo_cli(llm: Any, tmp_path: Path, fake: Any) -> None:
-    outcome = run_playbook(EXAMPLES / "book_berlin.playbook.json", agent_factory="fabtest.demo.cli:build_cli_agent",
+    outcome = run_playbook(EXAMPLES / "book_berlin.playbook.json", agent_factory="fabtest.demo.fake_cli:build_cli_agent",
                            judge_llm=llm, simulator_llm=None, repo_root=REPO, results_dir=tmp_path / "results")
     assert outcome.passed, outcome.failure_message
     assert outcome.failure_type is None and outcome.trace_path is None

@@ -23,7 +23,7 @@ def test_agent_module_of_the_project_imports_with_plain_pytest(pytester):
 
 
 def test_cli_agent_runs_in_the_scenario_working_directory(project):
-    project.pyproject('agent = "fabtest.demo.cli:build_cli_agent"')
+    project.pyproject('agent = "fabtest.demo.fake_cli:build_cli_agent"')
     project.feature("features/cli.feature", '''
         Feature: CLI
           Scenario: Booking writes a file where the file steps look

@@ -172,7 +172,7 @@ def test_an_http_agent_that_listens_passes(pytester: pytest.Pytester) -> None:
 
 def test_a_missing_cli_executable_is_named(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FABTEST_GEMINI_CLI", "/nonexistent/bin/gemini")
-    _project(pytester, _using("cli"), config='[tool.fabtest.agents]\ncli = "fabtest.agents.cli:gemini_cli"')
+    _project(pytester, _using("cli"), config='[tool.fabtest.agents]\ncli = "fabtest.agents.cli_agent:gemini_cli"')
     _stopped(pytester.runpytest(*ARGS, "features"), "[tool.fabtest.agents] cli", "'/nonexistent/bin/gemini'",
              "not on PATH")
 

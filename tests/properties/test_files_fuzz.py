@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from fabtest.cli import main
 from fabtest.experiment.export import ExperimentFileError, read_document
 from fabtest.playbook.load import PlaybookError, load_playbook
-from fabtest.scenario_sets import ScenarioSetError, parse_scenario_set
+from fabtest.config.scenario_sets import ScenarioSetError, parse_scenario_set
 
 KEYS = ["name", "steps", "persona", "tmpdir", "link_paths", "env", "timeout", "user_input", "expected_outcome",
         "context", "success_criteria", "files_exist", "files_contain", "max_turns", "initial_user_input",

@@ -13,13 +13,13 @@ from pathlib import Path
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from fabtest._terminal import inert
+from fabtest._internal.terminal import inert
 from fabtest.agents.boundary import coerce_response
 from fabtest.errors import excerpt
 from fabtest.experiment.export import read_document
 from fabtest.experiment.model import ScenarioResult
 from fabtest.experiment.recorder import Recorder, recover
-from fabtest.redaction import Redactor
+from fabtest._internal.redaction import Redactor
 
 _LONG = int(os.environ.get("FABTEST_FUZZ_EXAMPLES", "0") or 0)
 FUZZ = settings(max_examples=_LONG or 40, deadline=None, derandomize=not _LONG,

@@ -26,7 +26,7 @@ from fabtest.experiment.model import (
     UsageRecord,
 )
 from fabtest.experiment.stable_id import stable_id
-from fabtest.topics import TopicGraph
+from fabtest.engine.topics import TopicGraph
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

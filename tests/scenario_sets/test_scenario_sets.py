@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from fabtest.scenario_sets import ScenarioRecord, ScenarioSetError, load_scenario_set, record_hash
+from fabtest.config.scenario_sets import ScenarioRecord, ScenarioSetError, load_scenario_set, record_hash
 
 RECORDS = [
     {"id": "berlin-10", "name": "Berlin, ten", "goal": "Book a room for 10 in Berlin",

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from fabtest import redaction
+from fabtest._internal import redaction
 
 TOKEN = "tok-SECRET-4f9a27"
 

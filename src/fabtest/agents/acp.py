@@ -1,13 +1,13 @@
 """An agent behind the Agent Client Protocol (``gemini --acp``): one process and one session per scenario.
 
-The per-turn CLI adapter (:mod:`fabtest.agents.cli`) starts Node for every turn (6-9 s each with
+The per-turn CLI adapter (:mod:`fabtest.agents.cli_agent`) starts Node for every turn (6-9 s each with
 the Gemini CLI); over ACP the process starts once, opens one session in the scenario's working
 directory, and every turn is one ``session/prompt`` in that session (tens of milliseconds plus
 the model's own time). The client side is the ``agent-client-protocol`` SDK; only the process is
 started here rather than by the SDK's ``spawn_agent_process``, because that helper neither puts
 the child in its own process group (so a hung agent's helpers could not be killed together) nor
 drains stderr (a chatty agent would block on a full pipe). The child inherits the environment
-like :class:`~fabtest.agents.cli.CliAgent` (the SDK's own helper would trim it to PATH/HOME).
+like :class:`~fabtest.agents.cli_agent.CliAgent` (the SDK's own helper would trim it to PATH/HOME).
 
 Streamed updates become the reply: ``agent_message_chunk`` text (text before and after a tool
 call are separate paragraphs), ``tool_call``/``tool_call_update`` become :class:`ToolCall` s with
@@ -75,7 +75,7 @@ class AcpAgent:
         model: str | None = None,
         tools: Sequence[str] | None = None,
     ) -> None:
-        from fabtest.extras import require_extra
+        from fabtest._internal.extras import require_extra
 
         require_extra("acp", where=f"ACP agent {' '.join(str(a) for a in command)[:80]!r}")
         self.model = model  # what the agent was started with, so its tokens can be priced (README "Cost")
@@ -455,13 +455,13 @@ def gemini_supports_acp(executable: str = "gemini") -> bool:
 def gemini_acp(context: Mapping[str, Any] | None = None) -> AcpAgent:
     """Registry factory: the Gemini CLI over ACP (``gemini --acp --skip-trust -m MODEL``).
 
-    Model, executable, timeout and working directory as in :func:`fabtest.agents.cli.gemini_cli`
+    Model, executable, timeout and working directory as in :func:`fabtest.agents.cli_agent.gemini_cli`
     (``FABTEST_AGENT_MODEL``, ``FABTEST_GEMINI_CLI``, ``timeout``, ``cwd``); ``permission`` and
     ``mcp_servers`` from the context. ``approval_mode = "default"`` makes the CLI ask permission
     for each edit or command (answered by ``permission``); the default is ``yolo``.
     """
     ctx = dict(context or {})
-    from fabtest.agents.cli import agent_model
+    from fabtest.agents.cli_agent import agent_model
 
     model = agent_model(ctx)  # the playbook's agent_model wins over FABTEST_AGENT_MODEL (as for gemini_cli)
     executable = os.environ.get("FABTEST_GEMINI_CLI") or ctx.get("executable") or "gemini"
@@ -478,25 +478,25 @@ def gemini(context: Mapping[str, Any] | None = None) -> Any:
     """Registry factory: the Gemini CLI over ACP when the installed CLI supports ``--acp``, else per turn.
 
     ``FABTEST_GEMINI_TRANSPORT=per-turn`` (or ``acp = false`` in the context) keeps the per-turn
-    subprocess adapter (:func:`fabtest.agents.cli.gemini_cli`); ``=acp`` insists on ACP.
+    subprocess adapter (:func:`fabtest.agents.cli_agent.gemini_cli`); ``=acp`` insists on ACP.
     """
     ctx = dict(context or {})
     transport = os.environ.get("FABTEST_GEMINI_TRANSPORT") or ("per-turn" if ctx.get("acp") is False else "auto")
     if transport not in ("auto", "acp", "per-turn"):
         raise ValueError(f"FABTEST_GEMINI_TRANSPORT must be auto, acp or per-turn, got {transport!r}")
     executable = os.environ.get("FABTEST_GEMINI_CLI") or ctx.get("executable") or "gemini"
-    from fabtest.extras import EXTRAS
+    from fabtest._internal.extras import EXTRAS
 
     has_acp = importlib.util.find_spec(EXTRAS["acp"][0]) is not None  # without fabtest[acp], per turn
     if transport == "acp" or (transport == "auto" and has_acp and gemini_supports_acp(str(executable))):
         return gemini_acp(ctx)
-    from fabtest.agents.cli import gemini_cli
+    from fabtest.agents.cli_agent import gemini_cli
 
     return gemini_cli(ctx)
 
 
 #: what an ACP agent table may hold besides ``acp``: :meth:`AcpAgent.build`'s, :func:`gemini_acp`'s
-#: and (``acp = false``) :func:`fabtest.agents.cli.gemini_cli`'s settings
+#: and (``acp = false``) :func:`fabtest.agents.cli_agent.gemini_cli`'s settings
 TABLE_KEYS = frozenset({"acp", "command", "cwd", "workspace", "env", "timeout", "timeout_s", "startup_timeout",
                         "startup_timeout_s", "permission", "mcp_servers", "auth_method", "kill_grace_s", "model",
                         "executable", "approval_mode", "tools"})

@@ -143,7 +143,7 @@ class BuiltinAgent:
                                                     skills_instructions(skills)) if p)
         self._python: list[PythonTool] = []
         if config.tools:
-            from fabtest.targets import import_object
+            from fabtest._internal.targets import import_object
 
             self._python = python_tools(import_object(config.tools, where=f"{where}: tools", what="tools"), where=f"{where}: tools")
         reader = skill_file_tool(skills)

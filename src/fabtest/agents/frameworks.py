@@ -24,10 +24,10 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from fabtest._internal.targets import import_object
 from fabtest.agents.base import OnToolCall
 from fabtest.conversation import AgentResponse, Message, TokenUsage, ToolCall, jsonable
 from fabtest.errors import UsageError
-from fabtest.targets import import_object
 
 __all__ = ["FRAMEWORKS", "Framework", "Session", "ToolLog", "build_framework_agent", "installed_version",
            "model_name", "output_text", "resolve_target", "tool_result", "turn_response"]

@@ -84,7 +84,7 @@ def parse_mcp_specs(value: Any, *, where: str, root: Path) -> list[McpServerSpec
         raise UsageError(f"{where}: mcp must be a list of tables like {{ command = [\"python\", \"-m\", \"srv\"] }} "
                          f"or {{ url = \"http://127.0.0.1:8931/mcp\" }}, got {type(value).__name__}")
     if entries:
-        from fabtest.extras import require_extra
+        from fabtest._internal.extras import require_extra
 
         require_extra("mcp", where=where)
     specs = []

@@ -15,13 +15,13 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from fabtest import redaction
+from fabtest._internal import redaction
+from fabtest._internal.targets import import_object
 from fabtest.agents import aio
 from fabtest.agents.base import Agent
 from fabtest.agents.frameworks import FRAMEWORKS, build_framework_agent
 from fabtest.agents.python import callable_agent, is_factory_callable
 from fabtest.errors import UsageError
-from fabtest.targets import import_object
 
 #: The agent a playbook talks to when none is configured: the Gemini CLI, over ACP when it speaks it
 DEFAULT_PLAYBOOK_AGENT = "fabtest.agents.acp:gemini"
@@ -127,7 +127,7 @@ def _from_table(table: Mapping[str, Any], context: Mapping[str, Any], *, where: 
 def _expand(value: Any, where: str) -> Any:
     """``${VAR}`` in configured strings comes from the environment, so secrets stay out of pyproject.
 
-    Every substituted value is a secret (:mod:`fabtest.redaction`): results, messages and logs
+    Every substituted value is a secret (:mod:`fabtest._internal.redaction`): results, messages and logs
     show ``***`` instead of the token in ``?token=${BOT_TOKEN}``.
     """
     if isinstance(value, str):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from fabtest.criteria import Criterion
+from fabtest.config.criteria import Criterion
 from fabtest.errors import UsageError
 from fabtest.redteam import attack
 

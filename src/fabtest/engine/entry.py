@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fabtest.criteria import Criterion, resolve
+from fabtest.config.criteria import Criterion, resolve
+from fabtest.config.settings import Settings
 from fabtest.engine.llms import configured_llms
 from fabtest.engine.outcome import conclude, ended
 from fabtest.engine.result import ScenarioIdentity, build_result
@@ -26,7 +27,6 @@ from fabtest.engine.scenario import LLMRoles, ScenarioState
 from fabtest.errors import AgentError, UsageError
 from fabtest.experiment.model import ScenarioResult
 from fabtest.llm.base import LLM
-from fabtest.settings import Settings
 
 __all__ = ["SimulatedUser", "run"]
 
@@ -72,7 +72,7 @@ def run(
     the messages, a factory, ``"module:attr"``) or the name of a ``[tool.fabtest.agents]`` entry;
     None uses ``[tool.fabtest] agent``. ``user`` is the user's messages in order or a
     :class:`SimulatedUser`. ``should`` / ``must`` are criteria (a sentence, the name of a
-    ``[tool.fabtest] criteria`` entry, or a :class:`~fabtest.criteria.Criterion`) judged over the
+    ``[tool.fabtest] criteria`` entry, or a :class:`~fabtest.config.criteria.Criterion`) judged over the
     whole conversation: a failed ``should`` is recorded, a failed ``must`` fails the run, as do
     ``must_call`` / ``must_not_call`` (tools the conversation must (not) include a call to).
     ``judge`` / ``simulator`` default to the LLMs ``[tool.fabtest]`` configures (in ``root``,

@@ -1,6 +1,6 @@
 """The checks the judge decides, one function each: ask the judge, word its verdict as a :class:`Check`.
 
-Every prompt is in :mod:`fabtest.judge`; this module only says what a verdict is recorded as
+Every prompt is in :mod:`fabtest.engine.judge`; this module only says what a verdict is recorded as
 (kind, label, status, details, data in the experiment JSON). When the call runs (at once for a
 ``must``, in the background for a ``should``) is :class:`~fabtest.engine.scenario.ScenarioState`'s.
 Each function returns the check and what the call cost, to charge to the judge.
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from fabtest.conversation import Check, Mode, TokenUsage, ToolCall, Turn
-from fabtest.judge import Judge, format_exchange
+from fabtest.engine.judge import Judge, format_exchange
 
 __all__ = ["Judged", "goal_check", "grounding_check", "intent_check"]
 

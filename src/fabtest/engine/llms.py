@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from fabtest.agents.builtin_models import StandInModel
+from fabtest.config.settings import Settings
 from fabtest.engine.scenario import LLMRoles
 from fabtest.llm.base import LLM, LLMNotConfigured
-from fabtest.llm.budget import RetryBudget
-from fabtest.settings import Settings
+from fabtest.llm.retry_budget import RetryBudget
 
 __all__ = ["configured_llm", "configured_llms", "is_offline_script", "offline_script", "stand_in"]
 

@@ -3,14 +3,14 @@
 ``Given a simulated user from the scenario`` takes the record's goal, persona and facts (and its
 ``verification.max_turns`` as the turn limit); when every step passed, the record's
 ``verification`` becomes hard expectations (docs/how-to/scenario-sets.md). The record arrives validated
-(:class:`fabtest.scenario_sets.ScenarioRecord`), so nothing here re-reads a dict.
+(:class:`fabtest.config.scenario_sets.ScenarioRecord`), so nothing here re-reads a dict.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from fabtest import checks
+from fabtest.engine import checks
 from fabtest.errors import UsageError
 
 if TYPE_CHECKING:

@@ -11,12 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from fabtest.config.scenario_sets import ScenarioRecord
 from fabtest.conversation import jsonable
 from fabtest.engine.outcome import Outcome
 from fabtest.engine.scenario import ScenarioState
 from fabtest.experiment.model import CheckRecord, ScenarioResult, TopicRecord, turn_records, usage_records
 from fabtest.experiment.stable_id import stable_id
-from fabtest.scenario_sets import ScenarioRecord
 
 __all__ = ["ScenarioIdentity", "build_result"]
 

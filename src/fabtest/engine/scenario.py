@@ -23,25 +23,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fabtest import checks, tracing
+from fabtest import tracing
 from fabtest.agents import aio
 from fabtest.agents.base import STAND_IN_KEY, Agent, AgentError, agent_metadata
 from fabtest.agents.boundary import guarded
 from fabtest.agents.registry import make_agent
+from fabtest.config.criteria import Criterion
+from fabtest.config.scenario_sets import ScenarioRecord
+from fabtest.config.settings import Settings
 from fabtest.conversation import Check, Conversation, Mode, Status, TokenUsage, Turn
-from fabtest.criteria import Criterion
-from fabtest.engine import budget, judged, records, topic_checks
+from fabtest.engine import budget, checks, judged, records, topic_checks
+from fabtest.engine.judge import CriterionVerdict, Judge, Scope, criterion_data, format_exchange
+from fabtest.engine.patterns import scenario_deadline
+from fabtest.engine.simulator import Simulator, SimulatorConfig
+from fabtest.engine.topics import TopicGraph, TopicGraphError, TopicTracker
+from fabtest.engine.turns import ConversationRunner, cancel_agent
 from fabtest.engine.verdicts import LateVerdicts, Pending, placeholder
 from fabtest.errors import ExpectationFailed, MaxTurnsReached, NeedsLLM, UsageError
 from fabtest.experiment.cost import price_table
-from fabtest.judge import CriterionVerdict, Judge, Scope, criterion_data, format_exchange
 from fabtest.llm.base import LLM, LLMNotConfigured
-from fabtest.patterns import scenario_deadline
-from fabtest.runner import ConversationRunner, cancel_agent
-from fabtest.scenario_sets import ScenarioRecord
-from fabtest.settings import Settings
-from fabtest.simulator import Simulator, SimulatorConfig
-from fabtest.topics import TopicGraph, TopicGraphError, TopicTracker
 
 __all__ = ["LLMRoles", "ScenarioState"]
 

@@ -1,7 +1,7 @@
 """The topic expectations: ``reach the topic`` and ``follow the topics``, over the path walked so far.
 
 Each turn's topic is classified as it happens (``ScenarioState`` hooks a
-:class:`~fabtest.topics.TopicTracker` onto the turn loop); these checks only read the path the
+:class:`~fabtest.engine.topics.TopicTracker` onto the turn loop); these checks only read the path the
 conversation took and the graph declared, and name an unknown topic as a usage error.
 """
 
@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from fabtest.conversation import Mode
+from fabtest.engine.topics import TopicGraph, follows, reached
 from fabtest.errors import UsageError
-from fabtest.topics import TopicGraph, follows, reached
 
 if TYPE_CHECKING:
     from fabtest.engine.scenario import ScenarioState

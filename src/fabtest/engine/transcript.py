@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import json
 
-from fabtest.checks import describe_calls
 from fabtest.conversation import Conversation
+from fabtest.engine.checks import describe_calls
 
 __all__ = ["for_judge", "render"]
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from fabtest._files import atomic_writer
+from fabtest._internal.files import atomic_writer
 from fabtest.experiment import cost, stats
 from fabtest.experiment.attribution import Attribution, attribute_flakiness
 from fabtest.experiment.coverage import coverage_of

@@ -32,8 +32,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from fabtest import redaction
-from fabtest._files import TEXT_ERRORS, remove_stale_temp_files
+from fabtest._internal import redaction
+from fabtest._internal.files import TEXT_ERRORS, remove_stale_temp_files
 from fabtest.errors import UsageError
 from fabtest.experiment.export import costing_of, document_path, new_experiment_id
 from fabtest.experiment.gitinfo import git_info

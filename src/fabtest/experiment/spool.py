@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from fabtest._files import TEXT_ERRORS
+from fabtest._internal.files import TEXT_ERRORS
 from fabtest.experiment.attribution import Attribution, attribute_flakiness
 from fabtest.experiment.coverage import RunFacts, run_facts, summarise
 from fabtest.experiment.export import (
@@ -45,7 +45,7 @@ from fabtest.experiment.export import (
 )
 from fabtest.experiment.fingerprint import canonical_json
 from fabtest.experiment.model import CheckRecord, ExperimentInfo, ScenarioResult, TurnRecord, UsageRecord
-from fabtest.llm.budget import BUDGET_SPENT_MARKER
+from fabtest.llm.retry_budget import BUDGET_SPENT_MARKER
 
 __all__ = ["ResultKey", "Spool", "result_key", "spill_path"]
 

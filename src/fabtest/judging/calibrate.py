@@ -20,11 +20,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from fabtest._internal.datafile import read_data_file
+from fabtest.config.criteria import Criterion, parse_criterion_text, parse_examples_table
 from fabtest.conversation import AgentResponse, Conversation, Turn
-from fabtest.criteria import Criterion, parse_criterion_text, parse_examples_table
-from fabtest.datafile import read_data_file
+from fabtest.engine.judge import Judge, VerdictLabel, format_exchange, majority
 from fabtest.errors import UsageError
-from fabtest.judge import Judge, VerdictLabel, format_exchange, majority
 from fabtest.judging.agreement import cohen_kappa, confusion_matrix
 from fabtest.llm.base import LLM
 from fabtest.llm.cache import salted

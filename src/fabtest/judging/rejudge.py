@@ -18,10 +18,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from fabtest.config.criteria import Criterion
 from fabtest.conversation import AgentResponse, Conversation, TokenUsage, Turn
-from fabtest.criteria import Criterion
+from fabtest.engine.judge import Judge, Scope, VerdictLabel, criterion_from_data, format_exchange, majority
 from fabtest.experiment.model import CheckRecord, ExperimentInfo, ScenarioResult, UsageRecord
-from fabtest.judge import Judge, Scope, VerdictLabel, criterion_from_data, format_exchange, majority
 from fabtest.llm.base import LLM
 from fabtest.llm.cache import salted
 

@@ -6,7 +6,7 @@ caller-chosen ``salt`` (the iteration number, so
 repeated runs of a scenario stay independent instead of replaying one answer five times, and the
 judge sample index, see :func:`sample_view`).
 
-Secrets (:mod:`fabtest.redaction`) never reach a cache file: the stored request and answer show
+Secrets (:mod:`fabtest._internal.redaction`) never reach a cache file: the stored request and answer show
 ``***``; the key hashes the real prompt.
 
 Modes: ``on`` reads through and writes through; ``replay`` never calls the LLM and fails on a
@@ -24,8 +24,8 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from fabtest import redaction
-from fabtest._files import atomic_writer
+from fabtest._internal import redaction
+from fabtest._internal.files import atomic_writer
 from fabtest.conversation import TokenUsage, jsonable
 from fabtest.llm.base import LLM, Completion, LLMError, json_schema
 

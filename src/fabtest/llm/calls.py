@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
+    from fabtest.config.criteria import Criterion
     from fabtest.conversation import Conversation, ToolCall
-    from fabtest.criteria import Criterion
 
 __all__ = ["PURPOSES", "LLMCall", "Purpose", "current_call", "llm_call"]
 

@@ -91,8 +91,8 @@ def role_llm(
 def load_llm_object(spec: str, *, where: str) -> LLM:
     """``module:attr`` naming an LLM object, or a function or class that returns one when called
     without arguments. Raises :class:`fabtest.errors.UsageError` naming ``where``."""
+    from fabtest._internal.targets import import_object
     from fabtest.errors import UsageError
-    from fabtest.targets import import_object
 
     obj = import_object(spec, where=where, what="LLM")
     if not hasattr(obj, "complete_json") or isinstance(obj, type):

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel
 
 from fabtest.llm.base import Completion, LLMError, LLMNotConfigured, LLMSettings, json_schema
-from fabtest.llm.budget import RetryBudget
 from fabtest.llm.limits import (
     PROBE_PROMPT,
     ProviderBase,
@@ -25,6 +24,7 @@ from fabtest.llm.limits import (
     exception_is_timeout,
     is_retryable_status,
 )
+from fabtest.llm.retry_budget import RetryBudget
 
 if TYPE_CHECKING:  # pragma: no cover
     from google import genai

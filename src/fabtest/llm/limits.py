@@ -23,7 +23,7 @@ from pydantic import BaseModel
 
 from fabtest.conversation import TokenUsage
 from fabtest.llm.base import Completion, LLMBadOutput, LLMError, LLMSettings, LLMTimeout
-from fabtest.llm.budget import RetryBudget, budget_spent_message
+from fabtest.llm.retry_budget import RetryBudget, budget_spent_message
 
 R = TypeVar("R")
 T = TypeVar("T", bound=BaseModel)
@@ -79,7 +79,7 @@ def call_with_retries(
     ``what`` names the call in error messages ("gemini gemini-2.5-flash"). Raises
     :class:`LLMTimeout` when every attempt timed out, :class:`LLMError` otherwise. Every retry
     is paid from ``budget`` (the suite's retry budget) when one is given; once it is spent the
-    transient failure ends the call at once with :class:`~fabtest.llm.budget.RetryBudgetSpent`.
+    transient failure ends the call at once with :class:`~fabtest.llm.retry_budget.RetryBudgetSpent`.
     """
     failures: list[TransientFailure] = []
     attempts = max(0, policy.max_retries) + 1
@@ -271,7 +271,7 @@ def complete_validated(
     The semaphore is held only while a request is in flight, never during backoff sleeps.
     Usage counts one call and the tokens of every attempt that answered; when the output never
     validates, :class:`LLMBadOutput` carries that usage as ``.usage``. Transport retries and
-    re-asks are both paid from ``budget`` (see :mod:`fabtest.llm.budget`).
+    re-asks are both paid from ``budget`` (see :mod:`fabtest.llm.retry_budget`).
     """
 
     def limited() -> RawAnswer:

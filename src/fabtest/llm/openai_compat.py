@@ -18,7 +18,6 @@ from pydantic import BaseModel
 
 from fabtest.llm.base import Completion, LLMError, LLMSettings
 from fabtest.llm.base import json_schema as base_json_schema
-from fabtest.llm.budget import RetryBudget
 from fabtest.llm.limits import (
     PROBE_PROMPT,
     ProviderBase,
@@ -29,6 +28,7 @@ from fabtest.llm.limits import (
     exception_is_timeout,
     is_retryable_status,
 )
+from fabtest.llm.retry_budget import RetryBudget
 
 if TYPE_CHECKING:  # pragma: no cover
     import httpx

@@ -4,12 +4,12 @@
 - :func:`interpolate` / :class:`Redactor` (``secrets.py``), :class:`Workspace` (``workspace.py``)
 - :func:`run_playbook` (``run.py``) / :class:`PlaybookOutcome` (``outcome.py``); success criteria
   (``criteria.py``), result and trace (``record.py``), judge and simulator (``evaluator.py``)
-- :func:`run_cli`: ``fabtest run FILE...`` (``cli.py``)
+
+The command ``fabtest run FILE...`` is :mod:`fabtest.cli.run`.
 """
 
 from __future__ import annotations
 
-from fabtest.playbook.cli import run_cli
 from fabtest.playbook.evaluator import needed_llms
 from fabtest.playbook.load import Playbook, PlaybookError, load_playbook, validate_playbook
 from fabtest.playbook.outcome import PlaybookOutcome
@@ -26,7 +26,6 @@ __all__ = [
     "interpolate",
     "load_playbook",
     "needed_llms",
-    "run_cli",
     "run_playbook",
     "validate_playbook",
 ]

@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from fabtest.config.criteria import Criterion
 from fabtest.conversation import Check, Conversation
-from fabtest.criteria import Criterion
 from fabtest.engine import transcript
 from fabtest.engine.scenario import ScenarioState
 from fabtest.errors import LLMError

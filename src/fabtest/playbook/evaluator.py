@@ -6,9 +6,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from fabtest.engine.simulator import SimulatorConfig
 from fabtest.llm.base import LLM
 from fabtest.playbook.load import Playbook
-from fabtest.simulator import SimulatorConfig
 
 __all__ = ["needed_llms", "simulator_config", "with_model"]
 

@@ -15,7 +15,7 @@ from typing import Any
 import jsonschema
 from pydantic import BaseModel, ConfigDict, Field
 
-from fabtest.datafile import read_data_file
+from fabtest._internal.datafile import read_data_file
 from fabtest.errors import UsageError
 
 SCHEMA_PATH = Path(__file__).with_name("schema.json")

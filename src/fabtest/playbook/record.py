@@ -15,14 +15,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-from fabtest._files import atomic_writer
+from fabtest._internal.files import atomic_writer
 from fabtest.conversation import Turn, jsonable
+from fabtest.engine.simulator import SimulatorConfig
 from fabtest.experiment.model import CheckRecord, ScenarioResult, turn_records, usage_records
 from fabtest.experiment.stable_id import stable_id
 from fabtest.playbook.load import Playbook
 from fabtest.playbook.outcome import PlaybookOutcome
 from fabtest.playbook.secrets import Redactor
-from fabtest.simulator import SimulatorConfig
 
 __all__ = ["FEATURE", "build_result", "trace_file_name", "turn_data", "write_trace"]
 

@@ -46,14 +46,15 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
-from fabtest import redaction
+from fabtest._internal import redaction
 from fabtest.agents.boundary import guarded
 from fabtest.agents.registry import make_agent, playbook_agent_target
+from fabtest.config.criteria import Criterion
+from fabtest.config.settings import Settings
 from fabtest.conversation import Check, Conversation, Turn
-from fabtest.criteria import Criterion
 from fabtest.engine import LLMRoles, ScenarioState
+from fabtest.engine.judge import format_exchange
 from fabtest.errors import AgentError, AgentTimeout, ExpectationFailed, FabtestError, LLMError, MaxTurnsReached
-from fabtest.judge import format_exchange
 from fabtest.llm.base import LLM
 from fabtest.playbook import criteria as success
 from fabtest.playbook import record
@@ -63,7 +64,6 @@ from fabtest.playbook.outcome import PlaybookOutcome
 from fabtest.playbook.record import FEATURE, build_result, trace_file_name, turn_data
 from fabtest.playbook.secrets import Redactor, interpolate
 from fabtest.playbook.workspace import Workspace
-from fabtest.settings import Settings
 
 __all__ = ["FEATURE", "PlaybookOutcome", "needed_llms", "run_playbook", "trace_file_name"]
 

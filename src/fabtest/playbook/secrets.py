@@ -3,7 +3,7 @@
 Only variables named in the playbook's ``env`` list are substituted (other ``${...}`` text is left
 alone), in ``steps`` and ``persona`` (every string, including ``files_contain`` /
 ``tool_calls_contain`` keys). A listed variable that is not set is a :class:`PlaybookError`
-before anything runs. The substituted values are secrets: they are registered with :mod:`fabtest.redaction` (so the
+before anything runs. The substituted values are secrets: they are registered with :mod:`fabtest._internal.redaction` (so the
 recorder, the LLM cache, logs and console redact them) and returned, for the run's own
 :class:`Redactor` over every trace, result and message it writes.
 """
@@ -15,9 +15,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from fabtest import redaction
+from fabtest._internal import redaction
+from fabtest._internal.redaction import REDACTED, Redactor
 from fabtest.playbook.load import Playbook, PlaybookError
-from fabtest.redaction import REDACTED, Redactor
 
 __all__ = ["REDACTED", "Redactor", "interpolate"]
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")

@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 from types import TracebackType
 
-from fabtest._files import path_inside
+from fabtest._internal.files import path_inside
 from fabtest.playbook.load import PlaybookError, workspace_path_problem
 
 __all__ = ["Workspace", "workspace_file"]

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from fabtest.config.settings import Settings
 from fabtest.errors import UsageError
-from fabtest.settings import Settings
 
 __all__ = ["DormantHint", "add_options", "has_fabtest_table", "names_feature", "opted_in", "settings_from_options"]
 

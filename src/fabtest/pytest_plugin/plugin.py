@@ -24,6 +24,7 @@ from pytest_bdd.exceptions import StepDefinitionNotFoundError
 
 from fabtest import tracing
 from fabtest.agents.boundary import agent_traceback
+from fabtest.config.scenario_sets import ScenarioRecord
 from fabtest.engine import transcript
 from fabtest.engine.outcome import Outcome, conclude, failure_message
 from fabtest.engine.result import build_result
@@ -39,7 +40,6 @@ from fabtest.pytest_plugin.results import (
     relative_to_root,
 )
 from fabtest.pytest_plugin.session import FabtestSession
-from fabtest.scenario_sets import ScenarioRecord
 
 SESSION_KEY = pytest.StashKey[FabtestSession]()
 STATE_KEY = pytest.StashKey[ScenarioState]()
@@ -100,12 +100,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _register_concurrency(config: pytest.Config, limit: int) -> None:
-    """``concurrency`` above 1: the scheduler of :mod:`fabtest.pytest_plugin.concurrent` takes the
+    """``concurrency`` above 1: the scheduler of :mod:`fabtest.pytest_plugin.concurrency.protocol` takes the
     scenarios' protocol over; 1 leaves pytest's own, exactly as before."""
     config.addinivalue_line("markers", "fabtest_serial(reason): run this scenario alone, not concurrently")
     if limit <= 1:
         return
-    from fabtest.pytest_plugin.concurrent import ConcurrentScenarios, concurrency_blocker
+    from fabtest.pytest_plugin.concurrency.protocol import ConcurrentScenarios, concurrency_blocker
 
     blocker = concurrency_blocker(config)
     if blocker is not None:
@@ -120,7 +120,7 @@ def _active(config: pytest.Config) -> bool:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    from fabtest.agents.cli import kill_all_groups
+    from fabtest.agents.cli_agent import kill_all_groups
 
     kill_all_groups()  # no CLI agent process outlives the run (also on xdist workers, Ctrl-C)
     session = config.stash.get(SESSION_KEY, None)

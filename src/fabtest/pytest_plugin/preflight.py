@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from fabtest.preflight import (
+from fabtest.engine.preflight import (
     Needs,
     PreflightFailed,
     check_llms,

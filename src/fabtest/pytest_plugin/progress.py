@@ -24,12 +24,12 @@ from typing import Any
 
 import pytest
 
+from fabtest.config.settings import Settings
 from fabtest.experiment.cost import price_table
 from fabtest.experiment.progress import Progress, render
-from fabtest.pytest_plugin.late import LATE_PROPERTY
+from fabtest.pytest_plugin.late_verdicts import LATE_PROPERTY
 from fabtest.pytest_plugin.live_line import LiveLine
 from fabtest.pytest_plugin.results import RESULT_PROPERTY
-from fabtest.settings import Settings
 
 __all__ = ["MODES", "ProgressDisplay", "choose_mode", "register"]
 

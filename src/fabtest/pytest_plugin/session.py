@@ -18,18 +18,18 @@ from typing import Any
 import pytest
 
 from fabtest import tracing
-from fabtest.criteria import Criterion
+from fabtest.config.criteria import Criterion
+from fabtest.config.scenario_sets import ScenarioRecord
+from fabtest.config.settings import Settings
 from fabtest.engine.llms import stand_in
 from fabtest.engine.scenario import LLMRoles
+from fabtest.engine.topics import TopicGraph, TopicGraphError
 from fabtest.errors import UsageError
 from fabtest.experiment.late import LateVerdict
 from fabtest.experiment.model import ScenarioResult
-from fabtest.pytest_plugin.late import LATE_PROPERTY, LateChannel
+from fabtest.pytest_plugin.late_verdicts import LATE_PROPERTY, LateChannel
 from fabtest.pytest_plugin.not_run import NotRun, allowed_kinds
 from fabtest.pytest_plugin.streams import StreamGuard
-from fabtest.scenario_sets import ScenarioRecord
-from fabtest.settings import Settings
-from fabtest.topics import TopicGraph, TopicGraphError
 
 #: workerinput key: the directory of the run's shared LLM slots (fabtest.llm.shared_limit).
 LLM_SLOTS_KEY = "fabtest_llm_slots"
@@ -61,13 +61,13 @@ class FabtestSession:
         #: node ids in collection order: the order results are written in, not the order they finished
         self._collected: list[str] = []
         self.retry_budget = self._make_retry_budget()
-        self._sigterm = False  # our SIGTERM handler is in force (fabtest/_signals.py)
+        self._sigterm = False  # our SIGTERM handler is in force (fabtest/_internal/signals.py)
         self.late = LateChannel()  # this process's soft verdicts judged after their scenario
         self._streams = StreamGuard()  # an agent closing sys.stdout must not end the session
         self._llm_slots: str | None = None  # controller: the slot directory its workers share
         self.not_run = NotRun(allowed_kinds(config, settings))  # scenarios that could not run (never green by accident)
         self._share_llm_slots()
-        from fabtest.llm import quick_exit
+        from fabtest._internal import quick_exit
 
         quick_exit.install()  # no final GC walk over the LLM SDK at exit: the tail of `-n` runs
 
@@ -105,8 +105,8 @@ class FabtestSession:
     def check_offline_llm(self) -> None:
         """``[tool.fabtest] offline_llm`` that does not import is a usage error before anything runs."""
         if self.settings.offline_llm:
+            from fabtest._internal.targets import import_object
             from fabtest.engine.llms import is_offline_script, offline_script
-            from fabtest.targets import import_object
 
             try:
                 if is_offline_script(self.settings.offline_llm):
@@ -144,8 +144,8 @@ class FabtestSession:
         return self._roles
 
     def _make_retry_budget(self) -> Any:
-        """This process's share of the suite's retry budget (see fabtest.llm.budget)."""
-        from fabtest.llm.budget import RETRY_BUDGET_FLOOR, RetryBudget
+        """This process's share of the suite's retry budget (see fabtest.llm.retry_budget)."""
+        from fabtest.llm.retry_budget import RETRY_BUDGET_FLOOR, RetryBudget
 
         workers = int(getattr(self.config, "workerinput", {}).get("workercount", 1) or 1)
         return RetryBudget(self.settings.retry_budget, floor=max(1, RETRY_BUDGET_FLOOR // workers))
@@ -207,7 +207,7 @@ class FabtestSession:
 
     def scenario_set(self, name: str, feature_path: Path) -> list[ScenarioRecord]:
         """Records of ``scenarios/NAME.*`` (relative to the rootdir), loaded once per run."""
-        from fabtest.scenario_sets import ScenarioSetError, load_scenario_set
+        from fabtest.config.scenario_sets import ScenarioSetError, load_scenario_set
 
         base = Path(str(self.config.rootpath)) / self.settings.scenarios_dir
         key = (name, str(base))
@@ -312,7 +312,7 @@ class FabtestSession:
                               "recorded as skipped (the run was interrupted)")
         ready = self.late.take()
         if self.is_worker:
-            from fabtest import redaction
+            from fabtest._internal import redaction
 
             output: dict[str, Any] = getattr(self.config, "workeroutput")  # noqa: B009 - set by xdist on workers
             output[LATE_PROPERTY] = redaction.redact_obj(ready) if redaction.secrets() else ready
@@ -394,7 +394,7 @@ class FabtestSession:
         if self.config.getoption("--fabtest-no-results"):
             return
         self._check_results_destination()
-        from fabtest._signals import sigterm_as_interrupt
+        from fabtest._internal.signals import sigterm_as_interrupt
         from fabtest.experiment.recorder import recover_pending
 
         self._sigterm = sigterm_as_interrupt()  # SIGTERM (CI, `timeout`) saves the finished scenarios, as Ctrl-C
@@ -417,8 +417,8 @@ class FabtestSession:
 
     def _check_results_destination(self) -> None:
         """Before any scenario runs: results can be saved, and no live run records the same id."""
+        from fabtest.config.settings import check_results_dir
         from fabtest.experiment.recorder import experiment_id_in_use, in_use_message
-        from fabtest.settings import check_results_dir
 
         try:
             check_results_dir(self.results_dir)
@@ -468,7 +468,7 @@ class FabtestSession:
         if self._recorder is None:
             self._report_save_error(session)
             return
-        from fabtest.experiment.summary import previous_experiment_id, render_summary
+        from fabtest.report.console import previous_experiment_id, render_summary
 
         recorder = self._recorder
         if not recorder.results and self._save_error is None:  # claimed early (a given id) but nothing ran
@@ -502,7 +502,7 @@ class FabtestSession:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        from fabtest._terminal import inert
+        from fabtest._internal.terminal import inert
 
         for line in self.not_run.summary_lines():  # first: a run that tested less than it says
             terminalreporter.write_line(inert(line), red=self.not_run.fails_run, yellow=not self.not_run.fails_run)
@@ -518,11 +518,11 @@ class FabtestSession:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-        """Secrets (fabtest.redaction) never reach the console: redact the failure text here."""
+        """Secrets (fabtest._internal.redaction) never reach the console: redact the failure text here."""
         report = yield
         if ready := self.late.take():  # soft verdicts judged since the last report leave with this one
             report.user_properties.append((LATE_PROPERTY, ready))
-        from fabtest import redaction
+        from fabtest._internal import redaction
 
         _make_inert(report)
         if not redaction.secrets():
@@ -541,8 +541,8 @@ class FabtestSession:
         return report
 
     def close(self) -> None:
-        from fabtest import redaction
-        from fabtest._signals import restore_sigterm
+        from fabtest._internal import redaction
+        from fabtest._internal.signals import restore_sigterm
 
         restore_sigterm(self._sigterm)
         self._streams.release()
@@ -564,7 +564,7 @@ def _stop(session: Any, why: str) -> None:
 
 def _make_inert(report: pytest.TestReport) -> None:
     """Escape sequences an agent put in its reply or its exception are shown, not obeyed."""
-    from fabtest._terminal import inert
+    from fabtest._internal.terminal import inert
 
     report.sections = [(title, inert(content)) for title, content in report.sections]
     if isinstance(report.longrepr, tuple):

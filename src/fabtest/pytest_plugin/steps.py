@@ -12,14 +12,14 @@ import re
 import pytest
 from pytest_bdd import given, parsers, then, when
 
-from fabtest import checks
 from fabtest.agents.base import AgentError, agent_metadata
+from fabtest.config.criteria import Criterion, criterion_from_text, parse_examples_table, resolve
 from fabtest.conversation import Mode
-from fabtest.criteria import Criterion, criterion_from_text, parse_examples_table, resolve
+from fabtest.engine import checks
 from fabtest.engine.attacks import hold_against_attack, use_attack, use_record_attack
 from fabtest.engine.scenario import ScenarioState
+from fabtest.engine.topics import table_rows
 from fabtest.errors import UsageError
-from fabtest.topics import table_rows
 
 MODE = r"(?P<mode>should|must)"
 Q = r'"(?P<{}>[^"]*)"'  # a quoted value without double quotes inside

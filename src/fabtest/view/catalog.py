@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fabtest.experiment.compare import Comparison, Experiment, compare, read_experiment
+from fabtest.compare.compute import Comparison, Experiment, compare, read_experiment
+from fabtest.compare.gate import regression_gate
 from fabtest.experiment.export import ExperimentFileError, list_experiment_files, read_document, read_entries
-from fabtest.experiment.gate import regression_gate
 from fabtest.view.layout import as_dict
 
 __all__ = ["Catalog", "ExperimentRow"]

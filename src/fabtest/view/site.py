@@ -15,8 +15,8 @@ from importlib import resources
 from typing import Any
 from urllib.parse import unquote
 
+from fabtest.compare.gate import gate_lines, regression_gate
 from fabtest.experiment.diff import diff_scenarios
-from fabtest.experiment.gate import gate_lines, regression_gate
 from fabtest.report.html import comparison_sections
 from fabtest.view.catalog import Catalog, ExperimentRow
 from fabtest.view.layout import compare_path, conversation_path, e, experiment_path, link, page, scenario_slug

@@ -34,9 +34,9 @@ def add_generate_args(p: argparse.ArgumentParser) -> None:
 
 
 def run_generate(args: argparse.Namespace, results_dir: str) -> int:
-    from fabtest.generate import declared_from, draft_records, write_records
-    from fabtest.judging.commands import configured_llm, fail
-    from fabtest.settings import Settings
+    from fabtest.authoring.generate import declared_from, draft_records, write_records
+    from fabtest.cli.judging import configured_llm, fail
+    from fabtest.config.settings import Settings
 
     root = Path.cwd()
     try:

@@ -20,15 +20,15 @@ from typing import Generic, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, Field
 
+from fabtest.config.criteria import Criterion
 from fabtest.conversation import TokenUsage, ToolCall, Turn
-from fabtest.criteria import Criterion
 from fabtest.llm.base import LLM, LLMBadOutput, LLMNotConfigured
 from fabtest.llm.cache import sample_view
 from fabtest.llm.calls import LLMCall, llm_call
 
 
 class Topic(Protocol):
-    """What the topic prompt needs of a topic (``fabtest.topics.Topic``; no import, so no cycle)."""
+    """What the topic prompt needs of a topic (``fabtest.engine.topics.Topic``; no import, so no cycle)."""
 
     @property
     def name(self) -> str: ...

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from fabtest.config.settings import Settings
 from fabtest.conversation import Conversation, Turn
+from fabtest.engine.judge import Judge
+from fabtest.engine.topics import TopicGraph, TopicGraphError, TopicTracker, table_rows
 from fabtest.errors import UsageError
 from fabtest.experiment.model import TurnRecord
-from fabtest.judge import Judge
-from fabtest.settings import Settings
-from fabtest.topics import TopicGraph, TopicGraphError, TopicTracker, table_rows
 
 __all__ = ["TopicFollower", "topic_graph"]
 

@@ -15,12 +15,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from fabtest._terminal import inert
+from fabtest._internal.redaction import redact
+from fabtest._internal.terminal import inert
 from fabtest.engine.llms import configured_llms
 from fabtest.engine.scenario import LLMRoles
 from fabtest.errors import UsageError
 from fabtest.experiment.recorder import cannot_save_message
-from fabtest.redaction import redact
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 PROG = "fabtest run"
@@ -55,12 +55,12 @@ def _error_lines(message: str) -> int:
 
 def run_cli(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``fabtest run`` (``argv`` without the ``run`` word)."""
+    from fabtest.config.settings import Settings, check_results_dir
     from fabtest.experiment.recorder import check_experiment_id
     from fabtest.playbook.load import PlaybookError, load_playbook
     from fabtest.playbook.run import run_playbook
     from fabtest.playbook.secrets import interpolate
     from fabtest.playbook.workspace import Workspace
-    from fabtest.settings import Settings, check_results_dir
 
     try:
         args = _parser().parse_args(list(argv if argv is not None else sys.argv[1:]))
@@ -78,8 +78,8 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
         sys.path.insert(0, str(root))
 
     # Everything that can be wrong with the input is found before the first call.
+    from fabtest._internal.targets import import_object
     from fabtest.agents.registry import DEFAULT_PLAYBOOK_AGENT, playbook_agent_target
-    from fabtest.targets import import_object
 
     agent = playbook_agent_target(args.agent, settings=settings)
     where = "fabtest run --agent" if args.agent else "playbook agent"
@@ -109,7 +109,7 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
         except UsageError as exc:
             return _error(str(exc))
     if not args.no_preflight:
-        from fabtest.preflight import Needs, run_preflight
+        from fabtest.engine.preflight import Needs, run_preflight
 
         needs = Needs(agents={where: agent}, judge=True, simulator=True)
         try:
@@ -117,7 +117,7 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
         except UsageError as exc:
             return _error_lines(str(exc))
     if not args.no_results:
-        from fabtest._files import remove_stale_temp_files
+        from fabtest._internal.files import remove_stale_temp_files
 
         remove_stale_temp_files(results_dir)  # left by a run killed mid-write
     try:
@@ -146,7 +146,7 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
             return _error(cannot_save_message(exc, None))
     experiment_id = recorder.experiment_id if recorder else args.experiment_id
 
-    from fabtest._signals import restore_sigterm, sigterm_as_interrupt
+    from fabtest._internal.signals import restore_sigterm, sigterm_as_interrupt
 
     failed = skipped = 0
     total = len(playbooks)
@@ -185,7 +185,7 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
         restore_sigterm(sigterm)
         _close_roles(roles)
     if recorder is not None:
-        from fabtest.experiment.summary import previous_experiment_id, render_summary
+        from fabtest.report.console import previous_experiment_id, render_summary
 
         try:
             path = recorder.finalise(interrupted=interrupted)

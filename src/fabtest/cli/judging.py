@@ -17,7 +17,7 @@ from fabtest.errors import UsageError
 from fabtest.llm.base import LLM, LLMError, LLMNotConfigured
 
 if TYPE_CHECKING:
-    from fabtest.settings import Settings
+    from fabtest.config.settings import Settings
 
 __all__ = ["add_calibrate_args", "add_rejudge_args", "configured_llm", "fail", "judge_llm", "load_experiment", "run_calibrate", "run_rejudge"]
 
@@ -46,7 +46,7 @@ def load_experiment(ref: str, results_dir: str, scenario: str | None = None) -> 
 
 def judge_llm(judge_model: str | None) -> LLM:
     """The judge LLM as ./pyproject.toml configures it (``judge_model`` overrides the model)."""
-    from fabtest.settings import Settings
+    from fabtest.config.settings import Settings
 
     return configured_llm(Settings.load(Path.cwd()), Path.cwd(), "judge", judge_model)
 
@@ -140,9 +140,9 @@ def add_calibrate_args(p: argparse.ArgumentParser) -> None:
 
 
 def run_calibrate(args: argparse.Namespace) -> int:
+    from fabtest.config.settings import Settings
     from fabtest.judging.calibrate import calibrate, calibration_report, examples_from_features, load_examples
     from fabtest.judging.render import render_calibration_text
-    from fabtest.settings import Settings
 
     if (args.file is None) == (args.from_features is None):
         return fail("calibrate needs FILE or --from-features (one of them)")

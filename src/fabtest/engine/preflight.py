@@ -106,7 +106,7 @@ def config_problem(where: str, target: Any, *, root: Path | None = None) -> str 
     """Phase 1: what is wrong in ``target``'s configuration (nothing is started or connected to)."""
     try:
         if isinstance(target, str):
-            from fabtest.targets import import_object
+            from fabtest._internal.targets import import_object
 
             import_object(target, where=where)
         elif isinstance(target, Mapping):
@@ -158,7 +158,7 @@ def _table_problem(where: str, table: Mapping[str, Any], root: Path | None) -> s
 
         check_table(table, where=where)
     elif "factory" in table:
-        from fabtest.targets import import_object
+        from fabtest._internal.targets import import_object
 
         import_object(str(table["factory"]), where=where)
     return None
@@ -185,7 +185,7 @@ def _expanded(value: Any) -> Any:
 
 
 def _check_object(where: str, spec: str) -> str | None:
-    from fabtest.targets import import_object
+    from fabtest._internal.targets import import_object
 
     obj = import_object(spec, where=where)
     executable = _cli_executable(obj)
@@ -198,7 +198,7 @@ def _check_object(where: str, spec: str) -> str | None:
 def _cli_executable(obj: Any) -> str | None:
     """The executable a CLI agent target will start, when it can be told without building it."""
     from fabtest.agents.acp import gemini, gemini_acp
-    from fabtest.agents.cli import CliAgent, gemini_cli
+    from fabtest.agents.cli_agent import CliAgent, gemini_cli
 
     if obj in (gemini_cli, gemini, gemini_acp):
         return os.environ.get("FABTEST_GEMINI_CLI") or "gemini"

@@ -8,8 +8,8 @@ thread makes their reports, runs their teardown and logs them, so everything tha
 (terminal, JUnit XML, xdist's channel to the controller, fabtest's recorder) stays on one thread.
 It works the same inside an xdist worker, whose loop calls the protocol hook per item.
 
-What keeps the scenarios in flight apart is :mod:`~fabtest.pytest_plugin.isolation` (fixtures,
-setup state) and :mod:`~fabtest.pytest_plugin.routing` (captured output). A scenario that cannot
+What keeps the scenarios in flight apart is :mod:`~fabtest.pytest_plugin.concurrency.isolation` (fixtures,
+setup state) and :mod:`~fabtest.pytest_plugin.concurrency.routing` (captured output). A scenario that cannot
 share the process (marked ``fabtest_serial``, or using a fixture that changes process-wide state)
 runs alone once the others have finished, and the terminal summary says which and why. With
 ``-x``/``--maxfail`` no scenario starts after the failure; those in flight finish and are
@@ -33,14 +33,14 @@ from _pytest.runner import CallInfo, call_and_report, check_interactive_exceptio
 from _pytest.tmpdir import tmppath_result_key
 
 from fabtest.pytest_plugin.collect import template_of
-from fabtest.pytest_plugin.isolation import (
+from fabtest.pytest_plugin.concurrency.isolation import (
     UNSHAREABLE_FIXTURES,
     ConcurrentSetupState,
     isolate_item,
     serialized_step_lookup,
 )
+from fabtest.pytest_plugin.concurrency.routing import Capture, OutputRouter
 from fabtest.pytest_plugin.playbooks import PlaybookItem
-from fabtest.pytest_plugin.routing import Capture, OutputRouter
 
 __all__ = ["ALONE_PROPERTY", "ConcurrentScenarios", "concurrency_blocker"]
 
@@ -265,7 +265,7 @@ class ConcurrentScenarios:
 
     def _interrupted(self, session: pytest.Session) -> None:
         """Ctrl-C / SIGTERM: stop what the agents started; report only what already finished."""
-        from fabtest.agents.cli import kill_all_groups
+        from fabtest.agents.cli_agent import kill_all_groups
 
         kill_all_groups()
         while True:

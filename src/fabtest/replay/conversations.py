@@ -22,18 +22,18 @@ from pathlib import Path
 from typing import Any, Literal
 
 from fabtest.agents.base import AgentError
+from fabtest.config.settings import Settings
 from fabtest.conversation import Turn
 from fabtest.engine import LLMRoles, ScenarioState
+from fabtest.engine.judge import Judge
+from fabtest.engine.simulator import Simulator, SimulatorConfig
 from fabtest.errors import FabtestError
 from fabtest.experiment.model import ExperimentInfo, ScenarioResult, TurnRecord, turn_records, usage_records
-from fabtest.judge import Judge
-from fabtest.judging.replay_checks import calls_of, outcome_of, recheck
-from fabtest.judging.replay_feature import FeatureSetup, feature_setup
-from fabtest.judging.replay_topics import TopicFollower, topic_graph
 from fabtest.llm.base import LLM
 from fabtest.llm.cache import salted
-from fabtest.settings import Settings
-from fabtest.simulator import Simulator, SimulatorConfig
+from fabtest.replay.feature_setup import FeatureSetup, feature_setup
+from fabtest.replay.recorded_checks import calls_of, outcome_of, recheck
+from fabtest.replay.topic_replay import TopicFollower, topic_graph
 
 __all__ = ["MatchRule", "ReplayEnv", "ReplayOutcome", "TurnMatch", "replay_experiment", "replay_scenario",
            "replayed_info"]

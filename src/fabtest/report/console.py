@@ -17,7 +17,7 @@ from fabtest.experiment.coverage_text import coverage_lines
 from fabtest.experiment.export import list_experiment_files
 from fabtest.experiment.fmt import RULE_HEAVY, RULE_LIGHT, count, git_line, llm_line, num, pct, timestamp, usd
 from fabtest.experiment.stats import low_confidence_count
-from fabtest.llm.budget import budget_line
+from fabtest.llm.retry_budget import budget_line
 
 __all__ = ["previous_experiment_id", "render_summary"]
 

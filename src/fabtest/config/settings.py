@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from fabtest.datafile import safe_load_yaml
+from fabtest._internal.datafile import safe_load_yaml
 from fabtest.errors import UsageError, did_you_mean
 from fabtest.llm.base import LLMSettings
 
@@ -80,7 +80,7 @@ class Settings(BaseModel):
     scenario_timeout: float | None = Field(default=None, gt=0, le=MAX_SECONDS)
     collect_features: bool = True
     playbooks: str = "scenarios/playbooks/*.playbook.{json,yaml,yml}"
-    playbook_agent: str | None = None  # default: the Gemini CLI (fabtest.agents.cli:gemini_cli)
+    playbook_agent: str | None = None  # default: the Gemini CLI (fabtest.agents.cli_agent:gemini_cli)
     scenarios_dir: str = "scenarios"
     results_dir: str = "results"
     judge: JudgeSettings = Field(default_factory=JudgeSettings)
@@ -94,7 +94,7 @@ class Settings(BaseModel):
     # (docs/concurrency.md: how it works, what runs alone)
     concurrency: int = Field(default=1, ge=1, le=10_000)
     llm_cache: Literal["on", "off", "replay"] = "off"
-    retry_budget: float = Field(default=0.1, ge=0, allow_inf_nan=False)  # see fabtest.llm.budget
+    retry_budget: float = Field(default=0.1, ge=0, allow_inf_nan=False)  # see fabtest.llm.retry_budget
     cache_dir: str = ".fabtest/cache"
     criteria: dict[str, str] = Field(default_factory=dict)
     topics: list[TopicRow] = Field(default_factory=list)
@@ -127,7 +127,7 @@ class Settings(BaseModel):
             where = f"environment variable {var}" if var else f"{path} [tool.fabtest]"
             raise UsageError(f"{where}: {_first_error(exc)}") from None
         settings.source = str(path)
-        from fabtest.redaction import register_configured_secrets
+        from fabtest._internal.redaction import register_configured_secrets
 
         register_configured_secrets(settings.agent, settings.agents)  # ${VAR} values are secrets
         if settings.definitions_file:

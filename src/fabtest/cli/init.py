@@ -128,7 +128,7 @@ def plan_init(root: Path, *, agent: str | None = None) -> InitPlan:
 
 def _check_agent(root: Path, spec: str) -> None:
     """``--agent`` must import from the project directory, as pytest will import it."""
-    from fabtest.targets import import_object
+    from fabtest._internal.targets import import_object
 
     added = str(root) not in sys.path
     if added:

@@ -17,14 +17,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from fabtest import checks
 from fabtest.conversation import Conversation, Turn
+from fabtest.engine import checks
+from fabtest.engine.judge import Judge, format_exchange
+from fabtest.engine.topics import follows, reached
 from fabtest.errors import FailureType, UsageError
 from fabtest.experiment.fingerprint import canonical_json
 from fabtest.experiment.model import CheckRecord, ScenarioResult, TurnRecord
-from fabtest.judge import Judge, format_exchange
 from fabtest.judging.rejudge import recorded_criterion
-from fabtest.topics import follows, reached
 
 __all__ = ["calls_of", "outcome_of", "recheck", "same_turn"]
 

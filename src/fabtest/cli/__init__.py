@@ -16,11 +16,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fabtest._files import write_text_atomic
+from fabtest._internal.files import write_text_atomic
 from fabtest.experiment.export import ExperimentFileError, list_experiment_files, read_document
 
 if TYPE_CHECKING:
-    from fabtest.experiment.compare import Experiment
+    from fabtest.compare.compute import Experiment
 
 __all__ = ["compare_main", "main"]
 
@@ -126,8 +126,8 @@ def _fail(prog: str, message: str) -> int:
 
 
 def _run_compare(args: argparse.Namespace, prog: str) -> int:
-    from fabtest.experiment import gate as gating
-    from fabtest.experiment.compare import (
+    from fabtest.compare import gate as gating
+    from fabtest.compare.compute import (
         compare,
         md_escape,
         read_experiment,
@@ -221,7 +221,7 @@ def _entries_of(ref: str, results_dir: str, exp: Experiment, wanted: list[str]) 
 def _with_diffs(comparison: Any, renderer: Callable[[Any], str], diffs: list[Any], fmt: str) -> str:
     if not diffs:
         return renderer(comparison)
-    from fabtest.experiment.compare import render_diffs_markdown, render_diffs_text
+    from fabtest.compare.compute import render_diffs_markdown, render_diffs_text
 
     if fmt == "json":
         import dataclasses
@@ -269,7 +269,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
-    from fabtest.experiment.summary import previous_experiment_id, render_summary
+    from fabtest.report.console import previous_experiment_id, render_summary
 
     results_dir = args.results_dir or _default_results_dir()
     try:
@@ -357,9 +357,9 @@ def _cmd_merge(args: argparse.Namespace) -> int:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     try:
-        from fabtest.playbook import run_cli
+        from fabtest.cli.run import run_cli
     except ImportError as exc:
-        return _fail("fabtest", f"the playbook runner is not available (fabtest.playbook.run_cli: {exc})")
+        return _fail("fabtest", f"the playbook runner is not available (fabtest.cli.run: {exc})")
     result = run_cli(list(args.args))
     return int(result or 0)
 
@@ -382,8 +382,8 @@ def _cmd_steps(args: argparse.Namespace) -> int:
 
 
 def _cmd_init(args: argparse.Namespace) -> int:
+    from fabtest.cli.init import next_steps, plan_init, write_init
     from fabtest.errors import UsageError
-    from fabtest.init import next_steps, plan_init, write_init
 
     try:
         plan = plan_init(Path(args.dir), agent=args.agent)
@@ -454,7 +454,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                             "(default: features/ if it exists, else .)")
     p.set_defaults(func=_cmd_steps)
 
-    from fabtest.judging import commands as judging
+    from fabtest.cli import judging
 
     p = sub.add_parser("rejudge", help="re-judge an experiment's recorded transcripts: is the judge consistent?")
     judging.add_rejudge_args(p)
@@ -464,14 +464,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     judging.add_calibrate_args(p)
     p.set_defaults(func=judging.run_calibrate)
 
-    from fabtest.judging import replay_command
+    from fabtest.cli import replay as replay_command
 
     p = sub.add_parser("replay", help="re-run recorded conversations against the current agent, branching at the "
                                       "first turn that differs")
     replay_command.add_replay_args(p)
     p.set_defaults(func=lambda a: replay_command.run_replay(a, a.results_dir or _default_results_dir()))
 
-    from fabtest import generate_command
+    from fabtest.cli import generate as generate_command
 
     p = sub.add_parser("generate", help="draft scenario-set records aimed at what the last run never exercised")
     generate_command.add_generate_args(p)

@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from fabtest.cli.judging import fail, load_experiment
 from fabtest.errors import UsageError
-from fabtest.judging.commands import fail, load_experiment
 from fabtest.llm.base import LLMNotConfigured
 
 __all__ = ["add_replay_args", "render_replay_text", "run_replay"]
@@ -51,10 +51,10 @@ def add_replay_args(p: argparse.ArgumentParser) -> None:
 
 def _env(args: argparse.Namespace) -> Any:
     """The settings, LLMs and options every replayed scenario shares; UsageError on bad input."""
-    from fabtest.judging.commands import configured_llm
-    from fabtest.judging.replay import MatchRule, ReplayEnv
-    from fabtest.settings import Settings
-    from fabtest.targets import import_object
+    from fabtest._internal.targets import import_object
+    from fabtest.cli.judging import configured_llm
+    from fabtest.config.settings import Settings
+    from fabtest.replay.conversations import MatchRule, ReplayEnv
 
     root = Path.cwd()
     settings = Settings.load(root)
@@ -79,7 +79,7 @@ def _env(args: argparse.Namespace) -> Any:
 def run_replay(args: argparse.Namespace, results_dir: str) -> int:
     from fabtest.experiment.export import build_document, new_experiment_id, write_document
     from fabtest.experiment.gitinfo import git_info
-    from fabtest.judging.replay import replay_experiment, replayed_info
+    from fabtest.replay.conversations import replay_experiment, replayed_info
 
     try:
         info, results, doc = load_experiment(args.experiment, results_dir, args.scenario)
@@ -166,7 +166,7 @@ def render_replay_text(outcomes: list[Any], *, source: str, new_id: str | None, 
                  + (f"; not replayed: {skipped}" if skipped else "")
                  + (f"; outcome not verified (a must check not re-checked): {unverified}" if unverified else ""))
     if diffs:
-        from fabtest.experiment.compare import render_diffs_text
+        from fabtest.compare.compute import render_diffs_text
 
         lines.append(render_diffs_text(diffs).rstrip("\n"))
     if new_id:

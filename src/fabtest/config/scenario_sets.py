@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fabtest.datafile import read_data_file
+from fabtest._internal.datafile import read_data_file
 from fabtest.errors import UsageError
 
 EXTENSIONS = (".json", ".yaml", ".yml")
@@ -131,7 +131,7 @@ def generated_records(spec: str) -> list[ScenarioRecord]:
     records, or a function (a generator, say) returning them, each a dict as a data file spells it.
     Records are validated as a file's are; ids are stable as long as the source yields the same ids
     (or, without ids, the same order)."""
-    from fabtest.targets import import_object
+    from fabtest._internal.targets import import_object
 
     try:
         source = import_object(spec, where="scenario set", what="source")

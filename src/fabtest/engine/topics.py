@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from fabtest.conversation import TokenUsage, Turn
-from fabtest.judge import Judge, format_exchange
-from fabtest.patterns import IGNORECASE, Pattern, PatternError, compile_pattern, search
+from fabtest.engine.judge import Judge, format_exchange
+from fabtest.engine.patterns import IGNORECASE, Pattern, PatternError, compile_pattern, search
 
 TriggerKind = Literal["tool", "agent", "user"]
 

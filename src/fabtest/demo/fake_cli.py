@@ -1,8 +1,8 @@
 """A command-line front-end of the demo agent that mimics the Gemini CLI's headless mode.
 
-    python -m fabtest.demo.cli --skip-trust --prompt=TEXT -m MODEL -o stream-json --approval-mode yolo \\
+    python -m fabtest.demo.fake_cli --skip-trust --prompt=TEXT -m MODEL -o stream-json --approval-mode yolo \\
         --session-id UUID          # first turn: creates the session
-    python -m fabtest.demo.cli ... --resume UUID      # later turns
+    python -m fabtest.demo.fake_cli ... --resume UUID      # later turns
 
 Same flags and ``stream-json`` events as ``gemini`` 0.61 (``init``, ``message``, ``tool_use``,
 ``tool_result``, ``result``). Each session's message history is kept as JSON in
@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def command(agent: str = "build_agent") -> list[str]:
     """The first-turn argv template that runs this front-end with the interpreter running fabtest."""
-    argv = [sys.executable, "-m", "fabtest.demo.cli", "--skip-trust", "--prompt={prompt}", "-m", "{model}",
+    argv = [sys.executable, "-m", "fabtest.demo.fake_cli", "--skip-trust", "--prompt={prompt}", "-m", "{model}",
             "-o", "stream-json", "--approval-mode", "yolo", "--session-id", "{session_id}"]
     return argv + (["--agent", agent] if agent != "build_agent" else [])
 
@@ -159,7 +159,7 @@ def build_cli_agent(context: dict[str, Any] | None = None) -> Any:
     ``context`` may give ``agent_model``, ``timeout``, ``cwd``/``workspace``, ``state_dir`` and
     ``demo_agent`` (a factory name in :mod:`fabtest.demo`).
     """
-    from fabtest.agents.cli import CliAgent
+    from fabtest.agents.cli_agent import CliAgent
 
     ctx = dict(context or {})
     src = str(Path(__file__).resolve().parents[2])  # so the child imports this very fabtest

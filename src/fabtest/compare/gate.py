@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from fabtest.experiment.compare import DEFAULT_ALPHA, Comparison, CriterionDelta, drop_p_value
+from fabtest.compare.compute import DEFAULT_ALPHA, Comparison, CriterionDelta, drop_p_value
 from fabtest.experiment.fmt import pct
 
 __all__ = [

@@ -20,7 +20,7 @@ from fabtest.llm.calls import LLMCall, llm_call
 from fabtest.redteam import Attack, attack
 
 if TYPE_CHECKING:
-    from fabtest.topics import TopicGraph
+    from fabtest.engine.topics import TopicGraph
 
 #: Extra attempts after the first when the simulator's message is unusable.
 MAX_RETRIES = 2

@@ -22,10 +22,10 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, Field
 
+from fabtest.config.scenario_sets import EXTENSIONS, ScenarioRecord, ScenarioSetError, parse_scenario_set
 from fabtest.errors import UsageError
 from fabtest.llm.base import LLM
 from fabtest.llm.calls import LLMCall, llm_call
-from fabtest.scenario_sets import EXTENSIONS, ScenarioRecord, ScenarioSetError, parse_scenario_set
 
 __all__ = ["Declared", "Draft", "Drafts", "build_prompt", "declared_from", "draft_records", "write_records"]
 

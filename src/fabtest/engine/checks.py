@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fabtest._files import path_inside
+from fabtest._internal.files import path_inside
 from fabtest.conversation import ToolCall, Turn
+from fabtest.engine.patterns import Pattern, PatternError, compile_pattern, search
 from fabtest.errors import UsageError
-from fabtest.patterns import Pattern, PatternError, compile_pattern, search
 
 Result = tuple[bool, str]
 
@@ -28,7 +28,7 @@ _NUMERIC_RE = re.compile(r"^\s*(>=|<=|>|<)\s*(-?\d+(?:\.\d+)?)\s*$")
 
 
 def compile_regex(pattern: str, *, where: str) -> Pattern:
-    """A user pattern, matched later with a time limit (see :mod:`fabtest.patterns`)."""
+    """A user pattern, matched later with a time limit (see :mod:`fabtest.engine.patterns`)."""
     try:
         return compile_pattern(pattern)
     except PatternError as exc:

@@ -1,0 +1,1 @@
+"""Plumbing fabtest's parts share; nothing here is public API."""

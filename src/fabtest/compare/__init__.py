@@ -1,0 +1,1 @@
+"""Two experiments side by side: what changed (``compute``), and the CI gate (``gate``)."""

@@ -1,0 +1,1 @@
+"""What a project configures: ``[tool.fabtest]`` settings, scenario sets and criteria."""
