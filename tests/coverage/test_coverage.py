@@ -178,7 +178,8 @@ def test_a_run_prints_and_records_its_coverage_and_a_floor_fails_it(tmp_path: Pa
 
 
 def test_compare_lists_what_became_covered_and_uncovered() -> None:
-    from fabtest.compare.compute import compare, render_markdown, render_text
+    from fabtest.compare.compute import compare
+    from fabtest.compare.render import render_markdown, render_text
     from fabtest.experiment.export import build_document
     from fabtest.experiment.model import ExperimentInfo
 

@@ -10,7 +10,8 @@ import pytest
 
 from fabtest.cli import compare_main
 from fabtest.experiment import export
-from fabtest.compare.compute import compare, read_experiment
+from fabtest.compare.compute import compare
+from fabtest.compare.read import read_experiment
 from fabtest.experiment.export import read_entries, write_document
 
 from exp_factory import make_doc, make_result

@@ -3,12 +3,8 @@ import json
 import pytest
 
 from exp_factory import CRITERIA, TOPICS, make_doc, make_result
-from fabtest.compare.compute import (
-    compare,
-    render_json,
-    render_markdown,
-    render_text,
-)
+from fabtest.compare.compute import compare
+from fabtest.compare.render import render_json, render_markdown, render_text
 from fabtest.compare.gate import gate_failures, meets_min_completion, regressed
 from fabtest.experiment.model import TopicRecord
 
@@ -143,7 +139,7 @@ def test_lean_read_gives_the_same_comparison(tmp_path):
 
     assert without_features(compare(lean_b, lean_c).to_dict()) == without_features(compare(full_b, full_c).to_dict())
     assert compare(full_b, full_c).to_dict() == compare(base, cur).to_dict()
-    from fabtest.compare.compute import read_experiment
+    from fabtest.compare.read import read_experiment
 
     streamed = compare(read_experiment("exp_base01", tmp_path)[1], read_experiment("exp_curr01", tmp_path)[1])
     assert streamed.to_dict() == compare(base, cur).to_dict()

@@ -9,7 +9,8 @@ import pytest
 from exp_factory import check, make_doc, make_result
 from fabtest.cli import compare_main, main
 from fabtest.experiment import stats
-from fabtest.compare.compute import compare, render_json, render_markdown, render_text
+from fabtest.compare.compute import compare
+from fabtest.compare.render import render_json, render_markdown, render_text
 from fabtest.experiment.export import load_document, read_document, write_document
 from fabtest.report.console import render_summary
 

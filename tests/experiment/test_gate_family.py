@@ -11,7 +11,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from fabtest.compare.compute import Experiment, compare
+from fabtest.compare.compute import compare
+from fabtest.compare.read import Experiment
 from fabtest.compare.gate import GateOptions, adjust, binomial_cdf, evaluate, sign_test_p
 
 ALPHA = 0.05

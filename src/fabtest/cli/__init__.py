@@ -20,7 +20,7 @@ from fabtest._internal.files import write_text_atomic
 from fabtest.experiment.export import ExperimentFileError, list_experiment_files, read_document
 
 if TYPE_CHECKING:
-    from fabtest.compare.compute import Experiment
+    from fabtest.compare.read import Experiment
 
 __all__ = ["compare_main", "main"]
 
@@ -127,15 +127,9 @@ def _fail(prog: str, message: str) -> int:
 
 def _run_compare(args: argparse.Namespace, prog: str) -> int:
     from fabtest.compare import gate as gating
-    from fabtest.compare.compute import (
-        compare,
-        md_escape,
-        read_experiment,
-        render_json,
-        render_markdown,
-        render_text,
-        summarise,
-    )
+    from fabtest.compare.compute import compare
+    from fabtest.compare.read import read_experiment, summarise
+    from fabtest.compare.render import md_escape, render_json, render_markdown, render_text
 
     results_dir = args.results_dir or _default_results_dir()
     options = gating.GateOptions(
@@ -221,7 +215,7 @@ def _entries_of(ref: str, results_dir: str, exp: Experiment, wanted: list[str]) 
 def _with_diffs(comparison: Any, renderer: Callable[[Any], str], diffs: list[Any], fmt: str) -> str:
     if not diffs:
         return renderer(comparison)
-    from fabtest.compare.compute import render_diffs_markdown, render_diffs_text
+    from fabtest.compare.render import render_diffs_markdown, render_diffs_text
 
     if fmt == "json":
         import dataclasses

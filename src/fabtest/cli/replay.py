@@ -166,7 +166,7 @@ def render_replay_text(outcomes: list[Any], *, source: str, new_id: str | None, 
                  + (f"; not replayed: {skipped}" if skipped else "")
                  + (f"; outcome not verified (a must check not re-checked): {unverified}" if unverified else ""))
     if diffs:
-        from fabtest.compare.compute import render_diffs_text
+        from fabtest.compare.render import render_diffs_text
 
         lines.append(render_diffs_text(diffs).rstrip("\n"))
     if new_id:

@@ -25,32 +25,23 @@ tests (experiment/gate.py: one family over every gated metric, the scenario run 
 
 from __future__ import annotations
 
-import gc
-import json
 import math
-import os
 import statistics
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from operator import attrgetter
-from pathlib import Path
 from typing import Any, Literal
 
+from fabtest.compare.read import Experiment, ScenarioTally, merge_counts, no_gc, run_level, summarise
 from fabtest.experiment.cost import cost_delta_by_id
 from fabtest.experiment.coverage import changes as coverage_changes
-from fabtest.experiment.coverage_text import change_lines
-from fabtest.experiment.diff import ConversationDiff, tool_summary
-from fabtest.experiment.export import entry_topics, read_entries, read_index
-from fabtest.experiment.fmt import RULE_HEAVY, RULE_LIGHT, llm_line, num, pct, pp, signed, usd
-from fabtest.experiment.stats import entry_check_counts, is_criterion
+from fabtest.experiment.fmt import llm_line
+from fabtest.experiment.stats import is_criterion
 
 __all__ = [
     "DEFAULT_ALPHA",
-    "render_diffs_markdown",
-    "render_diffs_text",
     "Comparability",
     "Comparison",
     "CriterionDelta",
@@ -58,17 +49,9 @@ __all__ = [
     "ScenarioChange",
     "ScenarioOutcome",
     "VarianceComparison",
-    "Experiment",
     "compare",
-    "cost_lines",
     "drop_p_value",
-    "md_escape",
     "name_features",
-    "render_json",
-    "render_markdown",
-    "render_text",
-    "read_experiment",
-    "summarise",
 ]
 
 Validity = Literal["HIGH", "MEDIUM", "LOW"]
@@ -79,7 +62,6 @@ COUNT_TOLERANCE = 0.1  # turns and topics
 BIG_RATE_CHANGE = 0.10  # 10pp: doubled mark
 QUALITY_THRESHOLD = 0.05  # per-scenario evaluation rate change that counts as improved/regressed
 DEFAULT_ALPHA = 0.05
-_LISTED = 20  # rows per list in text/markdown; the JSON output has everything
 
 
 @dataclass(slots=True)
@@ -305,210 +287,6 @@ def _tail_sum(log_pmf: Callable[[int], float], ks: range) -> float:
     return total
 
 
-# ---------------------------------------------------------------------------------------------
-# per-scenario aggregation over raw dicts
-
-
-class _Agg:
-    """One scenario's runs added up (every run of an experiment is one row of its index)."""
-
-    __slots__ = ("name", "runs", "passes", "skipped", "turns", "eval_passed", "eval_total", "topic_runs", "topics",
-                 "failures", "criteria", "checks", "iterations", "cost_usd", "cost_complete", "eval_runs", "eval_clean",
-                 "eval_rate_sum", "criteria_runs")
-
-    def __init__(self, name: str) -> None:  # a plain class: 100,000 are made per experiment
-        self.name = name
-        self.runs = self.passes = self.skipped = self.turns = self.eval_passed = self.eval_total = 0
-        self.topic_runs = self.topics = 0
-        self.failures: Counter[str] | None = None
-        self.criteria: dict[str, list[int]] = _NO_COUNTS  # read-only until a run's counts replace it
-        self.checks: dict[str, list[int]] = _NO_COUNTS
-        #: iteration → [passed, ran, ev_p, ev_t]; None while every run was iteration 1 (then the totals say it)
-        self.iterations: dict[int, list[int]] | None = None
-        self.cost_usd: float | None = None  # every run's cost, skipped ones too (None: none recorded)
-        self.cost_complete = True
-        # the gate's unit is the run (experiment/gate.py): runs that rated a soft check, runs whose every
-        # soft check passed, and the sum of the runs' own evaluation rates
-        self.eval_runs = self.eval_clean = 0
-        self.eval_rate_sum = 0.0
-        #: criterion → [runs whose every rating of it passed, runs that rated it]; None while one run
-        #: (then ``run_level(criteria)`` says it)
-        self.criteria_runs: dict[str, list[int]] | None = None
-
-    def by_iteration(self) -> dict[int, list[int]]:
-        if self.iterations is not None:
-            return self.iterations
-        return {1: [self.passes, self.runs, self.eval_passed, self.eval_total]} if self.runs else {}
-
-
-_NO_COUNTS: dict[str, list[int]] = {}  # shared by the scenarios that never ran; never written to
-
-
-def _merge(into: dict[str, list[int]], counts: dict[str, Any]) -> None:
-    for name, pair in counts.items():
-        slot = into.setdefault(name, [0, 0])
-        slot[0] += int(pair[0])
-        slot[1] += int(pair[1])
-
-
-def run_level(counts: dict[str, Any]) -> dict[str, list[int]]:
-    """One run's ``{label: [passed, rated]}`` as ``{label: [1 if every rating passed, 1 if rated]}``."""
-    return {name: [int(bool(pair[1]) and pair[0] >= pair[1]), int(bool(pair[1]))] for name, pair in counts.items()}
-
-
-def _add_run(into: dict[str, list[int]], counts: dict[str, Any]) -> None:
-    for name, pair in counts.items():
-        slot = into.setdefault(name, [0, 0])
-        if pair[1]:
-            slot[1] += 1
-            slot[0] += pair[0] >= pair[1]
-
-
-def _owned(counts: dict[str, Any], runs: int) -> dict[str, list[int]]:
-    """The counts of the first run (read-only, maybe shared) copied before a second run adds to them."""
-    return {name: [int(pair[0]), int(pair[1])] for name, pair in counts.items()} if runs == 2 else counts
-
-
-@dataclass(slots=True)
-class Experiment:
-    """What a comparison reads of one experiment: every section but the entries, and per-scenario
-    totals (``scenarios``, by stable id) added up as the index rows or entries were read."""
-
-    doc: dict[str, Any]  # a whole document keeps its entries; a lean one (``"lean": true``) has none
-    scenarios: dict[str, _Agg] = field(default_factory=dict)
-    definitions: dict[str, set[str]] = field(default_factory=dict)
-    path: Path | None = None  # the file a lean read came from (its few added/removed entries are read again)
-
-    def entries_of(self, ids: AbstractSet[str]) -> Iterable[dict[str, Any]]:
-        """The whole entries of ``ids``: from the document, or read from the file of a lean read."""
-        if not ids:
-            return ()
-        if self.doc.get("lean") and self.path is not None:
-            return read_entries(self.path, ids) or ()
-        return self.doc.get("scenario_results") or ()
-
-    def add_rows(self, rows: Iterable[Sequence[Any]]) -> None:
-        """Adds runs given as ``scenario_index`` rows (``export.index_row``'s fields, normalised)."""
-        aggs = self.scenarios
-        for (sid, name, iteration, passed, skipped, turns, failure_type, ev_p, ev_t, topics, criteria, checks,
-             spent, complete) in rows:
-            agg = aggs.get(sid)
-            if agg is None:
-                agg = aggs[sid] = _Agg(name or sid)
-            if spent is not None:
-                agg.cost_usd = (0.0 if agg.cost_usd is None else agg.cost_usd) + spent
-                agg.cost_complete = agg.cost_complete and complete
-            if skipped:
-                agg.skipped += 1
-                continue
-            if iteration != 1 and agg.iterations is None:
-                agg.iterations = agg.by_iteration()
-            agg.runs += 1
-            if passed:
-                agg.passes += 1
-            else:
-                if agg.failures is None:
-                    agg.failures = Counter()
-                agg.failures[failure_type or "assertion"] += 1
-            agg.turns += turns
-            if topics is not None:
-                agg.topic_runs += 1
-                agg.topics += topics
-            agg.eval_passed += ev_p
-            agg.eval_total += ev_t
-            if ev_t:
-                agg.eval_runs += 1
-                agg.eval_clean += ev_p >= ev_t
-                agg.eval_rate_sum += ev_p / ev_t
-            if agg.runs == 2:
-                agg.criteria_runs = run_level(agg.criteria)
-            if agg.criteria_runs is not None:
-                _add_run(agg.criteria_runs, criteria)
-            if agg.runs == 1:  # most scenarios run once: their counts are used as read (often one shared map)
-                agg.criteria, agg.checks = criteria, checks
-            else:
-                agg.criteria, agg.checks = _owned(agg.criteria, agg.runs), _owned(agg.checks, agg.runs)
-                _merge(agg.criteria, criteria)
-                _merge(agg.checks, checks)
-            if agg.iterations is not None:
-                it = agg.iterations.setdefault(iteration, [0, 0, 0, 0])
-                it[0] += passed
-                it[1] += 1
-                it[2] += ev_p
-                it[3] += ev_t
-
-    def cost_per_run(self) -> dict[str, float]:
-        """Scenario id → its recorded cost per run (skipped runs included, as the cost is), where recorded."""
-        return {sid: a.cost_usd / max(1, a.runs + a.skipped) for sid, a in self.scenarios.items() if a.cost_usd is not None}
-
-    def shared_costs(self, shared: AbstractSet[str]) -> dict[str, tuple[float, bool]] | None:
-        """The shared scenarios' costs for ``cost_delta_by_id`` (None: none recorded)."""
-        aggs = self.scenarios
-        out = {sid: (a.cost_usd, a.cost_complete) for sid in shared if (a := aggs[sid]).cost_usd is not None}
-        return out or None
-
-
-def _entry_row(e: dict[str, Any]) -> tuple[Any, ...]:
-    """A whole (or lean) ``scenario_results`` entry as a normalised index row."""
-    sid = str(e.get("id"))
-    ev = e.get("evaluations")
-    ev_p, ev_t = (ev.get("passed") or 0, ev.get("total") or 0) if isinstance(ev, dict) else (0, 0)
-    if "criteria_counts" in e:  # a lean entry from the scenario index
-        criteria, checks = e.get("criteria_counts") or {}, e.get("checks_counts") or {}
-        usd, complete = e.get("cost_usd"), e.get("cost_complete", True)
-    else:
-        criteria, checks = entry_check_counts(e)
-        spent = e.get("cost")
-        usd, complete = (spent.get("usd"), spent.get("complete", True)) if isinstance(spent, dict) else (None, True)
-    usd = float(usd) if isinstance(usd, (int, float)) else None
-    return (sid, e.get("name"), int(e.get("iteration") or 1), bool(e.get("passed")), e.get("skipped"),
-            e.get("turns") or 0, e.get("failure_type"), ev_p, ev_t, entry_topics(e), criteria, checks, usd, bool(complete))
-
-
-def summarise(doc: dict[str, Any]) -> Experiment:
-    """An experiment from a whole or lean document (its entries added up)."""
-    exp = Experiment(doc, definitions=_criteria_definitions(doc))
-    exp.add_rows(map(_entry_row, doc["scenario_results"]))
-    return exp
-
-
-def read_experiment(ref: str | os.PathLike[str], results_dir: str | os.PathLike[str]) -> tuple[Path, Experiment]:
-    """An experiment file read for a comparison: the index rows added up as they are parsed (no
-    entry is built or kept), or, for a file in another layout, the whole document's entries."""
-    exp = Experiment({})
-    with _no_gc():
-        path, doc = read_index(ref, results_dir, exp.add_rows)
-        if not doc.get("lean"):
-            return path, summarise(doc)
-    exp.doc, exp.definitions, exp.path = doc, _criteria_definitions(doc), path
-    return path, exp
-
-
-@contextmanager
-def _no_gc() -> Iterator[None]:
-    """The cycle collector paused: reading and adding up 100,000 rows makes only acyclic objects,
-    and collections triggered by them, each walking every object kept so far, took a third of
-    the time."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def _criteria_definitions(doc: dict[str, Any]) -> dict[str, set[str]]:
-    """Criterion name → its description(s), from the configuration section or the scenarios."""
-    config = doc.get("configuration")
-    if isinstance(config, dict) and isinstance(config.get("criteria"), dict):
-        return {k: {str(v)} for k, v in config["criteria"].items()}
-    out: dict[str, set[str]] = {}
-    for e in doc["scenario_results"]:
-        for name, desc in (e.get("criteria") or {}).items():
-            out.setdefault(name, set()).add(str(desc))
-    return out
-
 
 def _hard_criteria(doc: dict[str, Any]) -> set[str]:
     """Criteria rated as ``must`` in the experiment (``criteria_results``' must counts; older files
@@ -609,7 +387,7 @@ class _Totals:
     eval_rate_sum: float = 0.0
 
 
-def _totals(aggs: Iterable[_Agg]) -> _Totals:
+def _totals(aggs: Iterable[ScenarioTally]) -> _Totals:
     aggs = list(aggs)
     return _Totals(*(sum(map(attrgetter(name), aggs)) for name in _TOTALLED))
 
@@ -657,14 +435,14 @@ def _whole(base: dict[str, Any], cur: dict[str, Any]) -> list[MetricDelta]:
     return out
 
 
-def _stopped_early(name: str, had: dict[str, _Agg], lacks: dict[str, _Agg], kind: str) -> bool:
+def _stopped_early(name: str, had: dict[str, ScenarioTally], lacks: dict[str, ScenarioTally], kind: str) -> bool:
     """True when every shared scenario that ran ``name`` on one side failed on the other (a must
     stopped it before the step), so the label is missing for that reason, not because it was removed."""
     ids = [sid for sid, a in had.items() if name in getattr(a, kind)]
     return bool(ids) and all(lacks[sid].runs > lacks[sid].passes for sid in ids if sid in lacks)
 
 
-def _summed(aggs: Iterable[_Agg], kind: str) -> dict[str, list[int]]:
+def _summed(aggs: Iterable[ScenarioTally], kind: str) -> dict[str, list[int]]:
     """The scenarios' ``{label: [passed, evaluated]}`` (``kind``) added up: each distinct map once,
     times the scenarios that share it (most scenarios share one of a few maps)."""
     maps = list(map(attrgetter(kind), aggs))
@@ -678,14 +456,14 @@ def _summed(aggs: Iterable[_Agg], kind: str) -> dict[str, list[int]]:
     return out
 
 
-def _summed_runs(aggs: Iterable[_Agg]) -> dict[str, list[int]]:
+def _summed_runs(aggs: Iterable[ScenarioTally]) -> dict[str, list[int]]:
     """The criteria's run-level counts (``run_level``) added up over the scenarios; a one-run
     scenario's map is converted once however many scenarios share it."""
     out: dict[str, list[int]] = {}
     single: list[dict[str, list[int]]] = []
     for a in aggs:
         if a.criteria_runs is not None:
-            _merge(out, a.criteria_runs)
+            merge_counts(out, a.criteria_runs)
         elif a.runs:
             single.append(a.criteria)
     times = Counter(map(id, single))
@@ -702,7 +480,7 @@ def _pair(counts: list[int] | None) -> tuple[int, int]:
 
 
 def _rows(
-    b_shared: dict[str, _Agg], c_shared: dict[str, _Agg], kind: str,
+    b_shared: dict[str, ScenarioTally], c_shared: dict[str, ScenarioTally], kind: str,
     defs: tuple[dict[str, set[str]], dict[str, set[str]]] | None, modified: list[str],
     hard: AbstractSet[str] = frozenset(),
 ) -> list[CriterionDelta]:
@@ -744,7 +522,7 @@ def _rows(
 
 
 def _scenario_changes(
-    b_agg: dict[str, _Agg], c_agg: dict[str, _Agg]
+    b_agg: dict[str, ScenarioTally], c_agg: dict[str, ScenarioTally]
 ) -> tuple[list[ScenarioChange], list[ScenarioChange], list[ScenarioChange], list[ScenarioChange]]:
     passing: list[ScenarioChange] = []
     failing: list[ScenarioChange] = []
@@ -778,7 +556,7 @@ def _scenario_changes(
     return passing, failing, improved, regressed_
 
 
-def _outcomes(aggs: dict[str, _Agg], ids: AbstractSet[str]) -> list[ScenarioOutcome]:
+def _outcomes(aggs: dict[str, ScenarioTally], ids: AbstractSet[str]) -> list[ScenarioOutcome]:
     out = []
     for sid in sorted(ids, key=lambda s: (aggs[s].name, s)):
         a = aggs[sid]
@@ -799,9 +577,6 @@ def name_features(outcomes: list[ScenarioOutcome], entries: Iterable[dict[str, A
     return outcomes
 
 
-def _scenario_label(o: ScenarioOutcome) -> str:
-    return f"{o.feature} / {o.name} [{o.id}]" if o.feature else f"{o.name} [{o.id}]"
-
 
 def _spread(values: list[float]) -> RateSpread:
     if not values:
@@ -809,7 +584,7 @@ def _spread(values: list[float]) -> RateSpread:
     return RateSpread(values, statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0)
 
 
-def _per_run(aggs: Iterable[_Agg], index: int) -> list[float]:
+def _per_run(aggs: Iterable[ScenarioTally], index: int) -> list[float]:
     """Per-iteration rate over the shared scenarios (index 0: completion, 2: evaluation)."""
     sums: dict[int, list[int]] = {}
     for a in aggs:
@@ -820,7 +595,7 @@ def _per_run(aggs: Iterable[_Agg], index: int) -> list[float]:
     return [s[0] / s[1] for _, s in sorted(sums.items()) if s[1]]
 
 
-def _variance(b_shared: dict[str, _Agg], c_shared: dict[str, _Agg]) -> VarianceComparison:
+def _variance(b_shared: dict[str, ScenarioTally], c_shared: dict[str, ScenarioTally]) -> VarianceComparison:
     metrics, notes = [], []
     for key, label, index in (("completion_rate", "Completion rate", 0), ("evaluation_rate", "Evaluation rate", 2)):
         b, c = _spread(_per_run(b_shared.values(), index)), _spread(_per_run(c_shared.values(), index))
@@ -842,7 +617,7 @@ def _variance(b_shared: dict[str, _Agg], c_shared: dict[str, _Agg]) -> VarianceC
 def compare(baseline: dict[str, Any] | Experiment, current: dict[str, Any] | Experiment) -> Comparison:
     """Everything that changed from ``baseline`` to ``current`` (raw experiment dicts, or experiments
     that ``read_experiment`` added up while reading)."""
-    with _no_gc():
+    with no_gc():
         base = baseline if isinstance(baseline, Experiment) else summarise(baseline)
         cur = current if isinstance(current, Experiment) else summarise(current)
         return _compared(base, cur)
@@ -878,362 +653,3 @@ def _compared(base: Experiment, cur: Experiment) -> Comparison:
         cost=cost_delta_by_id(base.shared_costs(shared), cur.shared_costs(shared)),
         coverage=coverage_changes(base.doc.get("coverage"), cur.doc.get("coverage")),
     )
-
-
-def cost_lines(comparison: Comparison) -> list[str]:
-    """The cost delta as text lines (also used by the markdown and HTML renderers)."""
-    spent = comparison.cost
-    if not spent:
-        return []
-    if not spent["scenarios"]:
-        return [f"Cost: not compared ({spent['unpriced']} shared scenario(s) have tokens without a price)"]
-    ratio = f", x{spent['ratio']:.2f}" if spent.get("ratio") is not None else ""
-    line = (f"Cost, {spent['scenarios']} shared scenario(s): {usd(spent['baseline_usd'])} → {usd(spent['current_usd'])} "
-            f"({usd(spent['delta_usd'], signed=True)}{ratio})")
-    if spent["unpriced"]:
-        line += f"; {spent['unpriced']} more shared scenario(s) not priced on both sides, left out"
-    return [line]
-
-
-def _counts_text(counts: tuple[int, int] | None) -> str:
-    return "n/a" if counts is None else f"{counts[0]}/{counts[1]}"
-
-
-# ---------------------------------------------------------------------------------------------
-# renderers
-
-
-def _ref_line(label: str, ref: ExperimentRef) -> str:
-    name = f' "{ref.name}"' if ref.name else ""
-    date = f" ({ref.timestamp[:10]})" if ref.timestamp else ""
-    extra = f" [{ref.iterations} runs]" if ref.iterations > 1 else ""
-    extra += " [INTERRUPTED]" if ref.interrupted else ""
-    return f"{label}{ref.id}{name}{date}{extra}"
-
-
-def _value(m: MetricDelta | CriterionDelta, which: str, kind: str = "rate") -> str:
-    v = getattr(m, which)
-    return pct(v) if kind == "rate" else num(v)
-
-
-def _delta_text(delta: float | None, kind: str) -> str:
-    return pp(delta) if kind == "rate" else signed(delta)
-
-
-def _same_llm(line: str) -> str:
-    return " (none configured)" if line.startswith("none") else f" ({line})"
-
-
-def _comparability_lines(c: Comparability) -> list[str]:
-    def flag(ok: bool, severe: bool = False) -> str:
-        return "✓" if ok else ("✗" if severe else "⚠")
-
-    parts = []
-    if c.criteria_added:
-        parts.append(f"{len(c.criteria_added)} added ({', '.join(c.criteria_added)})")
-    if c.criteria_removed:
-        parts.append(f"{len(c.criteria_removed)} removed ({', '.join(c.criteria_removed)})")
-    if c.criteria_modified:
-        parts.append(f"{len(c.criteria_modified)} modified ({', '.join(c.criteria_modified)}; not compared)")
-    criteria_text = "identical" if c.criteria_identical else (", ".join(parts) or "changed")
-    scen_ok = c.scenarios_added == 0 and c.scenarios_removed == 0
-    return [
-        "Comparability Assessment",
-        f"  {flag(c.topic_graph_identical, True)} Topic graph: {'identical' if c.topic_graph_identical else 'DIFFERENT'}",
-        f"  {flag(c.criteria_identical)} Criteria: {criteria_text}",
-        f"  {flag(scen_ok, c.scenarios_shared == 0)} Scenarios: {c.scenarios_shared} shared, "
-        f"{c.scenarios_added} added, {c.scenarios_removed} removed",
-        f"  {flag(c.judge_identical, True)} Judge LLM: "
-        + ("identical" if c.judge_identical else f"{c.judge_baseline} → {c.judge_current}")
-        + (_same_llm(c.judge_current) if c.judge_identical else ""),
-        f"  {flag(c.simulator_identical)} Simulator LLM: "
-        + ("identical" if c.simulator_identical else f"{c.simulator_baseline} → {c.simulator_current}")
-        + (_same_llm(c.simulator_current) if c.simulator_identical else ""),
-        "",
-        f"  Comparison validity: {c.validity}" + (f" ({'; '.join(c.reasons)})" if c.reasons else ""),
-    ]
-
-
-def _listed(items: list[Any], line: Callable[[Any], str]) -> list[str]:
-    out = [line(s) for s in items[:_LISTED]]
-    if len(items) > _LISTED:
-        out.append(f"    ... and {len(items) - _LISTED} more (see --format json)")
-    return out
-
-
-def _row_tail(row: CriterionDelta) -> str:
-    if row.status == "compared":
-        return f"{pp(row.delta, 0):>9}  {row.mark}"
-    return f"{'':>9}  {row.status}" + (f" ({row.note})" if row.note else "")
-
-
-def _criterion_table(rows: list[CriterionDelta]) -> list[str]:
-    width = max(24, *(len(row.name) for row in rows))
-    lines = [f"    {'Criterion':<{width}} {'Baseline':>9} {'Current':>9} {'Delta':>9}", "    " + "─" * (width + 32)]
-    for row in rows:
-        lines.append(f"    {row.name:<{width}} {pct(row.baseline):>9} {pct(row.current):>9} {_row_tail(row)}"
-                     f"{_row_counts(row)}".rstrip())
-    return lines
-
-
-def _row_counts(row: CriterionDelta) -> str:
-    """A criterion row's ratings passed and the one-sided p of its drop (pooled ratings; the gate tests runs)."""
-    p = f", p {row.p_value:.3g}" if row.p_value is not None else ""
-    return (f"  [{row.baseline_passed}/{row.baseline_evaluated} → {row.current_passed}/{row.current_evaluated}{p}]"
-            if row.baseline_evaluated or row.current_evaluated else "")
-
-
-def _changed_checks(checks: list[CriterionDelta]) -> tuple[list[CriterionDelta], int]:
-    """Checks worth a row: anything but an unchanged compared check (the rest is counted)."""
-    shown = [r for r in checks if r.status != "compared" or abs(r.delta or 0) >= 1e-12]
-    return shown, len(checks) - len(shown)
-
-
-def _outcome_text(o: ScenarioOutcome) -> str:
-    if not o.runs:
-        return "skipped"
-    status = "passed" if o.passes == o.runs else f"failed ({o.failure_type or 'assertion'})"
-    runs = f", {o.passes}/{o.runs} runs passed" if o.runs > 1 else ""
-    ev = f", evaluations {pct(o.evaluation_rate, 0)}" if o.evaluation_rate is not None else ""
-    return f"{status}{runs}{ev}"
-
-
-def render_text(comparison: Comparison) -> str:
-    """The console comparison (seed 8.1 layout): shared scenarios first, then what is not compared."""
-    c = comparison
-    comp = c.comparability
-    lines = [
-        "Experiment Comparison",
-        RULE_HEAVY,
-        "",
-        _ref_line("Baseline: ", c.baseline),
-        _ref_line("Current:  ", c.current),
-        "",
-        f"Scenarios compared: {comp.scenarios_shared} shared ({comp.scenarios_added} added, {comp.scenarios_removed} removed)",
-    ]
-    if comp.scenarios_added or comp.scenarios_removed:
-        lines.append("  Deltas, criteria, checks and gates below are over the shared scenarios only.")
-    lines += ["", *_comparability_lines(comp), "", RULE_LIGHT, "", "Completion (Hard Expectations), shared scenarios"]
-    for m in c.metrics:
-        if m.name == "evaluation_rate":
-            lines += ["", RULE_LIGHT, "", "Quality (Soft Evaluations), shared scenarios"]
-            label = "Overall"  # every soft check: the note below the table says so
-        else:
-            label = {"completion_rate": "Rate", "avg_turns": "Avg Turns", "avg_topics": "Avg Topics"}[m.name]
-        values = f"{_value(m, 'baseline', m.kind)} → {_value(m, 'current', m.kind)}"
-        counts = ""
-        if m.baseline_counts is not None and m.current_counts is not None:
-            counts = f"  [{_counts_text(m.baseline_counts)} → {_counts_text(m.current_counts)}]"
-        lines.append(f"  {label + ':':<15} {values:<16} ({_delta_text(m.delta, m.kind)}) {m.mark}{counts}".rstrip())
-    ev = c.metric("evaluation_rate")
-    if ev.current_counts is not None:
-        lines.append("  (Overall counts every soft check rating, LLM-judged criteria and deterministic `should` checks alike)")
-    soft, hard = [r for r in c.criteria if not r.hard], [r for r in c.criteria if r.hard]
-    if soft:
-        lines += ["", "  By Criterion (soft `should`, LLM-judged; ratings passed, p of a drop):", *_criterion_table(soft)]
-    if hard:
-        lines += ["", RULE_LIGHT, "", "Hard Criteria (`must`, LLM-judged; a failure fails the run), shared scenarios",
-                  *_criterion_table(hard)]
-    if c.checks:
-        shown, same = _changed_checks(c.checks)
-        lines += ["", RULE_LIGHT, "", f"Checks (deterministic), shared scenarios: {len(c.checks)}"]
-        if shown:
-            width = max(24, *(len(row.name) for row in shown))
-            lines += [f"    {'Check':<{width}} {'Baseline':>9} {'Current':>9} {'Delta':>9}", "    " + "─" * (width + 32)]
-            lines += _listed(shown, lambda row: f"    {row.name:<{width}} {pct(row.baseline):>9} {pct(row.current):>9} "
-                                                f"{_row_tail(row)}".rstrip())
-        if same:
-            lines.append(f"  {same} check{'' if same == 1 else 's'} unchanged")
-    lines += ["", RULE_LIGHT, "", "Scenario Changes (shared scenarios)"]
-    if not (c.newly_passing or c.newly_failing or c.quality_improved or c.quality_regressed):
-        lines.append("  No scenario changed status or quality.")
-    if c.newly_passing:
-        lines.append(f"  Newly passing ({len(c.newly_passing)}):")
-        lines += _listed(c.newly_passing, lambda s: f"    - {s.name}")
-    if c.newly_failing:
-        lines.append(f"  Newly failing ({len(c.newly_failing)}):")
-        lines += _listed(c.newly_failing, lambda s: f"    - {s.name} ({s.note})")
-    if c.quality_improved:
-        lines.append(f"  Quality improved ({len(c.quality_improved)}):")
-        lines += _listed(c.quality_improved, lambda s: f"    - {s.name}: {pct(s.baseline, 0)} → {pct(s.current, 0)} evaluation pass rate")
-    if c.quality_regressed:
-        lines.append(f"  Quality regressed ({len(c.quality_regressed)}):")
-        lines += _listed(c.quality_regressed, lambda s: f"    - {s.name}: {pct(s.baseline, 0)} → {pct(s.current, 0)} evaluation pass rate")
-    if c.added or c.removed:
-        lines += ["", RULE_LIGHT, ""]
-        if c.added:
-            lines.append(f"Added scenarios ({len(c.added)}, only in current; not in the deltas above):")
-            lines += _listed(c.added, lambda o: f"    - {_scenario_label(o)}: {_outcome_text(o)}")
-        if c.removed:
-            lines.append(f"Removed scenarios ({len(c.removed)}, only in baseline; not in the deltas above):")
-            lines += _listed(c.removed, lambda o: f"    - {_scenario_label(o)}: {_outcome_text(o)}")
-        lines += ["", "Whole experiments (different scenario sets: for reference, not compared)",
-                  f"  {'':<17} {'Baseline':>9} {'Current':>9}"]
-        for m in c.whole:
-            b = str(m.baseline) if m.name == "total_scenarios" else _value(m, "baseline", m.kind)
-            cur = str(m.current) if m.name == "total_scenarios" else _value(m, "current", m.kind)
-            lines.append(f"  {m.label + ':':<17} {b:>9} {cur:>9}")
-    if c.variance is not None:
-        lines += ["", RULE_LIGHT, "", "Comparison (with variance), shared scenarios", ""]
-        lines.append(f"  {'Metric':<18} {'Baseline':<18} {'Current':<18} Delta")
-        lines.append("  " + "─" * 63)
-        for vm in c.variance.metrics:
-            label = "Completion Rate" if vm.name == "completion_rate" else "Evaluation Rate"
-            b = f"{pct(vm.baseline.mean)} ± {num(vm.baseline.std * 100)}pp"
-            cur = f"{pct(vm.current.mean)} ± {num(vm.current.std * 100)}pp"
-            lines.append(f"  {label:<18} {b:<18} {cur:<18} {pp(vm.delta)}")
-        for note in c.variance.notes:
-            lines.append(f"  Note: {note}")
-        if any(vm.overlap is None for vm in c.variance.metrics):
-            lines.append("  (a side with a single run has no spread: ranges are not compared)")
-        changed = [s for s in c.variance.scenario_pass_rates if s.baseline != s.current]
-        if changed:
-            lines += ["", f"  Per-scenario pass rate changes ({len(changed)}):"]
-            lines += _listed(changed, lambda s: f"    - {s.name}: {pct(s.baseline, 0)} → {pct(s.current, 0)}")
-    if c.cost:
-        lines += ["", RULE_LIGHT, "", *cost_lines(c)]
-    lines += change_lines(c.coverage)
-    lines += ["", RULE_LIGHT]
-    return "\n".join(lines) + "\n"
-
-
-def render_json(comparison: Comparison) -> str:
-    return json.dumps(comparison.to_dict(), indent=2, ensure_ascii=False) + "\n"
-
-
-def _side_lines(turn: dict[str, Any] | None, width: int) -> list[str]:
-    """One side of a turn, wrapped: user, agent, then tool calls (``(no turn)`` when absent)."""
-    import textwrap
-
-    if turn is None:
-        return ["(no turn)"]
-    lines: list[str] = []
-    for label, text in (("User", turn.get("user")), ("Agent", turn.get("agent"))):
-        lines += textwrap.wrap(f"{label}: {' '.join(str(text or '').split())}", width) or [f"{label}:"]
-    for call in tool_summary(turn):
-        lines += textwrap.wrap(f"-> {call}", width)
-    return lines
-
-
-def _outcome(passed: bool | None) -> str:
-    return "passed" if passed else "failed" if passed is not None else "?"
-
-
-def render_diffs_text(diffs: Sequence[ConversationDiff], width: int = 48) -> str:
-    """Each conversation diff side by side (baseline | current) from the turn before the first difference."""
-    from itertools import zip_longest
-
-    out: list[str] = []
-    for d in diffs:
-        out += ["", f"Conversation diff: {d.name} ({d.scenario_id}): baseline {_outcome(d.baseline_passed)}, "
-                    f"current {_outcome(d.current_passed)}"]
-        if d.first is None:
-            out.append("  the recorded conversations are the same")
-            continue
-        out.append(f"  first difference at turn {d.first}: {d.what}")
-        out.append(f"  {'BASELINE':<{width}} | CURRENT")
-        for pair in d.pairs:
-            mark = "  <- first difference" if pair.number == d.first else ""
-            out.append(f"  -- turn {pair.number}{mark}")
-            left, right = _side_lines(pair.baseline, width), _side_lines(pair.current, width)
-            out += [f"  {a:<{width}} | {b}" for a, b in zip_longest(left, right, fillvalue="")]
-    return "\n".join(out) + "\n" if out else ""
-
-
-def render_diffs_markdown(diffs: Sequence[ConversationDiff]) -> str:
-    """Each conversation diff as a Markdown table: turn, baseline, current."""
-    out: list[str] = []
-    for d in diffs:
-        out += ["", f"### Conversation diff: {md_escape(d.name)} (baseline {_outcome(d.baseline_passed)}, "
-                    f"current {_outcome(d.current_passed)})", ""]
-        if d.first is None:
-            out.append("The recorded conversations are the same.")
-            continue
-        out += [f"First difference at turn {d.first}: {d.what}.", "", "| Turn | Baseline | Current |", "|---:|---|---|"]
-        for pair in d.pairs:
-            cells = [" / ".join(md_escape(line) for line in _side_lines(side, 10_000)) for side in (pair.baseline, pair.current)]
-            number = f"**{pair.number}**" if pair.number == d.first else str(pair.number)
-            out.append(f"| {number} | {cells[0]} | {cells[1]} |")
-    return "\n".join(out) + "\n" if out else ""
-
-
-def md_escape(text: Any) -> str:
-    """Names and notes come from results files: Markdown/HTML-safe table cell or list text, so no
-    pipes, tags, entities or line breaks leak."""
-    out = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    out = out.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
-    return " ".join(out.split())  # newlines, tabs, carriage returns → one space
-
-
-def _md_rows(rows: list[CriterionDelta], title: str) -> list[str]:
-    lines = [f"| {title} | Baseline | Current | Delta | |", "|---|---:|---:|---:|:-:|"]
-    for row in rows:
-        delta = pp(row.delta, 0) if row.status == "compared" else md_escape(row.status + (f" ({row.note})" if row.note else ""))
-        lines.append(f"| {md_escape(row.name)} | {pct(row.baseline)} | {pct(row.current)} | {delta} | {row.mark.strip()} |")
-    return lines
-
-
-def render_markdown(comparison: Comparison) -> str:
-    """A compact report for a pull-request comment (same split as the text and JSON formats)."""
-    c = comparison
-    comp = c.comparability
-    icon = {"HIGH": "🟢", "MEDIUM": "🟡", "LOW": "🔴"}[comp.validity]
-    lines = [
-        f"## fabtest: `{md_escape(c.baseline.id)}` → `{md_escape(c.current.id)}`",
-        "",
-        f"**Comparison validity: {icon} {comp.validity}**" + (f" ({md_escape('; '.join(comp.reasons))})" if comp.reasons else ""),
-        "",
-        f"Scenarios compared: {comp.scenarios_shared} shared ({comp.scenarios_added} added, {comp.scenarios_removed} removed)"
-        + ("; the tables below are over the shared scenarios only." if comp.scenarios_added or comp.scenarios_removed else ""),
-        "",
-        "| Metric (shared scenarios) | Baseline | Current | Delta | |",
-        "|---|---:|---:|---:|:-:|",
-    ]
-    for m in c.metrics:
-        lines.append(
-            f"| {m.label} | {_value(m, 'baseline', m.kind)} | {_value(m, 'current', m.kind)} | {_delta_text(m.delta, m.kind)} | {m.mark} |"
-        )
-    soft, hard = [r for r in c.criteria if not r.hard], [r for r in c.criteria if r.hard]
-    if soft:
-        lines += ["", "### By criterion (soft `should`)", "", *_md_rows(soft, "Criterion")]
-    if hard:
-        lines += ["", "### Hard criteria (`must`)", "", *_md_rows(hard, "Criterion")]
-    if c.checks:
-        shown, same = _changed_checks(c.checks)
-        lines += ["", f"### Checks (deterministic, {len(c.checks)})", ""]
-        if shown:
-            lines += _md_rows(shown[:_LISTED], "Check")
-        if same:
-            lines += ["", f"{same} check{'' if same == 1 else 's'} unchanged."]
-    for title, items, fmt in (
-        ("Newly failing", c.newly_failing, lambda s: f"- ❌ {md_escape(s.name)} ({md_escape(s.note)})"),
-        ("Newly passing", c.newly_passing, lambda s: f"- ✅ {md_escape(s.name)}"),
-        ("Quality regressed", c.quality_regressed, lambda s: f"- {md_escape(s.name)}: {pct(s.baseline, 0)} → {pct(s.current, 0)}"),
-        ("Quality improved", c.quality_improved, lambda s: f"- {md_escape(s.name)}: {pct(s.baseline, 0)} → {pct(s.current, 0)}"),
-        ("Added scenarios (only in current)", c.added, lambda o: f"- {md_escape(_scenario_label(o))}: {_outcome_text(o)}"),
-        ("Removed scenarios (only in baseline)", c.removed, lambda o: f"- {md_escape(_scenario_label(o))}: {_outcome_text(o)}"),
-    ):
-        if items:
-            lines += ["", f"### {title} ({len(items)})", ""]
-            lines += [fmt(s) for s in items[:_LISTED]]
-            if len(items) > _LISTED:
-                lines.append(f"- … and {len(items) - _LISTED} more")
-    if c.added or c.removed:
-        lines += ["", "### Whole experiments (different scenario sets, not compared)", "",
-                  "| Metric | Baseline | Current |", "|---|---:|---:|"]
-        for m in c.whole:
-            b = m.baseline if m.name == "total_scenarios" else _value(m, "baseline", m.kind)
-            cur = m.current if m.name == "total_scenarios" else _value(m, "current", m.kind)
-            lines.append(f"| {m.label} | {b} | {cur} |")
-    if c.variance is not None:
-        lines += ["", "### Variance (shared scenarios)", "", "| Metric | Baseline | Current | Delta |", "|---|---:|---:|---:|"]
-        for vm in c.variance.metrics:
-            lines.append(
-                f"| {vm.name.replace('_', ' ')} | {pct(vm.baseline.mean)} ± {num(vm.baseline.std * 100)}pp | "
-                f"{pct(vm.current.mean)} ± {num(vm.current.std * 100)}pp | {pp(vm.delta)} |"
-            )
-        lines += [f"\n> {note}" for note in c.variance.notes]
-    if c.cost:
-        lines += ["", *(md_escape(line) for line in cost_lines(c))]
-    lines += [md_escape(line) for line in change_lines(c.coverage)]
-    return "\n".join(lines) + "\n"

@@ -15,7 +15,8 @@ from collections.abc import Set as AbstractSet
 from html import escape
 from typing import Any
 
-from fabtest.compare.compute import Comparison, cost_lines
+from fabtest.compare.compute import Comparison
+from fabtest.compare.render import cost_lines
 from fabtest.experiment.cost import summary_cost, total_text, unpriced_note
 from fabtest.experiment.diff import ConversationDiff, tool_summary
 from fabtest.experiment.fmt import git_line, llm_line, num, pct, pp, signed, timestamp, usd

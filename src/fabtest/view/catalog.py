@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fabtest.compare.compute import Comparison, Experiment, compare, read_experiment
+from fabtest.compare.compute import Comparison, compare
 from fabtest.compare.gate import regression_gate
+from fabtest.compare.read import Experiment, read_experiment
 from fabtest.experiment.export import ExperimentFileError, list_experiment_files, read_document, read_entries
 from fabtest.view.layout import as_dict
 

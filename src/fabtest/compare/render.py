@@ -1,0 +1,396 @@
+"""A :class:`~fabtest.compare.compute.Comparison` as text, JSON and markdown, and conversation diffs.
+
+The numbers are computed in :mod:`fabtest.compare.compute`; this module only words and lays them out
+(the HTML page is :mod:`fabtest.report.html`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from fabtest.compare.compute import (
+    Comparability,
+    Comparison,
+    CriterionDelta,
+    ExperimentRef,
+    MetricDelta,
+    ScenarioOutcome,
+)
+from fabtest.experiment.coverage_text import change_lines
+from fabtest.experiment.diff import ConversationDiff, tool_summary
+from fabtest.experiment.fmt import RULE_HEAVY, RULE_LIGHT, num, pct, pp, signed, usd
+
+__all__ = [
+    "cost_lines",
+    "md_escape",
+    "render_diffs_markdown",
+    "render_diffs_text",
+    "render_json",
+    "render_markdown",
+    "render_text",
+]
+
+_LISTED = 20  # rows per list in text/markdown; the JSON output has everything
+
+def cost_lines(comparison: Comparison) -> list[str]:
+    """The cost delta as text lines (also used by the markdown and HTML renderers)."""
+    spent = comparison.cost
+    if not spent:
+        return []
+    if not spent["scenarios"]:
+        return [f"Cost: not compared ({spent['unpriced']} shared scenario(s) have tokens without a price)"]
+    ratio = f", x{spent['ratio']:.2f}" if spent.get("ratio") is not None else ""
+    line = (f"Cost, {spent['scenarios']} shared scenario(s): {usd(spent['baseline_usd'])} → {usd(spent['current_usd'])} "
+            f"({usd(spent['delta_usd'], signed=True)}{ratio})")
+    if spent["unpriced"]:
+        line += f"; {spent['unpriced']} more shared scenario(s) not priced on both sides, left out"
+    return [line]
+
+
+def _counts_text(counts: tuple[int, int] | None) -> str:
+    return "n/a" if counts is None else f"{counts[0]}/{counts[1]}"
+
+
+# ---------------------------------------------------------------------------------------------
+# renderers
+
+
+def _ref_line(label: str, ref: ExperimentRef) -> str:
+    name = f' "{ref.name}"' if ref.name else ""
+    date = f" ({ref.timestamp[:10]})" if ref.timestamp else ""
+    extra = f" [{ref.iterations} runs]" if ref.iterations > 1 else ""
+    extra += " [INTERRUPTED]" if ref.interrupted else ""
+    return f"{label}{ref.id}{name}{date}{extra}"
+
+
+def _value(m: MetricDelta | CriterionDelta, which: str, kind: str = "rate") -> str:
+    v = getattr(m, which)
+    return pct(v) if kind == "rate" else num(v)
+
+
+def _delta_text(delta: float | None, kind: str) -> str:
+    return pp(delta) if kind == "rate" else signed(delta)
+
+
+def _same_llm(line: str) -> str:
+    return " (none configured)" if line.startswith("none") else f" ({line})"
+
+
+def _comparability_lines(c: Comparability) -> list[str]:
+    def flag(ok: bool, severe: bool = False) -> str:
+        return "✓" if ok else ("✗" if severe else "⚠")
+
+    parts = []
+    if c.criteria_added:
+        parts.append(f"{len(c.criteria_added)} added ({', '.join(c.criteria_added)})")
+    if c.criteria_removed:
+        parts.append(f"{len(c.criteria_removed)} removed ({', '.join(c.criteria_removed)})")
+    if c.criteria_modified:
+        parts.append(f"{len(c.criteria_modified)} modified ({', '.join(c.criteria_modified)}; not compared)")
+    criteria_text = "identical" if c.criteria_identical else (", ".join(parts) or "changed")
+    scen_ok = c.scenarios_added == 0 and c.scenarios_removed == 0
+    return [
+        "Comparability Assessment",
+        f"  {flag(c.topic_graph_identical, True)} Topic graph: {'identical' if c.topic_graph_identical else 'DIFFERENT'}",
+        f"  {flag(c.criteria_identical)} Criteria: {criteria_text}",
+        f"  {flag(scen_ok, c.scenarios_shared == 0)} Scenarios: {c.scenarios_shared} shared, "
+        f"{c.scenarios_added} added, {c.scenarios_removed} removed",
+        f"  {flag(c.judge_identical, True)} Judge LLM: "
+        + ("identical" if c.judge_identical else f"{c.judge_baseline} → {c.judge_current}")
+        + (_same_llm(c.judge_current) if c.judge_identical else ""),
+        f"  {flag(c.simulator_identical)} Simulator LLM: "
+        + ("identical" if c.simulator_identical else f"{c.simulator_baseline} → {c.simulator_current}")
+        + (_same_llm(c.simulator_current) if c.simulator_identical else ""),
+        "",
+        f"  Comparison validity: {c.validity}" + (f" ({'; '.join(c.reasons)})" if c.reasons else ""),
+    ]
+
+
+def _listed(items: list[Any], line: Callable[[Any], str]) -> list[str]:
+    out = [line(s) for s in items[:_LISTED]]
+    if len(items) > _LISTED:
+        out.append(f"    ... and {len(items) - _LISTED} more (see --format json)")
+    return out
+
+
+def _row_tail(row: CriterionDelta) -> str:
+    if row.status == "compared":
+        return f"{pp(row.delta, 0):>9}  {row.mark}"
+    return f"{'':>9}  {row.status}" + (f" ({row.note})" if row.note else "")
+
+
+def _criterion_table(rows: list[CriterionDelta]) -> list[str]:
+    width = max(24, *(len(row.name) for row in rows))
+    lines = [f"    {'Criterion':<{width}} {'Baseline':>9} {'Current':>9} {'Delta':>9}", "    " + "─" * (width + 32)]
+    for row in rows:
+        lines.append(f"    {row.name:<{width}} {pct(row.baseline):>9} {pct(row.current):>9} {_row_tail(row)}"
+                     f"{_row_counts(row)}".rstrip())
+    return lines
+
+
+def _row_counts(row: CriterionDelta) -> str:
+    """A criterion row's ratings passed and the one-sided p of its drop (pooled ratings; the gate tests runs)."""
+    p = f", p {row.p_value:.3g}" if row.p_value is not None else ""
+    return (f"  [{row.baseline_passed}/{row.baseline_evaluated} → {row.current_passed}/{row.current_evaluated}{p}]"
+            if row.baseline_evaluated or row.current_evaluated else "")
+
+
+def _changed_checks(checks: list[CriterionDelta]) -> tuple[list[CriterionDelta], int]:
+    """Checks worth a row: anything but an unchanged compared check (the rest is counted)."""
+    shown = [r for r in checks if r.status != "compared" or abs(r.delta or 0) >= 1e-12]
+    return shown, len(checks) - len(shown)
+
+
+def _outcome_text(o: ScenarioOutcome) -> str:
+    if not o.runs:
+        return "skipped"
+    status = "passed" if o.passes == o.runs else f"failed ({o.failure_type or 'assertion'})"
+    runs = f", {o.passes}/{o.runs} runs passed" if o.runs > 1 else ""
+    ev = f", evaluations {pct(o.evaluation_rate, 0)}" if o.evaluation_rate is not None else ""
+    return f"{status}{runs}{ev}"
+
+
+def render_text(comparison: Comparison) -> str:
+    """The console comparison (seed 8.1 layout): shared scenarios first, then what is not compared."""
+    c = comparison
+    comp = c.comparability
+    lines = [
+        "Experiment Comparison",
+        RULE_HEAVY,
+        "",
+        _ref_line("Baseline: ", c.baseline),
+        _ref_line("Current:  ", c.current),
+        "",
+        f"Scenarios compared: {comp.scenarios_shared} shared ({comp.scenarios_added} added, {comp.scenarios_removed} removed)",
+    ]
+    if comp.scenarios_added or comp.scenarios_removed:
+        lines.append("  Deltas, criteria, checks and gates below are over the shared scenarios only.")
+    lines += ["", *_comparability_lines(comp), "", RULE_LIGHT, "", "Completion (Hard Expectations), shared scenarios"]
+    for m in c.metrics:
+        if m.name == "evaluation_rate":
+            lines += ["", RULE_LIGHT, "", "Quality (Soft Evaluations), shared scenarios"]
+            label = "Overall"  # every soft check: the note below the table says so
+        else:
+            label = {"completion_rate": "Rate", "avg_turns": "Avg Turns", "avg_topics": "Avg Topics"}[m.name]
+        values = f"{_value(m, 'baseline', m.kind)} → {_value(m, 'current', m.kind)}"
+        counts = ""
+        if m.baseline_counts is not None and m.current_counts is not None:
+            counts = f"  [{_counts_text(m.baseline_counts)} → {_counts_text(m.current_counts)}]"
+        lines.append(f"  {label + ':':<15} {values:<16} ({_delta_text(m.delta, m.kind)}) {m.mark}{counts}".rstrip())
+    ev = c.metric("evaluation_rate")
+    if ev.current_counts is not None:
+        lines.append("  (Overall counts every soft check rating, LLM-judged criteria and deterministic `should` checks alike)")
+    soft, hard = [r for r in c.criteria if not r.hard], [r for r in c.criteria if r.hard]
+    if soft:
+        lines += ["", "  By Criterion (soft `should`, LLM-judged; ratings passed, p of a drop):", *_criterion_table(soft)]
+    if hard:
+        lines += ["", RULE_LIGHT, "", "Hard Criteria (`must`, LLM-judged; a failure fails the run), shared scenarios",
+                  *_criterion_table(hard)]
+    if c.checks:
+        shown, same = _changed_checks(c.checks)
+        lines += ["", RULE_LIGHT, "", f"Checks (deterministic), shared scenarios: {len(c.checks)}"]
+        if shown:
+            width = max(24, *(len(row.name) for row in shown))
+            lines += [f"    {'Check':<{width}} {'Baseline':>9} {'Current':>9} {'Delta':>9}", "    " + "─" * (width + 32)]
+            lines += _listed(shown, lambda row: f"    {row.name:<{width}} {pct(row.baseline):>9} {pct(row.current):>9} "
+                                                f"{_row_tail(row)}".rstrip())
+        if same:
+            lines.append(f"  {same} check{'' if same == 1 else 's'} unchanged")
+    lines += ["", RULE_LIGHT, "", "Scenario Changes (shared scenarios)"]
+    if not (c.newly_passing or c.newly_failing or c.quality_improved or c.quality_regressed):
+        lines.append("  No scenario changed status or quality.")
+    if c.newly_passing:
+        lines.append(f"  Newly passing ({len(c.newly_passing)}):")
+        lines += _listed(c.newly_passing, lambda s: f"    - {s.name}")
+    if c.newly_failing:
+        lines.append(f"  Newly failing ({len(c.newly_failing)}):")
+        lines += _listed(c.newly_failing, lambda s: f"    - {s.name} ({s.note})")
+    if c.quality_improved:
+        lines.append(f"  Quality improved ({len(c.quality_improved)}):")
+        lines += _listed(c.quality_improved, lambda s: f"    - {s.name}: {pct(s.baseline, 0)} → {pct(s.current, 0)} evaluation pass rate")
+    if c.quality_regressed:
+        lines.append(f"  Quality regressed ({len(c.quality_regressed)}):")
+        lines += _listed(c.quality_regressed, lambda s: f"    - {s.name}: {pct(s.baseline, 0)} → {pct(s.current, 0)} evaluation pass rate")
+    if c.added or c.removed:
+        lines += ["", RULE_LIGHT, ""]
+        if c.added:
+            lines.append(f"Added scenarios ({len(c.added)}, only in current; not in the deltas above):")
+            lines += _listed(c.added, lambda o: f"    - {_scenario_label(o)}: {_outcome_text(o)}")
+        if c.removed:
+            lines.append(f"Removed scenarios ({len(c.removed)}, only in baseline; not in the deltas above):")
+            lines += _listed(c.removed, lambda o: f"    - {_scenario_label(o)}: {_outcome_text(o)}")
+        lines += ["", "Whole experiments (different scenario sets: for reference, not compared)",
+                  f"  {'':<17} {'Baseline':>9} {'Current':>9}"]
+        for m in c.whole:
+            b = str(m.baseline) if m.name == "total_scenarios" else _value(m, "baseline", m.kind)
+            cur = str(m.current) if m.name == "total_scenarios" else _value(m, "current", m.kind)
+            lines.append(f"  {m.label + ':':<17} {b:>9} {cur:>9}")
+    if c.variance is not None:
+        lines += ["", RULE_LIGHT, "", "Comparison (with variance), shared scenarios", ""]
+        lines.append(f"  {'Metric':<18} {'Baseline':<18} {'Current':<18} Delta")
+        lines.append("  " + "─" * 63)
+        for vm in c.variance.metrics:
+            label = "Completion Rate" if vm.name == "completion_rate" else "Evaluation Rate"
+            b = f"{pct(vm.baseline.mean)} ± {num(vm.baseline.std * 100)}pp"
+            cur = f"{pct(vm.current.mean)} ± {num(vm.current.std * 100)}pp"
+            lines.append(f"  {label:<18} {b:<18} {cur:<18} {pp(vm.delta)}")
+        for note in c.variance.notes:
+            lines.append(f"  Note: {note}")
+        if any(vm.overlap is None for vm in c.variance.metrics):
+            lines.append("  (a side with a single run has no spread: ranges are not compared)")
+        changed = [s for s in c.variance.scenario_pass_rates if s.baseline != s.current]
+        if changed:
+            lines += ["", f"  Per-scenario pass rate changes ({len(changed)}):"]
+            lines += _listed(changed, lambda s: f"    - {s.name}: {pct(s.baseline, 0)} → {pct(s.current, 0)}")
+    if c.cost:
+        lines += ["", RULE_LIGHT, "", *cost_lines(c)]
+    lines += change_lines(c.coverage)
+    lines += ["", RULE_LIGHT]
+    return "\n".join(lines) + "\n"
+
+
+def render_json(comparison: Comparison) -> str:
+    return json.dumps(comparison.to_dict(), indent=2, ensure_ascii=False) + "\n"
+
+
+def _side_lines(turn: dict[str, Any] | None, width: int) -> list[str]:
+    """One side of a turn, wrapped: user, agent, then tool calls (``(no turn)`` when absent)."""
+    import textwrap
+
+    if turn is None:
+        return ["(no turn)"]
+    lines: list[str] = []
+    for label, text in (("User", turn.get("user")), ("Agent", turn.get("agent"))):
+        lines += textwrap.wrap(f"{label}: {' '.join(str(text or '').split())}", width) or [f"{label}:"]
+    for call in tool_summary(turn):
+        lines += textwrap.wrap(f"-> {call}", width)
+    return lines
+
+
+def _outcome(passed: bool | None) -> str:
+    return "passed" if passed else "failed" if passed is not None else "?"
+
+
+def render_diffs_text(diffs: Sequence[ConversationDiff], width: int = 48) -> str:
+    """Each conversation diff side by side (baseline | current) from the turn before the first difference."""
+    from itertools import zip_longest
+
+    out: list[str] = []
+    for d in diffs:
+        out += ["", f"Conversation diff: {d.name} ({d.scenario_id}): baseline {_outcome(d.baseline_passed)}, "
+                    f"current {_outcome(d.current_passed)}"]
+        if d.first is None:
+            out.append("  the recorded conversations are the same")
+            continue
+        out.append(f"  first difference at turn {d.first}: {d.what}")
+        out.append(f"  {'BASELINE':<{width}} | CURRENT")
+        for pair in d.pairs:
+            mark = "  <- first difference" if pair.number == d.first else ""
+            out.append(f"  -- turn {pair.number}{mark}")
+            left, right = _side_lines(pair.baseline, width), _side_lines(pair.current, width)
+            out += [f"  {a:<{width}} | {b}" for a, b in zip_longest(left, right, fillvalue="")]
+    return "\n".join(out) + "\n" if out else ""
+
+
+def render_diffs_markdown(diffs: Sequence[ConversationDiff]) -> str:
+    """Each conversation diff as a Markdown table: turn, baseline, current."""
+    out: list[str] = []
+    for d in diffs:
+        out += ["", f"### Conversation diff: {md_escape(d.name)} (baseline {_outcome(d.baseline_passed)}, "
+                    f"current {_outcome(d.current_passed)})", ""]
+        if d.first is None:
+            out.append("The recorded conversations are the same.")
+            continue
+        out += [f"First difference at turn {d.first}: {d.what}.", "", "| Turn | Baseline | Current |", "|---:|---|---|"]
+        for pair in d.pairs:
+            cells = [" / ".join(md_escape(line) for line in _side_lines(side, 10_000)) for side in (pair.baseline, pair.current)]
+            number = f"**{pair.number}**" if pair.number == d.first else str(pair.number)
+            out.append(f"| {number} | {cells[0]} | {cells[1]} |")
+    return "\n".join(out) + "\n" if out else ""
+
+
+def md_escape(text: Any) -> str:
+    """Names and notes come from results files: Markdown/HTML-safe table cell or list text, so no
+    pipes, tags, entities or line breaks leak."""
+    out = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    out = out.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
+    return " ".join(out.split())  # newlines, tabs, carriage returns → one space
+
+
+def _md_rows(rows: list[CriterionDelta], title: str) -> list[str]:
+    lines = [f"| {title} | Baseline | Current | Delta | |", "|---|---:|---:|---:|:-:|"]
+    for row in rows:
+        delta = pp(row.delta, 0) if row.status == "compared" else md_escape(row.status + (f" ({row.note})" if row.note else ""))
+        lines.append(f"| {md_escape(row.name)} | {pct(row.baseline)} | {pct(row.current)} | {delta} | {row.mark.strip()} |")
+    return lines
+
+
+def render_markdown(comparison: Comparison) -> str:
+    """A compact report for a pull-request comment (same split as the text and JSON formats)."""
+    c = comparison
+    comp = c.comparability
+    icon = {"HIGH": "🟢", "MEDIUM": "🟡", "LOW": "🔴"}[comp.validity]
+    lines = [
+        f"## fabtest: `{md_escape(c.baseline.id)}` → `{md_escape(c.current.id)}`",
+        "",
+        f"**Comparison validity: {icon} {comp.validity}**" + (f" ({md_escape('; '.join(comp.reasons))})" if comp.reasons else ""),
+        "",
+        f"Scenarios compared: {comp.scenarios_shared} shared ({comp.scenarios_added} added, {comp.scenarios_removed} removed)"
+        + ("; the tables below are over the shared scenarios only." if comp.scenarios_added or comp.scenarios_removed else ""),
+        "",
+        "| Metric (shared scenarios) | Baseline | Current | Delta | |",
+        "|---|---:|---:|---:|:-:|",
+    ]
+    for m in c.metrics:
+        lines.append(
+            f"| {m.label} | {_value(m, 'baseline', m.kind)} | {_value(m, 'current', m.kind)} | {_delta_text(m.delta, m.kind)} | {m.mark} |"
+        )
+    soft, hard = [r for r in c.criteria if not r.hard], [r for r in c.criteria if r.hard]
+    if soft:
+        lines += ["", "### By criterion (soft `should`)", "", *_md_rows(soft, "Criterion")]
+    if hard:
+        lines += ["", "### Hard criteria (`must`)", "", *_md_rows(hard, "Criterion")]
+    if c.checks:
+        shown, same = _changed_checks(c.checks)
+        lines += ["", f"### Checks (deterministic, {len(c.checks)})", ""]
+        if shown:
+            lines += _md_rows(shown[:_LISTED], "Check")
+        if same:
+            lines += ["", f"{same} check{'' if same == 1 else 's'} unchanged."]
+    for title, items, fmt in (
+        ("Newly failing", c.newly_failing, lambda s: f"- ❌ {md_escape(s.name)} ({md_escape(s.note)})"),
+        ("Newly passing", c.newly_passing, lambda s: f"- ✅ {md_escape(s.name)}"),
+        ("Quality regressed", c.quality_regressed, lambda s: f"- {md_escape(s.name)}: {pct(s.baseline, 0)} → {pct(s.current, 0)}"),
+        ("Quality improved", c.quality_improved, lambda s: f"- {md_escape(s.name)}: {pct(s.baseline, 0)} → {pct(s.current, 0)}"),
+        ("Added scenarios (only in current)", c.added, lambda o: f"- {md_escape(_scenario_label(o))}: {_outcome_text(o)}"),
+        ("Removed scenarios (only in baseline)", c.removed, lambda o: f"- {md_escape(_scenario_label(o))}: {_outcome_text(o)}"),
+    ):
+        if items:
+            lines += ["", f"### {title} ({len(items)})", ""]
+            lines += [fmt(s) for s in items[:_LISTED]]
+            if len(items) > _LISTED:
+                lines.append(f"- … and {len(items) - _LISTED} more")
+    if c.added or c.removed:
+        lines += ["", "### Whole experiments (different scenario sets, not compared)", "",
+                  "| Metric | Baseline | Current |", "|---|---:|---:|"]
+        for m in c.whole:
+            b = m.baseline if m.name == "total_scenarios" else _value(m, "baseline", m.kind)
+            cur = m.current if m.name == "total_scenarios" else _value(m, "current", m.kind)
+            lines.append(f"| {m.label} | {b} | {cur} |")
+    if c.variance is not None:
+        lines += ["", "### Variance (shared scenarios)", "", "| Metric | Baseline | Current | Delta |", "|---|---:|---:|---:|"]
+        for vm in c.variance.metrics:
+            lines.append(
+                f"| {vm.name.replace('_', ' ')} | {pct(vm.baseline.mean)} ± {num(vm.baseline.std * 100)}pp | "
+                f"{pct(vm.current.mean)} ± {num(vm.current.std * 100)}pp | {pp(vm.delta)} |"
+            )
+        lines += [f"\n> {note}" for note in c.variance.notes]
+    if c.cost:
+        lines += ["", *(md_escape(line) for line in cost_lines(c))]
+    lines += [md_escape(line) for line in change_lines(c.coverage)]
+    return "\n".join(lines) + "\n"
+
+def _scenario_label(o: ScenarioOutcome) -> str:
+    return f"{o.feature} / {o.name} [{o.id}]" if o.feature else f"{o.name} [{o.id}]"
