@@ -208,11 +208,6 @@ def test_bad_input_gives_one_line_naming_file_and_place(case: str, pytester: pyt
     for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "PYTEST_ADDOPTS"):
         monkeypatch.delenv(var, raising=False)
     kind = case.split("/", 1)[0]
-    if kind == "playbooks":
-        try:
-            from fabtest.playbook import run_cli  # noqa: F401
-        except ImportError:
-            pytest.skip("fabtest.playbook.run_cli is not available")
     output = _run_cli(tmp_path, case) if kind in ("playbooks", "experiments") else _run_pytest(pytester, case)
     assert "Traceback" not in output, output
     assert_one_line_holds(output, CASES[case])

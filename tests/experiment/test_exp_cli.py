@@ -106,19 +106,19 @@ def test_fabtest_list_show_report(results, tmp_path, capsys):
 
 def test_fabtest_run_dispatches_to_playbook(monkeypatch, capsys):
     seen = {}
-    fake = types.ModuleType("fabtest.playbook")
+    fake = types.ModuleType("fabtest.cli.run")
 
     def run_cli(args):
         seen["args"] = args
         return 3
 
     fake.run_cli = run_cli
-    monkeypatch.setitem(sys.modules, "fabtest.playbook", fake)
+    monkeypatch.setitem(sys.modules, "fabtest.cli.run", fake)
     assert main(["run", "a.yaml", "b.yaml", "--verbose"]) == 3
     assert seen["args"] == ["a.yaml", "b.yaml", "--verbose"]
 
 
 def test_fabtest_run_without_playbook_runner(monkeypatch, capsys):
-    monkeypatch.setitem(sys.modules, "fabtest.playbook", types.ModuleType("fabtest.playbook"))
+    monkeypatch.setitem(sys.modules, "fabtest.cli.run", types.ModuleType("fabtest.cli.run"))
     assert main(["run", "a.yaml"]) == 2
     assert "playbook runner is not available" in _one_line_error(capsys, "fabtest")
