@@ -391,7 +391,7 @@ def _cmd_init(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``fabtest init | list | show | report | view | compare | recover | rejudge | calibrate | replay | run | steps``."""
+    """``fabtest init | list | show | report | view | compare | recover | rejudge | calibrate | replay | import | run | steps``."""
     raw = list(sys.argv[1:] if argv is None else argv)
     if raw and raw[0] == "run":  # the playbook runner parses its own options (argparse REMAINDER can't)
         return _cmd_run(argparse.Namespace(args=raw[1:]))
@@ -470,6 +470,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = sub.add_parser("generate", help="draft scenario-set records aimed at what the last run never exercised")
     generate_command.add_generate_args(p)
     p.set_defaults(func=lambda a: generate_command.run_generate(a, a.results_dir or _default_results_dir()))
+
+    from fabtest.cli import import_conversation
+
+    p = sub.add_parser("import", help="turn a recorded conversation (a fabtest run, OpenAI or Gemini messages) "
+                                      "into a scripted regression feature")
+    import_conversation.add_import_args(p)
+    p.set_defaults(func=lambda a: import_conversation.run_import(a, a.results_dir or _default_results_dir()))
+    p.add_argument("--results-dir", default=None)
 
     p = sub.add_parser("run", help="run playbook files", add_help=False)
     p.add_argument("args", nargs=argparse.REMAINDER, metavar="FILE")

@@ -1,0 +1,221 @@
+"""Recorded conversations in the formats teams already have, read into fabtest's plain turns.
+
+``fabtest import`` turns a real conversation (a production incident, a log, a run of fabtest
+itself) into a feature. Each format is read by one function into :class:`RecordedConversation`:
+
+* ``fabtest``: an experiment file; one run of one scenario (``--scenario``, ``--run``);
+* ``openai``: OpenAI chat messages (``[{role, content, tool_calls}]`` or ``{"messages": [...]}``),
+  tool results from the ``tool`` messages that answer each call id;
+* ``gemini``: Gemini ``contents`` (``[{role: user|model, parts: [...]}]`` or ``{"contents": [...]}``),
+  ``functionCall`` parts as tool calls and ``functionResponse`` parts as their results;
+* ``messages``: a plain list of ``{role: user|agent|assistant, content, tool_calls: [{name, arguments, result}]}``.
+
+A turn starts at each user message; everything the agent said and called until the next user
+message is that turn's reply. System messages are left out (a feature does not set the agent's
+instructions); agent messages before the first user message are counted in ``skipped``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fabtest.conversation import ToolCall
+from fabtest.errors import UsageError
+
+__all__ = ["FORMATS", "RecordedConversation", "RecordedTurn", "read_conversation"]
+
+FORMATS = ("fabtest", "openai", "gemini", "messages")
+
+
+@dataclass
+class RecordedTurn:
+    user: str
+    agent: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+
+
+@dataclass
+class RecordedConversation:
+    name: str
+    source_format: str
+    turns: list[RecordedTurn]
+    #: where it came from, for the feature's comment ("exp_ab12 run 3 of 'Book a room'")
+    origin: str = ""
+    #: messages left out: system prompts, agent messages before the first user message
+    skipped: int = 0
+
+
+def read_conversation(path: Path, *, fmt: str | None = None, scenario: str | None = None,
+                      run: int | None = None) -> RecordedConversation:
+    """Read ``path`` in ``fmt`` (detected from its shape when None)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise UsageError(f"{path}: not JSON ({exc}); expected a recorded conversation "
+                         f"in one of the formats {', '.join(FORMATS)}") from None
+    fmt = fmt or _detect(data, path)
+    if fmt == "fabtest":
+        return _from_experiment(data, path, scenario, run)
+    messages = _message_list(data, "contents" if fmt == "gemini" else "messages", path)
+    reader = {"openai": _from_openai, "gemini": _from_gemini, "messages": _from_plain}[fmt]
+    conversation = reader(messages, path)
+    if not conversation.turns:
+        raise UsageError(f"{path}: no user message in it; nothing to replay")
+    return conversation
+
+
+def _detect(data: Any, path: Path) -> str:
+    if isinstance(data, Mapping):
+        if "scenario_results" in data or "scenario_index" in data:
+            return "fabtest"
+        if "contents" in data:
+            return "gemini"
+        if "messages" in data:
+            data = data["messages"]
+    if isinstance(data, list) and data and all(isinstance(m, Mapping) for m in data):
+        if any("parts" in m for m in data):
+            return "gemini"
+        if any(m.get("role") in ("assistant", "tool", "system") or "tool_call_id" in m for m in data):
+            return "openai"
+        return "messages"
+    raise UsageError(f"{path}: not a recorded conversation: expected a fabtest experiment, a list of chat "
+                     f"messages, or an object with 'messages' or 'contents' (formats: {', '.join(FORMATS)})")
+
+
+def _message_list(data: Any, key: str, path: Path) -> list[Mapping[str, Any]]:
+    if isinstance(data, Mapping):
+        data = data.get(key)
+    if not isinstance(data, list) or not all(isinstance(m, Mapping) for m in data):
+        raise UsageError(f"{path}: expected a list of messages (objects) under '{key}' or at the top")
+    return data
+
+
+class _Turns:
+    """Builds turns from messages in order: a user message opens a turn, the agent's fill it."""
+
+    def __init__(self) -> None:
+        self.turns: list[RecordedTurn] = []
+        self.skipped = 0
+
+    def user(self, text: str) -> None:
+        self.turns.append(RecordedTurn(user=text))
+
+    def agent(self, text: str, calls: Iterable[ToolCall] = ()) -> None:
+        if not self.turns:
+            self.skipped += 1
+            return
+        turn = self.turns[-1]
+        if text:
+            turn.agent = f"{turn.agent}\n{text}" if turn.agent else text
+        turn.tool_calls.extend(calls)
+
+
+def _text(content: Any) -> str:
+    """Message content as text: a string, or the text parts of a list of content parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, Mapping) and isinstance(p.get("text"), str))
+    return ""
+
+
+def _arguments(raw: Any, path: Path) -> dict[str, Any]:
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw) if raw.strip() else {}
+        except ValueError:
+            raise UsageError(f"{path}: a tool call's arguments are not JSON: {raw[:80]!r}") from None
+    return dict(raw) if isinstance(raw, Mapping) else {}
+
+
+def _result(raw: Any) -> Any:
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw
+    return raw
+
+
+def _from_openai(messages: list[Mapping[str, Any]], path: Path) -> RecordedConversation:
+    turns, by_id = _Turns(), dict[Any, ToolCall]()
+    for m in messages:
+        role = m.get("role")
+        if role == "user":
+            turns.user(_text(m.get("content")))
+        elif role == "assistant":
+            calls = []
+            for raw in m.get("tool_calls") or []:
+                fn = raw.get("function") or {}
+                call = ToolCall(str(fn.get("name", "")), _arguments(fn.get("arguments"), path))
+                by_id[raw.get("id")] = call
+                calls.append(call)
+            turns.agent(_text(m.get("content")), calls)
+        elif role == "tool" and (answered := by_id.get(m.get("tool_call_id"))) is not None:
+            answered.result = _result(_text(m.get("content")))
+        else:
+            turns.skipped += 1
+    return RecordedConversation(path.stem, "openai", turns.turns, skipped=turns.skipped)
+
+
+def _from_gemini(contents: list[Mapping[str, Any]], path: Path) -> RecordedConversation:
+    turns, pending = _Turns(), dict[Any, ToolCall]()
+    for c in contents:
+        parts = [p for p in c.get("parts") or [] if isinstance(p, Mapping)]
+        responses = [p["functionResponse"] for p in parts if isinstance(p.get("functionResponse"), Mapping)]
+        for response in responses:  # sent with role "user" (or "function"): results, not user lines
+            if (answered := pending.get(response.get("name"))) is not None:
+                answered.result = response.get("response")
+        text = "".join(p["text"] for p in parts if isinstance(p.get("text"), str))
+        if c.get("role") == "model":
+            calls = [ToolCall(str(p["functionCall"].get("name", "")), _arguments(p["functionCall"].get("args"), path))
+                     for p in parts if isinstance(p.get("functionCall"), Mapping)]
+            pending.update({call.name: call for call in calls})
+            turns.agent(text, calls)
+        elif text or not responses:
+            turns.user(text)
+    return RecordedConversation(path.stem, "gemini", turns.turns, skipped=turns.skipped)
+
+
+def _from_plain(messages: list[Mapping[str, Any]], path: Path) -> RecordedConversation:
+    turns = _Turns()
+    for m in messages:
+        if m.get("role") == "user":
+            turns.user(_text(m.get("content")))
+        elif m.get("role") in ("agent", "assistant"):
+            calls = [ToolCall(str(c.get("name", "")), _arguments(c.get("arguments"), path), c.get("result"))
+                     for c in m.get("tool_calls") or [] if isinstance(c, Mapping)]
+            turns.agent(_text(m.get("content")), calls)
+        else:
+            turns.skipped += 1
+    return RecordedConversation(path.stem, "messages", turns.turns, skipped=turns.skipped)
+
+
+def _from_experiment(doc: Mapping[str, Any], path: Path, scenario: str | None, run: int | None) -> RecordedConversation:
+    entries = [e for e in doc.get("scenario_results") or [] if isinstance(e, Mapping) and e.get("transcript")]
+    if scenario:
+        entries = [e for e in entries if scenario in (e.get("name"), e.get("id"))]
+    if run is not None:
+        entries = [e for e in entries if e.get("iteration") == run]
+    if not entries:
+        names = sorted({str(e.get("name")) for e in doc.get("scenario_results") or [] if isinstance(e, Mapping)})
+        wanted = f" for scenario {scenario!r}" + (f" run {run}" if run is not None else "") if scenario else ""
+        raise UsageError(f"{path}: no recorded conversation{wanted}; scenarios: {', '.join(names[:10]) or 'none'}")
+    if len({e.get("id") for e in entries}) > 1:
+        names = sorted({str(e.get("name")) for e in entries})
+        raise UsageError(f"{path}: holds {len(names)} scenarios; pick one with --scenario NAME: {', '.join(names[:10])}")
+    entry = next((e for e in entries if e.get("passed") is False), entries[0])  # a failed run first: the one to keep
+    turns = [RecordedTurn(str(t.get("user", "")), str(t.get("agent", "")),
+                          [ToolCall(str(c.get("name", "")), dict(c.get("arguments") or {}), c.get("result"))
+                           for c in t.get("tool_calls") or []])
+             for t in entry["transcript"]]
+    experiment = (doc.get("experiment") or {}).get("id") or path.stem
+    origin = f"experiment {experiment}, run {entry.get('iteration', 1)} of {entry.get('name')!r}" + (
+        f" (failed: {entry.get('failure_message')})" if entry.get("passed") is False and entry.get("failure_message") else "")
+    return RecordedConversation(str(entry.get("name") or path.stem), "fabtest", turns, origin=origin)

@@ -1,0 +1,92 @@
+"""``fabtest import FILE``: a recorded conversation becomes a scripted regression feature.
+
+The file is read (:mod:`fabtest.authoring.transcripts`), written as a feature
+(:mod:`fabtest.authoring.feature_text`) with every secret the project configures masked
+(:mod:`fabtest._internal.redaction`: the values of ``${VAR}`` in ``[tool.fabtest]`` agent tables
+and the LLM keys in the environment), and never over an existing file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import tomllib
+from pathlib import Path
+
+from fabtest._internal import redaction
+from fabtest._internal.files import write_text_atomic
+from fabtest.errors import UsageError
+
+__all__ = ["add_import_args", "run_import"]
+
+_KEYS = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY")
+
+
+def add_import_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", metavar="FILE", help="the recorded conversation (JSON), or an experiment id")
+    p.add_argument("--format", dest="fmt", default=None, choices=("fabtest", "openai", "gemini", "messages"),
+                   help="the file's format (default: told from its shape)")
+    p.add_argument("--as", dest="mode", default="scripted", choices=("scripted",),
+                   help="scripted: the user's lines replayed, the agent's tool calls asserted (the default)")
+    p.add_argument("--scenario", default=None, metavar="NAME", help="from an experiment: the scenario (name or id)")
+    p.add_argument("--run", type=int, default=None, metavar="N",
+                   help="from an experiment: the run (iteration) to import (default: the first failed run)")
+    p.add_argument("--agent", default=None, metavar="NAME", help='add Given the agent "NAME" (default: the project\'s agent)')
+    p.add_argument("-o", "--output", default=None, metavar="PATH",
+                   help="the feature to write (default: features/regressions/<name>.feature); never overwritten")
+
+
+def run_import(args: argparse.Namespace, results_dir: str) -> int:
+    from fabtest.authoring.feature_text import feature_text
+    from fabtest.authoring.transcripts import read_conversation
+
+    try:
+        path = _resolve(args.file, results_dir)
+        conversation = read_conversation(path, fmt=args.fmt, scenario=args.scenario, run=args.run)
+        _register_project_secrets(Path("pyproject.toml"))
+        text = redaction.redact(feature_text(conversation, source=str(path), agent=args.agent))
+        out = Path(args.output) if args.output else Path("features/regressions") / f"{_slug(conversation.name)}.feature"
+        if out.exists():
+            raise UsageError(f"{out} exists; fabtest import never overwrites a file (choose another with -o PATH)")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(out, text)
+    except UsageError as exc:
+        print(f"fabtest import: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"fabtest import: cannot write the feature: {exc}", file=sys.stderr)
+        return 2
+    calls = sum(len(t.tool_calls) for t in conversation.turns)
+    skipped = f"; {conversation.skipped} system or opening message(s) left out" if conversation.skipped else ""
+    print(f"wrote {out}: {len(conversation.turns)} user turn(s), {calls} tool call(s) asserted{skipped}")
+    print(f"next: write what a good answer does in its criterion placeholder, then: pytest {out}")
+    return 0
+
+
+def _resolve(ref: str, results_dir: str) -> Path:
+    path = Path(ref)
+    if path.exists():
+        return path
+    from fabtest.experiment.export import ExperimentFileError, read_document
+
+    try:
+        found, _ = read_document(ref, results_dir, lean=True)
+    except ExperimentFileError:
+        raise UsageError(f"{ref}: no such file, nor an experiment of that id in {results_dir}/") from None
+    return found
+
+
+def _register_project_secrets(pyproject: Path) -> None:
+    """The secrets a run of this project would mask are masked in what import writes, too."""
+    redaction.register(*(os.environ[k] for k in _KEYS if os.environ.get(k)))
+    try:
+        table = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("tool", {}).get("fabtest", {})
+    except (OSError, ValueError):
+        return
+    redaction.register_configured_secrets(table)
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")[:60] or "imported"

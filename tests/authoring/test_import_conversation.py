@@ -1,0 +1,182 @@
+"""``fabtest import``: recorded conversations (OpenAI, Gemini, a plain list, a fabtest run) become
+scripted features that run green against an agent that behaves as recorded, and fail when it does not."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from fabtest.cli import main
+
+OPENAI = {"model": "gpt-x", "messages": [
+    {"role": "system", "content": "You change phone plans."},
+    {"role": "user", "content": "I want to change my plan"},
+    {"role": "assistant", "content": "Sure, what is your phone number?"},
+    {"role": "user", "content": 'It is 0176 555 0101, the "basic" one'},
+    {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "lookup_account",
+                                                     "arguments": '{"phone": "0176 555 0101", "include_history": false}'}}]},
+    {"role": "tool", "tool_call_id": "c1", "content": '{"account_id": "A-17", "plan": "basic"}'},
+    {"role": "assistant", "content": "You are on basic. Which plan do you want?"},
+]}
+
+GEMINI = {"contents": [
+    {"role": "user", "parts": [{"text": "Book the Spreeblick Loft for 12 people"}]},
+    {"role": "model", "parts": [{"functionCall": {"name": "book_venue", "args": {"venue_id": "ber-1", "size": 12}}}]},
+    {"role": "user", "parts": [{"functionResponse": {"name": "book_venue", "response": {"ref": "BK-9"}}}]},
+    {"role": "model", "parts": [{"text": "Booked, your reference is BK-9."}]},
+]}
+
+PLAIN = [
+    {"role": "user", "content": "hello | there"},
+    {"role": "agent", "content": "Hi!", "tool_calls": [{"name": "greet", "arguments": {"path": "a\\b|c", "n": 2}}]},
+]
+
+# what the agent replied at each user turn, as the replaying agent gives it back
+REPLIES = {
+    "openai": [{"text": "Sure, what is your phone number?"},
+               {"text": "You are on basic.", "tool_calls": [
+                   {"name": "lookup_account", "arguments": {"phone": "0176 555 0101", "include_history": False}}]}],
+    "gemini": [{"text": "Booked.", "tool_calls": [{"name": "book_venue", "arguments": {"venue_id": "ber-1", "size": 12}}]}],
+    "plain": [{"text": "Hi!", "tool_calls": [{"name": "greet", "arguments": {"path": "a\\b|c", "n": 2}}]}],
+}
+
+AGENT = '''
+import json, os
+from fabtest import AgentResponse, ToolCall
+
+def build(context):
+    replies = json.load(open(os.environ["REPLAY_FILE"]))
+    def chat(messages):
+        n = sum(1 for m in messages if m.role == "user")
+        reply = replies[n - 1]
+        calls = [] if os.environ.get("REPLAY_FORGETS_TOOLS") else [
+            ToolCall(c["name"], c["arguments"]) for c in reply.get("tool_calls", [])]
+        return AgentResponse(text=reply["text"], tool_calls=calls)
+    return chat
+'''
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> Path:
+    pytester.makefile(".toml", pyproject='[tool.pytest.ini_options]\npythonpath = ["."]\n\n'
+                                         '[tool.fabtest]\nagent = "replayer:build"\nresults_dir = "results"\n')
+    pytester.makepyfile(replayer=AGENT)
+    return pytester.path
+
+
+def _import(project: Path, *args: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    cwd = os.getcwd()
+    os.chdir(project)
+    try:
+        code = main(["import", *args])
+    finally:
+        os.chdir(cwd)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _run(pytester: pytest.Pytester, project: Path, feature: Path, sample: str,
+         monkeypatch: pytest.MonkeyPatch, *, forgets_tools: bool = False) -> pytest.RunResult:
+    replies = project / f"{sample}_replies.json"
+    replies.write_text(json.dumps(REPLIES[sample]))
+    monkeypatch.setenv("REPLAY_FILE", str(replies))
+    if forgets_tools:
+        monkeypatch.setenv("REPLAY_FORGETS_TOOLS", "1")
+    return pytester.runpytest(str(feature), "-p", "no:randomly", "--fabtest-no-preflight")
+
+
+@pytest.mark.parametrize("sample, data", [("openai", OPENAI), ("gemini", GEMINI), ("plain", PLAIN)])
+def test_an_imported_conversation_replays_green_and_catches_a_forgotten_tool_call(
+        sample: str, data: object, project: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    (project / f"{sample}.json").write_text(json.dumps(data))
+    code, out, err = _import(project, f"{sample}.json", capsys=capsys)
+    assert code == 0, err
+    feature = project / "features" / "regressions" / f"{sample}.feature"
+    assert f"wrote {feature.relative_to(project)}" in out
+    _run(pytester, project, feature, sample, monkeypatch).assert_outcomes(passed=1)
+    broken = _run(pytester, project, feature, sample, monkeypatch, forgets_tools=True)
+    broken.assert_outcomes(failed=1)
+    assert "did not call" in broken.stdout.str()
+
+
+def test_the_feature_says_what_was_recorded(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (project / "chat.json").write_text(json.dumps(OPENAI))
+    code, out, _ = _import(project, "chat.json", "--agent", "support_bot", "-o", "features/plan.feature", capsys=capsys)
+    assert code == 0
+    text = (project / "features" / "plan.feature").read_text()
+    assert text.splitlines()[:4] == [
+        "# Imported by `fabtest import` from chat.json (OpenAI chat messages).",
+        "# The user's lines are replayed as they were; the agent's tool calls are asserted as they happened.",
+        "@regression @imported",
+        "Feature: chat",
+    ]
+    assert '    Given the agent "support_bot"' in text
+    assert '    When the user says "I want to change my plan"' in text
+    # a line with double quotes goes into a doc string, verbatim
+    assert '    When the user says:\n      """\n      It is 0176 555 0101, the "basic" one\n      """' in text
+    assert ('    Then the agent must call "lookup_account" with:\n      | argument        | value |\n'
+            '      | phone           | 0176 555 0101 |\n      | include_history | false |') in text
+    assert '# Then the conversation should satisfy' in text
+    assert "2 user turn(s), 1 tool call(s) asserted; 1 system or opening message(s) left out" in out
+
+
+def test_a_failed_run_of_an_experiment_becomes_a_feature(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    turn = {"number": 1, "user": "Book Berlin", "agent": "Done!", "tool_calls": [
+        {"name": "book_venue", "arguments": {"city": "Berlin"}, "result": {"ok": True}, "metadata": {}}]}
+    doc = {"format_version": "1", "experiment": {"id": "exp_abc123"}, "scenario_results": [
+        {"id": "example:1", "name": "Book a room", "iteration": 1, "passed": True, "transcript": [turn]},
+        {"id": "example:1", "name": "Book a room", "iteration": 2, "passed": False,
+         "failure_message": "did not call book_venue", "transcript": [{**turn, "user": "Book Munich"}]},
+        {"id": "example:2", "name": "Greet", "iteration": 1, "passed": True, "transcript": [turn]}]}
+    (project / "exp.json").write_text(json.dumps(doc))
+    code, _, err = _import(project, "exp.json", capsys=capsys)
+    assert code == 2 and "holds 2 scenarios; pick one with --scenario NAME: Book a room, Greet" in err
+    code, _, err = _import(project, "exp.json", "--scenario", "Book a room", capsys=capsys)
+    assert code == 0, err
+    text = (project / "features" / "regressions" / "book_a_room.feature").read_text()
+    assert "# experiment exp_abc123, run 2 of 'Book a room' (failed: did not call book_venue)." in text
+    assert 'When the user says "Book Munich"' in text
+
+
+def test_secrets_the_project_configures_are_masked(project: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("GEMINI_API_KEY", "AIzaSECRETKEY123")
+    monkeypatch.setenv("BOT_TOKEN", "tok-very-secret")
+    (project / "pyproject.toml").write_text('[tool.fabtest.agents.bot]\nurl = "http://127.0.0.1:9/chat?t=${BOT_TOKEN}"\n')
+    leaky = [{"role": "user", "content": "my key is AIzaSECRETKEY123"},
+             {"role": "agent", "content": "ok", "tool_calls": [{"name": "auth", "arguments": {"token": "tok-very-secret"}}]}]
+    (project / "leak.json").write_text(json.dumps(leaky))
+    try:
+        assert _import(project, "leak.json", capsys=capsys)[0] == 0
+    finally:
+        from fabtest._internal import redaction
+        redaction.clear()
+    text = (project / "features" / "regressions" / "leak.feature").read_text()
+    assert "AIzaSECRETKEY123" not in text and "tok-very-secret" not in text and "***" in text
+
+
+@pytest.mark.parametrize("content, message", [
+    ("not json", "not JSON"),
+    ('{"what": 1}', "not a recorded conversation"),
+    ('[{"role": "assistant", "content": "hi"}]', "no user message in it"),
+])
+def test_what_cannot_be_imported_is_one_line(content: str, message: str, project: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    (project / "bad.json").write_text(content)
+    code, _, err = _import(project, "bad.json", capsys=capsys)
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_an_existing_feature_is_never_overwritten(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (project / "plain.json").write_text(json.dumps(PLAIN))
+    target = project / "features" / "mine.feature"
+    target.parent.mkdir()
+    target.write_text("Feature: mine\n")
+    code, _, err = _import(project, "plain.json", "-o", "features/mine.feature", capsys=capsys)
+    assert code == 2 and "never overwrites" in err
+    assert target.read_text() == "Feature: mine\n"
