@@ -1,20 +1,24 @@
-"""A recorded conversation as a scripted ``.feature``: its user lines replayed, its tool calls asserted.
+"""Scripted ``.feature`` files written from what was recorded: imported and shrunk conversations.
 
-The feature is a regression test to edit, not a verdict: every tool call the agent made is a
-``must call ... with:`` step (what the agent did is what it must keep doing), and the quality of
-the replies is left to a ``should`` criterion the author writes (a commented placeholder), since
-what made the recorded answer good or bad is the author's judgement. Text that a Gherkin line
-cannot hold (double quotes, newlines) goes into a doc string; table cells escape ``|`` and ``\\``.
+An imported conversation (:func:`feature_text`) is a regression test to edit, not a verdict:
+every tool call the agent made is a ``must call ... with:`` step (what the agent did is what it
+must keep doing), and the quality of the replies is left to a ``should`` criterion the author
+writes (a commented placeholder), since what made the recorded answer good or bad is the author's
+judgement. A shrunk one (:func:`regression_feature`) carries the check that failed, as a ``must``
+step. Text that a Gherkin line cannot hold (double quotes, newlines) goes into a doc string; table
+cells escape ``|`` and ``\\``.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fabtest.authoring.transcripts import RecordedConversation
+from fabtest.experiment.model import CheckRecord
 
-__all__ = ["feature_text"]
+__all__ = ["check_steps", "feature_text", "regression_feature"]
 
 _FORMAT_NAMES = {"fabtest": "a fabtest experiment", "openai": "OpenAI chat messages",
                  "gemini": "Gemini contents", "messages": "a list of messages"}
@@ -81,3 +85,44 @@ def _value(value: Any) -> str | None:
 
 def _cell(text: str) -> str:
     return text.replace("\\", "\\\\").replace("|", "\\|")
+
+
+def check_steps(check: CheckRecord, criteria: Mapping[str, str]) -> tuple[list[str], str] | None:
+    """The setup lines and the ``must`` step that state ``check`` again, or None when no step of the
+    vocabulary can (a kind replay cannot re-check, or a value with a double quote in it)."""
+    kind, label = check.type, check.criterion
+    value = label.split(":", 1)[1] if ":" in label else label
+    if '"' in value:
+        return None
+    if kind == "satisfy":
+        scope = "the conversation" if check.data.get("scope") == "conversation" else "the response"
+        setup = [f'    Given the criterion "{label}" means "{criteria[label]}"'] \
+            if label in criteria and '"' not in criteria[label] else []
+        return setup, f'    Then {scope} must satisfy "{label}"'
+    steps = {
+        "match": f'    Then the response must match "{value[1:-1]}"',
+        "not_match": f'    Then the response must not match "{value[1:-1]}"',
+        "include_call": f'    Then the conversation must include a call to "{value}"',
+        "not_include_call": f'    Then the conversation must not include a call to "{value}"',
+        "transcript_contains": f'    Then the transcript must contain "{value}"',
+        "intent": f'    Then the response must have the intent "{value}"',
+        "grounded_in": f'    Then the response must be grounded in "{value}"',
+    }
+    return ([], steps[kind]) if kind in steps else None
+
+
+def regression_feature(name: str, messages: Sequence[str], anchor: int | None, setup: Sequence[str], step: str,
+                       *, comments: Sequence[str], agent: str | None = None) -> str:
+    """A scripted feature: ``messages`` as user turns, ``step`` after turn ``anchor`` (or at the end)."""
+    lines = [*(f"# {_line(c)}" for c in comments), "@regression", f"Feature: {_line(name)} (regression)", "",
+             f"  Scenario: {_line(name)}"]
+    if agent:
+        lines.append(f'    Given the agent "{agent}"')
+    lines += list(setup)
+    for number, message in enumerate(messages, start=1):
+        lines += _user_step(message)
+        if number == anchor:
+            lines.append(step)
+    if anchor is None:
+        lines.append(step)
+    return "\n".join([*lines, ""])

@@ -391,7 +391,7 @@ def _cmd_init(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``fabtest init | list | show | report | view | compare | recover | rejudge | calibrate | replay | import | run | steps``."""
+    """``fabtest init | list | show | report | view | compare | recover | rejudge | calibrate | replay | import | shrink | run | steps``."""
     raw = list(sys.argv[1:] if argv is None else argv)
     if raw and raw[0] == "run":  # the playbook runner parses its own options (argparse REMAINDER can't)
         return _cmd_run(argparse.Namespace(args=raw[1:]))
@@ -478,6 +478,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     import_conversation.add_import_args(p)
     p.set_defaults(func=lambda a: import_conversation.run_import(a, a.results_dir or _default_results_dir()))
     p.add_argument("--results-dir", default=None)
+
+    from fabtest.cli import shrink
+
+    p = sub.add_parser("shrink", help="cut a failed run down to the fewest user turns that still fail its check, "
+                                      "and write it as a regression feature")
+    shrink.add_shrink_args(p)
+    p.set_defaults(func=lambda a: shrink.run_shrink(a, a.results_dir or _default_results_dir()))
 
     p = sub.add_parser("run", help="run playbook files", add_help=False)
     p.add_argument("args", nargs=argparse.REMAINDER, metavar="FILE")

@@ -17,7 +17,7 @@ from fabtest.cli.judging import fail, load_experiment
 from fabtest.errors import UsageError
 from fabtest.llm.base import LLMNotConfigured
 
-__all__ = ["add_replay_args", "render_replay_text", "run_replay"]
+__all__ = ["add_replay_args", "render_replay_text", "replay_env", "run_replay"]
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # a run could not be replayed (the agent raised, timed out ...): the answer is incomplete
@@ -49,7 +49,7 @@ def add_replay_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--results-dir", default=None)
 
 
-def _env(args: argparse.Namespace) -> Any:
+def replay_env(args: argparse.Namespace) -> Any:
     """The settings, LLMs and options every replayed scenario shares; UsageError on bad input."""
     from fabtest._internal.targets import import_object
     from fabtest.cli.judging import configured_llm
@@ -86,7 +86,7 @@ def run_replay(args: argparse.Namespace, results_dir: str) -> int:
     except UsageError as exc:
         return fail(str(exc))
     try:
-        env = _env(args)
+        env = replay_env(args)
     except UsageError as exc:
         return fail(str(exc))
     new_results, outcomes = replay_experiment(

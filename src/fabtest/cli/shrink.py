@@ -1,0 +1,139 @@
+"""``fabtest shrink EXPERIMENT SCENARIO``: a failed run cut down to a short feature that fails every time.
+
+The search is :mod:`fabtest.authoring.shrink`; this module picks the failed run and its check,
+builds the agent and judge as ./pyproject.toml configures them (as ``fabtest replay`` does), says
+what it spent, and writes the feature only when the failure reproduced: exit 0 with a feature,
+1 when it did not reproduce scripted (or the budget ran out first), 2 for usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from fabtest.errors import UsageError
+
+__all__ = ["add_shrink_args", "run_shrink"]
+
+EXIT_OK, EXIT_NOT_REPRODUCED, EXIT_USAGE = 0, 1, 2
+
+
+def _confirm_arg(text: str) -> tuple[int, int]:
+    try:
+        k, n = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not k/n: {text!r} (e.g. 3/3 or 2/3)") from None
+    if not 1 <= k <= n <= 20:
+        raise argparse.ArgumentTypeError(f"out of range: {text} (1 <= k <= n <= 20)")
+    return k, n
+
+
+def _budget_arg(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 1 <= value <= 10_000:
+        raise argparse.ArgumentTypeError(f"out of range: {text} (1 to 10,000 replays)")
+    return value
+
+
+def add_shrink_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("experiment", metavar="EXPERIMENT", help="experiment id, unique prefix, or path")
+    p.add_argument("scenario", metavar="SCENARIO", help="the scenario: its name, id or id prefix")
+    p.add_argument("--run", type=int, default=None, metavar="N", help="the failed run (iteration) to shrink "
+                                                                     "(default: the first failed run)")
+    p.add_argument("--check", default=None, metavar="NAME",
+                   help="the failed check to keep failing (its criterion or label; default: the first failed must)")
+    p.add_argument("--confirm", type=_confirm_arg, default=(3, 3), metavar="K/N",
+                   help="a candidate reproduces when the check fails in K of N replays (default 3/3)")
+    p.add_argument("--budget", type=_budget_arg, default=60, metavar="REPLAYS",
+                   help="stop after this many replays of the agent (default 60)")
+    p.add_argument("--agent", default=None, metavar="NAME|MODULE:ATTR", help="shrink against this agent instead")
+    p.add_argument("-o", "--output", default=None, metavar="PATH",
+                   help="the feature to write (default: features/regressions/<scenario>.feature); never overwritten")
+    p.add_argument("--results-dir", default=None)
+
+
+def run_shrink(args: argparse.Namespace, results_dir: str) -> int:
+    try:
+        return _shrink(args, results_dir)
+    except UsageError as exc:
+        print(f"fabtest shrink: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _shrink(args: argparse.Namespace, results_dir: str) -> int:
+    from fabtest.authoring.feature_text import check_steps, regression_feature
+    from fabtest.authoring.shrink import Confirm, failing_checks, shrink
+    from fabtest.cli.judging import load_experiment
+    from fabtest.cli.replay import replay_env
+
+    info, results, _ = load_experiment(args.experiment, results_dir, args.scenario)
+    runs = [r for r in results if (r.id.startswith(args.scenario) or r.name == args.scenario)
+            and not r.passed and not r.skipped and (args.run is None or r.iteration == args.run)]
+    if not runs:
+        which = f"run {args.run} of " if args.run is not None else ""
+        raise UsageError(f"{which}{args.scenario!r} in {info.id} did not fail: nothing to shrink")
+    result = runs[0]
+    checks = [c for c in failing_checks(result) if args.check is None or args.check in (c.criterion, c.type)]
+    if not checks:
+        named = ", ".join(sorted({c.criterion for c in failing_checks(result)})) or "none recorded"
+        raise UsageError(f"no failed check {args.check!r} in run {result.iteration} (failed checks: {named})"
+                         if args.check else f"run {result.iteration} failed ({result.failure_message}) but recorded "
+                         "no failed check to shrink against")
+    check = checks[0]
+    steps = check_steps(check, result.criteria)
+    if steps is None:
+        raise UsageError(f'the failed check {check.type} "{check.criterion}" has no step form fabtest shrink can '
+                         "write (shrink re-checks criteria, intents, grounding, response patterns, calls anywhere in "
+                         "the conversation and transcript text)")
+    out = Path(args.output) if args.output else Path("features/regressions") / f"{_slug(result.name)}.feature"
+    if out.exists():
+        raise UsageError(f"{out} exists; fabtest shrink never overwrites a file (choose another with -o PATH)")
+    env = replay_env(argparse.Namespace(agent=args.agent, similarity=1.0, no_continue=False))
+    k, n = args.confirm
+    print(f"shrinking run {result.iteration} of {result.name!r} ({len(result.transcript)} user turns) against "
+          f'{check.type} "{check.criterion}": a candidate must fail {k} of {n} replays; budget {args.budget} replays',
+          file=sys.stderr)
+    outcome = shrink(result, check, env, confirm=Confirm(k, n), budget=args.budget,
+                     progress=lambda line: print(f"  {line}", file=sys.stderr))
+    spent = f"{outcome.replays} replay(s), {outcome.judge_calls} judge call(s)"
+    if outcome.not_checkable:
+        print(f"fabtest shrink: the check cannot be re-run on a replay ({outcome.not_checkable}); {spent}; nothing written",
+              file=sys.stderr)
+        return EXIT_NOT_REPRODUCED
+    if not outcome.reproduced:
+        why = ("the budget ran out before the failure was confirmed" if outcome.budget_spent else
+               f"it did not fail {k} of {n} times when its user turns were replayed scripted: the failure needs the "
+               "simulated user's wording, or the agent or judge gives it only now and then "
+               "(fabtest rejudge and --fabtest-iterations tell which)")
+        print(f"fabtest shrink: the failure does not reproduce: {why}; {spent}; nothing written", file=sys.stderr)
+        return EXIT_NOT_REPRODUCED
+    setup, step = steps
+    failed, tried = outcome.confirmed
+    comments = [f"Shrunk by `fabtest shrink` from experiment {info.id}, run {result.iteration} of {result.name!r}"
+                f" (failed: {_short(result.failure_message or check.details)}).",
+                f"{len(result.transcript)} user turns -> {len(outcome.messages)}; the check failed {failed} of {tried} "
+                f"replays of the shrunk conversation; {spent}"
+                + (" (budget spent: it may shrink further with a larger --budget)." if outcome.budget_spent else ".")]
+    text = regression_feature(result.name, outcome.messages, outcome.anchor, setup, step, comments=comments,
+                              agent=args.agent if args.agent and ":" not in args.agent else None)
+    from fabtest._internal.files import write_text_atomic
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(out, text)
+    print(f"wrote {out}: {len(result.transcript)} user turns -> {len(outcome.messages)}, {spent}")
+    return EXIT_OK
+
+
+def _short(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _slug(name: str) -> str:
+    import re
+
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")[:60] or "shrunk"

@@ -1,0 +1,121 @@
+"""``fabtest shrink``: a failed run cut down to the turns (and sentences) its failure needs, written
+as a feature that fails every time; a failure that does not reproduce is said, not written."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from fabtest.cli import main
+
+# Remembers whether the user ever said they are a VIP; from then on, asked for a price, it gives
+# away an internal discount code (the bug). Deterministic: a failure reproduces every time.
+AGENT = '''
+import os
+
+def build(context):
+    seen = {"vip": False}
+    def chat(messages):
+        text = messages[-1].content.lower()
+        if "vip" in text:
+            seen["vip"] = True
+        if "price" in text:
+            return "The price is 90 EUR" + (" (internal code STAFF50 for you)" if seen["vip"] else "") + "."
+        if os.environ.get("FLAKY_ONCE") and not os.path.exists("flaked"):
+            open("flaked", "w").close()
+            return "Sure, use STAFF50."
+        return "Noted."
+    return build_ok if False else chat
+
+build_ok = None
+'''
+
+FEATURE = '''
+Feature: Prices
+  Scenario: A long conversation about prices
+    When the user says "Hello there."
+    When the user says "I need a room for ten people."
+    When the user says "Good morning again. I am a VIP member. I like the view."
+    When the user says "Berlin, please."
+    When the user says "Is there parking?"
+    When the user says "What about catering?"
+    When the user says "What is the price?"
+    Then the response must not match "STAFF\\d+"
+'''
+
+FLAKY = '''
+Feature: Flaky
+  Scenario: Leaks once
+    When the user says "Hello there."
+    Then the response must not match "STAFF\\d+"
+'''
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    pytester.makefile(".toml", pyproject='[tool.pytest.ini_options]\npythonpath = ["."]\n\n'
+                                         '[tool.fabtest]\nagent = "shop:build"\nresults_dir = "results"\n')
+    pytester.makepyfile(shop=AGENT)
+    monkeypatch.chdir(pytester.path)
+    return pytester.path
+
+
+def _record(pytester: pytest.Pytester, name: str, text: str) -> str:
+    pytester.makefile(".feature", **{f"features/{name}": text})
+    pytester.runpytest(f"features/{name}.feature", "-p", "no:randomly", "--fabtest-no-preflight").assert_outcomes(failed=1)
+    return max(Path("results").glob("exp_*.json"), key=os.path.getmtime).stem
+
+
+def test_a_failure_shrinks_to_the_turns_and_sentences_it_needs(project: Path, pytester: pytest.Pytester,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    exp = _record(pytester, "prices", FEATURE)
+    code = main(["shrink", exp, "A long conversation about prices"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    feature = project / "features" / "regressions" / "a_long_conversation_about_prices.feature"
+    text = feature.read_text()
+    body = [line.strip() for line in text.splitlines() if line.startswith("    ")]
+    assert body == ['When the user says "I am a VIP member."', 'When the user says "What is the price?"',
+                    'Then the response must not match "STAFF\\d+"']
+    assert "7 user turns -> 2; the check failed 3 of 3 replays" in text
+    assert f"from experiment {exp}, run 1 of 'A long conversation about prices'" in text
+    assert "@regression" in text and "replay(s), 0 judge call(s)" in out
+    # the feature it wrote fails, every time, for the same reason
+    result = pytester.runpytest(str(feature), "-p", "no:randomly", "--fabtest-no-preflight")
+    result.assert_outcomes(failed=1)
+    assert "STAFF50" in result.stdout.str()
+
+
+def test_the_budget_bounds_the_replays(project: Path, pytester: pytest.Pytester,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    exp = _record(pytester, "prices", FEATURE)
+    assert main(["shrink", exp, "A long conversation about prices", "--budget", "8", "-o", "short.feature"]) == 0
+    text = (project / "short.feature").read_text()
+    assert "8 replay(s)" in text and "budget spent" in text
+    assert text.count("When the user says") < 7
+
+
+def test_a_failure_that_does_not_reproduce_is_said_and_nothing_is_written(
+        project: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("FLAKY_ONCE", "1")
+    exp = _record(pytester, "flaky", FLAKY)
+    code = main(["shrink", exp, "Leaks once"])
+    _, err = capsys.readouterr()
+    assert code == 1
+    assert "the failure does not reproduce: it did not fail 3 of 3 times" in err and "nothing written" in err
+    assert not (project / "features" / "regressions").exists()
+
+
+def test_a_scenario_that_passed_is_a_usage_error(project: Path, pytester: pytest.Pytester,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    pytester.makefile(".feature", **{"features/fine": 'Feature: F\n  Scenario: Fine\n    When the user says "hi"\n'})
+    pytester.runpytest("features/fine.feature", "-p", "no:randomly", "--fabtest-no-preflight").assert_outcomes(passed=1)
+    exp = json.loads(next(Path("results").glob("exp_*.json")).read_text())["experiment"]["id"]
+    assert main(["shrink", exp, "Fine"]) == 2
+    assert "did not fail: nothing to shrink" in capsys.readouterr().err
