@@ -35,6 +35,23 @@ PLAIN = [
     {"role": "agent", "content": "Hi!", "tool_calls": [{"name": "greet", "arguments": {"path": "a\\b|c", "n": 2}}]},
 ]
 
+def _span(end: int, history: list, output: list) -> dict:
+    attrs = {"gen_ai.operation.name": "chat", "gen_ai.input.messages": json.dumps(history),
+             "gen_ai.output.messages": json.dumps(output)}
+    return {"name": "chat gpt-x", "endTimeUnixNano": str(end),
+            "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in attrs.items()]}
+
+
+_ASK = {"role": "user", "parts": [{"type": "text", "content": "What's on in Berlin?"}]}
+_CALL = {"role": "assistant", "parts": [{"type": "tool_call", "id": "t1", "name": "search_events",
+                                         "arguments": {"city": "Berlin"}}]}
+_RESULT = {"role": "tool", "parts": [{"type": "tool_call_response", "id": "t1", "response": ["jazz night"]}]}
+OTLP = {"resourceSpans": [{"scopeSpans": [{"spans": [
+    _span(1, [_ASK], [_CALL]),
+    _span(2, [_ASK, _CALL, _RESULT], [{"role": "assistant", "parts": [{"type": "text", "content": "Jazz night."}]}]),
+    {"name": "execute_tool search_events", "endTimeUnixNano": "3", "attributes": []},
+]}]}]}
+
 # what the agent replied at each user turn, as the replaying agent gives it back
 REPLIES = {
     "openai": [{"text": "Sure, what is your phone number?"},
@@ -42,6 +59,7 @@ REPLIES = {
                    {"name": "lookup_account", "arguments": {"phone": "0176 555 0101", "include_history": False}}]}],
     "gemini": [{"text": "Booked.", "tool_calls": [{"name": "book_venue", "arguments": {"venue_id": "ber-1", "size": 12}}]}],
     "plain": [{"text": "Hi!", "tool_calls": [{"name": "greet", "arguments": {"path": "a\\b|c", "n": 2}}]}],
+    "otlp": [{"text": "Jazz night.", "tool_calls": [{"name": "search_events", "arguments": {"city": "Berlin"}}]}],
 }
 
 AGENT = '''
@@ -89,7 +107,7 @@ def _run(pytester: pytest.Pytester, project: Path, feature: Path, sample: str,
     return pytester.runpytest(str(feature), "-p", "no:randomly", "--fabtest-no-preflight")
 
 
-@pytest.mark.parametrize("sample, data", [("openai", OPENAI), ("gemini", GEMINI), ("plain", PLAIN)])
+@pytest.mark.parametrize("sample, data", [("openai", OPENAI), ("gemini", GEMINI), ("plain", PLAIN), ("otlp", OTLP)])
 def test_an_imported_conversation_replays_green_and_catches_a_forgotten_tool_call(
         sample: str, data: object, project: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:

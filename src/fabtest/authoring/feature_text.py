@@ -21,7 +21,8 @@ from fabtest.experiment.model import CheckRecord
 __all__ = ["check_steps", "feature_text", "regression_feature"]
 
 _FORMAT_NAMES = {"fabtest": "a fabtest experiment", "openai": "OpenAI chat messages",
-                 "gemini": "Gemini contents", "messages": "a list of messages"}
+                 "gemini": "Gemini contents", "messages": "a list of messages",
+                 "otlp": "OpenTelemetry GenAI traces"}
 
 
 def feature_text(conversation: RecordedConversation, *, source: str, agent: str | None = None) -> str:

@@ -8,7 +8,10 @@ itself) into a feature. Each format is read by one function into :class:`Recorde
   tool results from the ``tool`` messages that answer each call id;
 * ``gemini``: Gemini ``contents`` (``[{role: user|model, parts: [...]}]`` or ``{"contents": [...]}``),
   ``functionCall`` parts as tool calls and ``functionResponse`` parts as their results;
-* ``messages``: a plain list of ``{role: user|agent|assistant, content, tool_calls: [{name, arguments, result}]}``.
+* ``messages``: a plain list of ``{role: user|agent|assistant, content, tool_calls: [{name, arguments, result}]}``;
+* ``otlp``: OpenTelemetry traces exported as OTLP JSON (``{"resourceSpans": [...]}``): the chat span
+  that saw the longest history (``gen_ai.input.messages`` and ``gen_ai.output.messages``, the GenAI
+  semantic conventions' ``parts`` with ``text``, ``tool_call`` and ``tool_call_response``).
 
 A turn starts at each user message; everything the agent said and called until the next user
 message is that turn's reply. System messages are left out (a feature does not set the agent's
@@ -28,7 +31,7 @@ from fabtest.errors import UsageError
 
 __all__ = ["FORMATS", "RecordedConversation", "RecordedTurn", "read_conversation"]
 
-FORMATS = ("fabtest", "openai", "gemini", "messages")
+FORMATS = ("fabtest", "openai", "gemini", "messages", "otlp")
 
 
 @dataclass
@@ -62,6 +65,11 @@ def read_conversation(path: Path, *, fmt: str | None = None, scenario: str | Non
     fmt = fmt or _detect(data, path)
     if fmt == "fabtest":
         return _from_experiment(data, path, scenario, run)
+    if fmt == "otlp":
+        conversation = _from_otlp(data, path)
+        if not conversation.turns:
+            raise UsageError(f"{path}: no chat span with user messages (gen_ai.input.messages) in these traces")
+        return conversation
     messages = _message_list(data, "contents" if fmt == "gemini" else "messages", path)
     reader = {"openai": _from_openai, "gemini": _from_gemini, "messages": _from_plain}[fmt]
     conversation = reader(messages, path)
@@ -74,6 +82,8 @@ def _detect(data: Any, path: Path) -> str:
     if isinstance(data, Mapping):
         if "scenario_results" in data or "scenario_index" in data:
             return "fabtest"
+        if "resourceSpans" in data:
+            return "otlp"
         if "contents" in data:
             return "gemini"
         if "messages" in data:
@@ -219,3 +229,69 @@ def _from_experiment(doc: Mapping[str, Any], path: Path, scenario: str | None, r
     origin = f"experiment {experiment}, run {entry.get('iteration', 1)} of {entry.get('name')!r}" + (
         f" (failed: {entry.get('failure_message')})" if entry.get("passed") is False and entry.get("failure_message") else "")
     return RecordedConversation(str(entry.get("name") or path.stem), "fabtest", turns, origin=origin)
+
+
+def _attribute(value: Mapping[str, Any]) -> Any:
+    """An OTLP JSON ``AnyValue`` as plain data."""
+    for key in ("stringValue", "boolValue", "doubleValue"):
+        if key in value:
+            return value[key]
+    if "intValue" in value:
+        return int(value["intValue"])
+    if "arrayValue" in value:
+        return [_attribute(v) for v in value["arrayValue"].get("values") or []]
+    return None
+
+
+def _spans(data: Mapping[str, Any]) -> Iterable[tuple[int, dict[str, Any]]]:
+    """Every span's end time and attributes."""
+    for resource in data.get("resourceSpans") or []:
+        for scope in resource.get("scopeSpans") or []:
+            for span in scope.get("spans") or []:
+                attributes = {a.get("key"): _attribute(a.get("value") or {}) for a in span.get("attributes") or []}
+                yield int(span.get("endTimeUnixNano") or 0), attributes
+
+
+def _json_attribute(value: Any) -> list[Any]:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return []
+    return value if isinstance(value, list) else []
+
+
+def _from_otlp(data: Mapping[str, Any], path: Path) -> RecordedConversation:
+    """The chat span with the longest input history: its input messages and its output, in order."""
+    best: tuple[int, int, list[Any]] | None = None
+    for end, attributes in _spans(data):
+        history = _json_attribute(attributes.get("gen_ai.input.messages"))
+        if not history:
+            continue
+        messages = history + _json_attribute(attributes.get("gen_ai.output.messages"))
+        if best is None or (len(history), end) > best[:2]:
+            best = (len(history), end, messages)
+    turns, by_id = _Turns(), dict[Any, ToolCall]()
+    for message in best[2] if best else []:
+        if not isinstance(message, Mapping):
+            continue
+        parts = [p for p in message.get("parts") or [] if isinstance(p, Mapping)]
+        text = "".join(str(p.get("content", "")) for p in parts if p.get("type") == "text")
+        role = message.get("role")
+        if role == "user":
+            turns.user(text)
+        elif role == "assistant":
+            calls = []
+            for part in parts:
+                if part.get("type") == "tool_call":
+                    call = ToolCall(str(part.get("name", "")), _arguments(part.get("arguments"), path))
+                    by_id[part.get("id")] = call
+                    calls.append(call)
+            turns.agent(text, calls)
+        elif role == "tool":
+            for part in parts:
+                if part.get("type") == "tool_call_response" and (answered := by_id.get(part.get("id"))) is not None:
+                    answered.result = _result(part.get("response", part.get("result")))
+        else:
+            turns.skipped += 1
+    return RecordedConversation(path.stem, "otlp", turns.turns, skipped=turns.skipped)

@@ -26,7 +26,7 @@ _KEYS = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY")
 
 def add_import_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar="FILE", help="the recorded conversation (JSON), or an experiment id")
-    p.add_argument("--format", dest="fmt", default=None, choices=("fabtest", "openai", "gemini", "messages"),
+    p.add_argument("--format", dest="fmt", default=None, choices=("fabtest", "openai", "gemini", "messages", "otlp"),
                    help="the file's format (default: told from its shape)")
     p.add_argument("--as", dest="mode", default="scripted", choices=("scripted",),
                    help="scripted: the user's lines replayed, the agent's tool calls asserted (the default)")
