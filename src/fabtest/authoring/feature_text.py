@@ -15,10 +15,11 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from fabtest.authoring.draft_user import DraftedUser
 from fabtest.authoring.transcripts import RecordedConversation
 from fabtest.experiment.model import CheckRecord
 
-__all__ = ["check_steps", "feature_text", "regression_feature"]
+__all__ = ["check_steps", "feature_text", "regression_feature", "simulated_feature"]
 
 _FORMAT_NAMES = {"fabtest": "a fabtest experiment", "openai": "OpenAI chat messages",
                  "gemini": "Gemini contents", "messages": "a list of messages",
@@ -127,3 +128,34 @@ def regression_feature(name: str, messages: Sequence[str], anchor: int | None, s
     if anchor is None:
         lines.append(step)
     return "\n".join([*lines, ""])
+
+
+def simulated_feature(conversation: RecordedConversation, user: DraftedUser, *, source: str,
+                      agent: str | None = None) -> str:
+    """A simulated scenario that plays the drafted ``user`` again, for as many turns as recorded (plus two)."""
+    name = _line(conversation.name) or "Imported conversation"
+    lines = [f"# Imported by `fabtest import --as simulated` from {_line(source)} "
+             f"({_FORMAT_NAMES[conversation.source_format]}).",
+             "# The user below was drafted by the judge LLM from the recorded conversation: review it.",
+             "@regression @imported",
+             f"Feature: {name}",
+             "",
+             f"  Scenario: {name}"]
+    if agent:
+        lines.append(f'    Given the agent "{agent}"')
+    lines.append(f'    Given a simulated user with the goal "{_unquoted(user.goal)}"')
+    lines.append(f'    And the persona "{_unquoted(user.persona)}"')
+    facts = [(_cell(_line(f.name)), _cell(_line(f.value))) for f in user.facts if _line(f.name) and _line(f.value)]
+    if facts:
+        width = max(len("fact"), *(len(n) for n, _ in facts))
+        lines += ["    And the simulated user knows:", f"      | {'fact'.ljust(width)} | value |"]
+        lines += [f"      | {n.ljust(width)} | {v} |" for n, v in facts]
+    lines += [f"    And the simulation takes at most {len(conversation.turns) + 2} turns",
+              "    When the simulated user talks to the agent",
+              "    Then the goal should be achieved", ""]
+    return "\n".join(lines)
+
+
+def _unquoted(text: str) -> str:
+    """A value for a quoted step argument: one line, double quotes as single ones."""
+    return _line(text).replace('"', "'")

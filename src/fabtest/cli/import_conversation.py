@@ -14,6 +14,7 @@ import re
 import sys
 import tomllib
 from pathlib import Path
+from typing import Any
 
 from fabtest._internal import redaction
 from fabtest._internal.files import write_text_atomic
@@ -28,8 +29,10 @@ def add_import_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar="FILE", help="the recorded conversation (JSON), or an experiment id")
     p.add_argument("--format", dest="fmt", default=None, choices=("fabtest", "openai", "gemini", "messages", "otlp"),
                    help="the file's format (default: told from its shape)")
-    p.add_argument("--as", dest="mode", default="scripted", choices=("scripted",),
-                   help="scripted: the user's lines replayed, the agent's tool calls asserted (the default)")
+    p.add_argument("--as", dest="mode", default="scripted", choices=("scripted", "simulated"),
+                   help="scripted (the default): the user's lines replayed, the agent's tool calls asserted; "
+                        "simulated: a goal, persona and facts drafted by the judge LLM, shown for review first")
+    p.add_argument("--yes", action="store_true", help="with --as simulated: write the draft without asking")
     p.add_argument("--scenario", default=None, metavar="NAME", help="from an experiment: the scenario (name or id)")
     p.add_argument("--run", type=int, default=None, metavar="N",
                    help="from an experiment: the run (iteration) to import (default: the first failed run)")
@@ -39,19 +42,20 @@ def add_import_args(p: argparse.ArgumentParser) -> None:
 
 
 def run_import(args: argparse.Namespace, results_dir: str) -> int:
-    from fabtest.authoring.feature_text import feature_text
     from fabtest.authoring.transcripts import read_conversation
 
     try:
         path = _resolve(args.file, results_dir)
         conversation = read_conversation(path, fmt=args.fmt, scenario=args.scenario, run=args.run)
         _register_project_secrets(Path("pyproject.toml"))
-        text = redaction.redact(feature_text(conversation, source=str(path), agent=args.agent))
         out = Path(args.output) if args.output else Path("features/regressions") / f"{_slug(conversation.name)}.feature"
         if out.exists():
             raise UsageError(f"{out} exists; fabtest import never overwrites a file (choose another with -o PATH)")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(out, text)
+        if args.mode == "simulated":
+            return _simulated(args, conversation, path, out)
+        from fabtest.authoring.feature_text import feature_text
+
+        _write(out, redaction.redact(feature_text(conversation, source=str(path), agent=args.agent)))
     except UsageError as exc:
         print(f"fabtest import: {exc}", file=sys.stderr)
         return 2
@@ -63,6 +67,38 @@ def run_import(args: argparse.Namespace, results_dir: str) -> int:
     print(f"wrote {out}: {len(conversation.turns)} user turn(s), {calls} tool call(s) asserted{skipped}")
     print(f"next: write what a good answer does in its criterion placeholder, then: pytest {out}")
     return 0
+
+
+def _simulated(args: argparse.Namespace, conversation: Any, path: Path, out: Path) -> int:
+    """Draft the user with the judge LLM, show it, and write it once a person said yes."""
+    from fabtest.authoring.draft_user import draft_user
+    from fabtest.authoring.feature_text import simulated_feature
+    from fabtest.cli.judging import judge_llm
+    from fabtest.llm.base import LLMError, LLMNotConfigured
+
+    try:
+        drafted = draft_user(judge_llm(None), conversation)
+    except LLMNotConfigured as exc:
+        raise UsageError(f"--as simulated needs the judge LLM: {exc}") from None
+    except LLMError as exc:
+        raise UsageError(f"the judge LLM failed: {exc}") from None
+    text = redaction.redact(simulated_feature(conversation, drafted, source=str(path), agent=args.agent))
+    print(text)
+    if not args.yes:
+        if not sys.stdin.isatty():
+            print("fabtest import: not written: review the draft above, then run again with --yes", file=sys.stderr)
+            return 1
+        if input(f"Write it to {out}? [y/N] ").strip().lower() not in ("y", "yes"):
+            print("not written")
+            return 1
+    _write(out, text)
+    print(f"wrote {out}: a simulated user drafted from {len(conversation.turns)} recorded user turn(s)")
+    return 0
+
+
+def _write(out: Path, text: str) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(out, text)
 
 
 def _resolve(ref: str, results_dir: str) -> Path:
