@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-__all__ = ["FORMAT_VERSIONS", "document_problem", "file_is_complete"]
+__all__ = ["FORMAT_VERSIONS", "document_problem", "file_is_complete", "json_schema"]
 
 #: The format versions this fabtest reads (a file without ``format_version`` is refused).
 FORMAT_VERSIONS = (1,)
@@ -209,6 +209,18 @@ class _Document(_Doc):
             raise ValueError(f"{value} is not supported (this fabtest reads version {known}); "
                              "read it with the fabtest that wrote it")
         return value
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of what every reader requires of an experiment file, published as
+    docs/reference/experiment.schema.json (tests keep the two equal): the same models, so a file
+    that validates against it is one fabtest reads. Keys fabtest does not read are allowed."""
+    schema = _Document.model_json_schema()
+    schema["properties"]["format_version"] = {"type": "integer", "enum": list(FORMAT_VERSIONS)}
+    schema.pop("title", None)
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "fabtest experiment",
+            "description": "results/<id>.json, as every fabtest reader requires it (docs/reference/experiment-json.md)",
+            **schema}
 
 
 _BRANCHES = {"int", "str", "float", "bool", "none", "nullable"}
