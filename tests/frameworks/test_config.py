@@ -62,5 +62,23 @@ def test_a_feature_run_without_the_extra_says_which_extra_to_install(pytester: p
                                        '    When the user says "hi"\n    Then the response must match "hi"\n')
     result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly")
     assert result.ret != 0
-    result.stdout.fnmatch_lines(["*[[]tool.fabtest.agents.shop[]]: langgraph needs LangGraph (langgraph), which is "
+    # the pre-flight says it before the first scenario (a table that cannot build stops the run)
+    result.stdout.fnmatch_lines(["*[[]tool.fabtest.agents[]] shop: langgraph needs LangGraph (langgraph), which is "
                                  "not installed: pip install 'fabtest[[]langgraph[]]'*"])
+
+
+def test_a_misspelt_target_stops_the_run_in_the_preflight_with_a_did_you_mean(pytester: pytest.Pytester) -> None:
+    """Before, every scenario failed one by one and a 0 % experiment was written (issue 31)."""
+    pytester.makefile(".toml", pyproject='[tool.pytest.ini_options]\npythonpath = ["."]\n\n'
+                                         '[tool.fabtest]\nresults_dir = "results"\n'
+                                         '[tool.fabtest.agents.shop]\nlanggraph = "shop:grpah"\n')
+    pytester.makepyfile(shop="graph = object()\n")
+    feature = 'Feature: Shop\n  Scenario: S{n}\n    Given the agent "shop"\n    When the user says "hi"\n'
+    pytester.makefile(".feature", shop="".join(feature.replace("Feature: Shop\n", "Feature: Shop\n" if n == 1 else "")
+                                               .format(n=n) for n in (1, 2)))
+    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly")
+    out = result.stdout.str() + result.stderr.str()
+    assert result.ret != 0
+    assert "ERROR: fabtest pre-flight: [tool.fabtest.agents] shop: langgraph: agent 'shop:grpah': module 'shop' has no " \
+           "attribute 'grpah' (did you mean 'graph'?)" in out
+    assert not (pytester.path / "results").exists() or not list((pytester.path / "results").glob("exp_*.json"))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from fabtest.errors import UsageError
+from fabtest.errors import UsageError, did_you_mean
 
 __all__ = ["import_object"]
 
@@ -31,5 +31,7 @@ def import_object(spec: str, *, where: str, what: str = "agent") -> Any:
         try:
             obj = getattr(obj, part)
         except AttributeError:
-            raise UsageError(f"{where}: {what} {spec!r}: module {module_name!r} has no attribute {attr!r}") from None
+            names = [n for n in dir(obj) if not n.startswith("_")]
+            raise UsageError(f"{where}: {what} {spec!r}: module {module_name!r} has no attribute {attr!r}"
+                             f"{did_you_mean(part, names)}") from None
     return obj

@@ -29,8 +29,8 @@ from fabtest.agents.base import OnToolCall
 from fabtest.conversation import AgentResponse, Message, TokenUsage, ToolCall, jsonable
 from fabtest.errors import UsageError
 
-__all__ = ["FRAMEWORKS", "Framework", "Session", "ToolLog", "build_framework_agent", "installed_version",
-           "model_name", "output_text", "resolve_target", "tool_result", "turn_response"]
+__all__ = ["FRAMEWORKS", "Framework", "Session", "ToolLog", "build_framework_agent", "check_framework_table",
+           "installed_version", "model_name", "output_text", "resolve_target", "tool_result", "turn_response"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +78,20 @@ def build_framework_agent(table: Mapping[str, Any], context: Mapping[str, Any], 
     framework and the object it names, and build that framework's adapter (one per scenario)."""
     name = context.get("agent_name")
     where = f"{where}: [tool.fabtest.agents.{name}]" if name else where
+    framework, spec, model, target = _checked(table, where)
+    module_name, _, cls_name = framework.adapter.partition(":")
+    adapter = getattr(importlib.import_module(module_name), cls_name)
+    return adapter.from_target(target, context, where=f"{where}: {framework.key} = {spec!r}", model=model)
+
+
+def check_framework_table(table: Mapping[str, Any], *, where: str) -> None:
+    """What the pre-flight checks before the first scenario: the table's keys, the installed framework
+    and that ``module:attr`` imports (a typo is one UsageError with a "did you mean", not a failure
+    of every scenario)."""
+    _checked(table, where)
+
+
+def _checked(table: Mapping[str, Any], where: str) -> tuple[Framework, str, str | None, Any]:
     keys = [k for k in table if k in FRAMEWORKS]
     if len(keys) != 1:
         raise UsageError(f"{where}: give one of {', '.join(FRAMEWORKS)}, got {' and '.join(keys)}")
@@ -92,10 +106,7 @@ def build_framework_agent(table: Mapping[str, Any], context: Mapping[str, Any], 
     if model is not None and not isinstance(model, str):
         raise UsageError(f"{where}: model must be a string (the model's name, for cost), got {model!r}")
     _check_installed(framework, where)
-    module_name, _, cls_name = framework.adapter.partition(":")
-    adapter = getattr(importlib.import_module(module_name), cls_name)
-    target = import_object(spec, where=f"{where}: {framework.key}")
-    return adapter.from_target(target, context, where=f"{where}: {framework.key} = {spec!r}", model=model)
+    return framework, spec, model, import_object(spec, where=f"{where}: {framework.key}")
 
 
 def _check_installed(framework: Framework, where: str) -> None:

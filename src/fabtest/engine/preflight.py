@@ -161,6 +161,11 @@ def _table_problem(where: str, table: Mapping[str, Any], root: Path | None) -> s
         from fabtest._internal.targets import import_object
 
         import_object(str(table["factory"]), where=where)
+    else:
+        from fabtest.agents.frameworks import FRAMEWORKS, check_framework_table
+
+        if any(key in table for key in FRAMEWORKS):
+            check_framework_table(table, where=where)
     return None
 
 
