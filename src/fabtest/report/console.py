@@ -203,6 +203,14 @@ def _variance(doc: dict[str, Any]) -> list[str]:
         lines.append(f"    - {s['name']}: {s['passes']}/{s['runs']} runs passed{why}")
     if len(flaky) > _MAX_LISTED:
         lines.append(f"    ... and {len(flaky) - _MAX_LISTED} more")
+    soft = [c for c in var.get("flaky_criteria") or [] if isinstance(c, dict)]
+    if soft:  # a soft flip never fails a scenario, so the flaky count above cannot show it
+        lines.append(f"  Flaky soft criteria: {len(soft)}")
+        for c in soft[:_MAX_LISTED]:
+            where = f" (turn {c['turn']})" if c.get("turn") is not None else ""
+            lines.append(f"    - {c['name']}: {c['criterion']}{where}: {c['verdicts']} (flaky: {c['cause']}; {c['evidence']})")
+        if len(soft) > _MAX_LISTED:
+            lines.append(f"    ... and {len(soft) - _MAX_LISTED} more")
     lines.append("")
     return lines
 

@@ -265,7 +265,20 @@ def _variance_section(doc: dict[str, Any]) -> str:
         f'<p class="muted">Standard deviation: {_e(var.get("std_kind", "sample"))} (n − 1).</p></div>'
         f'<div class="panel"><h3>Per-scenario stability</h3>{_table(["Scenario", "Label", "Passes", "Pass rate", "pass@k", "pass^k", "Why"], scen_rows, {2, 3, 4, 5})}'
         f'<p class="muted">k = runs of the scenario: pass@k = passed at least once, pass^k = passed every time.</p></div>'
+        + _flaky_criteria(var)
     )
+
+
+def _flaky_criteria(var: dict[str, Any]) -> str:
+    """Soft criteria whose verdict differs between runs (``variance.flaky_criteria``): a soft flip
+    never fails a scenario, so the stability table above cannot show it."""
+    found = [c for c in var.get("flaky_criteria") or [] if isinstance(c, dict)]
+    if not found:
+        return ""
+    rows = [[_e(c.get("name")), _e(c.get("criterion")), "" if c.get("turn") is None else str(c.get("turn")),
+             _e(c.get("verdicts")), _e(f"flaky: {c.get('cause')} ({c.get('evidence')})")] for c in found]
+    return (f'<div class="panel"><h3>Flaky soft criteria ({len(found)})</h3>'
+            f'{_table(["Scenario", "Criterion", "Turn", "Verdicts", "Why"], rows, {2})}</div>')
 
 
 def _status_badge(entry: dict[str, Any]) -> _Html:
