@@ -18,6 +18,7 @@ from fabtest.experiment.export import list_experiment_files
 from fabtest.experiment.fmt import RULE_HEAVY, RULE_LIGHT, count, git_line, llm_line, num, pct, timestamp, usd
 from fabtest.experiment.stats import low_confidence_count
 from fabtest.llm.retry_budget import budget_line
+from fabtest.report.robustness import robustness_lines
 
 __all__ = ["previous_experiment_id", "render_summary"]
 
@@ -215,6 +216,12 @@ def _variance(doc: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _robustness(doc: dict[str, Any]) -> list[str]:
+    """The criterion robustness audit (``fabtest rejudge --perturb``), when one was written."""
+    audit = doc.get("robustness")
+    return [*robustness_lines(audit), ""] if isinstance(audit, dict) else []
+
+
 def render_summary(
     doc: dict[str, Any], path: str | os.PathLike[str] | None = None, previous_id: str | None = None
 ) -> str:
@@ -238,6 +245,7 @@ def render_summary(
         *coverage_lines(doc.get("coverage")),
         "",
         *_variance(doc),
+        *_robustness(doc),
         RULE_LIGHT,
     ]
     if path is not None:

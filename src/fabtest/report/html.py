@@ -21,6 +21,7 @@ from fabtest.experiment.cost import summary_cost, total_text, unpriced_note
 from fabtest.experiment.diff import ConversationDiff, tool_summary
 from fabtest.experiment.fmt import git_line, llm_line, num, pct, pp, signed, timestamp, usd
 from fabtest.judging.render import split_note
+from fabtest.report.robustness import robustness_html
 from fabtest.report.svg import delta_chart, paired_chart, rate_chart, rate_color
 
 __all__ = [
@@ -429,6 +430,7 @@ def experiment_sections(doc: dict[str, Any]) -> str:
         + _tokens_section(summary)
         + _coverage_section(doc)
         + _variance_section(doc)
+        + robustness_html(doc.get("robustness"))  # fabtest rejudge --perturb, when it was run
     )
 
 
