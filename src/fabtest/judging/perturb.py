@@ -23,6 +23,11 @@ call, as ``rejudge`` asks them):
   one that leans on it; conversation criteria have no context to remove.
 * ``other model``: the same question to another judge model (``--perturb-model``).
 
+Why these: an LLM's answer is known to move with a prompt's surface format (Sclar et al., 2023,
+"Quantifying Language Models' Sensitivity to Spurious Features in Prompt Design") and with the
+order of its few-shot examples (Lu et al., 2022, "Fantastically Ordered Prompts"); a judge is an
+LLM, and a criterion's examples are its few shots.
+
 Self-preference: an LLM judge tends to favour text written by its own model family (Panickssery
 et al., 2024, "LLM Evaluators Recognize and Favor Their Own Generations"), so the audit warns when
 the judge and the agent share one (:func:`model_family`).
@@ -38,7 +43,7 @@ from fabtest.config.criteria import Criterion
 from fabtest.conversation import AgentResponse, Conversation, Turn
 from fabtest.engine.judge import Judge
 from fabtest.experiment.model import CheckRecord, ScenarioResult
-from fabtest.judging.rejudge import _conversation, _judgeable, _scope, check_subject, recorded_criterion
+from fabtest.judging.rejudge import check_subject, judgeable, recorded_conversation, recorded_criterion
 from fabtest.llm.base import LLM
 from fabtest.llm.cache import salted
 
@@ -154,11 +159,11 @@ def perturb_experiment(
             continue
         groups: dict[tuple[str, int | None], list[CheckRecord]] = {}
         for check in [*result.evaluations, *result.expectations]:
-            if _judgeable(result, check) and (criterion is None or check.criterion == criterion):
+            if judgeable(result, check) and (criterion is None or check.criterion == criterion):
                 groups.setdefault((str(check.data["scope"]), check.turn), []).append(check)
         if progress and groups:
             progress(f"{result.id} iteration {result.iteration}: {sum(map(len, groups.values()))} checks")
-        conversation = _conversation(result)
+        conversation = recorded_conversation(result)
         for (scope, turn), checks in groups.items():
             unique = {c.criterion: recorded_criterion(result, c) for c in checks}
             names = list(unique)
@@ -167,7 +172,7 @@ def perturb_experiment(
                 for k in range(times):
                     judge = Judge(salted(variant.llm, f"perturb/{variant.kind}/{variant.variant}/{k}"))
                     answers.append(judge.evaluate_criteria(variant.criteria, subject=variant.subject,
-                                                           scope=_scope(scope)).value)
+                                                           scope="response" if scope == "response" else "conversation").value)
                 for check in checks:
                     position = names.index(check.criterion)
                     if not variant.changed[position]:

@@ -26,7 +26,8 @@ from fabtest.experiment.model import CheckRecord, ExperimentInfo, ScenarioResult
 from fabtest.llm.base import LLM, LLMError, LLMNotConfigured
 from fabtest.llm.cache import salted
 
-__all__ = ["Rejudged", "agreement_table", "attribution_rejudger", "check_subject", "recorded_criterion", "rejudge_experiment", "rejudged_info"]
+__all__ = ["Rejudged", "agreement_table", "attribution_rejudger", "check_subject", "judgeable", "recorded_conversation",
+           "recorded_criterion", "rejudge_experiment", "rejudged_info"]
 
 
 @dataclass
@@ -158,6 +159,16 @@ def _rejudge_group(
         reason = next((v.reasoning for a in answers for v in a if v.criterion == check.criterion and v.verdict == label), "")
         check.details = reason or check.details
     return rows
+
+
+def recorded_conversation(result: ScenarioResult) -> Conversation:
+    """The recorded transcript as the conversation the judge reads (for judging/perturb.py)."""
+    return _conversation(result)
+
+
+def judgeable(result: ScenarioResult, check: CheckRecord) -> bool:
+    """Whether a recorded check can be asked again: a judged ``satisfy`` check with its subject."""
+    return _judgeable(result, check)
 
 
 def check_subject(conversation: Conversation, scope: str, turn: int | None) -> str:
