@@ -273,12 +273,15 @@ def test_a_flaky_soft_criterion_reaches_the_json_the_summary_and_the_view(pytest
             Then the response should satisfy "friendly"
     """, outcomes={"passed": 2})
     assert doc["variance"]["flaky_causes"] == []
+    # soft verdicts finish after their scenario, so which run got the failed one may vary
+    recorded = {s["iteration"]: s["evaluations"]["details"][0]["status"] for s in doc["scenario_results"]}
+    assert sorted(recorded.values()) == ["failed", "passed"]
+    verdicts_text = f"{recorded[1]} in 1, {recorded[2]} in 2"
     [soft] = doc["variance"]["flaky_criteria"]
     assert {k: soft[k] for k in ("name", "criterion", "turn", "verdicts", "cause")} == {
-        "name": "Friendly greeting", "criterion": "friendly", "turn": 1, "verdicts": "passed in 1, failed in 2",
-        "cause": "judge"}
+        "name": "Friendly greeting", "criterion": "friendly", "turn": 1, "verdicts": verdicts_text, "cause": "judge"}
     summary = render_summary(doc)
     assert "Flaky soft criteria: 1" in summary
-    assert "- Friendly greeting: friendly (turn 1): passed in 1, failed in 2 (flaky: judge; " in summary
+    assert f"- Friendly greeting: friendly (turn 1): {verdicts_text} (flaky: judge; " in summary
     page = experiment_page(doc)
-    assert "Flaky soft criteria (1)" in page and "passed in 1, failed in 2" in page
+    assert "Flaky soft criteria (1)" in page and verdicts_text in page
