@@ -109,10 +109,10 @@ def test_each_perturbation_shows_the_judge_what_it_says(project: pytest.Pytester
     swapped = recorded.prompt.replace("PASSES: A warm welcome!", "@").replace(
         "PASSES: Hello there, happy to help.", "PASSES: A warm welcome!").replace("@", "PASSES: Hello there, happy to help.")
     assert examples.prompt == swapped  # nothing else changed
-    # context removed: the agent's reply alone
-    assert "User: (not shown)" in no_context.prompt and "User: Hello!" not in no_context.prompt
-    agent_line = next(line for line in recorded.prompt.splitlines() if line.startswith("Agent: "))
-    assert agent_line in no_context.prompt
+    # context removed: the agent's reply alone ("Hello!" is both the user's message and how the reply opens)
+    reply = json.loads((project.path / "results" / "exp_p.json").read_text())["scenario_results"][0]["transcript"][0]["agent"]
+    assert reply.startswith("Hello!") and reply in no_context.prompt and "(not shown)" in no_context.prompt
+    assert recorded.prompt.count("Hello!") == 2 and no_context.prompt.count("Hello!") == 1
     # another model, same question
     assert other.model == OTHER and other.prompt == recorded.prompt
 

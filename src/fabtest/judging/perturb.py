@@ -127,7 +127,9 @@ def _variants(criteria: list[Criterion], conversation: Conversation, scope: str,
     every = [True] * len(criteria)
     out = [_Variant("unchanged", "", criteria, every, subject, llm)]
     for name, frame in REWORDINGS:
-        out.append(_Variant("reworded", name, [_reworded(c, frame) for c in criteria], every, subject, llm))
+        reworded = [_reworded(c, frame) for c in criteria]
+        if len({c.name for c in reworded}) == len(reworded):  # two ad-hoc texts may frame alike: not askable
+            out.append(_Variant("reworded", name, reworded, every, subject, llm))
     rotated = [_rotated(c) for c in criteria]
     if any(changed for _, changed in rotated):
         out.append(_Variant("examples", "rotated", [c for c, _ in rotated], [ch for _, ch in rotated], subject, llm))
