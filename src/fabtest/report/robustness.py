@@ -31,7 +31,7 @@ def _rows(audit: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     for name, c in criteria.items():
         kind_cells = [_cell((c.get("by_kind") or {}).get(k)) for k in kinds]
         rows.append([name, str(c.get("checks")), *kind_cells, _pct(c.get("move_rate")), "FLAGGED" if c.get("flagged") else ""])
-    return ["Criterion", "Checks", *kinds, "Moved", ""], rows
+    return ["Criterion", "Checks", *kinds, "Moved", "Flag"], rows
 
 
 def robustness_lines(audit: dict[str, Any]) -> list[str]:
