@@ -263,11 +263,13 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
+    from fabtest.experiment.robustness import attach_robustness
     from fabtest.report.console import previous_experiment_id, render_summary
 
     results_dir = args.results_dir or _default_results_dir()
     try:
         path, doc = read_document(args.experiment, results_dir)
+        doc = attach_robustness(doc, path.parent)  # fabtest rejudge --perturb's audit, when there is one
         text = render_summary(doc, path, previous_experiment_id(path.parent, doc["experiment"]["id"]))
     except ExperimentFileError as exc:
         return _fail("fabtest", str(exc))
@@ -278,12 +280,13 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
+    from fabtest.experiment.robustness import attach_robustness
     from fabtest.report.html import render_experiment_html
 
     results_dir = args.results_dir or _default_results_dir()
     try:
         path, doc = read_document(args.experiment, results_dir)
-        html = render_experiment_html(doc)
+        html = render_experiment_html(attach_robustness(doc, path.parent))
     except ExperimentFileError as exc:
         return _fail("fabtest", str(exc))
     except (KeyError, TypeError, AttributeError) as exc:
@@ -448,11 +451,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                             "(default: features/ if it exists, else .)")
     p.set_defaults(func=_cmd_steps)
 
-    from fabtest.cli import judging
+    from fabtest.cli import judging, perturb
 
     p = sub.add_parser("rejudge", help="re-judge an experiment's recorded transcripts: is the judge consistent?")
     judging.add_rejudge_args(p)
-    p.set_defaults(func=lambda a: judging.run_rejudge(a, a.results_dir or _default_results_dir()))
+    p.set_defaults(func=lambda a: (perturb.run_perturb if a.perturb else judging.run_rejudge)(
+        a, a.results_dir or _default_results_dir()))
 
     p = sub.add_parser("calibrate", help="judge labelled examples: accuracy and Cohen's kappa against human verdicts")
     judging.add_calibrate_args(p)

@@ -75,13 +75,32 @@ def _times_arg(text: str) -> int:
 
 def add_rejudge_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("experiment", metavar="EXP", help="experiment id, unique prefix, or path")
-    p.add_argument("--times", type=_times_arg, default=3, help="how many times to ask the judge (default 3)")
+    p.add_argument("--times", type=_times_arg, default=None,
+                   help="how many times to ask the judge (default 3; with --perturb, per perturbation: default 1)")
     p.add_argument("--criterion", default=None, help="re-judge only this criterion")
     p.add_argument("--scenario", default=None, help="re-judge only this scenario (id, id prefix or name)")
     p.add_argument("--judge-model", default=None, help="another judge model (same provider) for the re-judging")
     p.add_argument("--format", choices=("text", "json"), default="text")
-    p.add_argument("--no-save", action="store_true", help="do not write the re-judged experiment")
+    p.add_argument("--no-save", action="store_true", help="do not write the re-judged experiment (or the audit)")
     p.add_argument("--results-dir", default=None)
+    p.add_argument("--perturb", action="store_true",
+                   help="criterion robustness audit: re-judge under reworded criteria, rotated examples, the context "
+                        "removed (and --perturb-model); report how often each criterion's verdict moves")
+    p.add_argument("--perturb-model", default=None, metavar="MODEL",
+                   help="with --perturb: also ask this judge model (same provider)")
+    p.add_argument("--max-move", type=_share_arg, default=None, metavar="SHARE",
+                   help="with --perturb: flag a criterion whose verdict moves in more than this share of its "
+                        "perturbed judgements (default 0.2)")
+
+
+def _share_arg(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r} (e.g. 0.2)") from None
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"out of range: {text} (a share from 0 to below 1, e.g. 0.2)")
+    return value
 
 
 def run_rejudge(args: argparse.Namespace, results_dir: str) -> int:
@@ -93,6 +112,9 @@ def run_rejudge(args: argparse.Namespace, results_dir: str) -> int:
     from fabtest.judging.rejudge import agreement_table, rejudge_experiment, rejudged_info
     from fabtest.judging.render import render_rejudge_text
 
+    if args.perturb_model or args.max_move is not None:
+        return fail("--perturb-model and --max-move go with --perturb")
+    args.times = args.times or 3
     try:
         info, results, _doc = load_experiment(args.experiment, results_dir, args.scenario)
     except UsageError as exc:

@@ -51,6 +51,9 @@ class JudgeSettings(RoleSettings):
 
     samples: int = Field(default=1, ge=1, le=25)
     samples_per_criterion: dict[str, Annotated[int, Field(ge=1, le=25)]] = Field(default_factory=dict)
+    #: re-judgements of a flaky scenario's deciding checks, to tell the judge from the conversation
+    #: (experiment/attribution.py); 0, the default, spends no call
+    attribution_rejudge: int = Field(default=0, ge=0, le=10)
 
 
 class ModelPrice(BaseModel):

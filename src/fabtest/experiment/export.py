@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from fabtest._internal.files import atomic_writer
 from fabtest.experiment import cost, stats
-from fabtest.experiment.attribution import Attribution, attribute_flakiness
+from fabtest.experiment.attribution import Attributions, attribute_variance
 from fabtest.experiment.coverage import coverage_of
 from fabtest.experiment.fingerprint import experiment_fingerprints, merge_configuration
 from fabtest.experiment.model import ExperimentInfo, ScenarioResult
@@ -58,7 +58,7 @@ _DIGITS = 4
 #: models per role and the price table: what a scenario's cost needs (``costing_of``)
 Costing = tuple[dict[str, str | None], dict[str, cost.Price]]
 #: the flakiness attribution (experiment/attribution.py), over whole results
-Attribute = Callable[[Sequence[ScenarioResult]], list[Attribution]]
+Attribute = Callable[[Sequence[ScenarioResult]], Attributions]
 
 
 class ExperimentFileError(Exception):
@@ -160,6 +160,7 @@ def costing_of(info: ExperimentInfo) -> Costing:
 def _variance(results: Sequence[ScenarioResult], attribute: Attribute) -> dict[str, Any]:
     runs = stats.run_rates(results)
     per_scenario = stats.iteration_stats(results)
+    found = attribute(results)
     return {
         "std_kind": runs["std_kind"],
         "runs": [
@@ -173,12 +174,14 @@ def _variance(results: Sequence[ScenarioResult], attribute: Attribute) -> dict[s
         ],
         "flaky": [s["id"] for s in per_scenario if s["label"] == "flaky"],
         # simulator / agent / judge / undetermined, with the turn and evidence (experiment/attribution.py)
-        "flaky_causes": [a.to_dict() for a in attribute(results)],
+        "flaky_causes": [a.to_dict() for a in found.scenarios],
+        # soft criteria whose verdict differs between runs, and why (a soft flip never fails a scenario)
+        "flaky_criteria": [c.to_dict() for c in found.criteria],
     }
 
 
 def document_head(info: ExperimentInfo, results: Sequence[ScenarioResult], configs: Sequence[ScenarioResult] | None = None,
-                  attribute: Attribute = attribute_flakiness, coverage: dict[str, Any] | None = None) -> dict[str, Any]:
+                  attribute: Attribute = attribute_variance, coverage: dict[str, Any] | None = None) -> dict[str, Any]:
     """Every section of the experiment but ``scenario_results`` (``variance`` last, when iterated).
 
     ``results`` need only what the sections read (the recorder passes slim copies, see

@@ -35,6 +35,7 @@ from pydantic import ValidationError
 from fabtest._internal import redaction
 from fabtest._internal.files import TEXT_ERRORS, remove_stale_temp_files
 from fabtest.errors import UsageError
+from fabtest.experiment.attribution import Rejudge
 from fabtest.experiment.export import costing_of, document_path, new_experiment_id
 from fabtest.experiment.gitinfo import git_info
 from fabtest.experiment.late import (
@@ -208,6 +209,11 @@ class Recorder:
     def results(self) -> list[ScenarioResult]:
         """Briefs of the results recorded so far (no transcripts: see experiment/spool.py)."""
         return self._spool.results
+
+    def set_rejudge(self, rejudge: Rejudge | None) -> None:
+        """Let the flakiness attribution ask the judge again about a flaky scenario's deciding checks
+        (``[tool.fabtest.judge] attribution_rejudge``; experiment/attribution.py)."""
+        self._spool.rejudge = rejudge
 
     def set_order(self, nodeids: list[str]) -> None:
         """The collection's node ids, in order: the experiment lists results in this order (then by

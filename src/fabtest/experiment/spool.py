@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from fabtest._internal.files import TEXT_ERRORS
-from fabtest.experiment.attribution import Attribution, attribute_flakiness
+from fabtest.experiment.attribution import Attributions, Rejudge, attribute_variance, has_flaky_soft_check
 from fabtest.experiment.coverage import RunFacts, run_facts, summarise
 from fabtest.experiment.export import (
     Costing,
@@ -180,6 +180,8 @@ class Spool:
         #: scenario id and iteration), not in the order scenarios finished (concurrency, -n)
         self.order: dict[str, int] | None = None
         self._keys: list[tuple[str, str, int]] = []
+        #: asks the judge again about a deciding check (opt-in, ``attribution_rejudge``); None: never
+        self.rejudge: Rejudge | None = None
 
     def __len__(self) -> int:
         return len(self.results)
@@ -257,16 +259,19 @@ class Spool:
             head["variance"] = variance
         return head
 
-    def _attribute(self, briefs: Sequence[ScenarioResult]) -> list[Attribution]:
-        """``attribute_flakiness`` over whole results, one flaky scenario at a time (read back)."""
+    def _attribute(self, briefs: Sequence[ScenarioResult]) -> Attributions:
+        """``attribute_variance`` over whole results, one scenario at a time (read back), for the
+        scenarios that are flaky or whose soft verdicts differ between runs (seen in the briefs)."""
         runs: dict[str, list[int]] = {}
         for slot, brief in enumerate(briefs):
             if not brief.skipped:
                 runs.setdefault(brief.id, []).append(slot)
-        out: list[Attribution] = []
+        out = Attributions()
         for slots in runs.values():
-            if len({briefs[s].passed for s in slots}) > 1:
-                out += attribute_flakiness([self.read(s) for s in slots])
+            if len({briefs[s].passed for s in slots}) > 1 or has_flaky_soft_check([briefs[s] for s in slots]):
+                found = attribute_variance([self.read(s) for s in slots], self.rejudge)
+                out.scenarios.extend(found.scenarios)
+                out.criteria.extend(found.criteria)
         return out
 
     def write(self, info: ExperimentInfo, results_dir: str | os.PathLike[str]) -> Path:

@@ -21,11 +21,13 @@ from typing import Any
 from fabtest.config.criteria import Criterion
 from fabtest.conversation import AgentResponse, Conversation, TokenUsage, Turn
 from fabtest.engine.judge import Judge, Scope, VerdictLabel, criterion_from_data, format_exchange, majority
+from fabtest.experiment.attribution import Rejudge
 from fabtest.experiment.model import CheckRecord, ExperimentInfo, ScenarioResult, UsageRecord
-from fabtest.llm.base import LLM
+from fabtest.llm.base import LLM, LLMError, LLMNotConfigured
 from fabtest.llm.cache import salted
 
-__all__ = ["Rejudged", "agreement_table", "recorded_criterion", "rejudge_experiment", "rejudged_info"]
+__all__ = ["Rejudged", "agreement_table", "attribution_rejudger", "check_subject", "judgeable", "recorded_conversation",
+           "recorded_criterion", "rejudge_experiment", "rejudged_info"]
 
 
 @dataclass
@@ -137,7 +139,7 @@ def _rejudge_group(
     """One call per repetition for the criteria of one subject, as the original run batched them
     (each call's tokens added to ``spent``; a cached answer costs nothing)."""
     unique = {c.criterion: recorded_criterion(result, c) for c in checks}
-    subject = format_exchange(conversation.turns[turn - 1]) if scope == "response" and turn else conversation.transcript()
+    subject = check_subject(conversation, scope, turn)
     answers = []
     for judge in judges:
         judged = judge.evaluate_criteria(list(unique.values()), subject=subject, scope=_scope(scope))
@@ -157,6 +159,55 @@ def _rejudge_group(
         reason = next((v.reasoning for a in answers for v in a if v.criterion == check.criterion and v.verdict == label), "")
         check.details = reason or check.details
     return rows
+
+
+def recorded_conversation(result: ScenarioResult) -> Conversation:
+    """The recorded transcript as the conversation the judge reads (for judging/perturb.py)."""
+    return _conversation(result)
+
+
+def judgeable(result: ScenarioResult, check: CheckRecord) -> bool:
+    """Whether a recorded check can be asked again: a judged ``satisfy`` check with its subject."""
+    return _judgeable(result, check)
+
+
+def check_subject(conversation: Conversation, scope: str, turn: int | None) -> str:
+    """What the judge reads for a recorded check: its turn's exchange (a response criterion) or
+    the transcript (a conversation criterion)."""
+    return format_exchange(conversation.turns[turn - 1]) if scope == "response" and turn else conversation.transcript()
+
+
+def attribution_rejudger(llm: LLM, times: int, *, limit: int = 20) -> Rejudge:
+    """For the flakiness attribution (experiment/attribution.py): ``times`` verdicts on a recorded
+    ``satisfy`` check, asked on its own run's transcript with the criteria it was batched with, so
+    the input is the one the judge already saw. Each repetition is its own cache entry (salt
+    ``attribution/K``); a subject is asked once however often it is needed, at most ``limit``
+    subjects (the bound on what attribution spends), and a judge failure gives no verdicts."""
+    judges = [Judge(salted(llm, f"attribution/{k}")) for k in range(times)]
+    asked: dict[tuple[str, int, str, int | None], dict[str, list[str]]] = {}
+
+    def rejudge(result: ScenarioResult, check: CheckRecord) -> list[str]:
+        if not _judgeable(result, check):
+            return []
+        scope = str(check.data["scope"])
+        key = (result.id, result.iteration, scope, check.turn)
+        if key not in asked:
+            if len(asked) >= limit:
+                return []
+            batch = {c.criterion: recorded_criterion(result, c) for c in [*result.evaluations, *result.expectations]
+                     if _judgeable(result, c) and c.data.get("scope") == scope and c.turn == check.turn}
+            subject = check_subject(_conversation(result), scope, check.turn)
+            verdicts: dict[str, list[str]] = {name: [] for name in batch}
+            try:
+                for judge in judges:
+                    for v in judge.evaluate_criteria(list(batch.values()), subject=subject, scope=_scope(scope)).value:
+                        verdicts[v.criterion].append(v.verdict)
+            except (LLMError, LLMNotConfigured):
+                verdicts = {}
+            asked[key] = verdicts
+        return list(asked[key].get(check.criterion, []))
+
+    return rejudge
 
 
 def _scope(scope: str) -> Scope:

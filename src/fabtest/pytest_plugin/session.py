@@ -383,6 +383,11 @@ class FabtestSession:
                 prices={m: p.model_dump() for m, p in self.settings.prices.items()},
             )
             self._recorder.set_order(self._collected)
+            rejudge = self.settings.judge.attribution_rejudge
+            if rejudge and roles is not None and roles.judge is not None:
+                from fabtest.judging.rejudge import attribution_rejudger
+
+                self._recorder.set_rejudge(attribution_rejudger(roles.judge, rejudge))
         return self._recorder
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:

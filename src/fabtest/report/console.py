@@ -18,6 +18,7 @@ from fabtest.experiment.export import list_experiment_files
 from fabtest.experiment.fmt import RULE_HEAVY, RULE_LIGHT, count, git_line, llm_line, num, pct, timestamp, usd
 from fabtest.experiment.stats import low_confidence_count
 from fabtest.llm.retry_budget import budget_line
+from fabtest.report.robustness import robustness_lines
 
 __all__ = ["previous_experiment_id", "render_summary"]
 
@@ -203,8 +204,22 @@ def _variance(doc: dict[str, Any]) -> list[str]:
         lines.append(f"    - {s['name']}: {s['passes']}/{s['runs']} runs passed{why}")
     if len(flaky) > _MAX_LISTED:
         lines.append(f"    ... and {len(flaky) - _MAX_LISTED} more")
+    soft = [c for c in var.get("flaky_criteria") or [] if isinstance(c, dict)]
+    if soft:  # a soft flip never fails a scenario, so the flaky count above cannot show it
+        lines.append(f"  Flaky soft criteria: {len(soft)}")
+        for c in soft[:_MAX_LISTED]:
+            where = f" (turn {c['turn']})" if c.get("turn") is not None else ""
+            lines.append(f"    - {c['name']}: {c['criterion']}{where}: {c['verdicts']} (flaky: {c['cause']}; {c['evidence']})")
+        if len(soft) > _MAX_LISTED:
+            lines.append(f"    ... and {len(soft) - _MAX_LISTED} more")
     lines.append("")
     return lines
+
+
+def _robustness(doc: dict[str, Any]) -> list[str]:
+    """The criterion robustness audit (``fabtest rejudge --perturb``), when one was written."""
+    audit = doc.get("robustness")
+    return [*robustness_lines(audit), ""] if isinstance(audit, dict) else []
 
 
 def render_summary(
@@ -230,6 +245,7 @@ def render_summary(
         *coverage_lines(doc.get("coverage")),
         "",
         *_variance(doc),
+        *_robustness(doc),
         RULE_LIGHT,
     ]
     if path is not None:

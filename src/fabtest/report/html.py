@@ -21,6 +21,7 @@ from fabtest.experiment.cost import summary_cost, total_text, unpriced_note
 from fabtest.experiment.diff import ConversationDiff, tool_summary
 from fabtest.experiment.fmt import git_line, llm_line, num, pct, pp, signed, timestamp, usd
 from fabtest.judging.render import split_note
+from fabtest.report.robustness import robustness_html
 from fabtest.report.svg import delta_chart, paired_chart, rate_chart, rate_color
 
 __all__ = [
@@ -265,7 +266,20 @@ def _variance_section(doc: dict[str, Any]) -> str:
         f'<p class="muted">Standard deviation: {_e(var.get("std_kind", "sample"))} (n − 1).</p></div>'
         f'<div class="panel"><h3>Per-scenario stability</h3>{_table(["Scenario", "Label", "Passes", "Pass rate", "pass@k", "pass^k", "Why"], scen_rows, {2, 3, 4, 5})}'
         f'<p class="muted">k = runs of the scenario: pass@k = passed at least once, pass^k = passed every time.</p></div>'
+        + _flaky_criteria(var)
     )
+
+
+def _flaky_criteria(var: dict[str, Any]) -> str:
+    """Soft criteria whose verdict differs between runs (``variance.flaky_criteria``): a soft flip
+    never fails a scenario, so the stability table above cannot show it."""
+    found = [c for c in var.get("flaky_criteria") or [] if isinstance(c, dict)]
+    if not found:
+        return ""
+    rows = [[_e(c.get("name")), _e(c.get("criterion")), "" if c.get("turn") is None else str(c.get("turn")),
+             _e(c.get("verdicts")), _e(f"flaky: {c.get('cause')} ({c.get('evidence')})")] for c in found]
+    return (f'<div class="panel"><h3>Flaky soft criteria ({len(found)})</h3>'
+            f'{_table(["Scenario", "Criterion", "Turn", "Verdicts", "Why"], rows, {2})}</div>')
 
 
 def _status_badge(entry: dict[str, Any]) -> _Html:
@@ -416,6 +430,7 @@ def experiment_sections(doc: dict[str, Any]) -> str:
         + _tokens_section(summary)
         + _coverage_section(doc)
         + _variance_section(doc)
+        + robustness_html(doc.get("robustness"))  # fabtest rejudge --perturb, when it was run
     )
 
 

@@ -20,6 +20,7 @@ from fabtest.compare.compute import Comparison, compare
 from fabtest.compare.gate import regression_gate
 from fabtest.compare.read import Experiment, read_experiment
 from fabtest.experiment.export import ExperimentFileError, list_experiment_files, read_document, read_entries
+from fabtest.experiment.robustness import attach_robustness
 from fabtest.view.layout import as_dict
 
 __all__ = ["Catalog", "ExperimentRow"]
@@ -160,5 +161,6 @@ class Catalog:
         return entries
 
     def document(self, row: ExperimentRow) -> dict[str, Any]:
-        """The whole document of one experiment (transcripts included), read when its page opens."""
-        return read_document(row.path, self.results_dir)[1]
+        """The whole document of one experiment (transcripts included), read when its page opens,
+        with its criterion robustness audit (``fabtest rejudge --perturb``) when there is one."""
+        return attach_robustness(read_document(row.path, self.results_dir)[1], row.path.parent)
