@@ -20,7 +20,8 @@ from typing import Any
 
 from fabtest.config.criteria import Criterion
 from fabtest.conversation import AgentResponse, Conversation, TokenUsage, Turn
-from fabtest.engine.judge import Judge, Scope, VerdictLabel, criterion_from_data, format_exchange, majority
+from fabtest.engine import transcript
+from fabtest.engine.judge import CriterionLabel, Judge, Scope, criterion_from_data, majority
 from fabtest.experiment.model import CheckRecord, ExperimentInfo, ScenarioResult, UsageRecord
 from fabtest.llm.base import LLM
 from fabtest.llm.cache import salted
@@ -40,7 +41,7 @@ class Rejudged:
     scope: str
     mode: str
     recorded: str
-    verdicts: list[VerdictLabel] = field(default_factory=list)
+    verdicts: list[CriterionLabel] = field(default_factory=list)
 
     @property
     def majority(self) -> str:
@@ -137,7 +138,8 @@ def _rejudge_group(
     """One call per repetition for the criteria of one subject, as the original run batched them
     (each call's tokens added to ``spent``; a cached answer costs nothing)."""
     unique = {c.criterion: recorded_criterion(result, c) for c in checks}
-    subject = format_exchange(conversation.turns[turn - 1]) if scope == "response" and turn else conversation.transcript()
+    subject = (transcript.exchange_for_judge(conversation, turn) if scope == "response" and turn
+               else transcript.for_judge(conversation))
     answers = []
     for judge in judges:
         judged = judge.evaluate_criteria(list(unique.values()), subject=subject, scope=_scope(scope))
@@ -151,7 +153,7 @@ def _rejudge_group(
         rows.append(row)
         label, split = majority(verdicts)
         check.status = label
-        check.passed = None if label == "inconclusive" else label == "passed"
+        check.passed = None if label in ("inconclusive", "not_applicable") else label == "passed"
         check.data = {**check.data, "recorded": row.recorded, "samples": split,
                       "confidence": "high" if len(split) == 1 else "low"}
         reason = next((v.reasoning for a in answers for v in a if v.criterion == check.criterion and v.verdict == label), "")

@@ -86,7 +86,7 @@ footer{color:var(--muted);font-size:12px;margin-top:40px;text-align:center}
 a{color:var(--info);text-decoration:none}
 """
 
-_ICONS = {"passed": "✓", "failed": "✗", "inconclusive": "?", "skipped": "–"}
+_ICONS = {"passed": "✓", "failed": "✗", "inconclusive": "?", "not_applicable": "n/a", "skipped": "–"}
 
 
 class _Html(str):
