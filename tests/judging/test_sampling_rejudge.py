@@ -146,7 +146,7 @@ def test_rejudge_sees_a_judge_that_flips(pytester: pytest.Pytester, fake: FakeGe
     calls = criteria_calls(fake)
     assert len(calls) == 3 and len(fake.requests) == 3
     assert "description: The reply is warm and polite" in calls[0].text
-    assert "User: Hello!" in calls[0].text
+    assert 'turn 1 user: "Hello!"' in calls[0].text
     friendly = report["agreement"]["criteria"]["friendly"]
     assert friendly["flip_rate"] == pytest.approx(2 / 3, abs=1e-3)
     assert friendly["self_agreement"] == pytest.approx(2 / 3, abs=1e-3) and friendly["unanimous"] == 0
