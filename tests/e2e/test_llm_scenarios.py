@@ -347,3 +347,28 @@ def test_soft_and_hard_criteria_on_one_turn_keep_their_own_modes(pytester: pytes
     calls = criteria_calls(fake)
     assert len(calls) == 2
     assert sorted(len(re.findall(r"^\d+\. name: ", c.prompt, re.MULTILINE)) for c in calls) == [1, 1]
+
+
+def test_the_agents_purpose_step_in_a_background_reaches_the_judge_of_every_scenario(
+        pytester: pytest.Pytester, fake: FakeGemini) -> None:
+    """Issue 27 point 4: ``Given the agent's purpose is`` is inherited like a criterion."""
+    result, doc = run(pytester, '''
+        Feature: Purpose
+          Background:
+            Given the agent "venue_bot"
+            And the agent's purpose is "Books event venues in German cities; nothing else"
+
+          Scenario: One
+            When the user says "Hello!"
+            Then the response should satisfy "The agent stays within its purpose"
+
+          Scenario: Two
+            When the user says "Tell me a joke"
+            Then the response should satisfy "The agent stays within its purpose"
+        ''')
+    result.assert_outcomes(passed=2)
+    calls = criteria_calls(fake)
+    assert len(calls) == 2
+    for call in calls:
+        assert "THE AGENT'S PURPOSE (from the test author, not from the transcript)\n" \
+               "Books event venues in German cities; nothing else" in call.prompt

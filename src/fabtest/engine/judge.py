@@ -246,7 +246,13 @@ def criteria_schema(names: tuple[str, ...]) -> type[CriteriaAnswer]:
     """:class:`CriteriaAnswer` with ``criterion`` constrained to ``names`` (a JSON-schema enum): the
     judge picks a name instead of echoing it, so no retry is spent on a misspelt long name."""
     one_of: Any = cast(Any, Literal)[names]
-    item: Any = create_model("CriterionVerdictOut", __base__=_CriterionVerdictOut, criterion=(one_of, ...))
+
+    def enum(schema: dict[str, Any]) -> None:  # one name is a "const" to pydantic; an enum to every provider
+        schema.pop("const", None)
+        schema["enum"] = list(names)
+
+    item: Any = create_model("CriterionVerdictOut", __base__=_CriterionVerdictOut,
+                             criterion=(one_of, Field(json_schema_extra=enum)))
     return create_model("CriteriaAnswer", __base__=CriteriaAnswer, verdicts=(list[item], Field(default_factory=list)))
 
 

@@ -36,7 +36,7 @@ T = TypeVar("T", bound=BaseModel)
 
 #: A scripted answer: a value, or a function of the call that returns one (or the JSON answer itself).
 Answer = Any
-_VERDICTS = ("passed", "failed", "inconclusive")
+_VERDICTS = ("passed", "failed", "inconclusive", "not_applicable")
 _REASON = "scripted by FakeLLM"
 MAX_KEPT_CALLS = 10_000
 
@@ -313,7 +313,7 @@ def _as_verdict(value: Any, where: str) -> str:
         return "passed" if value else "failed"
     if isinstance(value, str) and value.strip().lower() in _VERDICTS:
         return value.strip().lower()
-    raise ValueError(f"{where}: expected passed, failed, inconclusive, true or false, got {value!r}")
+    raise ValueError(f"{where}: expected passed, failed, inconclusive, not_applicable, true or false, got {value!r}")
 
 
 def _verdict(value: Answer, call: LLMCall) -> tuple[str, str]:
