@@ -136,6 +136,15 @@ def test_the_window_holds_at_most_the_configured_number_of_earlier_turns() -> No
     assert transcript.EARLIER_TURNS not in transcript.exchange_for_judge(conversation, 1)
 
 
+
+def test_the_earlier_turns_tool_results_are_cut_shorter_than_the_judged_turns() -> None:
+    big = {"rows": "y" * 1000}
+    turns = [Turn(n, f"user {n}", AgentResponse(f"agent {n}", [ToolCall("search", {}, big)])) for n in (1, 2)]
+    text = transcript.exchange_for_judge(turns, 2)
+    earlier, judged = text.split(transcript.JUDGED_TURN)
+    assert "more characters cut]" in earlier and "more characters cut]" not in judged and "y" * 1000 in judged
+
+
 # -- point 3: the transcript is data --------------------------------------------------------------------
 
 

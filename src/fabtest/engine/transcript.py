@@ -42,6 +42,8 @@ CLIP = 2000
 TOOL_RESULT_LIMIT = 1500
 #: turns before the judged one that a response-scope criterion sees as context
 CONTEXT_TURNS = 2
+#: characters of a tool result in those earlier turns (context, not what is judged: kept short)
+CONTEXT_RESULT_LIMIT = 200
 #: the line that introduces the turn being judged when earlier turns are shown for context
 JUDGED_TURN = "(the turn to judge)"
 EARLIER_TURNS = "(earlier turns, context only: do not judge them)"
@@ -86,14 +88,16 @@ def exchange_for_judge(conversation: Conversation | Sequence[Turn], number: int,
                        limit: int = TOOL_RESULT_LIMIT) -> str:
     """Turn ``number`` for a response-scope check, after up to ``context`` turns before it: "Yes,
     done" means nothing without the question it answers (a window, as DeepEval's conversational
-    metrics judge a turn with the turns before it). Without earlier turns, just the turn."""
+    metrics judge a turn with the turns before it). Without earlier turns, just the turn. The
+    earlier turns' tool results are cut at :data:`CONTEXT_RESULT_LIMIT` characters (visibly)."""
     turns = list(conversation.turns if isinstance(conversation, Conversation) else conversation)
     by_number = {t.number: t for t in turns}
     judged = by_number[number]
     earlier = [t for t in turns if number - context <= t.number < number] if context > 0 else []
     if not earlier:
         return "\n".join(judge_turn(judged, limit=limit))
-    return "\n".join([EARLIER_TURNS, *(line for t in earlier for line in judge_turn(t, limit=limit)),
+    short = min(limit, CONTEXT_RESULT_LIMIT)  # the earlier turns' tool results are context: kept short
+    return "\n".join([EARLIER_TURNS, *(line for t in earlier for line in judge_turn(t, limit=short)),
                       JUDGED_TURN, *judge_turn(judged, limit=limit)])
 
 
