@@ -192,7 +192,8 @@ def calibrate(examples: Sequence[LabelledExample], llm: LLM, *, times: int = 1,
               progress: Callable[[str], None] | None = None) -> list[Judged]:
     """Every example judged ``times`` times (each repetition its own cache entry, salt
     ``calibrate/K``); the judge's verdict is the majority."""
-    judges = [Judge(salted(llm, f"calibrate/{k}")) for k in range(times)]
+    # the judge LLM's configured temperature (issue 27 point 6), not a hard-coded 0
+    judges = [Judge(salted(llm, f"calibrate/{k}"), temperature=None) for k in range(times)]
     out = []
     for number, example in enumerate(examples, 1):
         if progress:

@@ -105,7 +105,9 @@ def rejudge_experiment(
     ``criterion`` and ``scenario`` (id, id prefix or exact name) narrow what is re-judged."""
     if times < 1:
         raise ValueError(f"--times must be at least 1, got {times}")
-    judges = [Judge(salted(llm, f"rejudge/{k}")) for k in range(times)]
+    # temperature None: the judge LLM's configured one ([tool.fabtest.judge] temperature), so --times
+    # samples the judge as configured rather than at a hard-coded 0 (issue 27 point 6)
+    judges = [Judge(salted(llm, f"rejudge/{k}"), temperature=None) for k in range(times)]
     new_results: list[ScenarioResult] = []
     rows: list[Rejudged] = []
     for result in results:
