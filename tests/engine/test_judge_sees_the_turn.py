@@ -322,3 +322,14 @@ def test_an_inconclusive_must_still_fails(tmp_path: Path, monkeypatch: pytest.Mo
         state.user_says("Hi")
         with pytest.raises(ExpectationFailed, match="was inconclusive"):
             state.satisfy(Criterion("asks", "The agent asks what the user wants"), "must", "response")
+
+
+def test_the_attacker_is_told_the_agents_purpose_too() -> None:
+    from fabtest.engine.simulator import Simulator, SimulatorConfig
+
+    purpose = "Takes pizza orders for Luigi's; nothing else"
+    attacker = Simulator(None, SimulatorConfig(goal="x", attack="prompt_injection"), purpose=purpose)
+    user = Simulator(None, SimulatorConfig(goal="Order a pizza"), purpose=purpose)
+    for simulator in (attacker, user):
+        assert simulator.build_prompt(Conversation()).startswith(f"THE AGENT YOU TALK TO IS FOR: {purpose}\n")
+    assert not Simulator(None, SimulatorConfig(goal="Order a pizza")).build_prompt(Conversation()).startswith("THE AGENT")
