@@ -34,3 +34,9 @@ def test_the_console_shows_inconclusive_and_not_applicable_beside_each_criterion
     assert drink.split()[-2:] == ["0", "2"]  # inconclusive 0, not applicable 2
     friendly = next(line for line in block.splitlines() if line.strip().startswith("friendly"))
     assert friendly.split()[-2:] == ["1", "0"]
+
+
+def test_the_html_report_says_how_many_were_not_applicable() -> None:
+    from fabtest.report.html import render_experiment_html
+
+    assert "2 evaluation(s) were not applicable" in render_experiment_html(_doc())
