@@ -24,6 +24,9 @@ def all_required_in_order(schema: dict[str, Any]) -> None:
     properties = schema.get("properties")
     if isinstance(properties, dict):
         schema["required"] = list(properties)
+        for field in properties.values():  # a required field has no default to announce (strict modes refuse one)
+            if isinstance(field, dict):
+                field.pop("default", None)
 
 
 #: ``model_config`` of an answer schema written in declaration order (reasoning before verdict)
