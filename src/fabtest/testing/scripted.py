@@ -94,7 +94,8 @@ class FakeLLM:
 
     def verdicts(self, by_name: Mapping[str, Answer] | None = None, /, *, default: Answer = None,
                  **more: Answer) -> FakeLLM:
-        """The verdict per criterion name (``"passed"``, ``"failed"``, ``"inconclusive"``, a bool, or a
+        """The verdict per criterion name (``"passed"``, ``"failed"``, ``"inconclusive"``,
+        ``"not_applicable"``, a bool, or a
         function of the call, whose ``criteria`` is then just that one criterion, returning a verdict
         or ``(verdict, reasoning)``); ``default`` for criteria not named. A criterion is found by its
         name or its description, so ad-hoc criteria, playbook ``expected_outcome`` and ``llm_checks``
