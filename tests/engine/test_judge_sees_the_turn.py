@@ -333,3 +333,19 @@ def test_the_attacker_is_told_the_agents_purpose_too() -> None:
     for simulator in (attacker, user):
         assert simulator.build_prompt(Conversation()).startswith(f"THE AGENT YOU TALK TO IS FOR: {purpose}\n")
     assert not Simulator(None, SimulatorConfig(goal="Order a pizza")).build_prompt(Conversation()).startswith("THE AGENT")
+
+
+def test_context_turns_zero_shows_the_judged_turn_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with FakeGemini(handler=answer) as fake:
+        _state(tmp_path, monkeypatch, fake, Shop())
+        (tmp_path / "pyproject.toml").write_text("[tool.fabtest.judge]\ncontext_turns = 0\nmax_retries = 0\n")
+        settings = Settings.load(tmp_path)
+        state = ScenarioState(settings=settings, rootdir=tmp_path, workdir=tmp_path, context={},
+                              llms=configured_llms(settings, tmp_path), where="test", default_agent=Shop())
+        state.user_says("Hi")
+        state.user_says("Can you order the large pizza for me?")
+        state.satisfy(Criterion("answers", "The reply answers the user's question"), "should", "response")
+        state.finish()
+        [request] = _judge_requests(fake)
+    assert transcript.JUDGED_TURN not in request.prompt and 'turn 1 user: "Hi"' not in request.prompt
+    assert _agent_lines(request.prompt) == ['turn 2 agent: "Your order A-17 is placed."']

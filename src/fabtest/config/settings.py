@@ -52,6 +52,8 @@ class JudgeSettings(RoleSettings):
     #: 0: the same transcript gets the same verdict. ``samples`` > 1 asks at this temperature too,
     #: so a majority of samples at 0 measures little (a warning says so; docs: judge-and-simulator.md)
     temperature: float | None = Field(default=0.0, ge=0, le=2)
+    #: turns before the judged one a response criterion (and an intent) sees as context
+    context_turns: int = Field(default=2, ge=0, le=20)
     samples: int = Field(default=1, ge=1, le=25)
     samples_per_criterion: dict[str, Annotated[int, Field(ge=1, le=25)]] = Field(default_factory=dict)
 

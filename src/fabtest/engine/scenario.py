@@ -370,7 +370,8 @@ class ScenarioState:
         if self.llms.judge is None:
             self._skip_llm_check("intent", mode, f"intent:{intent}", turn=turn.number)
             return
-        exchange = transcript.exchange_for_judge(self.conversation, turn.number)
+        exchange = transcript.exchange_for_judge(self.conversation, turn.number,
+                                                 context=self.settings.judge.context_turns)
         self._run_llm_check(self._judged(lambda judge: judged.intent_check(judge, turn, exchange, intent, mode)), mode,
                             placeholder("intent", f"intent:{intent}", turn.number))
 
@@ -438,8 +439,8 @@ class ScenarioState:
         if not pending:
             return
         turn = self.conversation.turns[number - 1]
-        self._batch(pending, transcript.exchange_for_judge(self.conversation, turn.number), "response", turn.number,
-                    block=block)
+        subject = transcript.exchange_for_judge(self.conversation, turn.number, context=self.settings.judge.context_turns)
+        self._batch(pending, subject, "response", turn.number, block=block)
 
     def _flush_conversation(self, *, block: bool) -> None:
         pending, self._pending_conversation = self._pending_conversation, []
