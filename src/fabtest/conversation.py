@@ -12,9 +12,11 @@ from typing import Any, Literal
 
 Role = Literal["user", "agent"]
 Mode = Literal["should", "must"]
-#: passed / failed are verdicts; inconclusive means the judge could not decide; skipped means the
-#: check could not run (for example no LLM configured) and is left out of every rate.
-Status = Literal["passed", "failed", "inconclusive", "skipped"]
+#: passed / failed are verdicts; inconclusive means the judge could not decide; not_applicable means
+#: the judge found the criterion does not apply to what it judged ("offers a drink with every order"
+#: on a greeting); skipped means the check could not run (for example no LLM configured). Only
+#: passed / failed enter a rate; inconclusive and not_applicable are counted and shown apart.
+Status = Literal["passed", "failed", "inconclusive", "not_applicable", "skipped"]
 
 
 @dataclass(frozen=True)

@@ -145,7 +145,7 @@ def end_scenario(handle: ScenarioSpan | None, result: ScenarioResult) -> None:
     from opentelemetry.trace import Status, StatusCode
 
     checks = [*result.evaluations, *result.expectations]
-    verdicts = {s: sum(1 for c in checks if c.status == s) for s in ("passed", "failed", "inconclusive", "skipped")}
+    verdicts = {s: sum(1 for c in checks if c.status == s) for s in ("passed", "failed", "inconclusive", "not_applicable", "skipped")}
     span = handle.span
     span.set_attributes(_clean({
         "fabtest.scenario.id": result.id, "fabtest.scenario.iteration": result.iteration,

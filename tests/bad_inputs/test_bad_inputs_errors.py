@@ -82,6 +82,9 @@ def test_a_judge_answer_blocked_for_safety_is_named_as_such(monkeypatch: pytest.
             llm.complete_json("Evaluate this reply", _Verdict)
     assert expected in str(caught.value)
     assert "empty answer" not in str(caught.value)
+    # issue 27 point 13: no advice to change a setting fabtest does not have
+    assert "relax the model's safety settings" not in str(caught.value)
+    assert "fabtest sends no safety settings" in str(caught.value)
 
 
 @pytest.mark.parametrize(("criterion", "expected"), [

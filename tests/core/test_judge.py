@@ -40,7 +40,8 @@ def test_all_criteria_in_one_call_with_usage_and_temperature_zero() -> None:
     result = Judge(llm).evaluate_criteria([FRIENDLY, CONCISE], subject="User: hi\nAgent: hello", scope="response")
     assert len(llm.calls) == 1
     call = llm.calls[0]
-    assert call.schema is CriteriaAnswer and call.temperature == 0.0 and call.system
+    assert call.schema is not None and issubclass(call.schema, CriteriaAnswer)
+    assert call.temperature == 0.0 and call.system
     assert [(v.criterion, v.verdict) for v in result.value] == [("friendly", "passed"), ("concise", "failed")]
     assert result.value[0].passed is True and result.value[1].passed is False
     assert result.usage.calls == 1 and result.usage.input_tokens == 10 and result.attempts == 1
@@ -92,7 +93,6 @@ def test_missing_verdict_is_retried_with_the_problem_then_used() -> None:
     "answer, problem",
     [
         (_verdicts(("friendly", "passed")), "no verdict for 'concise'"),
-        (_verdicts(("friendly", "passed"), ("concise", "passed"), ("helpful", "passed")), "not asked: 'helpful'"),
         (_verdicts(("friendly", "passed"), ("friendly", "failed"), ("concise", "passed")), "more than one verdict"),
     ],
 )
@@ -110,10 +110,19 @@ def test_inconclusive_passes_through() -> None:
     assert verdict.verdict == "inconclusive" and verdict.passed is None
 
 
-def test_names_match_loosely_but_report_declared_name() -> None:
-    llm = FakeLLM([_verdicts(("  Friendly ", "passed"))])
-    (verdict,) = Judge(llm).evaluate_criteria([FRIENDLY], subject="x", scope="response").value
-    assert verdict.criterion == "friendly"
+def test_the_criterion_name_is_an_enum_of_the_names_asked() -> None:
+    """Issue 27 point 7: the judge picks a name from the schema's enum instead of echoing it, so a
+    name it was not asked (or misspelt) is refused by the schema, not retried by fabtest."""
+    llm = FakeLLM([_verdicts(("friendly", "passed"), ("concise", "passed"))])
+    Judge(llm).evaluate_criteria([FRIENDLY, CONCISE], subject="x", scope="response")
+    schema = llm.calls[0].schema
+    assert schema is not None
+    item = schema.model_json_schema()["$defs"]["CriterionVerdictOut"]["properties"]["criterion"]
+    assert item["enum"] == ["friendly", "concise"]
+    wrong = FakeLLM([_verdicts(("friendly", "passed"), ("helpful", "passed"))])
+    with pytest.raises(LLMBadOutput, match="does not fit"):
+        Judge(wrong).evaluate_criteria([FRIENDLY, CONCISE], subject="x", scope="response")
+    assert len(wrong.calls) == 1
 
 
 def test_no_criteria_no_call() -> None:
@@ -170,7 +179,8 @@ def test_grounding_all_supported_and_no_claims() -> None:
     judge = Judge(llm)
     assert judge.grounding("Spreeblick costs 450.", "search_venues", [SEARCH]).value.passed
     empty = judge.grounding("How can I help?", "search_venues", [SEARCH]).value
-    assert empty.passed and "no factual claims" in empty.reasoning
+    # issue 27 point 13: no claim found is no evidence of grounding: inconclusive, not a pass
+    assert empty.verdict == "inconclusive" and empty.passed is None and "no factual claims" in empty.reasoning
 
 
 def test_grounding_without_the_tool_fails_without_a_call() -> None:

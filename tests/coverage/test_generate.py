@@ -137,3 +137,20 @@ def test_generated_records_run_green_and_raise_the_coverage_they_aimed_at(tmp_pa
     assert "book_venue" in after["coverage"]["tools"]["called"]
     assert "booking" in after["coverage"]["topics"]["reached"]
     assert after["coverage"]["tools"]["rate"] > before["tools"]["rate"]
+
+
+def test_generate_sees_the_tools_the_agent_called_and_plans_before_it_writes(tmp_path: Path) -> None:
+    """Issue 27 points 2 and 13: a tool the agent called but does not declare reaches the prompt,
+    and a draft's plan (aims_at, category) comes before the scenario it plans in the schema."""
+    from fabtest.authoring.generate import Drafts, declared_from
+    from fabtest.llm.base import json_schema
+
+    experiment = {"coverage": {"tools": {"called": {"search_venues": 2}, "never_called": ["book_venue"],
+                                         "undeclared_called": ["check_availability"]}},
+                  "scenario_results": [{"transcript": [{"tool_calls": [{"name": "send_invoice"}]}]}]}
+    declared = declared_from({}, [], experiment, tmp_path)
+    assert list(declared.tools) == ["book_venue", "check_availability", "search_venues", "send_invoice"]
+    prompt = build_prompt(declared, "venues", 2)
+    assert "- check_availability" in prompt and "- send_invoice" in prompt
+    draft = json_schema(Drafts)["$defs"]["Draft"]
+    assert draft["required"][:2] == ["aims_at", "category"] and draft["required"] == list(draft["properties"])

@@ -8,6 +8,7 @@ pytest on it, and reads the experiment JSON back.
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -120,15 +121,21 @@ def test_one_judge_call_per_turn_and_none_for_triggered_topics(pytester: pytest.
     assert not [r for r in fake.requests if "CANDIDATE TOPICS" in r.text]
 
 
-def test_judge_sees_only_the_latest_exchange_for_a_response_criterion(pytester: pytest.Pytester, fake: FakeGemini) -> None:
+def test_a_response_criterion_sees_its_turn_after_a_window_of_earlier_turns(pytester: pytest.Pytester, fake: FakeGemini) -> None:
     run(pytester, SIMULATED)
     calls = criteria_calls(fake)
     assert len(calls) == 5
-    # every call judges one exchange: one user line and one agent line, never the earlier turns
+    # every call judges one turn, after at most two earlier turns shown as context (issue 27: "Yes,
+    # done" means nothing without the question before it); the opening turn has no context
     for call in calls:
-        assert call.prompt.count("User: ") == 1 and call.prompt.count("Agent: ") == 1, call.prompt
-    opening = [c for c in calls if "User: Hi, I need a venue for an event." in c.prompt]
-    assert len(opening) == 1 and "Book a room" not in opening[0].prompt
+        agent_lines = [line for line in call.prompt.splitlines() if re.match(r"turn \d+ agent: ", line)]
+        assert 1 <= len(agent_lines) <= 3, call.prompt
+        if len(agent_lines) > 1:
+            judged = call.prompt.split("(the turn to judge)")[1]
+            assert len([line for line in judged.splitlines() if re.match(r"turn \d+ agent: ", line)]) == 1
+    opening = [c for c in calls if 'turn 1 user: "Hi, I need a venue for an event."' in c.prompt
+               and "(the turn to judge)" not in c.prompt]
+    assert len(opening) == 1 and "turn 2" not in opening[0].prompt
 
 
 def test_a_failing_must_criterion_fails_the_scenario(pytester: pytest.Pytester, fake: FakeGemini) -> None:
@@ -336,4 +343,32 @@ def test_soft_and_hard_criteria_on_one_turn_keep_their_own_modes(pytester: pytes
     [hard] = scenario["expectations"]["details"]
     assert (soft["criterion"], soft["mode"], soft["status"]) == ("friendly", "should", "failed")
     assert (hard["criterion"], hard["mode"], hard["status"]) == ("concise", "must", "passed")
-    assert len(criteria_calls(fake)) == 1  # still one judge call for the turn
+    # the must is judged alone, the should in its own call (issue 27 point 7: no halo from the others)
+    calls = criteria_calls(fake)
+    assert len(calls) == 2
+    assert sorted(len(re.findall(r"^\d+\. name: ", c.prompt, re.MULTILINE)) for c in calls) == [1, 1]
+
+
+def test_the_agents_purpose_step_in_a_background_reaches_the_judge_of_every_scenario(
+        pytester: pytest.Pytester, fake: FakeGemini) -> None:
+    """Issue 27 point 4: ``Given the agent's purpose is`` is inherited like a criterion."""
+    result, doc = run(pytester, '''
+        Feature: Purpose
+          Background:
+            Given the agent "venue_bot"
+            And the agent's purpose is "Books event venues in German cities; nothing else"
+
+          Scenario: One
+            When the user says "Hello!"
+            Then the response should satisfy "The agent stays within its purpose"
+
+          Scenario: Two
+            When the user says "Tell me a joke"
+            Then the response should satisfy "The agent stays within its purpose"
+        ''')
+    result.assert_outcomes(passed=2)
+    calls = criteria_calls(fake)
+    assert len(calls) == 2
+    for call in calls:
+        assert "THE AGENT'S PURPOSE (from the test author, not from the transcript)\n" \
+               "Books event venues in German cities; nothing else" in call.prompt

@@ -91,7 +91,8 @@ def test_render_is_what_a_person_reads_under_a_failure() -> None:
 
 def test_for_judge_shows_each_tool_call_with_its_arguments() -> None:
     assert transcript.for_judge(_conversation()).splitlines() == [
-        "User: Hi", "Agent: " + "x" * 2100, '(Agent called tools: search_venues({"city": "Berlin"}))']
+        'turn 1 user: "Hi"', 'turn 1 tool call: "search_venues" arguments {"city": "Berlin"} result null',
+        'turn 1 agent: "' + "x" * 2100 + '"']
 
 
 def test_playbook_agent_target_order(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -53,9 +53,10 @@ def test_scripted_user_with_criteria_and_tools_passes() -> None:
         ("not_include_call", "not_include_call:cancel_booking", "passed"),
         ("satisfy", "The agent quotes a price", "passed"),
     }
-    # should and must over the conversation went to the judge in one batched call
-    assert [c.purpose for c in judge.calls] == ["criteria"]
-    assert "Book it" in judge.calls[0].subject
+    # the should and the must over the conversation: each must is judged alone (issue 27 point 7)
+    assert [c.purpose for c in judge.calls] == ["criteria", "criteria"]
+    assert sorted(c.criterion_names for c in judge.calls) == [["The agent is rude"], ["The agent quotes a price"]]
+    assert all("Book it" in c.subject for c in judge.calls)
 
 
 def test_a_failed_must_is_a_failed_result_not_an_exception() -> None:
@@ -186,7 +187,7 @@ def test_judge_from_pyproject_through_google_genai_against_fake_gemini(tmp_path:
                              for n in names]}
 
     with FakeGemini() as server:
-        server.add_rule(r"quotes a price", callback=verdicts)
+        server.add_rule(r"quotes a price|is rude", callback=verdicts)
         for name, value in server.env().items():
             monkeypatch.setenv(name, value)
         monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
@@ -196,5 +197,6 @@ def test_judge_from_pyproject_through_google_genai_against_fake_gemini(tmp_path:
     assert result.passed, result.failure_message
     assert [(e.criterion, e.status) for e in result.evaluations] == [("The agent is rude", "failed")]
     assert [(e.criterion, e.status) for e in result.expectations] == [("The agent quotes a price", "passed")]
-    assert len(requests) == 1 and "gemini-2.5-flash" in requests[0].path
-    assert result.usage["judge"].calls == 1
+    # the must in a call of its own, the should in another (issue 27 point 7)
+    assert len(requests) == 2 and all("gemini-2.5-flash" in r.path for r in requests)
+    assert result.usage["judge"].calls == 2

@@ -32,7 +32,7 @@ def test_document_has_every_contract_key():
     }
     assert doc["summary"]["completion_rate"] == 0.5
     assert doc["summary"]["failure_types"]["max_turns"] == 1
-    assert doc["criteria_results"]["friendly"] == {"evaluated": 2, "passed": 2, "failed": 0, "inconclusive": 0, "rate": 1.0}
+    assert doc["criteria_results"]["friendly"] == {"evaluated": 2, "passed": 2, "failed": 0, "inconclusive": 0, "not_applicable": 0, "rate": 1.0}
     s = doc["scenario_results"][1]
     assert list(s)[:9] == ["id", "name", "passed", "turns", "topics_visited", "failure_type", "failure_message", "evaluations", "expectations"]
     assert s["id"].startswith("example:") and s["failure_type"] == "max_turns"

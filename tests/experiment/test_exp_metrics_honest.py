@@ -31,7 +31,7 @@ def test_criteria_results_hold_criteria_only_and_checks_have_their_own_section()
     assert set(doc["criteria_results"]) == {"friendly", "concise", "polite"}  # hard LLM criteria included
     assert set(doc["checks_results"]) == {"match:/venue/", "turn_count<=2", "call search_venues"}
     assert doc["checks_results"]["turn_count<=2"] == {"evaluated": 1, "passed": 1, "failed": 0, "inconclusive": 0,
-                                                      "rate": 1.0}
+                                                      "not_applicable": 0, "rate": 1.0}
 
 
 def test_console_summary_has_a_compact_checks_table():

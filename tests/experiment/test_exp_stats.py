@@ -15,13 +15,15 @@ def test_completion_excludes_skipped_and_breaks_down_failures():
     assert stats.completion([make_result("x", skipped=True)])["rate"] is None
 
 
-def test_evaluation_rate_excludes_skipped_and_inconclusive():
-    r = make_result("a", evals=[("f", "passed"), ("f", "failed"), ("f", "inconclusive"), ("g", "skipped")], expects=[("e", "failed")])
+def test_evaluation_rate_excludes_skipped_inconclusive_and_not_applicable():
+    r = make_result("a", evals=[("f", "passed"), ("f", "failed"), ("f", "inconclusive"), ("f", "not_applicable"),
+                                ("f", "not_applicable"), ("g", "skipped")], expects=[("e", "failed")])
     ev = stats.evaluation([r])
     assert (ev["evaluated"], ev["passed"], ev["inconclusive"], ev["skipped"], ev["rate"]) == (2, 1, 1, 1, 0.5)
+    assert ev["not_applicable"] == 2  # counted apart (issue 27 point 5), never in the rate
     crit = stats.criteria_performance([r])
     assert set(crit) == {"f"}  # g only skipped: left out; e is a deterministic check (call_tool)
-    assert crit["f"] == {"evaluated": 2, "passed": 1, "failed": 1, "inconclusive": 1, "rate": 0.5}
+    assert crit["f"] == {"evaluated": 2, "passed": 1, "failed": 1, "inconclusive": 1, "not_applicable": 2, "rate": 0.5}
     assert stats.checks_performance([r])["e"]["rate"] == 0.0
     assert stats.skipped_checks([r]) == 1
 

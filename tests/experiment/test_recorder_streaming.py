@@ -113,7 +113,7 @@ def test_a_late_update_by_node_id_and_iteration_reaches_the_file_and_the_summary
     reference = write_document(build_document(recorder.info, results), tmp_path / "ref")
     assert path.read_bytes() == reference.read_bytes()
     doc = json.loads(path.read_text())
-    assert doc["criteria_results"]["late"] == {"evaluated": 1, "passed": 0, "failed": 1, "inconclusive": 0, "rate": 0.0}
+    assert doc["criteria_results"]["late"] == {"evaluated": 1, "passed": 0, "failed": 1, "inconclusive": 0, "not_applicable": 0, "rate": 0.0}
     assert [e["name"] for e in doc["scenario_results"]][:4] == ["S0", "S1", "S2", "S3"]  # the update kept its place
 
 

@@ -146,7 +146,7 @@ def test_rejudge_sees_a_judge_that_flips(pytester: pytest.Pytester, fake: FakeGe
     calls = criteria_calls(fake)
     assert len(calls) == 3 and len(fake.requests) == 3
     assert "description: The reply is warm and polite" in calls[0].text
-    assert "User: Hello!" in calls[0].text
+    assert 'turn 1 user: "Hello!"' in calls[0].text
     friendly = report["agreement"]["criteria"]["friendly"]
     assert friendly["flip_rate"] == pytest.approx(2 / 3, abs=1e-3)
     assert friendly["self_agreement"] == pytest.approx(2 / 3, abs=1e-3) and friendly["unanimous"] == 0
@@ -249,3 +249,26 @@ def test_rejudge_counts_its_own_calls_prices_them_at_its_model_and_keeps_only_wh
     assert price is not None
     out_tokens = entry["usage"]["judge"]["output_tokens"]
     assert entry["cost"]["usd"] == pytest.approx(price.usd(seen_in, out_tokens), rel=1e-3)
+
+
+def test_samples_and_rejudge_go_out_at_the_configured_temperature(pytester: pytest.Pytester, fake: FakeGemini,
+                                                                  capsys: pytest.CaptureFixture[str],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 27 point 6: with temperature = 0.7 and samples = 3 every judge request says 0.7 (it was
+    0.0 whatever the configuration said), and so does every request of rejudge --times."""
+    script_verdicts(fake, ["passed"])
+    run(pytester, judge_extra="temperature = 0.7\nsamples = 3")
+    assert [r.temperature for r in criteria_calls(fake)] == [0.7, 0.7, 0.7]
+    monkeypatch.chdir(pytester.path)
+    fake.reset()
+    code, _ = rejudge(pytester, capsys, "--times", "2", "--no-save")
+    assert code == 0 and [r.temperature for r in criteria_calls(fake)] == [0.7, 0.7]
+
+
+def test_sampling_at_temperature_zero_is_warned_about(pytester: pytest.Pytester, fake: FakeGemini) -> None:
+    script_verdicts(fake, ["passed"])
+    pytester.makefile(".toml", pyproject=PYPROJECT.format(judge_extra="samples = 3"))
+    pytester.makefile(".feature", scenario=textwrap.dedent(FEATURE))
+    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", "--fabtest-no-preflight")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*PytestConfigWarning: fabtest: [[]tool.fabtest.judge[]] samples = 3 at temperature 0*"])

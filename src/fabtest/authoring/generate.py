@@ -26,6 +26,7 @@ from fabtest.config.scenario_sets import EXTENSIONS, ScenarioRecord, ScenarioSet
 from fabtest.errors import UsageError
 from fabtest.llm.base import LLM
 from fabtest.llm.calls import LLMCall, llm_call
+from fabtest.llm.schema import ORDERED
 
 __all__ = ["Declared", "Draft", "Drafts", "build_prompt", "declared_from", "draft_records", "write_records"]
 
@@ -42,7 +43,7 @@ WHAT THE AGENT IS FOR
 TOPICS OF ITS CONVERSATIONS (topic: what characterises it -> topics that may follow)
 {topics}
 
-TOOLS THE AGENT DECLARES
+TOOLS OF THE AGENT (declared, or called in the last run)
 {tools}
 
 QUALITY CRITERIA
@@ -56,18 +57,22 @@ EXISTING SCENARIOS (do not repeat these)
 
 Write {count} new scenarios, each a different situation. Prefer scenarios that reach the untested \
 topics, make the agent call the untested tools, and give the untested criteria something to judge.
-For each: "id" (lowercase-with-dashes), "name", "goal" (what the user wants, one or two sentences), \
-"persona" (who the user is and how they talk), "facts" (what the user knows, as short key/value \
-strings), "expected_tool" (a declared tool the agent should call, or null), "topic" (a declared \
-topic the conversation should reach, or null), "category" (a short label for the kind of case), \
-"aims_at" (which of the untested items above it targets).
-JSON: {{"records": [{{"id": "...", "name": "...", "goal": "...", "persona": "...", "facts": {{}}, \
-"expected_tool": null, "topic": null, "category": "...", "aims_at": []}}]}}"""
+For each, first plan it: "aims_at" (which of the untested items above it targets), "category" (a \
+short label for the kind of case); then write it: "id" (lowercase-with-dashes), "name", "goal" (what \
+the user wants, one or two sentences), "persona" (who the user is and how they talk), "facts" (what \
+the user knows, as short key/value strings), "expected_tool" (a tool above the agent should call, or \
+null), "topic" (a declared topic the conversation should reach, or null).
+JSON: {{"records": [{{"aims_at": [], "category": "...", "id": "...", "name": "...", "goal": "...", \
+"persona": "...", "facts": {{}}, "expected_tool": null, "topic": null}}]}}"""
 
 
 class Draft(BaseModel):
-    """One drafted scenario as the LLM writes it."""
+    """One drafted scenario as the LLM writes it: the plan (what it aims at, its category) before
+    the scenario it plans (llm/schema.py: fields written in declaration order, reasoning first)."""
 
+    model_config = ORDERED
+    aims_at: list[str] = Field(default_factory=list)
+    category: str | None = None
     id: str
     name: str = ""
     goal: str
@@ -75,11 +80,10 @@ class Draft(BaseModel):
     facts: dict[str, str] = Field(default_factory=dict)
     expected_tool: str | None = None
     topic: str | None = None
-    category: str | None = None
-    aims_at: list[str] = Field(default_factory=list)
 
 
 class Drafts(BaseModel):
+    model_config = ORDERED
     records: list[Draft]
 
 
@@ -109,7 +113,12 @@ def declared_from(settings_criteria: Mapping[str, str], settings_topics: Sequenc
         topics[row.topic] = (row.characteristic, tuple(n.strip() for n in (row.next or "").split(",") if n.strip()))
     coverage = doc.get("coverage") or {}
     tools_part = coverage.get("tools") or {}
-    tools = sorted({*(tools_part.get("called") or {}), *(tools_part.get("never_called") or [])})
+    # the tools the agent declares and those it actually called (an agent that declares none, or
+    # calls one it does not declare, still shows generate what it can do; issue 27 point 13)
+    called = {c.get("name") for r in doc.get("scenario_results") or [] for t in r.get("transcript") or []
+              for c in t.get("tool_calls") or [] if isinstance(c, dict) and c.get("name")}
+    tools = sorted({*(tools_part.get("called") or {}), *(tools_part.get("never_called") or []),
+                    *(tools_part.get("undeclared_called") or []), *(str(name) for name in called)})
     gaps = {kind: list((coverage.get(kind) or {}).get(key) or [])
             for kind, key in (("topics", "never_reached"), ("transitions", "never_taken"), ("tools", "never_called"),
                               ("criteria", "never_evaluated"))}

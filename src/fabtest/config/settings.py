@@ -49,11 +49,25 @@ class JudgeSettings(RoleSettings):
     majority wins and a split shows as low confidence; README "Why did this scenario flake?").
     ``samples_per_criterion`` overrides it by criterion name, so only the hard criteria pay for it."""
 
+    #: 0: the same transcript gets the same verdict. ``samples`` > 1 asks at this temperature too,
+    #: so a majority of samples at 0 measures little (a warning says so; docs: judge-and-simulator.md)
+    temperature: float | None = Field(default=0.0, ge=0, le=2)
+    #: turns before the judged one a response criterion (and an intent) sees as context
+    context_turns: int = Field(default=2, ge=0, le=20)
     samples: int = Field(default=1, ge=1, le=25)
     samples_per_criterion: dict[str, Annotated[int, Field(ge=1, le=25)]] = Field(default_factory=dict)
     #: re-judgements of a flaky scenario's deciding checks, to tell the judge from the conversation
     #: (experiment/attribution.py); 0, the default, spends no call
     attribution_rejudge: int = Field(default=0, ge=0, le=10)
+
+    def sampling_warning(self) -> str | None:
+        """What to say when the judge samples more than once at temperature 0 (None: nothing)."""
+        sampled = max([self.samples, *self.samples_per_criterion.values()])
+        if sampled > 1 and not self.temperature:
+            return (f"[tool.fabtest.judge] samples = {sampled} at temperature 0: the samples will mostly agree, "
+                    "so the majority and its split overstate the judge's consistency; set "
+                    "[tool.fabtest.judge] temperature (e.g. 0.7) to sample the judge's real variation")
+        return None
 
 
 class ModelPrice(BaseModel):
@@ -80,6 +94,8 @@ class Settings(BaseModel):
     agent: str | dict[str, Any] | None = None  # "module:attr" or a table like {http = "URL"}
     agents: dict[str, Any] = Field(default_factory=dict)
     agent_timeout: float = Field(default=60.0, gt=0, le=MAX_SECONDS)
+    # what the agent is for, in a sentence: the judge, the simulated user and the attacker are told it
+    agent_description: str | None = None
     scenario_timeout: float | None = Field(default=None, gt=0, le=MAX_SECONDS)
     collect_features: bool = True
     playbooks: str = "scenarios/playbooks/*.playbook.{json,yaml,yml}"

@@ -215,8 +215,14 @@ def _blocks(prompt: str) -> list[str]:
     return _BLOCK.findall(prompt)
 
 
+_JUDGE_AGENT_LINE = re.compile(r'^turn \d+ agent: ("(?:[^"\\]|\\.)*")$', re.MULTILINE)
+
+
 def _agent_reply(exchange: str) -> str:
-    lines = [line[len("Agent: "):] for line in exchange.splitlines() if line.startswith("Agent: ")]
+    """The last agent reply of a transcript as the judge reads it (``turn N agent: "..."``)."""
+    lines = [json.loads(m) for m in _JUDGE_AGENT_LINE.findall(exchange)]
+    if not lines:  # an older rendering (User: / Agent: lines)
+        lines = [line[len("Agent: "):] for line in exchange.splitlines() if line.startswith("Agent: ")]
     return lines[-1] if lines else exchange
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from fabtest.conversation import Check, Mode, TokenUsage, ToolCall, Turn
-from fabtest.engine.judge import Judge, format_exchange
+from fabtest.engine.judge import Judge
 
 __all__ = ["Judged", "goal_check", "grounding_check", "intent_check"]
 
@@ -20,25 +20,25 @@ Judged = tuple[Check, TokenUsage]
 
 def grounding_check(judge: Judge, turn: Turn, source: str, calls: Sequence[ToolCall], mode: Mode) -> Judged:
     """``the response ... be grounded in "source"``: every claim of the reply backed by that tool's results."""
-    result = judge.grounding(turn.response.text, source, calls)
+    result = judge.grounding(turn.response.text, source, calls, turn=turn)
     verdict = result.value
     data = {"source": source, **verdict.to_data(), "claims_total": len(verdict.claims),
             "claims_unsupported": len(verdict.unsupported)}
     details = verdict.reasoning or ("unsupported claims: " + "; ".join(verdict.unsupported)
                                     if verdict.unsupported else "every claim is supported")
-    check = Check("grounded_in", mode, f"grounded_in:{source}", "passed" if verdict.passed else "failed", turn.number,
-                  details, data)
+    check = Check("grounded_in", mode, f"grounded_in:{source}", verdict.verdict, turn.number, details, data)
     return check, result.usage
 
 
-def intent_check(judge: Judge, turn: Turn, intent: str, mode: Mode) -> Judged:
-    """``the response ... have the intent "intent"``."""
-    result = judge.intent(format_exchange(turn), intent)
+def intent_check(judge: Judge, turn: Turn, exchange: str, intent: str, mode: Mode) -> Judged:
+    """``the response ... have the intent "intent"``: ``exchange`` is the turn with the turns before
+    it (:func:`fabtest.engine.transcript.exchange_for_judge`)."""
+    result = judge.intent(exchange, intent)
     return Check("intent", mode, f"intent:{intent}", result.value.verdict, turn.number, result.value.reasoning), result.usage
 
 
 def goal_check(judge: Judge, goal: str, transcript: str, mode: Mode) -> Judged:
-    """``the goal ... be achieved``: judged over the whole transcript."""
+    """``the goal ... be achieved``: judged over the whole transcript (:func:`fabtest.engine.transcript.for_judge`)."""
     result = judge.goal_achieved(goal, transcript)
     check = Check("goal", mode, "goal achieved", result.value.verdict, None, result.value.reasoning, {"goal": goal})
     return check, result.usage

@@ -32,8 +32,8 @@ from fabtest.config.criteria import Criterion
 from fabtest.config.scenario_sets import ScenarioRecord
 from fabtest.config.settings import Settings
 from fabtest.conversation import Check, Conversation, Mode, Status, TokenUsage, Turn
-from fabtest.engine import budget, checks, judged, records, topic_checks
-from fabtest.engine.judge import CriterionVerdict, Judge, Scope, criterion_data, format_exchange
+from fabtest.engine import budget, checks, judged, records, topic_checks, transcript
+from fabtest.engine.judge import CriterionVerdict, Judge, Scope, criterion_data
 from fabtest.engine.patterns import scenario_deadline
 from fabtest.engine.simulator import Simulator, SimulatorConfig
 from fabtest.engine.topics import TopicGraph, TopicGraphError, TopicTracker
@@ -80,6 +80,9 @@ class ScenarioState:
     default_agent: Any = None  # from the fabtest_agent fixture or [tool.fabtest] agent
     where: str = ""  # "features/x.feature:12" of the step running now
     criteria: dict[str, Criterion] = field(default_factory=dict)
+    #: what the agent is for: ``[tool.fabtest] agent_description``, replaced by ``Given the agent's
+    #: purpose is "..."``; shown to the judge, the simulated user and the attacker (None: not said)
+    purpose: str | None = None
     topics: TopicGraph | None = None
     simulator_config: SimulatorConfig = field(default_factory=SimulatorConfig)
     record: ScenarioRecord | None = None  # scenario-set record, if any
@@ -117,6 +120,16 @@ class ScenarioState:
             raise UsageError(f'{self.where}: unknown agent "{name}"; [tool.fabtest.agents] defines: {known}')
         self.agent_target = self.settings.agents[name]
         self.context["agent_name"] = name
+
+    def __post_init__(self) -> None:
+        if self.purpose is None:
+            self.purpose = self.settings.agent_description
+
+    def define_purpose(self, text: str) -> None:
+        """``Given the agent's purpose is "..."``: the judge, simulated user and attacker are told it."""
+        if not text.strip():
+            raise UsageError(f"{self.where}: the agent's purpose is empty: say what the agent is for")
+        self.purpose = " ".join(text.split())
 
     def define_criterion(self, criterion: Criterion) -> None:
         self.criteria[criterion.name] = criterion
@@ -184,7 +197,7 @@ class ScenarioState:
         if not config.goal:
             raise UsageError(f"{self.where}: the simulated user has no goal: add Given a simulated user with the goal \"...\"")
         self.require_llm("simulator", "a simulated user")
-        simulator = Simulator(self.llms.simulator, config)
+        simulator = Simulator(self.llms.simulator, config, purpose=self.purpose)
         if config.stop_on_topic and self.topics is not None and config.stop_on_topic not in self.topics:
             raise UsageError(f'{self.where}: the simulation stops at topic "{config.stop_on_topic}", '
                              f"which is not in the topic graph ({', '.join(self.topics.names)})")
@@ -238,8 +251,8 @@ class ScenarioState:
     @property
     def judge(self) -> Judge | None:
         judge = self.settings.judge
-        return Judge(self.llms.judge, samples=judge.samples, per_criterion=judge.samples_per_criterion) \
-            if self.llms.judge is not None else None
+        return Judge(self.llms.judge, samples=judge.samples, per_criterion=judge.samples_per_criterion,
+                     temperature=judge.temperature, purpose=self.purpose) if self.llms.judge is not None else None
 
     def require_llm(self, role: str, what: str) -> None:
         """Raise NeedsLLM (a skip, naming the variable to set) when the scenario needs a missing LLM."""
@@ -357,7 +370,9 @@ class ScenarioState:
         if self.llms.judge is None:
             self._skip_llm_check("intent", mode, f"intent:{intent}", turn=turn.number)
             return
-        self._run_llm_check(self._judged(lambda judge: judged.intent_check(judge, turn, intent, mode)), mode,
+        exchange = transcript.exchange_for_judge(self.conversation, turn.number,
+                                                 context=self.settings.judge.context_turns)
+        self._run_llm_check(self._judged(lambda judge: judged.intent_check(judge, turn, exchange, intent, mode)), mode,
                             placeholder("intent", f"intent:{intent}", turn.number))
 
     def goal_achieved(self, mode: Mode) -> None:
@@ -368,8 +383,8 @@ class ScenarioState:
         if self.llms.judge is None:
             self._skip_llm_check("goal", mode, "goal achieved", turn=None)
             return
-        transcript = self.conversation.transcript()
-        self._run_llm_check(self._judged(lambda judge: judged.goal_check(judge, goal, transcript, mode)), mode,
+        text = transcript.for_judge(self.conversation)
+        self._run_llm_check(self._judged(lambda judge: judged.goal_check(judge, goal, text, mode)), mode,
                             placeholder("goal", "goal achieved", None))
 
     def _judged(self, ask: Callable[[Judge], judged.Judged]) -> Callable[[], Check]:
@@ -408,7 +423,7 @@ class ScenarioState:
         if mode == "must" or self.llms.executor is None:
             check = run()
             self._slots[slot] = check
-            if mode == "must" and check.status != "passed":
+            if mode == "must" and check.status in ("failed", "inconclusive"):
                 self._fail(check)
         else:
             self._slots[slot] = Pending(self.llms.executor.submit(tracing.carry(run)), None, waiting)
@@ -424,18 +439,31 @@ class ScenarioState:
         if not pending:
             return
         turn = self.conversation.turns[number - 1]
-        self._batch(pending, format_exchange(turn), "response", turn.number, block=block)
+        subject = transcript.exchange_for_judge(self.conversation, turn.number, context=self.settings.judge.context_turns)
+        self._batch(pending, subject, "response", turn.number, block=block)
 
     def _flush_conversation(self, *, block: bool) -> None:
         pending, self._pending_conversation = self._pending_conversation, []
-        self._batch(pending, self.conversation.transcript(), "conversation", None, block=block)
+        self._batch(pending, transcript.for_judge(self.conversation), "conversation", None, block=block)
 
     def _batch(self, pending: list[_Pending], subject: str, scope: Scope, turn: int | None, *, block: bool) -> None:
-        """One judge call for every criterion pending on one subject; fills their slots.
+        """The judge calls for every criterion pending on one subject; fills their slots.
 
-        Each check keeps its own mode: a soft criterion batched with a hard one stays soft.
-        ``block`` waits for the verdicts (a ``must`` is among them) and fails on a hard one.
+        Soft criteria share one call (judge calls per turn stay 1.00); each hard (``must``)
+        criterion gets a call of its own, so its verdict is not swayed by the others judged beside
+        it (the halo effect G-Eval and DeepEval avoid by one metric per call). ``block`` waits for
+        the hard verdicts (one was just asserted) and fails on one that is not met.
         """
+        soft = [p for p in pending if p.mode != "must"]
+        hard = [p for p in pending if p.mode == "must"]
+        if soft:
+            self._judge_group(soft, subject, scope, turn, block=block and self.llms.executor is None)
+        for one in hard:
+            self._judge_group([one], subject, scope, turn, block=block)
+
+    def _judge_group(self, pending: list[_Pending], subject: str, scope: Scope, turn: int | None, *,
+                     block: bool) -> None:
+        """One judge call for ``pending`` (now, or in the background); fills their slots."""
         unique: dict[str, Criterion] = {p.criterion.name: p.criterion for p in pending}
 
         def run() -> list[Check]:
@@ -456,7 +484,7 @@ class ScenarioState:
                 self._slots[p.slot] = check
             if block:
                 for check in results:
-                    if check.mode == "must" and check.status != "passed":
+                    if check.mode == "must" and check.status in ("failed", "inconclusive"):
                         self._fail(check)
             return
         future = self.llms.executor.submit(tracing.carry(run))

@@ -191,17 +191,21 @@ class SimResult:
 class Simulator:
     """Writes the user's side of a conversation with an LLM."""
 
-    def __init__(self, llm: LLM | None, config: SimulatorConfig) -> None:
+    def __init__(self, llm: LLM | None, config: SimulatorConfig, *, purpose: str | None = None) -> None:
         self.llm = llm
         self.config = config
+        #: the agent's purpose (issue 27 point 4: ``agent_description`` / ``Given the agent's purpose is``)
+        self.purpose = purpose
 
     def build_prompt(self, conversation: Conversation) -> str:
         """The prompt for the next user message (public so reports and tests can show it)."""
         config = self.config
         facts = "\n".join(f"- {key}: {value}" for key, value in config.facts.items()) or "(nothing specific)"
+        # issue 27 point 4: the agent's purpose, one line before the prompt (the user and the attacker know what they talk to)
+        head = f"THE AGENT YOU TALK TO IS FOR: {' '.join(self.purpose.split())}\n\n" if self.purpose else ""
         if config.attack is not None:
             chosen, number = attack(config.attack), len(conversation.turns) + 1
-            return ADVERSARIAL_PROMPT.format(
+            return head + ADVERSARIAL_PROMPT.format(
                 attack=chosen.name, goal=config.goal or chosen.goal, persona=config.persona or chosen.persona,
                 tactics="\n".join(f"{i}. {t}" for i, t in enumerate(chosen.tactics, 1)), number=number,
                 level=_level(chosen, number), tactic=chosen.tactics[_level(chosen, number) - 1],
@@ -209,7 +213,7 @@ class Simulator:
                 transcript=_user_side_transcript(conversation))
         rules = [f"- You should {rule}" for rule in config.rules_should]
         rules += [f"- You should not {rule}" for rule in config.rules_should_not]
-        return USER_PROMPT.format(
+        return head + USER_PROMPT.format(
             goal=config.goal or "(no specific goal: have a natural conversation)",
             persona=config.persona or "(an ordinary user)",
             facts=facts,

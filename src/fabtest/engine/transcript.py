@@ -10,21 +10,43 @@ Two views of the same turns, kept side by side so they cannot drift apart:
         agent: Which city?
         tools: search_venues(city='Berlin')
 
-- :func:`for_judge`: what the judge reads for a whole-conversation criterion (``User:`` /
-  ``Agent:`` lines, plus each turn's tool calls with their arguments).
+- :func:`for_judge`, :func:`exchange_for_judge`: what the judge reads. Every line is written by
+  fabtest and starts with ``turn N``; what the user, the agent or a tool wrote follows as one JSON
+  string (or one line of JSON), so no text from the agent can start a line of the judge's prompt
+  or pass for a turn of its own (the transcript is data, as Inspect AI's ``model_graded_qa`` and
+  LangWatch Scenario's judge keep it apart from the instructions). Each turn shows the tool calls
+  the agent made, in order, with their arguments and results, before the reply that followed them:
+  the judge must see what the agent *did*, not only what it said (tau2-bench grades actions)::
+
+      turn 1 user: "Hi, I need a room in Berlin"
+      turn 1 tool call: "search_venues" arguments {"city": "Berlin"} result [{"name": "Loft"}]
+      turn 1 agent: "I found the Loft. Shall I book it?"
+
+  A tool result longer than :data:`TOOL_RESULT_LIMIT` characters is cut with a visible
+  ``[... N more characters cut]`` so the judge knows it did not see all of it.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
-from fabtest.conversation import Conversation
+from fabtest.conversation import Conversation, Turn
 from fabtest.engine.checks import describe_calls
 
-__all__ = ["for_judge", "render"]
+__all__ = ["CONTEXT_TURNS", "TOOL_RESULT_LIMIT", "exchange_for_judge", "for_judge", "quoted", "render"]
 
 #: replies longer than this are clipped in :func:`render` (the result JSON keeps them whole)
 CLIP = 2000
+#: characters of one tool result (as JSON) the judge sees; the rest is cut, visibly
+TOOL_RESULT_LIMIT = 1500
+#: turns before the judged one that a response-scope criterion sees as context
+CONTEXT_TURNS = 2
+#: characters of a tool result in those earlier turns (context, not what is judged: kept short)
+CONTEXT_RESULT_LIMIT = 200
+#: the line that introduces the turn being judged when earlier turns are shown for context
+JUDGED_TURN = "(the turn to judge)"
+EARLIER_TURNS = "(earlier turns, context only: do not judge them)"
 
 
 def render(conversation: Conversation, *, clip: int = CLIP) -> str:
@@ -40,21 +62,52 @@ def render(conversation: Conversation, *, clip: int = CLIP) -> str:
     return "\n".join(lines)
 
 
-def for_judge(conversation: Conversation) -> str:
-    """The transcript the judge reads, with every tool call and its arguments (a playbook's
-    ``llm_checks`` may be about what the agent did, not only what it said)."""
-    lines: list[str] = []
-    for turn in conversation.turns:
-        lines.append(f"User: {turn.user}")
-        lines.append(f"Agent: {turn.response.text}")
-        if turn.tool_calls:
-            lines.append("(Agent called tools: " + ", ".join(f"{c.name}({_json(c.arguments)})"
-                                                             for c in turn.tool_calls) + ")")
-    return "\n".join(lines)
+def quoted(text: str) -> str:
+    """``text`` as one JSON string: quotes and line breaks escaped, so it stays on its line."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def judge_turn(turn: Turn, *, limit: int = TOOL_RESULT_LIMIT) -> list[str]:
+    """One turn as the judge reads it: the user's message, each tool call in order, the reply."""
+    n = turn.number
+    lines = [f"turn {n} user: {quoted(turn.user)}"]
+    for call in turn.tool_calls:
+        lines.append(f"turn {n} tool call: {quoted(call.name)} arguments {_json(call.arguments)} "
+                     f"result {_cut(_json(call.result), limit)}")
+    lines.append(f"turn {n} agent: {quoted(turn.response.text)}")
+    return lines
+
+
+def for_judge(conversation: Conversation | Sequence[Turn], *, limit: int = TOOL_RESULT_LIMIT) -> str:
+    """The whole transcript the judge reads (conversation criteria, the goal, playbook checks)."""
+    turns = conversation.turns if isinstance(conversation, Conversation) else conversation
+    return "\n".join(line for turn in turns for line in judge_turn(turn, limit=limit))
+
+
+def exchange_for_judge(conversation: Conversation | Sequence[Turn], number: int, *, context: int = CONTEXT_TURNS,
+                       limit: int = TOOL_RESULT_LIMIT) -> str:
+    """Turn ``number`` for a response-scope check, after up to ``context`` turns before it: "Yes,
+    done" means nothing without the question it answers (a window, as DeepEval's conversational
+    metrics judge a turn with the turns before it). Without earlier turns, just the turn. The
+    earlier turns' tool results are cut at :data:`CONTEXT_RESULT_LIMIT` characters (visibly)."""
+    turns = list(conversation.turns if isinstance(conversation, Conversation) else conversation)
+    by_number = {t.number: t for t in turns}
+    judged = by_number[number]
+    earlier = [t for t in turns if number - context <= t.number < number] if context > 0 else []
+    if not earlier:
+        return "\n".join(judge_turn(judged, limit=limit))
+    short = min(limit, CONTEXT_RESULT_LIMIT)  # the earlier turns' tool results are context: kept short
+    return "\n".join([EARLIER_TURNS, *(line for t in earlier for line in judge_turn(t, limit=short)),
+                      JUDGED_TURN, *judge_turn(judged, limit=limit)])
 
 
 def _json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, default=str, sort_keys=True)
+
+
+def _cut(text: str, limit: int) -> str:
+    """At most ``limit`` characters, and a visible note of how many more there were."""
+    return text if len(text) <= limit else f"{text[:limit]} [... {len(text) - limit} more characters cut]"
 
 
 def _clip(text: str, limit: int) -> str:

@@ -97,7 +97,7 @@ def _summary(results: Sequence[ScenarioResult]) -> dict[str, Any]:
         "avg_topics": _r(eff["topics"]["mean"]),
         "failure_types": comp["failure_types"],
         "backtracking_rate": _r(eff["backtracking_rate"]),
-        "evaluations": {k: ev[k] for k in ("evaluated", "passed", "failed", "inconclusive", "skipped")},
+        "evaluations": {k: ev[k] for k in ("evaluated", "passed", "failed", "inconclusive", "not_applicable", "skipped")},
         "skipped_checks": stats.skipped_checks(results),
         "turns": _round_spread(eff["turns"]),
         "topics": _round_spread(eff["topics"]),

@@ -23,7 +23,7 @@ class CheckRecord(BaseModel):
     type: str
     mode: Literal["should", "must"]
     criterion: str
-    status: Literal["passed", "failed", "inconclusive", "skipped"]
+    status: Literal["passed", "failed", "inconclusive", "not_applicable", "skipped"]
     passed: bool | None = None
     turn: int | None = None
     details: str = ""

@@ -4,8 +4,10 @@ Conventions, shared by export, summary and report:
 
 * Rates are fractions in [0, 1], or None when there is nothing to rate.
 * Skipped scenarios are left out of completion, efficiency and per-run rates, but counted.
-* Checks with status ``skipped`` or ``inconclusive`` are left out of every rate; inconclusive
-  ones are counted separately because they point at judge trouble.
+* Checks with status ``skipped``, ``inconclusive`` or ``not_applicable`` are left out of every
+  rate; inconclusive ones are counted separately because they point at judge trouble, and
+  not-applicable ones (the judge found the criterion does not apply to what it judged) are
+  counted apart so a criterion that never applies does not read as a criterion that passes.
 * Standard deviations are *sample* standard deviations (n - 1), 0.0 for a single run.
 * Criteria and checks are kept apart: a *criterion* is judged by the LLM (declared or ad-hoc
   ``satisfy`` criteria, grounding, intent, goal, playbook LLM checks and steps); a *check* is
@@ -106,7 +108,7 @@ def completion(results: Sequence[ScenarioResult]) -> dict[str, Any]:
 
 
 def _tally(checks: Iterable[CheckRecord]) -> dict[str, int]:
-    counts = {"evaluated": 0, "passed": 0, "failed": 0, "inconclusive": 0, "skipped": 0}
+    counts = {"evaluated": 0, "passed": 0, "failed": 0, "inconclusive": 0, "not_applicable": 0, "skipped": 0}
     for c in checks:
         if c.status == "passed":
             counts["passed"] += 1
@@ -139,6 +141,7 @@ def _performance(results: Sequence[ScenarioResult], criteria: bool) -> dict[str,
             "passed": counts["passed"],
             "failed": counts["failed"],
             "inconclusive": counts["inconclusive"],
+            "not_applicable": counts["not_applicable"],
             "rate": rate(counts["passed"], counts["evaluated"]),
         }
         must = sum(1 for c in groups[name] if c.mode == "must")
@@ -365,6 +368,7 @@ def scenario_check_summary(checks: Sequence[CheckRecord], by_criterion: bool) ->
         "passed": counts["passed"],
         "failed": counts["failed"],
         "inconclusive": counts["inconclusive"],
+        "not_applicable": counts["not_applicable"],
         "skipped": counts["skipped"],
         "rate": rate(counts["passed"], counts["evaluated"]),
     }

@@ -77,6 +77,7 @@ class _Counts(_Doc):
     passed: int = Field(default=0, ge=0)
     failed: int = Field(default=0, ge=0)
     inconclusive: int = Field(default=0, ge=0)
+    not_applicable: int = Field(default=0, ge=0)
     skipped: int = Field(default=0, ge=0)
 
 

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from fabtest._internal.datafile import read_data_file
 from fabtest.config.criteria import Criterion, parse_criterion_text, parse_examples_table
 from fabtest.conversation import AgentResponse, Conversation, Turn
-from fabtest.engine.judge import Judge, VerdictLabel, format_exchange, majority
+from fabtest.engine.judge import CriterionLabel, Judge, format_exchange, majority
 from fabtest.errors import UsageError
 from fabtest.judging.agreement import cohen_kappa, confusion_matrix
 from fabtest.llm.base import LLM
@@ -176,7 +176,7 @@ def _labelled(name: str, description: str, good: list[str], bad: list[str], wher
 @dataclass
 class Judged:
     example: LabelledExample
-    verdicts: list[VerdictLabel] = field(default_factory=list)
+    verdicts: list[CriterionLabel] = field(default_factory=list)
     reasoning: str = ""
 
     @property
@@ -192,7 +192,8 @@ def calibrate(examples: Sequence[LabelledExample], llm: LLM, *, times: int = 1,
               progress: Callable[[str], None] | None = None) -> list[Judged]:
     """Every example judged ``times`` times (each repetition its own cache entry, salt
     ``calibrate/K``); the judge's verdict is the majority."""
-    judges = [Judge(salted(llm, f"calibrate/{k}")) for k in range(times)]
+    # the judge LLM's configured temperature (issue 27 point 6), not a hard-coded 0
+    judges = [Judge(salted(llm, f"calibrate/{k}"), temperature=None) for k in range(times)]
     out = []
     for number, example in enumerate(examples, 1):
         if progress:

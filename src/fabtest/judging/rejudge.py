@@ -20,7 +20,8 @@ from typing import Any
 
 from fabtest.config.criteria import Criterion
 from fabtest.conversation import AgentResponse, Conversation, TokenUsage, Turn
-from fabtest.engine.judge import Judge, Scope, VerdictLabel, criterion_from_data, format_exchange, majority
+from fabtest.engine import transcript
+from fabtest.engine.judge import CriterionLabel, Judge, Scope, criterion_from_data, majority
 from fabtest.experiment.attribution import Rejudge
 from fabtest.experiment.model import CheckRecord, ExperimentInfo, ScenarioResult, UsageRecord
 from fabtest.llm.base import LLM, LLMError, LLMNotConfigured
@@ -42,7 +43,7 @@ class Rejudged:
     scope: str
     mode: str
     recorded: str
-    verdicts: list[VerdictLabel] = field(default_factory=list)
+    verdicts: list[CriterionLabel] = field(default_factory=list)
 
     @property
     def majority(self) -> str:
@@ -106,7 +107,9 @@ def rejudge_experiment(
     ``criterion`` and ``scenario`` (id, id prefix or exact name) narrow what is re-judged."""
     if times < 1:
         raise ValueError(f"--times must be at least 1, got {times}")
-    judges = [Judge(salted(llm, f"rejudge/{k}")) for k in range(times)]
+    # temperature None: the judge LLM's configured one ([tool.fabtest.judge] temperature), so --times
+    # samples the judge as configured rather than at a hard-coded 0 (issue 27 point 6)
+    judges = [Judge(salted(llm, f"rejudge/{k}"), temperature=None) for k in range(times)]
     new_results: list[ScenarioResult] = []
     rows: list[Rejudged] = []
     for result in results:
@@ -153,7 +156,7 @@ def _rejudge_group(
         rows.append(row)
         label, split = majority(verdicts)
         check.status = label
-        check.passed = None if label == "inconclusive" else label == "passed"
+        check.passed = None if label in ("inconclusive", "not_applicable") else label == "passed"
         check.data = {**check.data, "recorded": row.recorded, "samples": split,
                       "confidence": "high" if len(split) == 1 else "low"}
         reason = next((v.reasoning for a in answers for v in a if v.criterion == check.criterion and v.verdict == label), "")
@@ -174,7 +177,8 @@ def judgeable(result: ScenarioResult, check: CheckRecord) -> bool:
 def check_subject(conversation: Conversation, scope: str, turn: int | None) -> str:
     """What the judge reads for a recorded check: its turn's exchange (a response criterion) or
     the transcript (a conversation criterion)."""
-    return format_exchange(conversation.turns[turn - 1]) if scope == "response" and turn else conversation.transcript()
+    return (transcript.exchange_for_judge(conversation, turn) if scope == "response" and turn
+            else transcript.for_judge(conversation))
 
 
 def attribution_rejudger(llm: LLM, times: int, *, limit: int = 20) -> Rejudge:

@@ -37,8 +37,9 @@ class LLMCall:
     Only the fields of the call's purpose are set: ``criteria`` and ``scope`` for criteria,
     ``response``/``source``/``tool_calls`` for grounding, ``intent`` for intent, ``goal`` for goal
     and the simulated user, ``current_topic``/``candidates`` for topic choice, ``conversation``,
-    ``persona`` and ``facts`` for the simulated user. ``subject`` is the text being judged (the
-    latest exchange or the transcript).
+    ``persona`` and ``facts`` for the simulated user. ``subject`` is the text being judged, as
+    :mod:`fabtest.engine.transcript` renders it for the judge (the turn after a window of the
+    turns before it, or the whole transcript; each message quoted, tool calls included).
     """
 
     purpose: Purpose

@@ -317,12 +317,13 @@ def blocked_reason(metadata: dict[str, Any]) -> str:
     finish reason), named so the user can tell a refusal from a broken model; "" otherwise."""
     if metadata.get("block_reason"):
         return (f"the provider blocked the prompt (prompt_feedback.block_reason={metadata['block_reason']}): "
-                "a safety filter refused it; rephrase the criterion or the conversation, or relax the model's "
-                "safety settings")
+                "a safety filter refused it; rephrase the criterion or the conversation, or choose another "
+                "model (fabtest sends no safety settings: the provider's defaults apply)")
     finish = str(metadata.get("finish_reason") or "")
     if finish.rsplit(".", 1)[-1] in _BLOCKING_FINISH:
         return (f"the answer was blocked for safety (finish_reason={finish.rsplit('.', 1)[-1]}): the provider "
-                "withheld it; rephrase the criterion or the conversation, or relax the model's safety settings")
+                "withheld it; rephrase the criterion or the conversation, or choose another model (fabtest sends "
+                "no safety settings: the provider's defaults apply)")
     return ""
 
 

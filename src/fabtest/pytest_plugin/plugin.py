@@ -96,6 +96,8 @@ def pytest_configure(config: pytest.Config) -> None:
     from fabtest.pytest_plugin import progress
 
     progress.register(config, settings, session.llm_calls_in_flight)
+    if warning := settings.judge.sampling_warning():
+        config.issue_config_time_warning(pytest.PytestConfigWarning(f"fabtest: {warning}"), stacklevel=2)
     _register_concurrency(config, settings.concurrency)
 
 

@@ -91,6 +91,13 @@ def _given_agent(fabtest_scenario: ScenarioState, name: str) -> None:
     fabtest_scenario.use_agent(name)
 
 
+@given(parsers.re(r"the agent's purpose is " + _q("purpose")))
+def _given_purpose(fabtest_scenario: ScenarioState, purpose: str) -> None:
+    """What the agent is for: the judge, the simulated user and the attacker are told it (replaces
+    ``[tool.fabtest] agent_description``; in a Background, every scenario of the feature inherits it)."""
+    fabtest_scenario.define_purpose(purpose)
+
+
 @given(parsers.re(r'the criterion ' + _q("name") + r' means ' + _q("description")))
 def _given_criterion(request: pytest.FixtureRequest, fabtest_scenario: ScenarioState, name: str,
                      description: str) -> None:

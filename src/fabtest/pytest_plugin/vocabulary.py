@@ -24,6 +24,7 @@ __all__ = ["BUILTIN_EXAMPLES", "BUILTIN_VARIANTS", "StepInfo", "collect_steps", 
 #: One example per built-in step, keyed by the step function's name in ``pytest_plugin/steps.py``.
 BUILTIN_EXAMPLES: dict[str, str] = {
     "_given_agent": 'Given the agent "venue_bot"',
+    "_given_purpose": 'Given the agent\'s purpose is "Books venues for events; nothing else"',
     "_given_criterion": 'Given the criterion "friendly" means "The agent is warm and polite"',
     "_given_criterion_examples": 'Given the criterion "concise" means "At most three sentences" with examples:',
     "_given_criterion_doc": 'Given the criterion "concise" means:',

@@ -240,7 +240,8 @@ def _simulate(run: _Run) -> None:
 
 def _judge(roles: LLMRoles, settings: Settings) -> Judge | None:
     sampling = settings.judge
-    return Judge(roles.judge, samples=sampling.samples, per_criterion=sampling.samples_per_criterion) \
+    return Judge(roles.judge, samples=sampling.samples, per_criterion=sampling.samples_per_criterion,
+                 temperature=sampling.temperature, purpose=settings.agent_description) \
         if roles.judge is not None else None
 
 

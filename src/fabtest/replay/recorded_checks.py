@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from typing import Literal
 
 from fabtest.conversation import Conversation, Turn
-from fabtest.engine import checks
-from fabtest.engine.judge import Judge, format_exchange
+from fabtest.engine import checks, transcript
+from fabtest.engine.judge import Judge
 from fabtest.engine.topics import follows, reached
 from fabtest.errors import FailureType, UsageError
 from fabtest.experiment.fingerprint import canonical_json
@@ -28,7 +28,7 @@ from fabtest.judging.rejudge import recorded_criterion
 
 __all__ = ["calls_of", "outcome_of", "recheck", "same_turn"]
 
-Status = Literal["passed", "failed", "inconclusive", "skipped"]
+Status = Literal["passed", "failed", "inconclusive", "not_applicable", "skipped"]
 
 
 def _norm(text: str) -> str:
@@ -50,7 +50,7 @@ def same_turn(recorded: TurnRecord, turn: Turn) -> bool:
 def _set(check: CheckRecord, status: Status, details: str, how: str) -> None:
     check.data = {**check.data, "recorded": check.status, "replay": how}
     check.status = status
-    check.passed = None if status in ("inconclusive", "skipped") else status == "passed"
+    check.passed = None if status in ("inconclusive", "not_applicable", "skipped") else status == "passed"
     check.details = details
 
 
@@ -92,7 +92,7 @@ def _judge_batch(result: ScenarioResult, group: list[CheckRecord], conversation:
             _set(check, "skipped", f"no judge LLM: {judge_reason}", "not rechecked")
         return
     unique = {c.criterion: recorded_criterion(result, c) for c in group}
-    subject = format_exchange(conversation.turns[turn - 1]) if turn else conversation.transcript()
+    subject = transcript.exchange_for_judge(conversation, turn) if turn else transcript.for_judge(conversation)
     answer = judge.evaluate_criteria(list(unique.values()), subject=subject,
                                      scope="response" if scope == "response" else "conversation")
     conversation.add_usage("judge", answer.usage)
@@ -114,19 +114,19 @@ def _judge_one(result: ScenarioResult, check: CheckRecord, conversation: Convers
         if not goal:
             _set(check, "skipped", "no goal recorded", "not rechecked")
             return
-        answer = judge.goal_achieved(str(goal), conversation.transcript())
+        answer = judge.goal_achieved(str(goal), transcript.for_judge(conversation))
         conversation.add_usage("judge", answer.usage)
         _set(check, answer.value.verdict, answer.value.reasoning, "rechecked")
         return
     turn = conversation.turns[(check.turn or len(conversation.turns)) - 1]
     if check.type == "intent":
-        verdict = judge.intent(format_exchange(turn), check.criterion.removeprefix("intent:"))
+        verdict = judge.intent(transcript.exchange_for_judge(conversation, turn.number), check.criterion.removeprefix("intent:"))
         conversation.add_usage("judge", verdict.usage)
         _set(check, verdict.value.verdict, verdict.value.reasoning, "rechecked")
         return
     source = str(check.data.get("source") or check.criterion.removeprefix("grounded_in:"))
     calls = [c for t in conversation.turns[: turn.number] for c in t.tool_calls if c.name == source]
-    grounding = judge.grounding(turn.response.text, source, calls)
+    grounding = judge.grounding(turn.response.text, source, calls, turn=turn)
     conversation.add_usage("judge", grounding.usage)
     found = grounding.value
     details = found.reasoning or ("unsupported claims: " + "; ".join(found.unsupported) if found.unsupported

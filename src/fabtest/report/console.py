@@ -87,14 +87,21 @@ def _quality(doc: dict[str, Any]) -> list[str]:
     ]
     if ev.get("inconclusive"):
         lines.append(f"  Inconclusive:      {ev['inconclusive']} (judge could not decide; not rated)")
+    if ev.get("not_applicable"):
+        lines.append(f"  Not applicable:    {ev['not_applicable']} (the criterion did not apply to what was judged; not rated)")
     skipped = summary.get("skipped_checks", 0)
     if skipped:
         lines.append(f"  Skipped checks:    {skipped} (could not run, e.g. no LLM configured; not rated)")
     criteria = doc.get("criteria_results") or {}
     if criteria:
         lines += ["", "  By Criterion (LLM-judged, soft and hard):"]
-        rows = [[name, e.get("evaluated", 0), e.get("passed", 0), pct(e.get("rate"))] for name, e in criteria.items()]
-        lines += _table(rows, ["Criterion", "Evaluated", "Passed", "Rate"])
+        # inconclusive and not-applicable verdicts beside the rate they are left out of (issue 27)
+        unrated = any(e.get("inconclusive") or e.get("not_applicable") for e in criteria.values())
+        rows = [[name, e.get("evaluated", 0), e.get("passed", 0), pct(e.get("rate"))]
+                + ([e.get("inconclusive", 0), e.get("not_applicable", 0)] if unrated else [])
+                for name, e in criteria.items()]
+        lines += _table(rows, ["Criterion", "Evaluated", "Passed", "Rate"]
+                        + (["Inconclusive", "Not applicable"] if unrated else []))
 
     if low := low_confidence_count(doc):
         lines.append(f"  Low confidence:    {low} verdict(s) where the judge's samples split (see 'samples')")

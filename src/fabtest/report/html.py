@@ -87,7 +87,7 @@ footer{color:var(--muted);font-size:12px;margin-top:40px;text-align:center}
 a{color:var(--info);text-decoration:none}
 """
 
-_ICONS = {"passed": "✓", "failed": "✗", "inconclusive": "?", "skipped": "–"}
+_ICONS = {"passed": "✓", "failed": "✗", "inconclusive": "?", "not_applicable": "n/a", "skipped": "–"}
 
 
 class _Html(str):
@@ -190,6 +190,9 @@ def _criteria_section(doc: dict[str, Any]) -> str:
     notes = []
     if ev.get("inconclusive"):
         notes.append(f"{ev['inconclusive']} inconclusive evaluation(s) (judge could not decide) are not rated.")
+    if ev.get("not_applicable"):
+        notes.append(f"{ev['not_applicable']} evaluation(s) were not applicable (the criterion did not apply to what "
+                     "was judged) and are not rated.")
     if summary.get("skipped_checks"):
         notes.append(f"{summary['skipped_checks']} check(s) were skipped (could not run, e.g. no LLM configured) and are not rated.")
     note_html = "".join(f'<p class="muted">{_e(n)}</p>' for n in notes)

@@ -36,7 +36,7 @@ T = TypeVar("T", bound=BaseModel)
 
 #: A scripted answer: a value, or a function of the call that returns one (or the JSON answer itself).
 Answer = Any
-_VERDICTS = ("passed", "failed", "inconclusive")
+_VERDICTS = ("passed", "failed", "inconclusive", "not_applicable")
 _REASON = "scripted by FakeLLM"
 MAX_KEPT_CALLS = 10_000
 
@@ -94,7 +94,8 @@ class FakeLLM:
 
     def verdicts(self, by_name: Mapping[str, Answer] | None = None, /, *, default: Answer = None,
                  **more: Answer) -> FakeLLM:
-        """The verdict per criterion name (``"passed"``, ``"failed"``, ``"inconclusive"``, a bool, or a
+        """The verdict per criterion name (``"passed"``, ``"failed"``, ``"inconclusive"``,
+        ``"not_applicable"``, a bool, or a
         function of the call, whose ``criteria`` is then just that one criterion, returning a verdict
         or ``(verdict, reasoning)``); ``default`` for criteria not named. A criterion is found by its
         name or its description, so ad-hoc criteria, playbook ``expected_outcome`` and ``llm_checks``
@@ -313,7 +314,7 @@ def _as_verdict(value: Any, where: str) -> str:
         return "passed" if value else "failed"
     if isinstance(value, str) and value.strip().lower() in _VERDICTS:
         return value.strip().lower()
-    raise ValueError(f"{where}: expected passed, failed, inconclusive, true or false, got {value!r}")
+    raise ValueError(f"{where}: expected passed, failed, inconclusive, not_applicable, true or false, got {value!r}")
 
 
 def _verdict(value: Answer, call: LLMCall) -> tuple[str, str]:

@@ -15,7 +15,7 @@ from fabtest.view.layout import as_dict, conversation_path, e, experiment_path, 
 
 __all__ = ["conversation_page", "experiment_page"]
 
-_ICONS = {"passed": "✓", "failed": "✗", "inconclusive": "?", "skipped": "–"}
+_ICONS = {"passed": "✓", "failed": "✗", "inconclusive": "?", "not_applicable": "n/a", "skipped": "–"}
 
 
 def _status(entry: Mapping[str, Any]) -> str:
