@@ -269,8 +269,16 @@ def _side_lines(turn: dict[str, Any] | None, width: int) -> list[str]:
     return lines
 
 
-def _outcome(passed: bool | None) -> str:
-    return "passed" if passed else "failed" if passed is not None else "?"
+def _outcome(passed: bool | None, iteration: int | None = None) -> str:
+    """"passed" or "failed", with the iteration when the diff is not of the first runs."""
+    word = "passed" if passed else "failed" if passed is not None else "?"
+    return f"{word} (iteration {iteration})" if iteration is not None else word
+
+
+def _sides(d: ConversationDiff) -> tuple[str, str]:
+    shown = (d.baseline_iteration or 1) != 1 or (d.current_iteration or 1) != 1
+    return (_outcome(d.baseline_passed, d.baseline_iteration if shown else None),
+            _outcome(d.current_passed, d.current_iteration if shown else None))
 
 
 def render_diffs_text(diffs: Sequence[ConversationDiff], width: int = 48) -> str:
@@ -279,8 +287,8 @@ def render_diffs_text(diffs: Sequence[ConversationDiff], width: int = 48) -> str
 
     out: list[str] = []
     for d in diffs:
-        out += ["", f"Conversation diff: {d.name} ({d.scenario_id}): baseline {_outcome(d.baseline_passed)}, "
-                    f"current {_outcome(d.current_passed)}"]
+        b, c = _sides(d)
+        out += ["", f"Conversation diff: {d.name} ({d.scenario_id}): baseline {b}, current {c}"]
         if d.first is None:
             out.append("  the recorded conversations are the same")
             continue
@@ -298,8 +306,8 @@ def render_diffs_markdown(diffs: Sequence[ConversationDiff]) -> str:
     """Each conversation diff as a Markdown table: turn, baseline, current."""
     out: list[str] = []
     for d in diffs:
-        out += ["", f"### Conversation diff: {md_escape(d.name)} (baseline {_outcome(d.baseline_passed)}, "
-                    f"current {_outcome(d.current_passed)})", ""]
+        b, c = _sides(d)
+        out += ["", f"### Conversation diff: {md_escape(d.name)} (baseline {b}, current {c})", ""]
         if d.first is None:
             out.append("The recorded conversations are the same.")
             continue

@@ -584,6 +584,8 @@ def _diffs_section(diffs: Sequence[ConversationDiff]) -> str:
             number = _Html(f"<b>{pair.number}</b>") if pair.number == d.first else str(pair.number)
             rows.append([number, *sides])
         where = f"first difference at turn {d.first}: {d.what}" if d.first else d.what
+        where += (f" · baseline iteration {d.baseline_iteration} ({'passed' if d.baseline_passed else 'failed'}), "
+                  f"current iteration {d.current_iteration} ({'passed' if d.current_passed else 'failed'})")
         parts.append(f'<div class="panel"><h3>{_e(d.name)}</h3><p class="muted">{_e(d.scenario_id)} · {_e(where)}</p>'
                      + (_table(["Turn", "Baseline", "Current"], rows) if rows else "") + "</div>")
     return "".join(parts)
