@@ -168,7 +168,7 @@ def test_an_added_failing_scenario_is_not_a_regression(tmp_path, capsys):
     args = _write(tmp_path, base, cur, iterations=1)
     assert compare_main(args + ["--fail-on-regression"]) == 3  # never worse (4 single runs cannot show not worse)
     out = capsys.readouterr().out
-    assert "Rate:           100.0% → 100.0%  (+0.0pp) ─  [4/4 → 4/4]" in out
+    assert "Rate:           100.0% → 100.0%  (+0.0pp) ─  [4/4 → 4/4; 95% CI 51-100% → 51-100%]" in out
     assert "Added scenarios (1, only in current; not in the deltas above):" in out
     assert "- Venue booking / new one [" in out and "]: failed (assertion)" in out  # feature, name and id
     assert "Whole experiments (different scenario sets: for reference, not compared)" in out

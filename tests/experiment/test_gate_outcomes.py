@@ -161,3 +161,53 @@ def test_one_scenario_collapsing_among_steady_ones_is_worse(tmp_path, capsys):
     assert "check 'call add_to_cart' in scenario 'scenario a'" in failed
     assert data["verdict"].startswith("worse: ") and "10/10 → 3/10 (-70 pp" in data["verdict"]
     assert "FAIL completion of scenario 'scenario a': 10/10 → 3/10 runs" in err
+
+
+# --- point 6: labels only for what the family found ------------------------------------------------
+
+
+def _unchanged_pair(rng, k: int):
+    from fabtest.compare.read import Experiment
+
+    def one(exp_id: str) -> Experiment:
+        exp = Experiment({"experiment": {"id": exp_id, "iterations": 5}, "summary": {}, "scenario_results": []})
+        rows = []
+        for s in range(5):
+            for it in range(1, 6):
+                counts = {f"c{j}": [int(rng.random() < 0.7), 1] for j in range(4)}
+                ev_p = sum(p for p, _ in counts.values())
+                rows.append((f"s{s}", f"s{s}", it, True, False, 3, None, ev_p, 4, None, counts, {}, None, True))
+        exp.add_rows(rows)
+        return exp
+
+    return one(f"b{k}"), one(f"c{k}")
+
+
+def test_an_unchanged_agent_is_not_called_regressed():
+    """The issue: "Quality regressed" printed for some scenario in 30 of 40 comparisons of an
+    unchanged agent. Labels now need the family; the raw 5-point rule still fires as often."""
+    import random
+
+    from fabtest.compare.compute import compare
+    from fabtest.compare.gate import relabel
+
+    rng = random.Random(28)
+    raw = labelled = 0
+    for k in range(40):
+        c = compare(*_unchanged_pair(rng, k))
+        raw += bool(c.quality_regressed)
+        relabel(c)
+        labelled += bool(c.quality_regressed)
+        assert all(s.label == "changed, not significant" for s in c.changed_not_significant)
+    assert raw >= 20 and labelled <= 2, (raw, labelled)
+
+
+def test_a_scenario_whose_quality_collapses_keeps_its_label(tmp_path, capsys):
+    bad = [("friendly", "failed"), ("concise", "passed")]
+    cur = _runs(lambda s, i: bad if s == 0 else GOOD)
+    code, data, _ = _gate(_args(tmp_path, _runs(GOOD), cur), capsys)
+    assert code == 1
+    assert [(s["name"], s["label"]) for s in data["quality_regressed"]] == [("scenario a", "regressed")]
+    assert data["changed_not_significant"] == []
+    out = (compare_main(_args(tmp_path, _runs(GOOD), cur)), capsys.readouterr().out)[1]
+    assert "Quality regressed (significant in the gate's family) (1):" in out

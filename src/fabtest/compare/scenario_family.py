@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping
 from collections.abc import Set as AbstractSet
 from functools import lru_cache
 
-from fabtest.compare.compute import Comparison, ScenarioChange, drop_p_value
+from fabtest.compare.compute import Comparison, drop_p_value
 from fabtest.compare.inference import adjust
 from fabtest.compare.read import ScenarioTally
 
@@ -75,19 +75,23 @@ def label_changes(c: Comparison, alpha: float, found_worse: AbstractSet[str]) ->
     found (``found_worse``: their ids), and in ``quality_improved`` only those the same family,
     run the other way, finds; every other change moves to ``changed_not_significant``. Each kept
     change is labelled "regressed" or "improved", the others "changed, not significant"."""
-    better = _improved(c, alpha) if c.quality_improved else set()
-    moved: list[ScenarioChange] = []
-    for changes, keep, label in ((c.quality_regressed, found_worse, "regressed"), (c.quality_improved, better, "improved")):
-        kept = []
-        for s in changes:
-            if s.id in keep:
-                s.label = label
-                kept.append(s)
-            else:
-                s.label = "changed, not significant"
-                moved.append(s)
-        changes[:] = kept
-    c.changed_not_significant = sorted(moved, key=lambda s: (s.name, s.id))
+    changes = [*c.quality_regressed, *c.quality_improved, *c.changed_not_significant]  # idempotent: relabel all
+    better = _improved(c, alpha) if any((s.current or 0) > (s.baseline or 0) for s in changes) else set()
+    c.quality_regressed, c.quality_improved, c.changed_not_significant = [], [], []
+    for s in changes:
+        up = (s.current or 0) > (s.baseline or 0)
+        if not up and s.id in found_worse:
+            s.label = "regressed"
+            c.quality_regressed.append(s)
+        elif up and s.id in better:
+            s.label = "improved"
+            c.quality_improved.append(s)
+        else:
+            s.label = "changed, not significant"
+            c.changed_not_significant.append(s)
+    c.quality_improved.sort(key=lambda s: -((s.current or 0) - (s.baseline or 0)))
+    c.quality_regressed.sort(key=lambda s: (s.current or 0) - (s.baseline or 0))
+    c.changed_not_significant.sort(key=lambda s: (s.name, s.id))
 
 
 def _improved(c: Comparison, alpha: float) -> set[str]:
