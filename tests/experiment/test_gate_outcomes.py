@@ -211,3 +211,27 @@ def test_a_scenario_whose_quality_collapses_keeps_its_label(tmp_path, capsys):
     assert data["changed_not_significant"] == []
     out = (compare_main(_args(tmp_path, _runs(GOOD), cur)), capsys.readouterr().out)[1]
     assert "Quality regressed (significant in the gate's family) (1):" in out
+
+
+# --- issue 30: a gate over 19,000+ single runs finishes --------------------------------------------
+
+
+def test_the_gate_over_twenty_thousand_single_runs_finishes_and_its_hints_are_right():
+    """At 19,000+ runs a p-value underflows to 0.0, which ``p or 1.0`` read as "nothing to test":
+    the smallest attainable p became 1 and the hint search doubled the runs towards 10^9. A margin
+    of 0.1 point keeps the metrics undecided, so the hints are computed."""
+    from fabtest.compare.compute import compare
+    from fabtest.compare.gate import GateOptions, evaluate
+    from fabtest.compare.read import Experiment
+
+    def one(exp_id: str) -> Experiment:
+        exp = Experiment({"experiment": {"id": exp_id, "iterations": 1}, "summary": {}, "scenario_results": []})
+        exp.add_rows((f"s{i}", f"s{i}", 1, i % 5 != 0, False, 3, None, int(i % 3 != 0), 1, None,
+                      {"friendly": [int(i % 3 != 0), 1]}, {}, None, True) for i in range(20_000))
+        return exp
+
+    gate = evaluate(compare(one("a"), one("b")), GateOptions(fail_on_regression=True, margin=0.001))
+    assert gate.outcome == "undecided"
+    friendly = next(e for e in gate.entries if e.metric == "criterion:friendly")
+    assert friendly.decision == "undecided" and friendly.p_min < 1e-300
+    assert friendly.iterations_for_20pt == 1  # 20,000 runs detect 20 points at once

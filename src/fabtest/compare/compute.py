@@ -323,7 +323,7 @@ def _tail_sum(log_pmf: Callable[[int], float], ks: range) -> float:
     for k in ks:
         term = math.exp(log_pmf(k))
         total += term
-        if term < total * 1e-17:
+        if term <= total * 1e-17:  # <=: terms that underflow to 0 from the first stop at once (they only shrink)
             break
     return total
 

@@ -38,7 +38,8 @@ def fisher(bp: int, bn: int, cp: int, cn: int) -> tuple[float, float] | None:
         return None
     s = bp + cp
     most = min(bn, s)
-    return p, drop_p_value(most, bn, s - most, cn) or 1.0
+    least = drop_p_value(most, bn, s - most, cn)
+    return p, 1.0 if least is None else least  # not ``or 1.0``: a p that underflows to 0 is no "nothing to test"
 
 
 def tables(base: Mapping[str, ScenarioTally], cur: Mapping[str, ScenarioTally], hard: AbstractSet[str]) -> Iterator[Table]:
