@@ -342,8 +342,9 @@ def _entries(c: Comparison, options: GateOptions, cost: Mapping[str, tuple[float
     if options.fail_on_regression:
         out.append(_completion_entry(c, _per_iteration((comp.current_runs or (0, 0))[1], its)))
         b, cur = ev.baseline_runs or (0, 0), ev.current_runs or (0, 0)
-        out.append(_drop_entry("evaluation", "overall evaluation (every soft check of a run)", b, cur,
-                               _per_iteration(cur[1], its), "runs with every soft check passed"))
+        if b[1] or cur[1]:  # a suite without soft checks has no evaluation to gate; one that lost them does
+            out.append(_drop_entry("evaluation", "overall evaluation (every soft check of a run)", b, cur,
+                                   _per_iteration(cur[1], its), "runs with every soft check passed"))
         for row in c.criteria:
             if row.status == "compared" or (row.status == "modified" and options.gate_modified):
                 out.append(_criterion_drop(row, its))
@@ -427,21 +428,28 @@ def evaluate(c: Comparison, options: GateOptions, *, cost: Mapping[str, tuple[fl
     Raises ValueError for a ``min_criteria`` name that is no criterion of either experiment."""
     alpha = options.alpha
     entries = _entries(c, options, cost, latency)
-    scenario = _scenario_entries(c, alpha) if options.fail_on_regression else []
-    tested = [e for e in (*entries, *scenario) if e.p_raw is not None]
-    adjusted = adjust([e.p_raw or 0.0 for e in tested], [e.p_min for e in tested], alpha)
-    for e, p in zip(tested, adjusted, strict=True):
-        e.p_adjusted = p
-        if p < alpha and not e.within_limit:
-            e.decision = "fail"
-    level = alpha / tarone_k([e.p_min for e in tested], alpha) if tested else alpha
+    scenario = _scenario_entries(c, alpha / 2) if options.fail_on_regression else []
+    # alpha is split between the pooled metrics and the per-scenario hypotheses (Bonferroni), each half
+    # Holm-Tarone, so the many scenarios never dilute the pooled metrics' power; with no per-scenario
+    # hypothesis able to reach its level (single runs, steady scenarios) the pooled metrics get it all
+    split = 2.0 if scenario else 1.0
+    levels = []
+    for family in (entries, scenario):
+        tested = [e for e in family if e.p_raw is not None]
+        adjusted = adjust([e.p_raw or 0.0 for e in tested], [e.p_min for e in tested], alpha / split)
+        for e, p in zip(tested, adjusted, strict=True):
+            e.p_adjusted = min(1.0, p * split)  # compared with alpha, as before
+            if e.p_adjusted < alpha and not e.within_limit:
+                e.decision = "fail"
+        levels.append((alpha / split) / tarone_k([e.p_min for e in tested], alpha / split) if tested else alpha / split)
+    level = levels[0]
     for e in entries:
         e.margin = options.margin
         if e.decision != "fail" and _shown_not_worse(e, options):
             e.decision = "pass"
         e.outcome = _OUTCOME[e.decision]
         e.reason = e.reason if e.decision == "undecided" and e.reason else _reason(e, alpha)
-        _hints(e, options)
+        _hints(e, options, level)
         if describe and e.decision == "undecided":
             _describe(e, level)
     worse = [e for e in scenario if e.decision == "fail"]
@@ -455,12 +463,13 @@ def evaluate(c: Comparison, options: GateOptions, *, cost: Mapping[str, tuple[fl
     comp = c.metric("completion_rate")
     gate = Gate(alpha, "Holm step-down with Tarone's rule for discrete tests", shown,
                 modified_warnings(c, options.gate_modified), outcome == "worse", _EXIT[outcome],
-                sum(1 for e in tested if e.p_min < alpha), outcome, options.margin, problems=problems,
+                sum(1 for e in (*entries, *scenario) if e.p_raw is not None and e.p_min < alpha / split), outcome,
+                options.margin, problems=problems,
                 scenario_hypotheses=len(scenario),
                 runs={"baseline": (comp.baseline_runs or (0, 0))[1], "current": (comp.current_runs or (0, 0))[1]})
     gate.verdict = _verdict(gate, c)
     if options.fail_on_regression:
-        label_changes(c, alpha, {e.scenario for e in worse if e.metric.endswith(":evaluation") and e.scenario})
+        label_changes(c, alpha)
     c.verdict = gate.verdict
     return gate
 
@@ -509,9 +518,10 @@ def _shown_not_worse(e: GateEntry, options: GateOptions) -> bool:
     return False
 
 
-def _hints(e: GateEntry, options: GateOptions) -> None:
-    """Runs per side for 80 % power: to decide "not worse" (when nothing changed) and to flag a drop
-    of the margin (drops only)."""
+def _hints(e: GateEntry, options: GateOptions, level: float) -> None:
+    """Runs per side for 80 % power: to decide "not worse" (when nothing changed; each metric at
+    alpha) and to flag a drop of the margin at ``level``, the pooled family's first-step level
+    (drops only)."""
     if e.kind != "drop" or not e.baseline or not e.current:
         return
     b, c = e.baseline, e.current
@@ -520,7 +530,7 @@ def _hints(e: GateEntry, options: GateOptions) -> None:
     if rate is None:
         return
     e.runs_to_decide = runs_to_decide(rate, options.margin, options.alpha)
-    e.runs_to_detect = runs_to_detect(b[0] / b[1] if b[1] else rate, options.margin, options.alpha)
+    e.runs_to_detect = runs_to_detect(b[0] / b[1] if b[1] else rate, options.margin, level)
 
 
 def _problems(c: Comparison) -> list[str]:
