@@ -73,7 +73,8 @@ def gate_lines(gate: Gate) -> list[str]:
     word = {"worse": "FAILED", "not worse": "PASSED", "undecided": "UNDECIDED"}[gate.outcome]
     undecided = sum(1 for e in gate.entries if e.decision == "undecided")
     lines.append(f"gate {word} (exit {gate.exit_code}): {gate.verdict}. {len(gate.failures())} of {len(gate.entries)} "
-                 f"metric(s) worse, {undecided} undecided; {gate.family_size} hypotheses able to reach the level in one "
+                 f"metric(s) worse, {undecided} undecided; {gate.family_size} hypothes{'i' if gate.family_size == 1 else 'e'}s able "
+                 "to reach the level in one "
                  f"family at alpha {gate.alpha:g} ({gate.method}; {gate.scenario_hypotheses} per scenario); "
                  f"margin {gate.margin * 100:g} points")
     return lines

@@ -83,11 +83,15 @@ def runs_to_decide(rate: float, margin: float, alpha: float) -> int:
 
 def runs_to_detect(rate: float, margin: float, alpha: float) -> int | None:
     """Runs per side for a drop of ``margin`` from ``rate`` to be flagged with 80 % power at level
-    ``alpha`` (normal approximation; None: the rate is below the margin, no such drop exists)."""
+    ``alpha`` (normal approximation with continuity correction; None: the rate is below the margin,
+    no such drop exists)."""
     if rate < margin - 1e-12:
         return None
     p1, p2 = min(0.98, max(0.02, rate)), min(0.98, max(0.02, rate - margin))
-    return math.ceil((z_of(alpha) + z_of(1 - POWER)) ** 2 * (p1 * (1 - p1) + p2 * (1 - p2)) / margin ** 2)
+    n = (z_of(alpha) + z_of(1 - POWER)) ** 2 * (p1 * (1 - p1) + p2 * (1 - p2)) / margin ** 2
+    # Fleiss, Tytun & Ury (1980): the continuity correction that brings the normal formula to the
+    # runs an exact (Fisher) test needs
+    return math.ceil(n / 4 * (1 + math.sqrt(1 + 4 / (n * margin))) ** 2)
 
 
 # ---------------------------------------------------------------------------------------------
