@@ -235,3 +235,13 @@ def test_the_gate_over_twenty_thousand_single_runs_finishes_and_its_hints_are_ri
     friendly = next(e for e in gate.entries if e.metric == "criterion:friendly")
     assert friendly.decision == "undecided" and friendly.p_min < 1e-300
     assert friendly.iterations_for_20pt == 1  # 20,000 runs detect 20 points at once
+
+
+def test_the_html_comparison_opens_with_the_verdict(tmp_path, capsys):
+    out = tmp_path / "cmp.html"
+    failing = _runs(GOOD, passed=lambda s, i: s != 0 or i >= 7)
+    assert compare_main(_args(tmp_path, _runs(GOOD), failing) + ["--html", str(out)]) == 1
+    html = out.read_text()
+    assert 'id="verdict"><b>Verdict: worse: ' in html and html.index('id="verdict"') < html.index("Metrics (shared")
+    assert "95% intervals (Wilson)" in html
+    capsys.readouterr()

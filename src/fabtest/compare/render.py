@@ -210,7 +210,7 @@ def render_text(comparison: Comparison) -> str:
             width = max(24, *(len(row.name) for row in shown))
             lines += [f"    {'Check':<{width}} {'Baseline':>9} {'Current':>9} {'Delta':>9}", "    " + "─" * (width + 32)]
             lines += _listed(shown, lambda row: f"    {row.name:<{width}} {pct(row.baseline):>9} {pct(row.current):>9} "
-                                                f"{_row_tail(row)}".rstrip())
+                                                f"{_row_tail(row)}  [{ci_pair(row)}]".rstrip())
         if same:
             lines.append(f"  {same} check{'' if same == 1 else 's'} unchanged")
     lines += ["", RULE_LIGHT, "", "Scenario Changes (shared scenarios)"]
@@ -218,10 +218,10 @@ def render_text(comparison: Comparison) -> str:
         lines.append("  No scenario changed status or quality.")
     if c.newly_passing:
         lines.append(f"  Newly passing ({len(c.newly_passing)}):")
-        lines += _listed(c.newly_passing, lambda s: f"    - {s.name}")
+        lines += _listed(c.newly_passing, lambda s: f"    - {s.name} [{ci_pair(s)}]")
     if c.newly_failing:
         lines.append(f"  Newly failing ({len(c.newly_failing)}):")
-        lines += _listed(c.newly_failing, lambda s: f"    - {s.name} ({s.note})")
+        lines += _listed(c.newly_failing, lambda s: f"    - {s.name} ({s.note}) [{ci_pair(s)}]")
     for title, items in (("Quality improved (significant in the gate's family)", c.quality_improved),
                          ("Quality regressed (significant in the gate's family)", c.quality_regressed),
                          ("Quality changed, not significant", c.changed_not_significant)):

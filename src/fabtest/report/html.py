@@ -554,8 +554,10 @@ def _changes_panel(comparison: Comparison) -> str:
         return f"<h3>{_e(title)} ({len(items)})</h3><ul class=\"plain\">" + "".join(f"<li>{fmt(s)}</li>" for s in items) + "</ul>"
 
     html = (
-        block("Newly failing", comparison.newly_failing, lambda s: f'<span class="down">✗</span> {_e(s.name)} <span class="muted">({_e(s.note)})</span>')
-        + block("Newly passing", comparison.newly_passing, lambda s: f'<span class="up">✓</span> {_e(s.name)}')
+        block("Newly failing", comparison.newly_failing,
+              lambda s: f'<span class="down">✗</span> {_e(s.name)} <span class="muted">({_e(s.note)}; {_e(_ci_cell(s))})</span>')
+        + block("Newly passing", comparison.newly_passing,
+                lambda s: f'<span class="up">✓</span> {_e(s.name)} <span class="muted">({_e(_ci_cell(s))})</span>')
         + block("Quality regressed (significant in the gate's family)", comparison.quality_regressed,
                 lambda s: f"{_e(s.name)}: {pct(s.baseline, 0)} → {pct(s.current, 0)} <span class=\"muted\">({_e(_ci_cell(s))})</span>")
         + block("Quality improved (significant in the gate's family)", comparison.quality_improved,
@@ -620,6 +622,8 @@ def render_comparison_html(baseline_doc: dict[str, Any], current_doc: dict[str, 
     meta = [("Baseline", f"{b.id}" + (f" “{b.name}”" if b.name else "") + f" ({timestamp(b.timestamp)})"),
             ("Current", f"{c.id}" + (f" “{c.name}”" if c.name else "") + f" ({timestamp(c.timestamp)})"),
             ("Scenarios compared", str(comparison.comparability.scenarios_shared))]
+    if comparison.verdict:  # the gate's one line opens the page, as it opens every output
+        body = f'<p class="verdict" id="verdict"><b>Verdict: {_e(comparison.verdict)}</b></p>' + body
     header = _header("Experiment comparison", f"{b.id} → {c.id}", meta)
     return _page(f"fabtest comparison {b.id} → {c.id}", header, body)
 
