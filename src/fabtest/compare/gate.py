@@ -461,7 +461,9 @@ def evaluate(c: Comparison, options: GateOptions, *, cost: Mapping[str, tuple[fl
                         else "not worse" if entries and not problems and all(e.decision == "pass" for e in entries)
                         else "undecided")
     comp = c.metric("completion_rate")
-    gate = Gate(alpha, "Holm step-down with Tarone's rule for discrete tests", shown,
+    method = "Holm step-down with Tarone's rule for discrete tests" + (
+        ", alpha split in halves between the pooled metrics and the per-scenario hypotheses" if split > 1 else "")
+    gate = Gate(alpha, method, shown,
                 modified_warnings(c, options.gate_modified), outcome == "worse", _EXIT[outcome],
                 sum(1 for e in (*entries, *scenario) if e.p_raw is not None and e.p_min < alpha / split), outcome,
                 options.margin, problems=problems,
