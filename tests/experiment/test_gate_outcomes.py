@@ -133,6 +133,7 @@ def test_a_budget_with_nothing_measured_is_undecided(tmp_path, capsys):
     assert code == 3
     (cost,) = data["gate"]["metrics"]
     assert cost["metric"] == "cost" and cost["decision"] == "undecided" and "nothing to measure" in cost["reason"]
+    assert data["verdict"].startswith("undecided: cost per scenario run: no shared scenario has a cost")
     assert "PASS" not in err
 
 

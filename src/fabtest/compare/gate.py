@@ -591,8 +591,10 @@ def _verdict(gate: Gate, c: Comparison) -> str:
         names = ", ".join(e.label for e in open_[:3]) + (f" and {len(open_) - 3} more" if len(open_) > 3 else "")
         return (f"undecided: about {extra} more runs per side (about {its} more iteration(s) of the "
                 f"{c.comparability.scenarios_shared} shared scenario(s)) would decide {names}")
-    names = ", ".join(e.label for e in open_[:3]) or "nothing was gated"
-    return f"undecided: {names} could not be tested"
+    if not open_:
+        return "undecided: nothing was gated"
+    names = ", ".join(e.label for e in open_[:3]) + (f" and {len(open_) - 3} more" if len(open_) > 3 else "")
+    return f"undecided: {names}: {open_[0].reason.removeprefix('undecided: ')}"
 
 
 def _short(e: GateEntry) -> str:
