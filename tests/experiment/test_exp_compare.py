@@ -173,7 +173,7 @@ def test_labels_a_skimming_reader_can_trust():
     assert "no_pii" in hard_part.split("Checks")[0] and "no_pii" not in soft_part.split("By Criterion")[1]
     assert "friendly" in soft_part.split("By Criterion (soft `should`")[1]
     assert "Overall counts every soft check rating" in text
-    assert "[4/4 → 0/4, p 0.0143]" in hard_part  # counts and the p of the drop
+    assert "[4/4 → 0/4, p 0.0143; 95% CI 51-100% → 0-49%]" in hard_part  # counts, the p of the drop, the intervals
     # the two "gone" scenarios share a name: feature and id tell them apart
     assert f"- Refunds / gone [{c.removed[0].id}]" in text and f"- Cancellations / gone [{c.added[0].id}]" in text
     md = render_markdown(c)

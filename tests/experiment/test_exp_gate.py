@@ -1,6 +1,7 @@
 """The CI gates of fabtest-compare, each in both directions (must fail / must not fail).
 
-Exit codes: 0 pass, 1 gate failed, 2 usage or bad input.
+Exit codes (issue 28): 0 not worse, 1 worse, 3 undecided, 2 usage or bad input. "Never fails" is
+asserted as "never worse" (exit != 1); few runs cannot show "not worse", so those are undecided.
 """
 
 import json
@@ -40,7 +41,9 @@ def test_completion_collapse_over_ten_iterations_fails(tmp_path, capsys):
     assert compare_main(args + ["--fail-on-regression"]) == 1
     err = _err(capsys)
     assert "FAIL completion: 10/10 → 0/10 runs passed (100.0% → 0.0%)" in err
-    assert "Fisher's exact test on scenario runs: p = 5.413e-06" in err and "larger than chance" in err
+    # one scenario: the stratified test is Fisher's exact test
+    assert "stratified by scenario (Cochran-Mantel-Haenszel) on scenario runs: p = 5.413e-06" in err
+    assert "larger than chance" in err
 
 
 def test_identical_rerun_never_fails(tmp_path, capsys):
@@ -54,17 +57,19 @@ def test_identical_rerun_never_fails(tmp_path, capsys):
         assert not regressed(c) and gate_failures(c, fail_on_regression=True) == []
         assert all(r.p_value is None or r.p_value >= 0.5 for r in c.criteria)
     args = _write(tmp_path, _runs("booking", 5), _runs("booking", 5))
-    assert compare_main(args + ["--fail-on-regression"]) == 0
+    assert compare_main(args + ["--fail-on-regression"]) == 3  # never worse; 10 runs cannot show "not worse"
 
 
 def test_a_small_drop_within_chance_passes(tmp_path):
     args = _write(tmp_path, _runs("booking", 10), _runs("booking", 8))
-    assert compare_main(args + ["--fail-on-regression"]) == 0
+    assert compare_main(args + ["--fail-on-regression"]) == 3
 
 
-def test_an_improvement_never_fails(tmp_path):
+def test_an_improvement_never_fails(tmp_path, capsys):
     args = _write(tmp_path, _runs("booking", 0), _runs("booking", N))
-    assert compare_main(args + ["--fail-on-regression"]) == 0
+    assert compare_main(args + ["--fail-on-regression"]) == 3  # completion is shown not worse; the criteria, 10/10 each, are not
+    err = _err(capsys)
+    assert "PASS completion: 0/10 → 10/10" in err and "UNDECIDED criterion 'friendly': 10/10 → 10/10" in err
 
 
 # --- --fail-on-regression: criteria (soft included) -------------------------------------------
@@ -77,14 +82,14 @@ def test_soft_criterion_collapse_fails_while_completion_holds(tmp_path, capsys):
     assert compare_main(args + ["--fail-on-regression"]) == 1
     err = _err(capsys)
     assert "FAIL criterion 'friendly': 10/10 → 0/10 runs with every rating passed (100.0% → 0.0%)" in err
-    assert "PASS completion:" in err and "PASS criterion 'concise'" in err
+    assert "UNDECIDED completion:" in err and "UNDECIDED criterion 'concise'" in err
 
 
 def test_soft_criterion_small_drop_passes(tmp_path):
     good = [("friendly", "passed")]
     args = _write(tmp_path, _runs("booking", N, evals=good),
                   _runs("booking", N, evals=good)[:9] + [make_result("booking", iteration=10, evals=[("friendly", "failed")])])
-    assert compare_main(args + ["--fail-on-regression"]) == 0
+    assert compare_main(args + ["--fail-on-regression"]) == 3
 
 
 # --- --alpha ------------------------------------------------------------------------------------
@@ -94,7 +99,7 @@ def test_alpha_sets_the_level(tmp_path, capsys):
     assert drop_p_value(10, 10, 6, 10) == pytest.approx(0.0433, abs=1e-4)
     args = _write(tmp_path, _runs("booking", 10), _runs("booking", 6))
     assert compare_main(args + ["--fail-on-regression"]) == 1  # p 0.043 < 0.05
-    assert compare_main(args + ["--fail-on-regression", "--alpha", "0.01"]) == 0
+    assert compare_main(args + ["--fail-on-regression", "--alpha", "0.01"]) == 3
     _err(capsys)
     for bad in ("0", "1", "five"):
         with pytest.raises(SystemExit) as refused:
@@ -108,9 +113,11 @@ def test_alpha_sets_the_level(tmp_path, capsys):
 def test_min_evaluation_floor_both_ways(tmp_path, capsys):
     evals = [("friendly", "passed"), ("concise", "failed")]
     args = _write(tmp_path, _runs("booking", N, evals=evals), _runs("booking", N, evals=evals))
-    assert compare_main(args + ["--min-evaluation", "0.5"]) == 0
-    assert compare_main(args + ["--min-evaluation", "60%"]) == 0  # 50% over 10 runs: no evidence against 60%
-    assert "PASS evaluation floor: 5/10 runs' evaluation rates summed (50.0%), floor 60.0%" in _err(capsys)
+    assert compare_main(args + ["--min-evaluation", "0.5"]) == 3  # not below, but 10 runs cannot show above 40%
+    assert compare_main(args + ["--min-evaluation", "60%"]) == 3  # 50% over 10 runs: no evidence against 60%
+    assert "UNDECIDED evaluation floor: 5/10 runs' evaluation rates summed (50.0%), floor 60.0%" in _err(capsys)
+    assert compare_main(args + ["--min-evaluation", "0.1"]) == 0  # 5/10 is evidence of a rate above 0%
+    assert "PASS evaluation floor: 5/10" in _err(capsys)
     assert compare_main(args + ["--min-evaluation", "90%"]) == 1  # but against 90% there is
     assert "FAIL evaluation floor: 5/10" in _err(capsys)
 
@@ -124,11 +131,11 @@ def test_min_evaluation_fails_when_nothing_was_evaluated(tmp_path, capsys):
 def test_min_criterion_floor_both_ways_and_repeatable(tmp_path, capsys):
     evals = [("friendly", "passed"), ("concise", "failed")]
     args = _write(tmp_path, _runs("booking", N, evals=evals), _runs("booking", N, evals=evals))
-    assert compare_main(args + ["--min-criterion", "friendly=0.9", "--min-criterion", "concise=0%"]) == 0
+    assert compare_main(args + ["--min-criterion", "friendly=0.9", "--min-criterion", "concise=0%"]) == 3
     assert compare_main(args + ["--min-criterion", "friendly=0.9", "--min-criterion", "concise=40%"]) == 1
     err = _err(capsys)
     assert "FAIL criterion 'concise' floor: 0/10 runs with every rating passed (0.0%), floor 40.0%" in err
-    assert "PASS criterion 'friendly' floor" in err
+    assert "UNDECIDED criterion 'friendly' floor" in err  # 10/10 cannot show a rate above 80%
 
 
 def test_min_criterion_bad_input_is_a_usage_error(tmp_path, capsys):
@@ -146,7 +153,7 @@ def test_min_completion_is_over_shared_scenarios(tmp_path):
     base = [make_result(n) for n in "abcd"]
     cur = [make_result(n) for n in "abcd"] + [make_result("new", passed=False)]
     args = _write(tmp_path, base, cur, iterations=1)
-    assert compare_main(args + ["--min-completion", "1.0"]) == 0  # the new failing scenario is not shared
+    assert compare_main(args + ["--min-completion", "1.0"]) == 3  # the new failing scenario is not shared: never worse
     broken = [make_result(n, passed=n != "a") for n in "abcd"]
     args = _write(tmp_path, base, broken, iterations=1)
     assert compare_main(args + ["--min-completion", "1.0"]) == 1
@@ -159,9 +166,9 @@ def test_an_added_failing_scenario_is_not_a_regression(tmp_path, capsys):
     base = [make_result(n) for n in "abcd"]
     cur = [make_result(n) for n in "abcd"] + [make_result("new one", passed=False)]
     args = _write(tmp_path, base, cur, iterations=1)
-    assert compare_main(args + ["--fail-on-regression"]) == 0
+    assert compare_main(args + ["--fail-on-regression"]) == 3  # never worse (4 single runs cannot show not worse)
     out = capsys.readouterr().out
-    assert "Rate:           100.0% → 100.0%  (+0.0pp) ─  [4/4 → 4/4]" in out
+    assert "Rate:           100.0% → 100.0%  (+0.0pp) ─  [4/4 → 4/4; 95% CI 51-100% → 51-100%]" in out
     assert "Added scenarios (1, only in current; not in the deltas above):" in out
     assert "- Venue booking / new one [" in out and "]: failed (assertion)" in out  # feature, name and id
     assert "Whole experiments (different scenario sets: for reference, not compared)" in out
@@ -185,13 +192,13 @@ def test_an_added_failing_scenario_is_not_a_regression(tmp_path, capsys):
 
 def test_a_drop_without_evidence_still_gets_a_line_saying_what_could_be_detected(tmp_path, capsys):
     args = _write(tmp_path, _runs("booking", 10), _runs("booking", 0, n=1))  # 10/10 -> 0/1: p = 0.091
-    assert compare_main(args + ["--fail-on-regression"]) == 0
+    assert compare_main(args + ["--fail-on-regression"]) == 3
     err = _err(capsys)
-    line = next(x for x in err.splitlines() if "PASS completion:" in x)
+    line = next(x for x in err.splitlines() if "UNDECIDED completion:" in x)
     assert "10/10 → 0/1 runs passed" in line and "p = 0.09091" in line and "adjusted p = " in line
     assert "no drop could have been detected with these counts" in line
     assert "iterations would detect a 20-point drop" in line
-    assert "gate PASSED (exit 0)" in err
+    assert "gate UNDECIDED (exit 3)" in err and "PASS" not in err
 
 
 def test_the_overall_evaluation_rate_is_gated(tmp_path, capsys):
@@ -204,7 +211,7 @@ def test_the_overall_evaluation_rate_is_gated(tmp_path, capsys):
     assert compare_main(args + ["--fail-on-regression"]) == 1
     err = _err(capsys)
     assert "FAIL overall evaluation (every soft check of a run): 10/10 → 1/10 runs with every soft check passed" in err
-    assert "PASS criterion 'polite': 10/10 → 7/10" in err
+    assert "UNDECIDED criterion 'polite': 10/10 → 7/10" in err
 
 
 def test_json_and_markdown_carry_the_gate(tmp_path, capsys):
@@ -218,13 +225,18 @@ def test_json_and_markdown_carry_the_gate(tmp_path, capsys):
     assert completion["decision"] == "fail" and completion["baseline"] == [10, 10] and completion["current"] == [0, 10]
     assert completion["p_raw"] == pytest.approx(drop_p_value(10, 10, 0, 10))
     assert completion["p_adjusted"] >= completion["p_raw"]
-    assert by_metric["criterion:friendly"]["decision"] == "pass"
+    friendly = by_metric["criterion:friendly"]
+    assert friendly["decision"] == friendly["outcome"] == "undecided"  # 10/10 → 10/10: too few runs to show not worse
+    assert gate["outcome"] == "worse" and gate["margin"] == 0.1 and gate["verdict"].startswith("worse: completion")
+    assert completion["outcome"] == "worse" and completion["current_interval"] == [0.0, 0.2775]
+    assert friendly["baseline_interval"] == [0.7225, 1.0] and friendly["difference_lower"] is not None
     assert compare_main(args + ["--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["gate"] == {"requested": False, "decision": "pass", "exit_code": 0,
                                                            "metrics": [], "warnings": []}
     assert compare_main(args + ["--fail-on-regression", "--format", "markdown"]) == 1
     out = capsys.readouterr().out
-    assert "### Gate: ❌ FAILED (exit 1)" in out and "| completion | 10/10 → 0/10 runs passed" in out
+    assert out.startswith("**Verdict: worse: completion 10/10 → 0/10 (-100 pp")  # the verdict line first
+    assert "### Gate: ❌ worse (exit 1)" in out and "| completion | 10/10 → 0/10 runs passed" in out
 
 
 # --- issue 22 point 3: a changed criterion is loud, and gated on request ---------------------------------
@@ -268,8 +280,8 @@ def test_cost_and_latency_limits(tmp_path, capsys):
     assert not evaluate(c, GateOptions(max_cost_increase=1.5), cost=paired(cheap, pricey)).failed
     assert not evaluate(c, GateOptions(max_latency_increase=0.1), latency=paired(cheap, cheap)).failed
     args = _write(tmp_path, _runs("booking", 2, n=2), _runs("booking", 2, n=2), iterations=2)
-    assert compare_main(args + ["--max-latency-increase", "20%"]) == 0
-    assert "PASS response latency per scenario run: 0.50s → 0.50s" in _err(capsys)
+    assert compare_main(args + ["--max-latency-increase", "20%"]) == 3  # one scenario cannot show it stays within
+    assert "UNDECIDED response latency per scenario run: 0.50s → 0.50s" in _err(capsys)
     with pytest.raises(SystemExit) as refused:
         compare_main(args + ["--max-cost-increase", "lots"])
     assert refused.value.code == 2

@@ -85,3 +85,33 @@ def test_compare_scenario_option(results: Path, capsys: pytest.CaptureFixture[st
     assert compare_main(["exp_a", "exp_b", "--results-dir", str(results), "--scenario", "nope"]) == 2
     err = capsys.readouterr().err
     assert "--scenario 'nope': no scenario both experiments ran matches it" in err and len(err.splitlines()) == 1
+
+
+def test_a_newly_failing_scenario_diffs_a_passing_baseline_run_against_a_failing_current_run(tmp_path: Path, capsys) -> None:
+    """Issue 28 point 8: "Newly failing (7/10 runs failed)" used to diff iteration 1 with iteration 1
+    (both passing) and print "the recorded conversations are the same"."""
+    good = [TurnRecord(number=1, user="Book Berlin", agent="Booked!", tool_calls=[ToolCallRecord(name="book_venue")])]
+    bad = [TurnRecord(number=1, user="Book Berlin", agent="Sorry, I cannot.")]
+
+    def run(exp_id: str, failing: set[int]) -> None:
+        results = [ScenarioResult(id="example:abc123", name="Booking", iteration=i, passed=i not in failing, turns=1,
+                                  transcript=bad if i in failing else good,
+                                  failure_type="assertion" if i in failing else None) for i in range(1, 11)]
+        info = ExperimentInfo(id=exp_id, timestamp="2026-01-01T00:00:00Z", iterations=10)
+        write_document(build_document(info, results), tmp_path)
+
+    run("exp_old", set())
+    run("exp_new", {3, 4, 5, 6, 7, 8, 9})
+    for fmt in ("text", "markdown", "json"):
+        compare_main(["exp_old", "exp_new", "--results-dir", str(tmp_path), "--format", fmt])
+        out = capsys.readouterr().out
+        assert "conversations are the same" not in out.lower()
+        if fmt == "text":
+            assert "Conversation diff: Booking (example:abc123): baseline passed (iteration 1), current failed (iteration 3)" in out
+            assert "first difference at turn 1: the agent's response differs" in out
+        elif fmt == "markdown":
+            assert "### Conversation diff: Booking (baseline passed (iteration 1), current failed (iteration 3))" in out
+        else:
+            (diff,) = json.loads(out)["conversation_diffs"]
+            assert (diff["baseline_iteration"], diff["current_iteration"], diff["first"]) == (1, 3, 1)
+            assert diff["baseline_passed"] is True and diff["current_passed"] is False

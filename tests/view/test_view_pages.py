@@ -92,9 +92,13 @@ def test_comparison_page_has_the_gate_the_diff_and_the_changed_conversations(res
     html = _text(Site(Catalog(results)), compare_path("exp_007", "exp_008"))
     gate = html[html.index('id="gate"'):]
     assert "FAIL completion: 15/16 → 8/16 runs passed" in gate and "FAIL criterion &#x27;friendly&#x27;: 15/16 → 4/16" in gate
-    assert "PASS criterion &#x27;concise&#x27;" in gate and "gate FAILED (exit 1)" in gate  # a line for every metric
+    assert "UNDECIDED criterion &#x27;concise&#x27;" in gate and "gate FAILED (exit 1)" in gate  # a line for every metric
     assert "Conversation diffs" in html and 'id="changed"' in html
-    assert "gate PASSED (exit 0)" in _text(Site(Catalog(results)), compare_path("exp_009", "exp_010"))
+    # the page opens with the one verdict line (issue 28), before the gate's lines and the metrics
+    verdict = html[html.index('id="verdict"'):html.index('id="gate"')]
+    assert "worse: criterion &#x27;friendly&#x27; 15/16 → 4/16 (-69 pp" in verdict and html.index('id="verdict"') < html.index("Completion rate")
+    steady = _text(Site(Catalog(results)), compare_path("exp_009", "exp_010"))
+    assert "gate UNDECIDED (exit 3)" in steady and "undecided: about" in steady and "PASSED" not in steady
 
 
 def test_server_serves_pages_and_404s_on_loopback(results: Path) -> None:

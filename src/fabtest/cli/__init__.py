@@ -1,7 +1,8 @@
 """Command line: ``fabtest`` (init, list, show, report, compare, run, steps) and ``fabtest-compare``.
 
-Exit codes: 0 normally, 1 when a requested gate trips, 2 for usage errors and for missing,
-malformed or ambiguous experiment files (a one-line message on stderr, never a traceback).
+Exit codes: 0 normally (a requested gate: not worse), 1 when a requested gate finds the current
+experiment worse, 3 when it is undecided, 2 for usage errors and for missing, malformed or
+ambiguous experiment files (a one-line message on stderr, never a traceback).
 The gate is checked before anything is printed, so a bad ``--min-criterion`` name prints nothing
 but its error.
 """
@@ -80,6 +81,17 @@ def _percent_arg(text: str) -> float:
     return value / 100
 
 
+def _margin_arg(text: str) -> float:
+    """``10`` or ``10%`` → 0.1: the non-inferiority margin in points (above 0, below 100)."""
+    try:
+        value = float(text.strip().rstrip("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a margin: {text!r} (points, e.g. 10 or 10%)") from None
+    if not (math.isfinite(value) and 0 < value < 100):
+        raise argparse.ArgumentTypeError(f"margin out of range: {text!r} (more than 0 and less than 100 points)")
+    return value / 100
+
+
 def _criterion_floor_arg(text: str) -> tuple[str, float]:
     """``friendly=0.8`` or ``friendly=80%`` → ("friendly", 0.8); the name may itself contain ``=``."""
     name, sep, value = text.rpartition("=")
@@ -99,12 +111,16 @@ def _add_compare_args(parser: argparse.ArgumentParser) -> None:
                              "differ (repeatable; default: the scenarios that changed outcome, at most 5)")
     gate = parser.add_argument_group(
         "gate", "every metric below is tested in one family at --alpha (Holm-Tarone), the scenario run as the "
-                "unit; exit 1 if any fails (docs/gates.md)")
+                "unit: exit 1 worse (a metric dropped), 0 not worse (each shown within --gate-margin), "
+                "3 undecided (docs/gates.md)")
     gate.add_argument("--fail-on-regression", action="store_true",
                       help="fail if completion, the overall evaluation or any criterion dropped significantly on "
                            "the shared scenarios (one-sided Fisher's exact test on runs)")
     gate.add_argument("--gate-modified", action="store_true",
                       help="also test criteria whose definition changed between the experiments")
+    gate.add_argument("--gate-margin", metavar="POINTS", type=_margin_arg, default=0.10,
+                      help="'not worse' needs evidence that no gated metric dropped by more than POINTS "
+                           "percentage points (default 10)")
     gate.add_argument("--alpha", metavar="LEVEL", type=_alpha_arg, default=0.05,
                       help="family-wise significance level of the gate (default 0.05)")
     gate.add_argument("--min-completion", metavar="RATE", type=_rate_arg, default=None,
@@ -135,7 +151,7 @@ def _run_compare(args: argparse.Namespace, prog: str) -> int:
     options = gating.GateOptions(
         alpha=args.alpha, fail_on_regression=args.fail_on_regression, gate_modified=args.gate_modified,
         min_completion=args.min_completion, min_evaluation=args.min_evaluation, min_criteria=dict(args.min_criterion),
-        max_cost_increase=args.max_cost_increase, max_latency_increase=args.max_latency_increase)
+        max_cost_increase=args.max_cost_increase, max_latency_increase=args.max_latency_increase, margin=args.gate_margin)
     latency = None
     try:
         # Index rows added up as they are read (no transcripts) unless the HTML report or the latency
@@ -158,13 +174,20 @@ def _run_compare(args: argparse.Namespace, prog: str) -> int:
                                latency=latency) if options.requested() else None
     except ValueError as exc:
         return _fail(prog, str(exc))
+    if gate is None:  # the scenario labels still say only what the family found
+        gating.relabel(comparison, options.alpha)
+    comparison.tallies = None  # the per-scenario totals are done with
     warnings = gate.warnings if gate is not None else gating.modified_warnings(comparison, False)
     comparison.gate = gating.gate_dict(gate, warnings)
 
-    def markdown(c: Any) -> str:
-        return render_markdown(c) + "".join(line + "\n" for line in gating.gate_markdown(gate, warnings, md_escape))
+    def text(c: Any) -> str:
+        return (f"Verdict: {c.verdict}\n\n" if c.verdict else "") + render_text(c)
 
-    renderer = {"text": render_text, "json": render_json, "markdown": markdown}[args.format]
+    def markdown(c: Any) -> str:
+        head = f"**Verdict: {md_escape(c.verdict)}**\n\n" if c.verdict else ""
+        return head + render_markdown(c) + "".join(line + "\n" for line in gating.gate_markdown(gate, warnings, md_escape))
+
+    renderer = {"text": text, "json": render_json, "markdown": markdown}[args.format]
     try:
         diffs = _conversation_diffs(args, results_dir, comparison, b_exp, c_exp)
     except KeyError as exc:
@@ -182,7 +205,7 @@ def _run_compare(args: argparse.Namespace, prog: str) -> int:
         print(f"HTML comparison written to: {args.html}", file=sys.stderr)
     for line in gating.gate_lines(gate) if gate is not None else warnings:
         print(f"{prog}: {line}", file=sys.stderr)
-    return EXIT_GATE if gate is not None and gate.failed else EXIT_OK
+    return gate.exit_code if gate is not None else EXIT_OK
 
 
 def _conversation_diffs(args: argparse.Namespace, results_dir: str, comparison: Any, base: Experiment,

@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass, field
 from operator import attrgetter
 from typing import Any, Literal
 
+from fabtest.compare.inference import wilson
 from fabtest.compare.read import Experiment, ScenarioTally, merge_counts, no_gc, run_level, summarise
 from fabtest.experiment.cost import cost_delta_by_id
 from fabtest.experiment.coverage import changes as coverage_changes
@@ -82,6 +83,17 @@ class MetricDelta:
     baseline_runs: tuple[int, int] | None = None
     current_runs: tuple[int, int] | None = None
     current_run_rate_sum: float | None = None
+    #: 95 % Wilson intervals of the two rates (from the counts above; None: no counts)
+    baseline_interval: tuple[float, float] | None = None
+    current_interval: tuple[float, float] | None = None
+
+    def __post_init__(self) -> None:
+        self.baseline_interval, self.current_interval = _interval(self.baseline_counts), _interval(self.current_counts)
+
+
+def _interval(counts: tuple[int, int] | None) -> tuple[float, float] | None:
+    found = wilson(counts[0], counts[1]) if counts is not None else None
+    return None if found is None else (round(found[0], 4), round(found[1], 4))
 
 
 @dataclass(slots=True)
@@ -104,6 +116,13 @@ class CriterionDelta:
     baseline_runs: tuple[int, int] = (0, 0)
     current_runs: tuple[int, int] = (0, 0)
     hard: bool = False  # a ``must`` criterion on either side (listed apart from the soft ones)
+    #: 95 % Wilson intervals of the two rates (ratings passed of ratings)
+    baseline_interval: tuple[float, float] | None = None
+    current_interval: tuple[float, float] | None = None
+
+    def __post_init__(self) -> None:
+        self.baseline_interval = _interval((self.baseline_passed, self.baseline_evaluated))
+        self.current_interval = _interval((self.current_passed, self.current_evaluated))
 
 
 @dataclass(slots=True)
@@ -114,6 +133,16 @@ class ScenarioChange:
     current: float | None = None
     failure_type: str | None = None
     note: str = ""
+    #: the counts behind the two rates ([passed, of]) and their 95 % Wilson intervals
+    baseline_counts: tuple[int, int] | None = None
+    current_counts: tuple[int, int] | None = None
+    baseline_interval: tuple[float, float] | None = None
+    current_interval: tuple[float, float] | None = None
+    #: "regressed" / "improved" when the gate's family found the change, else "changed, not significant"
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        self.baseline_interval, self.current_interval = _interval(self.baseline_counts), _interval(self.current_counts)
 
 
 @dataclass(slots=True)
@@ -205,12 +234,24 @@ class Comparison:
     gate: dict[str, Any] | None = None
     #: experiment/coverage.py's ``changes``: per kind, what became covered and what became uncovered
     coverage: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)  # why no verdict can be trusted (an index disagreeing)
+    #: quality changes the gate's family did not find (``compare.scenario_family.label_changes``)
+    changed_not_significant: list[ScenarioChange] = field(default_factory=list)
+    verdict: str | None = None  # the one verdict line (``compare.gate``), first in every output
+    #: the shared scenarios' tallies for the gate's per-scenario hypotheses (never in the JSON)
+    tallies: tuple[dict[str, ScenarioTally], dict[str, ScenarioTally]] | None = None
 
     def metric(self, name: str) -> MetricDelta:
         return next(m for m in self.metrics if m.name == name)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        tallies, self.tallies = self.tallies, None
+        try:
+            data = asdict(self)
+        finally:
+            self.tallies = tallies
+        data.pop("tallies", None)
+        return {"verdict": data.pop("verdict"), **data}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -282,7 +323,7 @@ def _tail_sum(log_pmf: Callable[[int], float], ks: range) -> float:
     for k in ks:
         term = math.exp(log_pmf(k))
         total += term
-        if term < total * 1e-17:
+        if term <= total * 1e-17:  # <=: terms that underflow to 0 from the first stop at once (they only shrink)
             break
     return total
 
@@ -533,8 +574,9 @@ def _scenario_changes(
         if not b.runs or not c.runs:
             continue  # skipped on one side: nothing to compare
         b_pass, c_pass = b.passes == b.runs, c.passes == c.runs
+        runs = ((b.passes, b.runs), (c.passes, c.runs))
         if not b_pass and c_pass:
-            passing.append(ScenarioChange(sid, c.name, b.passes / b.runs, c.passes / c.runs))
+            passing.append(ScenarioChange(sid, c.name, b.passes / b.runs, c.passes / c.runs, None, "", *runs))
         elif b_pass and not c_pass:
             ftype = c.failures.most_common(1)[0][0] if c.failures else "assertion"
             turns = b.turns / b.runs
@@ -542,13 +584,12 @@ def _scenario_changes(
             note = f"was completing in {turns_text} turn{'' if turns == 1 else 's'}, now {ftype}"
             if c.runs > 1:
                 note += f" ({c.runs - c.passes}/{c.runs} runs failed)"
-            failing.append(ScenarioChange(sid, c.name, b.passes / b.runs, c.passes / c.runs, ftype, note))
+            failing.append(ScenarioChange(sid, c.name, b.passes / b.runs, c.passes / c.runs, ftype, note, *runs))
         if b.eval_total and c.eval_total:
             br, cr = b.eval_passed / b.eval_total, c.eval_passed / c.eval_total
-            if cr - br >= QUALITY_THRESHOLD - 1e-12:
-                improved.append(ScenarioChange(sid, c.name, br, cr))
-            elif br - cr >= QUALITY_THRESHOLD - 1e-12:
-                regressed_.append(ScenarioChange(sid, c.name, br, cr))
+            ratings = ((b.eval_passed, b.eval_total), (c.eval_passed, c.eval_total))
+            if abs(cr - br) >= QUALITY_THRESHOLD - 1e-12:
+                (improved if cr > br else regressed_).append(ScenarioChange(sid, c.name, br, cr, None, "", *ratings))
     for changes in (passing, failing, improved, regressed_):
         changes.sort(key=lambda s: (s.name, s.id))  # the name order, which the rate sorts below keep for ties
     improved.sort(key=lambda s: -(s.current - s.baseline))  # type: ignore[operator]
@@ -608,7 +649,9 @@ def _variance(b_shared: dict[str, ScenarioTally], c_shared: dict[str, ScenarioTa
         metrics.append(VarianceMetric(key, b, c, _delta(b.mean, c.mean), overlap))
     per_scenario = [
         ScenarioChange(sid, c_shared[sid].name, _rate(b_shared[sid].passes, b_shared[sid].runs),
-                       _rate(c_shared[sid].passes, c_shared[sid].runs))
+                       _rate(c_shared[sid].passes, c_shared[sid].runs),
+                       baseline_counts=(b_shared[sid].passes, b_shared[sid].runs),
+                       current_counts=(c_shared[sid].passes, c_shared[sid].runs))
         for sid in sorted(b_shared, key=lambda s: (c_shared[s].name, s))  # both have the shared ids only
     ]
     return VarianceComparison(metrics, notes, per_scenario)
@@ -652,4 +695,6 @@ def _compared(base: Experiment, cur: Experiment) -> Comparison:
         whole=_whole(base.doc, cur.doc),
         cost=cost_delta_by_id(base.shared_costs(shared), cur.shared_costs(shared)),
         coverage=coverage_changes(base.doc.get("coverage"), cur.doc.get("coverage")),
+        problems=[p for p in (base.index_problem(), cur.index_problem()) if p],
+        tallies=(b_shared, c_shared),
     )

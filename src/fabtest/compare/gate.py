@@ -1,28 +1,26 @@
-"""The CI gate of ``fabtest-compare``: one family of tests, one decision, one line per metric.
+"""The CI gate of ``fabtest-compare``: three outcomes, one family, one line per metric.
 
-Why a family: a gate that tests completion, the overall evaluation rate and every criterion each at
-alpha fails an unchanged agent far more often than alpha (with 6 metrics, about 1 run in 4 at 0.05
-before this module). Every metric the gate tests (drops of completion, of the overall evaluation
-rate and of each criterion; each floor; the cost and latency limits) is one hypothesis of one family,
-and the family is controlled with Holm's step-down procedure sharpened by Tarone's rule for discrete
-tests (Hommel & Krummenauer 1998): at each step only the hypotheses whose smallest attainable p-value
-could still reach the level are counted. A criterion rated on three runs can never reach p < 0.05,
-so it does not dilute the others. The family-wise error rate stays at most alpha (tested by a
-seeded simulation in tests/experiment/test_gate_family.py).
+The gate answers one of three things (docs/gates.md):
+
+* **worse** (exit 1): the family found a drop. Every drop hypothesis (pooled completion,
+  stratified by scenario; the overall evaluation rate; each criterion; and per shared scenario its
+  completion, evaluation, deterministic checks and ``must`` criteria), each floor and each cost or
+  latency limit is one hypothesis of one family, controlled with Holm's step-down procedure
+  sharpened by Tarone's rule for discrete tests (Hommel & Krummenauer 1998): hypotheses whose
+  smallest attainable p-value cannot reach the level cost no alpha. The family-wise error rate is at
+  most alpha (tests/experiment/test_gate_family.py, benchmarks/bench_gate.py).
+* **not worse** (exit 0): every gated metric is shown non-inferior: no drop larger than the margin
+  (``--gate-margin``, 10 points by default), each at alpha (compare/inference.py says which tests
+  and why). Together an intersection-union test, so its error rate is at most alpha too.
+* **undecided** (exit 3): neither. A metric with nothing rated on the current side (every check
+  inconclusive, skipped or errored: a judge outage), no shared scenario, an empty or all-skipped
+  run, a limit with nothing to measure, or an index that disagrees with its results can never be
+  "not worse".
 
 Why the scenario run is the unit: the evaluations of one conversation are not independent (an
-agent that is rude in turn 2 is likely rude in turn 3), so pooling them as if they were makes small
-wobbles look significant. Every metric is reduced to one pass/fail per scenario run before testing:
-
-* completion: the run passed;
-* a criterion: every rating of it in the run passed;
-* the overall evaluation rate: every soft check of the run passed.
-
-A drop is a one-sided Fisher's exact test on those run counts (exact p-values); a floor is a
-one-sided exact binomial test of "the rate is at least the floor" (for the evaluation rate the
-sum of the runs' own rates, rounded up, stands for the passes: a rate in [0, 1] is less spread
-than a pass/fail, so this is conservative); a cost or latency limit is an exact sign test over the
-shared scenarios (does the per-run figure of more scenarios rise beyond the limit than not?).
+agent that is rude in turn 2 is likely rude in turn 3), so every metric is reduced to one pass/fail
+per scenario run before testing (completion: the run passed; a criterion: every rating of it in
+the run passed; the overall evaluation: every soft check of the run passed).
 
 Computing is kept apart from rendering: ``evaluate`` builds a ``Gate`` of plain data; ``gate_lines``
 and ``gate_markdown`` print it and ``gate_dict`` is the JSON ``gate`` key.
@@ -32,15 +30,28 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from fabtest.compare.compute import DEFAULT_ALPHA, Comparison, CriterionDelta, drop_p_value
+from fabtest.compare.gate_text import entry_line, gate_dict, gate_lines, gate_markdown, p_text
+from fabtest.compare.inference import (
+    adjust,
+    newcombe_lower,
+    runs_to_decide,
+    runs_to_detect,
+    stratified_drop,
+    tarone_k,
+    wilson,
+)
+from fabtest.compare.scenario_family import fisher, label_changes, reachable, tables
 from fabtest.experiment.fmt import pct
 
 __all__ = [
+    "DEFAULT_MARGIN",
     "EXIT_FAILED",
     "EXIT_PASSED",
+    "EXIT_UNDECIDED",
     "Gate",
     "GateEntry",
     "GateOptions",
@@ -51,25 +62,32 @@ __all__ = [
     "gate_dict",
     "gate_lines",
     "gate_markdown",
+    "label_changes",
     "latency_per_run",
     "meets_min_completion",
     "modified_warnings",
     "paired",
     "regressed",
     "regression_gate",
+    "relabel",
     "sign_test_p",
 ]
 
-EXIT_PASSED, EXIT_FAILED = 0, 1
+EXIT_PASSED, EXIT_FAILED, EXIT_UNDECIDED = 0, 1, 3
+DEFAULT_MARGIN = 0.10  # "not worse": no gated metric dropped by more than 10 points
 DETECT_DROP = 0.20  # "how many iterations would detect a 20-point drop"
 _MAX_ITERATIONS = 100_000
 
 Kind = Literal["drop", "floor", "increase"]
-Decision = Literal["fail", "pass", "not tested"]
+Decision = Literal["fail", "pass", "undecided"]
+Outcome = Literal["worse", "not worse", "undecided"]
 
 _FISHER = "one-sided Fisher's exact test on scenario runs"
+_STRATIFIED = "one-sided exact test stratified by scenario (Cochran-Mantel-Haenszel) on scenario runs"
 _BINOMIAL = "one-sided exact binomial test on scenario runs"
 _SIGN = "exact sign test over shared scenarios"
+_OUTCOME: dict[str, Outcome] = {"fail": "worse", "pass": "not worse", "undecided": "undecided"}
+_EXIT = {"worse": EXIT_FAILED, "not worse": EXIT_PASSED, "undecided": EXIT_UNDECIDED}
 
 
 @dataclass(slots=True)
@@ -84,6 +102,7 @@ class GateOptions:
     min_criteria: dict[str, float] = field(default_factory=dict)
     max_cost_increase: float | None = None  # a fraction: 0.2 for 20 %
     max_latency_increase: float | None = None
+    margin: float = DEFAULT_MARGIN  # a fraction: "not worse" means no drop beyond it
 
     def requested(self) -> bool:
         return bool(self.fail_on_regression or self.min_completion is not None or self.min_evaluation is not None
@@ -94,7 +113,7 @@ class GateOptions:
 class GateEntry:
     """One tested metric: its counts, the test, raw and family-adjusted p, and the decision."""
 
-    metric: str  # "completion", "evaluation", "criterion:NAME", "floor:completion", "cost" ...
+    metric: str  # "completion", "evaluation", "criterion:NAME", "floor:completion", "cost", "scenario:ID:completion" ...
     label: str
     kind: Kind
     test: str
@@ -104,7 +123,7 @@ class GateEntry:
     p_raw: float | None
     p_min: float = 0.0  # the smallest p-value these margins could give (Tarone's rule)
     p_adjusted: float | None = None
-    decision: Decision = "pass"
+    decision: Decision = "undecided"  # fail: worse; pass: not worse (shown non-inferior); undecided
     reason: str = ""
     #: when it passes: the smallest drop (drops), the highest rate below the floor (floors) these
     #: counts would have flagged, and the iterations at which a 20-point drop would be flagged
@@ -116,6 +135,18 @@ class GateEntry:
     threshold: float | None = None
     #: runs per iteration behind the counts (for iterations_for_20pt)
     per_iteration: float = 1.0
+    outcome: Outcome = "undecided"
+    margin: float | None = None  # the non-inferiority margin (a fraction)
+    #: 95 % Wilson intervals of the baseline and current rates (drops, floors)
+    baseline_interval: tuple[float, float] | None = None
+    current_interval: tuple[float, float] | None = None
+    #: the one-sided (1 - alpha) lower bound of current - baseline (drops; Newcombe's hybrid score)
+    difference_lower: float | None = None
+    #: runs per side for 80 % power: to show "not worse" at the margin when nothing changed, and to
+    #: flag a drop as large as the margin
+    runs_to_decide: int | None = None
+    runs_to_detect: int | None = None
+    scenario: str | None = None  # the scenario id of a per-scenario hypothesis
 
 
 @dataclass(slots=True)
@@ -126,7 +157,16 @@ class Gate:
     warnings: list[str]
     failed: bool
     exit_code: int
-    family_size: int  # hypotheses tested together
+    family_size: int  # hypotheses tested together (every one that could reach the level counts)
+    outcome: Outcome = "undecided"
+    margin: float = DEFAULT_MARGIN
+    verdict: str = ""
+    #: why the gate cannot be "not worse" whatever the metrics say (no shared scenario, ...)
+    problems: list[str] = field(default_factory=list)
+    #: per-scenario hypotheses built (those that could reach the level); the rejected ones are in ``entries``
+    scenario_hypotheses: int = 0
+    #: scenario runs compared, per side
+    runs: dict[str, int] = field(default_factory=dict)
 
     def failures(self) -> list[GateEntry]:
         return [e for e in self.entries if e.decision == "fail"]
@@ -161,7 +201,7 @@ def _falling_sum(term: Any, ks: range) -> float:
     for k in ks:
         value = term(k)
         total += value
-        if value < total * 1e-17:
+        if value <= total * 1e-17:  # <=: terms that underflow to 0 from the first stop at once
             break
     return total
 
@@ -181,34 +221,14 @@ def _fisher_min(b: Sequence[float], c: Sequence[float]) -> float:
     bp, bn, cp, cn = int(b[0]), int(b[1]), int(c[0]), int(c[1])
     s = bp + cp
     most = min(bn, s)
-    return drop_p_value(most, bn, s - most, cn) or 1.0
+    return _p_or_one(drop_p_value(most, bn, s - most, cn))
 
 
-# ---------------------------------------------------------------------------------------------
-# the family
-
-
-def _tarone(p_mins: Sequence[float], alpha: float) -> int:
-    """Tarone's K: the smallest k with at most k hypotheses able to reach p < alpha / k (at least 1)."""
-    for k in range(1, len(p_mins) + 1):
-        if sum(1 for p in p_mins if p < alpha / k) <= k:
-            return k
-    return max(1, len(p_mins))
-
-
-def adjust(p_values: Sequence[float], p_mins: Sequence[float], alpha: float) -> list[float]:
-    """Family-adjusted p-values (Holm's step-down with Tarone's K at each step): a hypothesis is
-    rejected when its adjusted p is below alpha, and the family-wise error rate is at most alpha."""
-    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
-    remaining = set(order)
-    out = [1.0] * len(p_values)
-    running = 0.0
-    for i in order:
-        k = _tarone([p_mins[j] for j in remaining], alpha)
-        running = max(running, min(1.0, k * p_values[i]))
-        out[i] = running
-        remaining.discard(i)
-    return out
+def _p_or_one(p: float | None) -> float:
+    """A p-value, 1 when there is nothing to test. Not ``p or 1.0``: a p that underflows to 0.0 is
+    the strongest evidence, and reading it as 1 sent the hint search of a 19,000-run comparison
+    doubling the runs towards 10^9 (issue 30: ``--fail-on-regression`` never finished)."""
+    return 1.0 if p is None else p
 
 
 # ---------------------------------------------------------------------------------------------
@@ -221,11 +241,47 @@ def _drop_entry(metric: str, label: str, b: tuple[int, int], c: tuple[int, int],
     b_rate, c_rate = b[0] / b[1] if b[1] else None, c[0] / c[1] if c[1] else None
     observed = (f"{b[0]}/{b[1]} → {c[0]}/{c[1]} {what} ({pct(b_rate)} → {pct(c_rate)})")
     entry = GateEntry(metric, label, "drop", _FISHER, [b[0], b[1]], [c[0], c[1]], observed, p,
-                      modified=modified, per_iteration=per_iteration)
+                      modified=modified, per_iteration=per_iteration, baseline_interval=_wilson(b),
+                      current_interval=_wilson(c))
     if p is None:
-        entry.decision, entry.reason = "not tested", "nothing rated on one side"
+        entry.reason = _untested(b, c)
     else:
         entry.p_min = _fisher_min(b, c)
+    return entry
+
+
+def _untested(b: Sequence[float], c: Sequence[float]) -> str:
+    if b[1] and not c[1]:
+        return ("nothing rated in the current experiment (every check of it skipped, inconclusive or errored, "
+                "e.g. a judge outage; or no run reached it): untested is never a pass")
+    if c[1] and not b[1]:
+        return "nothing rated in the baseline: no reference to compare with"
+    return "nothing rated on either side"
+
+
+def _wilson(counts: Sequence[float]) -> tuple[float, float] | None:
+    found = wilson(counts[0], counts[1])
+    return None if found is None else (round(found[0], 4), round(found[1], 4))
+
+
+def _completion_entry(c: Comparison, per_iteration: float) -> GateEntry:
+    """Pooled completion, tested stratified by scenario: the exact conditional test of each
+    scenario's table summed (Cochran-Mantel-Haenszel), so one collapsing scenario is not averaged
+    away and a different mix of scenarios cannot fake a drop."""
+    m = c.metric("completion_rate")
+    b, cur = m.baseline_runs or (0, 0), m.current_runs or (0, 0)
+    entry = _drop_entry("completion", "completion", b, cur, per_iteration, "runs passed")
+    if c.tallies is None or entry.p_raw is None:
+        return entry
+    base, now = c.tallies
+    found = stratified_drop([(x.passes, x.runs, now[sid].passes, now[sid].runs) for sid, x in base.items()])
+    entry.test = _STRATIFIED
+    if found is None:  # no scenario can tell the sides apart: nothing suggests a drop
+        entry.p_raw, entry.p_min = 1.0, 1.0
+    else:
+        entry.p_raw, entry.p_min, how = found
+        if how != "exact":
+            entry.test += f" ({how})"
     return entry
 
 
@@ -233,7 +289,7 @@ def _floor_entry(metric: str, label: str, passed: int, runs: int, floor: float, 
     rate = passed / runs if runs else None
     observed = f"{passed}/{runs} {what} ({pct(rate)}), floor {pct(floor)}"
     entry = GateEntry(metric, label, "floor", _BINOMIAL, None, [passed, runs], observed, None,
-                      threshold=floor, per_iteration=per_iteration)
+                      threshold=floor, per_iteration=per_iteration, current_interval=_wilson((passed, runs)))
     if not runs:
         entry.p_raw, entry.p_min = 0.0, 0.0  # nothing rated is below any floor
         entry.observed = f"nothing rated on the shared scenarios, floor {pct(floor)}"
@@ -258,7 +314,8 @@ def _increase_entry(metric: str, label: str, per_scenario: Mapping[str, tuple[fl
     entry = GateEntry(metric, label, "increase", _SIGN, [up, down], [b_mean or 0.0, c_mean or 0.0], observed,
                       sign_test_p(up, down) if up + down else None, threshold=limit)
     if entry.p_raw is None:
-        entry.decision, entry.reason = "not tested", f"no shared scenario has a {metric} on both sides"
+        entry.reason = (f"no shared scenario has a {metric} on both sides: nothing to measure the limit on, "
+                        "so it is not met")
     else:
         entry.p_min = 0.5 ** (up + down)
         # most scenarios rising while the mean stays within the limit is no failure: the decision
@@ -283,14 +340,16 @@ def _entries(c: Comparison, options: GateOptions, cost: Mapping[str, tuple[float
     its = max(1, c.current.iterations)
     comp, ev = c.metric("completion_rate"), c.metric("evaluation_rate")
     if options.fail_on_regression:
-        b, cur = comp.baseline_runs or (0, 0), comp.current_runs or (0, 0)
-        out.append(_drop_entry("completion", "completion", b, cur, _per_iteration(cur[1], its), "runs passed"))
+        out.append(_completion_entry(c, _per_iteration((comp.current_runs or (0, 0))[1], its)))
         b, cur = ev.baseline_runs or (0, 0), ev.current_runs or (0, 0)
-        out.append(_drop_entry("evaluation", "overall evaluation (every soft check of a run)", b, cur,
-                               _per_iteration(cur[1], its), "runs with every soft check passed"))
+        if b[1] or cur[1]:  # a suite without soft checks has no evaluation to gate; one that lost them does
+            out.append(_drop_entry("evaluation", "overall evaluation (every soft check of a run)", b, cur,
+                                   _per_iteration(cur[1], its), "runs with every soft check passed"))
         for row in c.criteria:
             if row.status == "compared" or (row.status == "modified" and options.gate_modified):
                 out.append(_criterion_drop(row, its))
+            elif row.status in ("not evaluated", "not reached") and row.baseline_runs[1]:
+                out.append(_criterion_drop(row, its))  # rated in the baseline, never now: undecided, never a pass
     if options.min_completion is not None:
         runs = comp.current_runs or (0, 0)
         out.append(_floor_entry("floor:completion", "completion floor", runs[0], runs[1], options.min_completion,
@@ -361,43 +420,189 @@ def latency_per_run(doc: Mapping[str, Any]) -> dict[str, float]:
 
 def evaluate(c: Comparison, options: GateOptions, *, cost: Mapping[str, tuple[float, float]] | None = None,
              latency: Mapping[str, tuple[float, float]] | None = None, describe: bool = True) -> Gate:
-    """The gate of ``c``: every requested metric tested, the family adjusted, each decided.
+    """The gate of ``c``: every requested metric tested, the family adjusted, each decided, and the
+    outcome (worse, not worse or undecided) with its verdict line.
 
     ``cost`` and ``latency`` are ``paired`` per-run figures of the shared scenarios. ``describe``
-    adds what passing metrics could have detected (the simulation tests skip it).
+    adds what undecided metrics could have detected (the simulation tests skip it).
     Raises ValueError for a ``min_criteria`` name that is no criterion of either experiment."""
+    alpha = options.alpha
     entries = _entries(c, options, cost, latency)
-    tested = [e for e in entries if e.p_raw is not None]
-    adjusted = adjust([e.p_raw or 0.0 for e in tested], [e.p_min for e in tested], options.alpha)
-    for e, p in zip(tested, adjusted, strict=True):
-        e.p_adjusted = p
-        e.decision = "fail" if p < options.alpha and not e.within_limit else "pass"
-    level = options.alpha / _tarone([e.p_min for e in tested], options.alpha) if tested else options.alpha
+    scenario = _scenario_entries(c, alpha / 2) if options.fail_on_regression else []
+    # alpha is split between the pooled metrics and the per-scenario hypotheses (Bonferroni), each half
+    # Holm-Tarone, so the many scenarios never dilute the pooled metrics' power; with no per-scenario
+    # hypothesis able to reach its level (single runs, steady scenarios) the pooled metrics get it all
+    split = 2.0 if scenario else 1.0
+    levels = []
+    for family in (entries, scenario):
+        tested = [e for e in family if e.p_raw is not None]
+        adjusted = adjust([e.p_raw or 0.0 for e in tested], [e.p_min for e in tested], alpha / split)
+        for e, p in zip(tested, adjusted, strict=True):
+            e.p_adjusted = min(1.0, p * split)  # compared with alpha, as before
+            if e.p_adjusted < alpha and not e.within_limit:
+                e.decision = "fail"
+        levels.append((alpha / split) / tarone_k([e.p_min for e in tested], alpha / split) if tested else alpha / split)
+    level = levels[0]
     for e in entries:
-        e.reason = e.reason or _reason(e, options.alpha)
-        if describe and e.decision == "pass":
+        e.margin = options.margin
+        if e.decision != "fail" and _shown_not_worse(e, options):
+            e.decision = "pass"
+        e.outcome = _OUTCOME[e.decision]
+        e.reason = e.reason if e.decision == "undecided" and e.reason else _reason(e, alpha)
+        _hints(e, options, level)
+        if describe and e.decision == "undecided":
             _describe(e, level)
-    failed = any(e.decision == "fail" for e in entries)
-    return Gate(options.alpha, "Holm step-down with Tarone's rule for discrete tests", entries,
-                modified_warnings(c, options.gate_modified), failed, EXIT_FAILED if failed else EXIT_PASSED, len(tested))
+    worse = [e for e in scenario if e.decision == "fail"]
+    for e in worse:
+        e.outcome, e.margin, e.reason = "worse", options.margin, _reason(e, alpha)
+    shown = entries + sorted(worse, key=lambda e: (e.p_adjusted or 0.0, e.label))
+    problems = _problems(c) if options.requested() else []
+    outcome: Outcome = ("worse" if any(e.decision == "fail" for e in shown)
+                        else "not worse" if entries and not problems and all(e.decision == "pass" for e in entries)
+                        else "undecided")
+    comp = c.metric("completion_rate")
+    method = "Holm step-down with Tarone's rule for discrete tests" + (
+        ", alpha split in halves between the pooled metrics and the per-scenario hypotheses" if split > 1 else "")
+    gate = Gate(alpha, method, shown,
+                modified_warnings(c, options.gate_modified), outcome == "worse", _EXIT[outcome],
+                sum(1 for e in (*entries, *scenario) if e.p_raw is not None and e.p_min < alpha / split), outcome,
+                options.margin, problems=problems,
+                scenario_hypotheses=len(scenario),
+                runs={"baseline": (comp.baseline_runs or (0, 0))[1], "current": (comp.current_runs or (0, 0))[1]})
+    gate.verdict = _verdict(gate, c)
+    if options.fail_on_regression:
+        label_changes(c, alpha)
+    c.verdict = gate.verdict
+    return gate
+
+
+def _scenario_entries(c: Comparison, alpha: float) -> list[GateEntry]:
+    """The per-scenario hypotheses that could reach the level (scenario_family.py says why). With
+    one shared scenario its completion, evaluation and criteria are the pooled ones: only its
+    checks are added."""
+    if c.tallies is None:
+        return []
+    hard = {r.name for r in c.criteria if r.hard}
+    alone = len(c.tallies[0]) == 1
+    out = []
+    for metric, label, sid, b, k in tables(*c.tallies, hard):
+        found = fisher(b[0], b[1], k[0], k[1])
+        if not reachable(found, alpha) or (alone and not metric.startswith("check:")):
+            continue
+        assert found is not None
+        b_rate, c_rate = b[0] / b[1], k[0] / k[1]
+        observed = f"{b[0]}/{b[1]} → {k[0]}/{k[1]} runs ({pct(b_rate)} → {pct(c_rate)}, {(c_rate - b_rate) * 100:+.0f} pp)"
+        out.append(GateEntry(f"scenario:{sid}:{metric}", label, "drop", _FISHER, [b[0], b[1]], [k[0], k[1]], observed,
+                             found[0], p_min=found[1], decision="undecided", baseline_interval=_wilson(b),
+                             current_interval=_wilson(k), scenario=sid))
+    return out
+
+
+def _shown_not_worse(e: GateEntry, options: GateOptions) -> bool:
+    """Evidence at alpha that the metric did not get worse by more than the margin: the
+    non-inferiority bound (drops), an exact binomial test against floor - margin (floors), or a
+    sign test that more scenarios stayed within the limit than rose beyond it (limits)."""
+    alpha, margin = options.alpha, options.margin
+    if e.p_raw is None:
+        return False
+    if e.kind == "drop" and e.baseline and e.current:
+        e.difference_lower = newcombe_lower(e.baseline, e.current, alpha)
+        if e.difference_lower is not None:
+            e.difference_lower = round(e.difference_lower, 4)
+        return e.difference_lower is not None and e.difference_lower > -margin
+    if e.kind == "floor" and e.current and e.current[1]:
+        low = (e.threshold or 0.0) - margin
+        passed, runs = int(e.current[0]), int(e.current[1])
+        return low <= 0 or 1.0 - binomial_cdf(passed - 1, runs, low) < alpha
+    if e.kind == "increase" and e.baseline:
+        up, down = int(e.baseline[0]), int(e.baseline[1])
+        return e.within_limit and sign_test_p(down, up) < alpha
+    return False
+
+
+def _hints(e: GateEntry, options: GateOptions, level: float) -> None:
+    """Runs per side for 80 % power: to decide "not worse" (when nothing changed; each metric at
+    alpha) and to flag a drop of the margin at ``level``, the pooled family's first-step level
+    (drops only)."""
+    if e.kind != "drop" or not e.baseline or not e.current:
+        return
+    b, c = e.baseline, e.current
+    runs = b[1] + c[1]
+    rate = (b[0] + c[0]) / runs if runs else (b[0] / b[1] if b[1] else None)
+    if rate is None:
+        return
+    e.runs_to_decide = runs_to_decide(rate, options.margin, options.alpha)
+    e.runs_to_detect = runs_to_detect(b[0] / b[1] if b[1] else rate, options.margin, level)
+
+
+def _problems(c: Comparison) -> list[str]:
+    """Why no comparison of these experiments may pass, whatever the metrics say."""
+    out = list(c.problems)
+    comp = c.metric("completion_rate")
+    if not c.comparability.scenarios_shared:
+        out.append("no scenario both experiments ran (the current run may have failed every scenario before it "
+                   "was recorded, or be empty)")
+    elif not (comp.current_runs or (0, 0))[1]:
+        out.append("every shared scenario was skipped in the current experiment: nothing ran")
+    elif not (comp.baseline_runs or (0, 0))[1]:
+        out.append("every shared scenario was skipped in the baseline: nothing to compare with")
+    return out
 
 
 def _reason(e: GateEntry, alpha: float) -> str:
-    assert e.p_adjusted is not None
     if e.decision == "fail":
         return {"drop": "the drop is larger than chance", "floor": "significantly below the floor",
                 "increase": "significantly beyond the limit"}[e.kind]
-    if e.kind == "drop" and e.baseline and e.current and e.current[1] and e.baseline[1] \
-            and e.current[0] / e.current[1] >= e.baseline[0] / e.baseline[1] - 1e-12:
-        return "no drop"
-    if e.kind == "floor" and e.current and e.current[1] and e.current[0] >= (e.threshold or 0.0) * e.current[1] - 1e-9:
-        return "at or above the floor"
+    margin = f"{(e.margin or 0.0) * 100:g} points"
+    if e.decision == "pass":
+        return {"drop": f"not worse: the drop is at most {margin} (one-sided {1 - alpha:.0%} bound "
+                        f"{(e.difference_lower or 0.0) * 100:+.1f} pp)",
+                "floor": f"not worse: the rate is above the floor minus {margin}",
+                "increase": "not worse: the mean stays within the limit and most scenarios do"}[e.kind]
     if e.kind == "increase" and e.within_limit:
-        return "the mean stays within the limit"
+        return "undecided: the mean stays within the limit, but too few scenarios to show it"
     if e.p_min >= alpha:
-        return f"no evidence possible with these totals (the smallest p they allow is {e.p_min:.3g})"
-    return "not significant: no evidence of a " + {"drop": "drop", "floor": "rate below the floor",
-                                                  "increase": "rise beyond the limit"}[e.kind]
+        return (f"undecided: no evidence possible with these totals (the smallest p they allow is {e.p_min:.3g}), "
+                f"and too few runs to show a drop of at most {margin}")
+    return {"drop": f"undecided: no significant drop, but too few runs to show it is at most {margin}",
+            "floor": "undecided: not significantly below the floor, but too few runs to show it is above it",
+            "increase": "undecided: no significant rise beyond the limit, but too few scenarios to show it stays within"
+            }[e.kind]
+
+
+def _verdict(gate: Gate, c: Comparison) -> str:
+    """The one line every output opens with."""
+    if gate.outcome == "worse":
+        found = sorted(gate.failures(), key=lambda e: (e.p_adjusted or 0.0, e.label))
+        parts = [f"{e.label} {_short(e)}" for e in found[:3]]
+        more = f"; and {len(found) - 3} more" if len(found) > 3 else ""
+        return f"worse: {'; '.join(parts)}{more}"
+    if gate.outcome == "not worse":
+        return (f"not worse: no gated metric dropped by more than {gate.margin * 100:g} points "
+                f"({len(gate.entries)} metric(s), each shown at alpha {gate.alpha:g})")
+    if gate.problems:
+        return f"undecided: {gate.problems[0]}"
+    open_ = [e for e in gate.entries if e.decision == "undecided"]
+    need = [e for e in open_ if e.runs_to_decide and e.baseline and e.current]
+    if need:
+        extra = max(max(0, (e.runs_to_decide or 0) - int(min(e.baseline[1], e.current[1])))
+                    for e in need if e.baseline and e.current)
+        its = max(1, math.ceil(extra / max(1.0, max(e.per_iteration for e in need))))
+        names = ", ".join(e.label for e in open_[:3]) + (f" and {len(open_) - 3} more" if len(open_) > 3 else "")
+        return (f"undecided: about {extra} more runs per side (about {its} more iteration(s) of the "
+                f"{c.comparability.scenarios_shared} shared scenario(s)) would decide {names}")
+    if not open_:
+        return "undecided: nothing was gated"
+    names = ", ".join(e.label for e in open_[:3]) + (f" and {len(open_) - 3} more" if len(open_) > 3 else "")
+    return f"undecided: {names}: {open_[0].reason.removeprefix('undecided: ')}"
+
+
+def _short(e: GateEntry) -> str:
+    if e.kind == "drop" and e.baseline and e.current and e.baseline[1] and e.current[1]:
+        delta = (e.current[0] / e.current[1] - e.baseline[0] / e.baseline[1]) * 100
+        return (f"{int(e.baseline[0])}/{int(e.baseline[1])} → {int(e.current[0])}/{int(e.current[1])} "
+                f"({delta:+.0f} pp, p = {p_text(e.p_raw)}, adjusted p = {p_text(e.p_adjusted)})")
+    return f"({e.observed}; adjusted p = {p_text(e.p_adjusted)})"
 
 
 def _describe(e: GateEntry, level: float) -> None:
@@ -405,12 +610,13 @@ def _describe(e: GateEntry, level: float) -> None:
     a 20-point drop (or a rate 20 points under the floor) would need, at its expected counts."""
     if e.kind == "drop" and e.baseline and e.current and e.baseline[1] and e.current[1]:
         bp, bn, cn = int(e.baseline[0]), int(e.baseline[1]), int(e.current[1])
-        worst = _largest(lambda x: (drop_p_value(bp, bn, x, cn) or 1.0) < level, cn)
+        worst = _largest(lambda x: _p_or_one(drop_p_value(bp, bn, x, cn)) < level, cn)
         e.detectable = None if worst is None else round(bp / bn - worst / cn, 4)
         rate = bp / bn
         if rate >= DETECT_DROP - 1e-12:
-            e.iterations_for_20pt = _iterations(lambda n: (drop_p_value(round(rate * n), n, round((rate - DETECT_DROP) * n), n)
-                                                           or 1.0) < level, e.per_iteration)
+            e.iterations_for_20pt = _iterations(
+                lambda n: _p_or_one(drop_p_value(round(rate * n), n, round((rate - DETECT_DROP) * n), n)) < level,
+                e.per_iteration)
     elif e.kind == "floor" and e.current and e.current[1]:
         floor = e.threshold or 0.0
         n = int(e.current[1])
@@ -460,6 +666,12 @@ def regression_gate(c: Comparison, alpha: float = DEFAULT_ALPHA, *, describe: bo
     return evaluate(c, GateOptions(alpha=alpha, fail_on_regression=True), describe=describe)
 
 
+def relabel(c: Comparison, alpha: float = DEFAULT_ALPHA) -> None:
+    """Labels the per-scenario quality changes by what their family finds, without a gate being
+    asked for (no verdict is set; only the scenarios' evaluation tables are tested)."""
+    label_changes(c, alpha)
+
+
 def regressed(c: Comparison, alpha: float = DEFAULT_ALPHA) -> bool:
     """True when completion, the overall evaluation or a criterion dropped significantly (as one family)."""
     return regression_gate(c, alpha, describe=False).failed
@@ -478,79 +690,4 @@ def gate_failures(
     """One line per failed metric of the gate (empty when it passes); ``evaluate`` has the whole gate."""
     options = GateOptions(alpha=alpha, fail_on_regression=fail_on_regression, min_completion=min_completion,
                           min_evaluation=min_evaluation, min_criteria=dict(min_criteria or {}))
-    return [_entry_line(e) for e in evaluate(c, options, describe=False).failures()]
-
-
-# ---------------------------------------------------------------------------------------------
-# renderers
-
-
-def _p(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.4g}"
-
-
-def _entry_line(e: GateEntry) -> str:
-    head = f"{e.decision.upper()} {e.label}: {e.observed}"
-    if e.p_raw is None:
-        return f"{head}; {e.reason}"
-    line = f"{head}; {e.test}: p = {_p(e.p_raw)}, adjusted p = {_p(e.p_adjusted)}; {e.reason}"
-    if e.decision == "pass" and e.kind != "increase" and e.reason not in ("no drop", "at or above the floor"):
-        line += "; " + _power_text(e)
-    return line
-
-
-def _power_text(e: GateEntry) -> str:
-    if e.kind == "drop":
-        could = ("no drop could have been detected with these counts" if e.detectable is None
-                 else f"the smallest detectable drop was {e.detectable * 100:.0f} points")
-    else:
-        could = ("no rate could have been flagged with these counts" if e.detectable is None
-                 else f"a rate of {pct(e.detectable)} or less would have been flagged")
-    its = ("a 20-point drop cannot be detected" if e.iterations_for_20pt is None
-           else f"about {e.iterations_for_20pt} iteration{'s' if e.iterations_for_20pt != 1 else ''} would detect a 20-point "
-                + ("drop" if e.kind == "drop" else "shortfall"))
-    return f"{could}; {its}"
-
-
-def gate_lines(gate: Gate) -> list[str]:
-    """The gate in text: warnings, one line per metric, then the decision."""
-    lines = list(gate.warnings)
-    lines += [_entry_line(e) for e in gate.entries]
-    verdict = "FAILED" if gate.failed else "PASSED"
-    lines.append(f"gate {verdict} (exit {gate.exit_code}): {len(gate.failures())} of {len(gate.entries)} metric(s) failed; "
-                 f"{gate.family_size} tested as one family at alpha {gate.alpha:g} ({gate.method})")
-    return lines
-
-
-def gate_dict(gate: Gate | None, warnings: Sequence[str] = ()) -> dict[str, Any]:
-    """The JSON ``gate`` key: one entry per metric, the decision and the exit code (``warnings``:
-    the modified criteria's, when no gate was asked for)."""
-    if gate is None:
-        return {"requested": False, "decision": "pass", "exit_code": EXIT_PASSED, "metrics": [],
-                "warnings": list(warnings)}
-    data = asdict(gate)
-    metrics = data.pop("entries")
-    for m in metrics:
-        m.pop("per_iteration", None)
-    return {"requested": True, "decision": "fail" if gate.failed else "pass", "exit_code": gate.exit_code,
-            "alpha": gate.alpha, "method": gate.method, "family_size": gate.family_size,
-            "unit": "scenario run", "metrics": metrics, "warnings": gate.warnings}
-
-
-def gate_markdown(gate: Gate | None, warnings: Sequence[str], escape: Any) -> list[str]:
-    """The gate as a Markdown section (``escape`` makes results-file text table-safe); without a
-    gate, just the modified criteria's warnings."""
-    if gate is None:
-        return ["", *(f"> ⚠️ {escape(w)}" for w in warnings)] if warnings else []
-    icon = "❌ FAILED" if gate.failed else "✅ PASSED"
-    lines = ["", f"### Gate: {icon} (exit {gate.exit_code})", ""]
-    lines += [f"> ⚠️ {escape(w)}" for w in gate.warnings]
-    if gate.warnings:
-        lines.append("")
-    lines += ["| Metric | Counts | Test | p | adjusted p | Decision |", "|---|---|---|---:|---:|---|"]
-    for e in gate.entries:
-        lines.append(f"| {escape(e.label)} | {escape(e.observed)} | {e.test} | {_p(e.p_raw)} | {_p(e.p_adjusted)} | "
-                     f"{e.decision}: {escape(e.reason)} |")
-    lines += ["", f"{gate.family_size} metric(s) tested as one family at alpha {gate.alpha:g} ({gate.method}); "
-                  "the unit is the scenario run."]
-    return lines
+    return [entry_line(e) for e in evaluate(c, options, describe=False).failures()]

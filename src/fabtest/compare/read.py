@@ -31,7 +31,7 @@ class ScenarioTally:
 
     __slots__ = ("name", "runs", "passes", "skipped", "turns", "eval_passed", "eval_total", "topic_runs", "topics",
                  "failures", "criteria", "checks", "iterations", "cost_usd", "cost_complete", "eval_runs", "eval_clean",
-                 "eval_rate_sum", "criteria_runs")
+                 "eval_rate_sum", "criteria_runs", "checks_runs")
 
     def __init__(self, name: str) -> None:  # a plain class: 100,000 are made per experiment
         self.name = name
@@ -51,6 +51,15 @@ class ScenarioTally:
         #: criterion → [runs whose every rating of it passed, runs that rated it]; None while one run
         #: (then ``run_level(criteria)`` says it)
         self.criteria_runs: dict[str, list[int]] | None = None
+        #: the same for the deterministic checks (the per-scenario hypotheses of the gate)
+        self.checks_runs: dict[str, list[int]] | None = None
+
+    def run_counts(self, kind: str) -> dict[str, list[int]]:
+        """``{label: [runs whose every rating passed, runs that rated it]}`` of the criteria or checks."""
+        kept = self.criteria_runs if kind == "criteria" else self.checks_runs
+        if kept is not None:
+            return kept
+        return run_level(self.criteria if kind == "criteria" else self.checks) if self.runs else {}
 
     def by_iteration(self) -> dict[int, list[int]]:
         if self.iterations is not None:
@@ -138,9 +147,11 @@ class Experiment:
                 agg.eval_clean += ev_p >= ev_t
                 agg.eval_rate_sum += ev_p / ev_t
             if agg.runs == 2:
-                agg.criteria_runs = run_level(agg.criteria)
+                agg.criteria_runs, agg.checks_runs = run_level(agg.criteria), run_level(agg.checks)
             if agg.criteria_runs is not None:
                 _add_run(agg.criteria_runs, criteria)
+            if agg.checks_runs is not None:
+                _add_run(agg.checks_runs, checks)
             if agg.runs == 1:  # most scenarios run once: their counts are used as read (often one shared map)
                 agg.criteria, agg.checks = criteria, checks
             else:
@@ -153,6 +164,24 @@ class Experiment:
                 it[1] += 1
                 it[2] += ev_p
                 it[3] += ev_t
+
+    def index_problem(self) -> str | None:
+        """A sentence when the runs added up (from the scenario index, or the entries) disagree with the
+        document's summary, which was computed from the results when the file was written: an edited
+        or damaged index must not decide a gate."""
+        summary = self.doc.get("summary")
+        wanted = {k: summary.get(k) for k in ("passed", "failed", "skipped")} if isinstance(summary, dict) else {}
+        if not wanted or not all(isinstance(v, int) and not isinstance(v, bool) for v in wanted.values()):
+            return None  # an older or hand-made file without the counts: nothing to check against
+        aggs = self.scenarios.values()
+        passes = sum(a.passes for a in aggs)
+        found = {"passed": passes, "failed": sum(a.runs for a in aggs) - passes, "skipped": sum(a.skipped for a in aggs)}
+        if found == wanted:
+            return None
+        name = self.doc.get("experiment", {}).get("id") if isinstance(self.doc.get("experiment"), dict) else None
+        return (f"experiment {name}: its scenario runs add up to {found['passed']} passed, {found['failed']} failed, "
+                f"{found['skipped']} skipped, but its summary says {wanted['passed']}, {wanted['failed']}, "
+                f"{wanted['skipped']} (an edited or damaged scenario index?)")
 
     def cost_per_run(self) -> dict[str, float]:
         """Scenario id → its recorded cost per run (skipped runs included, as the cost is), where recorded."""

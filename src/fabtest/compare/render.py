@@ -23,6 +23,8 @@ from fabtest.experiment.diff import ConversationDiff, tool_summary
 from fabtest.experiment.fmt import RULE_HEAVY, RULE_LIGHT, num, pct, pp, signed, usd
 
 __all__ = [
+    "ci_pair",
+    "ci_text",
     "cost_lines",
     "md_escape",
     "render_diffs_markdown",
@@ -47,6 +49,18 @@ def cost_lines(comparison: Comparison) -> list[str]:
     if spent["unpriced"]:
         line += f"; {spent['unpriced']} more shared scenario(s) not priced on both sides, left out"
     return [line]
+
+
+def ci_text(interval: Sequence[float] | None) -> str:
+    """A 95 % Wilson interval as ``72-100%`` (``n/a``: nothing rated)."""
+    if interval is None:
+        return "n/a"
+    return f"{interval[0] * 100:.0f}-{interval[1] * 100:.0f}%"
+
+
+def ci_pair(item: Any) -> str:
+    """The baseline and current intervals of a metric, criterion or scenario row."""
+    return f"95% CI {ci_text(item.baseline_interval)} → {ci_text(item.current_interval)}"
 
 
 def _counts_text(counts: tuple[int, int] | None) -> str:
@@ -133,7 +147,8 @@ def _criterion_table(rows: list[CriterionDelta]) -> list[str]:
 def _row_counts(row: CriterionDelta) -> str:
     """A criterion row's ratings passed and the one-sided p of its drop (pooled ratings; the gate tests runs)."""
     p = f", p {row.p_value:.3g}" if row.p_value is not None else ""
-    return (f"  [{row.baseline_passed}/{row.baseline_evaluated} → {row.current_passed}/{row.current_evaluated}{p}]"
+    return (f"  [{row.baseline_passed}/{row.baseline_evaluated} → {row.current_passed}/{row.current_evaluated}{p}; "
+            f"{ci_pair(row)}]"
             if row.baseline_evaluated or row.current_evaluated else "")
 
 
@@ -177,7 +192,7 @@ def render_text(comparison: Comparison) -> str:
         values = f"{_value(m, 'baseline', m.kind)} → {_value(m, 'current', m.kind)}"
         counts = ""
         if m.baseline_counts is not None and m.current_counts is not None:
-            counts = f"  [{_counts_text(m.baseline_counts)} → {_counts_text(m.current_counts)}]"
+            counts = f"  [{_counts_text(m.baseline_counts)} → {_counts_text(m.current_counts)}; {ci_pair(m)}]"
         lines.append(f"  {label + ':':<15} {values:<16} ({_delta_text(m.delta, m.kind)}) {m.mark}{counts}".rstrip())
     ev = c.metric("evaluation_rate")
     if ev.current_counts is not None:
@@ -195,24 +210,25 @@ def render_text(comparison: Comparison) -> str:
             width = max(24, *(len(row.name) for row in shown))
             lines += [f"    {'Check':<{width}} {'Baseline':>9} {'Current':>9} {'Delta':>9}", "    " + "─" * (width + 32)]
             lines += _listed(shown, lambda row: f"    {row.name:<{width}} {pct(row.baseline):>9} {pct(row.current):>9} "
-                                                f"{_row_tail(row)}".rstrip())
+                                                f"{_row_tail(row)}  [{ci_pair(row)}]".rstrip())
         if same:
             lines.append(f"  {same} check{'' if same == 1 else 's'} unchanged")
     lines += ["", RULE_LIGHT, "", "Scenario Changes (shared scenarios)"]
-    if not (c.newly_passing or c.newly_failing or c.quality_improved or c.quality_regressed):
+    if not (c.newly_passing or c.newly_failing or c.quality_improved or c.quality_regressed or c.changed_not_significant):
         lines.append("  No scenario changed status or quality.")
     if c.newly_passing:
         lines.append(f"  Newly passing ({len(c.newly_passing)}):")
-        lines += _listed(c.newly_passing, lambda s: f"    - {s.name}")
+        lines += _listed(c.newly_passing, lambda s: f"    - {s.name} [{ci_pair(s)}]")
     if c.newly_failing:
         lines.append(f"  Newly failing ({len(c.newly_failing)}):")
-        lines += _listed(c.newly_failing, lambda s: f"    - {s.name} ({s.note})")
-    if c.quality_improved:
-        lines.append(f"  Quality improved ({len(c.quality_improved)}):")
-        lines += _listed(c.quality_improved, lambda s: f"    - {s.name}: {pct(s.baseline, 0)} → {pct(s.current, 0)} evaluation pass rate")
-    if c.quality_regressed:
-        lines.append(f"  Quality regressed ({len(c.quality_regressed)}):")
-        lines += _listed(c.quality_regressed, lambda s: f"    - {s.name}: {pct(s.baseline, 0)} → {pct(s.current, 0)} evaluation pass rate")
+        lines += _listed(c.newly_failing, lambda s: f"    - {s.name} ({s.note}) [{ci_pair(s)}]")
+    for title, items in (("Quality improved (significant in the gate's family)", c.quality_improved),
+                         ("Quality regressed (significant in the gate's family)", c.quality_regressed),
+                         ("Quality changed, not significant", c.changed_not_significant)):
+        if items:
+            lines.append(f"  {title} ({len(items)}):")
+            lines += _listed(items, lambda s: f"    - {s.name}: {pct(s.baseline, 0)} → {pct(s.current, 0)} evaluation pass "
+                                              f"rate ({ci_pair(s)})")
     if c.added or c.removed:
         lines += ["", RULE_LIGHT, ""]
         if c.added:
@@ -243,7 +259,7 @@ def render_text(comparison: Comparison) -> str:
         changed = [s for s in c.variance.scenario_pass_rates if s.baseline != s.current]
         if changed:
             lines += ["", f"  Per-scenario pass rate changes ({len(changed)}):"]
-            lines += _listed(changed, lambda s: f"    - {s.name}: {pct(s.baseline, 0)} → {pct(s.current, 0)}")
+            lines += _listed(changed, lambda s: f"    - {s.name}: {pct(s.baseline, 0)} → {pct(s.current, 0)} ({ci_pair(s)})")
     if c.cost:
         lines += ["", RULE_LIGHT, "", *cost_lines(c)]
     lines += change_lines(c.coverage)
@@ -269,8 +285,16 @@ def _side_lines(turn: dict[str, Any] | None, width: int) -> list[str]:
     return lines
 
 
-def _outcome(passed: bool | None) -> str:
-    return "passed" if passed else "failed" if passed is not None else "?"
+def _outcome(passed: bool | None, iteration: int | None = None) -> str:
+    """"passed" or "failed", with the iteration when the diff is not of the first runs."""
+    word = "passed" if passed else "failed" if passed is not None else "?"
+    return f"{word} (iteration {iteration})" if iteration is not None else word
+
+
+def _sides(d: ConversationDiff) -> tuple[str, str]:
+    shown = (d.baseline_iteration or 1) != 1 or (d.current_iteration or 1) != 1
+    return (_outcome(d.baseline_passed, d.baseline_iteration if shown else None),
+            _outcome(d.current_passed, d.current_iteration if shown else None))
 
 
 def render_diffs_text(diffs: Sequence[ConversationDiff], width: int = 48) -> str:
@@ -279,8 +303,8 @@ def render_diffs_text(diffs: Sequence[ConversationDiff], width: int = 48) -> str
 
     out: list[str] = []
     for d in diffs:
-        out += ["", f"Conversation diff: {d.name} ({d.scenario_id}): baseline {_outcome(d.baseline_passed)}, "
-                    f"current {_outcome(d.current_passed)}"]
+        b, c = _sides(d)
+        out += ["", f"Conversation diff: {d.name} ({d.scenario_id}): baseline {b}, current {c}"]
         if d.first is None:
             out.append("  the recorded conversations are the same")
             continue
@@ -298,8 +322,8 @@ def render_diffs_markdown(diffs: Sequence[ConversationDiff]) -> str:
     """Each conversation diff as a Markdown table: turn, baseline, current."""
     out: list[str] = []
     for d in diffs:
-        out += ["", f"### Conversation diff: {md_escape(d.name)} (baseline {_outcome(d.baseline_passed)}, "
-                    f"current {_outcome(d.current_passed)})", ""]
+        b, c = _sides(d)
+        out += ["", f"### Conversation diff: {md_escape(d.name)} (baseline {b}, current {c})", ""]
         if d.first is None:
             out.append("The recorded conversations are the same.")
             continue
@@ -364,6 +388,8 @@ def render_markdown(comparison: Comparison) -> str:
         ("Newly passing", c.newly_passing, lambda s: f"- ✅ {md_escape(s.name)}"),
         ("Quality regressed", c.quality_regressed, lambda s: f"- {md_escape(s.name)}: {pct(s.baseline, 0)} → {pct(s.current, 0)}"),
         ("Quality improved", c.quality_improved, lambda s: f"- {md_escape(s.name)}: {pct(s.baseline, 0)} → {pct(s.current, 0)}"),
+        ("Quality changed, not significant", c.changed_not_significant,
+         lambda s: f"- {md_escape(s.name)}: {pct(s.baseline, 0)} → {pct(s.current, 0)} ({ci_pair(s)})"),
         ("Added scenarios (only in current)", c.added, lambda o: f"- {md_escape(_scenario_label(o))}: {_outcome_text(o)}"),
         ("Removed scenarios (only in baseline)", c.removed, lambda o: f"- {md_escape(_scenario_label(o))}: {_outcome_text(o)}"),
     ):

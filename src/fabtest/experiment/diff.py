@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["ConversationDiff", "TurnPair", "diff_scenarios", "first_difference", "tool_summary"]
+__all__ = ["ConversationDiff", "TurnPair", "diff_scenarios", "first_difference", "pick_runs", "tool_summary"]
 
 Part = Literal["user", "agent", "tools", "length"]
 
@@ -68,6 +68,9 @@ class ConversationDiff:
     first: int | None  # first differing turn, None when the conversations are the same
     part: Part | None
     pairs: list[TurnPair] = field(default_factory=list)
+    #: the iterations shown: a run whose outcome differs on each side when there is one (``pick_runs``)
+    baseline_iteration: int | None = None
+    current_iteration: int | None = None
 
     @property
     def what(self) -> str:
@@ -76,9 +79,22 @@ class ConversationDiff:
                 None: "the conversations are the same"}[self.part]
 
 
-def _first_run(entries: Iterable[Any], scenario_id: str) -> dict[str, Any] | None:
-    runs = [e for e in entries if isinstance(e, dict) and e.get("id") == scenario_id]
-    return min(runs, key=lambda e: e.get("iteration", 1)) if runs else None
+def _runs(entries: Iterable[Any], scenario_id: str) -> list[dict[str, Any]]:
+    runs = [e for e in entries if isinstance(e, dict) and e.get("id") == scenario_id and not e.get("skipped")]
+    return sorted(runs, key=lambda e: e.get("iteration") or 1)
+
+
+def pick_runs(base: Sequence[dict[str, Any]], cur: Sequence[dict[str, Any]]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """The two runs worth diffing: a passing baseline run against a failing current run (a newly
+    failing or flaky scenario), else a failing baseline run against a passing current one (newly
+    passing), else the first run of each. Iteration 1 against iteration 1 showed two passing runs
+    of a scenario listed as newly failing, "the same"."""
+    for want_base, want_cur in ((True, False), (False, True)):
+        b = next((e for e in base if bool(e.get("passed")) is want_base), None)
+        c = next((e for e in cur if bool(e.get("passed")) is want_cur), None)
+        if b is not None and c is not None:
+            return b, c
+    return (base[0] if base else None), (cur[0] if cur else None)
 
 
 def _turns(entry: dict[str, Any] | None) -> list[dict[str, Any]]:
@@ -86,7 +102,7 @@ def _turns(entry: dict[str, Any] | None) -> list[dict[str, Any]]:
 
 
 def diff_scenarios(base_doc: dict[str, Any], cur_doc: dict[str, Any], scenario_ids: Sequence[str]) -> list[ConversationDiff]:
-    """The conversation diff of each scenario id both experiments ran (their first iteration); an id
+    """The conversation diff of each scenario id both experiments ran (the runs ``pick_runs`` picks); an id
     may be a unique prefix or an exact name. Unknown ids raise ``KeyError`` naming them."""
     base_entries = [e for e in base_doc.get("scenario_results") or [] if isinstance(e, dict)]
     cur_entries = [e for e in cur_doc.get("scenario_results") or [] if isinstance(e, dict)]
@@ -98,7 +114,8 @@ def diff_scenarios(base_doc: dict[str, Any], cur_doc: dict[str, Any], scenario_i
         if len(matches) != 1:
             problem = "no scenario both experiments ran" if not matches else f"{len(matches)} scenarios"
             raise KeyError(f"--scenario {wanted!r}: {problem} matches it (give its id, a unique id prefix or its name)")
-        out.append(_diff(str(matches[0]), _first_run(base_entries, str(matches[0])), _first_run(cur_entries, str(matches[0]))))
+        sid = str(matches[0])
+        out.append(_diff(sid, *pick_runs(_runs(base_entries, sid), _runs(cur_entries, sid))))
     return out
 
 
@@ -107,7 +124,9 @@ def _diff(scenario_id: str, base: dict[str, Any] | None, cur: dict[str, Any] | N
     found = first_difference(a, b)
     diff = ConversationDiff(scenario_id, str((cur or base or {}).get("name", scenario_id)),
                             (base or {}).get("passed"), (cur or {}).get("passed"),
-                            found[0] if found else None, found[1] if found else None)
+                            found[0] if found else None, found[1] if found else None,
+                            baseline_iteration=(base or {}).get("iteration") or (1 if base else None),
+                            current_iteration=(cur or {}).get("iteration") or (1 if cur else None))
     if found:
         start = max(1, found[0] - CONTEXT_TURNS)
         for number in range(start, max(len(a), len(b)) + 1):

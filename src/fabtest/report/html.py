@@ -16,7 +16,7 @@ from html import escape
 from typing import Any
 
 from fabtest.compare.compute import Comparison
-from fabtest.compare.render import cost_lines
+from fabtest.compare.render import ci_text, cost_lines
 from fabtest.experiment.cost import summary_cost, total_text, unpriced_note
 from fabtest.experiment.diff import ConversationDiff, tool_summary
 from fabtest.experiment.fmt import git_line, llm_line, num, pct, pp, signed, timestamp, usd
@@ -493,14 +493,21 @@ def _metrics_panel(comparison: Comparison) -> str:
     for m in comparison.metrics:
         fmt = pct if m.kind == "rate" else num
         delta = pp(m.delta) if m.kind == "rate" else signed(m.delta)
-        rows.append([_e(m.label), fmt(m.baseline), fmt(m.current), delta, _Html(f'<span class="{_mark_class(m.mark)}">{_e(m.mark)}</span>')])
+        rows.append([_e(m.label), fmt(m.baseline), fmt(m.current), delta, _Html(f'<span class="{_mark_class(m.mark)}">{_e(m.mark)}</span>'),
+                     _ci_cell(m)])
     cards = '<div class="cards">' + "".join(
         _card(m.label, pct(m.current) if m.kind == "rate" else num(m.current),
               f"was {pct(m.baseline) if m.kind == 'rate' else num(m.baseline)} · {pp(m.delta) if m.kind == 'rate' else signed(m.delta)} {m.mark}",
               "#2f9e44" if "▲" in m.mark else "#e03131" if "▼" in m.mark else None)
         for m in comparison.metrics
     ) + "</div>"
-    return cards + f'<h2>Metrics (shared scenarios)</h2><div class="panel">{_table(["Metric", "Baseline", "Current", "Delta", ""], rows, {1, 2, 3})}<p class="muted">Over the scenarios both experiments contain. Fewer turns and topics count as better.</p></div>'
+    return cards + f'<h2>Metrics (shared scenarios)</h2><div class="panel">{_table(["Metric", "Baseline", "Current", "Delta", "", "95% intervals (Wilson)"], rows, {1, 2, 3})}<p class="muted">Over the scenarios both experiments contain. Fewer turns and topics count as better.</p></div>'
+
+
+def _ci_cell(item: Any) -> str:
+    if item.baseline_interval is None and item.current_interval is None:
+        return ""
+    return f"{ci_text(item.baseline_interval)} → {ci_text(item.current_interval)}"
 
 
 def _criteria_panel(comparison: Comparison) -> str:
@@ -513,13 +520,14 @@ def _criteria_panel(comparison: Comparison) -> str:
     ]
     return (
         f'<h2>Quality by criterion (shared scenarios)</h2><div class="panel"><h3>Rates</h3>{paired}<h3>Change</h3>{deltas}</div>'
-        f'<div class="panel">{_table(["Criterion", "Baseline", "Current", "Delta", ""], rows, {1, 2, 3})}</div>'
+        f'<div class="panel">{_table(["Criterion", "Baseline", "Current", "Delta", "", "95% intervals (Wilson)"], rows, {1, 2, 3})}</div>'
     )
 
 
 def _row_cells(r: Any) -> list[str]:
     delta = pp(r.delta, 0) if r.status == "compared" else _e(r.status + (f" — {r.note}" if r.note else ""))
-    return [_e(r.name), pct(r.baseline), pct(r.current), delta, _Html(f'<span class="{_mark_class(r.mark)}">{_e(r.mark)}</span>')]
+    return [_e(r.name), pct(r.baseline), pct(r.current), delta, _Html(f'<span class="{_mark_class(r.mark)}">{_e(r.mark)}</span>'),
+            _ci_cell(r)]
 
 
 def _checks_panel(comparison: Comparison) -> str:
@@ -528,7 +536,8 @@ def _checks_panel(comparison: Comparison) -> str:
         return ""
     shown = [r for r in comparison.checks if r.status != "compared" or abs(r.delta or 0) >= 1e-12]
     same = len(comparison.checks) - len(shown)
-    table = _table(["Check", "Baseline", "Current", "Delta", ""], [_row_cells(r) for r in shown], {1, 2, 3}) if shown else ""
+    table = _table(["Check", "Baseline", "Current", "Delta", "", "95% intervals (Wilson)"], [_row_cells(r) for r in shown],
+                   {1, 2, 3}) if shown else ""
     note = f'<p class="muted">{same} check{"" if same == 1 else "s"} unchanged.</p>' if same else ""
     return f'<h2>Checks (deterministic, shared scenarios)</h2><div class="panel">{table}{note}</div>'
 
@@ -563,10 +572,16 @@ def _changes_panel(comparison: Comparison) -> str:
         return f"<h3>{_e(title)} ({len(items)})</h3><ul class=\"plain\">" + "".join(f"<li>{fmt(s)}</li>" for s in items) + "</ul>"
 
     html = (
-        block("Newly failing", comparison.newly_failing, lambda s: f'<span class="down">✗</span> {_e(s.name)} <span class="muted">({_e(s.note)})</span>')
-        + block("Newly passing", comparison.newly_passing, lambda s: f'<span class="up">✓</span> {_e(s.name)}')
-        + block("Quality regressed", comparison.quality_regressed, lambda s: f"{_e(s.name)}: {pct(s.baseline, 0)} → {pct(s.current, 0)}")
-        + block("Quality improved", comparison.quality_improved, lambda s: f"{_e(s.name)}: {pct(s.baseline, 0)} → {pct(s.current, 0)}")
+        block("Newly failing", comparison.newly_failing,
+              lambda s: f'<span class="down">✗</span> {_e(s.name)} <span class="muted">({_e(s.note)}; {_e(_ci_cell(s))})</span>')
+        + block("Newly passing", comparison.newly_passing,
+                lambda s: f'<span class="up">✓</span> {_e(s.name)} <span class="muted">({_e(_ci_cell(s))})</span>')
+        + block("Quality regressed (significant in the gate's family)", comparison.quality_regressed,
+                lambda s: f"{_e(s.name)}: {pct(s.baseline, 0)} → {pct(s.current, 0)} <span class=\"muted\">({_e(_ci_cell(s))})</span>")
+        + block("Quality improved (significant in the gate's family)", comparison.quality_improved,
+                lambda s: f"{_e(s.name)}: {pct(s.baseline, 0)} → {pct(s.current, 0)} <span class=\"muted\">({_e(_ci_cell(s))})</span>")
+        + block("Quality changed, not significant", comparison.changed_not_significant,
+                lambda s: f"{_e(s.name)}: {pct(s.baseline, 0)} → {pct(s.current, 0)} <span class=\"muted\">({_e(_ci_cell(s))})</span>")
     )
     return f'<h2>Scenario changes</h2><div class="panel">{html or "<p class=muted>No scenario changed status or quality.</p>"}</div>'
 
@@ -585,7 +600,8 @@ def _variance_panel(comparison: Comparison) -> str:
     per = ""
     if changed:
         per = "<h3>Per-scenario pass rate changes</h3>" + _table(
-            ["Scenario", "Baseline", "Current"], [[_e(s.name), pct(s.baseline), pct(s.current)] for s in changed], {1, 2}
+            ["Scenario", "Baseline", "Current", "95% intervals (Wilson)"],
+            [[_e(s.name), pct(s.baseline), pct(s.current), _ci_cell(s)] for s in changed], {1, 2}
         )
     return f'<h2>Variance</h2><div class="panel">{_table(["Metric", "Baseline", "Current", "Delta", "Ranges overlap"], rows, {1, 2, 3})}{notes}{per}</div>'
 
@@ -602,6 +618,8 @@ def _diffs_section(diffs: Sequence[ConversationDiff]) -> str:
             number = _Html(f"<b>{pair.number}</b>") if pair.number == d.first else str(pair.number)
             rows.append([number, *sides])
         where = f"first difference at turn {d.first}: {d.what}" if d.first else d.what
+        where += (f" · baseline iteration {d.baseline_iteration} ({'passed' if d.baseline_passed else 'failed'}), "
+                  f"current iteration {d.current_iteration} ({'passed' if d.current_passed else 'failed'})")
         parts.append(f'<div class="panel"><h3>{_e(d.name)}</h3><p class="muted">{_e(d.scenario_id)} · {_e(where)}</p>'
                      + (_table(["Turn", "Baseline", "Current"], rows) if rows else "") + "</div>")
     return "".join(parts)
@@ -622,6 +640,8 @@ def render_comparison_html(baseline_doc: dict[str, Any], current_doc: dict[str, 
     meta = [("Baseline", f"{b.id}" + (f" “{b.name}”" if b.name else "") + f" ({timestamp(b.timestamp)})"),
             ("Current", f"{c.id}" + (f" “{c.name}”" if c.name else "") + f" ({timestamp(c.timestamp)})"),
             ("Scenarios compared", str(comparison.comparability.scenarios_shared))]
+    if comparison.verdict:  # the gate's one line opens the page, as it opens every output
+        body = f'<p class="verdict" id="verdict"><b>Verdict: {_e(comparison.verdict)}</b></p>' + body
     header = _header("Experiment comparison", f"{b.id} → {c.id}", meta)
     return _page(f"fabtest comparison {b.id} → {c.id}", header, body)
 
@@ -631,7 +651,8 @@ def comparison_sections(current_doc: dict[str, Any], comparison: Comparison,
     """The body of the comparison report: ``fabtest-compare``'s content, the turn-by-turn
     ``diffs`` and the current run of every scenario that changed (when ``current_doc`` has
     its entries)."""
-    changed_ids = {s.id for s in (*comparison.newly_failing, *comparison.newly_passing, *comparison.quality_regressed, *comparison.quality_improved)}
+    changed_ids = {s.id for s in (*comparison.newly_failing, *comparison.newly_passing, *comparison.quality_regressed,
+                                  *comparison.quality_improved, *comparison.changed_not_significant)}
     changed = [e for e in current_doc.get("scenario_results") or [] if e.get("id") in changed_ids]
     body = (
         _metrics_panel(comparison)

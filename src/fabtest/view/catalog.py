@@ -135,13 +135,17 @@ class Catalog:
 
     def regressions(self, baseline: ExperimentRow, current: ExperimentRow) -> frozenset[str]:
         """What tripped the gate ``fabtest-compare --fail-on-regression`` applies, current against
-        baseline: ``"completion"`` and ``"criterion:<name>"`` (cached per pair of file versions)."""
+        baseline: ``"completion"`` and ``"criterion:<name>"``, and ``"scenario:<id>:..."`` for one scenario
+        found worse (its completion rings the completion series too; cached per pair of file versions)."""
         with self._lock:
             key = ((baseline.path, self._files[baseline.path].stamp[0]), (current.path, self._files[current.path].stamp[0]))
         done = self._gates.get(key)
         if done is None:
             gate = regression_gate(self.comparison(baseline, current), describe=False)
-            done = self._gates[key] = frozenset(e.metric for e in gate.failures())
+            found = {e.metric for e in gate.failures()}
+            if any(m.startswith("scenario:") and m.endswith(":completion") for m in found):
+                found.add("completion")
+            done = self._gates[key] = frozenset(found)
         return done
 
     def header(self, row: ExperimentRow) -> dict[str, Any]:

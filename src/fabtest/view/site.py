@@ -100,8 +100,10 @@ class Site:
         )
         gate = regression_gate(comparison)
         lines = "".join(f'<p class="{"down" if line.startswith("FAIL") else "muted"}">{e(line)}</p>' for line in gate_lines(gate))
-        verdict = ('<div class="panel" id="gate"><h3>Regression gate (<code>fabtest-compare --fail-on-regression</code>)</h3>'
-                   + lines + "</div>")
+        tone = {"worse": "down", "not worse": "up", "undecided": "muted"}[gate.outcome]
+        verdict = (f'<p class="verdict {tone}" id="verdict"><b>{e(gate.verdict)}</b></p>'
+                   '<div class="panel" id="gate"><h3>Regression gate (<code>fabtest-compare --fail-on-regression</code>, '
+                   f'exit {gate.exit_code})</h3>' + lines + "</div>")
         body = verdict + comparison_sections(cur_doc, comparison, diffs)
         if changed:
             links = "".join(f'<li>{link("../", conversation_path(cur.id, s.id, 1), s.name)}</li>' for s in changed)
