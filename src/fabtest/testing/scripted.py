@@ -73,6 +73,7 @@ class FakeLLM:
         self._grounded: dict[str, Answer] = {}
         self._grounded_default: Answer = None
         self._text: Answer = None
+        self._fidelity: Answer = {"reasoning": _REASON, "invented": [], "spoke_as_agent": False}
         #: the script file this fake was loaded from: its errors then say what to add to the file
         self.source: str | None = None
         self._agent_script: Any = None
@@ -114,6 +115,15 @@ class FakeLLM:
     def goal_achieved(self, value: Answer = True) -> FakeLLM:
         """The verdict on ``the goal ... be achieved`` (and persona playbooks' goal)."""
         self._goal = _check_verdict(value, "goal_achieved")
+        return self
+
+    def simulator_fidelity(self, invented: Sequence[str] | Callable[[LLMCall], Any] = (), *,
+                           spoke_as_agent: bool = False) -> FakeLLM:
+        """What the review of the simulated user finds (``simulator_fidelity``, docs "The simulated
+        user"): the facts it ``invented`` and whether it ``spoke_as_agent``. Not scripted, the review
+        finds nothing: a scripted user says only what the script says, so it invents nothing."""
+        self._fidelity = invented if callable(invented) else {"reasoning": _REASON, "invented": list(invented),
+                                                                "spoke_as_agent": spoke_as_agent}
         return self
 
     def topic(self, *names: str | Callable[[LLMCall], Any]) -> FakeLLM:
@@ -264,6 +274,11 @@ class FakeLLM:
             raise FakeLLMError("FakeLLM: no goal verdict scripted: "
                                + self._fix("fake.goal_achieved(True or False)", "goal_achieved: true (or false)"))
         return _verdict_answer(self._goal, call)
+
+    def _answer_simulator_fidelity(self, call: LLMCall) -> Any:
+        if callable(self._fidelity):
+            return self._fidelity(call)
+        return self._fidelity
 
     def _answer_topic(self, call: LLMCall) -> dict[str, Any]:
         if self._topics is None:
