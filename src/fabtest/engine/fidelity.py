@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from fabtest.conversation import Conversation, TokenUsage
+from fabtest.errors import LLMError
 from fabtest.llm.calls import LLMCall, llm_call
 
 if TYPE_CHECKING:
@@ -94,6 +95,8 @@ class Fidelity:
     #: True when the judge looked at it (False: deterministic checks only)
     judged: bool = False
     usage: TokenUsage = field(default_factory=TokenUsage)
+    #: why the judge did not review it, when it was asked and failed
+    note: str = ""
 
     @property
     def valid(self) -> bool:
@@ -109,7 +112,11 @@ def check(conversation: Conversation, config: SimulatorConfig, simulated: Collec
     result = Fidelity(deterministic(conversation, config, simulated, stop=stop))
     if result.problems or judge is None or not simulated or config.attack is not None:
         return result
-    problems, usage = judged(judge, conversation, config, simulated)
+    try:
+        problems, usage = judged(judge, conversation, config, simulated)
+    except LLMError as exc:  # the review is about the simulator: its outage must not fail the agent's run
+        result.note = f"not reviewed by the judge ({type(exc).__name__}: {str(exc)[:200]}); deterministic checks only"
+        return result
     result.problems, result.judged, result.usage = problems, True, usage
     return result
 

@@ -53,9 +53,11 @@ def simulate(state: ScenarioState, *, first: str | None = None,
     restartable = not state.conversation.turns and not state._slots and not state._pending
     tries = 1 + state.settings.simulator_retries if restartable else 1
     for attempt in range(1, tries + 1):
-        reason, ending, problems = _one_conversation(state, first, until)
+        reason, ending, checked = _one_conversation(state, first, until)
+        problems = checked.problems
         state.simulations.append({"attempt": attempt, "valid": not problems, "problems": problems,
-                                  "turns": len(state.conversation.turns), "stop": reason})
+                                  "turns": len(state.conversation.turns), "stop": reason, "judged": checked.judged,
+                                  **({"note": checked.note} if checked.note else {})})
         if not problems:
             if isinstance(ending, BaseException):
                 raise ending
@@ -67,8 +69,8 @@ def simulate(state: ScenarioState, *, first: str | None = None,
 
 
 def _one_conversation(state: ScenarioState, first: str | None,
-                      until: Callable[[Conversation], str | None] | None) -> tuple[str, Any, list[str]]:
-    """One try: (why it stopped, the MaxTurnsReached it ended with or None, the fidelity problems)."""
+                      until: Callable[[Conversation], str | None] | None) -> tuple[str, Any, fidelity.Fidelity]:
+    """One try: (why it stopped, the MaxTurnsReached it ended with or None, its fidelity check)."""
     config = state.simulator_config
     simulator = Simulator(state.llms.simulator, config)
     simulated: set[int] = set()
@@ -96,7 +98,7 @@ def _one_conversation(state: ScenarioState, first: str | None,
             next_message, max_turns=max_turns,
             should_stop=lambda conv: (until(conv) if until else None) or simulator.should_stop(conv, state.topics))
     except InvalidSimulation as exc:  # the attacker refused on every try
-        return "", None, [str(exc)]
+        return "", None, fidelity.Fidelity([str(exc)])
     except MaxTurnsReached as exc:
         if config.attack is None:
             ending, reason = exc, str(exc)
@@ -104,12 +106,12 @@ def _one_conversation(state: ScenarioState, first: str | None,
             reason = f"the attack ran its {max_turns} turns"  # an attacker out of turns: the agent held
     mode = state.settings.simulator_fidelity
     if mode == "off":
-        return reason, ending, []
+        return reason, ending, fidelity.Fidelity()
     judge = state.llms.judge if mode == "judge" else None
     checked = fidelity.check(state.conversation, config, simulated, stop=status[-1] if status else None, judge=judge)
     if checked.usage.calls:
         state._charge("judge", checked.usage)
-    return reason, ending, checked.problems
+    return reason, ending, checked
 
 
 def _stopped(state: ScenarioState, conversation: Conversation, simulator: Simulator, status: str) -> UserStopped:
