@@ -64,7 +64,8 @@ def simulate(state: ScenarioState, *, first: str | None = None,
             return reason
         if attempt < tries:
             restart(state)
-    tried = f"{tries} tries" if tries > 1 else "its only try (scripted turns came first, so it cannot run again)"
+    tried = f"{tries} tries" if tries > 1 else "its only try" + (
+        "" if restartable else " (turns or checks came before the simulation, so it cannot run again)")
     raise InvalidSimulation(f"the simulated user left its role in {tried}: {'; '.join(problems)}", where=state.where)
 
 

@@ -236,13 +236,14 @@ class FakeLLM:
         return {"message": self._then, "goal_complete": True}
 
     def _next_index(self, call: LLMCall) -> int:
-        """How many messages the simulated user has written in this conversation so far."""
+        """How many messages the simulated user has written in this conversation so far (an empty
+        conversation starts again: a simulation run again after an invalid try starts from nothing)."""
         conversation = call.conversation
         if conversation is None:
             return 0
         key = id(conversation)
         ref, count = self._sim_counts.get(key, (None, 0))
-        if ref is None or ref() is not conversation:
+        if ref is None or ref() is not conversation or not conversation.turns:
             count = 0
             self._sim_counts = {k: v for k, v in self._sim_counts.items() if v[0]() is not None}
         self._sim_counts[key] = (weakref.ref(conversation), count + 1)
