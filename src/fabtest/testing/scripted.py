@@ -241,9 +241,10 @@ class FakeLLM:
         conversation = call.conversation
         if conversation is None:
             return 0
+        fresh = not conversation.turns
         key = id(conversation)
         ref, count = self._sim_counts.get(key, (None, 0))
-        if ref is None or ref() is not conversation or not conversation.turns:
+        if ref is None or ref() is not conversation or fresh:
             count = 0
             self._sim_counts = {k: v for k, v in self._sim_counts.items() if v[0]() is not None}
         self._sim_counts[key] = (weakref.ref(conversation), count + 1)
