@@ -20,6 +20,7 @@ from fabtest.llm.base import LLMBadOutput
 from fabtest.experiment.export import build_document
 from fabtest.experiment.model import ExperimentInfo
 from fabtest.report.console import render_summary
+from fabtest.report.html import experiment_sections
 from fabtest.testing import FakeLLM as ScriptedLLM
 
 from .fake_llm import FakeLLM
@@ -159,6 +160,9 @@ def test_a_run_invalid_on_every_try_is_skipped_with_the_reason_and_not_counted()
                                              "reruns": 2, "invalid_runs": 1}
     assert ("Simulator valid:  25.0% (1/4 simulated conversations); 2 re-run, 1 scenario(s) not counted: "
             "the simulated user left its role") in render_summary(doc)
+    # the HTML report and fabtest view (the same sections) say it too
+    assert "Simulator valid: 25.0% (1/4 simulated conversations stayed in role; 2 re-run, 1 scenario(s) not counted)" \
+        in experiment_sections(doc)
 
 
 def test_simulator_retries_zero_means_one_try() -> None:
