@@ -62,12 +62,13 @@ def test_the_user_is_told_tau2s_rules_and_decides_before_it_writes() -> None:
 ])
 def test_each_stop_signal_ends_the_conversation_with_its_reason(status: str, reason: str) -> None:
     llm = FakeLLM([{"thinking": "t", "status": "continue", "message": "Hi, a pizza please"},
-                   {"thinking": "t", "status": status, "message": ""}])
+                   {"thinking": "it said sorry twice", "status": status, "message": ""}])
     result = fabtest.run(lambda messages: "Sorry, something went wrong.", simulator=llm, settings=Settings(),
                          user=fabtest.SimulatedUser(goal=CONFIG.goal or "", max_turns=5))
     assert result.passed, result.failure_message
     assert [t.user for t in result.transcript] == ["Hi, a pizza please"]  # nothing more was sent
     assert result.simulation is not None and result.simulation["tries"][0]["stop"] == reason
+    assert result.simulation["tries"][0]["user_thinking"] == "it said sorry twice"  # why it stopped, recorded
 
 
 def test_a_stop_before_the_stop_condition_is_not_reaching_it() -> None:

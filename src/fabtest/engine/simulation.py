@@ -53,10 +53,11 @@ def simulate(state: ScenarioState, *, first: str | None = None,
     restartable = not state.conversation.turns and not state._slots and not state._pending
     tries = 1 + state.settings.simulator_retries if restartable else 1
     for attempt in range(1, tries + 1):
-        reason, ending, checked = _one_conversation(state, first, until)
+        reason, ending, checked, why = _one_conversation(state, first, until)
         problems = checked.problems
         state.simulations.append({"attempt": attempt, "valid": not problems, "problems": problems,
                                   "turns": len(state.conversation.turns), "stop": reason, "judged": checked.judged,
+                                  **({"user_thinking": why} if why else {}),
                                   **({"note": checked.note} if checked.note else {})})
         if not problems:
             if isinstance(ending, BaseException):
@@ -70,12 +71,14 @@ def simulate(state: ScenarioState, *, first: str | None = None,
 
 
 def _one_conversation(state: ScenarioState, first: str | None,
-                      until: Callable[[Conversation], str | None] | None) -> tuple[str, Any, fidelity.Fidelity]:
-    """One try: (why it stopped, the MaxTurnsReached it ended with or None, its fidelity check)."""
+                      until: Callable[[Conversation], str | None] | None) -> tuple[str, Any, fidelity.Fidelity, str]:
+    """One try: (why it stopped, the MaxTurnsReached it ended with or None, its fidelity check, and
+    what the simulated user thought when it stopped the conversation itself)."""
     config = state.simulator_config
     simulator = Simulator(state.llms.simulator, config)
     simulated: set[int] = set()
     status: list[str] = []
+    thinking: list[str] = []
 
     def next_message(conversation: Conversation) -> str | UserStopped | None:
         nonlocal first
@@ -88,6 +91,7 @@ def _one_conversation(state: ScenarioState, first: str | None,
         state._charge("simulator", result.usage)
         if result.stops:
             status.append(result.status)
+            thinking.append(result.thinking)
             return _stopped(state, conversation, simulator, result.status)
         simulated.add(len(conversation.turns) + 1)
         return result.text
@@ -99,20 +103,21 @@ def _one_conversation(state: ScenarioState, first: str | None,
             next_message, max_turns=max_turns,
             should_stop=lambda conv: (until(conv) if until else None) or simulator.should_stop(conv, state.topics))
     except InvalidSimulation as exc:  # the attacker refused on every try
-        return "", None, fidelity.Fidelity([str(exc)])
+        return "", None, fidelity.Fidelity([str(exc)]), ""
     except MaxTurnsReached as exc:
         if config.attack is None:
             ending, reason = exc, str(exc)
         else:
             reason = f"the attack ran its {max_turns} turns"  # an attacker out of turns: the agent held
     mode = state.settings.simulator_fidelity
+    why = thinking[-1] if thinking else ""
     if mode == "off":
-        return reason, ending, fidelity.Fidelity()
+        return reason, ending, fidelity.Fidelity(), why
     judge = state.llms.judge if mode == "judge" else None
     checked = fidelity.check(state.conversation, config, simulated, stop=status[-1] if status else None, judge=judge)
     if checked.usage.calls:
         state._charge("judge", checked.usage)
-    return reason, ending, checked
+    return reason, ending, checked, why
 
 
 def _stopped(state: ScenarioState, conversation: Conversation, simulator: Simulator, status: str) -> UserStopped:
