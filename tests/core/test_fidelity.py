@@ -186,3 +186,20 @@ def test_a_simulation_after_scripted_turns_cannot_be_run_again(tmp_path: Path) -
 @pytest.mark.parametrize("mode", ["judge", "checks", "off"])
 def test_simulator_fidelity_setting(mode: str) -> None:
     assert Settings.model_validate({"simulator_fidelity": mode}).simulator_fidelity == mode
+
+
+def test_the_scripted_fake_reviews_in_judge_mode() -> None:
+    """``FakeLLM.simulator_fidelity``: unscripted it finds nothing; scripted, every try is invalid."""
+    def run(judge: ScriptedLLM) -> fabtest.ScenarioResult:
+        return fabtest.run(PizzaBot(), user=fabtest.SimulatedUser(goal="Order a pizza", max_turns=4,
+                                                                  stop_on_tool="place_order"),
+                           simulator=ScriptedLLM().simulated_user(GOOD), judge=judge,
+                           settings=Settings.model_validate({"simulator_retries": 1}))
+
+    clean = run(ScriptedLLM())
+    assert clean.passed and (clean.simulation or {})["tries"][0]["judged"] is True
+    judge = ScriptedLLM().simulator_fidelity(invented=["order number 42"])
+    invented = run(judge)
+    assert invented.skipped and "invented facts it was not given: order number 42" in (invented.skip_reason or "")
+    assert [c.purpose for c in judge.calls] == ["simulator_fidelity", "simulator_fidelity"]
+    assert '"12 Elm Street"' in judge.calls[0].subject  # the messages, quoted
