@@ -14,6 +14,8 @@ without a traceback: a user needs the step and what happened, not our stack. ::
     ├── ExpectationFailed (also AssertionError)     "assertion"
     ├── MaxTurnsReached                             "max_turns"
     ├── ScenarioTimeout                             "timeout"
+    ├── InvalidSimulation                           ``skips = True``: the simulated user left its role,
+    │                                               so the run is not counted (reported as not run)
     ├── AgentError                                  "error"   the agent under test failed
     │   ├── AgentTimeout                            "timeout"
     │   └── agents.boundary.AgentDataError          "error"
@@ -33,7 +35,7 @@ from collections.abc import Iterable
 from typing import ClassVar, Literal
 
 __all__ = ["MAX_MESSAGE_CHARS", "AgentError", "AgentTimeout", "ExpectationFailed", "FabtestError", "FailureType",
-           "LLMError", "LLMNotConfigured", "MaxTurnsReached", "NeedsLLM", "ScenarioTimeout", "UsageError", "did_you_mean",
+           "InvalidSimulation", "LLMError", "LLMNotConfigured", "MaxTurnsReached", "NeedsLLM", "ScenarioTimeout", "UsageError", "did_you_mean",
            "excerpt", "failure_type_of"]
 
 FailureType = Literal["assertion", "max_turns", "timeout", "error"]
@@ -96,6 +98,17 @@ class NeedsLLM(LLMNotConfigured):
     """The scenario cannot run without an LLM that is not configured: front ends report a skip."""
 
     skips = True
+
+
+class InvalidSimulation(FabtestError):
+    """The simulated user left its role (spoke as the agent, invented facts, gave its whole goal away,
+    ended on a promise) or the red-team attacker would not attack, on every try: the run says nothing
+    about the agent. Front ends report it as not run (a skip tagged ``simulator``), never as a pass or
+    a failure, so it stays out of completion, criteria and the gate (docs: judge-and-simulator.md)."""
+
+    skips = True
+    #: the kind of "did not run" a front end reports (pytest_plugin/not_run.py)
+    not_run_kind: ClassVar[str] = "simulator"
 
 
 def failure_type_of(exc: BaseException) -> FailureType:

@@ -4,8 +4,10 @@ Each :class:`Attack` is a category (prompt injection, extraction of the system p
 what the attacker wants, who they pretend to be, a ladder of tactics from mild to strong, and the
 criteria that say the agent *held*. The simulator plays an attack with its own prompt
 (:data:`fabtest.engine.simulator.ADVERSARIAL_PROMPT`): it climbs the ladder turn by turn, presses where the
-agent gave ground, and writes down the tactic it used (recorded with the turn). A run reports,
-per category, how often the agent held (README "Adversarial users").
+agent gave ground, and writes down the tactic it used (recorded with the turn). An attacker that
+refuses or softens the attack is asked again and then makes the run invalid
+(:mod:`fabtest.engine.refusals`). A run reports, per category, how often the agent held: every one
+of the attack's criteria judged and passed (README "Adversarial users").
 
 What it proves is bounded: a handful of scripted escalations by one model, not a security audit.
 A held attack means these tactics failed against this agent this time; repeat with

@@ -6,7 +6,7 @@ import pytest
 
 from fabtest.conversation import AgentResponse, Conversation, ToolCall, Turn
 from fabtest.llm.base import LLMBadOutput, LLMNotConfigured
-from fabtest.engine.simulator import SimulatorAnswer, Simulator, SimulatorConfig
+from fabtest.engine.simulator import Simulator, SimulatorConfig, UserAnswer
 from fabtest.engine.topics import TopicGraph
 
 from .fake_llm import FakeLLM
@@ -36,7 +36,7 @@ def test_prompt_has_goal_persona_facts_rules_and_user_side_transcript() -> None:
     assert result.text == "For 10 people, please." and not result.goal_complete
     assert result.usage.calls == 1 and result.attempts == 1
     call = llm.calls[0]
-    assert call.schema is SimulatorAnswer and "USER" in (call.system or "")
+    assert call.schema is UserAnswer and "USER" in (call.system or "")
     for text in (
         "Book a room for 10 people in Berlin",
         "A busy office manager",

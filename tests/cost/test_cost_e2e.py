@@ -66,9 +66,11 @@ def test_every_role_is_costed_from_fake_gemini_usage(pytester: pytest.Pytester, 
     assert result.ret in (0, 1), result.stdout.str()[-3000:]
     doc = json.loads((pytester.path / "results" / "exp_cost.json").read_text())
     judged, simulated = doc["scenario_results"]
-    assert set(judged["usage"]) == {"agent", "judge"} and set(simulated["usage"]) == {"agent", "simulator"}
+    # the simulated scenario's judge usage is the review of the simulated user (engine/fidelity.py)
+    assert set(judged["usage"]) == {"agent", "judge"} and set(simulated["usage"]) == {"agent", "simulator", "judge"}
     usage = {**judged["usage"], "simulator": simulated["usage"]["simulator"]}
     usage["agent"] = doc["summary"]["tokens"]["agent"] | {"model": judged["usage"]["agent"]["model"]}
+    usage["judge"] = doc["summary"]["tokens"]["judge"]
     # every prompt token FakeGemini reported in usageMetadata is charged to exactly one role
     assert sum(u["input_tokens"] for u in doc["summary"]["tokens"].values()) == sum(count_tokens(r.text) for r in fake.requests)
     assert all(usage[r]["input_tokens"] > 0 and usage[r]["output_tokens"] > 0 for r in usage)
@@ -77,7 +79,9 @@ def test_every_role_is_costed_from_fake_gemini_usage(pytester: pytest.Pytester, 
     expected = {r: (usage[r]["input_tokens"] * p[0] + usage[r]["output_tokens"] * p[1]) / 1e6 for r, p in prices.items()}
     spent = doc["summary"]["cost"]
     assert {r: spent["roles"][r]["usd"] for r in spent["roles"]} == pytest.approx(expected)
-    assert judged["cost"]["roles"]["judge"] == {"model": "gemini-2.5-pro", "usd": pytest.approx(expected["judge"])}
+    own = judged["usage"]["judge"]
+    assert judged["cost"]["roles"]["judge"] == {
+        "model": "gemini-2.5-pro", "usd": pytest.approx((own["input_tokens"] * 2.0 + own["output_tokens"] * 20.0) / 1e6)}
     assert simulated["cost"]["roles"]["simulator"]["model"] == "gemini-2.5-flash-lite"
     assert judged["cost"]["usd"] + simulated["cost"]["usd"] == pytest.approx(spent["total_usd"])
     assert spent["complete"] is True and spent["total_usd"] == pytest.approx(sum(expected.values()))

@@ -100,7 +100,7 @@ def test_a_red_team_run_reports_a_hold_rate_per_attack(tmp_path: Path) -> None:
     assert polite.returncode == 0, polite.stdout[-3000:]
     assert "    abusive                   2/2 held (100%)" in polite.stdout
     assert doc["coverage"]["attacks"]["prompt_injection"] == {"runs": 1, "held": 1, "broken": 0, "errors": 0,
-                                                              "hold_rate": 1.0}
+                                                              "unjudged": 0, "hold_rate": 1.0}
     entry = next(e for e in doc["scenario_results"] if e.get("record_id") == "system_prompt_extraction")
     assert entry["attack"] == "system_prompt_extraction"
     notes = [t["user_note"] for t in entry["transcript"]]
@@ -110,8 +110,12 @@ def test_a_red_team_run_reports_a_hold_rate_per_attack(tmp_path: Path) -> None:
     (tmp_path / "results" / "exp_red001.json").unlink()
     grumpy, doc = _run(tmp_path, "fabtest.demo:build_grumpy_agent")
     assert grumpy.returncode == 1  # the must form fails where the curt agent mirrors an abusive user
-    assert doc["coverage"]["attacks"]["abusive"]["broken"] == 1  # the set's must; the named one is soft
-    assert doc["coverage"]["attacks"]["abusive"]["held"] == 1
+    # the set's must, and the named one's soft "should hold": its scenario passes, but a failed attack
+    # criterion is not a hold (issue 27: it used to count as held)
+    assert doc["coverage"]["attacks"]["abusive"]["broken"] == 2
+    assert doc["coverage"]["attacks"]["abusive"]["held"] == 0
+    named = next(e for e in doc["scenario_results"] if e.get("attack") == "abusive" and e.get("record_id") is None)
+    assert named["passed"] is True
     abusive = next(e for e in doc["scenario_results"] if e.get("record_id") == "abusive")
     assert abusive["failure_type"] == "assertion" and "stays respectful" in abusive["failure_message"]
-    assert "    abusive                   1/2 held (50%)" in grumpy.stdout
+    assert "    abusive                   0/2 held (0%)" in grumpy.stdout

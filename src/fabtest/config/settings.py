@@ -70,6 +70,15 @@ class JudgeSettings(RoleSettings):
         return None
 
 
+class SimulatorSettings(RoleSettings):
+    """The simulated user's role settings. Its ``temperature`` defaults to 0.7, not to the provider's
+    default: varied enough that ``--fabtest-iterations`` meets different wordings of the same user,
+    low enough that it keeps to its role. tau2-bench and LangWatch Scenario default their user to 0
+    (replayable users); set ``temperature = 0`` for that (docs: judge-and-simulator.md)."""
+
+    temperature: float | None = Field(default=0.7, ge=0, le=2)
+
+
 class ModelPrice(BaseModel):
     """``[tool.fabtest.prices]`` entry: USD per million input and output tokens (README "Cost")."""
 
@@ -103,11 +112,17 @@ class Settings(BaseModel):
     scenarios_dir: str = "scenarios"
     results_dir: str = "results"
     judge: JudgeSettings = Field(default_factory=JudgeSettings)
-    simulator: RoleSettings = Field(default_factory=RoleSettings)
+    simulator: SimulatorSettings = Field(default_factory=SimulatorSettings)
+    # an invalid simulated conversation (the simulated user left its role, engine/fidelity.py) is run
+    # again up to this many times; then the scenario is reported as not run
+    simulator_retries: int = Field(default=2, ge=0, le=10)
+    # how a simulated conversation is checked: "judge" (deterministic checks and one judge call for
+    # invented facts), "checks" (deterministic only, no call) or "off"
+    simulator_fidelity: Literal["judge", "checks", "off"] = "judge"
     # "module:attr": an in-process judge and simulator used when the configured provider has no key
     offline_llm: str | None = None
     # kinds of skip that do not fail the run (pytest_plugin/not_run.py): "llm" = an LLM is not configured
-    allow_skip: list[Literal["llm"]] = Field(default_factory=list)
+    allow_skip: list[Literal["llm", "simulator"]] = Field(default_factory=list)
     max_concurrency: int = Field(default=8, ge=1, le=10_000)
     # scenarios in flight at once in one pytest process (per xdist worker); 1 runs them one by one
     # (docs/concurrency.md: how it works, what runs alone)

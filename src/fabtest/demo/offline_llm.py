@@ -42,6 +42,9 @@ def answer(request: FakeRequest) -> Any:
         from fabtest.demo.offline_agent_model import answer as agent_step
 
         return agent_step(request)
+    if "You review a SIMULATED USER" in text:  # engine/fidelity.py: the demo user invents nothing
+        return {"reasoning": "offline reviewer: every fact the user gave is in its goal or facts",
+                "invented": [], "spoke_as_agent": False}
     if "RED-TEAM TESTER" in text:
         name = re.search(r"THE ATTACK \((\w+)\)", request.prompt)
         tactic = re.search(r'Use tactic \d+ \("([^"]*)"\)', request.prompt)

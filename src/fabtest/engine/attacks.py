@@ -3,7 +3,8 @@
 ``Given an adversarial user "prompt_injection"`` (or ``... from the scenario``, with a red-team
 scenario set) makes the simulated user play an attack of :mod:`fabtest.redteam` and declares the
 attack's criteria; ``Then the agent must hold against the attack`` judges each of them over the
-whole conversation. The result records the attack, so a run reports a hold rate per attack.
+whole conversation. The result records the attack and its criteria, so a run reports a hold rate
+per attack: held only when every criterion was judged and passed (experiment/coverage.py).
 """
 
 from __future__ import annotations

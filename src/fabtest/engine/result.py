@@ -115,4 +115,18 @@ def _full(identity: ScenarioIdentity, state: ScenarioState, outcome: Outcome, du
         simulator=state.simulator_config.to_fingerprint() if state.simulator_config.goal else None,
         agent_metadata=jsonable(state.agent_metadata()),
         attack=state.simulator_config.attack,
+        attack_criteria=_attack_criteria(state.simulator_config.attack),
+        simulation=_simulation(state),
     )
+
+
+def _attack_criteria(name: str | None) -> list[str]:
+    from fabtest.redteam import attack
+
+    return [criterion for criterion, _ in attack(name).criteria] if name is not None else []
+
+
+def _simulation(state: ScenarioState) -> dict[str, Any] | None:
+    """The simulated conversations tried and whether the last one was valid (None: no simulation)."""
+    tries = [dict(t) for t in state.simulations]
+    return {"valid": bool(tries[-1]["valid"]), "tries": tries} if tries else None

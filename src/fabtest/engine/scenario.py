@@ -35,11 +35,11 @@ from fabtest.conversation import Check, Conversation, Mode, Status, TokenUsage, 
 from fabtest.engine import budget, checks, judged, records, topic_checks, transcript
 from fabtest.engine.judge import CriterionVerdict, Judge, Scope, criterion_data
 from fabtest.engine.patterns import scenario_deadline
-from fabtest.engine.simulator import Simulator, SimulatorConfig
+from fabtest.engine.simulator import SimulatorConfig
 from fabtest.engine.topics import TopicGraph, TopicGraphError, TopicTracker
 from fabtest.engine.turns import ConversationRunner, cancel_agent
 from fabtest.engine.verdicts import LateVerdicts, Pending, placeholder
-from fabtest.errors import ExpectationFailed, MaxTurnsReached, NeedsLLM, UsageError
+from fabtest.errors import ExpectationFailed, NeedsLLM, UsageError
 from fabtest.experiment.cost import price_table
 from fabtest.llm.base import LLM, LLMNotConfigured
 
@@ -94,6 +94,8 @@ class ScenarioState:
     simulated_text: str | None = None
     #: the simulated user's note on the message being sent (an adversarial tactic), for its turn
     _user_note: str | None = None
+    #: each simulated conversation tried: attempt, valid, problems, turns, stop (engine/simulation.py)
+    simulations: list[dict[str, Any]] = field(default_factory=list)
     _agent: Agent | None = None
     _metadata: dict[str, Any] = field(default_factory=dict)
     _closed: bool = False
@@ -188,42 +190,16 @@ class ScenarioState:
         return self.runner.say(text)
 
     def simulate(self, *, first: str | None = None, until: Callable[[Conversation], str | None] | None = None) -> str:
-        """Let the simulated user talk to the agent until the stop condition; returns why it stopped.
+        """Let the simulated user talk to the agent until it stops; returns why it stopped. Each
+        conversation is checked for the simulator's fidelity and run again when invalid
+        (:mod:`fabtest.engine.simulation`).
 
         ``first`` is sent verbatim as the simulated user's first message; ``until`` is one more
         stop condition checked after every turn (a playbook's success criteria).
         """
-        config = self.simulator_config
-        if not config.goal:
-            raise UsageError(f"{self.where}: the simulated user has no goal: add Given a simulated user with the goal \"...\"")
-        self.require_llm("simulator", "a simulated user")
-        simulator = Simulator(self.llms.simulator, config, purpose=self.purpose)
-        if config.stop_on_topic and self.topics is not None and config.stop_on_topic not in self.topics:
-            raise UsageError(f'{self.where}: the simulation stops at topic "{config.stop_on_topic}", '
-                             f"which is not in the topic graph ({', '.join(self.topics.names)})")
+        from fabtest.engine.simulation import simulate
 
-        def next_message(conversation: Conversation) -> str | None:
-            nonlocal first
-            self._flush_pending()
-            if first is not None:
-                self.simulated_text, first = first, None
-                return self.simulated_text
-            result = simulator.next_message(conversation)
-            self.simulated_text, self._user_note = result.text, result.strategy
-            self._charge("simulator", result.usage)
-            if result.goal_complete and conversation.turns and not config.has_stop_condition:
-                return None
-            return result.text
-
-        try:
-            return self.runner.simulate(
-                next_message, max_turns=config.max_turns or 10,
-                should_stop=lambda conv: (until(conv) if until else None) or simulator.should_stop(conv, self.topics),
-            )
-        except MaxTurnsReached:
-            if config.attack is None:
-                raise
-            return f"the attack ran its {config.max_turns or 10} turns"  # an attacker out of turns: the agent held
+        return simulate(self, first=first, until=until)
 
     def _after_turn(self, turn: Turn) -> None:
         turn.user_note, self._user_note = self._user_note, None

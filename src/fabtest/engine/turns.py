@@ -13,6 +13,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from fabtest import tracing
@@ -31,6 +32,13 @@ from fabtest.conversation import AgentResponse, Conversation, Message, ToolCall,
 from fabtest.errors import MaxTurnsReached, ScenarioTimeout
 
 TurnHook = Callable[[Turn], None]
+
+
+@dataclass(frozen=True)
+class UserStopped:
+    """The simulated user ended the conversation itself (done, stuck, out of scope), and why."""
+
+    reason: str
 
 #: how long an async agent's ``cancel()`` may take after a timeout before fabtest moves on
 CANCEL_TIMEOUT_S = 10.0
@@ -88,17 +96,20 @@ class ConversationRunner:
             hook(turn)
         return turn
 
-    def simulate(self, next_message: Callable[[Conversation], str | None], *, max_turns: int,
+    def simulate(self, next_message: Callable[[Conversation], str | UserStopped | None], *, max_turns: int,
                  should_stop: Callable[[Conversation], str | None]) -> str:
         """Let the simulator talk until ``should_stop`` gives a reason; returns that reason.
 
-        ``next_message`` returning None means the simulated user considers its goal done. Raises
+        ``next_message`` returning None means the simulated user considers its goal done, a
+        :class:`UserStopped` that it ended the conversation for the reason given. Raises
         MaxTurnsReached when ``max_turns`` turns pass without a stop reason.
         """
         for _ in range(max_turns):
             text = next_message(self.conversation)
             if text is None:
                 return "the simulated user finished its goal"
+            if isinstance(text, UserStopped):
+                return text.reason
             self.say(text)
             reason = should_stop(self.conversation)
             if reason:

@@ -64,7 +64,8 @@ def attack_lines(attacks: Mapping[str, Mapping[str, Any]]) -> list[str]:
         judged = e["held"] + e["broken"]
         rate = f" ({e['hold_rate']:.0%})" if e.get("hold_rate") is not None else ""
         erred = f", {e['errors']} erred" if e.get("errors") else ""
-        lines.append(f"    {name:<26}{e['held']}/{judged} held{rate}{erred}")
+        unjudged = f", {e['unjudged']} not judged on every criterion" if e.get("unjudged") else ""
+        lines.append(f"    {name:<26}{e['held']}/{judged} held{rate}{erred}{unjudged}")
     return lines
 
 

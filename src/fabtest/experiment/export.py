@@ -105,6 +105,9 @@ def _summary(results: Sequence[ScenarioResult]) -> dict[str, Any]:
         "duration_s": _r(sum(r.duration_s for r in results)),
         "unique_scenarios": len({r.id for r in results}),
     }
+    validity = stats.simulator_validity(results)
+    if validity is not None:
+        summary["simulator_validity"] = {**validity, "rate": _r(validity["rate"])}
     if ground["by_source"]:
         summary["grounding"] = {
             "by_source": {

@@ -82,6 +82,8 @@ class ScenarioResult(BaseModel):
     record_category: str | None = None
     #: the red-team attack the simulated user played (fabtest.redteam), for the hold rate per attack
     attack: str | None = None
+    #: the attack's criteria (fabtest.redteam): the agent held only when every one was judged and passed
+    attack_criteria: list[str] = Field(default_factory=list)
     iteration: int = 1
     passed: bool
     skipped: bool = False
@@ -103,6 +105,10 @@ class ScenarioResult(BaseModel):
     criteria: dict[str, str] = Field(default_factory=dict)
     topics: list[TopicRecord] = Field(default_factory=list)
     simulator: dict[str, Any] | None = None
+    #: the simulated conversations tried (engine/simulation.py): ``{"valid": bool, "tries": [{"attempt",
+    #: "valid", "problems", "turns", "stop"}, ...]}``; an invalid one was run again, and a run whose every
+    #: try was invalid is skipped (not counted). None for a scenario without a simulated user.
+    simulation: dict[str, Any] | None = None
     agent_metadata: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("failure_message", "skip_reason")

@@ -136,8 +136,15 @@ def _brief(result: ScenarioResult, shared: _Shared) -> ScenarioResult:
         evaluations=shared.checks(result.evaluations), expectations=shared.checks(result.expectations),
         transcript=shared.agent_turns(result.transcript), usage=shared.usage(result.usage),
         duration_s=result.duration_s, criteria=criteria, topics=topics, simulator=simulator,
-        agent_metadata=shared(("meta",), dict),
+        agent_metadata=shared(("meta",), dict), simulation=_validity_only(result.simulation),
     )
+
+
+def _validity_only(simulation: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What the simulator validity rate reads of a result's ``simulation`` (not the problems' text)."""
+    if simulation is None:
+        return None
+    return {"valid": simulation.get("valid"), "tries": [{"valid": t.get("valid")} for t in simulation.get("tries") or []]}
 
 
 def _summary_stub(entry: dict[str, Any]) -> dict[str, Any] | None:

@@ -107,6 +107,20 @@ def completion(results: Sequence[ScenarioResult]) -> dict[str, Any]:
     }
 
 
+def simulator_validity(results: Sequence[ScenarioResult]) -> dict[str, Any] | None:
+    """How often the simulated user stayed in its role (engine/fidelity.py): over every simulated
+    conversation tried, how many were valid; ``invalid_runs`` are the scenarios whose every try was
+    invalid (skipped, not counted) and ``reruns`` the conversations run again. None: nothing simulated."""
+    simulated = [r.simulation for r in results if r.simulation]
+    if not simulated:
+        return None
+    tries = [t for s in simulated for t in s.get("tries") or []]
+    valid = sum(1 for t in tries if t.get("valid"))
+    return {"runs": len(simulated), "conversations": len(tries), "valid": valid, "invalid": len(tries) - valid,
+            "rate": rate(valid, len(tries)), "reruns": len(tries) - len(simulated),
+            "invalid_runs": sum(1 for s in simulated if not s.get("valid"))}
+
+
 def _tally(checks: Iterable[CheckRecord]) -> dict[str, int]:
     counts = {"evaluated": 0, "passed": 0, "failed": 0, "inconclusive": 0, "not_applicable": 0, "skipped": 0}
     for c in checks:

@@ -26,8 +26,10 @@ if TYPE_CHECKING:
 
 __all__ = ["PURPOSES", "LLMCall", "Purpose", "current_call", "llm_call"]
 
-Purpose = Literal["simulated_user", "criteria", "grounding", "intent", "goal", "topic", "scenarios"]
-PURPOSES: tuple[str, ...] = ("simulated_user", "criteria", "grounding", "intent", "goal", "topic", "scenarios")
+Purpose = Literal["simulated_user", "criteria", "grounding", "intent", "goal", "topic", "scenarios",
+                  "simulator_fidelity"]
+PURPOSES: tuple[str, ...] = ("simulated_user", "criteria", "grounding", "intent", "goal", "topic", "scenarios",
+                             "simulator_fidelity")
 
 
 @dataclass(frozen=True)

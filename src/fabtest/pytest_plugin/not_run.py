@@ -19,11 +19,13 @@ __all__ = ["EXIT_NOT_RUN", "NOT_RUN_PROPERTY", "SKIP_KINDS", "NotRun", "allowed_
 
 #: pytest's exit status when scenarios could not run and that was not allowed (pytest uses 0-5).
 EXIT_NOT_RUN = 6
-#: The kinds of skip a user may allow: ``llm`` (no key or endpoint for an LLM a scenario needs).
-SKIP_KINDS = ("llm",)
+#: The kinds of skip a user may allow: ``llm`` (no key or endpoint for an LLM a scenario needs) and
+#: ``simulator`` (the simulated user left its role on every try: engine/simulation.py).
+SKIP_KINDS = ("llm", "simulator")
 NOT_RUN_PROPERTY = "fabtest_not_run"
 _KIND_ATTR = "fabtest_not_run"
-_WHAT = {"llm": "an LLM they need is not configured"}
+_WHAT = {"llm": "an LLM they need is not configured",
+         "simulator": "the simulated user left its role on every try (invalid simulation)"}
 
 
 def skip_for(kind: str, reason: str) -> BaseException:

@@ -63,7 +63,8 @@ def add_options(parser: pytest.Parser) -> None:
                     help="judge and simulate with fabtest.testing.FakeLLM: a script (.yaml/.json) or module:attr; "
                          "with no value, an empty fake that the fabtest_fake_llm fixture scripts")
     group.addoption("--fabtest-allow-skip", action="append", default=[], metavar="KIND",
-                    help="scenarios skipped for want of KIND (llm: no key or endpoint) do not fail the run "
+                    help="scenarios skipped for want of KIND (llm: no key or endpoint; simulator: the simulated "
+                         "user left its role on every try) do not fail the run "
                          "(without it such skips end the run with exit status 6); repeatable or comma-separated")
     group.addoption("--fabtest-otel", action="store_true", default=None,
                     help="export OpenTelemetry traces (OTEL_EXPORTER_OTLP_*; needs fabtest[otel])")

@@ -329,8 +329,9 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     except FabtestError as exc:
         if not exc.skips or not _active(item.config):
             raise
-        # reported at the scenario (file:line), not at this line of the plugin
-        raise not_run.skip_for("llm", str(exc)) from None
+        # reported at the scenario (file:line), not at this line of the plugin; NeedsLLM is "llm",
+        # InvalidSimulation "simulator" (the simulated user left its role on every try)
+        raise not_run.skip_for(getattr(exc, "not_run_kind", "llm"), str(exc)) from None
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -69,6 +69,7 @@ def _completion(summary: dict[str, Any]) -> list[str]:
     ]
     if skipped:
         lines.append("  (skipped scenarios are not counted in the rate)")
+    lines += _simulator_validity(summary.get("simulator_validity"))
     failures = {k: v for k, v in (summary.get("failure_types") or {}).items() if v}
     if failures:
         lines.append("  By failure type:")
@@ -227,6 +228,21 @@ def _robustness(doc: dict[str, Any]) -> list[str]:
     """The criterion robustness audit (``fabtest rejudge --perturb``), when one was written."""
     audit = doc.get("robustness")
     return [*robustness_lines(audit), ""] if isinstance(audit, dict) else []
+
+
+def _simulator_validity(validity: dict[str, Any] | None) -> list[str]:
+    """How often the simulated user stayed in its role; invalid conversations were run again or
+    their scenario skipped, never counted (docs: judge-and-simulator.md, "The simulated user")."""
+    if not validity:
+        return []
+    line = (f"  Simulator valid:  {pct(validity.get('rate'))} ({validity.get('valid', 0)}/"
+            f"{validity.get('conversations', 0)} simulated conversations)")
+    extra = []
+    if validity.get("reruns"):
+        extra.append(f"{validity['reruns']} re-run")
+    if validity.get("invalid_runs"):
+        extra.append(f"{validity['invalid_runs']} scenario(s) not counted: the simulated user left its role")
+    return [line + (f"; {', '.join(extra)}" if extra else "")]
 
 
 def render_summary(

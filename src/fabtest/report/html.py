@@ -178,6 +178,11 @@ def _completion_section(summary: dict[str, Any]) -> str:
     note = ""
     if summary.get("skipped"):
         note = f'<p class="muted">{_e(summary["skipped"])} skipped scenario(s) are not counted in the completion rate.</p>'
+    validity = summary.get("simulator_validity")
+    if validity:  # engine/fidelity.py: invalid simulated conversations were run again or not counted
+        note += (f'<p class="muted">Simulator valid: {_e(pct(validity.get("rate")))} ({_e(validity.get("valid", 0))}/'
+                 f'{_e(validity.get("conversations", 0))} simulated conversations stayed in role; '
+                 f'{_e(validity.get("reruns", 0))} re-run, {_e(validity.get("invalid_runs", 0))} scenario(s) not counted).</p>')
     colors = ["#2f9e44"] + ["#e03131"] * len(failures)
     chart = rate_chart(items, "completion by outcome", colors)
     return f'<h2>Completion (hard expectations)</h2><div class="panel">{chart}{note}</div>'

@@ -73,6 +73,7 @@ class FakeLLM:
         self._grounded: dict[str, Answer] = {}
         self._grounded_default: Answer = None
         self._text: Answer = None
+        self._fidelity: Answer = {"reasoning": _REASON, "invented": [], "spoke_as_agent": False}
         #: the script file this fake was loaded from: its errors then say what to add to the file
         self.source: str | None = None
         self._agent_script: Any = None
@@ -115,6 +116,15 @@ class FakeLLM:
     def goal_achieved(self, value: Answer = True) -> FakeLLM:
         """The verdict on ``the goal ... be achieved`` (and persona playbooks' goal)."""
         self._goal = _check_verdict(value, "goal_achieved")
+        return self
+
+    def simulator_fidelity(self, invented: Sequence[str] | Callable[[LLMCall], Any] = (), *,
+                           spoke_as_agent: bool = False) -> FakeLLM:
+        """What the review of the simulated user finds (``simulator_fidelity``, docs "The simulated
+        user"): the facts it ``invented`` and whether it ``spoke_as_agent``. Not scripted, the review
+        finds nothing: a scripted user says only what the script says, so it invents nothing."""
+        self._fidelity = invented if callable(invented) else {"reasoning": _REASON, "invented": list(invented),
+                                                                "spoke_as_agent": spoke_as_agent}
         return self
 
     def topic(self, *names: str | Callable[[LLMCall], Any]) -> FakeLLM:
@@ -227,13 +237,15 @@ class FakeLLM:
         return {"message": self._then, "goal_complete": True}
 
     def _next_index(self, call: LLMCall) -> int:
-        """How many messages the simulated user has written in this conversation so far."""
+        """How many messages the simulated user has written in this conversation so far (an empty
+        conversation starts again: a simulation run again after an invalid try starts from nothing)."""
         conversation = call.conversation
         if conversation is None:
             return 0
+        fresh = not conversation.turns
         key = id(conversation)
         ref, count = self._sim_counts.get(key, (None, 0))
-        if ref is None or ref() is not conversation:
+        if ref is None or ref() is not conversation or fresh:
             count = 0
             self._sim_counts = {k: v for k, v in self._sim_counts.items() if v[0]() is not None}
         self._sim_counts[key] = (weakref.ref(conversation), count + 1)
@@ -265,6 +277,11 @@ class FakeLLM:
             raise FakeLLMError("FakeLLM: no goal verdict scripted: "
                                + self._fix("fake.goal_achieved(True or False)", "goal_achieved: true (or false)"))
         return _verdict_answer(self._goal, call)
+
+    def _answer_simulator_fidelity(self, call: LLMCall) -> Any:
+        if callable(self._fidelity):
+            return self._fidelity(call)
+        return self._fidelity
 
     def _answer_topic(self, call: LLMCall) -> dict[str, Any]:
         if self._topics is None:

@@ -1,0 +1,141 @@
+"""One simulated conversation of a running scenario, checked for fidelity and run again when invalid.
+
+``When the simulated user talks to the agent`` asks the simulator for each user message until the
+user stops (done, stuck, out of scope), a stop condition holds or the turns run out. Then the
+conversation is checked (:mod:`fabtest.engine.fidelity`): a simulated user that left its role, or
+a red-team attacker that would not attack, makes the run **invalid**. An invalid conversation is
+recorded with its reason (``ScenarioState.simulations``, the result's ``simulation``) and the
+conversation is run again from the start with a fresh agent, up to ``simulator_retries`` times;
+when every try was invalid the scenario ends with :class:`~fabtest.errors.InvalidSimulation`,
+reported as not run and never counted in completion, criteria or the gate.
+
+A conversation can be started again only when the simulation began it (no scripted turn and no
+check before it); otherwise the first invalid try ends the scenario. This module is part of
+:class:`~fabtest.engine.scenario.ScenarioState` (its private fields are the state it restarts).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from fabtest.agents.boundary import guarded
+from fabtest.conversation import Conversation
+from fabtest.engine import fidelity
+from fabtest.engine.simulator import STOPS, Simulator
+from fabtest.engine.turns import UserStopped, cancel_agent
+from fabtest.errors import InvalidSimulation, MaxTurnsReached, UsageError
+
+if TYPE_CHECKING:
+    from fabtest.engine.scenario import ScenarioState
+
+__all__ = ["simulate"]
+
+#: how many turns a simulation takes when the scenario does not say
+DEFAULT_MAX_TURNS = 10
+
+
+def simulate(state: ScenarioState, *, first: str | None = None,
+             until: Callable[[Conversation], str | None] | None = None) -> str:
+    """Let the simulated user talk to the agent until it stops; returns why it stopped.
+
+    ``first`` is sent verbatim as the simulated user's first message; ``until`` is one more stop
+    condition checked after every turn (a playbook's success criteria).
+    """
+    config = state.simulator_config
+    if not config.goal:
+        raise UsageError(f"{state.where}: the simulated user has no goal: add Given a simulated user with the goal \"...\"")
+    state.require_llm("simulator", "a simulated user")
+    if config.stop_on_topic and state.topics is not None and config.stop_on_topic not in state.topics:
+        raise UsageError(f'{state.where}: the simulation stops at topic "{config.stop_on_topic}", '
+                         f"which is not in the topic graph ({', '.join(state.topics.names)})")
+    restartable = not state.conversation.turns and not state._slots and not state._pending
+    tries = 1 + state.settings.simulator_retries if restartable else 1
+    for attempt in range(1, tries + 1):
+        reason, ending, checked, why = _one_conversation(state, first, until)
+        problems = checked.problems
+        state.simulations.append({"attempt": attempt, "valid": not problems, "problems": problems,
+                                  "turns": len(state.conversation.turns), "stop": reason, "judged": checked.judged,
+                                  **({"user_thinking": why} if why else {}),
+                                  **({"note": checked.note} if checked.note else {})})
+        if not problems:
+            if isinstance(ending, BaseException):
+                raise ending
+            return reason
+        if attempt < tries:
+            restart(state)
+    tried = f"{tries} tries" if tries > 1 else "its only try" + (
+        "" if restartable else " (turns or checks came before the simulation, so it cannot run again)")
+    raise InvalidSimulation(f"the simulated user left its role in {tried}: {'; '.join(problems)}", where=state.where)
+
+
+def _one_conversation(state: ScenarioState, first: str | None,
+                      until: Callable[[Conversation], str | None] | None) -> tuple[str, Any, fidelity.Fidelity, str]:
+    """One try: (why it stopped, the MaxTurnsReached it ended with or None, its fidelity check, and
+    what the simulated user thought when it stopped the conversation itself)."""
+    config = state.simulator_config
+    simulator = Simulator(state.llms.simulator, config, purpose=state.purpose)
+    simulated: set[int] = set()
+    status: list[str] = []
+    thinking: list[str] = []
+
+    def next_message(conversation: Conversation) -> str | UserStopped | None:
+        nonlocal first
+        state._flush_pending()
+        if first is not None:
+            state.simulated_text, first = first, None
+            return state.simulated_text
+        result = simulator.next_message(conversation, opening=not conversation.turns)
+        state.simulated_text, state._user_note = result.text, result.strategy
+        state._charge("simulator", result.usage)
+        if result.stops:
+            status.append(result.status)
+            thinking.append(result.thinking)
+            return _stopped(state, conversation, simulator, result.status)
+        simulated.add(len(conversation.turns) + 1)
+        return result.text
+
+    max_turns = config.max_turns or DEFAULT_MAX_TURNS
+    ending: Any = None
+    try:
+        reason = state.runner.simulate(
+            next_message, max_turns=max_turns,
+            should_stop=lambda conv: (until(conv) if until else None) or simulator.should_stop(conv, state.topics))
+    except InvalidSimulation as exc:  # the attacker refused on every try
+        return "", None, fidelity.Fidelity([str(exc)]), ""
+    except MaxTurnsReached as exc:
+        if config.attack is None:
+            ending, reason = exc, str(exc)
+        else:
+            reason = f"the attack ran its {max_turns} turns"  # an attacker out of turns: the agent held
+    mode = state.settings.simulator_fidelity
+    why = thinking[-1] if thinking else ""
+    if mode == "off":
+        return reason, ending, fidelity.Fidelity(), why
+    judge = state.llms.judge if mode == "judge" else None
+    checked = fidelity.check(state.conversation, config, simulated, stop=status[-1] if status else None, judge=judge)
+    if checked.usage.calls:
+        state._charge("judge", checked.usage)
+    return reason, ending, checked, why
+
+
+def _stopped(state: ScenarioState, conversation: Conversation, simulator: Simulator, status: str) -> UserStopped:
+    """The user ends the conversation; with a stop condition still unmet, that is not reaching it."""
+    reason = STOPS.get(status, STOPS["done"])
+    if simulator.config.has_stop_condition and simulator.should_stop(conversation, state.topics) is None:
+        last = conversation.turns[-1].response.text[:200] if conversation.turns else ""
+        raise MaxTurnsReached(f"{reason} before the simulation reached its stop condition (last agent reply: {last!r})")
+    return UserStopped(reason)
+
+
+def restart(state: ScenarioState) -> None:
+    """Forget the invalid conversation and start again with a fresh agent (its cost stays spent)."""
+    state.conversation.turns.clear()
+    state._tracker, state._user_note, state.simulated_text = None, None, None
+    agent, state._agent, state._runner = state._agent, None, None
+    if agent is not None:
+        with contextlib.suppress(Exception):  # the invalid try's agent: its exit failing is not this run's story
+            guarded("the agent's around() failed on exit:", state._exit.close)
+        cancel_agent(agent)
+    state._exit = contextlib.ExitStack()
