@@ -23,6 +23,7 @@ from fabtest.conversation import AgentResponse, Conversation, Message, ToolCall,
 from fabtest.engine import transcript
 from fabtest.engine.llms import configured_llms
 from fabtest.engine.scenario import ScenarioState
+from fabtest.engine.simulator import SYSTEM_PROMPT as SIMULATOR_SYSTEM
 from fabtest.errors import ExpectationFailed
 from fabtest.testing import FakeGemini
 from fabtest.testing.fake_gemini import FakeRequest
@@ -265,8 +266,8 @@ def test_the_agent_description_reaches_the_judge_and_the_simulated_user(tmp_path
         state.goal_achieved("should")
         state.finish()
         judge = _judge_requests(fake)
-        user = [r for r in fake.requests if "evaluator" not in r.system]
-    assert len(judge) == 2 and len(user) == 2  # the first message, then "done"
+        user = [r for r in fake.requests if r.system == SIMULATOR_SYSTEM]
+    assert len(judge) == 2 and len(user) == 2  # the first message, then "done" (the fidelity review is neither)
     for request in judge:
         assert f"THE AGENT'S PURPOSE (from the test author, not from the transcript)\n{purpose}" in request.prompt
     assert all(f"THE AGENT YOU TALK TO IS FOR: {purpose}" in request.prompt for request in user)
