@@ -30,7 +30,7 @@ from fabtest.engine.outcome import Outcome, conclude, failure_message
 from fabtest.engine.result import build_result
 from fabtest.engine.scenario import LLMRoles, ScenarioState
 from fabtest.errors import AgentError, FabtestError, UsageError, failure_type_of
-from fabtest.pytest_plugin import hints, not_run, options, steps
+from fabtest.pytest_plugin import hints, not_run, options, steps, tool_steps
 from fabtest.pytest_plugin.collect import FeatureModule, template_of
 from fabtest.pytest_plugin.results import (
     PENDING_PROPERTY,
@@ -83,6 +83,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError("--fabtest-min-coverage needs the experiment: drop --fabtest-no-results")
     config.addinivalue_line("markers", "fabtest_scenario_set(name): expand a scenario over a scenario set")
     config.pluginmanager.register(steps, "fabtest-steps")
+    config.pluginmanager.register(tool_steps, "fabtest-tool-steps")
     if settings.otel:
         try:
             tracing.enable(where=f"{settings.source or 'pyproject.toml'} [tool.fabtest] otel")
