@@ -50,9 +50,12 @@ class ToolCall:
     arguments: dict[str, Any] = field(default_factory=dict)
     result: Any = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    #: a stub of the scenario answered the call (``Given the tool "X" returns``), not the real tool
+    stubbed: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "arguments": self.arguments, "result": self.result, "metadata": self.metadata}
+        out = {"name": self.name, "arguments": self.arguments, "result": self.result, "metadata": self.metadata}
+        return {**out, "stubbed": True} if self.stubbed else out
 
 
 @dataclass

@@ -7,12 +7,14 @@ every turn so far, as in the single-call steps.
 
 from __future__ import annotations
 
-from typing import Literal
+import json
+from typing import Any, Literal
 
-from pytest_bdd import parsers, then
+from pytest_bdd import given, parsers, then
 
+from fabtest.agents.stubs import UNSET, ToolStub
 from fabtest.conversation import ToolCall
-from fabtest.engine import trajectory
+from fabtest.engine import checks, trajectory
 from fabtest.engine.scenario import ScenarioState
 from fabtest.errors import UsageError
 from fabtest.pytest_plugin.steps import MODE, _check_tool_name, _mode, _q, _table
@@ -71,3 +73,50 @@ def _then_only_tools(fabtest_scenario: ScenarioState, scope: str, mode: str, too
         raise UsageError(f'{fabtest_scenario.where}: only call tools from needs a comma-separated list of tool names, '
                          f'like "lookup_account, change_plan"')
     _record(fabtest_scenario, "only_tools", mode, f"only_tools:{','.join(allowed)}", scope, {"tools": allowed})
+
+
+# -- tool stubs ----------------------------------------------------------------------------------
+def _stub_json(state: ScenarioState, text: str, what: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{state.where}: {what} is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
+                         'write text as a JSON string: "503 Service Unavailable"') from None
+
+
+def _stub_cases(state: ScenarioState, rows: list[list[str]]) -> tuple[tuple[tuple[checks.ArgExpectation, ...], Any], ...]:
+    """``| argument ... | result |`` rows: each argument cell exact, /regex/ or a comparison (empty: any)."""
+    header = [c.strip() for c in rows[0]]
+    if len(header) < 2 or header[-1].lower() != "result" or not all(header[:-1]):
+        raise UsageError(f"{state.where}: the stub table needs argument columns and a last column result, like "
+                         f"| phone | result |, got | {' | '.join(rows[0])} |")
+    if len(rows) < 2:
+        raise UsageError(f"{state.where}: the stub table has a header but no rows")
+    cases = []
+    for row in rows[1:]:
+        matchers = tuple(checks.ArgExpectation.parse(name, cell, where=state.where)
+                         for name, cell in zip(header[:-1], row[:-1], strict=True) if cell.strip())
+        cases.append((matchers, _stub_json(state, row[-1], f"the result {row[-1].strip()!r}")))
+    return tuple(cases)
+
+
+@given(parsers.re(r"the tool " + _q("tool") + r" returns:"))
+def _given_tool_returns(fabtest_scenario: ScenarioState, tool: str, docstring: str | None = None,
+                        datatable: list[list[str]] | None = None) -> None:
+    state = fabtest_scenario
+    if not docstring and not datatable:
+        raise UsageError(f'{state.where}: the tool "{tool}" returns: needs the result as a JSON docstring under the '
+                         "step, or a table of argument patterns and results (| argument ... | result |)")
+    result = _stub_json(state, docstring, "the docstring") if docstring else UNSET
+    cases = _stub_cases(state, datatable) if datatable else ()
+    state.define_stub(ToolStub(tool, state.where, result=result, cases=cases))
+
+
+@given(parsers.re(r"the tool " + _q("tool") + r' fails with "(?P<error>.*)"'))
+def _given_tool_fails(fabtest_scenario: ScenarioState, tool: str, error: str) -> None:
+    fabtest_scenario.define_stub(ToolStub(tool, fabtest_scenario.where, error=error.replace('\\"', '"')))
+
+
+@given(parsers.re(r"the tool " + _q("tool") + r" takes (?P<seconds>\d+(?:\.\d+)?) seconds?"))
+def _given_tool_takes(fabtest_scenario: ScenarioState, tool: str, seconds: str) -> None:
+    fabtest_scenario.define_stub(ToolStub(tool, fabtest_scenario.where, delay_s=float(seconds)))
