@@ -89,6 +89,9 @@ BUILTIN_EXAMPLES |= {
     "_then_call_sequence": "Then the agent must call the tools in order:",
     "_then_call_count": 'Then the conversation must call "change_plan" at most 1 time',
     "_then_only_tools": 'Then the agent must only call tools from: "lookup_account, list_plans, change_plan"',
+    "_given_tool_returns": 'Given the tool "lookup_account" returns:',
+    "_given_tool_fails": 'Given the tool "list_plans" fails with "503 Service Unavailable"',
+    "_given_tool_takes": 'Given the tool "change_plan" takes 5 seconds',
 }
 BUILTIN_VARIANTS |= {
     "_then_call_before": ['Then the conversation should call "lookup_account" before "change_plan"'],
