@@ -149,10 +149,13 @@ class Conversation:
     evaluations: list[Check] = field(default_factory=list)
     expectations: list[Check] = field(default_factory=list)
     usage: dict[str, TokenUsage] = field(default_factory=dict)
+    #: the conversation before the first turn (``Given the conversation so far``): sent to the agent
+    #: as history, shown to the judge and the simulated user; not turns (nothing was checked there)
+    history: list[Message] = field(default_factory=list)
 
     @property
     def messages(self) -> list[Message]:
-        out: list[Message] = []
+        out: list[Message] = list(self.history)
         for turn in self.turns:
             out.append(Message("user", turn.user))
             out.append(Message("agent", turn.response.text))
@@ -198,7 +201,7 @@ class Conversation:
         return False
 
     def transcript(self) -> str:
-        lines: list[str] = []
+        lines: list[str] = [f"{'User' if m.role == 'user' else 'Agent'}: {m.content}" for m in self.history]
         for turn in self.turns:
             lines.append(f"User: {turn.user}")
             lines.append(f"Agent: {turn.response.text}")

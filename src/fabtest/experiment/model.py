@@ -99,6 +99,9 @@ class ScenarioResult(BaseModel):
     evaluations: list[CheckRecord] = Field(default_factory=list)
     expectations: list[CheckRecord] = Field(default_factory=list)
     transcript: list[TurnRecord] = Field(default_factory=list)
+    #: the seeded conversation before the first turn (``Given the conversation so far``): role and
+    #: content per message; written only when there is one
+    history: list[dict[str, str]] = Field(default_factory=list, exclude_if=lambda history: not history)
     usage: dict[str, UsageRecord] = Field(default_factory=dict)
     duration_s: float = 0.0
     # configuration in force for this scenario, for the fingerprints

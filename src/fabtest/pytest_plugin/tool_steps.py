@@ -10,14 +10,15 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
+import pytest
 from pytest_bdd import given, parsers, then
 
 from fabtest.agents.stubs import UNSET, ToolStub
-from fabtest.conversation import ToolCall
+from fabtest.conversation import Message, ToolCall
 from fabtest.engine import checks, trajectory
 from fabtest.engine.scenario import ScenarioState
 from fabtest.errors import UsageError
-from fabtest.pytest_plugin.steps import MODE, _check_tool_name, _mode, _q, _table
+from fabtest.pytest_plugin.steps import MODE, _check_tool_name, _mode, _q, _row_where, _table
 
 _SCOPE = r"(?P<scope>the agent|the conversation)"
 
@@ -120,3 +121,25 @@ def _given_tool_fails(fabtest_scenario: ScenarioState, tool: str, error: str) ->
 @given(parsers.re(r"the tool " + _q("tool") + r" takes (?P<seconds>\d+(?:\.\d+)?) seconds?"))
 def _given_tool_takes(fabtest_scenario: ScenarioState, tool: str, seconds: str) -> None:
     fabtest_scenario.define_stub(ToolStub(tool, fabtest_scenario.where, delay_s=float(seconds)))
+
+
+# -- seeded history ------------------------------------------------------------------------------
+_ROLES = {"user": "user", "agent": "agent", "assistant": "agent"}
+
+
+@given("the conversation so far:")
+def _given_history(request: pytest.FixtureRequest, fabtest_scenario: ScenarioState, datatable: list[list[str]] | None = None) -> None:
+    state = fabtest_scenario
+    rows = _table(datatable, state, "the conversation so far")
+    if [c.strip().lower() for c in rows[0]] != ["role", "message"] or len(rows) < 2:
+        raise UsageError(f"{state.where}: the conversation so far needs the header | role | message | and one row "
+                         f"per message, got | {' | '.join(rows[0])} |" + ("" if len(rows) > 1 else " and no rows"))
+    if state.conversation.turns:
+        raise UsageError(f"{state.where}: the conversation so far comes after the conversation started; "
+                         "put it before the first When step")
+    history = []
+    for index, (role, message) in enumerate(rows[1:], start=1):
+        if role.strip().lower() not in _ROLES:
+            raise UsageError(f"{_row_where(request, state, index)}: role {role.strip()!r} is not user or agent")
+        history.append(Message(_ROLES[role.strip().lower()], message.strip()))  # type: ignore[arg-type]
+    state.conversation.history = history

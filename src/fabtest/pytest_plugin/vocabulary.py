@@ -92,6 +92,7 @@ BUILTIN_EXAMPLES |= {
     "_given_tool_returns": 'Given the tool "lookup_account" returns:',
     "_given_tool_fails": 'Given the tool "list_plans" fails with "503 Service Unavailable"',
     "_given_tool_takes": 'Given the tool "change_plan" takes 5 seconds',
+    "_given_history": "Given the conversation so far:",
 }
 BUILTIN_VARIANTS |= {
     "_then_call_before": ['Then the conversation should call "lookup_account" before "change_plan"'],

@@ -1,0 +1,106 @@
+"""``Given the conversation so far``: a scenario starts deep in a conversation.
+
+The seeded messages reach the agent as history before the first user message, the judge and the
+simulated user read them before the turns, and the experiment keeps them apart from the turns.
+"""
+
+from __future__ import annotations
+
+from fabtest.conversation import AgentResponse, Conversation, Message, Turn
+from fabtest.engine.simulator import Simulator, SimulatorConfig
+from fabtest.testing import FakeLLM
+
+AGENT = '''
+def chat(messages):
+    return f"{len(messages)} messages: " + " / ".join(f"{m.role}={m.content}" for m in messages)
+
+
+def build(context):
+    return chat
+'''
+
+FEATURE = '''
+Feature: Deep in a conversation
+  Background:
+    Given the conversation so far:
+      | role  | message                          |
+      | user  | I want to change my plan         |
+      | agent | Sure, what is your phone number? |
+
+  Scenario: The agent gets the history first
+    When the user says "0176 555 0101"
+    Then the response must match "^3 messages: user=I want to change my plan / agent=Sure, what is your phone number\\? / user=0176 555 0101$"
+    And the transcript must contain "Agent: Sure, what is your phone number?"
+
+  Scenario: A scenario replaces the Background's history
+    Given the conversation so far:
+      | role      | message   |
+      | user      | hello     |
+      | assistant | hi there  |
+    When the user says "bye"
+    Then the response must match "^3 messages: user=hello / agent=hi there / user=bye$"
+
+  Scenario: A role that is neither user nor agent
+    Given the conversation so far:
+      | role   | message |
+      | system | be nice |
+    When the user says "bye"
+
+  Scenario: History after the conversation started
+    When the user says "hi"
+    Given the conversation so far:
+      | role | message |
+      | user | hello   |
+'''
+
+
+def test_seeded_history_is_sent_to_the_agent_and_recorded(project):
+    project.pyproject()
+    project.agent(AGENT)
+    project.feature("features/h.feature", FEATURE)
+    result = project.run("features", "--fabtest-no-preflight", "--fabtest-fake-llm")
+    result.assert_outcomes(passed=2, failed=2)
+    by_name = project.scenarios()
+    first = by_name["The agent gets the history first"]
+    assert first["history"] == [{"role": "user", "content": "I want to change my plan"},
+                                {"role": "agent", "content": "Sure, what is your phone number?"}]
+    assert first["turns"] == 1 and first["transcript"][0]["user"] == "0176 555 0101"
+    assert by_name["A scenario replaces the Background's history"]["history"][1] == {"role": "agent",
+                                                                                      "content": "hi there"}
+    line = project.line_of(FEATURE, "| system | be nice |")
+    assert by_name["A role that is neither user nor agent"]["failure_message"] == (
+        f"features/h.feature:{line}: role 'system' is not user or agent")
+    late = by_name["History after the conversation started"]["failure_message"]
+    assert "the conversation so far comes after the conversation started" in late
+
+
+def test_a_scenario_without_history_writes_no_history_key(project):
+    project.pyproject()
+    project.agent(AGENT)
+    project.feature("features/n.feature", """
+        Feature: Plain
+          Scenario: No history
+            When the user says "hi"
+            Then the response must match "^1 messages"
+        """)
+    project.run("features", "--fabtest-no-preflight", "--fabtest-fake-llm").assert_outcomes(passed=1)
+    assert "history" not in project.scenarios()["No history"]
+
+
+def test_the_simulated_user_continues_the_seeded_conversation() -> None:
+    """The simulator's prompt shows the seeded messages first, in order, as the conversation so far
+    (not "write your opening message"), so it answers the agent's pending question."""
+    conversation = Conversation(history=[Message("user", "I want to change my plan"),
+                                         Message("agent", "Sure, what is your phone number?")])
+    simulator = Simulator(FakeLLM().simulated_user(["0176 555 0101"]), SimulatorConfig(goal="Change my plan"))
+    prompt = simulator.build_prompt(conversation)
+    so_far = prompt.split("THE CONVERSATION SO FAR")[1]
+    assert "You: I want to change my plan\nAgent: Sure, what is your phone number?" in so_far
+    assert "nothing yet" not in so_far
+    conversation.turns.append(Turn(1, "0176 555 0101", AgentResponse("You are on basic.")))
+    so_far = simulator.build_prompt(conversation).split("THE CONVERSATION SO FAR")[1]
+    assert so_far.index("Agent: Sure, what is") < so_far.index("You: 0176 555 0101") < so_far.index("on basic")
+    # the judge's conversation subject reads the same order
+    assert conversation.transcript().splitlines() == [
+        "User: I want to change my plan", "Agent: Sure, what is your phone number?",
+        "User: 0176 555 0101", "Agent: You are on basic."]
