@@ -129,3 +129,15 @@ def test_a_stub_of_a_tool_the_graph_lacks_is_a_did_you_mean() -> None:
     with pytest.raises(UsageError, match=r"""^f.feature:7: no tool "list_plan" to stub: the agent has "lookup_account", """
                                          r""""list_plans" \(did you mean 'list_plans'\?\)$"""):
         stubbing.verify(_stubs(ToolStub("list_plan", "f.feature:7", error="x")), agent)
+
+
+def test_the_graph_state_after_the_turn_is_the_agents_end_state() -> None:
+    from fabtest.engine import end_state
+
+    agent = build("langgraph", "lg_support:graph")
+    stubs = _stubs(ToolStub("lookup_account", "f:1", result={"plan": "basic"}))
+    call_agent(agent, [Message("user", "0176")], timeout=30, tool_stubs=stubs)
+    state = end_state.read_state(agent, where="f:9")
+    assert end_state.lookup(state, "messages.0.content") == (True, "0176", "")
+    assert end_state.lookup(state, "messages.2.name") == (True, "lookup_account", "")  # the stubbed ToolMessage
+    assert end_state.lookup(state, "messages.2.status") == (True, "success", "")

@@ -52,6 +52,7 @@ class LangGraphAgent:
         self._session = Session("langgraph")
         self._thread = str(uuid.uuid4())
         self._messages: list[BaseMessage] = []  # the conversation, for a graph without a checkpointer
+        self._state: dict[str, Any] = {}  # the graph's state after the latest turn
         self._checkpointed = isinstance(getattr(graph, "checkpointer", None), BaseCheckpointSaver)
         self._tool_nodes = [node.bound for node in getattr(graph, "nodes", {}).values()
                             if isinstance(getattr(node, "bound", None), ToolNode)]
@@ -63,6 +64,10 @@ class LangGraphAgent:
                     model: str | None = None) -> LangGraphAgent:
         return cls(resolve_target(target, Pregel, context, where=where, hint=_hint,
                                   what="a compiled LangGraph graph (builder.compile())"), model=model)
+
+    def state(self) -> dict[str, Any]:
+        """The graph's state after the latest turn (``messages`` and every other key), for end-state steps."""
+        return self._state
 
     def stubbable_tools(self) -> list[str]:
         """The tools of the graph's ToolNodes: fabtest answers their stubs inside the node."""
@@ -89,6 +94,7 @@ class LangGraphAgent:
             raise AgentError(f"the LangGraph graph's state has no 'messages' list (got {type(state).__name__}); "
                              "fabtest drives graphs whose state has messages, like MessagesState")
         self._messages = list(out)
+        self._state = dict(state)
         start = next((i + 1 for i, m in enumerate(out) if getattr(m, "id", None) == asked.id), len(out))
         return self._session.answered(messages, self._turn(out[start:], on_tool_call))
 

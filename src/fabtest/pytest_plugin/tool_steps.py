@@ -1,4 +1,4 @@
-"""The steps about what the agent did with its tools: trajectories, stubs, seeded history, end state.
+"""The steps about what the agent did: tool trajectories, tool stubs, seeded history, end state.
 
 Registered as a pytest plugin next to :mod:`fabtest.pytest_plugin.steps` (whose helpers it uses),
 so the two vocabularies read as one. ``the agent`` means the latest turn, ``the conversation``
@@ -15,7 +15,7 @@ from pytest_bdd import given, parsers, then
 
 from fabtest.agents.stubs import UNSET, ToolStub
 from fabtest.conversation import Message, ToolCall
-from fabtest.engine import checks, trajectory
+from fabtest.engine import checks, end_state, trajectory
 from fabtest.engine.scenario import ScenarioState
 from fabtest.errors import UsageError
 from fabtest.pytest_plugin.steps import MODE, _check_tool_name, _mode, _q, _row_where, _table
@@ -143,3 +143,37 @@ def _given_history(request: pytest.FixtureRequest, fabtest_scenario: ScenarioSta
             raise UsageError(f"{_row_where(request, state, index)}: role {role.strip()!r} is not user or agent")
         history.append(Message(_ROLES[role.strip().lower()], message.strip()))  # type: ignore[arg-type]
     state.conversation.history = history
+
+
+# -- end state -----------------------------------------------------------------------------------
+def _check_state(state: ScenarioState, mode: str, rows: list[tuple[str, str, str]]) -> None:
+    """Each ``(path, expected, where)`` against the agent's state now: exact, /regex/ or a comparison."""
+    _ = state.last_turn
+    current = end_state.read_state(state.agent, where=state.where)
+    for path, expected, where in rows:
+        matcher = checks.ArgExpectation.parse(path, expected, where=where)
+        found, value, stopped = end_state.lookup(current, path)
+        if not found:
+            passed, details = False, f"no state at {path} ({stopped})"
+        else:
+            passed = matcher.matches({path: value})
+            details = f"state {path} is {json.dumps(value, ensure_ascii=False)}" + ("" if passed else f", not {expected}")
+        state.deterministic("state", _mode(mode), f"state:{path}", (passed, details), turn=None,
+                            data={"path": path, "expected": expected, **({"actual": value} if found else {})})
+
+
+@then(parsers.re(r"the state " + _q("path") + r" " + MODE + r' be "(?P<value>.*)"'))
+def _then_state(fabtest_scenario: ScenarioState, path: str, mode: str, value: str) -> None:
+    _check_state(fabtest_scenario, mode, [(path, value.replace('\\"', '"'), fabtest_scenario.where)])
+
+
+@then(parsers.re(r"the state " + MODE + r" include:"))
+def _then_state_include(request: pytest.FixtureRequest, fabtest_scenario: ScenarioState, mode: str,
+                        datatable: list[list[str]] | None = None) -> None:
+    state = fabtest_scenario
+    rows = _table(datatable, state, "the state must include")
+    if [c.strip().lower() for c in rows[0]] != ["path", "value"] or len(rows) < 2:
+        raise UsageError(f"{state.where}: the state table needs the header | path | value | and one row per path, "
+                         f"got | {' | '.join(rows[0])} |" + ("" if len(rows) > 1 else " and no rows"))
+    _check_state(state, mode, [(path.strip(), value.strip(), _row_where(request, state, index))
+                               for index, (path, value) in enumerate(rows[1:], start=1)])

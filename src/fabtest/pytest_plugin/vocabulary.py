@@ -93,6 +93,8 @@ BUILTIN_EXAMPLES |= {
     "_given_tool_fails": 'Given the tool "list_plans" fails with "503 Service Unavailable"',
     "_given_tool_takes": 'Given the tool "change_plan" takes 5 seconds',
     "_given_history": "Given the conversation so far:",
+    "_then_state": 'Then the state "account.plan" must be "unlimited"',
+    "_then_state_include": "Then the state must include:",
 }
 BUILTIN_VARIANTS |= {
     "_then_call_before": ['Then the conversation should call "lookup_account" before "change_plan"'],
@@ -101,6 +103,8 @@ BUILTIN_VARIANTS |= {
     "_then_call_count": ['Then the agent should call "lookup_account" exactly 1 time',
                          'Then the conversation must call "list_plans" at least 2 times'],
     "_then_only_tools": ['Then the conversation should only call tools from: "lookup_account, list_plans"'],
+    "_then_state": ['Then the state "orders.0.total" should be ">= 100"'],
+    "_then_state_include": ["Then the state should include:"],
 }
 
 #: the modules of the built-in steps (``tool_steps`` holds the steps about tools, history and state)
