@@ -104,3 +104,48 @@ def test_the_simulated_user_continues_the_seeded_conversation() -> None:
     assert conversation.transcript().splitlines() == [
         "User: I want to change my plan", "Agent: Sure, what is your phone number?",
         "User: 0176 555 0101", "Agent: You are on basic."]
+
+
+BOOKING_AGENT = '''
+def chat(messages):
+    text = messages[-1].content
+    if text.startswith("book"):
+        return "Done: your booking B-4711 is confirmed."
+    return f"you said: {text}"
+
+
+def build(context):
+    return chat
+'''
+
+BOOKING = '''
+Feature: Values across turns
+  Scenario: The reference comes back
+    When the user says "book a room"
+    And the response mentions "booking (B-\\d+)" as "ref"
+    And the user says "cancel {ref}, not {other}"
+    Then the response must match "^you said: cancel B-4711, not \\{other\\}$"
+    And the transcript must contain "cancel {ref}"
+    And the agent must not call "x{ref}"
+
+  Scenario: Nothing to take
+    When the user says "hello"
+    And the response mentions "B-\\d+" as "ref"
+    Then the transcript must contain "never"
+'''
+
+
+def test_a_value_taken_from_a_reply_fills_later_steps(project):
+    project.pyproject()
+    project.agent(BOOKING_AGENT)
+    project.feature("features/v.feature", BOOKING)
+    project.run("features", "--fabtest-no-preflight", "--fabtest-fake-llm").assert_outcomes(passed=1, failed=1)
+    by_name = project.scenarios()
+    taken = by_name["The reference comes back"]["expectations"]["details"]
+    assert (taken[0]["type"], taken[0]["value"], taken[0]["turn"]) == ("mentions", "B-4711", 1)
+    assert by_name["The reference comes back"]["transcript"][1]["user"] == "cancel B-4711, not {other}"
+    assert any(c["criterion"] == "transcript:cancel B-4711" and c["status"] == "passed" for c in taken)
+    assert any(c["criterion"] == "not_call_tool:xB-4711" for c in taken)
+    missed = by_name["Nothing to take"]
+    assert missed["failure_type"] == "assertion"
+    assert "the response does not mention /B-\\d+/" in missed["failure_message"]

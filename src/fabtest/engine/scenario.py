@@ -84,6 +84,8 @@ class ScenarioState:
     topics: TopicGraph | None = None
     #: the tool stubs in force, level over level (:mod:`fabtest.agents.stubs`)
     tool_stubs: ToolStubs = field(default_factory=ToolStubs)
+    #: values taken from the conversation (``When the response mentions ... as "ref"``), for ``{ref}``
+    values: dict[str, str] = field(default_factory=dict)
     simulator_config: SimulatorConfig = field(default_factory=SimulatorConfig)
     record: ScenarioRecord | None = None  # scenario-set record, if any
     conversation: Conversation = field(default_factory=Conversation)

@@ -8,14 +8,16 @@ every turn so far, as in the single-call steps.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Literal
 
 import pytest
-from pytest_bdd import given, parsers, then
+from pytest_bdd import given, parsers, then, when
 
 from fabtest.agents.stubs import UNSET, ToolStub
 from fabtest.conversation import Message, ToolCall
 from fabtest.engine import checks, end_state, trajectory
+from fabtest.engine.patterns import search
 from fabtest.engine.scenario import ScenarioState
 from fabtest.errors import UsageError
 from fabtest.pytest_plugin.steps import MODE, _check_tool_name, _mode, _q, _row_where, _table
@@ -177,3 +179,45 @@ def _then_state_include(request: pytest.FixtureRequest, fabtest_scenario: Scenar
                          f"got | {' | '.join(rows[0])} |" + ("" if len(rows) > 1 else " and no rows"))
     _check_state(state, mode, [(path.strip(), value.strip(), _row_where(request, state, index))
                                for index, (path, value) in enumerate(rows[1:], start=1)])
+
+
+# -- values carried across turns -----------------------------------------------------------------
+@when(parsers.re(r'the response mentions "(?P<pattern>.*)" as ' + _q("name")))
+def _when_mentions(fabtest_scenario: ScenarioState, pattern: str, name: str) -> None:
+    """Keep what the latest reply says (the first match; its first group when the pattern has one)
+    as ``{name}`` for the steps below; a reply without it fails here, naming the pattern."""
+    state = fabtest_scenario
+    if not re.fullmatch(r"\w+", name):
+        raise UsageError(f'{state.where}: the name "{name}" must be one word (letters, digits, _), used as {{{name}}}')
+    turn = state.last_turn
+    regex = checks.compile_regex(pattern, where=state.where)
+    found = search(regex, turn.response.text, where=state.where)
+    if found is None:
+        state.deterministic("mentions", "must", f"mentions:{name}", (False, f"the response does not mention /{pattern}/"),
+                            turn=turn.number, data={"name": name})
+        return
+    value = found.group(1) if regex.groups else found.group(0)
+    state.values[name] = value
+    state.deterministic("mentions", "must", f"mentions:{name}", (True, f"{name} = {value!r}"), turn=turn.number,
+                        data={"name": name, "value": value})
+
+
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
+
+
+def fill(text: str, values: dict[str, str]) -> str:
+    """``{name}`` replaced by a value taken earlier; other braces (a regex's ``{3}``) stay."""
+    return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), text) if values else text
+
+
+def pytest_bdd_before_step_call(request: pytest.FixtureRequest, feature: Any, scenario: Any, step: Any,
+                                step_func: Any, step_func_args: dict[str, Any]) -> None:
+    """Put the scenario's taken values into a step's quoted arguments, docstring and table cells."""
+    state = step_func_args.get("fabtest_scenario")
+    if not isinstance(state, ScenarioState) or not state.values:
+        return
+    for key, value in step_func_args.items():
+        if isinstance(value, str):
+            step_func_args[key] = fill(value, state.values)
+        elif key == "datatable" and isinstance(value, list):
+            step_func_args[key] = [[fill(cell, state.values) for cell in row] for row in value]

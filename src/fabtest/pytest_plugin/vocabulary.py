@@ -95,6 +95,7 @@ BUILTIN_EXAMPLES |= {
     "_given_history": "Given the conversation so far:",
     "_then_state": 'Then the state "account.plan" must be "unlimited"',
     "_then_state_include": "Then the state must include:",
+    "_when_mentions": 'When the response mentions "booking (B-\\d+)" as "ref"',
 }
 BUILTIN_VARIANTS |= {
     "_then_call_before": ['Then the conversation should call "lookup_account" before "change_plan"'],
