@@ -123,3 +123,61 @@ def test_python_tools_opt_in_with_the_decorator(project):
     assert misspelt.startswith(f'{line("lookup_acount")}: no tool "lookup_acount" to stub: the agent has '), misspelt
     assert "(did you mean 'lookup_account'?)" in misspelt
     assert json.dumps(by_name["A misspelt stub"]["transcript"]) == "[]"  # stopped before the agent was called
+
+
+PROJECT_STUBS = '''
+agent = "mybot:build"
+
+[tool.fabtest.stubs.lookup_account]
+returns = { plan = "project" }
+
+[tool.fabtest.stubs.list_plans]
+takes = 0.2
+'''
+
+LEVELS = '''
+Feature: Levels
+  Scenario: The project's stub
+    When the user says "0176"
+    Then the response must match "^project; plans: real-a, real-b$"
+
+  Rule: A Rule Background over the project
+    Background:
+      Given the tool "list_plans" returns:
+        """
+        ["rule"]
+        """
+
+    Scenario: The Rule's stub, the project's delay
+      When the user says "0176"
+      Then the response must match "^project; plans: rule$"
+
+    Scenario: The scenario's stub over both
+      Given the tool "lookup_account" fails with "down"
+      And the tool "list_plans" fails with "also down"
+      When the user says "0176"
+'''
+
+
+def test_stubs_are_inherited_project_rule_scenario(project):
+    project.pyproject(PROJECT_STUBS)
+    project.agent(AGENT)
+    project.feature("features/l.feature", LEVELS)
+    result = project.run_subprocess("features", "--fabtest-no-preflight")
+    result.assert_outcomes(passed=2, failed=1)
+    by_name = project.scenarios()
+    assert all(t["duration_s"] >= 0.2 for s in by_name.values() for t in s["transcript"])  # the project's delay
+    rule = by_name["The Rule's stub, the project's delay"]["transcript"][0]["tool_calls"]
+    assert [(c["name"], c["result"], c.get("stubbed")) for c in rule] == [
+        ("lookup_account", {"plan": "project"}, True), ("list_plans", ["rule"], True)]
+    # fails with "down" raised fabtest.ToolFailed inside the agent, which did not catch it there
+    assert "ToolFailed: down" in by_name["The scenario's stub over both"]["failure_message"]
+
+
+def test_a_project_stub_that_returns_and_fails_is_one_line(project):
+    project.pyproject('agent = "mybot:build"\n\n[tool.fabtest.stubs.list_plans]\nreturns = []\nfails = "x"\n')
+    project.agent(AGENT)
+    project.feature("features/l.feature", LEVELS)
+    result = project.run("features", "--fabtest-no-preflight")
+    assert result.ret == 4
+    assert "[tool.fabtest.stubs.list_plans]: give returns or fails, not both" in project.output(result)

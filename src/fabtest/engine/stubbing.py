@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from fabtest.agents.stubs import ToolStubs, stubbable_tools
+from fabtest.agents.stubs import UNSET, ToolStub, ToolStubs, stubbable_tools
+from fabtest.config.settings import Settings
 from fabtest.errors import UsageError, did_you_mean
 
-__all__ = ["verify"]
+__all__ = ["project_stubs", "verify"]
 
 _REACH = ("stubs reach the built-in agent's Python and MCP tools, a LangGraph graph's ToolNode, and the "
           "functions a Python agent decorates with @fabtest.tool")
@@ -35,3 +36,15 @@ def verify(stubs: ToolStubs, agent: Any) -> None:
             shown = ", ".join(f'"{n}"' for n in names[:20]) + (", ..." if len(names) > 20 else "") or "none"
             raise UsageError(f'{stub.where}: no tool "{stub.name}" to stub: the agent has {shown}'
                              f"{did_you_mean(stub.name, names)}")
+
+
+def project_stubs(settings: Settings) -> list[ToolStub]:
+    """``[tool.fabtest.stubs.TOOL]`` tables as stubs, the level above every Background."""
+    found = []
+    for name, table in settings.stubs.items():
+        where = f"{settings.source or 'pyproject.toml'} [tool.fabtest.stubs.{name}]"
+        if table.returns is not None and table.fails is not None:
+            raise UsageError(f"{where}: give returns or fails, not both")
+        found.append(ToolStub(name, where, result=table.returns if table.returns is not None else UNSET,
+                              error=table.fails, delay_s=table.takes))
+    return found

@@ -25,7 +25,7 @@ from pytest_bdd.exceptions import StepDefinitionNotFoundError
 from fabtest import tracing
 from fabtest.agents.boundary import agent_traceback
 from fabtest.config.scenario_sets import ScenarioRecord
-from fabtest.engine import transcript
+from fabtest.engine import stubbing, transcript
 from fabtest.engine.outcome import Outcome, conclude, failure_message
 from fabtest.engine.result import build_result
 from fabtest.engine.scenario import LLMRoles, ScenarioState
@@ -84,6 +84,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "fabtest_scenario_set(name): expand a scenario over a scenario set")
     config.pluginmanager.register(steps, "fabtest-steps")
     config.pluginmanager.register(tool_steps, "fabtest-tool-steps")
+    try:
+        stubbing.project_stubs(settings)  # a broken [tool.fabtest.stubs] table: one line before anything runs
+    except UsageError as exc:
+        raise pytest.UsageError(str(exc)) from None
     if settings.otel:
         try:
             tracing.enable(where=f"{settings.source or 'pyproject.toml'} [tool.fabtest] otel")
@@ -251,6 +255,8 @@ def fabtest_scenario(request: pytest.FixtureRequest, tmp_path: Path, fabtest_llm
         on_late=lambda late: session.late.expect(item.nodeid, late),  # soft verdicts follow the result
     )
     state.criteria.update(session.project_criteria())
+    for stub in stubbing.project_stubs(session.settings):  # the level above every Background
+        state.define_stub(stub)
     state.topics = session.project_topics()
     item.stash[STATE_KEY] = state
     if tracing.enabled():  # the steps run inside the scenario's span; it ends with the result (_report_call)
