@@ -74,8 +74,11 @@ class LangGraphAgent:
         return [name for node in self._tool_nodes for name in node.tools_by_name]
 
     def metadata(self) -> dict[str, Any]:
+        """Totals, the thread, and ``tools``: the ToolNodes' tools, so a misspelt tool in a step is an
+        error with a "did you mean" and coverage counts the tools never called."""
         return self._session.metadata(graph=getattr(self.graph, "name", None), model=self._model,
-                                      thread_id=self._thread if self._checkpointed else None)
+                                      thread_id=self._thread if self._checkpointed else None,
+                                      tools=self.stubbable_tools() or None)
 
     async def chat(self, messages: Sequence[Message], on_tool_call: OnToolCall | None = None) -> AgentResponse:
         text = self._session.new_user_text(messages)
