@@ -17,7 +17,6 @@ cannot be stubbed from here: :func:`stubbable_tools` says so and the scenario st
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import contextvars
 import functools
@@ -203,6 +202,8 @@ def tool(func: F | None = None, *, name: str | None = None) -> Any:
                 stub = current(tool_name)
                 answer = stub.answer(arguments) if stub is not None else None
                 if stub is not None and stub.delay_s:
+                    import asyncio  # here: importing fabtest loads no event loop machinery
+
                     await asyncio.sleep(stub.delay_s)
                 if answer is not None:
                     return _stubbed(tool_name, arguments, answer)
