@@ -181,3 +181,25 @@ def test_a_project_stub_that_returns_and_fails_is_one_line(project):
     result = project.run("features", "--fabtest-no-preflight")
     assert result.ret == 4
     assert "[tool.fabtest.stubs.list_plans]: give returns or fails, not both" in project.output(result)
+
+
+SIMULATED = '''
+Feature: Simulated
+  Scenario: The plans come from the simulator
+    Given the tool "list_plans" is simulated as "three plans: basic, plus and unlimited"
+    When the user says "0176"
+    Then the response must match "^real; plans: sim-basic, sim-plus$"
+'''
+
+
+def test_a_simulated_tool_is_answered_by_the_simulator_llm(project):
+    project.pyproject()
+    project.agent(AGENT)
+    project.feature("features/s.feature", SIMULATED)
+    project.write("fake.yaml", "tools:\n  list_plans: [[sim-basic, sim-plus]]\n")
+    result = project.run_subprocess("features", "--fabtest-no-preflight", "--fabtest-fake-llm", "fake.yaml")
+    result.assert_outcomes(passed=1)
+    scenario = project.scenarios()["The plans come from the simulator"]
+    plans = scenario["transcript"][0]["tool_calls"][1]
+    assert (plans["name"], plans["result"], plans["stubbed"]) == ("list_plans", ["sim-basic", "sim-plus"], True)
+    assert scenario["usage"]["simulator"]["calls"] == 1  # the simulated tool's call, charged to the simulator

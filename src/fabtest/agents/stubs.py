@@ -67,18 +67,21 @@ class ToolStub:
     cases: tuple[tuple[tuple[ArgMatcher, ...], Any], ...] = ()
     error: str | None = None
     delay_s: float | None = None
+    #: an LLM playing the tool (``is simulated as``): ``answer(arguments) -> Answer``
+    simulated: Any = None
 
     @property
     def answers(self) -> bool:
-        """True when the stub replaces the tool (a result, argument cases or a failure), not only delays it."""
-        return self.result is not UNSET or bool(self.cases) or self.error is not None
+        """True when the stub replaces the tool (a result, argument cases, a failure or a simulation),
+        not only delays it."""
+        return self.result is not UNSET or bool(self.cases) or self.error is not None or self.simulated is not None
 
     def over(self, earlier: ToolStub) -> ToolStub:
         """This stub defined at a lower level over ``earlier``: a result or failure replaces the
         earlier result and failure; a delay replaces the earlier delay; the rest is kept."""
         merged = earlier
         if self.answers:
-            merged = replace(merged, result=self.result, cases=self.cases, error=self.error)
+            merged = replace(merged, result=self.result, cases=self.cases, error=self.error, simulated=self.simulated)
         if self.delay_s is not None:
             merged = replace(merged, delay_s=self.delay_s)
         return replace(merged, where=self.where)
@@ -94,6 +97,9 @@ class ToolStub:
                 return Answer(result, False, delay)
         if self.result is not UNSET:
             return Answer(self.result, False, delay)
+        if self.simulated is not None:
+            played = self.simulated.answer(args)
+            return Answer(played.result, played.is_error, delay)
         if self.cases:
             shown = json.dumps(jsonable(args), ensure_ascii=False)
             return Answer(f"no row of the stub of {self.name} (at {self.where}) matches the arguments {shown}",

@@ -238,6 +238,10 @@ class ScenarioState:
         if problem := self._tracker.exceeded_max_turns():
             self.record_check("topic_max_turns", "must", f"max turns:{turn.topic}", "failed", problem, turn=turn.number)
 
+    def charge(self, role: str, usage: TokenUsage) -> None:
+        """Add an LLM call's tokens to the scenario's usage (a simulated tool's calls, on the agent's thread)."""
+        self._charge(role, usage)
+
     def _charge(self, role: str, usage: TokenUsage) -> None:
         """Background judge calls finish on worker threads: add their cost under a lock (to the late
         verdicts once the scenario finished: its result has already left with the usage so far)."""

@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 
 __all__ = ["PURPOSES", "LLMCall", "Purpose", "current_call", "llm_call"]
 
-Purpose = Literal["simulated_user", "criteria", "grounding", "intent", "goal", "topic", "scenarios"]
-PURPOSES: tuple[str, ...] = ("simulated_user", "criteria", "grounding", "intent", "goal", "topic", "scenarios")
+Purpose = Literal["simulated_user", "criteria", "grounding", "intent", "goal", "topic", "scenarios", "tool"]
+PURPOSES: tuple[str, ...] = ("simulated_user", "criteria", "grounding", "intent", "goal", "topic", "scenarios", "tool")
 
 
 @dataclass(frozen=True)
@@ -37,8 +37,9 @@ class LLMCall:
     Only the fields of the call's purpose are set: ``criteria`` and ``scope`` for criteria,
     ``response``/``source``/``tool_calls`` for grounding, ``intent`` for intent, ``goal`` for goal
     and the simulated user, ``current_topic``/``candidates`` for topic choice, ``conversation``,
-    ``persona`` and ``facts`` for the simulated user. ``subject`` is the text being judged (the
-    latest exchange or the transcript).
+    ``persona`` and ``facts`` for the simulated user, ``tool``/``arguments``/``tool_calls`` (its
+    earlier calls) for a simulated tool. ``subject`` is the text being judged (the latest exchange
+    or the transcript).
     """
 
     purpose: Purpose
@@ -58,6 +59,9 @@ class LLMCall:
     #: the red-team attack the simulated user plays (fabtest.redteam), and the tactic asked for this turn
     attack: str | None = None
     tactic: str | None = None
+    #: a simulated tool (``Given the tool "X" is simulated as "..."``): its name and this call's arguments
+    tool: str | None = None
+    arguments: Mapping[str, object] = field(default_factory=dict)
 
     @property
     def criterion_names(self) -> list[str]:

@@ -19,6 +19,7 @@ from fabtest.conversation import Message, ToolCall
 from fabtest.engine import checks, end_state, trajectory
 from fabtest.engine.patterns import search
 from fabtest.engine.scenario import ScenarioState
+from fabtest.engine.tool_simulation import ToolSimulator
 from fabtest.errors import UsageError
 from fabtest.pytest_plugin.steps import MODE, _check_tool_name, _mode, _q, _row_where, _table
 
@@ -118,6 +119,16 @@ def _given_tool_returns(fabtest_scenario: ScenarioState, tool: str, docstring: s
 @given(parsers.re(r"the tool " + _q("tool") + r' fails with "(?P<error>.*)"'))
 def _given_tool_fails(fabtest_scenario: ScenarioState, tool: str, error: str) -> None:
     fabtest_scenario.define_stub(ToolStub(tool, fabtest_scenario.where, error=error.replace('\\"', '"')))
+
+
+@given(parsers.re(r"the tool " + _q("tool") + r' is simulated as "(?P<description>.*)"'))
+def _given_tool_simulated(fabtest_scenario: ScenarioState, tool: str, description: str) -> None:
+    state = fabtest_scenario
+    state.require_llm("simulator", "a simulated tool")
+    assert state.llms.simulator is not None
+    simulator = ToolSimulator(tool, description.replace('\\"', '"'), state.llms.simulator,
+                              charge=lambda usage: state.charge("simulator", usage))
+    state.define_stub(ToolStub(tool, state.where, simulated=simulator))
 
 
 @given(parsers.re(r"the tool " + _q("tool") + r" takes (?P<seconds>\d+(?:\.\d+)?) seconds?"))

@@ -92,6 +92,7 @@ BUILTIN_EXAMPLES |= {
     "_given_tool_returns": 'Given the tool "lookup_account" returns:',
     "_given_tool_fails": 'Given the tool "list_plans" fails with "503 Service Unavailable"',
     "_given_tool_takes": 'Given the tool "change_plan" takes 5 seconds',
+    "_given_tool_simulated": 'Given the tool "search_flights" is simulated as "flights over Lufthansa\'s schedule; none on Sundays"',
     "_given_history": "Given the conversation so far:",
     "_then_state": 'Then the state "account.plan" must be "unlimited"',
     "_then_state_include": "Then the state must include:",
