@@ -11,13 +11,12 @@ from collections.abc import Iterator
 
 import pytest
 
+import fabtest
 from fabtest.agents.stubs import ToolStub, ToolStubs, session
 from fabtest.conversation import TokenUsage
 from fabtest.engine.tool_simulation import TOOL_SYSTEM_PROMPT, ToolSimulator
 from fabtest.llm import LLMSettings, build_llm
 from fabtest.testing import FakeGemini, FakeLLM
-
-import fabtest
 
 
 @pytest.fixture
