@@ -67,3 +67,4 @@ def test_a_simulated_stub_answers_a_decorated_tool_and_is_recorded() -> None:
     # the fake was asked as a tool, with this tool's earlier call
     assert [c.purpose for c in llm.calls] == ["tool", "tool"]
     assert llm.calls[1].tool == "search_flights" and llm.calls[1].tool_calls[0].arguments == {"day": "Monday"}
+
