@@ -128,3 +128,26 @@ def test_builtin_agent_tools_are_stubbed_per_scenario(tmp_path: Path) -> None:
         "(did you mean 'list_plans'?)")
     assert misspelt["failure_type"] == "error"
     assert elapsed < 120
+
+
+def test_an_mcp_tool_is_stubbed_in_the_tool_loop(fake: FakeGemini, tmp_path: Path, pid_dir: Path) -> None:
+    """The MCP server starts (it lists the tools) but the stubbed call never reaches it: the real
+    lookup would return the server's pid."""
+    from fabtest.agents.builtin import BuiltinAgent
+    from fabtest.agents.registry import make_agent
+    from fabtest.agents.stubs import ToolStub, ToolStubs
+    from fabtest.conversation import Message
+    from fabtest.engine.turns import call_agent
+
+    from .helpers import stdio_spec
+
+    fake.add_tool_script(r"alpha", [{"name": "lookup", "args": {"key": "alpha"}}, _echo])
+    agent = make_agent({"gemini": "gemini-2.5-flash", "mcp": [stdio_spec(pid_dir)]}, {"rootdir": str(tmp_path)}, where="x")
+    assert isinstance(agent, BuiltinAgent) and agent.stubbable_tools() == ["lookup", "slow", "broken"]
+    stubs = ToolStubs()
+    stubs.define(ToolStub("lookup", "f:1", result={"key": "alpha", "value": 42}))
+    with agent.around():
+        reply = call_agent(agent, [Message("user", "what is alpha?")], timeout=30, tool_stubs=stubs)
+    [call] = reply.tool_calls
+    assert call.stubbed and call.result == {"key": "alpha", "value": 42} and call.metadata["source"].startswith("mcp:")
+    assert reply.text == "key=alpha value=42"
