@@ -112,19 +112,24 @@ class ToolStubs:
     """A scenario's stubs by tool name, level over level (project, Feature / Rule Background, scenario)."""
 
     by_name: dict[str, ToolStub] = field(default_factory=dict)
+    #: faults injected for the whole run (``--fabtest-fault``): they win over every level's stub
+    forced: dict[str, ToolStub] = field(default_factory=dict)
 
     def define(self, stub: ToolStub) -> None:
         earlier = self.by_name.get(stub.name)
         self.by_name[stub.name] = stub if earlier is None else stub.over(earlier)
 
+    def force(self, stub: ToolStub) -> None:
+        self.forced[stub.name] = stub
+
     def get(self, name: str) -> ToolStub | None:
-        return self.by_name.get(name)
+        return self.forced.get(name) or self.by_name.get(name)
 
     def __bool__(self) -> bool:
-        return bool(self.by_name)
+        return bool(self.by_name or self.forced)
 
     def __iter__(self) -> Iterator[ToolStub]:
-        return iter(self.by_name.values())
+        return iter([*self.by_name.values(), *(s for n, s in self.forced.items() if n not in self.by_name)])
 
 
 @dataclass

@@ -25,7 +25,7 @@ from pytest_bdd.exceptions import StepDefinitionNotFoundError
 from fabtest import tracing
 from fabtest.agents.boundary import agent_traceback
 from fabtest.config.scenario_sets import ScenarioRecord
-from fabtest.engine import stubbing, transcript
+from fabtest.engine import faults, stubbing, transcript
 from fabtest.engine.outcome import Outcome, conclude, failure_message
 from fabtest.engine.result import build_result
 from fabtest.engine.scenario import LLMRoles, ScenarioState
@@ -86,6 +86,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(tool_steps, "fabtest-tool-steps")
     try:
         stubbing.project_stubs(settings)  # a broken [tool.fabtest.stubs] table: one line before anything runs
+        for fault in config.getoption("--fabtest-fault"):
+            faults.parse_fault(fault)
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
     if settings.otel:
@@ -257,6 +259,8 @@ def fabtest_scenario(request: pytest.FixtureRequest, tmp_path: Path, fabtest_llm
     state.criteria.update(session.project_criteria())
     for stub in stubbing.project_stubs(session.settings):  # the level above every Background
         state.define_stub(stub)
+    for fault in request.config.getoption("--fabtest-fault"):  # over every level
+        state.tool_stubs.force(faults.parse_fault(fault))
     state.topics = session.project_topics()
     item.stash[STATE_KEY] = state
     if tracing.enabled():  # the steps run inside the scenario's span; it ends with the result (_report_call)
