@@ -150,3 +150,23 @@ def test_recorded_data_is_enough_to_check_again() -> None:
     assert trajectory.evaluate("call_count", {"tools": ["a"], "bound": "at most", "limit": 1}, _calls("a", "a")) \
         == (False, "called a 2 times (at most 1)")
     assert trajectory.evaluate("match", {"tools": ["a"]}, []) is None
+
+
+def test_replay_rechecks_a_trajectory_on_the_replayed_conversation() -> None:
+    """A recorded check that passed is failed again when the replayed agent changed its order."""
+    from fabtest.conversation import AgentResponse, Conversation, Turn
+    from fabtest.experiment.model import CheckRecord
+    from fabtest.replay.recorded_checks import _run_deterministic
+
+    replayed = Conversation(turns=[Turn(1, "hi", AgentResponse("ok", _calls("change_plan", "lookup_account")))])
+    per_turn = CheckRecord(type="call_order", mode="must", criterion="call_order:lookup_account<change_plan",
+                           status="passed", passed=True, turn=1,
+                           data={"scope": "turn", "tools": ["lookup_account", "change_plan"]})
+    _run_deterministic(per_turn, replayed)
+    assert (per_turn.status, per_turn.data["replay"]) == ("failed", "rechecked")
+    assert "called change_plan (call 1) before lookup_account (call 2)" in per_turn.details
+    whole = CheckRecord(type="call_count", mode="should", criterion="call_count:change_plan<=1", status="failed",
+                        passed=False, data={"scope": "conversation", "tools": ["change_plan"], "bound": "at most",
+                                            "limit": 1})
+    _run_deterministic(whole, replayed)
+    assert whole.status == "passed" and whole.details == "called change_plan 1 time (at most 1)"
