@@ -149,3 +149,31 @@ def test_a_value_taken_from_a_reply_fills_later_steps(project):
     missed = by_name["Nothing to take"]
     assert missed["failure_type"] == "assertion"
     assert "the response does not mention /B-\\d+/" in missed["failure_message"]
+
+
+JUDGED = '''
+Feature: Judged values
+  Scenario: The judge takes the reference
+    When the user says "book a room"
+    And the response mentions a booking reference as "ref"
+    And the user says "cancel {ref}"
+    Then the response must match "^you said: cancel B-4711$"
+
+  Scenario: The reply has none
+    When the user says "hello"
+    And the response mentions the total price as "total"
+'''
+
+
+def test_the_judge_takes_a_described_value(project):
+    project.pyproject()
+    project.agent(BOOKING_AGENT)
+    project.feature("features/j.feature", JUDGED)
+    project.write("fake.yaml", 'extract:\n  "a booking reference": "B-4711"\n  "the total price": null\n')
+    result = project.run("features", "--fabtest-no-preflight", "--fabtest-fake-llm", "fake.yaml")
+    result.assert_outcomes(passed=1, failed=1)
+    by_name = project.scenarios()
+    [taken, _] = by_name["The judge takes the reference"]["expectations"]["details"]
+    assert (taken["type"], taken["value"], taken["what"]) == ("mentions", "B-4711", "a booking reference")
+    assert by_name["The judge takes the reference"]["usage"]["judge"]["calls"] == 1
+    assert "the response does not mention the total price" in by_name["The reply has none"]["failure_message"]

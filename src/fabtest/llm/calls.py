@@ -26,8 +26,9 @@ if TYPE_CHECKING:
 
 __all__ = ["PURPOSES", "LLMCall", "Purpose", "current_call", "llm_call"]
 
-Purpose = Literal["simulated_user", "criteria", "grounding", "intent", "goal", "topic", "scenarios", "tool"]
-PURPOSES: tuple[str, ...] = ("simulated_user", "criteria", "grounding", "intent", "goal", "topic", "scenarios", "tool")
+Purpose = Literal["simulated_user", "criteria", "grounding", "intent", "goal", "topic", "scenarios", "tool", "extract"]
+PURPOSES: tuple[str, ...] = ("simulated_user", "criteria", "grounding", "intent", "goal", "topic", "scenarios", "tool",
+                             "extract")
 
 
 @dataclass(frozen=True)
@@ -38,8 +39,9 @@ class LLMCall:
     ``response``/``source``/``tool_calls`` for grounding, ``intent`` for intent, ``goal`` for goal
     and the simulated user, ``current_topic``/``candidates`` for topic choice, ``conversation``,
     ``persona`` and ``facts`` for the simulated user, ``tool``/``arguments``/``tool_calls`` (its
-    earlier calls) for a simulated tool. ``subject`` is the text being judged (the latest exchange
-    or the transcript).
+    earlier calls) for a simulated tool, ``intent`` (what to find) and ``response`` for a value taken
+    from a reply (``extract``). ``subject`` is the text being judged (the latest exchange or the
+    transcript).
     """
 
     purpose: Purpose

@@ -17,6 +17,7 @@ from pytest_bdd import given, parsers, then, when
 from fabtest.agents.stubs import UNSET, ToolStub
 from fabtest.conversation import Message, ToolCall
 from fabtest.engine import checks, end_state, trajectory
+from fabtest.engine.extract import extract
 from fabtest.engine.patterns import search
 from fabtest.engine.scenario import ScenarioState
 from fabtest.engine.tool_simulation import ToolSimulator
@@ -211,6 +212,25 @@ def _when_mentions(fabtest_scenario: ScenarioState, pattern: str, name: str) -> 
     state.values[name] = value
     state.deterministic("mentions", "must", f"mentions:{name}", (True, f"{name} = {value!r}"), turn=turn.number,
                         data={"name": name, "value": value})
+
+
+@when(parsers.re(r'the response mentions (?P<what>[^"].*?) as ' + _q("name")))
+def _when_mentions_judged(fabtest_scenario: ScenarioState, what: str, name: str) -> None:
+    """The judge takes ``what`` (a description: "a booking reference") from the latest reply."""
+    state = fabtest_scenario
+    if not re.fullmatch(r"\w+", name):
+        raise UsageError(f'{state.where}: the name "{name}" must be one word (letters, digits, _), used as {{{name}}}')
+    turn = state.last_turn
+    state.require_llm("judge", f"taking {what} from the reply")
+    assert state.llms.judge is not None
+    found = extract(state.llms.judge, what, turn.response.text, charge=lambda usage: state.charge("judge", usage))
+    if not found.found:
+        state.deterministic("mentions", "must", f"mentions:{name}", (False, f"the response does not mention {what}"),
+                            turn=turn.number, data={"name": name, "what": what})
+        return
+    state.values[name] = found.value
+    state.deterministic("mentions", "must", f"mentions:{name}", (True, f"{name} = {found.value!r}"), turn=turn.number,
+                        data={"name": name, "what": what, "value": found.value})
 
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")

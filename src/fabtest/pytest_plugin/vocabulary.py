@@ -97,6 +97,7 @@ BUILTIN_EXAMPLES |= {
     "_then_state": 'Then the state "account.plan" must be "unlimited"',
     "_then_state_include": "Then the state must include:",
     "_when_mentions": 'When the response mentions "booking (B-\\d+)" as "ref"',
+    "_when_mentions_judged": 'When the response mentions a booking reference as "ref"',
 }
 BUILTIN_VARIANTS |= {
     "_then_call_before": ['Then the conversation should call "lookup_account" before "change_plan"'],

@@ -79,6 +79,7 @@ class FakeLLM:
         self._agent_then: str | None = None
         self._scenarios: Answer = None
         self._tools: dict[str, Any] = {}
+        self._extractions: dict[str, Any] = {}
         self._sim_counts: dict[int, tuple[weakref.ref[Any], int]] = {}
 
     # -- scripting ---------------------------------------------------------------------------------
@@ -97,6 +98,12 @@ class FakeLLM:
         """What a simulated tool (``is simulated as``) returns, by tool name: a value for every call, a
         list answered in order (the last one repeats), or a function of the call."""
         self._tools.update(by_name)
+        return self
+
+    def extractions(self, by_what: Mapping[str, Any]) -> FakeLLM:
+        """What ``When the response mentions WHAT as "name"`` takes, by WHAT: the value, ``None`` (not
+        mentioned), or a function of the call (``call.response`` is the reply)."""
+        self._extractions.update(by_what)
         return self
 
     def verdicts(self, by_name: Mapping[str, Answer] | None = None, /, *, default: Answer = None,
@@ -296,6 +303,15 @@ class FakeLLM:
 
         return {"result": json.dumps(value, ensure_ascii=False, default=str), "error": None}
 
+    def _answer_extract(self, call: LLMCall) -> dict[str, Any]:
+        if call.intent not in self._extractions:
+            raise FakeLLMError(f"FakeLLM: nothing scripted to take {call.intent!r} from a reply: "
+                               + self._fix(f"fake.extractions({{{call.intent!r}: ...}})", f"extract: {{{call.intent}: ...}}"))
+        value = self._extractions[str(call.intent)]
+        if callable(value):
+            value = value(call)
+        return {"found": value is not None, "value": "" if value is None else str(value)}
+
     def _answer_scenarios(self, call: LLMCall) -> dict[str, Any]:
         if self._scenarios is None:
             raise FakeLLMError("FakeLLM: no scenarios scripted for fabtest generate: call fake.scenarios([...records...])")
@@ -382,6 +398,7 @@ class _Script(BaseModel):
     text: str | None = None
     agent_model: list[str | dict[str, Any]] | _AgentScript | None = None
     tools: dict[str, Any] = Field(default_factory=dict)
+    extract: dict[str, str | None] = Field(default_factory=dict)
 
 
 def load_fake_llm(spec: str | PathLike[str], *, root: Path | None = None, where: str = "--fabtest-fake-llm") -> Any:
@@ -452,6 +469,8 @@ def _build(script: _Script) -> FakeLLM:
         fake.text(script.text)
     if script.tools:
         fake.tool_results(script.tools)
+    if script.extract:
+        fake.extractions(script.extract)
     if isinstance(script.agent_model, _AgentScript):
         fake.agent_model(script.agent_model.replies, then=script.agent_model.then)
     elif script.agent_model is not None:
