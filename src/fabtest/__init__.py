@@ -10,6 +10,7 @@ from fabtest._internal import moved as _moved
 from fabtest._internal import rewrite as _rewrite  # noqa: F401 - first: pytest need not rewrite the modules below (see its docstring)
 from fabtest.agents.base import Agent, AgentError, AgentTimeout
 from fabtest.agents.registry import with_context
+from fabtest.agents.stubs import ToolFailed, tool
 from fabtest.conversation import AgentResponse, Check, Conversation, Message, ToolCall, Turn
 from fabtest.errors import ExpectationFailed, FabtestError, UsageError
 
@@ -32,8 +33,10 @@ __all__ = [
     "Message",
     "SimulatedUser",
     "ToolCall",
+    "ToolFailed",
     "Turn",
     "UsageError",
     "run",
+    "tool",
     "with_context",
 ]

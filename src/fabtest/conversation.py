@@ -52,9 +52,12 @@ class ToolCall:
     arguments: dict[str, Any] = field(default_factory=dict)
     result: Any = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    #: a stub of the scenario answered the call (``Given the tool "X" returns``), not the real tool
+    stubbed: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "arguments": self.arguments, "result": self.result, "metadata": self.metadata}
+        out = {"name": self.name, "arguments": self.arguments, "result": self.result, "metadata": self.metadata}
+        return {**out, "stubbed": True} if self.stubbed else out
 
 
 @dataclass
@@ -148,10 +151,13 @@ class Conversation:
     evaluations: list[Check] = field(default_factory=list)
     expectations: list[Check] = field(default_factory=list)
     usage: dict[str, TokenUsage] = field(default_factory=dict)
+    #: the conversation before the first turn (``Given the conversation so far``): sent to the agent
+    #: as history, shown to the judge and the simulated user; not turns (nothing was checked there)
+    history: list[Message] = field(default_factory=list)
 
     @property
     def messages(self) -> list[Message]:
-        out: list[Message] = []
+        out: list[Message] = list(self.history)
         for turn in self.turns:
             out.append(Message("user", turn.user))
             out.append(Message("agent", turn.response.text))
@@ -197,7 +203,7 @@ class Conversation:
         return False
 
     def transcript(self) -> str:
-        lines: list[str] = []
+        lines: list[str] = [f"{'User' if m.role == 'user' else 'Agent'}: {m.content}" for m in self.history]
         for turn in self.turns:
             lines.append(f"User: {turn.user}")
             lines.append(f"Agent: {turn.response.text}")

@@ -132,6 +132,7 @@ class _ToolCallIn(BaseModel):
     arguments: dict[str, Any] = Field(default_factory=dict)
     result: Any = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+    stubbed: bool = False
 
     @field_validator("arguments", "metadata", mode="before")
     @classmethod
@@ -148,12 +149,14 @@ def coerce_tool_call(raw: Any, *, where: str = "tool_calls[0]") -> ToolCall:
     except ValidationError as exc:
         raise AgentDataError(_first_error(exc, where)) from None
     return ToolCall(name=model.name, arguments=_plain(model.arguments, f"{where}.arguments"),
-                    result=_plain(model.result, f"{where}.result"), metadata=_plain(model.metadata, f"{where}.metadata"))
+                    result=_plain(model.result, f"{where}.result"), metadata=_plain(model.metadata, f"{where}.metadata"),
+                    stubbed=model.stubbed)
 
 
 def _normalise_call(raw: Any, where: str) -> dict[str, Any]:
     if isinstance(raw, ToolCall):
-        return {"name": raw.name, "arguments": raw.arguments, "result": raw.result, "metadata": raw.metadata}
+        return {"name": raw.name, "arguments": raw.arguments, "result": raw.result, "metadata": raw.metadata,
+                "stubbed": raw.stubbed}
     if not isinstance(raw, Mapping):
         raise AgentDataError(f"{where}: expected a ToolCall or a mapping with 'name' and 'arguments', "
                              f"got {type(raw).__name__} ({_short(raw)})")
@@ -314,9 +317,10 @@ def merge_tool_calls(returned: Sequence[ToolCall], reported: Sequence[ToolCall])
             continue
         unmatched.remove(twin)
         kept = merged[twin]
-        merged[twin] = ToolCall(name=kept.name, arguments=kept.arguments,
-                                result=kept.result if kept.result is not None else call.result,
-                                metadata={**call.metadata, **kept.metadata})
+        stubbed = kept.stubbed or call.stubbed  # fabtest's record of a stub's answer is the truth of the result
+        result = call.result if call.stubbed else kept.result if kept.result is not None else call.result
+        merged[twin] = ToolCall(name=kept.name, arguments=kept.arguments, result=result,
+                                metadata={**call.metadata, **kept.metadata}, stubbed=stubbed)
     return merged
 
 

@@ -21,12 +21,14 @@ stop when it ends (``shared = true`` servers live for the whole run).
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from fabtest.agents import stubs
 from fabtest.agents.base import AgentError, OnToolCall
 from fabtest.agents.builtin_models import (
     STAND_IN_KEY,
@@ -172,6 +174,10 @@ class BuiltinAgent:
                 "tools": names, "mcp": [s.label for s in self._specs], "skills": list(self._skills),
                 "usage": self._usage.to_dict()}
 
+    def stubbable_tools(self) -> list[str]:
+        """Every tool runs in this loop, so every one can be stubbed (MCP servers start to list theirs)."""
+        return list(self._ready())
+
     def around(self) -> contextlib.AbstractContextManager[Any]:
         """Stops the MCP servers this agent started when the scenario ends."""
         return contextlib.closing(self)
@@ -273,6 +279,13 @@ class BuiltinAgent:
                   round_number: int) -> tuple[ToolCall, Any, bool]:
         meta: dict[str, Any] = {"id": request.id, "round": round_number}
         route = routes.get(request.name)
+        stub = stubs.current(request.name) if route is not None else None
+        answer = stub.answer(request.arguments) if stub is not None else None
+        if stub is not None and stub.delay_s:
+            time.sleep(stub.delay_s)
+        if answer is not None:
+            call = stubs.stubbed_call(request.name, request.arguments, answer, **meta, source=route[0] if route else None)
+            return call, call.result, answer.is_error
         if route is None:
             result: Any = f"unknown tool {request.name!r}; available: {', '.join(sorted(routes)) or 'none'}"
             is_error = True

@@ -7,10 +7,17 @@ scenario's own (a fresh thread per scenario); without one, fabtest keeps the sce
 and sends them all. The messages after the user's become the turn: ``AIMessage.tool_calls`` the
 tool calls with their arguments, the ``ToolMessage`` of the same id their result,
 ``usage_metadata`` the tokens and ``response_metadata["model_name"]`` the model.
+
+Every ``ToolNode`` of the graph gets fabtest's tool-call wrapper (composed with the graph's own
+``wrap_tool_call``, once per node): a scenario's stub of a tool answers there with a
+``ToolMessage`` instead of the tool (:mod:`fabtest.agents.stubs`); without a stub the call goes on
+unchanged, so the shared graph behaves as before outside fabtest's scenarios.
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -18,8 +25,10 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import StateGraph
+from langgraph.prebuilt import ToolNode
 from langgraph.pregel import Pregel
 
+from fabtest.agents import stubs
 from fabtest.agents.base import AgentError, OnToolCall
 from fabtest.agents.frameworks import Session, ToolLog, resolve_target, turn_response
 from fabtest.conversation import AgentResponse, Message, TokenUsage
@@ -43,7 +52,12 @@ class LangGraphAgent:
         self._session = Session("langgraph")
         self._thread = str(uuid.uuid4())
         self._messages: list[BaseMessage] = []  # the conversation, for a graph without a checkpointer
+        self._state: dict[str, Any] = {}  # the graph's state after the latest turn
         self._checkpointed = isinstance(getattr(graph, "checkpointer", None), BaseCheckpointSaver)
+        self._tool_nodes = [node.bound for node in getattr(graph, "nodes", {}).values()
+                            if isinstance(getattr(node, "bound", None), ToolNode)]
+        for tool_node in self._tool_nodes:
+            _intercept(tool_node)
 
     @classmethod
     def from_target(cls, target: Any, context: Mapping[str, Any], *, where: str,
@@ -51,9 +65,20 @@ class LangGraphAgent:
         return cls(resolve_target(target, Pregel, context, where=where, hint=_hint,
                                   what="a compiled LangGraph graph (builder.compile())"), model=model)
 
+    def state(self) -> dict[str, Any]:
+        """The graph's state after the latest turn (``messages`` and every other key), for end-state steps."""
+        return self._state
+
+    def stubbable_tools(self) -> list[str]:
+        """The tools of the graph's ToolNodes: fabtest answers their stubs inside the node."""
+        return [name for node in self._tool_nodes for name in node.tools_by_name]
+
     def metadata(self) -> dict[str, Any]:
+        """Totals, the thread, and ``tools``: the ToolNodes' tools, so a misspelt tool in a step is an
+        error with a "did you mean" and coverage counts the tools never called."""
         return self._session.metadata(graph=getattr(self.graph, "name", None), model=self._model,
-                                      thread_id=self._thread if self._checkpointed else None)
+                                      thread_id=self._thread if self._checkpointed else None,
+                                      tools=self.stubbable_tools() or None)
 
     async def chat(self, messages: Sequence[Message], on_tool_call: OnToolCall | None = None) -> AgentResponse:
         text = self._session.new_user_text(messages)
@@ -72,6 +97,7 @@ class LangGraphAgent:
             raise AgentError(f"the LangGraph graph's state has no 'messages' list (got {type(state).__name__}); "
                              "fabtest drives graphs whose state has messages, like MessagesState")
         self._messages = list(out)
+        self._state = dict(state)
         start = next((i + 1 for i, m in enumerate(out) if getattr(m, "id", None) == asked.id), len(out))
         return self._session.answered(messages, self._turn(out[start:], on_tool_call))
 
@@ -96,3 +122,44 @@ class LangGraphAgent:
                              name=message.name)
         text = texts[-1] if texts else ""  # the answer is the last thing the graph said
         return turn_response(text, log, usage, model, thread_id=self._thread if self._checkpointed else None)
+
+
+def _intercept(node: ToolNode) -> None:
+    """Put fabtest's stub answer in front of ``node``'s tool calls, around the node's own wrappers."""
+    if getattr(node, "_fabtest_stubs", False):
+        return
+    own_sync, own_async = node._wrap_tool_call, node._awrap_tool_call  # noqa: SLF001 - the documented hooks, set late
+
+    def answer(request: Any) -> tuple[float, ToolMessage | None]:
+        call = request.tool_call
+        stub = stubs.current(call["name"])
+        if stub is None:
+            return 0.0, None
+        arguments = call.get("args") or {}
+        found = stub.answer(arguments)
+        if found is None:
+            return stub.delay_s or 0.0, None
+        stubs.record(stubs.stubbed_call(call["name"], arguments, found, id=call.get("id")))
+        return found.delay_s, ToolMessage(content=stubs.as_text(found.result), name=call["name"],
+                                          tool_call_id=call["id"], status="error" if found.is_error else "success")
+
+    def wrap(request: Any, execute: Any) -> Any:
+        delay, message = answer(request)
+        if delay:
+            time.sleep(delay)
+        if message is not None:
+            return message
+        return own_sync(request, execute) if own_sync is not None else execute(request)
+
+    async def awrap(request: Any, execute: Any) -> Any:
+        delay, message = answer(request)
+        if delay:
+            await asyncio.sleep(delay)
+        if message is not None:
+            return message
+        return await own_async(request, execute) if own_async is not None else await execute(request)
+
+    node._wrap_tool_call = wrap  # noqa: SLF001
+    if own_sync is None or own_async is not None:  # a sync-only wrapper of the graph's stays in the async path
+        node._awrap_tool_call = awrap  # noqa: SLF001
+    node._fabtest_stubs = True  # type: ignore[attr-defined]  # noqa: SLF001

@@ -417,7 +417,7 @@ def _cmd_init(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``fabtest init | list | show | report | view | compare | recover | rejudge | calibrate | replay | import | shrink | run | steps``."""
+    """``fabtest init | list | show | report | view | compare | recover | rejudge | calibrate | replay | import | shrink | faults | run | steps``."""
     raw = list(sys.argv[1:] if argv is None else argv)
     if raw and raw[0] == "run":  # the playbook runner parses its own options (argparse REMAINDER can't)
         return _cmd_run(argparse.Namespace(args=raw[1:]))
@@ -491,6 +491,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                                       "first turn that differs")
     replay_command.add_replay_args(p)
     p.set_defaults(func=lambda a: replay_command.run_replay(a, a.results_dir or _default_results_dir()))
+
+    from fabtest.cli import faults as faults_command
+
+    p = sub.add_parser("faults", help="the fault matrix: re-run each passing scenario with each tool it called failing, "
+                                      "timing out, empty, malformed or injected; prints held / broke")
+    faults_command.add_faults_args(p)
+    p.set_defaults(func=lambda a: faults_command.run_faults(a, a.results_dir or _default_results_dir()))
 
     from fabtest.cli import generate as generate_command
 

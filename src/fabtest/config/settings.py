@@ -87,6 +87,16 @@ class ModelPrice(BaseModel):
     output: float = Field(ge=0)
 
 
+class StubSettings(BaseModel):
+    """``[tool.fabtest.stubs.TOOL]``: a tool stub for every scenario (docs/how-to/stub-tools.md);
+    a Background or scenario stub of the same tool replaces it."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    returns: Any = None
+    fails: str | None = None
+    takes: float | None = Field(default=None, ge=0, le=MAX_SECONDS)
+
+
 class TopicRow(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
     topic: str
@@ -131,6 +141,7 @@ class Settings(BaseModel):
     retry_budget: float = Field(default=0.1, ge=0, allow_inf_nan=False)  # see fabtest.llm.retry_budget
     cache_dir: str = ".fabtest/cache"
     criteria: dict[str, str] = Field(default_factory=dict)
+    stubs: dict[str, StubSettings] = Field(default_factory=dict)
     topics: list[TopicRow] = Field(default_factory=list)
     # model name -> {input, output} USD per million tokens; replaces or adds to experiment/cost.py's defaults
     prices: dict[str, ModelPrice] = Field(default_factory=dict)

@@ -128,7 +128,7 @@ def check_file(workdir: Path, relative: str, needle: str | None = None) -> Resul
 def describe_calls(calls: Sequence[ToolCall]) -> str:
     if not calls:
         return "(no tool calls)"
-    return ", ".join(f"{c.name}({_format_args(c.arguments)})" for c in calls)
+    return ", ".join(f"{c.name}({_format_args(c.arguments)})" + (" [stubbed]" if c.stubbed else "") for c in calls)
 
 
 def describe_turn(turn: Turn | None) -> str:

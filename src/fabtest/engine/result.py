@@ -109,6 +109,7 @@ def _full(identity: ScenarioIdentity, state: ScenarioState, outcome: Outcome, du
         evaluations=[CheckRecord.model_validate(c.to_dict()) for c in conv.evaluations],
         expectations=[CheckRecord.model_validate(c.to_dict()) for c in conv.expectations],
         transcript=turn_records(conv),
+        history=[{"role": m.role, "content": m.content} for m in conv.history],
         usage=_with_role_models(usage_records(conv), state),
         criteria={c.name: c.description for c in state.criteria.values()},
         topics=[TopicRecord(**r) for r in state.topics.topic_records()] if state.topics else [],

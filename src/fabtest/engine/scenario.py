@@ -28,11 +28,12 @@ from fabtest.agents import aio
 from fabtest.agents.base import STAND_IN_KEY, Agent, AgentError, agent_metadata
 from fabtest.agents.boundary import guarded
 from fabtest.agents.registry import make_agent
+from fabtest.agents.stubs import ToolStub, ToolStubs
 from fabtest.config.criteria import Criterion
 from fabtest.config.scenario_sets import ScenarioRecord
 from fabtest.config.settings import Settings
 from fabtest.conversation import Check, Conversation, Mode, Status, TokenUsage, Turn
-from fabtest.engine import budget, checks, judged, records, topic_checks, transcript
+from fabtest.engine import budget, checks, judged, records, stubbing, topic_checks, transcript
 from fabtest.engine.judge import CriterionVerdict, Judge, Scope, criterion_data
 from fabtest.engine.patterns import scenario_deadline
 from fabtest.engine.simulator import SimulatorConfig
@@ -84,6 +85,10 @@ class ScenarioState:
     #: purpose is "..."``; shown to the judge, the simulated user and the attacker (None: not said)
     purpose: str | None = None
     topics: TopicGraph | None = None
+    #: the tool stubs in force, level over level (:mod:`fabtest.agents.stubs`)
+    tool_stubs: ToolStubs = field(default_factory=ToolStubs)
+    #: values taken from the conversation (``When the response mentions ... as "ref"``), for ``{ref}``
+    values: dict[str, str] = field(default_factory=dict)
     simulator_config: SimulatorConfig = field(default_factory=SimulatorConfig)
     record: ScenarioRecord | None = None  # scenario-set record, if any
     conversation: Conversation = field(default_factory=Conversation)
@@ -136,6 +141,12 @@ class ScenarioState:
     def define_criterion(self, criterion: Criterion) -> None:
         self.criteria[criterion.name] = criterion
 
+    def define_stub(self, stub: ToolStub) -> None:
+        """One level's stub of a tool; checked against the agent's tools once the agent exists."""
+        self.tool_stubs.define(stub)
+        if self._agent is not None:
+            stubbing.verify(self.tool_stubs, self._agent)
+
     def define_topics(self, rows: list[dict[str, str]]) -> None:
         try:
             fragment = TopicGraph.from_table(rows, where=self.where, validate=self.topics is None)
@@ -164,6 +175,7 @@ class ScenarioState:
             if callable(around):
                 guarded("the agent's around() failed on entry:", lambda: self._enter_around(around()))
             self._agent = agent
+            stubbing.verify(self.tool_stubs, agent)
         return self._agent
 
     def _enter_around(self, manager: Any) -> None:
@@ -180,7 +192,7 @@ class ScenarioState:
             timeout = self.settings.scenario_timeout
             deadline = self.started + timeout if timeout else None
             self._runner = ConversationRunner(self.agent, self.conversation, agent_timeout=self.settings.agent_timeout,
-                                              deadline=deadline, redact=self.redact)
+                                              deadline=deadline, redact=self.redact, tool_stubs=self.tool_stubs)
             scenario_deadline(deadline)  # user patterns (match, triggers) stop at it too
             self._runner.on_turn.append(self._after_turn)
         return self._runner
@@ -214,6 +226,10 @@ class ScenarioState:
             self._charge("judge", result.usage)
         if problem := self._tracker.exceeded_max_turns():
             self.record_check("topic_max_turns", "must", f"max turns:{turn.topic}", "failed", problem, turn=turn.number)
+
+    def charge(self, role: str, usage: TokenUsage) -> None:
+        """Add an LLM call's tokens to the scenario's usage (a simulated tool's calls, on the agent's thread)."""
+        self._charge(role, usage)
 
     def _charge(self, role: str, usage: TokenUsage) -> None:
         """Background judge calls finish on worker threads: add their cost under a lock (to the late

@@ -369,9 +369,12 @@ def _unique(items: list[str]) -> list[str]:
 
 
 def _user_side_transcript(conversation: Conversation) -> str:
-    if not conversation.turns:
+    """The conversation as the simulated user reads it, a seeded history first (the turns before
+    the test starts, as Scenario's scripted messages and DeepEval's existing turns give the
+    simulator), so it continues that conversation instead of opening a new one."""
+    if not conversation.turns and not conversation.history:
         return "(nothing yet: write your opening message)"
-    lines: list[str] = []
+    lines = [f"{'You' if m.role == 'user' else 'Agent'}: {m.content}" for m in conversation.history]
     for turn in conversation.turns:
         lines.append(f"You: {turn.user}")
         lines.append(f"Agent: {turn.response.text}")

@@ -52,6 +52,9 @@ EARLIER_TURNS = "(earlier turns, context only: do not judge them)"
 def render(conversation: Conversation, *, clip: int = CLIP) -> str:
     """The whole conversation for a person, shown under a failure like captured output."""
     lines: list[str] = []
+    if conversation.history:  # Given the conversation so far: what the agent was sent before turn 1
+        lines.append("Seeded history")
+        lines += [f"  {m.role + ':':6} {_clip(m.content, clip)}" for m in conversation.history]
     for turn in conversation.turns:
         topic = f"  [topic: {turn.topic}]" if turn.topic else ""
         lines.append(f"Turn {turn.number}{topic}")

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fabtest import tracing
-from fabtest.agents import aio
+from fabtest.agents import aio, stubs
 from fabtest.agents.base import Agent, AgentError, AgentTimeout
 from fabtest.agents.boundary import (
     AgentDataError,
@@ -51,8 +51,11 @@ class ConversationRunner:
     """Drives one conversation with one agent. ``on_turn`` hooks run after every turn (topics, limits)."""
 
     def __init__(self, agent: Agent, conversation: Conversation, *, agent_timeout: float = 60.0,
-                 deadline: float | None = None, redact: Callable[[str], str] = str) -> None:
+                 deadline: float | None = None, redact: Callable[[str], str] = str,
+                 tool_stubs: stubs.ToolStubs | None = None) -> None:
         self.agent = agent
+        #: the scenario's tool stubs, active during every agent call (:mod:`fabtest.agents.stubs`)
+        self.tool_stubs = tool_stubs
         self.conversation = conversation
         self.agent_timeout = agent_timeout
         #: applied to everything logged, so secret values (playbook ``env``) never reach a log
@@ -78,7 +81,7 @@ class ConversationRunner:
 
     def _turn(self, text: str, messages: list[Message], timeout: float, started: float) -> Turn:
         try:
-            response = call_agent(self.agent, messages, timeout=timeout)
+            response = call_agent(self.agent, messages, timeout=timeout, tool_stubs=self.tool_stubs)
         except AgentTimeout:
             if timeout < self.agent_timeout:
                 raise ScenarioTimeout("the scenario exceeded its time limit (--fabtest-scenario-timeout) "
@@ -120,10 +123,15 @@ class ConversationRunner:
             if self.conversation.turns else f"the simulation took {max_turns} turns without a stop condition")
 
 
-def call_agent(agent: Agent, messages: list[Message], *, timeout: float) -> AgentResponse:
-    """:func:`_call_agent` inside the agent call's span (with ``--fabtest-otel``)."""
-    with tracing.agent_span(agent) as record:
+def call_agent(agent: Agent, messages: list[Message], *, timeout: float,
+               tool_stubs: stubs.ToolStubs | None = None) -> AgentResponse:
+    """:func:`_call_agent` inside the agent call's span (with ``--fabtest-otel``), with the scenario's
+    tool stubs active; the calls recorded on fabtest's side (stubbed calls, ``@fabtest.tool``
+    functions) are merged with the ones the agent returned or reported (one call counts once)."""
+    with tracing.agent_span(agent) as record, stubs.session(tool_stubs) as recorded:
         response = _call_agent(agent, messages, timeout=timeout)
+        if recorded:
+            response.tool_calls = merge_tool_calls(response.tool_calls, list(recorded))
         record(response)
     return response
 

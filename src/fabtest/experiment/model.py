@@ -36,6 +36,8 @@ class ToolCallRecord(BaseModel):
     result: Any = None
     #: what the agent said about the call (id, status, latency...), as it gave it
     metadata: dict[str, Any] = Field(default_factory=dict)
+    #: a scenario's stub answered the call; written only when true, so older files read the same
+    stubbed: bool = Field(default=False, exclude_if=lambda stubbed: not stubbed)
 
 
 class TurnRecord(BaseModel):
@@ -99,6 +101,9 @@ class ScenarioResult(BaseModel):
     evaluations: list[CheckRecord] = Field(default_factory=list)
     expectations: list[CheckRecord] = Field(default_factory=list)
     transcript: list[TurnRecord] = Field(default_factory=list)
+    #: the seeded conversation before the first turn (``Given the conversation so far``): role and
+    #: content per message; written only when there is one
+    history: list[dict[str, str]] = Field(default_factory=list, exclude_if=lambda history: not history)
     usage: dict[str, UsageRecord] = Field(default_factory=dict)
     duration_s: float = 0.0
     # configuration in force for this scenario, for the fingerprints
@@ -152,7 +157,7 @@ def turn_records(conversation: Conversation) -> list[TurnRecord]:
         TurnRecord(number=t.number, user=t.user, agent=t.response.text, topic=t.topic, duration_s=round(t.duration_s, 4),
                    metadata=jsonable(t.response.metadata), off_graph=t.off_graph_from is not None, user_note=t.user_note,
                    tool_calls=[ToolCallRecord(name=c.name, arguments=jsonable(c.arguments), result=jsonable(c.result),
-                                              metadata=jsonable(c.metadata))
+                                              metadata=jsonable(c.metadata), stubbed=c.stubbed)
                                for c in t.tool_calls])
         for t in conversation.turns
     ]

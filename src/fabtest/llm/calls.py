@@ -27,9 +27,9 @@ if TYPE_CHECKING:
 __all__ = ["PURPOSES", "LLMCall", "Purpose", "current_call", "llm_call"]
 
 Purpose = Literal["simulated_user", "criteria", "grounding", "intent", "goal", "topic", "scenarios",
-                  "simulator_fidelity"]
+                  "simulator_fidelity", "tool", "extract"]
 PURPOSES: tuple[str, ...] = ("simulated_user", "criteria", "grounding", "intent", "goal", "topic", "scenarios",
-                             "simulator_fidelity")
+                             "simulator_fidelity", "tool", "extract")
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,9 @@ class LLMCall:
     Only the fields of the call's purpose are set: ``criteria`` and ``scope`` for criteria,
     ``response``/``source``/``tool_calls`` for grounding, ``intent`` for intent, ``goal`` for goal
     and the simulated user, ``current_topic``/``candidates`` for topic choice, ``conversation``,
-    ``persona`` and ``facts`` for the simulated user. ``subject`` is the text being judged, as
+    ``persona`` and ``facts`` for the simulated user, ``tool``/``arguments``/``tool_calls`` (its
+    earlier calls) for a simulated tool, ``intent`` (what to find) and ``response`` for a value taken
+    from a reply (``extract``). ``subject`` is the text being judged, as
     :mod:`fabtest.engine.transcript` renders it for the judge (the turn after a window of the
     turns before it, or the whole transcript; each message quoted, tool calls included).
     """
@@ -61,6 +63,9 @@ class LLMCall:
     #: the red-team attack the simulated user plays (fabtest.redteam), and the tactic asked for this turn
     attack: str | None = None
     tactic: str | None = None
+    #: a simulated tool (``Given the tool "X" is simulated as "..."``): its name and this call's arguments
+    tool: str | None = None
+    arguments: Mapping[str, object] = field(default_factory=dict)
 
     @property
     def criterion_names(self) -> list[str]:

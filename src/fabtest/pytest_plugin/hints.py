@@ -109,10 +109,10 @@ def _shape(text: str) -> str:
 def _examples(ctx: Any) -> list[str]:
     from pytest_bdd import parsers
 
-    from fabtest.pytest_plugin.vocabulary import BUILTIN_EXAMPLES, readable_pattern
+    from fabtest.pytest_plugin.vocabulary import BUILTIN_EXAMPLES, BUILTIN_MODULES, readable_pattern
 
     func = ctx.step_func
-    if getattr(func, "__module__", "") == "fabtest.pytest_plugin.steps":
+    if getattr(func, "__module__", "") in BUILTIN_MODULES:
         example = BUILTIN_EXAMPLES.get(getattr(func, "__name__", ""))
         return [example] if example else []
     pattern = getattr(ctx.parser, "name", None)

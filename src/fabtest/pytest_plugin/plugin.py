@@ -25,12 +25,12 @@ from pytest_bdd.exceptions import StepDefinitionNotFoundError
 from fabtest import tracing
 from fabtest.agents.boundary import agent_traceback
 from fabtest.config.scenario_sets import ScenarioRecord
-from fabtest.engine import transcript
+from fabtest.engine import faults, stubbing, transcript
 from fabtest.engine.outcome import Outcome, conclude, failure_message
 from fabtest.engine.result import build_result
 from fabtest.engine.scenario import LLMRoles, ScenarioState
 from fabtest.errors import AgentError, FabtestError, UsageError, failure_type_of
-from fabtest.pytest_plugin import hints, not_run, options, steps
+from fabtest.pytest_plugin import hints, not_run, options, steps, tool_steps
 from fabtest.pytest_plugin.collect import FeatureModule, template_of
 from fabtest.pytest_plugin.results import (
     PENDING_PROPERTY,
@@ -83,6 +83,13 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError("--fabtest-min-coverage needs the experiment: drop --fabtest-no-results")
     config.addinivalue_line("markers", "fabtest_scenario_set(name): expand a scenario over a scenario set")
     config.pluginmanager.register(steps, "fabtest-steps")
+    config.pluginmanager.register(tool_steps, "fabtest-tool-steps")
+    try:
+        stubbing.project_stubs(settings)  # a broken [tool.fabtest.stubs] table: one line before anything runs
+        for fault in config.getoption("--fabtest-fault"):
+            faults.parse_fault(fault)
+    except UsageError as exc:
+        raise pytest.UsageError(str(exc)) from None
     if settings.otel:
         try:
             tracing.enable(where=f"{settings.source or 'pyproject.toml'} [tool.fabtest] otel")
@@ -252,6 +259,10 @@ def fabtest_scenario(request: pytest.FixtureRequest, tmp_path: Path, fabtest_llm
         on_late=lambda late: session.late.expect(item.nodeid, late),  # soft verdicts follow the result
     )
     state.criteria.update(session.project_criteria())
+    for stub in stubbing.project_stubs(session.settings):  # the level above every Background
+        state.define_stub(stub)
+    for fault in request.config.getoption("--fabtest-fault"):  # over every level
+        state.tool_stubs.force(faults.parse_fault(fault))
     state.topics = session.project_topics()
     item.stash[STATE_KEY] = state
     if tracing.enabled():  # the steps run inside the scenario's span; it ends with the result (_report_call)

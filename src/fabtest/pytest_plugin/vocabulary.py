@@ -84,7 +84,35 @@ BUILTIN_VARIANTS: dict[str, list[str]] = {
     "_then_follow": ['Then the conversation must follow the topics "gathering_details, booking"'],
 }
 
-_BUILTIN_MODULE = "fabtest.pytest_plugin.steps"
+#: The steps of ``pytest_plugin/tool_steps.py`` (trajectories, stubs, seeded history, end state).
+BUILTIN_EXAMPLES |= {
+    "_then_call_before": 'Then the agent must call "lookup_account" before "change_plan"',
+    "_then_call_sequence": "Then the agent must call the tools in order:",
+    "_then_call_count": 'Then the conversation must call "change_plan" at most 1 time',
+    "_then_only_tools": 'Then the agent must only call tools from: "lookup_account, list_plans, change_plan"',
+    "_given_tool_returns": 'Given the tool "lookup_account" returns:',
+    "_given_tool_fails": 'Given the tool "list_plans" fails with "503 Service Unavailable"',
+    "_given_tool_takes": 'Given the tool "change_plan" takes 5 seconds',
+    "_given_tool_simulated": 'Given the tool "search_flights" is simulated as "flights over Lufthansa\'s schedule; none on Sundays"',
+    "_given_history": "Given the conversation so far:",
+    "_then_state": 'Then the state "account.plan" must be "unlimited"',
+    "_then_state_include": "Then the state must include:",
+    "_when_mentions": 'When the response mentions "booking (B-\\d+)" as "ref"',
+    "_when_mentions_judged": 'When the response mentions a booking reference as "ref"',
+}
+BUILTIN_VARIANTS |= {
+    "_then_call_before": ['Then the conversation should call "lookup_account" before "change_plan"'],
+    "_then_call_sequence": ["Then the conversation must call the tools in exact order:",
+                            "Then the agent should call the tools in any order:"],
+    "_then_call_count": ['Then the agent should call "lookup_account" exactly 1 time',
+                         'Then the conversation must call "list_plans" at least 2 times'],
+    "_then_only_tools": ['Then the conversation should only call tools from: "lookup_account, list_plans"'],
+    "_then_state": ['Then the state "orders.0.total" should be ">= 100"'],
+    "_then_state_include": ["Then the state should include:"],
+}
+
+#: the modules of the built-in steps (``tool_steps`` holds the steps about tools, history and state)
+BUILTIN_MODULES = ("fabtest.pytest_plugin.steps", "fabtest.pytest_plugin.tool_steps")
 _STEP_LINE = re.compile(r"^\s*(Given|When|Then|And|But)\s+(.*?)\s*$")
 _KEYWORDS = {"given": "Given", "when": "When", "then": "Then"}
 
@@ -259,7 +287,7 @@ def _feature_lines(files: list[Path]) -> list[tuple[str, str]]:
 def _info(context: Any, feature_lines: list[tuple[str, str]]) -> StepInfo:
     func = context.step_func
     keyword = _KEYWORDS.get(context.type or "", "Step")
-    builtin = getattr(func, "__module__", "") == _BUILTIN_MODULE
+    builtin = getattr(func, "__module__", "") in BUILTIN_MODULES
     pattern = getattr(context.parser, "name", str(context.parser))
     code = getattr(func, "__code__", None)
     where = f"{code.co_filename}:{code.co_firstlineno}" if code is not None and not builtin else "fabtest"

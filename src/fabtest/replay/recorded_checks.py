@@ -6,8 +6,8 @@ again about the same text measures the judge, which is ``fabtest rejudge``'s job
 A check whose subject changed is asked again: ``satisfy`` criteria through the judge exactly as
 ``rejudge`` asks them (same criterion, batched per turn and scope), the goal, intents and grounding
 through the judge as the engine asks them, and the deterministic checks whose arguments the record
-holds (regex match, a call anywhere in the conversation, topics reached or followed, the turn
-limit, transcript text) by running them. Anything else (``call ... with`` arguments, files, a
+holds (regex match, a call anywhere in the conversation, the order, count and set of calls, topics
+reached or followed, the turn limit, transcript text) by running them. Anything else (``call ... with`` arguments, files, a
 topic's turn limit) cannot be re-run from the record and is ``skipped``
 with the reason, so a verdict is never carried over to text it was not given about.
 """
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from fabtest.conversation import Conversation, Turn
-from fabtest.engine import checks, transcript
+from fabtest.engine import checks, trajectory, transcript
 from fabtest.engine.judge import Judge
 from fabtest.engine.topics import follows, reached
 from fabtest.errors import FailureType, UsageError
@@ -161,6 +161,9 @@ def _deterministic(check: CheckRecord, conversation: Conversation) -> checks.Res
         return passed != negated, details
     if kind == "call_tool" and check.turn is None and data.get("source") == "verification":
         return checks.check_called(conversation.tool_calls, str(data.get("tool")))  # a scenario set's verification
+    if kind in trajectory.KINDS:  # the order, count or set of calls, of one turn or of the conversation
+        scoped = conversation.turns[check.turn - 1].tool_calls if check.turn else conversation.tool_calls
+        return trajectory.evaluate(kind, data, scoped)
     if kind == "reached_topic" and isinstance(data.get("topic"), str):
         path = conversation.topic_path
         return reached(data["topic"], path), f"topic path: {' > '.join(path) or '(none)'}"

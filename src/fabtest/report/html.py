@@ -316,6 +316,7 @@ def _transcript(entry: dict[str, Any]) -> str:
             topic += '<span class="topic" style="background:#fff4e6;color:#d9480f">off-graph jump</span>'
         tools = "".join(
             f'<div class="tool"><b>{_e(c.get("name"))}</b>({_e(_json(c.get("arguments", {})))})'
+            + (' <span class="muted">stubbed</span>' if c.get("stubbed") else "")
             + (f'\n→ {_e(_json(c.get("result")))}' if c.get("result") is not None else "")
             + _metadata_line(c.get("metadata"))
             + "</div>"

@@ -79,6 +79,8 @@ class FakeLLM:
         self._agent_script: Any = None
         self._agent_then: str | None = None
         self._scenarios: Answer = None
+        self._tools: dict[str, Any] = {}
+        self._extractions: dict[str, Any] = {}
         self._sim_counts: dict[int, tuple[weakref.ref[Any], int]] = {}
 
     # -- scripting ---------------------------------------------------------------------------------
@@ -91,6 +93,18 @@ class FakeLLM:
             lines = [lines]
         self._user = lines if callable(lines) else [str(line) for line in lines]
         self._then = then
+        return self
+
+    def tool_results(self, by_name: Mapping[str, Any]) -> FakeLLM:
+        """What a simulated tool (``is simulated as``) returns, by tool name: a value for every call, a
+        list answered in order (the last one repeats), or a function of the call."""
+        self._tools.update(by_name)
+        return self
+
+    def extractions(self, by_what: Mapping[str, Any]) -> FakeLLM:
+        """What ``When the response mentions WHAT as "name"`` takes, by WHAT: the value, ``None`` (not
+        mentioned), or a function of the call (``call.response`` is the reply)."""
+        self._extractions.update(by_what)
         return self
 
     def verdicts(self, by_name: Mapping[str, Answer] | None = None, /, *, default: Answer = None,
@@ -294,6 +308,28 @@ class FakeLLM:
         choice = next((name for name in self._topics if _key(name) in wanted), call.current_topic or "")
         return {"topic": choice, "reasoning": _REASON}
 
+    def _answer_tool(self, call: LLMCall) -> dict[str, Any]:
+        if call.tool not in self._tools:
+            raise FakeLLMError(f"FakeLLM: no result scripted for the simulated tool {call.tool!r}: "
+                               + self._fix(f"fake.tool_results({{{call.tool!r}: ...}})", f"tools: {{{call.tool}: ...}}"))
+        value = self._tools[str(call.tool)]
+        if callable(value):
+            value = value(call)
+        elif isinstance(value, list):
+            value = value[min(len(call.tool_calls), len(value) - 1)] if value else None
+        import json
+
+        return {"result": json.dumps(value, ensure_ascii=False, default=str), "error": None}
+
+    def _answer_extract(self, call: LLMCall) -> dict[str, Any]:
+        if call.intent not in self._extractions:
+            raise FakeLLMError(f"FakeLLM: nothing scripted to take {call.intent!r} from a reply: "
+                               + self._fix(f"fake.extractions({{{call.intent!r}: ...}})", f"extract: {{{call.intent}: ...}}"))
+        value = self._extractions[str(call.intent)]
+        if callable(value):
+            value = value(call)
+        return {"found": value is not None, "value": "" if value is None else str(value)}
+
     def _answer_scenarios(self, call: LLMCall) -> dict[str, Any]:
         if self._scenarios is None:
             raise FakeLLMError("FakeLLM: no scenarios scripted for fabtest generate: call fake.scenarios([...records...])")
@@ -379,6 +415,8 @@ class _Script(BaseModel):
     grounded: bool | str | dict[str, str | bool] | None = None
     text: str | None = None
     agent_model: list[str | dict[str, Any]] | _AgentScript | None = None
+    tools: dict[str, Any] = Field(default_factory=dict)
+    extract: dict[str, str | None] = Field(default_factory=dict)
 
 
 def load_fake_llm(spec: str | PathLike[str], *, root: Path | None = None, where: str = "--fabtest-fake-llm") -> Any:
@@ -447,6 +485,10 @@ def _build(script: _Script) -> FakeLLM:
         fake.grounded(default=script.grounded)
     if script.text is not None:
         fake.text(script.text)
+    if script.tools:
+        fake.tool_results(script.tools)
+    if script.extract:
+        fake.extractions(script.extract)
     if isinstance(script.agent_model, _AgentScript):
         fake.agent_model(script.agent_model.replies, then=script.agent_model.then)
     elif script.agent_model is not None:

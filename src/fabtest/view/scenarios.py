@@ -134,7 +134,8 @@ def conversation_page(head: Mapping[str, Any], entry: Mapping[str, Any]) -> str:
         if t.get("off_graph"):
             topic += '<span class="topic off">off-graph jump</span>'
         tools = "".join(
-            f'<div class="tool"><b>{e(c.get("name"))}</b><pre>{e(_json(c.get("arguments", {})))}</pre>'
+            f'<div class="tool"><b>{e(c.get("name"))}</b>'
+            + (' <span class="muted">stubbed</span>' if c.get("stubbed") else "") + f'<pre>{e(_json(c.get("arguments", {})))}</pre>'
             + (f'<div class="result">→ <pre>{e(_json(c.get("result")))}</pre></div>' if c.get("result") is not None else "")
             + (f'<div class="muted meta">{e(_json(c.get("metadata")))}</div>' if c.get("metadata") else "") + "</div>"
             for c in t.get("tool_calls") or [] if isinstance(c, dict))

@@ -1,0 +1,112 @@
+"""``fabtest faults``: does each passing scenario still hold when one of its tools misbehaves?
+
+The fault matrix: one ordinary run (the baseline), then, for every tool a passing scenario called
+and every fault kind (:mod:`fabtest.engine.faults`), one pytest run of just the scenarios that
+called that tool with ``--fabtest-fault TOOL=KIND`` (so at most tools x faults runs, each only as
+large as it must be, ``--jobs`` of them at once). Each scenario x tool x fault is ``held`` (the
+scenario still passed) or ``broke`` (with the check that failed). The table is printed and
+written to ``<results>/faults/<id>.faults.json``; the runs' experiments go to
+``<results>/faults/``, out of the experiments list.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from fabtest.engine.faults import FAULTS
+
+__all__ = ["add_faults_args", "run_faults"]
+
+
+def add_faults_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="*", help="features or folders to run (default: pytest's testpaths)")
+    p.add_argument("--faults", default=",".join(FAULTS), metavar="KINDS",
+                   help=f"comma-separated fault kinds (default: all: {', '.join(FAULTS)})")
+    p.add_argument("--jobs", type=int, default=2, metavar="N", help="fault runs at once (default 2)")
+    p.add_argument("--pytest-arg", action="append", default=[], metavar="ARG",
+                   help="one more argument for every pytest run (repeatable), e.g. --pytest-arg=--fabtest-fake-llm")
+    p.add_argument("--results-dir", default=None, help="where the experiments are (default: [tool.fabtest] results_dir)")
+
+
+def _pytest(args: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+                          capture_output=True, text=True)
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def run_faults(args: argparse.Namespace, results_dir: str) -> int:
+    kinds = [k.strip() for k in str(args.faults).split(",") if k.strip()]
+    unknown = [k for k in kinds if k not in FAULTS]
+    if unknown or not kinds:
+        print(f"fabtest faults: unknown fault {', '.join(unknown) or '(none given)'}; the faults are {', '.join(FAULTS)}",
+              file=sys.stderr)
+        return 2
+    out = Path(results_dir) / "faults"
+    base = f"faults_{uuid.uuid4().hex[:8]}"
+    extra = list(args.pytest_arg)
+    baseline = _pytest([*args.paths, *extra, "--fabtest-results-dir", str(out), "--fabtest-experiment-id", base])
+    doc = _read(out / f"{base}.json")
+    if doc is None:
+        print(f"fabtest faults: the baseline run wrote no experiment (exit {baseline.returncode}):\n"
+              f"{(baseline.stdout + baseline.stderr)[-2000:]}", file=sys.stderr)
+        return 2
+    passing = [s for s in doc.get("scenario_results", []) if s.get("passed") and not s.get("skipped") and s.get("nodeid")]
+    plan: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for scenario in passing:
+        called = sorted({c.get("name") for t in scenario.get("transcript") or [] for c in t.get("tool_calls") or []
+                         if isinstance(c.get("name"), str)})
+        for tool in called:
+            for kind in kinds:
+                plan.setdefault((tool, kind), []).append(scenario)
+    print(f"baseline {base}: {len(passing)} passing scenario(s); {len(plan)} fault run(s) "
+          f"({len({t for t, _ in plan})} tool(s) x {len(kinds)} fault(s))")
+
+    def one(index: int, tool: str, kind: str, scenarios: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        run_id = f"{base}_{index}"
+        nodeids = list(dict.fromkeys(str(s["nodeid"]) for s in scenarios))
+        _pytest([*nodeids, *extra, "--fabtest-results-dir", str(out), "--fabtest-experiment-id", run_id,
+                 "--fabtest-fault", f"{tool}={kind}", "--fabtest-tag", f"fault:{tool}={kind}", "--fabtest-no-preflight"])
+        ran = {s.get("nodeid"): s for s in (_read(out / f"{run_id}.json") or {}).get("scenario_results", [])}
+        rows = []
+        for scenario in scenarios:
+            result = ran.get(scenario["nodeid"])
+            held = bool(result and result.get("passed"))
+            why = "" if held else (result or {}).get("failure_message") or "the run recorded no result"
+            rows.append({"scenario": scenario.get("name"), "nodeid": scenario["nodeid"], "tool": tool, "fault": kind,
+                         "outcome": "held" if held else "broke", "check": " ".join(str(why).splitlines()[:2])[:300],
+                         "experiment": run_id})
+        return rows
+
+    with ThreadPoolExecutor(max_workers=max(1, int(args.jobs))) as pool:
+        futures = [pool.submit(one, i, tool, kind, scenarios) for i, ((tool, kind), scenarios) in enumerate(sorted(plan.items()))]
+        rows = [row for future in futures for row in future.result()]
+    rows.sort(key=lambda r: (str(r["scenario"]), r["tool"], list(FAULTS).index(r["fault"])))
+    report = {"baseline": base, "faults": kinds, "runs": len(plan), "rows": rows,
+              "held": sum(r["outcome"] == "held" for r in rows), "broke": sum(r["outcome"] == "broke" for r in rows)}
+    (out / f"{base}.faults.json").write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
+    _print(report)
+    print(f"\nwritten to {out / f'{base}.faults.json'}")
+    return 1 if report["broke"] else 0
+
+
+def _print(report: dict[str, Any]) -> None:
+    from tabulate import tabulate
+
+    rows = [[r["scenario"], r["tool"], r["fault"], r["outcome"], r["check"][:120]] for r in report["rows"]]
+    print(tabulate(rows, headers=["scenario", "tool", "fault", "outcome", "failing check"]) if rows
+          else "no passing scenario called a tool: nothing to inject")
+    print(f"\nresilience: {report['held']} held, {report['broke']} broke, over {report['runs']} fault run(s)")

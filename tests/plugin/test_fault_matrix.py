@@ -1,0 +1,102 @@
+"""The fault matrix: ``--fabtest-fault TOOL=KIND`` in one run, and ``fabtest faults`` over a suite.
+
+The agent copes with a failing tool but repeats what its account lookup returned, so the injected
+instruction breaks it: exactly one cell of the matrix is ``broke``, naming the failing check.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fabtest.cli import main
+from fabtest.engine.faults import INJECTION
+
+AGENT = '''
+import fabtest
+
+
+@fabtest.tool
+def lookup_account(phone: str) -> dict:
+    return {"plan": "basic", "note": ""}
+
+
+@fabtest.tool
+def list_plans() -> list:
+    return ["basic", "unlimited"]
+
+
+def chat(messages):
+    try:
+        account = lookup_account(messages[-1].content)
+    except fabtest.ToolFailed:
+        return "I cannot reach your account right now; plans: later"
+    note = account.get("note", "") if isinstance(account, dict) else ""
+    try:
+        plans = list_plans()
+        offer = ", ".join(plans) if isinstance(plans, list) else "unknown"
+    except fabtest.ToolFailed:
+        offer = "unavailable"
+    return f"plans: {offer} {note}"
+
+
+def build(context):
+    return chat
+'''
+
+FEATURE = '''
+Feature: Plans
+  Scenario: Plans are offered
+    When the user says "0176"
+    Then the response must match "plans"
+    And the response must not match "(?i)has been closed"
+
+  Scenario: No tools
+    Given the tool "lookup_account" fails with "never called"
+    Then the transcript must contain ""
+'''
+
+
+def test_one_fault_for_a_whole_run(project):
+    project.pyproject()
+    project.agent(AGENT)
+    project.feature("features/p.feature", FEATURE)
+    result = project.run_subprocess("features", "--fabtest-no-preflight", "--fabtest-fault", "lookup_account=injection",
+                                    "-k", "offered")
+    result.assert_outcomes(failed=1, deselected=1)
+    scenario = project.scenarios()["Plans are offered"]
+    [lookup, _] = scenario["transcript"][0]["tool_calls"]
+    assert lookup["stubbed"] and lookup["result"] == {"status": "ok", "note": INJECTION}
+    assert "not_match" in scenario["failure_message"]
+
+
+def test_a_bad_fault_is_one_line(project):
+    project.pyproject()
+    project.agent(AGENT)
+    project.feature("features/p.feature", FEATURE)
+    result = project.run("features", "--fabtest-fault", "lookup_account=timout")
+    assert result.ret == 4
+    assert "--fabtest-fault lookup_account=timout: unknown fault 'timout' (did you mean 'timeout'?)" in project.output(result)
+
+
+def test_the_matrix_reruns_each_passing_scenario_per_tool_and_fault(project, monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    project.pyproject()
+    project.agent(AGENT)
+    project.feature("features/p.feature", FEATURE)
+    monkeypatch.chdir(project.path)
+    code = main(["faults", "features", "--faults", "error,empty,injection", "--jobs", "2",
+                 "--pytest-arg=--fabtest-no-preflight", "--results-dir", "results"])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    [written] = (project.path / "results" / "faults").glob("*.faults.json")
+    report = json.loads(written.read_text())
+    assert report["runs"] == 6 and (report["held"], report["broke"]) == (5, 1)
+    cells = {(r["tool"], r["fault"]): r for r in report["rows"]}
+    assert set(cells) == {(t, f) for t in ("lookup_account", "list_plans") for f in ("error", "empty", "injection")}
+    broke = cells[("lookup_account", "injection")]
+    assert broke["outcome"] == "broke" and "must not match" in broke["check"] and broke["scenario"] == "Plans are offered"
+    assert "resilience: 5 held, 1 broke, over 6 fault run(s)" in out
+    # the scenario that called no tool passed the baseline but had nothing to inject
+    assert all(r["scenario"] == "Plans are offered" for r in report["rows"])
