@@ -19,7 +19,7 @@ def test_a_missing_extra_is_one_line_naming_the_pip_install(key: str, extra: str
         build(key, "shop:agent")
     message = str(caught.value)
     assert "\n" not in message and message.startswith("pyproject.toml: [tool.fabtest.agents.shop]: ")
-    assert message.endswith(f"is not installed: pip install 'fabtest[{extra}]'")
+    assert message.endswith(f"is not installed: pip install 'pytest-fabtest[{extra}]'")
 
 
 @pytest.mark.parametrize("key", sorted(frameworks.FRAMEWORKS))
@@ -63,4 +63,4 @@ def test_a_feature_run_without_the_extra_says_which_extra_to_install(pytester: p
     result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly")
     assert result.ret != 0
     result.stdout.fnmatch_lines(["*[[]tool.fabtest.agents.shop[]]: langgraph needs LangGraph (langgraph), which is "
-                                 "not installed: pip install 'fabtest[[]langgraph[]]'*"])
+                                 "not installed: pip install 'pytest-fabtest[[]langgraph[]]'*"])

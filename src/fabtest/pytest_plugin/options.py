@@ -66,7 +66,7 @@ def add_options(parser: pytest.Parser) -> None:
                     help="scenarios skipped for want of KIND (llm: no key or endpoint) do not fail the run "
                          "(without it such skips end the run with exit status 6); repeatable or comma-separated")
     group.addoption("--fabtest-otel", action="store_true", default=None,
-                    help="export OpenTelemetry traces (OTEL_EXPORTER_OTLP_*; needs fabtest[otel])")
+                    help="export OpenTelemetry traces (OTEL_EXPORTER_OTLP_*; needs pytest-fabtest[otel])")
     group.addoption("--fabtest-no-preflight", action="store_true",
                     help="skip the pre-flight check of agents and LLMs before the first scenario")
     group.addoption("--fabtest-retry-budget", type=float, default=None, metavar="RATIO",
