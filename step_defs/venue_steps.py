@@ -1,7 +1,7 @@
 """A project-specific step: how to extend fabtest's vocabulary with your own checks.
 
-A step is an ordinary pytest-bdd step. Ask for the ``fabtest_scenario`` fixture to reach the
-conversation, and record the outcome with ``record_check`` so it is soft (``should``) or hard
+A step is an ordinary pytest-bdd step. Ask for the ``fabtest_scenario`` fixture (a
+``fabtest.Scenario``) to reach the conversation, and record the outcome with ``record_check`` so it is soft (``should``) or hard
 (``must``) like every built-in step and shows up in the experiment's criteria table.
 """
 
@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from pytest_bdd import parsers, then
 
+import fabtest
 from fabtest.demo.agent import CATALOGUE
 
 
 @then(parsers.re(r'the agent (?P<mode>should|must) quote the catalogue price of "(?P<venue>[^"]+)"'))
-def quote_catalogue_price(fabtest_scenario, mode: str, venue: str) -> None:
+def quote_catalogue_price(fabtest_scenario: fabtest.Scenario, mode: str, venue: str) -> None:
     turn = fabtest_scenario.last_turn
     price = next((v["price_per_day"] for v in CATALOGUE if v["name"] == venue), None)
     quoted = price is not None and f"€{price}" in turn.response.text

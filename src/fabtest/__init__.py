@@ -1,21 +1,27 @@
 """fabtest: behaviour-testing for conversational agents.
 
 Write Gherkin features, run ``pytest features/``, compare experiments with ``fabtest-compare``.
-The public API is small: the conversation data model, the agent protocol, fabtest's errors
-(:mod:`fabtest.errors`, for custom steps) and :func:`run`, one scenario from Python without
-pytest or Gherkin (README "Using fabtest without Gherkin").
+The public API is what this module exports (docs/reference/api.md): the conversation data model,
+the agent protocol, fabtest's errors, :class:`Criterion` and :class:`Settings`, :class:`Scenario`
+(what a custom step may use of the running scenario) and :func:`run`, one scenario from Python
+without pytest or Gherkin (docs/how-to/python-api.md). Every other module is internal.
 """
 
-from fabtest._internal import moved as _moved
 from fabtest._internal import rewrite as _rewrite  # noqa: F401 - first: pytest need not rewrite the modules below (see its docstring)
+
+# isort: split
+from fabtest._internal import moved as _moved
 from fabtest.agents.base import Agent, AgentError, AgentTimeout
 from fabtest.agents.registry import with_context
 from fabtest.agents.stubs import ToolFailed, tool
+from fabtest.config.criteria import Criterion
+from fabtest.config.settings import Settings
 from fabtest.conversation import AgentResponse, Check, Conversation, Message, ToolCall, Turn
 from fabtest.errors import ExpectationFailed, FabtestError, UsageError
 
 # last: the engine imports the modules above
 from fabtest.engine.entry import SimulatedUser, run  # noqa: E402  isort: skip
+from fabtest.engine.custom_steps import Scenario  # noqa: E402  isort: skip
 
 _moved.install()  # fabtest.settings, fabtest.judge, ... still import, with a DeprecationWarning
 
@@ -28,9 +34,12 @@ __all__ = [
     "AgentTimeout",
     "Check",
     "Conversation",
+    "Criterion",
     "ExpectationFailed",
     "FabtestError",
     "Message",
+    "Scenario",
+    "Settings",
     "SimulatedUser",
     "ToolCall",
     "ToolFailed",

@@ -1,6 +1,6 @@
 """fabtest's one exception tree: each class knows how the scenario it ends is reported.
 
-The outcome lives on the class (``failure_type``, DESIGN section 3), so no caller keeps an
+The outcome lives on the class (``failure_type``, docs/reference/steps.md "How a scenario ends"), so no caller keeps an
 order-sensitive ``isinstance`` table or a private channel such as ``_Stop("error", ...)``:
 raise the class that says what happened and let the front end read ``exc.failure_type``.
 Context a front end shows (``where``: ``file:line`` or a playbook step; ``line``) is stored as
@@ -19,11 +19,17 @@ without a traceback: a user needs the step and what happened, not our stack. ::
     ├── AgentError                                  "error"   the agent under test failed
     │   ├── AgentTimeout                            "timeout"
     │   └── agents.boundary.AgentDataError          "error"
-    └── LLMError                                    "error"   the judge / simulator LLM failed
-        ├── llm.base.LLMTimeout, LLMBadOutput, llm.budget.RetryBudgetSpent
-        └── LLMNotConfigured                        "error"   no credentials for a provider
-            └── NeedsLLM                            ``skips = True``: the scenario needed that LLM,
-                                                    so a front end reports a skip, not a failure
+    ├── LLMError                                    "error"   the judge / simulator LLM failed
+    │   ├── llm.base.LLMTimeout, LLMBadOutput, llm.budget.RetryBudgetSpent
+    │   └── LLMNotConfigured                        "error"   no credentials for a provider
+    │       └── NeedsLLM                            ``skips = True``: the scenario needed that LLM,
+    │                                               so a front end reports a skip, not a failure
+    ├── TransientFailure                            one LLM attempt failed; retried, never escapes
+    │                                               (fabtest.llm.limits)
+    └── bad files and values, each worded into a one-line usage error by the code that reads them:
+        TopicGraphError, TriggerError (also ValueError; the topic table), CoverageFloorError (also
+        ValueError; --fabtest-min-coverage), ExperimentFileError (an experiment file), MergeError
+        (parts of a sharded run), JournalError (the journal of an interrupted run)
 
 Any other ``AssertionError`` (a plain ``assert`` in a user's own step) is an ``assertion``;
 anything else is an ``error`` (:func:`failure_type_of`).
@@ -34,9 +40,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import ClassVar, Literal
 
-__all__ = ["MAX_MESSAGE_CHARS", "AgentError", "AgentTimeout", "ExpectationFailed", "FabtestError", "FailureType",
-           "InvalidSimulation", "LLMError", "LLMNotConfigured", "MaxTurnsReached", "NeedsLLM", "ScenarioTimeout", "UsageError", "did_you_mean",
-           "excerpt", "failure_type_of"]
+__all__ = ["MAX_MESSAGE_CHARS", "AgentError", "AgentTimeout", "CoverageFloorError", "ExpectationFailed",
+           "ExperimentFileError", "FabtestError", "FailureType", "InvalidSimulation", "JournalError", "LLMError",
+           "LLMNotConfigured", "MaxTurnsReached", "MergeError", "NeedsLLM", "ScenarioTimeout", "TopicGraphError",
+           "TransientFailure", "TriggerError", "UsageError", "did_you_mean", "excerpt", "failure_type_of"]
 
 FailureType = Literal["assertion", "max_turns", "timeout", "error"]
 
@@ -109,6 +116,43 @@ class InvalidSimulation(FabtestError):
     skips = True
     #: the kind of "did not run" a front end reports (pytest_plugin/not_run.py)
     not_run_kind: ClassVar[str] = "simulator"
+
+
+class TransientFailure(FabtestError):
+    """One attempt failed in a way a later attempt may not (raised by providers, never escapes)."""
+
+    def __init__(
+        self, message: str, *, status: int | None = None, timeout: bool = False, retry_after_s: float | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.timeout = timeout
+        self.retry_after_s = retry_after_s
+
+
+# -- bad files and values: the code that reads them words each into a one-line usage error --------
+class TopicGraphError(FabtestError, ValueError):
+    """A topic graph that cannot be used; the message is one line and names where it was declared."""
+
+
+class TriggerError(FabtestError, ValueError):
+    """A trigger that cannot be parsed (wrapped in ``TopicGraphError`` by the graph)."""
+
+
+class CoverageFloorError(FabtestError, ValueError):
+    """A ``--fabtest-min-coverage`` value that is not ``KIND=RATE``."""
+
+
+class ExperimentFileError(FabtestError):
+    """An experiment file is missing, ambiguous or malformed; the message is one line."""
+
+
+class MergeError(FabtestError):
+    """Parts that cannot be merged; the message is one line naming the part and the field."""
+
+
+class JournalError(FabtestError):
+    """A journal cannot be recovered; the message is one line naming the file."""
 
 
 def failure_type_of(exc: BaseException) -> FailureType:

@@ -1,5 +1,5 @@
 """OpenTelemetry traces of a run (``[tool.fabtest] otel = true`` or ``--fabtest-otel``; the
-``fabtest[otel]`` extra): the one module the engine calls for tracing.
+``pytest-fabtest[otel]`` extra): the one module the engine calls for tracing.
 
 Span tree (docs/otel.md)::
 
@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from fabtest._internal.extras import install_command
 from fabtest.errors import UsageError
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ _T = TypeVar("_T")
 _tracer: Any = None  # an opentelemetry Tracer once enabled
 _provider: Any = None  # the SDK TracerProvider fabtest made (flushed and shut down at the end)
 
-EXTRA_HINT = "pip install 'fabtest[otel]'"
+EXTRA_HINT = install_command("otel")
 
 
 def enabled() -> bool:

@@ -2,40 +2,19 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
 import pytest
+from support.acp import ECHO, gone, processes_with
 
 from fabtest.agents.acp import AcpAgent, rebuild_arguments
 from fabtest.agents.base import AgentError, AgentTimeout
 from fabtest.agents.registry import make_agent
 from fabtest.conversation import Message
 from fabtest.errors import UsageError
-
-ECHO = str(Path(__file__).with_name("echo_agent.py"))
-
-
-def processes_with(marker: str) -> list[int]:
-    """Live (non-zombie) pids whose environment holds ``marker``: the agent and anything it started."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as fh:
-                if marker.encode() not in fh.read():
-                    continue
-            with open(f"/proc/{entry}/stat") as st:
-                if st.read().rsplit(")", 1)[-1].split()[0] != "Z":
-                    found.append(int(entry))
-        except OSError:
-            continue
-    return found
 
 
 def _is_supervisor(pid: int) -> bool:
@@ -45,13 +24,6 @@ def _is_supervisor(pid: int) -> bool:
             return b"supervisor.py" in fh.read()
     except OSError:
         return False
-
-
-def gone(marker: str, within: float = 5.0) -> bool:
-    deadline = time.monotonic() + within
-    while processes_with(marker) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return processes_with(marker) == []
 
 
 @pytest.fixture

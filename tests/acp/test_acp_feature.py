@@ -8,7 +8,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from test_acp_agent import ECHO, gone
+from support.acp import ECHO, gone
 
 FEATURE = """
 Feature: an ACP agent

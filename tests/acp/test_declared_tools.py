@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_acp_agent import ECHO
+from support.acp import ECHO
 
 from fabtest.agents.acp import from_table
 from fabtest.errors import UsageError

@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 from _gemini_env import GEMINI, NOT_INSTALLED, answer_router
-from test_acp_agent import gone
+from support.acp import gone
 
 from fabtest.agents.acp import AcpAgent, gemini, gemini_acp, gemini_supports_acp
 from fabtest.agents.base import AgentTimeout

@@ -9,45 +9,23 @@ settings), ``fabtest run`` (playbooks) and ``fabtest-compare`` (experiment files
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
+from support.bad_inputs import (
+    BASE_ARGS,
+    GOOD_AGENT,
+    GOOD_FEATURE,
+    GOOD_PYPROJECT,
+    assert_one_line_holds,
+    clean_env,
+    write_file,
+)
 
 CORPUS = Path(__file__).parent / "corpus"
-BASE_ARGS = ("-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:unraisableexception", "-p", "no:hypothesispytest", "-p", "no:benchmark")
-
-GOOD_AGENT = '''
-from fabtest import AgentResponse
-
-
-def build(context):
-    return lambda messages: AgentResponse(text="hello")
-'''
-
-GOOD_PYPROJECT = '''
-[tool.pytest.ini_options]
-pythonpath = ["."]
-
-[tool.fabtest]
-agent = "goodbot:build"
-results_dir = "results"
-
-[tool.fabtest.agents]
-x = "goodbot:build"
-'''
-
-GOOD_FEATURE = '''
-Feature: Fine
-  Scenario: Fine
-    When the user says "hi"
-    Then the response must match "hello"
-'''
-
 # corpus file -> the texts the one error line must hold (the file, the place, the problem)
 CASES: dict[str, tuple[str, ...]] = {
     # features: a collection error or the failing scenario's one-line message
@@ -107,32 +85,20 @@ def test_every_corpus_file_has_a_case() -> None:
     assert files == {c for c in CASES if "<" not in c}
 
 
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FABTEST_", "GEMINI_", "GOOGLE_", "PYTEST_"))}
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    return env
-
-
-def _write(root: Path, relative: str, text: str) -> None:
-    target = root / relative
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
-
-
 def _run_pytest(pytester: pytest.Pytester, case: str) -> str:
     root = pytester.path
-    _write(root, "goodbot.py", GOOD_AGENT)
-    _write(root, "pyproject.toml", GOOD_PYPROJECT)
+    write_file(root, "goodbot.py", GOOD_AGENT)
+    write_file(root, "pyproject.toml", GOOD_PYPROJECT)
     kind, name = case.split("/", 1)
     if kind == "features":
         shutil.copy(CORPUS / case, root / name)
-        _write(root, "fine.feature", GOOD_FEATURE)
+        write_file(root, "fine.feature", GOOD_FEATURE)
     elif kind == "scenario_sets":
         stem = "absent" if name == "<missing>" else Path(name).stem
         if name != "<missing>":
             (root / "scenarios").mkdir()
             shutil.copy(CORPUS / case, root / "scenarios" / name)
-        _write(root, "sets.feature", f'''
+        write_file(root, "sets.feature", f'''
             Feature: Sets
               @scenario_set:{stem}
               Scenario: From the set
@@ -141,34 +107,11 @@ def _run_pytest(pytester: pytest.Pytester, case: str) -> str:
             ''')
     elif kind == "pyproject":
         shutil.copy(CORPUS / case, root / "pyproject.toml")
-        _write(root, "fine.feature", GOOD_FEATURE)
+        write_file(root, "fine.feature", GOOD_FEATURE)
     result = pytester.runpytest_subprocess(*BASE_ARGS, "-q", str(root)) if kind == "pyproject" else \
         pytester.runpytest(*BASE_ARGS, "-q", str(root))
     assert result.ret != 0
     return result.stdout.str() + "\n" + result.stderr.str()
-
-
-def run_inline_feature(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, text: str) -> str:
-    """Run a project whose ``bad.feature`` is ``text`` (beside a good agent and feature), with no
-    LLM configured; the run must fail without a traceback. Returns its output."""
-    for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "PYTEST_ADDOPTS"):
-        monkeypatch.delenv(var, raising=False)
-    root = pytester.path
-    (root / "goodbot.py").write_text(textwrap.dedent(GOOD_AGENT), encoding="utf-8")
-    (root / "pyproject.toml").write_text(textwrap.dedent(GOOD_PYPROJECT), encoding="utf-8")
-    (root / "fine.feature").write_text(textwrap.dedent(GOOD_FEATURE).lstrip("\n"), encoding="utf-8")
-    (root / "bad.feature").write_text(text, encoding="utf-8")
-    result = pytester.runpytest(*BASE_ARGS, "-q", str(root))
-    output = result.stdout.str() + "\n" + result.stderr.str()
-    assert result.ret != 0, output
-    assert "Traceback" not in output, output
-    return output
-
-
-def assert_one_line_holds(output: str, expected: tuple[str, ...]) -> None:
-    """Some single line of ``output`` holds every text of ``expected``."""
-    lines = [line for line in output.splitlines() if all(text in line for text in expected)]
-    assert lines, f"no single line holds all of {expected}:\n{output}"
 
 
 def _run_cli(tmp_path: Path, case: str) -> str:
@@ -176,7 +119,7 @@ def _run_cli(tmp_path: Path, case: str) -> str:
     results = tmp_path / "results"
     results.mkdir()
     if kind == "playbooks":
-        _write(tmp_path, "pyproject.toml", GOOD_PYPROJECT)
+        write_file(tmp_path, "pyproject.toml", GOOD_PYPROJECT)
         shutil.copy(CORPUS / case, tmp_path / name)
         cmd = [sys.executable, "-c", "import sys; from fabtest.cli import main; sys.exit(main())", "run", name]
     else:
@@ -196,7 +139,7 @@ def _run_cli(tmp_path: Path, case: str) -> str:
         compare = shutil.which("fabtest-compare")
         cmd = [compare] if compare else [sys.executable, "-c", "import sys; from fabtest.cli import compare_main; sys.exit(compare_main())"]
         cmd += ["exp_good", ref, "--results-dir", str(results)]
-    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=60, env=_env())
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=60, env=clean_env())
     assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
     assert proc.stderr.count("\n") == 1, f"expected one line on stderr, got:\n{proc.stderr}"
     return proc.stdout + "\n" + proc.stderr

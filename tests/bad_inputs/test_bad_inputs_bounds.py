@@ -8,12 +8,12 @@ import math
 from pathlib import Path
 
 import pytest
-from tests.bad_inputs.test_bad_inputs import BASE_ARGS, GOOD_AGENT, GOOD_PYPROJECT, run_inline_feature
+from support.bad_inputs import BASE_ARGS, GOOD_AGENT, GOOD_PYPROJECT, run_inline_feature
 
+from fabtest.config.settings import Settings
+from fabtest.engine.patterns import MAX_REPEAT, PatternError, compile_pattern
 from fabtest.errors import MAX_MESSAGE_CHARS, UsageError
 from fabtest.experiment.model import ScenarioResult
-from fabtest.engine.patterns import MAX_REPEAT, PatternError, compile_pattern
-from fabtest.config.settings import Settings
 
 HUGE_PATTERNS = ["a{1000000000}", "a{100001}", "(?:a{10000}){10000}", "(a{1000}b){1000}", "x{,200000}",
                  "((a{100}){100}){100}", "[abc]{999999}", r"\d{4}(?:-\d{1000}){1000}", "(?i)a{2000000}"]

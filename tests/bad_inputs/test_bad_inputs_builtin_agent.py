@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from test_bad_inputs import BASE_ARGS, _write
+from support.bad_inputs import BASE_ARGS, write_file
 
 # beside corpus/, whose every file test_bad_inputs.py expects in its own CASES
 CORPUS = Path(__file__).parent / "corpus_builtin_agent"
@@ -44,7 +44,7 @@ def test_bad_agent_table_gives_one_line(case: str, preflight: bool, pytester: py
         monkeypatch.delenv(var, raising=False)
     root = pytester.path
     shutil.copy(CORPUS / case, root / "pyproject.toml")
-    _write(root, "helper.feature", FEATURE)
+    write_file(root, "helper.feature", FEATURE)
     result = pytester.runpytest(*BASE_ARGS, "-q", str(root), *([] if preflight else ["--fabtest-no-preflight"]))
     assert result.ret == (pytest.ExitCode.USAGE_ERROR if preflight else pytest.ExitCode.TESTS_FAILED)
     output = result.stdout.str() + result.stderr.str()

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from tests.bad_inputs.test_bad_inputs import BASE_ARGS
+from support.bad_inputs import BASE_ARGS
 
 from fabtest.agents.boundary import coerce_response, without_surrogates
 

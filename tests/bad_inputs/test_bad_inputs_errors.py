@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel
-from tests.bad_inputs.test_bad_inputs import BASE_ARGS
-from tests.bad_inputs.test_bad_inputs_processes import ECHO_ACP
+from support.acp import ECHO as ECHO_ACP
+from support.bad_inputs import BASE_ARGS
 from tests.builtin_agent.fake_openai import FakeOpenAI, message
 
 from fabtest.agents.base import AgentError

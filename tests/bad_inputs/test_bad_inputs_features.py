@@ -8,7 +8,7 @@ corpus checker in ``test_bad_inputs.py`` lists the files under ``corpus/`` as it
 from __future__ import annotations
 
 import pytest
-from tests.bad_inputs.test_bad_inputs import assert_one_line_holds, run_inline_feature
+from support.bad_inputs import assert_one_line_holds, run_inline_feature
 
 HI = '    When the user says "hi"\n    Then the response must match "hello"\n'
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-from tests.bad_inputs.test_bad_inputs import (
+from support.bad_inputs import (
     BASE_ARGS,
     GOOD_AGENT,
     GOOD_PYPROJECT,

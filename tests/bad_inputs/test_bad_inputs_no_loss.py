@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.bad_inputs.test_bad_inputs import BASE_ARGS, GOOD_AGENT, GOOD_PYPROJECT, _env
+from support.bad_inputs import BASE_ARGS, GOOD_AGENT, GOOD_PYPROJECT, clean_env
 
 from fabtest.cli import main
 from fabtest.experiment.model import ScenarioResult
@@ -147,7 +147,7 @@ def test_an_html_file_that_cannot_be_written_whole_is_not_left_half_written(tmp_
     args = (["report", "exp_html", "-o", str(out)] if command == "report" else
             ["compare", "exp_html", "exp_html", "--html", str(out)])
     proc = subprocess.run([sys.executable, "-c", HTML_UNDER_A_FILE_SIZE_LIMIT, *args, "--results-dir", str(results)],
-                          capture_output=True, text=True, timeout=60, env=_env(), cwd=tmp_path)
+                          capture_output=True, text=True, timeout=60, env=clean_env(), cwd=tmp_path)
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
     assert f"cannot write {out}" in proc.stderr

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.bad_inputs.test_bad_inputs import BASE_ARGS, GOOD_AGENT, GOOD_PYPROJECT
+from support.bad_inputs import BASE_ARGS, GOOD_AGENT, GOOD_PYPROJECT
 
 TWO_SCENARIOS = '''
 Feature: Two
@@ -158,7 +158,7 @@ def test_a_malformed_acp_update_is_the_agents_error_not_a_failed_check(pytester:
     the scenario used to end as an ``assertion`` of the check that read it."""
     import sys
 
-    from tests.bad_inputs.test_bad_inputs_processes import ECHO_ACP
+    from support.acp import ECHO as ECHO_ACP
 
     pytester.makefile(".toml", pyproject=(
         '[tool.fabtest]\nresults_dir = "results"\nagent_timeout = 120\n\n[tool.fabtest.agents]\n'

@@ -1,4 +1,4 @@
-"""Processes left behind (reliability round 2, item 4): a CLI or ACP agent whose grandchild calls
+"""Processes left behind: a CLI or ACP agent whose grandchild calls
 ``setsid`` (leaving the process group), and the process running the agent (an xdist worker) killed
 outright. Nothing the agent started may survive either (fabtest/agents/supervisor.py)."""
 
@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support.acp import ECHO as ECHO_ACP
 
 from fabtest.agents.acp import AcpAgent
 from fabtest.agents.base import AgentTimeout
@@ -23,7 +24,6 @@ from fabtest.engine.turns import call_agent
 
 TESTS = Path(__file__).resolve().parents[1]
 FAKE_CLI = str(TESTS / "fixtures" / "fake_cli.py")
-ECHO_ACP = str(TESTS / "acp" / "echo_agent.py")
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process trees are read from /proc")
 

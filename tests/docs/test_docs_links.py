@@ -34,6 +34,8 @@ def _anchors(page: Path) -> set[str]:
     for heading in re.findall(r"^#{1,6}\s+(.+?)\s*$", text, re.MULTILINE):
         slug = re.sub(r"[^\w\s-]", "", heading.replace("`", "")).strip().lower()
         slugs.add(re.sub(r"[-\s]+", "-", slug))
+    # mkdocstrings: a ``::: fabtest.Name`` line renders a heading with the id ``fabtest.Name``
+    slugs.update(re.findall(r"^:::\s+([\w.]+)\s*$", text, re.MULTILINE))
     return slugs
 
 

@@ -19,7 +19,7 @@ def test_a_missing_extra_is_one_line_naming_the_pip_install(key: str, extra: str
         build(key, "shop:agent")
     message = str(caught.value)
     assert "\n" not in message and message.startswith("pyproject.toml: [tool.fabtest.agents.shop]: ")
-    assert message.endswith(f"is not installed: pip install 'fabtest[{extra}]'")
+    assert message.endswith(f"is not installed: pip install 'pytest-fabtest[{extra}]'")
 
 
 @pytest.mark.parametrize("key", sorted(frameworks.FRAMEWORKS))
@@ -65,7 +65,7 @@ def test_a_feature_run_without_the_extra_says_which_extra_to_install(pytester: p
     # the pre-flight says it before the first scenario (a table that cannot build stops the run)
     out = result.stdout.str() + result.stderr.str()
     assert ("[tool.fabtest.agents] shop: langgraph needs LangGraph (langgraph), which is not installed: "
-            "pip install 'fabtest[langgraph]'") in out
+            "pip install 'pytest-fabtest[langgraph]'") in out
 
 
 def test_a_misspelt_target_stops_the_run_in_the_preflight_with_a_did_you_mean(pytester: pytest.Pytester) -> None:

@@ -11,14 +11,13 @@ from typing import Any
 
 import pytest
 import scipy.stats  # noqa: F401 - loaded before pytester's in-process runs: numpy cannot be loaded twice per process
-from tests.judging.test_sampling_rejudge import fake
 
 from fabtest.cli import compare_main, main
+from fabtest.config.settings import Settings
 from fabtest.conversation import AgentResponse, ToolCall, Turn
 from fabtest.errors import UsageError
 from fabtest.experiment.model import ScenarioResult, TurnRecord
 from fabtest.replay.conversations import MatchRule, ReplayEnv, replay_experiment
-from fabtest.config.settings import Settings
 from fabtest.testing import FakeGemini
 
 PYPROJECT = """
@@ -43,7 +42,6 @@ max_retries = 1
 timeout = 5
 """
 
-__all__ = ["fake"]  # the fixture, shared with the other judging tests
 
 AGENTS = """
 class Before:

@@ -1,20 +1,18 @@
 """``[tool.fabtest.judge.samples_per_criterion]``: sampling only the criteria that need it, through
-the real google-genai client against FakeGemini (the project and scripts of test_sampling_rejudge)."""
+the real google-genai client against FakeGemini (the project and scripts of tests/support/judging.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from tests.judging.test_sampling_rejudge import criteria_calls, fake, friendly_checks, run, script_verdicts
+from support.judging import criteria_calls, friendly_checks, run, script_verdicts
 
 from fabtest.config.criteria import Criterion
-from fabtest.errors import UsageError
-from fabtest.engine.judge import Judge
 from fabtest.config.settings import Settings
+from fabtest.engine.judge import Judge
+from fabtest.errors import UsageError
 from fabtest.testing import FakeGemini
-
-__all__ = ["fake"]  # the fixture, imported for the tests below
 
 PER_CRITERION = 'samples_per_criterion = { friendly = 3 }'
 

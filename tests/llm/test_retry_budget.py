@@ -139,11 +139,11 @@ def test_openai_probe(fake_openai) -> None:  # noqa: ANN001
 def test_each_xdist_worker_gets_its_share_of_the_floor(workerinput: dict[str, int] | None, floor: int) -> None:
     from types import SimpleNamespace
 
-    from fabtest.pytest_plugin.session import FabtestSession
     from fabtest.config.settings import Settings
+    from fabtest.pytest_plugin.llm_roles import SessionLLMs
 
     config = SimpleNamespace(getoption=lambda *_: None)
     if workerinput is not None:
         config.workerinput = workerinput  # type: ignore[attr-defined]
-    budget = FabtestSession(config, Settings(retry_budget=0.2)).retry_budget  # type: ignore[arg-type]
+    budget = SessionLLMs(config, Settings(retry_budget=0.2)).retry_budget  # type: ignore[arg-type]
     assert (budget.floor, budget.ratio) == (floor, 0.2)

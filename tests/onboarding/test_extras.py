@@ -42,7 +42,7 @@ def test_a_missing_extra_is_one_line_naming_it(monkeypatch: pytest.MonkeyPatch, 
 
             AcpAgent(["my-acp-agent"])
     message = str(caught.value)
-    assert "\n" not in message and f"pip install 'fabtest[{extra}]'" in message
+    assert "\n" not in message and f"pip install 'pytest-fabtest[{extra}]'" in message
 
 
 MCP1_SERVER = '''

@@ -225,7 +225,7 @@ def test_otel_without_the_extra_is_a_one_line_error(pytester: pytest.Pytester, m
     result = pytester.runpytest("-p", "no:randomly", "--fabtest-fake-llm", "fake.yaml")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     lines = [line for line in result.stderr.lines if "otel" in line]
-    assert len(lines) == 1 and "pyproject.toml [tool.fabtest] otel" in lines[0] and "pip install 'fabtest[otel]'" in lines[0]
+    assert len(lines) == 1 and "pyproject.toml [tool.fabtest] otel" in lines[0] and "pip install 'pytest-fabtest[otel]'" in lines[0]
 
 
 def test_a_failing_agent_call_is_an_error_span_without_its_secrets() -> None:

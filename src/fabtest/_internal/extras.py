@@ -1,6 +1,6 @@
 """Optional dependencies: a missing one is a one-line error naming the extra that brings it.
 
-``pip install fabtest`` installs what every user needs; adapters that pull a large or
+``pip install pytest-fabtest`` installs what every user needs; adapters that pull a large or
 version-sensitive SDK are extras, so fabtest never upgrades a package a project pins for its own
 code (an MCP server written for mcp 1.x, say). Using such an adapter without its package is
 reported before the run (the pre-flight builds the agent tables) and names the extra to install.
@@ -12,7 +12,10 @@ import importlib.util
 
 from fabtest.errors import UsageError
 
-__all__ = ["EXTRAS", "require_extra"]
+__all__ = ["DISTRIBUTION", "EXTRAS", "install_command", "require_extra"]
+
+#: fabtest's name on PyPI (the import name stays ``fabtest``): ``fabtest`` there is an unrelated 2012 project
+DISTRIBUTION = "pytest-fabtest"
 
 #: extra -> (the module it provides, what it is for): pyproject.toml's [project.optional-dependencies]
 EXTRAS = {
@@ -22,7 +25,7 @@ EXTRAS = {
 
 
 def require_extra(extra: str, *, where: str) -> None:
-    """Raise :class:`UsageError` naming ``pip install 'fabtest[EXTRA]'`` when the extra's module is missing."""
+    """Raise :class:`UsageError` naming ``pip install 'pytest-fabtest[EXTRA]'`` when the extra's module is missing."""
     module, purpose = EXTRAS[extra]
     try:
         found = importlib.util.find_spec(module) is not None
@@ -30,4 +33,9 @@ def require_extra(extra: str, *, where: str) -> None:
         found = False
     if not found:
         raise UsageError(f"{where}: {purpose} need the {module!r} package, which is not installed: "
-                         f"pip install 'fabtest[{extra}]'")
+                         f"{install_command(extra)}")
+
+
+def install_command(extra: str) -> str:
+    """The command that installs fabtest with ``extra``, under fabtest's distribution name."""
+    return f"pip install '{DISTRIBUTION}[{extra}]'"

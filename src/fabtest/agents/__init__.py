@@ -9,18 +9,8 @@ if TYPE_CHECKING:
     from fabtest.agents.acp import AcpAgent
     from fabtest.agents.http import HttpAgent
 
-__all__ = ["AcpAgent", "Agent", "AgentError", "AgentTimeout", "CallableAgent", "HttpAgent"]
+from fabtest._internal import lazy as _lazy  # noqa: E402 - after the imports it reads
 
-
-def __getattr__(name: str) -> object:
-    """``AcpAgent`` and ``HttpAgent`` on first use: their modules pull in asyncio and httpx, which
-    most runs (and every ``pytest --collect-only``) never need."""
-    if name == "AcpAgent":
-        from fabtest.agents.acp import AcpAgent
-
-        return AcpAgent
-    if name == "HttpAgent":
-        from fabtest.agents.http import HttpAgent
-
-        return HttpAgent
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# Every name above is exported; ``AcpAgent`` and ``HttpAgent`` are imported on first use: their
+# modules pull in asyncio and httpx, which most runs (and every ``pytest --collect-only``) never need.
+__all__, __getattr__ = _lazy.exports(__name__, __file__)

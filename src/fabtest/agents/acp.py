@@ -381,7 +381,7 @@ def _version() -> str:
     try:
         from importlib.metadata import version
 
-        return version("fabtest")
+        return version("pytest-fabtest")  # the distribution's name (fabtest on PyPI is another project)
     except Exception:  # noqa: BLE001 - metadata is optional in a source checkout
         return "0"
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from fabtest._internal.extras import install_command
 from fabtest._internal.targets import import_object
 from fabtest.agents.base import OnToolCall
 from fabtest.conversation import AgentResponse, Message, TokenUsage, ToolCall, jsonable
@@ -51,7 +52,7 @@ class Framework:
 
     @property
     def install(self) -> str:
-        return f"pip install 'fabtest[{self.extra}]'"
+        return install_command(self.extra)
 
 
 FRAMEWORKS: dict[str, Framework] = {f.key: f for f in (

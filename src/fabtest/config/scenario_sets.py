@@ -127,7 +127,7 @@ def load_scenario_set(name: str, base_dir: str | os.PathLike[str] = ".") -> list
 
 
 def generated_records(spec: str) -> list[ScenarioRecord]:
-    """The records a Python source yields (seed 004, section 11.2): ``module:attr`` names a list of
+    """The records a Python source yields (docs/how-to/scenario-sets.md): ``module:attr`` names a list of
     records, or a function (a generator, say) returning them, each a dict as a data file spells it.
     Records are validated as a file's are; ids are stable as long as the source yields the same ids
     (or, without ids, the same order)."""

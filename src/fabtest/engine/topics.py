@@ -17,6 +17,7 @@ from typing import Any, Literal
 from fabtest.conversation import TokenUsage, Turn
 from fabtest.engine.judge import Judge, format_exchange
 from fabtest.engine.patterns import IGNORECASE, Pattern, PatternError, compile_pattern, search
+from fabtest.errors import TopicGraphError, TriggerError  # the one tree (errors.py); importable here too
 
 TriggerKind = Literal["tool", "agent", "user"]
 
@@ -24,14 +25,6 @@ _REQUIRED_COLUMNS = ("topic", "characteristic", "triggers", "next")
 _OPTIONAL_COLUMNS = ("max turns",)
 _KIND_START = re.compile(r"\s*(tool|agent|user)\s*:", re.IGNORECASE)
 _TOOL_NAME = re.compile(r"[^\s,/]+")
-
-
-class TopicGraphError(ValueError):
-    """A topic graph that cannot be used; the message is one line and names where it was declared."""
-
-
-class TriggerError(ValueError):
-    """A trigger that cannot be parsed (wrapped in ``TopicGraphError`` by the graph)."""
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from fabtest.errors import CoverageFloorError
 from fabtest.experiment.model import ScenarioResult
 
 __all__ = ["KINDS", "CoverageFloorError", "RunFacts", "below_floors", "changes", "coverage_of", "parse_floor",
@@ -25,10 +26,6 @@ KINDS = ("topics", "transitions", "tools", "criteria")
 
 _MAX_SHAPES = 5  # argument shapes listed per tool: enough to see variety, bounded for huge suites
 _ARROW = " -> "
-
-
-class CoverageFloorError(ValueError):
-    """A ``--fabtest-min-coverage`` value that is not ``KIND=RATE``."""
 
 
 @dataclass(frozen=True)

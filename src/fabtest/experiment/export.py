@@ -1,6 +1,6 @@
-"""The experiment JSON document (DESIGN section 4, seed 10.1): build, write atomically, load.
+"""The experiment JSON document (docs/reference/experiment-json.md): build, write atomically, load.
 
-The document is the contract other tools read, so its top-level keys and the seed 10.1 keys of
+The document is the contract other tools read, so its top-level keys and the documented keys of
 each scenario are fixed; everything else a user might need (iterations, transcripts, tokens,
 durations, variance) is added next to them. Loading turns a document back into the models
 losslessly, so reports and comparisons can be regenerated from a file alone.
@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from fabtest._internal.files import atomic_writer
+from fabtest.errors import ExperimentFileError
 from fabtest.experiment import cost, stats
 from fabtest.experiment.attribution import Attributions, attribute_variance
 from fabtest.experiment.coverage import coverage_of
@@ -59,10 +60,6 @@ _DIGITS = 4
 Costing = tuple[dict[str, str | None], dict[str, cost.Price]]
 #: the flakiness attribution (experiment/attribution.py), over whole results
 Attribute = Callable[[Sequence[ScenarioResult]], Attributions]
-
-
-class ExperimentFileError(Exception):
-    """An experiment file is missing, ambiguous or malformed; the message is one line."""
 
 
 def new_experiment_id() -> str:
@@ -138,7 +135,7 @@ def _flat_detail(detail: dict[str, Any]) -> dict[str, Any]:
 
 
 def scenario_entry(result: ScenarioResult, costing: Costing, dumped: dict[str, Any] | None = None) -> dict[str, Any]:
-    """One ``scenario_results`` entry (seed 10.1 keys first).
+    """One ``scenario_results`` entry (the documented keys first, docs/reference/experiment-json.md).
 
     ``dumped``: the result's ``model_dump(mode="json")`` when the caller has made it already (the
     recorder journals it first); it is consumed.

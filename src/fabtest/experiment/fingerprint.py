@@ -1,4 +1,4 @@
-"""Configuration fingerprints (seed 7.2): tell whether two experiments measured the same thing.
+"""Configuration fingerprints (docs/explanation/experiments.md): tell whether two experiments measured the same thing.
 
 Every hash is over a canonical form so that semantically equal configurations hash equally:
 criteria sorted by name, topics in a deterministic topological order, JSON with sorted keys.

@@ -62,7 +62,7 @@ def git_line(experiment: dict[str, Any]) -> str:
 
 
 def llm_line(entry: dict[str, Any] | None) -> str:
-    """``provider / model`` or the no-LLM note the summary must show (DESIGN section 7)."""
+    """``provider / model`` or the no-LLM note the summary must show (docs/how-to/offline.md "Running without a key")."""
     entry = entry or {}
     provider, model = entry.get("provider"), entry.get("model")
     if not provider and not model:

@@ -25,6 +25,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from fabtest.errors import MergeError
 from fabtest.experiment.export import (
     ExperimentFileError,
     costing_of,
@@ -41,10 +42,6 @@ __all__ = ["MergeError", "merge_parts", "parse_shard", "shard_from_options"]
 
 _SHARD = re.compile(r"(\d+)/(\d+)")
 _ENTRIES_START = '"scenario_results": ['
-
-
-class MergeError(Exception):
-    """Parts that cannot be merged; the message is one line naming the part and the field."""
 
 
 def parse_shard(text: str) -> str:

@@ -34,7 +34,7 @@ from pydantic import ValidationError
 
 from fabtest._internal import redaction
 from fabtest._internal.files import TEXT_ERRORS, remove_stale_temp_files
-from fabtest.errors import UsageError
+from fabtest.errors import JournalError, UsageError
 from fabtest.experiment.attribution import Rejudge
 from fabtest.experiment.export import costing_of, document_path, new_experiment_id
 from fabtest.experiment.gitinfo import git_info
@@ -76,10 +76,6 @@ class ExperimentInUse(UsageError):
     """Another live run is recording an experiment with the same id."""
 
 
-class JournalError(Exception):
-    """A journal cannot be recovered; the message is one line naming the file."""
-
-
 def valid_experiment_id(experiment_id: object) -> bool:
     """A plain file name: no '/', no '..', no leading dot, nothing a shell or a path would interpret."""
     return isinstance(experiment_id, str) and _ID.fullmatch(experiment_id) is not None
@@ -92,7 +88,7 @@ def check_experiment_id(experiment_id: str | None, where: str) -> None:
 
 
 def utc_timestamp() -> str:
-    """Now, as ISO 8601 UTC with a ``Z`` (seed 10.1)."""
+    """Now, as ISO 8601 UTC with a ``Z`` (docs/reference/experiment-json.md)."""
     return datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 

@@ -1,4 +1,4 @@
-"""Stable example ids that survive file moves, line changes and reordering (seed 7.5).
+"""Stable example ids that survive file moves, line changes and reordering (docs/explanation/experiments.md).
 
 Position-based ids (``features/x.feature::line``) change whenever a file is edited, which would
 break cross-experiment comparison. The id is therefore derived only from the logical name of the

@@ -1,4 +1,4 @@
-"""Aggregation metrics (seed section 6 and 9.2) as pure functions over scenario results.
+"""Aggregation metrics (docs/explanation/experiments.md, docs/how-to/flaky.md) as pure functions over scenario results.
 
 Conventions, shared by export, summary and report:
 
@@ -165,7 +165,7 @@ def _performance(results: Sequence[ScenarioResult], criteria: bool) -> dict[str,
 
 
 def criteria_performance(results: Sequence[ScenarioResult]) -> dict[str, dict[str, Any]]:
-    """Per criterion (LLM-judged checks only, soft and hard; seed 5.1), sorted by name.
+    """Per criterion (LLM-judged checks only, soft and hard; docs/reference/experiment-json.md), sorted by name.
 
     Skipped checks are left out entirely; inconclusive ones are counted but not rated.
     """
@@ -375,7 +375,7 @@ def run_rates(results: Sequence[ScenarioResult]) -> dict[str, Any]:
 
 
 def scenario_check_summary(checks: Sequence[CheckRecord], by_criterion: bool) -> dict[str, Any]:
-    """Per-scenario check counts for the JSON document (seed 10.1 ``evaluations``/``expectations``)."""
+    """Per-scenario check counts for the JSON document (``evaluations``/``expectations``, docs/reference/experiment-json.md)."""
     counts = _tally(checks)
     out: dict[str, Any] = {
         "total": counts["evaluated"],

@@ -18,36 +18,9 @@ if TYPE_CHECKING:
     from fabtest.llm.gemini import GeminiLLM
     from fabtest.llm.openai_compat import OpenAICompatLLM
 
-__all__ = [
-    "LLM",
-    "PROVIDERS",
-    "CachedLLM",
-    "Completion",
-    "GeminiLLM",
-    "LLMBadOutput",
-    "LLMError",
-    "LLMNotConfigured",
-    "LLMSettings",
-    "LLMTimeout",
-    "OpenAICompatLLM",
-    "build_llm",
-    "llm_available",
-    "salted",
-]
+from fabtest._internal import lazy as _lazy  # noqa: E402 - after the imports it reads
 
-# Imported on first use: the providers and the cache are not needed to collect or to run
-# deterministic checks, and ``pytest --collect-only`` should not pay for them.
-_LAZY = {
-    "CachedLLM": "fabtest.llm.cache", "salted": "fabtest.llm.cache",
-    "PROVIDERS": "fabtest.llm.factory", "build_llm": "fabtest.llm.factory", "llm_available": "fabtest.llm.factory",
-    "GeminiLLM": "fabtest.llm.gemini", "OpenAICompatLLM": "fabtest.llm.openai_compat",
-}
-
-
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+# Every name above is exported; those under TYPE_CHECKING are imported on first use: the providers
+# and the cache are not needed to collect or to run deterministic checks, and ``pytest
+# --collect-only`` should not pay for them.
+__all__, __getattr__ = _lazy.exports(__name__, __file__)

@@ -22,6 +22,7 @@ from typing import Any, Protocol, TypeVar
 from pydantic import BaseModel
 
 from fabtest.conversation import TokenUsage
+from fabtest.errors import TransientFailure
 from fabtest.llm.base import Completion, LLMBadOutput, LLMError, LLMSettings, LLMTimeout
 from fabtest.llm.retry_budget import RetryBudget, budget_spent_message
 
@@ -35,18 +36,6 @@ RETRYABLE_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 def is_retryable_status(status: int | None) -> bool:
     """True for 408, 429 and any 5xx."""
     return status is not None and (status in RETRYABLE_STATUSES or 500 <= status <= 599)
-
-
-class TransientFailure(Exception):
-    """One attempt failed in a way a later attempt may not (raised by providers, never escapes)."""
-
-    def __init__(
-        self, message: str, *, status: int | None = None, timeout: bool = False, retry_after_s: float | None = None
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.timeout = timeout
-        self.retry_after_s = retry_after_s
 
 
 @dataclass(frozen=True)

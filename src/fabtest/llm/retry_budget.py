@@ -7,7 +7,7 @@ a small suite can still ride out a blip. Once spent, a transient failure ends it
 (:class:`RetryBudgetSpent`, failure type ``error``), and the summary counts the scenarios that
 cost (they carry :data:`BUDGET_SPENT_MARKER` in their failure message).
 
-Like the concurrency limit (:func:`fabtest.pytest_plugin.session.FabtestSession.concurrency_share`),
+Like the concurrency limit (:func:`fabtest.pytest_plugin.llm_roles.SessionLLMs.concurrency_share`),
 the budget is per process: under ``-n N`` each worker gets its share of the floor, and the ratio
 applies to the calls of that worker, so together the workers stay inside the suite's budget.
 """

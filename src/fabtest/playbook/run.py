@@ -31,7 +31,7 @@ What a run does, in order:
    ``results_dir`` defaults to ``<repo_root>/results``) unless ``write_trace=False``.
 
 What ends a run is an exception of :mod:`fabtest.errors`, kept in ``PlaybookOutcome.error``; its
-class gives the failure type (DESIGN section 3): ``assertion`` (a step or a criterion failed),
+class gives the failure type (docs/reference/steps.md "How a scenario ends"): ``assertion`` (a step or a criterion failed),
 ``max_turns``, ``timeout`` (the agent did not answer within ``timeout``), ``error`` (the agent
 crashed, or a judge/simulator call failed: never blamed on the agent as an assertion).
 """

@@ -19,7 +19,8 @@ from pydantic import ValidationError
 from fabtest.config.settings import Settings
 from fabtest.errors import UsageError
 
-__all__ = ["DormantHint", "add_options", "has_fabtest_table", "names_feature", "opted_in", "settings_from_options"]
+__all__ = ["DormantHint", "add_options", "has_fabtest_table", "names_feature", "opted_in", "settings_from_options",
+           "validate_run_options"]
 
 
 #: more iterations than this is a typo (or a run that would never end), said before anything runs
@@ -70,7 +71,7 @@ def add_options(parser: pytest.Parser) -> None:
                          "user left its role on every try) do not fail the run "
                          "(without it such skips end the run with exit status 6); repeatable or comma-separated")
     group.addoption("--fabtest-otel", action="store_true", default=None,
-                    help="export OpenTelemetry traces (OTEL_EXPORTER_OTLP_*; needs fabtest[otel])")
+                    help="export OpenTelemetry traces (OTEL_EXPORTER_OTLP_*; needs pytest-fabtest[otel])")
     group.addoption("--fabtest-no-preflight", action="store_true",
                     help="skip the pre-flight check of agents and LLMs before the first scenario")
     group.addoption("--fabtest-retry-budget", type=float, default=None, metavar="RATIO",
@@ -156,3 +157,25 @@ def settings_from_options(config: pytest.Config) -> Settings:
         raise UsageError(f"{option}: {err['msg']}") from None
     checked.source = settings.source
     return checked
+
+
+def validate_run_options(config: pytest.Config) -> dict[str, float]:
+    """The options that argparse cannot check alone, checked before anything runs (a usage error,
+    exit 4): the experiment id names a file, at least one iteration, coverage floors that parse and
+    have an experiment to measure. Returns the floors (``--fabtest-min-coverage``: kind -> least rate)."""
+    experiment_id = config.getoption("--fabtest-experiment-id")
+    if experiment_id is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", experiment_id):
+        raise pytest.UsageError(f"--fabtest-experiment-id {experiment_id!r}: use letters, digits, '_', '.' and '-' "
+                                "(it names results/<id>.json)")
+    iterations = config.getoption("--fabtest-iterations")
+    if iterations is not None and iterations < 1:
+        raise pytest.UsageError(f"--fabtest-iterations {iterations}: run every scenario at least once (N >= 1)")
+    from fabtest.experiment.coverage import CoverageFloorError, parse_floor
+
+    try:
+        floors = dict(parse_floor(text) for text in config.getoption("--fabtest-min-coverage"))
+    except CoverageFloorError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if floors and config.getoption("--fabtest-no-results"):
+        raise pytest.UsageError("--fabtest-min-coverage needs the experiment: drop --fabtest-no-results")
+    return floors

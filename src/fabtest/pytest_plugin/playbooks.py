@@ -131,9 +131,9 @@ class PlaybookItem(pytest.Item):
 
         session = _fabtest_session(self.config)
         assert session is not None, "the fabtest plugin is not configured"
-        roles = session.llm_roles()
+        roles = session.llms.llm_roles()
         if self.iteration > 1 or getattr(session, "iterations", 1) > 1:
-            roles = session.salted(roles, self.iteration)
+            roles = session.llms.salted(roles, self.iteration)
         rootdir = Path(str(self.config.rootpath))
         results_dir = Path(session.settings.results_dir)
         if not results_dir.is_absolute():
@@ -182,9 +182,8 @@ def _experiment_id(session: Any) -> str | None:
         return str(explicit)
     if getattr(session, "is_worker", False) or config.getoption("--fabtest-no-results", False):
         return None
-    get = getattr(session, "_get_recorder", None)
     try:
-        return get().experiment_id if callable(get) else None
+        return str(session.recording.recorder().experiment_id)
     except Exception:  # noqa: BLE001 - only a file name depends on it
         return None
 

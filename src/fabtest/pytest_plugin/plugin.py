@@ -1,51 +1,38 @@
 """The pytest plugin (``pytest11`` entry point): the hooks and fixtures, wiring to the engine.
 
-Options, opting in and the settings they make are :mod:`fabtest.pytest_plugin.options`'s: fabtest
-stays dormant unless the project opts in, and a dormant run behaves as if it were not installed.
+Only wiring: each hook hands its work to the module that owns it. Options, opting in, their
+validation and the settings they make are :mod:`fabtest.pytest_plugin.options`'s (fabtest stays
+dormant unless the project opts in); the run's state is :class:`~fabtest.pytest_plugin.session.FabtestSession`'s.
 
 Flow: ``pytest_configure`` reads ``[tool.fabtest]``; ``pytest_collect_file`` turns ``.feature``
 files into modules; the ``fabtest_scenario`` fixture gives each scenario the engine's state; after
-the call phase ``pytest_runtest_makereport`` lets the engine finish the scenario and say how it
-ended (:mod:`fabtest.engine.outcome`, DESIGN section 3), translates that into the pytest report and
-attaches the engine's result (:mod:`fabtest.engine.result`) as plain data, so it survives
-pytest-xdist; the controller records it and writes the experiment at the end of the session.
+each phase ``pytest_runtest_makereport`` hands the report to :mod:`fabtest.pytest_plugin.reports`,
+where the engine finishes the scenario and its ending becomes the pytest report with the engine's
+result attached as plain data (it survives pytest-xdist); the controller records it and writes the
+experiment at the end of the session.
 """
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from pytest_bdd.exceptions import StepDefinitionNotFoundError
 
 from fabtest import tracing
-from fabtest.agents.boundary import agent_traceback
 from fabtest.config.scenario_sets import ScenarioRecord
-from fabtest.engine import faults, stubbing, transcript
-from fabtest.engine.outcome import Outcome, conclude, failure_message
-from fabtest.engine.result import build_result
+from fabtest.engine import faults, stubbing
 from fabtest.engine.scenario import LLMRoles, ScenarioState
-from fabtest.errors import AgentError, FabtestError, UsageError, failure_type_of
-from fabtest.pytest_plugin import hints, not_run, options, steps, tool_steps
+from fabtest.errors import FabtestError, UsageError
+from fabtest.pytest_plugin import hints, not_run, options, reports, steps, tool_steps
 from fabtest.pytest_plugin.collect import FeatureModule, template_of
-from fabtest.pytest_plugin.results import (
-    PENDING_PROPERTY,
-    RESULT_PROPERTY,
-    crashed_message,
-    identity_of,
-    relative_to_root,
-)
+from fabtest.pytest_plugin.results import identity_of, relative_to_root
 from fabtest.pytest_plugin.session import FabtestSession
+from fabtest.pytest_plugin.stash_keys import SPAN_KEY, STATE_KEY, STEP_KEY, WHERE_KEY
 
 SESSION_KEY = pytest.StashKey[FabtestSession]()
-STATE_KEY = pytest.StashKey[ScenarioState]()
-WHERE_KEY = pytest.StashKey[str]()
-STEP_KEY = pytest.StashKey[str]()
-SPAN_KEY = pytest.StashKey["tracing.ScenarioSpan | None"]()  # the scenario's span, with --fabtest-otel
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -66,21 +53,7 @@ def pytest_configure(config: pytest.Config) -> None:
     root = str(config.rootpath)
     if root not in sys.path:
         sys.path.insert(0, root)
-    experiment_id = config.getoption("--fabtest-experiment-id")
-    if experiment_id is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", experiment_id):
-        raise pytest.UsageError(f"--fabtest-experiment-id {experiment_id!r}: use letters, digits, '_', '.' and '-' "
-                                "(it names results/<id>.json)")
-    iterations = config.getoption("--fabtest-iterations")
-    if iterations is not None and iterations < 1:
-        raise pytest.UsageError(f"--fabtest-iterations {iterations}: run every scenario at least once (N >= 1)")
-    from fabtest.experiment.coverage import CoverageFloorError, parse_floor
-
-    try:
-        floors = dict(parse_floor(text) for text in config.getoption("--fabtest-min-coverage"))
-    except CoverageFloorError as exc:
-        raise pytest.UsageError(str(exc)) from None
-    if floors and config.getoption("--fabtest-no-results"):
-        raise pytest.UsageError("--fabtest-min-coverage needs the experiment: drop --fabtest-no-results")
+    floors = options.validate_run_options(config)
     config.addinivalue_line("markers", "fabtest_scenario_set(name): expand a scenario over a scenario set")
     config.pluginmanager.register(steps, "fabtest-steps")
     config.pluginmanager.register(tool_steps, "fabtest-tool-steps")
@@ -96,13 +69,13 @@ def pytest_configure(config: pytest.Config) -> None:
         except UsageError as exc:
             raise pytest.UsageError(str(exc)) from None
     session = FabtestSession(config, settings, coverage_floors=floors)
-    session.fake_llm()  # a bad --fabtest-fake-llm script or offline_llm is a usage error before anything runs
-    session.check_offline_llm()
+    session.llms.fake_llm()  # a bad --fabtest-fake-llm script or offline_llm is a usage error before anything runs
+    session.llms.check_offline_llm()
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(session, "fabtest-session")
     from fabtest.pytest_plugin import progress
 
-    progress.register(config, settings, session.llm_calls_in_flight)
+    progress.register(config, settings, session.llms.llm_calls_in_flight)
     if warning := settings.judge.sampling_warning():
         config.issue_config_time_warning(pytest.PytestConfigWarning(f"fabtest: {warning}"), stacklevel=2)
     _register_concurrency(config, settings.concurrency)
@@ -223,13 +196,13 @@ def fabtest_agent() -> Any:
 def fabtest_fake_llm(pytestconfig: pytest.Config) -> Any:
     """The :class:`fabtest.testing.FakeLLM` of ``--fabtest-fake-llm`` (the judge and simulator of every
     feature and playbook in this run), to script further or to inspect ``calls``; None without it."""
-    return pytestconfig.stash[SESSION_KEY].fake_llm()
+    return pytestconfig.stash[SESSION_KEY].llms.fake_llm()
 
 
 @pytest.fixture(scope="session")
 def fabtest_llms(pytestconfig: pytest.Config) -> Iterator[LLMRoles]:
     """The session's judge and simulator LLMs, built once (clients stay alive)."""
-    yield pytestconfig.stash[SESSION_KEY].llm_roles()
+    yield pytestconfig.stash[SESSION_KEY].llms.llm_roles()
 
 
 @pytest.fixture
@@ -254,7 +227,7 @@ def fabtest_scenario(request: pytest.FixtureRequest, tmp_path: Path, fabtest_llm
     record = _record_of(item)
     state = ScenarioState(
         settings=session.settings, rootdir=Path(str(request.config.rootpath)), workdir=tmp_path, context=context,
-        llms=session.salted(fabtest_llms, fabtest_iteration), default_agent=fabtest_agent or session.settings.agent,
+        llms=session.llms.salted(fabtest_llms, fabtest_iteration), default_agent=fabtest_agent or session.settings.agent,
         where=item.stash.get(WHERE_KEY, str(item.path)), record=record,
         on_late=lambda late: session.late.expect(item.nodeid, late),  # soft verdicts follow the result
     )
@@ -265,7 +238,7 @@ def fabtest_scenario(request: pytest.FixtureRequest, tmp_path: Path, fabtest_llm
         state.tool_stubs.force(faults.parse_fault(fault))
     state.topics = session.project_topics()
     item.stash[STATE_KEY] = state
-    if tracing.enabled():  # the steps run inside the scenario's span; it ends with the result (_report_call)
+    if tracing.enabled():  # the steps run inside the scenario's span; it ends with the result (reports.py)
         identity = identity_of(item)
         item.stash[SPAN_KEY] = tracing.start_scenario(identity.shown_name, {
             "fabtest.scenario.id": identity.stable_id, "fabtest.feature": identity.feature,
@@ -291,7 +264,7 @@ def pytest_bdd_before_scenario(request: pytest.FixtureRequest, feature: Any, sce
     needs = steps.needed_llms([step.name for step in scenario.steps])
     if not needs:
         return
-    roles = request.config.stash[SESSION_KEY].llm_roles()
+    roles = request.config.stash[SESSION_KEY].llms.llm_roles()
     for role, what in needs:
         if getattr(roles, role) is None:
             # reported at the scenario (file:line), not at this line of the plugin
@@ -329,9 +302,6 @@ def _step_level(feature: Any, scenario: Any, step: Any) -> tuple[str, int]:
 
 
 # -- outcomes ---------------------------------------------------------------------------------------
-_SHORT = (FabtestError, StepDefinitionNotFoundError)
-
-
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     """The engine says a scenario needs an LLM that is not configured (NeedsLLM); pytest calls it a skip."""
@@ -347,86 +317,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+    """The engine's ending of the scenario, in pytest's report (``reports.py``)."""
     outcome = yield
-    if not _active(item.config):
-        return
-    report: pytest.TestReport = outcome.get_result()
-    not_run.tag_report(report, call)
-    if call.when == "setup" and template_of(getattr(item, "obj", None)) is not None:
-        _report_setup(item, report, call.duration)
-    elif call.when == "call":
-        _report_call(item, report, call)
-
-
-def _report_setup(item: pytest.Item, report: pytest.TestReport, duration: float) -> None:
-    if report.passed:
-        # Who is running, so the controller can record the scenario even if its worker dies.
-        message = crashed_message(item.nodeid)
-        prop = PENDING_PROPERTY
-    elif report.failed:  # a fixture (fabtest_agent, a server) failed before the first step
-        crash = getattr(report.longrepr, "reprcrash", None)
-        message = f"{item.nodeid}: setup failed" + (f": {crash.message}" if crash is not None else "")
-        prop = RESULT_PROPERTY
-    else:  # skipped before it ran (a skip marker from a tag or a conftest): recorded with its reason
-        skipped = Outcome("skipped", skip_reason=_skip_reason(report))
-        result = build_result(identity_of(item), None, skipped, duration_s=duration)
-        report.user_properties.append((RESULT_PROPERTY, result.model_dump(mode="json")))
-        return
-    result = build_result(identity_of(item), None, Outcome.failed("error", message), duration_s=duration)
-    report.user_properties.append((prop, result.model_dump(mode="json")))
-
-
-def _report_call(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo[None]) -> None:
-    """The engine finishes the scenario and says how it ended; this turns that into the pytest report."""
-    state = item.stash.get(STATE_KEY, None)
-    exc = call.excinfo.value if call.excinfo is not None else None
-    if state is not None and not isinstance(exc, (pytest.skip.Exception, KeyboardInterrupt)):
-        ending = conclude(state, exc)
-        if exc is None and ending is not None:  # the late work failed a scenario whose steps passed
-            exc = ending
-            report.outcome = "failed"
-    # a scenario or test function; other items (playbooks) word their own failure in repr_failure
-    if exc is not None and isinstance(exc, _SHORT) and report.outcome == "failed" and isinstance(item, pytest.Function):
-        report.longrepr = _short_message(item, exc)
-        if isinstance(exc, AgentError) and item.config.option.tbstyle == "long" and (frames := agent_traceback(exc)):
-            report.sections.append(("fabtest agent traceback", frames))  # --tb=long: the failing line in the agent
-    if state is not None and report.outcome == "failed" and state.conversation.turns \
-            and not isinstance(exc, UsageError):  # a bad input is about the file, not the conversation
-        report.sections.append(("fabtest conversation", transcript.render(state.conversation)))
-    if state is None and template_of(getattr(item, "obj", None)) is None:
-        return  # not a scenario (an ordinary test, or a pytest-bdd scenario without fabtest steps)
-    result = build_result(identity_of(item), state, _outcome(item, report, exc), duration_s=call.duration)
-    tracing.end_scenario(item.stash.get(SPAN_KEY, None), result)
-    report.user_properties.append((RESULT_PROPERTY, result.model_dump(mode="json")))
-
-
-def _outcome(item: pytest.Item, report: pytest.TestReport, exc: BaseException | None) -> Outcome:
-    """pytest's verdict in the engine's words (a skip's reason, a failure's type and message)."""
-    if report.outcome == "skipped":
-        return Outcome("skipped", skip_reason=_skip_reason(report))
-    if report.outcome == "passed":
-        return Outcome("passed")
-    if exc is None:
-        return Outcome.failed(None, None)
-    return Outcome.failed(failure_type_of(exc), _short_message(item, exc))
-
-
-def _short_message(item: pytest.Item, exc: BaseException) -> str:
-    """The failure as the engine words it, or pytest-bdd's unmatched step with what to write instead."""
-    if isinstance(exc, StepDefinitionNotFoundError) and hints.UNMATCHED_KEY in item.stash:
-        return item.stash[hints.UNMATCHED_KEY]
-    if isinstance(exc, StepDefinitionNotFoundError):
-        location, unmatched = item.stash.get(WHERE_KEY, ""), item.stash.get(STEP_KEY, "")
-        return (f"{location}: no step definition matches this step"
-                f" ({unmatched}). Expected one of the steps `fabtest steps` lists,"
-                " or a step of your own (pytest-bdd @given/@when/@then) in a conftest.py")
-    return failure_message(exc, where=item.stash.get(WHERE_KEY, ""), step=item.stash.get(STEP_KEY, ""))
-
-
-def _skip_reason(report: pytest.TestReport) -> str:
-    longrepr = report.longrepr
-    if isinstance(longrepr, tuple) and len(longrepr) == 3:
-        return str(longrepr[2]).removeprefix("Skipped: ")
-    return str(longrepr)
-
-
+    if _active(item.config):
+        reports.translate(item, outcome.get_result(), call)

@@ -129,4 +129,4 @@ def _check(fabtest_session: Any, needs: Needs, stop: Callable[[str], None], *, s
     if not (needs.judge or needs.simulator) or settings.llm_cache == "replay":
         return None
     return LLMProbes(lambda: check_llms(settings, needs, cache_mode=settings.llm_cache,
-                                        llm_for=fabtest_session.role_llm), stop)
+                                        llm_for=fabtest_session.llms.role_llm), stop)

@@ -1,4 +1,4 @@
-"""The console summary printed after a run (seed 10.2) and by ``fabtest show``.
+"""The console summary printed after a run (docs/explanation/experiments.md) and by ``fabtest show``.
 
 It works on the experiment document (a plain dict), so a stored experiment and a fresh one are
 summarised by the same code.

@@ -1,4 +1,4 @@
-"""Issue 18, point 7: HTTP and OpenAI agents declare their tools, port values are not masked (secrets
+"""HTTP and OpenAI agents declare their tools, port values are not masked (secrets
 still are), and a scenario's usage names the judge's model.
 """
 

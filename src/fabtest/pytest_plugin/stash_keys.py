@@ -1,0 +1,18 @@
+"""What fabtest keeps on a pytest item while its scenario runs (``item.stash``): shared by the hooks
+of ``plugin.py`` and the report translation of ``reports.py``."""
+
+from __future__ import annotations
+
+import pytest
+
+from fabtest.engine.scenario import ScenarioState
+from fabtest.tracing import ScenarioSpan
+
+#: the running scenario's engine state (the fabtest_scenario fixture's)
+STATE_KEY = pytest.StashKey[ScenarioState]()
+#: "features/x.feature:12" of the step running now
+WHERE_KEY = pytest.StashKey[str]()
+#: the step running now, as written ("Then the response must ...")
+STEP_KEY = pytest.StashKey[str]()
+#: the scenario's span, with --fabtest-otel
+SPAN_KEY = pytest.StashKey[ScenarioSpan | None]()
