@@ -487,7 +487,7 @@ def gemini(context: Mapping[str, Any] | None = None) -> Any:
     executable = os.environ.get("FABTEST_GEMINI_CLI") or ctx.get("executable") or "gemini"
     from fabtest._internal.extras import EXTRAS
 
-    has_acp = importlib.util.find_spec(EXTRAS["acp"][0]) is not None  # without fabtest[acp], per turn
+    has_acp = importlib.util.find_spec(EXTRAS["acp"][0]) is not None  # without pytest-fabtest[acp], per turn
     if transport == "acp" or (transport == "auto" and has_acp and gemini_supports_acp(str(executable))):
         return gemini_acp(ctx)
     from fabtest.agents.cli_agent import gemini_cli

@@ -146,7 +146,7 @@ class Settings(BaseModel):
     # model name -> {input, output} USD per million tokens; replaces or adds to experiment/cost.py's defaults
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
     definitions_file: str | None = None  # YAML/JSON with `criteria:` and `topics:` shared by every feature
-    otel: bool = False  # OpenTelemetry traces of every scenario (fabtest[otel], docs/otel.md)
+    otel: bool = False  # OpenTelemetry traces of every scenario (pytest-fabtest[otel], docs/otel.md)
     # where the settings came from, for error messages (not a user key)
     source: str = Field(default="", exclude=True)
 
