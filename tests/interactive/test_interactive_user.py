@@ -3,6 +3,7 @@ conversation as a feature; the engine runs its checks as with any simulated user
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -71,3 +72,55 @@ def test_other_calls_pass_through(purpose_call: str, tmp_path: Path) -> None:
                          root=tmp_path)
     assert asked == []  # the judge's call never reached the person
     assert result.evaluations[0].status == "passed"
+
+
+FEATURE = '''
+Feature: Booking
+  Scenario: Book a room
+    Given a simulated user with the goal "Book a room in Berlin"
+    And the simulation takes at most 4 turns
+    When the simulated user talks to the agent
+    Then the conversation must include a call to "book"
+'''
+
+AGENT = '''
+from fabtest import AgentResponse, ToolCall
+
+def build(context):
+    def chat(messages):
+        if "book" in messages[-1].content.lower():
+            return AgentResponse("Booked: BK-7.", [ToolCall("book", {"city": "Berlin"})])
+        return "Which city?"
+    return chat
+'''
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    pytester.makefile(".toml", pyproject='[tool.pytest.ini_options]\npythonpath = ["."]\n\n'
+                                         '[tool.fabtest]\nagent = "bot:build"\nresults_dir = "results"\nconcurrency = 4\n')
+    pytester.makepyfile(bot=AGENT)
+    pytester.makefile(".feature", booking=FEATURE)
+    return pytester
+
+
+def test_a_person_plays_the_user_of_a_feature_without_any_llm(project: pytest.Pytester) -> None:
+    """No key: the person is the simulated user; the checks run as usual and the run is green."""
+    result = project.run(sys.executable, "-m", "pytest", "-s", "-p", "no:randomly", "--fabtest-interactive",
+                         stdin=b"Hi\nPlease book Berlin\n/end\n", timeout=120)
+    result.assert_outcomes(passed=1)
+    out = result.stdout.str()
+    assert "goal: Book a room in Berlin" in out and "  agent: Which city?" in out
+    assert "no simulator configured: type the user's message" in out
+
+
+@pytest.mark.parametrize("args, message", [
+    ((), "--fabtest-interactive needs the terminal: add -s"),
+    (("-s", "-n", "1"), "--fabtest-interactive plays one conversation at a time at this terminal: drop -n"),
+])
+def test_interactive_needs_the_terminal(project: pytest.Pytester, args: tuple[str, ...], message: str) -> None:
+    result = project.runpytest_subprocess("-p", "no:randomly", "--fabtest-interactive", *args)
+    assert result.ret == 4
+    assert message in result.stderr.str()

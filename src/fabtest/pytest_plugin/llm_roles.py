@@ -89,6 +89,11 @@ class SessionLLMs:
                                             retry_budget=self.retry_budget)
                 except UsageError as exc:
                     raise pytest.UsageError(str(exc)) from None
+            if self.config.getoption("--fabtest-interactive", False):
+                from fabtest.pytest_plugin.interactive import InteractiveUser
+
+                roles.simulator = InteractiveUser(roles.simulator)  # a person decides each simulated-user turn
+                roles.simulator_reason = ""
             roles.judge, roles.simulator = tracing.traced(roles.judge, "judge"), tracing.traced(roles.simulator, "simulator")
             roles.executor = ThreadPoolExecutor(max_workers=limit, thread_name_prefix="fabtest-judge")
             self._roles = roles

@@ -70,6 +70,8 @@ def add_options(parser: pytest.Parser) -> None:
                     help="scenarios skipped for want of KIND (llm: no key or endpoint; simulator: the simulated "
                          "user left its role on every try) do not fail the run "
                          "(without it such skips end the run with exit status 6); repeatable or comma-separated")
+    group.addoption("--fabtest-interactive", action="store_true", default=False,
+                    help="a person plays the simulated user at the terminal (needs -s; scenarios run one at a time)")
     group.addoption("--fabtest-otel", action="store_true", default=None,
                     help="export OpenTelemetry traces (OTEL_EXPORTER_OTLP_*; needs pytest-fabtest[otel])")
     group.addoption("--fabtest-no-preflight", action="store_true",
@@ -142,6 +144,9 @@ def settings_from_options(config: pytest.Config) -> Settings:
                       ("--fabtest-concurrency", "concurrency"), ("--fabtest-otel", "otel")):
         if opt(name) is not None:
             updates[key] = opt(name)
+    if opt("--fabtest-interactive", False):
+        updates["concurrency"] = 1  # one person, one terminal: the scenarios run one at a time
+        updates["simulator_fidelity"] = "off"  # a person is not checked for staying in a simulator's role
     for role in ("judge", "simulator"):
         changes = {field: opt(f"--fabtest-{role}-{field}") for field in ("provider", "model", "temperature")}
         changes = {k: v for k, v in changes.items() if v is not None}
@@ -178,4 +183,9 @@ def validate_run_options(config: pytest.Config) -> dict[str, float]:
         raise pytest.UsageError(str(exc)) from None
     if floors and config.getoption("--fabtest-no-results"):
         raise pytest.UsageError("--fabtest-min-coverage needs the experiment: drop --fabtest-no-results")
+    if config.getoption("--fabtest-interactive"):
+        if config.getoption("capture", None) != "no":
+            raise pytest.UsageError("--fabtest-interactive needs the terminal: add -s (pytest would capture what you type)")
+        if config.getoption("numprocesses", None) or hasattr(config, "workerinput"):
+            raise pytest.UsageError("--fabtest-interactive plays one conversation at a time at this terminal: drop -n")
     return floors
