@@ -25,7 +25,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src"
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.slow  # also listed in tests/support/slow.py
 
 
 def _quick_start_commands() -> list[list[str]]:
