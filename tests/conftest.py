@@ -6,7 +6,24 @@ while httpx keeps its exception map of the old ones: an ``httpcore.ReadTimeout``
 escape unmapped. Importing them here keeps one copy for the whole session.
 """
 
+from pathlib import Path  # noqa: E402
+
 import google.genai  # noqa: F401
 import httpcore  # noqa: F401
 import httpcore._backends.sync  # noqa: F401
 import httpx  # noqa: F401
+import pytest  # noqa: E402
+from support.slow import is_slow  # noqa: E402
+
+_TESTS = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the slow tests (tests/support/slow.py lists them) so ``-m "not slow"`` is the inner loop."""
+    for item in items:
+        try:
+            relative = item.path.relative_to(_TESTS).as_posix()
+        except ValueError:
+            continue
+        if is_slow(relative, getattr(item, "originalname", item.name)):
+            item.add_marker(pytest.mark.slow)

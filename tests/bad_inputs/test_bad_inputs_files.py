@@ -298,8 +298,8 @@ def _run(case: Case, root: Path, capsys: pytest.CaptureFixture[str], pytester: p
         else:
             code = 0
     elif case.kind == "settings":
-        from fabtest.config.settings import Settings
         from fabtest.errors import UsageError
+        from fabtest.config.settings import Settings
 
         _write(root / "pyproject.toml", case.content)
         try:
@@ -367,9 +367,9 @@ def test_there_are_at_least_sixty_cases() -> None:
 
 
 def test_a_utf8_bom_is_fine_in_playbooks_scenario_sets_and_settings(tmp_path: Path) -> None:
+    from fabtest.playbook.load import load_playbook
     from fabtest.config.scenario_sets import load_scenario_set
     from fabtest.config.settings import Settings
-    from fabtest.playbook.load import load_playbook
 
     bom = "\ufeff"
     (tmp_path / "pb.yaml").write_text(bom + "name: bom\nsteps:\n  - user_input: hi\n    expected_outcome: ok\n",

@@ -7,14 +7,13 @@ import gc
 from pathlib import Path
 
 import pytest
+from exp_factory import make_doc, make_result
 
 from fabtest.cli import compare_main
-from fabtest.experiment import export
 from fabtest.compare.compute import compare
 from fabtest.compare.read import read_experiment
+from fabtest.experiment import export, scenario_index
 from fabtest.experiment.export import read_entries, write_document
-
-from exp_factory import make_doc, make_result
 
 
 def _results(flip: int) -> list:
@@ -40,7 +39,7 @@ def _written(tmp_path: Path) -> tuple[dict, dict]:
 def test_streamed_comparison_equals_the_whole_documents(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                         batch: int) -> None:
     base, cur = _written(tmp_path)
-    monkeypatch.setattr(export, "_BATCH", batch)
+    monkeypatch.setattr(scenario_index, "_BATCH", batch)
     _, b_exp = read_experiment("exp_str_a", tmp_path)
     _, c_exp = read_experiment("exp_str_b", tmp_path)
     assert b_exp.doc.get("lean") is True and b_exp.doc["scenario_results"] == []  # no entry was kept
@@ -58,7 +57,7 @@ def test_a_bad_row_in_a_later_batch_falls_back_to_the_whole_file(tmp_path: Path,
     last = text.index('"rows": [') + text[text.index('"rows": ['):].index("]},\n")  # the index line's end
     cut = text.rindex(', ["example:', 0, last) + 2  # the last row: some rows were added up before it is met
     path.write_text(text[:cut] + '["bad", ' + text[cut + 1:])
-    monkeypatch.setattr(export, "_BATCH", 1)
+    monkeypatch.setattr(scenario_index, "_BATCH", 1)
     _, b_exp = read_experiment("exp_str_a", tmp_path)
     assert "lean" not in b_exp.doc  # read whole: the rows added before the bad one were dropped
     assert compare(b_exp, read_experiment("exp_str_b", tmp_path)[1]).to_dict() == compare(base, cur).to_dict()

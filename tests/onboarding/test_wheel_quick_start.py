@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import venv
@@ -25,7 +26,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src"
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.slow  # also listed in tests/support/slow.py
 
 
 def _quick_start_commands() -> list[list[str]]:
@@ -51,8 +52,13 @@ def _outer_site_dirs() -> list[str]:
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("build", reason="python -m build needs the 'build' package (the dev extra)")
     out = tmp_path_factory.mktemp("dist")
+    # a copy of what the build reads: two xdist workers may build at once, and the checkout stays clean
+    source = tmp_path_factory.mktemp("source")
+    shutil.copytree(SRC, source / "src", ignore=shutil.ignore_patterns("*.egg-info", "__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, source / name)
     # --no-isolation: offline, with this environment's setuptools (the dev extra pins a new enough one)
-    done = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(ROOT)],
+    done = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(source)],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return out

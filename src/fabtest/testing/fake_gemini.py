@@ -45,142 +45,20 @@ from __future__ import annotations
 import json as _json
 import os
 import re
-import socket
 import threading
-import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
-__all__ = ["FakeGemini", "FakeRequest", "Fault", "Reply", "Rule"]
+from fabtest.testing.gemini_wire import MISSING as _MISSING
+from fabtest.testing.gemini_wire import FakeRequest, Handler, Reply, Server, count_tokens
 
-_MISSING: Any = object()
-_PATH = re.compile(r"/(v1(?:beta|alpha)?\d*)/models/([^/:]+):(generateContent|streamGenerateContent|countTokens)$")
+__all__ = ["FakeGemini", "FakeRequest", "Fault", "Reply", "Rule", "count_tokens"]
+
 #: The longest a ``"timeout"`` fault ever sleeps, so a forgotten fault cannot hang a test run.
 MAX_FAULT_SLEEP_S = 30.0
 FAULT_KINDS = ("timeout", "malformed_json", "wrong_schema", "empty", "blocked")
-_STATUS_NAMES = {
-    400: "INVALID_ARGUMENT",
-    401: "UNAUTHENTICATED",
-    403: "PERMISSION_DENIED",
-    404: "NOT_FOUND",
-    408: "DEADLINE_EXCEEDED",
-    429: "RESOURCE_EXHAUSTED",
-    500: "INTERNAL",
-    503: "UNAVAILABLE",
-    504: "DEADLINE_EXCEEDED",
-}
-
-
-@dataclass
-class FakeRequest:
-    """One request the fake received.
-
-    ``text`` is what rules are matched against: the system instruction and every content part
-    (text, or the JSON of function calls/responses) joined by newlines. ``prompt`` is the same
-    without the system instruction.
-    """
-
-    method: str
-    path: str
-    model: str
-    api_version: str
-    action: str
-    body: dict[str, Any]
-    text: str
-    system: str
-    prompt: str
-    stream: bool
-    #: Request headers with lower-cased names (the key arrives as ``x-goog-api-key``).
-    headers: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def generation_config(self) -> dict[str, Any]:
-        return self.body.get("generationConfig") or {}
-
-    @property
-    def wants_json(self) -> bool:
-        """True when the caller asked for structured (JSON) output."""
-        return self.generation_config.get("responseMimeType") == "application/json"
-
-    @property
-    def schema(self) -> dict[str, Any] | None:
-        """The requested response schema (``responseJsonSchema`` or ``responseSchema``), if any."""
-        config = self.generation_config
-        return config.get("responseJsonSchema") or config.get("responseSchema")
-
-    @property
-    def temperature(self) -> float | None:
-        return self.generation_config.get("temperature")
-
-    @property
-    def contents(self) -> list[dict[str, Any]]:
-        """The request's ``contents`` (the conversation, function calls and responses included)."""
-        return list(self.body.get("contents") or [])
-
-    @property
-    def last_user_text(self) -> str:
-        """The text of the latest user message that is not a function response."""
-        for content in reversed(self.contents):
-            texts = [str(p["text"]) for p in content.get("parts") or [] if "text" in p]
-            if content.get("role", "user") == "user" and texts:
-                return "\n".join(texts)
-        return ""
-
-    @property
-    def tool_rounds(self) -> int:
-        """Function-response turns since the latest user text: 0 on the first call of a tool loop."""
-        rounds = 0
-        for content in reversed(self.contents):
-            parts = content.get("parts") or []
-            if content.get("role", "user") == "user" and any("text" in p for p in parts):
-                break
-            if any("functionResponse" in p for p in parts):
-                rounds += 1
-        return rounds
-
-    @property
-    def function_responses(self) -> list[dict[str, Any]]:
-        """The ``{name, response}`` the caller sent back in its latest turn (empty if it sent text)."""
-        contents = self.contents
-        if not contents:
-            return []
-        return [p["functionResponse"] for p in contents[-1].get("parts") or [] if "functionResponse" in p]
-
-    @property
-    def tool_names(self) -> list[str]:
-        """Names of the function declarations the caller offered."""
-        return [d.get("name", "") for tool in self.body.get("tools") or []
-                for d in tool.get("functionDeclarations") or []]
-
-
-@dataclass
-class Reply:
-    """A scripted answer. Give any of ``text``, ``json`` (serialised as the text) or function calls.
-
-    ``function_call`` is ``{"name": ..., "args": {...}}`` or a list of them; they come after
-    the text in the candidate's parts. ``finish_reason`` is copied into the candidate.
-    """
-
-    text: str | None = None
-    json: Any = _MISSING
-    function_call: dict[str, Any] | list[dict[str, Any]] | None = None
-    finish_reason: str = "STOP"
-
-    def candidate_text(self) -> str:
-        if self.json is not _MISSING:
-            return _json.dumps(self.json)
-        return self.text or ""
-
-    def function_calls(self) -> list[dict[str, Any]]:
-        if self.function_call is None:
-            return []
-        return list(self.function_call) if isinstance(self.function_call, list) else [self.function_call]
-
-
 #: What callbacks may return: a Reply, a str (text), a dict/list (JSON), or None (fall through).
 ReplyLike = Reply | str | dict[str, Any] | list[Any] | None
 Callback = Callable[[FakeRequest], ReplyLike]
@@ -219,11 +97,6 @@ class Fault:
         if self.times is not None and self.hits >= self.times:
             return False
         return self.pattern is None or self.pattern.search(request.text) is not None
-
-
-def count_tokens(text: str) -> int:
-    """The fake's token count: words, roughly what a tokenizer would give for English."""
-    return len(text.split())
 
 
 class FakeGemini:
@@ -266,7 +139,7 @@ class FakeGemini:
         self._in_flight = 0
         self._max_in_flight = 0
         self._stopping = threading.Event()
-        self._server: _Server | None = None
+        self._server: Server | None = None
         self._thread: threading.Thread | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -276,7 +149,7 @@ class FakeGemini:
         if self._server is not None:
             return self
         self._stopping.clear()
-        self._server = _Server(("127.0.0.1", 0), _Handler, self)
+        self._server = Server(("127.0.0.1", 0), Handler, self)
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, name="FakeGemini", daemon=True
         )
@@ -557,211 +430,3 @@ def _as_reply(value: ReplyLike) -> Reply | None:
     if isinstance(value, (dict, list)):
         return Reply(json=value)
     raise TypeError(f"FakeGemini callbacks return Reply, str, dict, list or None, not {type(value).__name__}")
-
-
-def _part_text(part: dict[str, Any]) -> str:
-    if "text" in part:
-        return str(part["text"])
-    for key in ("functionCall", "functionResponse", "inlineData", "executableCode", "codeExecutionResult"):
-        if key in part:
-            return _json.dumps({key: part[key]}, sort_keys=True)
-    return ""
-
-
-def _parse_request(method: str, raw_path: str, headers: dict[str, str], body: dict[str, Any]) -> FakeRequest | None:
-    split = urlsplit(raw_path)
-    match = _PATH.search(split.path)
-    if not match:
-        return None
-    version, model, action = match.groups()
-    system_parts = (body.get("systemInstruction") or {}).get("parts") or []
-    system = "\n".join(t for t in (_part_text(p) for p in system_parts) if t)
-    contents = body.get("contents") or (body.get("generateContentRequest") or {}).get("contents") or []
-    prompt = "\n".join(t for c in contents for t in (_part_text(p) for p in (c.get("parts") or [])) if t)
-    text = "\n".join(t for t in (system, prompt) if t)
-    stream = action == "streamGenerateContent"
-    return FakeRequest(
-        method=method,
-        path=raw_path,
-        model=model,
-        api_version=version,
-        action=action,
-        body=body,
-        text=text,
-        system=system,
-        prompt=prompt,
-        stream=stream or parse_qs(split.query).get("alt") == ["sse"],
-        headers=headers,
-    )
-
-
-def _usage(prompt_tokens: int, answer_tokens: int) -> dict[str, int]:
-    return {
-        "promptTokenCount": prompt_tokens,
-        "candidatesTokenCount": answer_tokens,
-        "totalTokenCount": prompt_tokens + answer_tokens,
-    }
-
-
-def _response(parts: list[dict[str, Any]], *, finish: str | None, usage: dict[str, int], model: str, rid: str) -> dict[str, Any]:
-    candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
-    if finish:
-        candidate["finishReason"] = finish
-    return {"candidates": [candidate], "usageMetadata": usage, "modelVersion": model, "responseId": rid}
-
-
-def _error_body(status: int, message: str) -> dict[str, Any]:
-    return {"error": {"code": status, "message": message, "status": _STATUS_NAMES.get(status, "UNKNOWN")}}
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = 128
-
-    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], fake: FakeGemini) -> None:
-        self.fake = fake
-        self._connections: set[socket.socket] = set()
-        self._connections_lock = threading.Lock()
-        super().__init__(address, handler)
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        with self._connections_lock:
-            self._connections.add(request)
-        super().process_request(request, client_address)
-
-    def shutdown_request(self, request: Any) -> None:
-        with self._connections_lock:
-            self._connections.discard(request)
-        super().shutdown_request(request)
-
-    def close_connections(self) -> None:
-        with self._connections_lock:
-            connections = list(self._connections)
-        for conn in connections:
-            try:
-                conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    # Headers and body go out in separate writes; with Nagle on, each reply waited ~40 ms for
-    # the client's delayed ACK, which distorted every latency the fake is meant to control.
-    disable_nagle_algorithm = True
-    server: _Server
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
-        """Silence per-request logging."""
-
-    def do_GET(self) -> None:  # noqa: N802 - stdlib naming
-        self._send_json(404, _error_body(404, f"FakeGemini only answers POST, not GET {self.path}"))
-
-    def do_POST(self) -> None:  # noqa: N802 - stdlib naming
-        fake = self.server.fake
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        try:
-            body = _json.loads(raw or b"{}")
-        except ValueError:
-            self._send_json(400, _error_body(400, "FakeGemini: request body is not JSON"))
-            return
-        request = _parse_request("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body)
-        if request is None:
-            fake._note_error(f"unknown path {self.path}")
-            self._send_json(404, _error_body(404, f"FakeGemini: unknown path {self.path}"))
-            return
-        fake._record(request)
-        fake._enter()
-        try:
-            self._answer(fake, request)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client gave up (a timeout fault, usually)
-        finally:
-            fake._leave()
-
-    def _answer(self, fake: FakeGemini, request: FakeRequest) -> None:
-        if fake._sleep(fake.latency):
-            return
-        model = fake.model_version or request.model
-        prompt_tokens = count_tokens(request.text)
-        if request.action == "countTokens":
-            self._send_json(200, {"totalTokens": prompt_tokens})
-            return
-        fault = fake._pick_fault(request)
-        reply: Reply | None = None
-        if fault is not None:
-            if isinstance(fault.kind, int):
-                self._send_json(fault.kind, _error_body(fault.kind, f"FakeGemini injected HTTP {fault.kind}"))
-                return
-            if fault.kind == "timeout":
-                delay = fault.delay_s if fault.delay_s is not None else fake.timeout_fault_s
-                if fake._sleep(delay):
-                    return
-            elif fault.kind == "malformed_json":
-                reply = Reply(text='{"fabtest_fake": "malformed", "unterminated": [1, 2,')
-            elif fault.kind == "wrong_schema":
-                reply = Reply(json={"fabtest_fake": "this object does not match the schema"})
-            elif fault.kind == "empty":
-                reply = Reply(text="")
-            elif fault.kind == "blocked":
-                blocked = {"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": _usage(prompt_tokens, 0),
-                           "modelVersion": model, "responseId": uuid.uuid4().hex[:16]}
-                if request.stream:
-                    self._send_sse([blocked])
-                else:
-                    self._send_json(200, blocked)
-                return
-        if reply is None:
-            try:
-                reply = fake._pick_reply(request)
-            except Exception as exc:  # noqa: BLE001 - report to the client and the test
-                fake._note_error(f"callback raised {type(exc).__name__}: {exc}")
-                self._send_json(500, _error_body(500, f"FakeGemini callback raised {type(exc).__name__}: {exc}"))
-                return
-        text = reply.candidate_text()
-        calls = reply.function_calls()
-        answer_tokens = count_tokens(text) + sum(count_tokens(_json.dumps(c)) for c in calls)
-        usage = _usage(prompt_tokens, answer_tokens)
-        rid = uuid.uuid4().hex[:16]
-        call_parts = [{"functionCall": call} for call in calls]
-        if not request.stream:
-            parts = ([{"text": text}] if text or not calls else []) + call_parts
-            self._send_json(200, _response(parts, finish=reply.finish_reason, usage=usage, model=model, rid=rid))
-            return
-        pieces = _split(text, fake.stream_chunks) if text else ([] if calls else [""])
-        events = [[{"text": piece}] for piece in pieces] + ([call_parts] if call_parts else [])
-        chunks = [
-            _response(parts, finish=reply.finish_reason if i == len(events) - 1 else None, usage=usage, model=model, rid=rid)
-            for i, parts in enumerate(events)
-        ]
-        self._send_sse(chunks)
-
-    def _send_json(self, status: int, payload: dict[str, Any]) -> None:
-        data = _json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json; charset=UTF-8")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _send_sse(self, chunks: list[dict[str, Any]]) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        for chunk in chunks:
-            event = f"data: {_json.dumps(chunk)}\n\n".encode()
-            self.wfile.write(f"{len(event):X}\r\n".encode() + event + b"\r\n")
-            self.wfile.flush()
-        self.wfile.write(b"0\r\n\r\n")
-        self.wfile.flush()
-
-
-def _split(text: str, pieces: int) -> list[str]:
-    """Split text into at most ``pieces`` consecutive chunks that join back to it exactly."""
-    words = re.findall(r"\S+\s*|\s+", text)
-    pieces = max(1, min(pieces, len(words)))
-    size = -(-len(words) // pieces)
-    return ["".join(words[i : i + size]) for i in range(0, len(words), size)]
