@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
+from fabtest._internal import redaction
 from fabtest.llm.base import Completion, LLMError, LLMNotConfigured, LLMSettings, json_schema
 from fabtest.llm.limits import (
     PROBE_PROMPT,
@@ -43,6 +44,7 @@ def gemini_api_key(settings: LLMSettings) -> tuple[str | None, str]:
     for name in names:
         value = os.environ.get(name, "").strip()
         if value:
+            redaction.register(value)  # the key fabtest holds is a secret in every output
             return value, name
     return None, names[0]
 

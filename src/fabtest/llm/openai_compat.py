@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
+from fabtest._internal import redaction
 from fabtest.llm.base import Completion, LLMError, LLMSettings
 from fabtest.llm.base import json_schema as base_json_schema
 from fabtest.llm.limits import (
@@ -49,6 +50,7 @@ def openai_api_key(settings: LLMSettings) -> str | None:
     """The bearer token, if any variable holds one."""
     for name in (settings.api_key_env, OPENAI_KEY_ENV):
         if name and os.environ.get(name, "").strip():
+            redaction.register(os.environ[name].strip())  # the key fabtest holds is a secret in every output
             return os.environ[name].strip()
     return None
 
