@@ -46,6 +46,7 @@ STATE_KEY = pytest.StashKey[ScenarioState]()
 WHERE_KEY = pytest.StashKey[str]()
 STEP_KEY = pytest.StashKey[str]()
 SPAN_KEY = pytest.StashKey["tracing.ScenarioSpan | None"]()  # the scenario's span, with --fabtest-otel
+ENDED_KEY = pytest.StashKey[pytest.Session]()  # the session that ended: its final exit status arms the exit guard
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -119,8 +120,17 @@ def _active(config: pytest.Config) -> bool:
     return SESSION_KEY in config.stash
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    session.config.stash[ENDED_KEY] = session
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
+    from fabtest._internal import exit_guard
     from fabtest.agents.cli_agent import kill_all_groups
+
+    if _active(config) and (ended := config.stash.get(ENDED_KEY, None)) is not None:
+        exit_guard.arm(int(ended.exitstatus))  # the process exits soon after, whatever threads an agent left
 
     kill_all_groups()  # no CLI agent process outlives the run (also on xdist workers, Ctrl-C)
     session = config.stash.get(SESSION_KEY, None)
