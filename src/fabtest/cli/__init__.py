@@ -297,6 +297,17 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _port(text: str) -> int:
+    """A TCP port for ``fabtest view --port``: 0 (any free one) to 65535, else a usage error."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r} (use e.g. 8000, or 0 for any free port)") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port out of range: {text!r} (0 to 65535; 0 picks any free port)")
+    return port
+
+
 def _cmd_view(args: argparse.Namespace) -> int:
     from fabtest.view import build_site, serve
 
@@ -429,7 +440,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("results_dir", nargs="?", default=None, metavar="RESULTS_DIR",
                    help="the results directory (default: [tool.fabtest] results_dir)")
     p.add_argument("--build", default=None, metavar="DIR", help="write the site as static files to DIR instead of serving it")
-    p.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any free port)")
+    p.add_argument("--port", type=_port, default=0, help="port on 127.0.0.1 (default: any free port)")
     p.add_argument("--no-open", action="store_true", help="do not open the browser; just print the URL")
     p.set_defaults(func=_cmd_view)
 

@@ -107,14 +107,18 @@ class Catalog:
         with self._lock:
             seen: dict[Path, _Cached] = {}
             for path in list_experiment_files(self.results_dir):
-                stat = path.stat()
+                try:
+                    stat = path.stat()
+                except OSError as exc:  # a dangling link, a file removed since the listing
+                    print(f"fabtest view: warning: skipping {path}: {exc}", file=sys.stderr)
+                    continue
                 stamp = (stat.st_mtime_ns, stat.st_size)
                 cached = self._files.get(path)
                 if cached is None or cached.stamp != stamp:
                     try:
                         _, exp = read_experiment(path, self.results_dir)
                         cached = _Cached(stamp, row_of(path, exp.doc), exp)
-                    except (ExperimentFileError, KeyError, TypeError, AttributeError, ValueError) as exc:
+                    except (ExperimentFileError, OSError, KeyError, TypeError, AttributeError, ValueError) as exc:
                         print(f"fabtest view: warning: skipping {path}: {exc}", file=sys.stderr)
                         continue
                 seen[path] = cached

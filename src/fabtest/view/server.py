@@ -21,6 +21,12 @@ def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
         server_version = "fabtest-view"
 
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            if not _served_host(self.headers.get("Host"), self.server.server_address[1]):
+                # DNS rebinding: a page on evil.example whose name now resolves to 127.0.0.1 would read
+                # every transcript; only the names this server is reached by are answered
+                self._send(421, b"fabtest view: this server answers only http://127.0.0.1:PORT/ and "
+                                b"http://localhost:PORT/", "text/plain; charset=utf-8")
+                return
             path = urlsplit(self.path).path
             try:
                 page = site.render(path)
@@ -45,6 +51,17 @@ def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
             return  # quiet: the terminal shows the URL, not every request
 
     return Handler
+
+
+def _served_host(host: str | None, port: int) -> bool:
+    """True for the Host names this server is reached by: ``127.0.0.1:PORT`` and ``localhost:PORT``
+    (any case; the port left out only on port 80, as a browser does)."""
+    if not host:
+        return False
+    name, _, given = host.strip().lower().rpartition(":") if ":" in host else (host.strip().lower(), "", "")
+    if not name:
+        name, given = given, ""
+    return name in {"127.0.0.1", "localhost"} and (given == str(port) or (given == "" and port == 80))
 
 
 def make_server(results_dir: str | Path, port: int = 0) -> ThreadingHTTPServer:
