@@ -21,7 +21,7 @@ def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
         server_version = "fabtest-view"
 
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-            if not _served_host(self.headers.get("Host"), self.server.server_address[1]):
+            if not _served_host(self.headers.get("Host"), int(getattr(self.server, "server_port", 0))):
                 # DNS rebinding: a page on evil.example whose name now resolves to 127.0.0.1 would read
                 # every transcript; only the names this server is reached by are answered
                 self._send(421, b"fabtest view: this server answers only http://127.0.0.1:PORT/ and "
