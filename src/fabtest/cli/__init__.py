@@ -392,9 +392,9 @@ def _cmd_init(args: argparse.Namespace) -> int:
 
     try:
         plan = plan_init(Path(args.dir), agent=args.agent)
+        lines = write_init(plan)
     except UsageError as exc:
         return _fail("fabtest init", str(exc))
-    lines = write_init(plan)
     print(f"fabtest init: wrote in {plan.root}:")
     print("\n".join(lines))
     print(next_steps(plan), end="")
