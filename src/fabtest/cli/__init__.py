@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fabtest._internal.files import write_text_atomic
+from fabtest._internal.terminal import inert
 from fabtest.experiment.export import ExperimentFileError, list_experiment_files, read_document
 
 if TYPE_CHECKING:
@@ -121,7 +122,7 @@ def _add_compare_args(parser: argparse.ArgumentParser) -> None:
 
 
 def _fail(prog: str, message: str) -> int:
-    print(f"{prog}: error: {message}", file=sys.stderr)
+    print(inert(f"{prog}: error: {message}"), file=sys.stderr)  # a file name may hold escape codes
     return EXIT_ERROR
 
 
@@ -171,7 +172,7 @@ def _run_compare(args: argparse.Namespace, prog: str) -> int:
         return _fail(prog, str(exc.args[0]))
     base, cur = b_exp.doc, c_exp.doc
     del b_exp, c_exp  # the per-scenario totals are done with: freed before the output is built
-    sys.stdout.write(_with_diffs(comparison, renderer, diffs, args.format))
+    sys.stdout.write(inert(_with_diffs(comparison, renderer, diffs, args.format)))  # names from files: inert
     if args.html:
         from fabtest.report.html import render_comparison_html
 
@@ -181,7 +182,7 @@ def _run_compare(args: argparse.Namespace, prog: str) -> int:
             return _fail(prog, f"cannot write {args.html}: {exc.strerror or exc}")
         print(f"HTML comparison written to: {args.html}", file=sys.stderr)
     for line in gating.gate_lines(gate) if gate is not None else warnings:
-        print(f"{prog}: {line}", file=sys.stderr)
+        print(inert(f"{prog}: {line}"), file=sys.stderr)
     return EXIT_GATE if gate is not None and gate.failed else EXIT_OK
 
 
@@ -246,7 +247,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
         try:
             _, doc = read_document(path, results_dir, lean=True)
         except ExperimentFileError as exc:
-            print(f"fabtest: warning: skipping {exc}", file=sys.stderr)
+            print(inert(f"fabtest: warning: skipping {exc}"), file=sys.stderr)
             continue
         exp, summary = doc["experiment"], doc["summary"]
         git = (exp.get("git_commit") or "")[:8] + ("*" if exp.get("git_dirty") else "")
@@ -258,7 +259,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
     if not rows:
         print(f"No experiments in {results_dir}/")
         return EXIT_OK
-    print(tabulate(rows, headers=["ID", "Timestamp", "Name", "Scenarios", "Completion", "Evaluation", "Git"]))
+    print(inert(tabulate(rows, headers=["ID", "Timestamp", "Name", "Scenarios", "Completion", "Evaluation", "Git"])))
     return EXIT_OK
 
 
@@ -273,7 +274,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
         return _fail("fabtest", str(exc))
     except (KeyError, TypeError, AttributeError) as exc:
         return _fail("fabtest", f"malformed experiment file ({type(exc).__name__}: {exc})")
-    sys.stdout.write(text)
+    sys.stdout.write(inert(text))  # names and messages from the file: escape codes shown, not obeyed
     return EXIT_OK
 
 
@@ -342,7 +343,7 @@ def _cmd_recover(args: argparse.Namespace) -> int:
             print(f"Recovered (interrupted): {path}")
         else:
             failed += 1
-            print(f"fabtest: error: {error}", file=sys.stderr)
+            print(inert(f"fabtest: error: {error}"), file=sys.stderr)
     return EXIT_ERROR if failed else EXIT_OK
 
 
