@@ -80,3 +80,22 @@ def test_the_demo_cli_takes_any_prompt(tmp_path: Path, prompt: str) -> None:
                           env={"FABTEST_DEMO_STATE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["response"]
+
+
+def test_replay_agent_imports_a_module_of_the_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``fabtest replay --agent mybot:Bot`` run by the ``fabtest`` script (the project is not on
+    sys.path, unlike ``python -m``) imports the project's module, as pytest and ``fabtest run`` do."""
+    import argparse
+
+    from fabtest.cli.replay import _env
+
+    (tmp_path / "pyproject.toml").write_text('[tool.fabtest]\nresults_dir = "results"\n', encoding="utf-8")
+    (tmp_path / "mybot_r3.py").write_text("class Bot:\n    def chat(self, messages):\n        return 'hi'\n",
+                                          encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", ".", str(tmp_path))])
+    monkeypatch.delitem(sys.modules, "mybot_r3", raising=False)
+    for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    env = _env(argparse.Namespace(agent="mybot_r3:Bot", similarity=0.9, no_continue=False))
+    assert env is not None and "mybot_r3" in sys.modules
