@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from fabtest._internal import redaction
 from fabtest.llm.base import Completion, LLMError, LLMNotConfigured, LLMSettings, json_schema
+from fabtest.llm.connect_timeout import connect_timeout, shorten_connect
 from fabtest.llm.limits import (
     PROBE_PROMPT,
     ProviderBase,
@@ -158,6 +159,9 @@ class GeminiLLM(ProviderBase):
                 if self.base_url:
                     options.base_url = self.base_url
                 self._client = genai.Client(api_key=self._api_key, http_options=options)
+                # a dropped SYN is retried after seconds, not after the whole answer timeout
+                shorten_connect(getattr(getattr(self._client, "_api_client", None), "_httpx_client", None),
+                                connect_timeout(self.settings.timeout_s))
             return self._client
 
     def _classify(self, exc: Exception) -> Exception:
