@@ -92,20 +92,3 @@ def test_the_run_exits_soon_after_its_summary_whatever_the_agent_left_running(
     assert "fabtest: exiting without waiting for" in output and "fabtest does not own them" in output
     assert elapsed < 30, f"took {elapsed:.1f}s"
 
-
-def test_under_xdist_a_worker_left_with_a_blocked_executor_exits_too(pytester: pytest.Pytester,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "PYTEST_ADDOPTS"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("FABTEST_EXIT_GRACE_S", "1")
-    table, module = AGENTS["async executor"]
-    pytester.makefile(".toml", pyproject=PYPROJECT.format(agent=table))
-    pytester.makepyfile(stuck=module)
-    pytester.makefile(".feature", stuck='Feature: Stuck\n  Scenario: hi\n    When the user says "hi"\n'
-                                        '    Then the response must match "hello"\n')
-    started = time.monotonic()
-    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider", "-n", "2",
-                                           "--fabtest-experiment-id", "exp_stuck", "--fabtest-no-preflight",
-                                           timeout=90)
-    assert result.ret == 0, result.stdout.str() + result.stderr.str()
-    assert time.monotonic() - started < 45

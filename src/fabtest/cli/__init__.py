@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fabtest._internal.files import write_text_atomic
+from fabtest._internal.redaction import redact, register_llm_keys
 from fabtest._internal.terminal import inert
 from fabtest.experiment.export import ExperimentFileError, list_experiment_files, read_document
 
@@ -172,12 +173,12 @@ def _run_compare(args: argparse.Namespace, prog: str) -> int:
         return _fail(prog, str(exc.args[0]))
     base, cur = b_exp.doc, c_exp.doc
     del b_exp, c_exp  # the per-scenario totals are done with: freed before the output is built
-    sys.stdout.write(inert(_with_diffs(comparison, renderer, diffs, args.format)))  # names from files: inert
+    sys.stdout.write(_shown(_with_diffs(comparison, renderer, diffs, args.format)))
     if args.html:
         from fabtest.report.html import render_comparison_html
 
         try:
-            write_text_atomic(args.html, render_comparison_html(base, cur, comparison, diffs))
+            write_text_atomic(args.html, redact(render_comparison_html(base, cur, comparison, diffs)))
         except OSError as exc:
             return _fail(prog, f"cannot write {args.html}: {exc.strerror or exc}")
         print(f"HTML comparison written to: {args.html}", file=sys.stderr)
@@ -228,11 +229,18 @@ def _with_diffs(comparison: Any, renderer: Callable[[Any], str], diffs: list[Any
     return renderer(comparison) + (render_diffs_markdown(diffs) if fmt == "markdown" else render_diffs_text(diffs))
 
 
+def _shown(text: str) -> str:
+    """Text from results files for the terminal: secrets redacted (a file written by an older fabtest
+    or another tool may hold the LLM key this process holds), escape codes shown, not obeyed."""
+    return inert(redact(text))
+
+
 def compare_main(argv: Sequence[str] | None = None) -> int:
     """``fabtest-compare BASELINE CURRENT [options]``."""
     parser = argparse.ArgumentParser(prog="fabtest-compare", description="Compare two fabtest experiments.")
     _add_compare_args(parser)
     args = parser.parse_args(argv)
+    register_llm_keys()  # what it prints and writes never shows the LLM keys this process holds
     return _run_compare(args, "fabtest-compare")
 
 
@@ -259,7 +267,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
     if not rows:
         print(f"No experiments in {results_dir}/")
         return EXIT_OK
-    print(inert(tabulate(rows, headers=["ID", "Timestamp", "Name", "Scenarios", "Completion", "Evaluation", "Git"])))
+    print(_shown(tabulate(rows, headers=["ID", "Timestamp", "Name", "Scenarios", "Completion", "Evaluation", "Git"])))
     return EXIT_OK
 
 
@@ -274,7 +282,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
         return _fail("fabtest", str(exc))
     except (KeyError, TypeError, AttributeError) as exc:
         return _fail("fabtest", f"malformed experiment file ({type(exc).__name__}: {exc})")
-    sys.stdout.write(inert(text))  # names and messages from the file: escape codes shown, not obeyed
+    sys.stdout.write(_shown(text))
     return EXIT_OK
 
 
@@ -291,7 +299,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
         return _fail("fabtest", f"malformed experiment file ({type(exc).__name__}: {exc})")
     out = Path(args.output) if args.output else path.with_suffix(".html")
     try:
-        write_text_atomic(out, html)
+        write_text_atomic(out, redact(html))
     except OSError as exc:
         return _fail("fabtest", f"cannot write {out}: {exc.strerror or exc}")
     print(f"Report written to: {out}")
@@ -488,6 +496,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.set_defaults(func=_cmd_run)
 
     args = parser.parse_args(argv)
+    register_llm_keys()  # what any command prints and writes never shows the LLM keys this process holds
     return int(args.func(args))
 
 

@@ -10,6 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from fabtest._internal import redaction
 from fabtest.view.catalog import Catalog
 from fabtest.view.site import Site
 
@@ -37,7 +38,7 @@ def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
             if page is None:
                 self._send(404, f"fabtest view: no page {path}".encode(), "text/plain; charset=utf-8")
                 return
-            self._send(200, page.body, page.content_type)
+            self._send(200, _redacted(page.body), page.content_type)
 
         def _send(self, status: int, body: bytes, content_type: str) -> None:
             self.send_response(status)
@@ -51,6 +52,14 @@ def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
             return  # quiet: the terminal shows the URL, not every request
 
     return Handler
+
+
+def _redacted(body: bytes) -> bytes:
+    """A page with every registered secret (the LLM keys this process holds) replaced: a results file
+    written by an older fabtest or another tool may still hold one."""
+    if not redaction.secrets():
+        return body
+    return redaction.redact(body.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
 
 
 def _served_host(host: str | None, port: int) -> bool:
@@ -97,6 +106,6 @@ def build_site(results_dir: str | Path, out: str | Path) -> int:
     for path, page in site.pages():
         target = root / path
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(page.body)
+        target.write_bytes(_redacted(page.body))
         written += 1
     return written
