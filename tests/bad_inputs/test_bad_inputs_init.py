@@ -147,3 +147,12 @@ def test_a_full_disk_or_read_only_directory_leaves_nothing_behind(tmp_path: Path
     monkeypatch.setattr(init.os, "replace", replace)
     line = _refused(tmp_path, capsys)
     assert "cannot write" in line and ("No space left" in line or "Read-only" in line)
+
+
+def test_a_pyproject_link_inside_the_project_stays_a_link(tmp_path: Path) -> None:
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "pyproject.toml").write_text('[project]\nname = "x"\n', encoding="utf-8")
+    (tmp_path / "pyproject.toml").symlink_to(Path("config") / "pyproject.toml")
+    assert main(["init", "--dir", str(tmp_path)]) == 0
+    assert (tmp_path / "pyproject.toml").is_symlink()
+    assert "agent" in tomllib.loads((tmp_path / "config" / "pyproject.toml").read_text())["tool"]["fabtest"]

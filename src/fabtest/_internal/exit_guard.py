@@ -26,7 +26,15 @@ __all__ = ["GRACE_S", "arm"]
 
 #: How long interpreter shutdown may wait on threads before the process ends anyway. Exit handlers
 #: that do real work (an OpenTelemetry exporter flushing its last spans) get this long too.
-GRACE_S = float(os.environ.get("FABTEST_EXIT_GRACE_S", "5") or 5)
+def _grace(text: str | None) -> float:
+    try:
+        value = float(text or 5)
+    except ValueError:
+        return 5.0
+    return value if 0 < value < 86_400 else 5.0
+
+
+GRACE_S = _grace(os.environ.get("FABTEST_EXIT_GRACE_S"))
 
 _state: dict[str, int] = {}
 _lock = threading.Lock()

@@ -226,6 +226,8 @@ def write_init(plan: InitPlan) -> list[str]:
     try:
         for name, text in texts.items():
             current = plan.root / name
+            if name in plan.replace and current.is_symlink():  # a link inside the project (checked): keep it
+                current = Path(os.path.realpath(current))
             for parent in reversed(current.parents):
                 if parent.is_relative_to(plan.root) and not parent.exists():
                     parent.mkdir()
@@ -233,7 +235,7 @@ def write_init(plan: InitPlan) -> list[str]:
             staged.append((_stage(current, text), current))
         for temp, path in staged:
             current = path
-            is_new = path.relative_to(plan.root).as_posix() in plan.files
+            is_new = path.is_relative_to(plan.root) and path.relative_to(plan.root).as_posix() in plan.files
             if is_new and os.path.lexists(path):  # appeared since the plan: never overwrite
                 raise FileExistsError(errno.EEXIST, "it appeared while fabtest init ran", str(path))
             os.replace(temp, path)
