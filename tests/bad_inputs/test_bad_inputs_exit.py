@@ -92,3 +92,21 @@ def test_the_run_exits_soon_after_its_summary_whatever_the_agent_left_running(
     assert "fabtest: exiting without waiting for" in output and "fabtest does not own them" in output
     assert elapsed < 30, f"took {elapsed:.1f}s"
 
+
+
+def test_the_process_ends_with_the_status_of_the_last_session() -> None:
+    """An outer session (fabtest dormant) around an in-process run that armed the guard: the process
+    ends with the outer status, not the inner one's, even when the guard has to end it."""
+    import os
+    import subprocess
+    import sys
+
+    script = ("import threading\nfrom fabtest._internal import exit_guard\n"
+              "exit_guard.arm(0)\nexit_guard.update(3)\n"
+              "threading.Thread(target=threading.Event().wait, daemon=False).start()\n")
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "FABTEST_EXIT_GRACE_S": "1"})
+    assert done.returncode == 3, done.stderr
+    assert "fabtest: exiting without waiting for 1 thread(s)" in done.stderr
+    assert time.monotonic() - started < 20

@@ -22,7 +22,7 @@ import os
 import sys
 import threading
 
-__all__ = ["GRACE_S", "arm"]
+__all__ = ["GRACE_S", "arm", "update"]
 
 #: How long interpreter shutdown may wait on threads before the process ends anyway. Exit handlers
 #: that do real work (an OpenTelemetry exporter flushing its last spans) get this long too.
@@ -56,6 +56,14 @@ def arm(exit_status: int) -> None:
         register(_start_watchdog)
     except RuntimeError:  # the interpreter is already shutting down
         return
+
+
+def update(exit_status: int) -> None:
+    """A later pytest session in the same process ended (one where fabtest is dormant, around an
+    in-process run that armed the guard): the process now ends with its status, not the inner one's."""
+    with _lock:
+        if "status" in _state:
+            _state["status"] = int(exit_status)
 
 
 def _start_watchdog() -> None:

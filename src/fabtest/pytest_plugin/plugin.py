@@ -129,8 +129,11 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     from fabtest._internal import exit_guard
     from fabtest.agents.cli_agent import kill_all_groups
 
-    if _active(config) and (ended := config.stash.get(ENDED_KEY, None)) is not None:
-        exit_guard.arm(int(ended.exitstatus))  # the process exits soon after, whatever threads an agent left
+    if (ended := config.stash.get(ENDED_KEY, None)) is not None:
+        if _active(config):
+            exit_guard.arm(int(ended.exitstatus))  # the process exits soon after, whatever threads an agent left
+        else:
+            exit_guard.update(int(ended.exitstatus))  # an outer run's status wins over an inner one's
 
     kill_all_groups()  # no CLI agent process outlives the run (also on xdist workers, Ctrl-C)
     session = config.stash.get(SESSION_KEY, None)
