@@ -177,6 +177,30 @@ def excerpt(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
 
 
 
+def exception_text(exc: BaseException) -> str:
+    """``str(exc)``, even for an exception whose ``__str__`` raises or returns a non-string: then its
+    arguments (``repr``) and what ``__str__`` raised, so the user's error is reported, not the
+    secondary one its formatting caused."""
+    try:
+        text = str(exc)
+        if isinstance(text, str):
+            return text
+    except Exception as failure:  # noqa: BLE001 - user code: its __str__ may raise anything
+        problem = f"{type(failure).__name__} in its __str__"
+    else:
+        problem = "its __str__ returned no string"
+    try:
+        args = repr(exc.args)
+    except Exception:  # noqa: BLE001 - so may the repr of its arguments
+        args = "(arguments that cannot be shown)"
+    return f"{args} [{problem}]"
+
+
+def describe(exc: BaseException) -> str:
+    """``"ExceptionType: message"`` of any exception (see :func:`exception_text`)."""
+    return f"{type(exc).__name__}: {exception_text(exc)}"
+
+
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """`` (did you mean 'agent'?)`` when ``choices`` holds a close spelling of ``word``, else "": the
     hint every "unknown key" / "unknown agent" message ends with."""

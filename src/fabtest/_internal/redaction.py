@@ -5,7 +5,10 @@ A secret is any value fabtest substituted from the environment: ``${VAR}`` in an
 whose name does not say secret, see :func:`register_env`) and the variables a playbook lists in
 ``env``. Where a value is substituted it is :func:`register`-ed in this process; every writer
 then passes its text through :func:`redact` / :func:`redact_obj`, which replace each secret (and
-its JSON-escaped, repr, URL-encoded and HTML-escaped forms, one and two deep) with ``***``. Values shorter than
+its JSON-escaped, repr, URL-encoded, HTML-escaped and base64 forms, one and two deep) with ``***``. The LLM
+keys fabtest itself reads (``GEMINI_API_KEY``, ``GOOGLE_API_KEY``, ``OPENAI_API_KEY``, a builtin agent's
+``api_key_env``) are secrets too (:func:`register_llm_keys`): an agent that echoes one leaks it as surely as a
+``${VAR}``. Values shorter than
 :data:`MIN_SECRET_LENGTH` are not registered: hiding every "1" or "on" would shred the results
 and hide nothing.
 
@@ -15,6 +18,7 @@ the pytest plugin clears it when a session starts and ends.
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 import logging
@@ -25,8 +29,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import quote, quote_plus
 
-__all__ = ["MIN_SECRET_LENGTH", "REDACTED", "Redactor", "clear", "redact", "redact_obj", "register",
-           "register_configured_secrets", "register_env", "secrets"]
+__all__ = ["LLM_KEY_ENV_VARS", "MIN_SECRET_LENGTH", "REDACTED", "Redactor", "clear", "redact", "redact_obj",
+           "register", "register_configured_secrets", "register_env", "register_llm_keys", "register_url_credentials",
+           "secrets"]
 
 REDACTED = "***"
 MIN_SECRET_LENGTH = 4
@@ -59,10 +64,35 @@ def _url_forms(text: str) -> set[str]:
     return forms
 
 
+#: The shortest base64 run of a secret's bytes that is redacted inside a longer base64 text (6 bytes): a
+#: shorter run would match unrelated base64 by chance.
+_MIN_BASE64_CORE = 8
+
+
+def _base64_forms(text: str) -> set[str]:
+    """``text`` base64-encoded (standard and URL-safe alphabets, padded or not), alone and inside a longer
+    base64 text: an HTTP ``Authorization: Basic`` header that httpx builds from ``user:${PASS}@`` in a URL
+    encodes ``user:pass``, where the password starts at any of 3 byte offsets. For each offset the run of
+    base64 characters that encodes only the secret's bytes is a form; the 1 or 2 characters at each end
+    that mix in the neighbours' bits stay (they carry at most 2 bytes of the secret at each end)."""
+    raw = text.encode("utf-8", "surrogatepass")
+    forms: set[str] = set()
+    for encode in (base64.b64encode, base64.urlsafe_b64encode):
+        alone = encode(raw).decode("ascii")
+        if len(alone) >= _MIN_BASE64_CORE:
+            forms |= {alone, alone.rstrip("=")}
+        for shift in range(3):
+            body = raw[shift:]
+            core = encode(body[: len(body) - len(body) % 3]).decode("ascii")
+            if len(core) >= _MIN_BASE64_CORE:
+                forms.add(core)
+    return forms
+
+
 def _forms(secret: str) -> set[str]:
-    """The secret as written and in every encoding of :func:`_encodings`, one and two deep (a reply
-    that is JSON, quoted in a failure message that is written into a JSON file)."""
-    once = _encodings(secret)
+    """The secret as written and in every encoding of :func:`_encodings` and :func:`_base64_forms`, one
+    and two deep (a reply that is JSON, quoted in a failure message that is written into a JSON file)."""
+    once = _encodings(secret) | _base64_forms(secret)
     return {secret, *once, *(twice for form in once for twice in _encodings(form))}
 
 
@@ -180,10 +210,45 @@ def register_configured_secrets(*tables: Any) -> None:
     """
     for table in tables:
         if isinstance(table, str):
-            for name in re.findall(r"\$\{(\w+)\}", table):
+            names = re.findall(r"\$\{(\w+)\}", table)
+            for name in names:
                 if name in os.environ:
                     register_env(name, os.environ[name])
+            if names and "@" in table:
+                register_url_credentials(re.sub(r"\$\{(\w+)\}", lambda m: os.environ.get(m.group(1), ""), table))
         elif isinstance(table, Mapping):
+            if isinstance(table.get("api_key_env"), str):  # a builtin agent's key, read from that variable
+                register_llm_keys(table["api_key_env"])
             register_configured_secrets(*table.values())
         elif isinstance(table, (list, tuple)):
             register_configured_secrets(*table)
+
+
+#: The environment variables fabtest itself reads an LLM key from (llm/gemini.py, llm/openai_compat.py).
+LLM_KEY_ENV_VARS = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY")
+
+
+def register_llm_keys(*names: str | None, environ: Mapping[str, str] | None = None) -> None:
+    """Register the values of the LLM key variables (and of ``names``, a configured ``api_key_env``).
+
+    fabtest holds these keys whether or not an agent table mentions them; an agent in the same
+    environment can read and echo them, so they are redacted like any ``${VAR}``."""
+    source = os.environ if environ is None else environ
+    for name in (*LLM_KEY_ENV_VARS, *names):
+        value = source.get(name, "").strip() if name else ""
+        if value:
+            register(value)
+
+
+def register_url_credentials(url: str) -> None:
+    """Register ``user:password`` of a URL's userinfo (``https://bot:${PASS}@host``): httpx sends it as
+    ``Authorization: Basic base64(user:password)``, which an agent that echoes its request headers
+    would otherwise put in the results, with the password's own base64 split across 3 byte offsets."""
+    from urllib.parse import unquote, urlsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return
+    if parts.password:
+        register(f"{unquote(parts.username or '')}:{unquote(parts.password)}", unquote(parts.password))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from fabtest.errors import UsageError, did_you_mean
+from fabtest.errors import UsageError, describe, did_you_mean
 
 __all__ = ["import_object"]
 
@@ -25,7 +25,7 @@ def import_object(spec: str, *, where: str, what: str = "agent") -> Any:
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:  # noqa: BLE001 - any import failure is the user's config problem
-        raise UsageError(f"{where}: {what} {spec!r} does not import: {type(exc).__name__}: {exc}") from None
+        raise UsageError(f"{where}: {what} {spec!r} does not import: {describe(exc)}") from None
     obj: Any = module
     for part in attr.split("."):
         try:

@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, f
 
 from fabtest.agents.aio import is_async_callable, run
 from fabtest.conversation import AgentResponse, ToolCall
-from fabtest.errors import AgentError, AgentTimeout, UsageError, excerpt
+from fabtest.errors import AgentError, AgentTimeout, UsageError, describe, excerpt
 from fabtest.llm.base import LLMNotConfigured
 
 __all__ = ["AgentDataError", "accepts_keyword", "agent_traceback", "coerce_response", "coerce_tool_call",
@@ -77,7 +77,7 @@ def guarded(failed: str, func: Callable[..., T], *args: Any, **kwargs: Any) -> T
     except _OURS:
         raise
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - user code: anything it raises is its failure
-        raise AgentError(excerpt(f"{failed} {type(exc).__name__}: {exc}")) from exc
+        raise AgentError(excerpt(f"{failed} {describe(exc)}")) from exc
 
 
 async def guarded_async(failed: str, awaitable: Awaitable[T]) -> T:
@@ -87,7 +87,7 @@ async def guarded_async(failed: str, awaitable: Awaitable[T]) -> T:
     except _OURS:
         raise
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - user code: anything it raises is its failure
-        raise AgentError(excerpt(f"{failed} {type(exc).__name__}: {exc}")) from exc
+        raise AgentError(excerpt(f"{failed} {describe(exc)}")) from exc
 
 
 def agent_traceback(exc: BaseException) -> str | None:
@@ -287,7 +287,7 @@ def _plain(value: Any, where: str) -> Any:
     try:
         return without_surrogates(json.loads(json.dumps(value, default=str)))
     except (TypeError, ValueError, RecursionError) as exc:
-        raise AgentDataError(f"{where}: not JSON data ({type(exc).__name__}: {exc})") from None
+        raise AgentDataError(f"{where}: not JSON data ({describe(exc)})") from None
 
 
 def _first_error(exc: ValidationError, where: str) -> str:

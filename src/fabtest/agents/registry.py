@@ -137,7 +137,10 @@ def _expand(value: Any, where: str) -> Any:
             redaction.register_env(match.group(1), os.environ[match.group(1)])
             return os.environ[match.group(1)]
 
-        return re.sub(r"\$\{(\w+)\}", env, value)
+        expanded = re.sub(r"\$\{(\w+)\}", env, value)
+        if expanded != value and "@" in expanded:
+            redaction.register_url_credentials(expanded)  # httpx sends them base64-encoded
+        return expanded
     if isinstance(value, Mapping):
         return {k: _expand(v, where) for k, v in value.items()}
     if isinstance(value, (list, tuple)):  # e.g. an ACP agent's command and its MCP servers' headers

@@ -101,29 +101,69 @@ class Declared:
 def declared_from(settings_criteria: Mapping[str, str], settings_topics: Sequence[Any], experiment: Mapping[str, Any] | None,
                   scenarios_dir: Path) -> Declared:
     """The prompt's inputs: ``[tool.fabtest]`` criteria and topics, the experiment's configuration and
-    ``coverage`` (declared tools, what was never exercised), and every record under ``scenarios_dir``."""
+    ``coverage`` (declared tools, what was never exercised), and every record under ``scenarios_dir``.
+
+    The experiment is a file read back, so each part is checked for the shape it must have: a part of
+    the wrong type is one line naming its JSON path, not a traceback."""
     doc = experiment or {}
-    config = doc.get("configuration") or {}
-    criteria = {**(config.get("criteria") or {}), **settings_criteria}
-    criteria = {name: (value if isinstance(value, str) else str(value)) for name, value in criteria.items()}
+    config = _table(doc, "configuration")
+    raw_criteria = _table(config, "criteria", "configuration.")
+    criteria = {str(name): (value if isinstance(value, str) else str(value))
+                for name, value in {**raw_criteria, **settings_criteria}.items()}
     topics: dict[str, tuple[str, Sequence[str]]] = {}
-    for t in config.get("topics") or []:
-        topics[t["name"]] = (t.get("characteristic") or "", tuple(t.get("successors") or ()))
+    for i, t in enumerate(_list(config, "topics", "configuration.")):
+        if not isinstance(t, Mapping) or not isinstance(t.get("name"), str):
+            raise UsageError(f"the experiment's configuration.topics[{i}] is {_kind(t)}, expected a table with a "
+                             "'name' string")
+        topics[t["name"]] = (str(t.get("characteristic") or ""), _names(t, "successors", f"configuration.topics[{i}]."))
     for row in settings_topics:
         topics[row.topic] = (row.characteristic, tuple(n.strip() for n in (row.next or "").split(",") if n.strip()))
-    coverage = doc.get("coverage") or {}
-    tools_part = coverage.get("tools") or {}
-    # the tools the agent declares and those it actually called (an agent that declares none, or
-    # calls one it does not declare, still shows generate what it can do; issue 27 point 13)
-    called = {c.get("name") for r in doc.get("scenario_results") or [] for t in r.get("transcript") or []
-              for c in t.get("tool_calls") or [] if isinstance(c, dict) and c.get("name")}
-    tools = sorted({*(tools_part.get("called") or {}), *(tools_part.get("never_called") or []),
-                    *(tools_part.get("undeclared_called") or []), *(str(name) for name in called)})
-    gaps = {kind: list((coverage.get(kind) or {}).get(key) or [])
+    coverage = _table(doc, "coverage")
+    tools_part = _table(coverage, "tools", "coverage.")
+    # a tool the agent called without declaring it is still one of its tools: a draft may expect it
+    # (an agent that declares none still shows generate what it can do; issue 27 point 13)
+    called = {c.get("name") for r in doc.get("scenario_results") or [] if isinstance(r, dict)
+              for t in r.get("transcript") or [] if isinstance(t, dict)
+              for c in t.get("tool_calls") or [] if isinstance(c, dict) and isinstance(c.get("name"), str)}
+    tools = sorted({*_table(tools_part, "called", "coverage.tools."), *_names(tools_part, "never_called", "coverage.tools."),
+                    *_names(tools_part, "undeclared_called", "coverage.tools."), *(str(name) for name in called)})
+    gaps = {kind: list(_names(_table(coverage, kind, "coverage."), key, f"coverage.{kind}."))
             for kind, key in (("topics", "never_reached"), ("transitions", "never_taken"), ("tools", "never_called"),
                               ("criteria", "never_evaluated"))}
     return Declared(topics=topics, tools=tools, criteria=criteria, gaps={k: v for k, v in gaps.items() if v},
                     existing=_existing_records(scenarios_dir))
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else f"a {type(value).__name__}"
+
+
+def _table(parent: Mapping[str, Any], key: str, where: str = "") -> Mapping[str, Any]:
+    """``parent[key]`` if it is a table; missing or null is empty; anything else is one line."""
+    value = parent.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise UsageError(f"the experiment's {where}{key} is {_kind(value)}, expected a table")
+    return value
+
+
+def _list(parent: Mapping[str, Any], key: str, where: str = "") -> Sequence[Any]:
+    value = parent.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise UsageError(f"the experiment's {where}{key} is {_kind(value)}, expected a list")
+    return value
+
+
+def _names(parent: Mapping[str, Any], key: str, where: str = "") -> tuple[str, ...]:
+    """``parent[key]`` as a list of names (strings); one line naming the entry otherwise."""
+    values = _list(parent, key, where)
+    for i, value in enumerate(values):
+        if not isinstance(value, str):
+            raise UsageError(f"the experiment's {where}{key}[{i}] is {_kind(value)}, expected a name (a string)")
+    return tuple(values)
 
 
 def _existing_records(scenarios_dir: Path) -> list[ScenarioRecord]:
@@ -166,7 +206,7 @@ def draft_records(llm: LLM, declared: Declared, *, description: str = "", count:
     goals = [_norm(r.goal) for r in declared.existing]
     for draft in completion.parsed.records:
         record_id = _slug(draft.id or draft.name or draft.goal)
-        why = _duplicate(record_id, draft.goal, ids, goals)
+        why = _duplicate(record_id, draft.goal, ids, goals) or _beyond(len(kept), count)
         if why:
             dropped.append(f"{record_id}: {why}")
             continue
@@ -197,9 +237,34 @@ def _record(draft: Draft, record_id: str, declared: Declared, notes: list[str]) 
         record["verification"] = verification
     if draft.category:
         record["category"] = draft.category.strip()
-    if draft.aims_at:
-        record["aims_at"] = list(draft.aims_at)
+    aims = _aims(draft.aims_at, declared, record_id, notes)
+    if aims:
+        record["aims_at"] = aims
     return record
+
+
+def _beyond(kept: int, count: int) -> str | None:
+    """The prompt asked for ``count`` records: the LLM's extra ones are not written."""
+    return f"beyond --count {count} (the LLM wrote more than it was asked for)" if kept >= count else None
+
+
+def _aims(aims: Sequence[str], declared: Declared, record_id: str, notes: list[str]) -> list[str]:
+    """The gaps a draft says it aims at, kept only if they are what the prompt listed as gaps (one
+    line each, no newline that would end the comment they are written in)."""
+    listed = {name for names in declared.gaps.values() for name in names} | {
+        f"{kind}: {name}" for kind, names in declared.gaps.items() for name in names}  # as the prompt lists them
+    kept: list[str] = []
+    for aim in aims:
+        if aim in listed and aim not in kept:
+            kept.append(aim)
+        else:
+            notes.append(f"{record_id}: aims_at {_one_line(aim)!r} is not one of the untested items listed; left out")
+    return kept
+
+
+def _one_line(text: str) -> str:
+    """``text`` on one line, control characters out (what is quoted in a note or a YAML comment)."""
+    return " ".join("".join(c if c.isprintable() else " " for c in text).split())[:200]
 
 
 def _duplicate(record_id: str, goal: str, ids: set[str], goals: list[str]) -> str | None:
@@ -225,7 +290,8 @@ def write_records(records: Sequence[dict[str, Any]], path: Path) -> Path:
         raise UsageError(f"{path} exists: fabtest generate never overwrites; pass --out with a new file name")
     path.parent.mkdir(parents=True, exist_ok=True)
     clean = [{k: v for k, v in r.items() if k != "aims_at"} for r in records]
-    header = "".join(f"# {r['id']}: aims at {', '.join(r['aims_at'])}\n" for r in records if r.get("aims_at"))
+    header = "".join(f"# {_one_line(str(r['id']))}: aims at {_one_line(', '.join(map(str, r['aims_at'])))}\n"
+                     for r in records if r.get("aims_at"))
     with open(path, "x", encoding="utf-8") as handle:  # "x": a file that appeared meanwhile is not replaced
         if path.suffix == ".json":
             handle.write(json.dumps(clean, indent=2, ensure_ascii=False) + "\n")

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fabtest._internal.files import write_text_atomic
+from fabtest._internal.redaction import redact, register_llm_keys
+from fabtest._internal.terminal import inert
 from fabtest.experiment.export import ExperimentFileError, list_experiment_files, read_document
 
 if TYPE_CHECKING:
@@ -137,7 +139,7 @@ def _add_compare_args(parser: argparse.ArgumentParser) -> None:
 
 
 def _fail(prog: str, message: str) -> int:
-    print(f"{prog}: error: {message}", file=sys.stderr)
+    print(inert(f"{prog}: error: {message}"), file=sys.stderr)  # a file name may hold escape codes
     return EXIT_ERROR
 
 
@@ -194,17 +196,17 @@ def _run_compare(args: argparse.Namespace, prog: str) -> int:
         return _fail(prog, str(exc.args[0]))
     base, cur = b_exp.doc, c_exp.doc
     del b_exp, c_exp  # the per-scenario totals are done with: freed before the output is built
-    sys.stdout.write(_with_diffs(comparison, renderer, diffs, args.format))
+    sys.stdout.write(_shown(_with_diffs(comparison, renderer, diffs, args.format)))
     if args.html:
         from fabtest.report.html import render_comparison_html
 
         try:
-            write_text_atomic(args.html, render_comparison_html(base, cur, comparison, diffs))
+            write_text_atomic(args.html, redact(render_comparison_html(base, cur, comparison, diffs)))
         except OSError as exc:
             return _fail(prog, f"cannot write {args.html}: {exc.strerror or exc}")
         print(f"HTML comparison written to: {args.html}", file=sys.stderr)
     for line in gating.gate_lines(gate) if gate is not None else warnings:
-        print(f"{prog}: {line}", file=sys.stderr)
+        print(inert(f"{prog}: {line}"), file=sys.stderr)
     return gate.exit_code if gate is not None else EXIT_OK
 
 
@@ -250,11 +252,18 @@ def _with_diffs(comparison: Any, renderer: Callable[[Any], str], diffs: list[Any
     return renderer(comparison) + (render_diffs_markdown(diffs) if fmt == "markdown" else render_diffs_text(diffs))
 
 
+def _shown(text: str) -> str:
+    """Text from results files for the terminal: secrets redacted (a file written by an older fabtest
+    or another tool may hold the LLM key this process holds), escape codes shown, not obeyed."""
+    return inert(redact(text))
+
+
 def compare_main(argv: Sequence[str] | None = None) -> int:
     """``fabtest-compare BASELINE CURRENT [options]``."""
     parser = argparse.ArgumentParser(prog="fabtest-compare", description="Compare two fabtest experiments.")
     _add_compare_args(parser)
     args = parser.parse_args(argv)
+    register_llm_keys()  # what it prints and writes never shows the LLM keys this process holds
     return _run_compare(args, "fabtest-compare")
 
 
@@ -269,7 +278,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
         try:
             _, doc = read_document(path, results_dir, lean=True)
         except ExperimentFileError as exc:
-            print(f"fabtest: warning: skipping {exc}", file=sys.stderr)
+            print(inert(f"fabtest: warning: skipping {exc}"), file=sys.stderr)
             continue
         exp, summary = doc["experiment"], doc["summary"]
         git = (exp.get("git_commit") or "")[:8] + ("*" if exp.get("git_dirty") else "")
@@ -281,7 +290,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
     if not rows:
         print(f"No experiments in {results_dir}/")
         return EXIT_OK
-    print(tabulate(rows, headers=["ID", "Timestamp", "Name", "Scenarios", "Completion", "Evaluation", "Git"]))
+    print(_shown(tabulate(rows, headers=["ID", "Timestamp", "Name", "Scenarios", "Completion", "Evaluation", "Git"])))
     return EXIT_OK
 
 
@@ -298,7 +307,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
         return _fail("fabtest", str(exc))
     except (KeyError, TypeError, AttributeError) as exc:
         return _fail("fabtest", f"malformed experiment file ({type(exc).__name__}: {exc})")
-    sys.stdout.write(text)
+    sys.stdout.write(_shown(text))
     return EXIT_OK
 
 
@@ -316,11 +325,22 @@ def _cmd_report(args: argparse.Namespace) -> int:
         return _fail("fabtest", f"malformed experiment file ({type(exc).__name__}: {exc})")
     out = Path(args.output) if args.output else path.with_suffix(".html")
     try:
-        write_text_atomic(out, html)
+        write_text_atomic(out, redact(html))
     except OSError as exc:
         return _fail("fabtest", f"cannot write {out}: {exc.strerror or exc}")
     print(f"Report written to: {out}")
     return EXIT_OK
+
+
+def _port(text: str) -> int:
+    """A TCP port for ``fabtest view --port``: 0 (any free one) to 65535, else a usage error."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r} (use e.g. 8000, or 0 for any free port)") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port out of range: {text!r} (0 to 65535; 0 picks any free port)")
+    return port
 
 
 def _cmd_view(args: argparse.Namespace) -> int:
@@ -357,7 +377,7 @@ def _cmd_recover(args: argparse.Namespace) -> int:
             print(f"Recovered (interrupted): {path}")
         else:
             failed += 1
-            print(f"fabtest: error: {error}", file=sys.stderr)
+            print(inert(f"fabtest: error: {error}"), file=sys.stderr)
     return EXIT_ERROR if failed else EXIT_OK
 
 
@@ -407,9 +427,9 @@ def _cmd_init(args: argparse.Namespace) -> int:
 
     try:
         plan = plan_init(Path(args.dir), agent=args.agent)
+        lines = write_init(plan)
     except UsageError as exc:
         return _fail("fabtest init", str(exc))
-    lines = write_init(plan)
     print(f"fabtest init: wrote in {plan.root}:")
     print("\n".join(lines))
     print(next_steps(plan), end="")
@@ -455,7 +475,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("results_dir", nargs="?", default=None, metavar="RESULTS_DIR",
                    help="the results directory (default: [tool.fabtest] results_dir)")
     p.add_argument("--build", default=None, metavar="DIR", help="write the site as static files to DIR instead of serving it")
-    p.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any free port)")
+    p.add_argument("--port", type=_port, default=0, help="port on 127.0.0.1 (default: any free port)")
     p.add_argument("--no-open", action="store_true", help="do not open the browser; just print the URL")
     p.set_defaults(func=_cmd_view)
 
@@ -525,6 +545,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.set_defaults(func=_cmd_run)
 
     args = parser.parse_args(argv)
+    register_llm_keys()  # what any command prints and writes never shows the LLM keys this process holds
     return int(args.func(args))
 
 

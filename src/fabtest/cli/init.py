@@ -8,13 +8,20 @@ configured key always takes precedence over, so nothing has to be edited to swit
 
 It never overwrites: every file it would write is checked first, and if one exists (or the
 pyproject already has a ``[tool.fabtest]`` table) nothing is written and the one line names it.
+What it writes is parsed back first (invalid TOML is never written), it writes all of its files or
+none, and never through a link that leads out of the project.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import json
+import os
 import sys
+import tempfile
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from fabtest.errors import UsageError
@@ -77,57 +84,119 @@ goal_achieved: true
 @dataclass(frozen=True)
 class InitPlan:
     """What ``fabtest init`` will write: file (relative to the project) -> text; ``append`` are
-    files that exist and get text added at the end (the pyproject's new table)."""
+    files that exist and get text added at the end (the pyproject's new table), and ``replace``
+    their whole new text, already parsed back (:func:`_checked_toml`)."""
 
     root: Path
     files: dict[str, str]
     append: dict[str, str]
     agent: str
+    replace: dict[str, str] = field(default_factory=dict)
+
+
+def _toml_string(text: str) -> str:
+    """``text`` as a TOML basic string: a quote or a backslash in a module name must not end it
+    (JSON's escapes are a subset of TOML's)."""
+    return json.dumps(text, ensure_ascii=False)
 
 
 def _fabtest_table(agent: str) -> str:
     return (
         "\n[tool.fabtest]\n"
         "# The agent under test: \"module:attribute\" (a function of the messages, an object with chat(), or a factory).\n"
-        f"agent = \"{agent}\"\n"
+        f"agent = {_toml_string(agent)}\n"
         "# The simulated user and the judge while no key is set; export GEMINI_API_KEY=... to use the real model.\n"
-        f"offline_llm = \"{OFFLINE_SCRIPT}\"\n"
+        f"offline_llm = {_toml_string(OFFLINE_SCRIPT)}\n"
     )
+
+
+def _checked_toml(path: Path, text: str, agent: str) -> str:
+    """``text`` if it parses and holds the table init means to write; else one line why not.
+
+    What init writes is validated by parsing it back before anything touches the disk: an existing
+    pyproject that defines ``tool`` inline (``tool = {...}``) cannot take a ``[tool.fabtest]`` table
+    appended, and the new file must hold exactly the agent that was asked for."""
+    try:
+        table = tomllib.loads(text).get("tool", {}).get("fabtest", {})
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"{path}: adding a [tool.fabtest] table would make it invalid TOML ({exc}; is 'tool' "
+                         "an inline table?): add the table by hand; nothing was written") from None
+    if table.get("agent") != agent or table.get("offline_llm") != OFFLINE_SCRIPT:
+        raise UsageError(f"{path}: the [tool.fabtest] table would not read back as written (agent "
+                         f"{agent!r}); nothing was written")
+    return text
+
+
+def _check_target(root: Path, name: str) -> None:
+    """Every file init writes stays inside ``root``: no component may be a link (dangling or not)
+    that leads out of it, nor a file where a directory is needed."""
+    path = root
+    parts = Path(name).parts
+    for i, part in enumerate(parts):
+        path = path / part
+        last = i == len(parts) - 1
+        if path.is_symlink():
+            target = Path(os.path.realpath(path))
+            if not target.is_relative_to(root) or (last and not path.exists()):
+                raise UsageError(f"{path}: is a link to {target}; fabtest init never writes through a link out of "
+                                 f"{root}, so nothing was written")
+        if not last and path.exists() and not path.is_dir():
+            raise UsageError(f"{path}: is a file, but fabtest init needs a directory there; nothing was written")
 
 
 def plan_init(root: Path, *, agent: str | None = None) -> InitPlan:
     """Decide every file to write under ``root``; raises :class:`UsageError` (one line naming the file)
     when one exists, the pyproject has a fabtest table or is not valid TOML, or ``agent`` does not import."""
+    if not root.is_dir():
+        raise UsageError(f"{root}: {'is not a directory' if root.exists() else 'no such directory'}; "
+                         "nothing was written")
     root = root.resolve()
     if agent is not None:
         _check_agent(root, agent)
     files: dict[str, str] = {}
     append: dict[str, str] = {}
+    replace: dict[str, str] = {}
     pyproject = root / "pyproject.toml"
-    table = _fabtest_table(agent or STUB_TARGET)
+    target = agent or STUB_TARGET
+    table = _fabtest_table(target)
+    _check_target(root, "pyproject.toml")
     if pyproject.is_file():
         try:
-            data = tomllib.loads(pyproject.read_text(encoding="utf-8-sig"))
+            original = pyproject.read_text(encoding="utf-8-sig")
+            data = tomllib.loads(original)
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise UsageError(f"{pyproject}: not valid TOML ({exc}); fix it, then run fabtest init again") from None
-        if "fabtest" in (data.get("tool") or {}):
+        except OSError as exc:
+            raise UsageError(f"{pyproject}: cannot read it ({exc.strerror or exc}); nothing was written") from None
+        tool = data.get("tool", {})
+        if not isinstance(tool, dict):
+            raise UsageError(f"{pyproject}: 'tool' is a {type(tool).__name__}, not a table, so it cannot hold "
+                             "[tool.fabtest]; nothing was written")
+        if "fabtest" in tool:
             raise UsageError(f"{pyproject}: already has a [tool.fabtest] table; nothing was written")
         append["pyproject.toml"] = table
+        joined = original if not original or original.endswith("\n") else original + "\n"
+        replace["pyproject.toml"] = _checked_toml(pyproject, joined + table, target)
+    elif pyproject.exists() or pyproject.is_symlink():
+        raise UsageError(f"{pyproject}: already exists and is not a file; nothing was written")
     else:
         # the pytest table makes this directory pytest's rootdir wherever pytest is started below it
-        files["pyproject.toml"] = "[tool.pytest.ini_options]\naddopts = \"-ra\"\n" + table
+        files["pyproject.toml"] = _checked_toml(pyproject, "[tool.pytest.ini_options]\naddopts = \"-ra\"\n" + table,
+                                                target)
     if agent is None:
         files[f"{STUB_MODULE}.py"] = _STUB
     files[FEATURE] = _FEATURE
     files[OFFLINE_SCRIPT] = _OFFLINE
     for name in files:
-        if (root / name).exists():
+        _check_target(root, name)
+        if os.path.lexists(root / name):
             raise UsageError(f"{root / name}: already exists; fabtest init never overwrites, so nothing was written")
-    return InitPlan(root=root, files=files, append=append, agent=agent or STUB_TARGET)
+    return InitPlan(root=root, files=files, append=append, agent=target, replace=replace)
 
 
 def _check_agent(root: Path, spec: str) -> None:
-    """``--agent`` must import from the project directory, as pytest will import it."""
+    """``--agent`` must import from the project directory, as pytest will import it. A module that
+    calls ``exit()`` on import is an error: pytest would stop the run the same way."""
     from fabtest._internal.targets import import_object
 
     added = str(root) not in sys.path
@@ -135,20 +204,52 @@ def _check_agent(root: Path, spec: str) -> None:
         sys.path.insert(0, str(root))
     try:
         import_object(spec, where="fabtest init --agent")
+    except SystemExit as exc:
+        raise UsageError(f"fabtest init --agent {spec}: importing it called exit({exc.code!r}); an agent module must "
+                         "not exit when imported (pytest would stop too); nothing was written") from None
     finally:
         if added:
             sys.path.remove(str(root))
 
 
 def write_init(plan: InitPlan) -> list[str]:
-    """Write the plan; returns one line per file saying what it is."""
-    for name, text in plan.files.items():
-        path = plan.root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    for name, text in plan.append.items():
-        with open(plan.root / name, "a", encoding="utf-8") as handle:
-            handle.write(text)
+    """Write the plan all or nothing; returns one line per file saying what it is.
+
+    Each file is first written in full to a temp file beside it; only when all are written are they
+    renamed into place, the pyproject last. Any failure (a read-only directory, a full disk) removes
+    what was written, temp files and new directories included, and raises one :class:`UsageError` line."""
+    texts = {**plan.files, **plan.replace}  # new files first, the pyproject's replacement last
+    made_dirs: list[Path] = []
+    staged: list[tuple[Path, Path]] = []
+    placed: list[Path] = []
+    current = plan.root
+    try:
+        for name, text in texts.items():
+            current = plan.root / name
+            if name in plan.replace and current.is_symlink():  # a link inside the project (checked): keep it
+                current = Path(os.path.realpath(current))
+            for parent in reversed(current.parents):
+                if parent.is_relative_to(plan.root) and not parent.exists():
+                    parent.mkdir()
+                    made_dirs.append(parent)
+            staged.append((_stage(current, text), current))
+        for temp, path in staged:
+            current = path
+            is_new = path.is_relative_to(plan.root) and path.relative_to(plan.root).as_posix() in plan.files
+            if is_new and os.path.lexists(path):  # appeared since the plan: never overwrite
+                raise FileExistsError(errno.EEXIST, "it appeared while fabtest init ran", str(path))
+            os.replace(temp, path)
+            if is_new:
+                placed.append(path)
+    except OSError as exc:
+        for temp, _ in staged:
+            temp.unlink(missing_ok=True)
+        for path in placed:
+            path.unlink(missing_ok=True)
+        for directory in reversed(made_dirs):
+            with contextlib.suppress(OSError):
+                directory.rmdir()
+        raise UsageError(f"{current}: cannot write ({exc.strerror or exc}); nothing was written") from None
     what = {
         "pyproject.toml": "a [tool.fabtest] table" + (" (added at the end)" if plan.append else " (new file)"),
         f"{STUB_MODULE}.py": "a stand-in agent: replace it with yours, or rerun init with --agent module:attr",
@@ -156,6 +257,31 @@ def write_init(plan: InitPlan) -> list[str]:
         OFFLINE_SCRIPT: "the scripted simulated user and judge used while no key is set",
     }
     return [f"  {name:<36} {what[name]}" for name in [*plan.append, *plan.files]]
+
+
+def _stage(path: Path, text: str) -> Path:
+    """``text`` in a temp file beside ``path``, flushed to disk (an existing file's mode is kept)."""
+    handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".init-tmp")
+    temp = Path(name)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        if path.is_file():
+            os.chmod(temp, path.stat().st_mode & 0o7777)
+        else:
+            os.chmod(temp, 0o666 & ~_umask())
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+    return temp
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def next_steps(plan: InitPlan) -> str:

@@ -58,6 +58,10 @@ def replay_env(args: argparse.Namespace) -> Any:
 
     root = Path.cwd()
     settings = Settings.load(root)
+    # `--agent pkg.bot:Bot` names a module of the project: importable from the project root, as under
+    # pytest and `fabtest run`, also when the `fabtest` script (not `python -m`) runs without PYTHONPATH=.
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
     if args.agent and args.agent not in settings.agents:
         if ":" not in args.agent:
             known = ", ".join(sorted(settings.agents)) or "none"

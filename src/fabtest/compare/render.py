@@ -7,6 +7,7 @@ The numbers are computed in :mod:`fabtest.compare.compute`; this module only wor
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -335,11 +336,26 @@ def render_diffs_markdown(diffs: Sequence[ConversationDiff]) -> str:
     return "\n".join(out) + "\n" if out else ""
 
 
+#: what breaks a cell or opens code
+_MD_ACTIVE = re.compile(r"([\\`|])")
+#: the ``](`` / ``][`` that makes ``[x](u)``, ``![x](u)`` or ``[x][ref]`` a link or an image: escaping
+#: the second bracket leaves ``[id]`` as written and no link live (a reference definition cannot be
+#: injected: it must start a line, and line breaks become spaces)
+_MD_LINK = re.compile(r"\](?=[(\[])")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+#: what GitHub turns into a link by itself: ``https://...`` and ``www.``
+_AUTOLINK = re.compile(r"(?i)(://|\bwww\.)")
+
+
 def md_escape(text: Any) -> str:
     """Names and notes come from results files: Markdown/HTML-safe table cell or list text, so no
-    pipes, tags, entities or line breaks leak."""
+    pipes, tags, entities or line breaks leak, and no link, image (a tracking pixel) or autolinked
+    URL is live in a PR comment: the bracket after ``]`` and the ``://`` of a URL are backslash-escaped."""
     out = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    out = out.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
+    out = _MD_ACTIVE.sub(r"\\\1", out)
+    out = _MD_LINK.sub("]\\\\", out)
+    out = _AUTOLINK.sub(lambda m: m.group().replace("/", "\\/").replace(".", "\\."), out)
+    out = _CONTROL.sub(" ", out)  # an escape sequence is no text a reader should get
     return " ".join(out.split())  # newlines, tabs, carriage returns → one space
 
 

@@ -172,9 +172,10 @@ class Settings(BaseModel):
             where = f"environment variable {var}" if var else f"{path} [tool.fabtest]"
             raise UsageError(f"{where}: {_first_error(exc)}") from None
         settings.source = str(path)
-        from fabtest._internal.redaction import register_configured_secrets
+        from fabtest._internal.redaction import register_configured_secrets, register_llm_keys
 
         register_configured_secrets(settings.agent, settings.agents)  # ${VAR} values are secrets
+        register_llm_keys()  # and the LLM keys fabtest itself holds
         if settings.definitions_file:
             settings._load_definitions(root / settings.definitions_file)
         return settings

@@ -78,8 +78,26 @@ def _write_booking(call: Any, reply: str) -> None:
     Path("booking.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
+def _parse(argv: list[str]) -> argparse.Namespace:
+    """The options; ``--prompt=TEXT`` is taken as written. argparse treats a ``--`` inside an
+    option's value as its end-of-options marker (a user who says "--" made the demo crash with
+    ``TypeError: ... got 'list'``), so the prompt is split off before argparse sees it."""
+    rest: list[str] = []
+    prompt: str | None = None
+    for arg in argv:
+        if prompt is None and arg.startswith(("--prompt=", "-p=")):
+            prompt = arg.partition("=")[2]
+        else:
+            rest.append(arg)
+    if prompt is None:
+        return _parser().parse_args(rest)
+    args = _parser().parse_args([*rest, "--prompt", "placeholder"])
+    args.prompt = prompt
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = _parse(sys.argv[1:] if argv is None else list(argv))
     if args.session_id and args.resume:
         return _fail("The flags --resume, --session-id, and --session-file are mutually exclusive. "
                      "Please provide only one.", 1)

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fabtest.conversation import Status, TokenUsage, Turn
-from fabtest.experiment.cost import Price, agent_turn_lines, find_price
+from fabtest.experiment.cost import Price, agent_turn_lines, find_price, usage_problem
 
 __all__ = ["Outcome", "conversation_cost", "cost_outcome", "latency_outcome"]
 
@@ -25,7 +25,9 @@ Outcome = tuple[Status, str, dict[str, Any]]
 
 def conversation_cost(turns: Sequence[Turn], usage: Mapping[str, TokenUsage], role_models: Mapping[str, str | None],
                       prices: Mapping[str, Price]) -> tuple[float, list[str]]:
-    """USD spent so far, and the models (or roles) whose tokens have no price."""
+    """USD spent so far, and what makes it unknown: the models (or roles) whose tokens have no price,
+    and the agent turns that reported a ``usage`` fabtest could not read (counting those as $0 would
+    pass any budget)."""
     total, unpriced = 0.0, []
 
     def add(who: str, model: str | None, inp: int, out: int) -> None:
@@ -42,16 +44,29 @@ def conversation_cost(turns: Sequence[Turn], usage: Mapping[str, TokenUsage], ro
         if role != "agent":
             add(role, role_models.get(role), spent.input_tokens, spent.output_tokens)
     for turn in turns:
+        problem = usage_problem(turn.response.metadata)
+        if problem:
+            unpriced.append(f"{UNREADABLE} turn {turn.number}: {problem}")
+            continue
         for model, _calls, inp, out in agent_turn_lines(turn.response.metadata):
             add("agent", model, inp, out)
     return total, sorted(set(unpriced))
 
 
+#: how an agent turn whose ``usage`` could not be read is named among what makes the cost unknown
+UNREADABLE = "the agent's usage could not be read at"
+
+
 def cost_outcome(limit: float, spent: float, unpriced: list[str]) -> Outcome:
     """``cost < limit``; inconclusive when some tokens have no price (the cost is unknown)."""
     data: dict[str, Any] = {"max_usd": limit, "usd": round(spent, 8)}
-    if unpriced:
-        return ("inconclusive", f"cost unknown: no price for {', '.join(unpriced)} (add it under "
+    unread = [u for u in unpriced if u.startswith(UNREADABLE)]
+    no_price = [u for u in unpriced if not u.startswith(UNREADABLE)]
+    if unread:
+        return ("inconclusive", f"cost unknown: {'; '.join(unread)} (token counts are finite numbers of 0 or more "
+                                f"in metadata.usage); priced part ${spent:.6f}", data)
+    if no_price:
+        return ("inconclusive", f"cost unknown: no price for {', '.join(no_price)} (add it under "
                                 f"[tool.fabtest.prices]); priced part ${spent:.6f}", data)
     ok = spent < limit
     return ("passed" if ok else "failed", f"the conversation cost ${spent:.6f} ({'under' if ok else 'not under'} "

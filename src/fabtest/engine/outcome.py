@@ -17,6 +17,7 @@ from fabtest.errors import (
     FabtestError,
     FailureType,
     UsageError,
+    exception_text,
     failure_type_of,
 )
 
@@ -69,7 +70,7 @@ def failure_message(exc: BaseException, *, where: str = "", step: str = "") -> s
 
     A :class:`~fabtest.errors.UsageError` already names its file and line, so it is shown as is.
     """
-    text = str(exc)
+    text = exception_text(exc)
     if isinstance(exc, UsageError):
         return text
     return f"{where}: {step}\n{type(exc).__name__}: {text}" if where else text
@@ -80,5 +81,5 @@ def ended(exc: BaseException | None, *, where: str = "", step: str = "") -> Outc
     if exc is None:
         return Outcome("passed")
     if isinstance(exc, FabtestError) and exc.skips:
-        return Outcome("skipped", skip_reason=str(exc))
+        return Outcome("skipped", skip_reason=exception_text(exc))
     return Outcome.failed(failure_type_of(exc), failure_message(exc, where=where, step=step))

@@ -15,6 +15,7 @@ from fabtest.config.scenario_sets import ScenarioRecord
 from fabtest.conversation import jsonable
 from fabtest.engine.outcome import Outcome
 from fabtest.engine.scenario import ScenarioState
+from fabtest.errors import describe
 from fabtest.experiment.model import CheckRecord, ScenarioResult, TopicRecord, turn_records, usage_records
 from fabtest.experiment.stable_id import stable_id
 
@@ -60,7 +61,7 @@ def build_result(identity: ScenarioIdentity, state: ScenarioState | None, outcom
     try:
         return _full(identity, state, outcome, duration_s)
     except Exception as exc:  # noqa: BLE001 - the boundary validates agent data; this is the last guard
-        message = f"fabtest could not record this scenario's conversation ({type(exc).__name__}: {exc})"
+        message = f"fabtest could not record this scenario's conversation ({describe(exc)})"
         broken = Outcome.failed("error", "\n".join(m for m in (outcome.failure_message, message) if m))
         return _bare(identity, broken, duration_s)
 

@@ -15,6 +15,7 @@ Gemini CLI's ``result.stats``, ACP's ``_meta.quota.token_count``, an HTTP respon
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -95,7 +96,9 @@ def find_price(prices: Mapping[str, Price], model: str | None) -> Price | None:
 
 
 def _count(value: Any) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or value != value:
+    """A token count, or None when it is not one: not a number, negative, NaN or infinite (an
+    infinite count would end in ``OverflowError`` far from the field that held it)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or not math.isfinite(value):
         return None
     return int(value)
 
@@ -116,6 +119,27 @@ def agent_turn_usage(metadata: Mapping[str, Any] | None) -> tuple[int, int, int]
         return None
     calls = _count(usage.get("calls"))
     return (1 if calls is None else calls), inp or 0, out or 0
+
+
+def usage_problem(metadata: Mapping[str, Any] | None) -> str | None:
+    """The field of an agent turn's ``usage`` that is there but cannot be read as a token count
+    (``usage.input_tokens = 'lots'``, ``inf``, ``-5``), or None. Such a turn's cost is unknown, not $0."""
+    usage = (metadata or {}).get("usage") if isinstance(metadata, Mapping) else None
+    if usage is None:
+        return None
+    if not isinstance(usage, Mapping):
+        return f"usage = {_short(usage)} (not an object)"
+    for key in ("input_tokens", "prompt_tokens", "output_tokens", "completion_tokens"):
+        if key in usage and usage[key] is not None and _count(usage[key]) is None:
+            return f"usage.{key} = {_short(usage[key])}"
+    if agent_turn_usage(metadata) is None and usage:
+        return f"usage = {_short(usage)} (no input_tokens or output_tokens)"
+    return None
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _agent_model(metadata: Mapping[str, Any] | None) -> str | None:

@@ -21,6 +21,7 @@ never given its verdict is settled as ``skipped`` with the reason when the exper
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -122,6 +123,18 @@ def _locked(path: Path) -> bool:
     return False
 
 
+def _open_journal(path: Path) -> Any:
+    """The journal, opened to append without following a link: a journal name that is a symlink
+    (to /etc/passwd, say) is an error, never a file written outside the results directory."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o666)
+    except OSError as exc:
+        if path.is_symlink():
+            raise OSError(errno.ELOOP, "is a link, not a journal fabtest wrote: remove it", str(path)) from None
+        raise exc from None
+    return open(fd, "a", encoding="utf-8", errors=TEXT_ERRORS)  # noqa: SIM115 - closed by the Recorder
+
+
 def _append_line(handle: Any, record: dict[str, Any]) -> None:
     """One JSON line, flushed to the OS: it survives the process being killed (not a power cut)."""
     handle.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
@@ -180,7 +193,7 @@ class Recorder:
         self.journal = journal_path(self.results_dir, self.info.id)
         # The header lets recover() rebuild the identity of the run without the Recorder object.
         # Open for the whole run; its lock (released by the OS if the run dies) marks it in use.
-        self._journal: Any = open(self.journal, "a", encoding="utf-8", errors=TEXT_ERRORS)  # noqa: SIM115
+        self._journal: Any = _open_journal(self.journal)
         try:
             fcntl.flock(self._journal.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -189,7 +202,7 @@ class Recorder:
         if self.journal.stat().st_size:  # a journal left by a killed run with this id: recover it first
             self._journal.close()
             recover(self.journal)
-            self._journal = open(self.journal, "a", encoding="utf-8", errors=TEXT_ERRORS)  # noqa: SIM115
+            self._journal = _open_journal(self.journal)
             fcntl.flock(self._journal.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         _append_line(self._journal, {"kind": "header", "format_version": JOURNAL_FORMAT_VERSION,
                                      "info": self.info.model_dump(mode="json")})
@@ -342,13 +355,16 @@ def recover(journal: str | os.PathLike[str]) -> Path:
     :func:`_free_id`). Raises :class:`JournalError` when it cannot be.
     """
     path = Path(journal)
+    _check_journal_file(path)
     stem = path.name.removeprefix(".").removesuffix(_JOURNAL_SUFFIX)
     fallback = stem if valid_experiment_id(stem) else new_experiment_id()
     info: ExperimentInfo | None = None
     spool: Spool | None = None
     late: _LateMerge | None = None
+    read = 0
     try:
         for kind, value in _journal_records(path):
+            read += 1
             if kind == "header" and spool is None:
                 info = value if valid_experiment_id(value.id) else value.model_copy(update={"id": fallback})
                 continue
@@ -360,6 +376,9 @@ def recover(journal: str | os.PathLike[str]) -> Path:
                 late.add(value)
             elif kind == LATE_KIND:
                 late.verdict(value)
+        if not read and path.stat().st_size:
+            raise JournalError(f"{path}: not one journal line could be read (random bytes, or not a fabtest "
+                               "journal); left as it is, no experiment written")
         info = info or ExperimentInfo(id=fallback, timestamp=utc_timestamp())
         spool = spool or Spool(path.parent, info.id, costing_of(info))
         if late is not None:
@@ -374,6 +393,16 @@ def recover(journal: str | os.PathLike[str]) -> Path:
     path.unlink(missing_ok=True)
     spill_path(path.parent, stem).unlink(missing_ok=True)  # the dead run's own spill, when it left one
     return out
+
+
+def _check_journal_file(path: Path) -> None:
+    """A journal is a regular file fabtest wrote in the results directory: a link (to /etc/passwd, or
+    to another project's journal) or anything else is refused, and left as it is."""
+    if path.is_symlink():
+        raise JournalError(f"{path}: is a link (to {os.readlink(path)}), not a journal fabtest wrote; left as it "
+                           "is, no experiment written")
+    if not path.is_file():
+        raise JournalError(f"{path}: is not a regular file; left as it is, no experiment written")
 
 
 _MAX_RECOVERED_NAMES = 1000

@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
+from fabtest._internal import redaction
 from fabtest.llm.base import Completion, LLMError, LLMNotConfigured, LLMSettings, json_schema
+from fabtest.llm.connect_timeout import connect_timeout, shorten_connect
 from fabtest.llm.limits import (
     PROBE_PROMPT,
     ProviderBase,
@@ -43,6 +45,7 @@ def gemini_api_key(settings: LLMSettings) -> tuple[str | None, str]:
     for name in names:
         value = os.environ.get(name, "").strip()
         if value:
+            redaction.register(value)  # the key fabtest holds is a secret in every output
             return value, name
     return None, names[0]
 
@@ -156,6 +159,9 @@ class GeminiLLM(ProviderBase):
                 if self.base_url:
                     options.base_url = self.base_url
                 self._client = genai.Client(api_key=self._api_key, http_options=options)
+                # a dropped SYN is retried after seconds, not after the whole answer timeout
+                shorten_connect(getattr(getattr(self._client, "_api_client", None), "_httpx_client", None),
+                                connect_timeout(self.settings.timeout_s))
             return self._client
 
     def _classify(self, exc: Exception) -> Exception:

@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
+from fabtest._internal import redaction
 from fabtest.llm.base import Completion, LLMError, LLMSettings
 from fabtest.llm.base import json_schema as base_json_schema
+from fabtest.llm.connect_timeout import connect_timeout
 from fabtest.llm.limits import (
     PROBE_PROMPT,
     ProviderBase,
@@ -49,6 +51,7 @@ def openai_api_key(settings: LLMSettings) -> str | None:
     """The bearer token, if any variable holds one."""
     for name in (settings.api_key_env, OPENAI_KEY_ENV):
         if name and os.environ.get(name, "").strip():
+            redaction.register(os.environ[name].strip())  # the key fabtest holds is a secret in every output
             return os.environ[name].strip()
     return None
 
@@ -83,7 +86,9 @@ class OpenAICompatLLM(ProviderBase):
         import httpx  # deferred: importing fabtest should not pay for it
 
         pool = max(1, settings.max_concurrency)  # httpx's default (100) would cap calls under max_concurrency
-        self._http = httpx.Client(base_url=base_url, headers=headers, timeout=settings.timeout_s, transport=transport,
+        # a short connect timeout under the answer timeout: a dropped SYN is retried after seconds
+        timeout = httpx.Timeout(settings.timeout_s, connect=connect_timeout(settings.timeout_s))
+        self._http = httpx.Client(base_url=base_url, headers=headers, timeout=timeout, transport=transport,
                                   limits=httpx.Limits(max_connections=pool, max_keepalive_connections=pool))
         self._close_lock = threading.Lock()
 

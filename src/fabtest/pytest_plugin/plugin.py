@@ -30,7 +30,7 @@ from fabtest.pytest_plugin import hints, not_run, options, reports, steps, tool_
 from fabtest.pytest_plugin.collect import FeatureModule, template_of
 from fabtest.pytest_plugin.results import identity_of, relative_to_root
 from fabtest.pytest_plugin.session import FabtestSession
-from fabtest.pytest_plugin.stash_keys import SPAN_KEY, STATE_KEY, STEP_KEY, WHERE_KEY
+from fabtest.pytest_plugin.stash_keys import ENDED_KEY, SPAN_KEY, STATE_KEY, STEP_KEY, WHERE_KEY
 
 SESSION_KEY = pytest.StashKey[FabtestSession]()
 
@@ -101,8 +101,20 @@ def _active(config: pytest.Config) -> bool:
     return SESSION_KEY in config.stash
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    session.config.stash[ENDED_KEY] = session
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
+    from fabtest._internal import exit_guard
     from fabtest.agents.cli_agent import kill_all_groups
+
+    if (ended := config.stash.get(ENDED_KEY, None)) is not None:
+        if _active(config):
+            exit_guard.arm(int(ended.exitstatus))  # the process exits soon after, whatever threads an agent left
+        else:
+            exit_guard.update(int(ended.exitstatus))  # an outer run's status wins over an inner one's
 
     kill_all_groups()  # no CLI agent process outlives the run (also on xdist workers, Ctrl-C)
     session = config.stash.get(SESSION_KEY, None)

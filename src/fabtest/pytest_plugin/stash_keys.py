@@ -16,3 +16,5 @@ WHERE_KEY = pytest.StashKey[str]()
 STEP_KEY = pytest.StashKey[str]()
 #: the scenario's span, with --fabtest-otel
 SPAN_KEY = pytest.StashKey[ScenarioSpan | None]()
+#: the session that ended: its final exit status arms the exit guard
+ENDED_KEY = pytest.StashKey[pytest.Session]()

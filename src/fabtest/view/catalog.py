@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fabtest._internal.terminal import inert
 from fabtest.compare.compute import Comparison, compare
 from fabtest.compare.gate import regression_gate
 from fabtest.compare.read import Experiment, read_experiment
@@ -108,15 +109,19 @@ class Catalog:
         with self._lock:
             seen: dict[Path, _Cached] = {}
             for path in list_experiment_files(self.results_dir):
-                stat = path.stat()
+                try:
+                    stat = path.stat()
+                except OSError as exc:  # a dangling link, a file removed since the listing
+                    print(inert(f"fabtest view: warning: skipping {path}: {exc}"), file=sys.stderr)
+                    continue
                 stamp = (stat.st_mtime_ns, stat.st_size)
                 cached = self._files.get(path)
                 if cached is None or cached.stamp != stamp:
                     try:
                         _, exp = read_experiment(path, self.results_dir)
                         cached = _Cached(stamp, row_of(path, exp.doc), exp)
-                    except (ExperimentFileError, KeyError, TypeError, AttributeError, ValueError) as exc:
-                        print(f"fabtest view: warning: skipping {path}: {exc}", file=sys.stderr)
+                    except (ExperimentFileError, OSError, KeyError, TypeError, AttributeError, ValueError) as exc:
+                        print(inert(f"fabtest view: warning: skipping {path}: {exc}"), file=sys.stderr)
                         continue
                 seen[path] = cached
             self._files = seen

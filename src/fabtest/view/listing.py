@@ -115,6 +115,10 @@ def trends_page(catalog: Catalog, rows: Sequence[ExperimentRow], by: str = "time
     root = "../" if branch else ""
     xs = _x_time(rows) if by == "time" else [float(i) for i in range(len(rows))]
     ticks = [(x, r.timestamp[:10] if by == "time" else _commit(r)) for x, r in zip(xs, rows, strict=True)]
+    if not rows:  # an empty results directory, or only shard parts or unreadable files: a page, not a crash
+        body = (f"<h2>Trends{e(f' on {branch}' if branch else '')}</h2><p>No experiment to chart yet: run pytest, "
+                "then reload. Shard parts and files that are not experiments are left out.</p>")
+        return page("fabtest view · trends", root, body, active="trends.html")
     tripped = [frozenset[str]()] + [catalog.regressions(a, b) for a, b in zip(rows, rows[1:], strict=False)]
 
     def series(name: str, value: Callable[[ExperimentRow], float | None], gate: str | None = None,

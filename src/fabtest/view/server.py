@@ -10,6 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from fabtest._internal import redaction
 from fabtest.view.catalog import Catalog
 from fabtest.view.site import Site
 
@@ -21,6 +22,12 @@ def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
         server_version = "fabtest-view"
 
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            if not _served_host(self.headers.get("Host"), int(getattr(self.server, "server_port", 0))):
+                # DNS rebinding: a page on evil.example whose name now resolves to 127.0.0.1 would read
+                # every transcript; only the names this server is reached by are answered
+                self._send(421, b"fabtest view: this server answers only http://127.0.0.1:PORT/ and "
+                                b"http://localhost:PORT/", "text/plain; charset=utf-8")
+                return
             path = urlsplit(self.path).path
             try:
                 page = site.render(path)
@@ -31,7 +38,7 @@ def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
             if page is None:
                 self._send(404, f"fabtest view: no page {path}".encode(), "text/plain; charset=utf-8")
                 return
-            self._send(200, page.body, page.content_type)
+            self._send(200, _redacted(page.body), page.content_type)
 
         def _send(self, status: int, body: bytes, content_type: str) -> None:
             self.send_response(status)
@@ -45,6 +52,25 @@ def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
             return  # quiet: the terminal shows the URL, not every request
 
     return Handler
+
+
+def _redacted(body: bytes) -> bytes:
+    """A page with every registered secret (the LLM keys this process holds) replaced: a results file
+    written by an older fabtest or another tool may still hold one."""
+    if not redaction.secrets():
+        return body
+    return redaction.redact(body.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
+
+
+def _served_host(host: str | None, port: int) -> bool:
+    """True for the Host names this server is reached by: ``127.0.0.1:PORT`` and ``localhost:PORT``
+    (any case; the port left out only on port 80, as a browser does)."""
+    if not host:
+        return False
+    name, _, given = host.strip().lower().rpartition(":") if ":" in host else (host.strip().lower(), "", "")
+    if not name:
+        name, given = given, ""
+    return name in {"127.0.0.1", "localhost"} and (given == str(port) or (given == "" and port == 80))
 
 
 def make_server(results_dir: str | Path, port: int = 0) -> ThreadingHTTPServer:
@@ -80,6 +106,6 @@ def build_site(results_dir: str | Path, out: str | Path) -> int:
     for path, page in site.pages():
         target = root / path
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(page.body)
+        target.write_bytes(_redacted(page.body))
         written += 1
     return written

@@ -1,0 +1,60 @@
+"""A call that cannot even connect is retried after the short connect timeout, not after the whole
+answer timeout (issue 30, "at scale": 2 of 6,000 calls stalled ~50 s behind a dropped SYN). The
+stall is made real: a listening socket whose accept queue is full drops the next SYNs, through the
+real google-genai client and the OpenAI-compatible httpx client."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from fabtest.llm import GeminiLLM, LLMError, LLMSettings
+from fabtest.llm import connect_timeout as ct
+from fabtest.llm.openai_compat import OpenAICompatLLM
+
+
+@pytest.fixture
+def stalled_port() -> Iterator[int]:
+    """A port on 127.0.0.1 that never completes another connection (its backlog is full)."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(0)
+    port = server.getsockname()[1]
+    filler = socket.create_connection(("127.0.0.1", port), timeout=2)
+    probe = socket.socket()
+    probe.settimeout(0.5)
+    try:
+        probe.connect(("127.0.0.1", port))
+        pytest.skip("this system does not drop SYNs on a full backlog")
+    except OSError:
+        pass
+    finally:
+        probe.close()
+    try:
+        yield port
+    finally:
+        filler.close()
+        server.close()
+
+
+@pytest.mark.parametrize("provider", ["gemini", "openai"])
+def test_a_call_that_cannot_connect_gives_up_after_the_connect_timeout(
+        stalled_port: int, monkeypatch: pytest.MonkeyPatch, provider: str) -> None:
+    monkeypatch.setattr(ct, "CONNECT_TIMEOUT_S", 0.5)
+    settings = LLMSettings(provider=provider, timeout_s=30.0, max_retries=1,
+                           base_url=f"http://127.0.0.1:{stalled_port}" + ("/v1" if provider == "openai" else ""))
+    fast = {"backoff_base_s": 0.01, "backoff_max_s": 0.05}
+    llm = GeminiLLM(settings, api_key="k", **fast) if provider == "gemini" else OpenAICompatLLM(settings, **fast)
+    started = time.monotonic()
+    with pytest.raises(LLMError, match="timed out"):
+        llm.complete("hello")
+    elapsed = time.monotonic() - started
+    assert elapsed < 5, f"{elapsed:.1f}s: waited for the answer timeout, not the connect timeout"
+
+
+def test_the_connect_timeout_never_exceeds_the_call_timeout() -> None:
+    assert ct.connect_timeout(2.0) == 2.0
+    assert ct.connect_timeout(60.0) == ct.CONNECT_TIMEOUT_S
