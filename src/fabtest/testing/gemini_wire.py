@@ -265,11 +265,20 @@ class Handler(BaseHTTPRequestHandler):
             return
         fake._record(request)
         fake._enter()
+        self._counted: FakeGemini | None = fake
         try:
             self._answer(fake, request)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (a timeout fault, usually)
         finally:
+            self._answered()
+
+    def _answered(self) -> None:
+        """The request stops being in flight just before its last bytes go out: once the client has
+        them it may send the next request at once, before this thread would have got to a ``finally``
+        (``max_in_flight`` then counted one request twice under load)."""
+        fake, self._counted = getattr(self, "_counted", None), None
+        if fake is not None:
             fake._leave()
 
     def _answer(self, fake: FakeGemini, request: FakeRequest) -> None:
@@ -335,6 +344,7 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/json; charset=UTF-8")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
+        self._answered()
         self.wfile.write(data)
 
     def _send_sse(self, chunks: list[dict[str, Any]]) -> None:
@@ -346,6 +356,7 @@ class Handler(BaseHTTPRequestHandler):
             event = f"data: {_json.dumps(chunk)}\n\n".encode()
             self.wfile.write(f"{len(event):X}\r\n".encode() + event + b"\r\n")
             self.wfile.flush()
+        self._answered()
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
 
