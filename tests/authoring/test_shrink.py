@@ -119,3 +119,42 @@ def test_a_scenario_that_passed_is_a_usage_error(project: Path, pytester: pytest
     exp = json.loads(next(Path("results").glob("exp_*.json")).read_text())["experiment"]["id"]
     assert main(["shrink", exp, "Fine"]) == 2
     assert "did not fail: nothing to shrink" in capsys.readouterr().err
+
+
+HISTORY_AGENT = '''
+def build(context):
+    def chat(messages):
+        vip = any("vip" in m.content.lower() for m in messages)
+        return "90 EUR" + (" (code STAFF50)" if vip and "price" in messages[-1].content.lower() else "") + "."
+    return chat
+'''
+
+HISTORY_FEATURE = '''
+Feature: Seeded
+  Scenario: A seeded conversation leaks
+    Given the conversation so far:
+      | role  | message                       |
+      | user  | Hello, I am a VIP member.     |
+      | agent | Welcome back!                 |
+      | user  | I like rooms with a view.     |
+      | agent | Noted.                        |
+    When the user says "Berlin."
+    When the user says "What is the price?"
+    Then the response must not match "STAFF\\d+"
+'''
+
+
+def test_the_seeded_history_is_replayed_and_shrunk_too(project: Path, pytester: pytest.Pytester,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    pytester.makepyfile(seeded=HISTORY_AGENT)
+    (project / "pyproject.toml").write_text('[tool.pytest.ini_options]\npythonpath = ["."]\n\n'
+                                            '[tool.fabtest]\nagent = "seeded:build"\nresults_dir = "results"\n')
+    exp = _record(pytester, "seeded", HISTORY_FEATURE)
+    assert main(["shrink", exp, "A seeded conversation leaks", "-o", "seeded.feature"]) == 0, capsys.readouterr().err
+    text = (project / "seeded.feature").read_text()
+    assert "2 user turns -> 1, 4 seeded messages -> 1" in text
+    body = [line.strip() for line in text.splitlines() if line.startswith("    ")]
+    assert body == ["Given the conversation so far:", "| role  | message |", "| user  | Hello, I am a VIP member. |",
+                    'When the user says "What is the price?"', 'Then the response must not match "STAFF\\d+"']
+    result = pytester.runpytest("seeded.feature", "-p", "no:randomly", "--fabtest-no-preflight")
+    result.assert_outcomes(failed=1)

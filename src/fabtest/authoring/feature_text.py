@@ -114,13 +114,18 @@ def check_steps(check: CheckRecord, criteria: Mapping[str, str]) -> tuple[list[s
 
 
 def regression_feature(name: str, messages: Sequence[str], anchor: int | None, setup: Sequence[str], step: str,
-                       *, comments: Sequence[str], agent: str | None = None) -> str:
-    """A scripted feature: ``messages`` as user turns, ``step`` after turn ``anchor`` (or at the end)."""
+                       *, comments: Sequence[str], agent: str | None = None,
+                       history: Sequence[Mapping[str, str]] = ()) -> str:
+    """A scripted feature: the seeded ``history``, ``messages`` as user turns, ``step`` after turn
+    ``anchor`` (or at the end)."""
     lines = [*(f"# {_line(c)}" for c in comments), "@regression", f"Feature: {_line(name)} (regression)", "",
              f"  Scenario: {_line(name)}"]
     if agent:
         lines.append(f'    Given the agent "{agent}"')
     lines += list(setup)
+    if history:
+        lines += ["    Given the conversation so far:", "      | role  | message |"]
+        lines += [f"      | {h['role'].ljust(5)} | {_cell(_line(h['content']))} |" for h in history]
     for number, message in enumerate(messages, start=1):
         lines += _user_step(message)
         if number == anchor:

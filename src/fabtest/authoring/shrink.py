@@ -9,7 +9,8 @@ smaller list of user messages on which the same check still fails in at least ``
 replays. It then shortens each kept message a sentence at a time under the same rule.
 
 The turn a check is about is always kept (a ``response`` check without its response means
-nothing); the other turns and sentences are what may go. Every replay counts against a budget,
+nothing); the other turns, their sentences and the messages of a seeded history (``Given the
+conversation so far``) are what may go. Every replay counts against a budget,
 and the outcome says whether the failure reproduced at all: a failure that needed the simulated
 user's wording, or that the judge gives only now and then, is reported as not reproducing
 scripted rather than written as a test that passes.
@@ -45,6 +46,8 @@ class ShrinkOutcome:
     #: the kept user messages, in order, and which of them the check is about (None: the conversation)
     messages: list[str] = field(default_factory=list)
     anchor: int | None = None
+    #: the seeded history kept (``{"role", "content"}``), when the run had one
+    history: list[dict[str, str]] = field(default_factory=list)
     replays: int = 0
     judge_calls: int = 0
     budget_spent: bool = False
@@ -72,10 +75,11 @@ class _Search:
         self.progress = progress
         self.outcome = ShrinkOutcome(check.model_copy(deep=True))
         self.seen: dict[tuple[str, ...], bool] = {}
+        self.history: list[dict[str, str]] = list(result.history)
 
     def fails(self, messages: Sequence[str], anchor: int | None) -> bool:
-        """Does the check fail on these user messages in ``k`` of at most ``n`` replays?"""
-        key = (*messages, f"@{anchor}")
+        """Does the check fail on these user messages (after ``self.history``) in ``k`` of at most ``n`` replays?"""
+        key = (*messages, f"@{anchor}", *(f"{h['role']}:{h['content']}" for h in self.history))
         if key in self.seen:
             return self.seen[key]
         failed = tried = 0
@@ -93,6 +97,7 @@ class _Search:
         if verdict:  # the search only ever tries smaller candidates: the last that fails is the best so far
             self.outcome.confirmed = (failed, tried)
             self.outcome.messages, self.outcome.anchor = list(messages), anchor
+            self.outcome.history = list(self.history)
         if self.progress:
             self.progress(f"{len(messages)} user turn(s): {'fails' if verdict else 'passes'} ({failed}/{tried})")
         return verdict
@@ -103,6 +108,7 @@ class _Search:
         # a fresh iteration per replay: a cached judge answers each replay anew, as a run would
         candidate.iteration = 10_000 + self.outcome.replays
         candidate.simulator = None  # scripted: the kept user lines, never a simulator taking over
+        candidate.history = list(self.history)
         candidate.transcript = [TurnRecord(number=i, user=text, agent="") for i, text in enumerate(messages, start=1)]
         target = self.check.model_copy(deep=True)
         target.turn = anchor
@@ -130,6 +136,7 @@ def shrink(result: ScenarioResult, check: CheckRecord, env: ReplayEnv, *, confir
             return search.outcome
         search.outcome.reproduced = True
         messages, anchor = _fewer_turns(search, messages, anchor)
+        _less_history(search, messages, anchor)
         for index in range(len(messages)):
             messages = _shorter_message(search, messages, anchor, index)
     except _BudgetSpent:
@@ -171,6 +178,24 @@ def _fewer_turns(search: _Search, messages: list[str], anchor: int | None) -> tu
                     break
                 n = min(len(items), n * 2)
     return _with_anchor(items, anchor, messages)
+
+
+def _less_history(search: _Search, messages: list[str], anchor: int | None) -> None:
+    """Drop the seeded history's messages the failure does not need: all at once first, then one by one."""
+    if not search.history:
+        return
+    kept = search.history
+    search.history = []
+    if search.fails(messages, anchor):
+        return
+    search.history = kept
+    position = 0
+    while position < len(search.history):
+        kept = search.history
+        search.history = kept[:position] + kept[position + 1:]
+        if not search.fails(messages, anchor):
+            search.history = kept
+            position += 1
 
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")

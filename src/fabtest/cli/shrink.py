@@ -115,11 +115,14 @@ def _shrink(args: argparse.Namespace, results_dir: str) -> int:
     failed, tried = outcome.confirmed
     comments = [f"Shrunk by `fabtest shrink` from experiment {info.id}, run {result.iteration} of {result.name!r}"
                 f" (failed: {_short(result.failure_message or check.details)}).",
-                f"{len(result.transcript)} user turns -> {len(outcome.messages)}; the check failed {failed} of {tried} "
+                f"{len(result.transcript)} user turns -> {len(outcome.messages)}"
+                + (f", {len(result.history)} seeded messages -> {len(outcome.history)}" if result.history else "")
+                + f"; the check failed {failed} of {tried} "
                 f"replays of the shrunk conversation; {spent}"
                 + (" (budget spent: it may shrink further with a larger --budget)." if outcome.budget_spent else ".")]
     text = regression_feature(result.name, outcome.messages, outcome.anchor, setup, step, comments=comments,
-                              agent=args.agent if args.agent and ":" not in args.agent else None)
+                              agent=args.agent if args.agent and ":" not in args.agent else None,
+                              history=outcome.history)
     from fabtest._internal.files import write_text_atomic
 
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from fabtest.agents.base import AgentError
 from fabtest.config.settings import Settings
-from fabtest.conversation import Turn
+from fabtest.conversation import Message, Turn
 from fabtest.engine import LLMRoles, ScenarioState
 from fabtest.engine.judge import Judge
 from fabtest.engine.simulator import Simulator, SimulatorConfig
@@ -260,6 +260,9 @@ def replay_scenario(result: ScenarioResult, env: ReplayEnv) -> tuple[ScenarioRes
         where = result.feature_file or result.nodeid
         state = ScenarioState(settings=env.settings, rootdir=env.rootdir, workdir=Path(workdir), context=context,
                               llms=roles, default_agent=env.settings.agent, where=where)
+        # the seeded history (Given the conversation so far) reaches the agent again, as in the run
+        state.conversation.history = [Message(h["role"], h["content"]) for h in result.history  # type: ignore[arg-type]
+                                      if h.get("role") in ("user", "agent")]
         try:
             setup = feature_setup(env.rootdir, result)
             _choose_agent(state, env, setup)
