@@ -43,7 +43,7 @@ from typing import ClassVar, Literal
 __all__ = ["MAX_MESSAGE_CHARS", "AgentError", "AgentTimeout", "CoverageFloorError", "ExpectationFailed",
            "ExperimentFileError", "FabtestError", "FailureType", "InvalidSimulation", "JournalError", "LLMError",
            "LLMNotConfigured", "MaxTurnsReached", "MergeError", "NeedsLLM", "ScenarioTimeout", "TopicGraphError",
-           "TransientFailure", "TriggerError", "UsageError", "did_you_mean", "excerpt", "failure_type_of"]
+           "ToolFailed", "TransientFailure", "TriggerError", "UsageError", "did_you_mean", "excerpt", "failure_type_of"]
 
 FailureType = Literal["assertion", "max_turns", "timeout", "error"]
 
@@ -116,6 +116,11 @@ class InvalidSimulation(FabtestError):
     skips = True
     #: the kind of "did not run" a front end reports (pytest_plugin/not_run.py)
     not_run_kind: ClassVar[str] = "simulator"
+
+
+class ToolFailed(FabtestError):  # noqa: N818 - reads as what happened: the tool failed
+    """What a stubbed Python tool raises for ``fails with "..."``: the agent sees its tool raise. It
+    reaches fabtest only through the agent (wrapped as the agent's error, like anything it raises)."""
 
 
 class TransientFailure(FabtestError):

@@ -87,7 +87,7 @@ def test_replay_agent_imports_a_module_of_the_project(tmp_path: Path, monkeypatc
     sys.path, unlike ``python -m``) imports the project's module, as pytest and ``fabtest run`` do."""
     import argparse
 
-    from fabtest.cli.replay import _env
+    from fabtest.cli.replay import replay_env as _env
 
     (tmp_path / "pyproject.toml").write_text('[tool.fabtest]\nresults_dir = "results"\n', encoding="utf-8")
     (tmp_path / "mybot_r3.py").write_text("class Bot:\n    def chat(self, messages):\n        return 'hi'\n",

@@ -11,7 +11,7 @@ import textwrap
 from typing import Any
 
 import pytest
-from support.judging import PYPROJECT, criteria_calls, friendly_checks, run, script_verdicts
+from support.judging import FEATURE, PYPROJECT, criteria_calls, friendly_checks, run, script_verdicts
 
 from fabtest.cli import compare_main, main
 from fabtest.engine.judge import majority

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
 from fabtest.conversation import ToolCall, jsonable
+from fabtest.errors import ToolFailed
 
 __all__ = ["ToolFailed", "ToolStub", "ToolStubs", "current", "record", "registered_tools", "session",
            "stubbable_tools", "tool"]
@@ -39,10 +40,6 @@ class ArgMatcher(Protocol):
     """One argument pattern of a stub's table (:class:`fabtest.engine.checks.ArgExpectation`)."""
 
     def matches(self, arguments: dict[str, Any]) -> bool: ...
-
-
-class ToolFailed(Exception):  # noqa: N818 - reads as what happened: the tool failed
-    """What a stubbed Python tool raises for ``fails with "..."``: the agent sees its tool raise."""
 
 
 UNSET: Any = object()
