@@ -158,3 +158,52 @@ def test_the_seeded_history_is_replayed_and_shrunk_too(project: Path, pytester: 
                     'When the user says "What is the price?"', 'Then the response must not match "STAFF\\d+"']
     result = pytester.runpytest("seeded.feature", "-p", "no:randomly", "--fabtest-no-preflight")
     result.assert_outcomes(failed=1)
+
+
+TOOLS_AGENT = '''
+import fabtest
+
+@fabtest.tool
+def lookup(phone: str) -> dict:
+    return {"id": "A-1"}
+
+@fabtest.tool
+def change(plan: str) -> dict:
+    return {"ok": True}
+
+def build(context):
+    def chat(messages):
+        text = messages[-1].content.lower()
+        if "unlimited" in text:
+            change("unlimited")  # the bug: it never looks the account up first
+            lookup("0176")
+            return "Done."
+        return "Hello."
+    return chat
+'''
+
+TOOLS_FEATURE = '''
+Feature: Plans
+  Scenario: Verify before changing
+    When the user says "Hi."
+    When the user says "Nice weather today."
+    When the user says "Switch me to unlimited please. My number is 0176."
+    Then the agent must call "lookup" before "change"
+    And the conversation must call the tools in order:
+      | tool   |
+      | lookup |
+      | change |
+'''
+
+
+def test_a_trajectory_failure_shrinks_to_a_trajectory_step(project: Path, pytester: pytest.Pytester,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    pytester.makepyfile(plans=TOOLS_AGENT)
+    (project / "pyproject.toml").write_text('[tool.pytest.ini_options]\npythonpath = ["."]\n\n'
+                                            '[tool.fabtest]\nagent = "plans:build"\nresults_dir = "results"\n')
+    exp = _record(pytester, "plans", TOOLS_FEATURE)
+    assert main(["shrink", exp, "Verify before changing", "-o", "plans.feature"]) == 0, capsys.readouterr().err
+    body = [line.strip() for line in (project / "plans.feature").read_text().splitlines() if line.startswith("    ")]
+    assert body == ['When the user says "Switch me to unlimited please."',
+                    'Then the agent must call "lookup" before "change"']
+    pytester.runpytest("plans.feature", "-p", "no:randomly", "--fabtest-no-preflight").assert_outcomes(failed=1)

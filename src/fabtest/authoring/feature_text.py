@@ -110,7 +110,30 @@ def check_steps(check: CheckRecord, criteria: Mapping[str, str]) -> tuple[list[s
         "intent": f'    Then the response must have the intent "{value}"',
         "grounded_in": f'    Then the response must be grounded in "{value}"',
     }
-    return ([], steps[kind]) if kind in steps else None
+    if kind in steps:
+        return [], steps[kind]
+    return _trajectory_step(check)
+
+
+def _trajectory_step(check: CheckRecord) -> tuple[list[str], str] | None:
+    """The tool-trajectory steps (pytest_plugin/tool_steps.py) from what they record."""
+    data, kind = check.data, check.type
+    tools = [str(t) for t in data.get("tools") or []]
+    if not tools or any('"' in t for t in tools):
+        return None
+    who = "the conversation" if data.get("scope") == "conversation" else "the agent"
+    if kind == "call_order" and len(tools) == 2:
+        return [], f'    Then {who} must call "{tools[0]}" before "{tools[1]}"'
+    if kind == "call_count" and data.get("bound") in ("at most", "at least", "exactly"):
+        limit = data.get("limit")
+        return [], f'    Then {who} must call "{tools[0]}" {data["bound"]} {limit} time{"" if limit == 1 else "s"}'
+    if kind == "only_tools":
+        return [], f'    Then {who} must only call tools from: "{", ".join(tools)}"'
+    if kind == "tool_sequence" and data.get("match") in ("exact", "in order", "any order"):
+        how = {"exact": "exact order", "in order": "order", "any order": "any order"}[str(data["match"])]
+        rows = "\n".join(f"      | {_cell(t)} |" for t in tools)
+        return [], f"    Then {who} must call the tools in {how}:\n      | tool |\n{rows}"
+    return None
 
 
 def regression_feature(name: str, messages: Sequence[str], anchor: int | None, setup: Sequence[str], step: str,

@@ -5,8 +5,10 @@ every time and be short enough to read. :func:`shrink` replays a failed run's *u
 scripted, against today's agent (:func:`fabtest.replay.conversations.replay_scenario`, so the agent
 and judge are built as the project configures them now) and searches, by delta debugging
 (Zeller's ddmin, the shrinking of Hypothesis and QuickCheck applied to a conversation), for a
-smaller list of user messages on which the same check still fails in at least ``k`` of ``n``
-replays. It then shortens each kept message a sentence at a time under the same rule.
+smaller list of user messages on which the same check still fails, the same way (a
+deterministic check's failure keeps its kind: "called B before A" does not become "did not call
+A"), in at least ``k`` of ``n`` replays. It then shortens each kept message a sentence at a
+time under the same rule.
 
 The turn a check is about is always kept (a ``response`` check without its response means
 nothing); the other turns, their sentences and the messages of a seeded history (``Given the
@@ -59,6 +61,18 @@ class ShrinkOutcome:
 
 class _BudgetSpent(Exception):
     pass
+
+
+#: checks whose details are a judge's reasoning (they differ every time); the others state what they saw
+_JUDGED = {"satisfy", "goal", "intent", "grounded_in"}
+
+
+def _signature(details: str) -> str:
+    """What a deterministic check's failure was, without its numbers: "called change (call 1) before
+    lookup" and "did not call lookup" are two failures of one check, as Hypothesis tells failures
+    apart by their exception and place, and a shrunk candidate must keep the first one."""
+    words = re.sub(r"\d+", "#", details).split()
+    return " ".join(words[:2])
 
 
 def failing_checks(result: ScenarioResult) -> list[CheckRecord]:
@@ -122,6 +136,9 @@ class _Search:
         if rechecked.data.get("replay") == "not rechecked":
             self.outcome.not_checkable = rechecked.details
             return "not checkable"
+        if rechecked.status == "failed" and self.check.type not in _JUDGED \
+                and _signature(rechecked.details) != _signature(self.check.details):
+            return "failed otherwise"  # the same check failing for another reason is another bug
         return rechecked.status
 
 

@@ -88,7 +88,7 @@ def _shrink(args: argparse.Namespace, results_dir: str) -> int:
     if steps is None:
         raise UsageError(f'the failed check {check.type} "{check.criterion}" has no step form fabtest shrink can '
                          "write (shrink re-checks criteria, intents, grounding, response patterns, calls anywhere in "
-                         "the conversation and transcript text)")
+                         "the conversation, tool trajectories and transcript text)")
     out = Path(args.output) if args.output else Path("features/regressions") / f"{_slug(result.name)}.feature"
     if out.exists():
         raise UsageError(f"{out} exists; fabtest shrink never overwrites a file (choose another with -o PATH)")
