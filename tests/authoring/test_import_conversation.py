@@ -127,12 +127,12 @@ def test_the_feature_says_what_was_recorded(project: Path, capsys: pytest.Captur
     code, out, _ = _import(project, "chat.json", "--agent", "support_bot", "-o", "features/plan.feature", capsys=capsys)
     assert code == 0
     text = (project / "features" / "plan.feature").read_text()
-    assert text.splitlines()[:4] == [
+    assert text.splitlines()[:3] == [
         "# Imported by `fabtest import` from chat.json (OpenAI chat messages).",
-        "# The user's lines are replayed as they were; the agent's tool calls are asserted as they happened.",
-        "@regression @imported",
-        "Feature: chat",
+        "# The user's lines are replayed as they were; the agent's tool calls are asserted as they happened",
+        "# (a tool a stub answered in the recording is stubbed again with its recorded answer).",
     ]
+    assert "@regression @imported\nFeature: chat\n" in text
     assert '    Given the agent "support_bot"' in text
     assert '    When the user says "I want to change my plan"' in text
     # a line with double quotes goes into a doc string, verbatim
@@ -255,3 +255,45 @@ def test_as_simulated_writes_nothing_unreviewed(fake, project: Path, monkeypatch
     code, out, err = _import(project, "chat.json", "--as", "simulated", capsys=capsys)
     assert code == 1 and "run again with --yes" in err and "Given a simulated user" in out
     assert not (project / "features").exists()
+
+
+STUBBED_AGENT = '''
+import fabtest
+
+@fabtest.tool
+def lookup(phone: str) -> dict:
+    raise RuntimeError("the real billing system is not reachable from tests")
+
+@fabtest.tool
+def plans() -> list:
+    raise RuntimeError("the real plans API is not reachable from tests")
+
+def build(context):
+    def chat(messages):
+        account = lookup("0176")
+        try:
+            offer = plans()
+        except fabtest.ToolFailed as exc:
+            return f"{account['plan']}; plans unavailable: {exc}"
+        return str(offer)
+    return chat
+'''
+
+
+def test_tools_a_stub_answered_are_stubbed_again(project: Path, pytester: pytest.Pytester,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    pytester.makepyfile(stubbed=STUBBED_AGENT)
+    turn = {"number": 1, "user": "Which plans can I have?", "agent": "basic; plans unavailable: 503", "tool_calls": [
+        {"name": "lookup", "arguments": {"phone": "0176"}, "result": {"plan": "basic"}, "metadata": {}, "stubbed": True},
+        {"name": "plans", "arguments": {}, "result": "503", "metadata": {"error": True}, "stubbed": True}]}
+    doc = {"format_version": 1, "experiment": {"id": "exp_stub"},
+           "scenario_results": [{"id": "example:9", "name": "Plans", "iteration": 1, "passed": True, "transcript": [turn]}]}
+    (project / "exp.json").write_text(json.dumps(doc))
+    (project / "pyproject.toml").write_text('[tool.pytest.ini_options]\npythonpath = ["."]\n\n'
+                                            '[tool.fabtest]\nagent = "stubbed:build"\nresults_dir = "results"\n')
+    assert _import(project, "exp.json", "-o", "plans.feature", capsys=capsys)[0] == 0
+    text = (project / "plans.feature").read_text()
+    assert ('    Given the tool "lookup" returns:\n      """\n      {\n        "plan": "basic"\n      }\n      """\n'
+            '    Given the tool "plans" fails with "503"\n') in text
+    # the real tools would raise: the stubs make the replay meet what the recording met
+    pytester.runpytest("plans.feature", "-p", "no:randomly", "--fabtest-no-preflight").assert_outcomes(passed=1)

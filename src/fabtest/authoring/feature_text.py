@@ -32,13 +32,15 @@ def feature_text(conversation: RecordedConversation, *, source: str, agent: str 
     lines = [f"# Imported by `fabtest import` from {_line(source)} ({_FORMAT_NAMES[conversation.source_format]})."]
     if conversation.origin:
         lines.append(f"# {_line(conversation.origin)}.")
-    lines += ["# The user's lines are replayed as they were; the agent's tool calls are asserted as they happened.",
+    lines += ["# The user's lines are replayed as they were; the agent's tool calls are asserted as they happened",
+              "# (a tool a stub answered in the recording is stubbed again with its recorded answer).",
               "@regression @imported",
               f"Feature: {name}",
               "",
               f"  Scenario: {name}"]
     if agent:
         lines.append(f'    Given the agent "{agent}"')
+    lines += _stub_steps(conversation)
     for turn in conversation.turns:
         lines += _user_step(turn.user)
         for call in turn.tool_calls:
@@ -46,6 +48,25 @@ def feature_text(conversation: RecordedConversation, *, source: str, agent: str 
     lines += ["    # What must a good answer do here? Write the criterion, then uncomment:",
               '    # Then the conversation should satisfy "<what a good conversation does>"', ""]
     return "\n".join(lines)
+
+
+def _stub_steps(conversation: RecordedConversation) -> list[str]:
+    """The tools a stub answered in the recorded run (``"stubbed": true``) are stubbed again, with
+    the first recorded answer: the replay then meets the same tool behaviour, not the real system."""
+    lines: list[str] = []
+    seen: set[str] = set()
+    for call in (c for t in conversation.turns for c in t.tool_calls):
+        if not call.metadata.get("stubbed") or call.name in seen or '"' in call.name:
+            continue
+        seen.add(call.name)
+        if call.metadata.get("error"):
+            message = _line(str(call.result)).replace('"', "'")
+            lines.append(f'    Given the tool "{call.name}" fails with "{message}"')
+            continue
+        body = json.dumps(call.result, ensure_ascii=False, indent=2).replace('"""', '\\"\\"\\"')
+        lines += [f'    Given the tool "{call.name}" returns:', '      """',
+                  *("      " + line for line in body.splitlines()), '      """']
+    return lines
 
 
 def _line(text: str) -> str:

@@ -222,7 +222,8 @@ def _from_experiment(doc: Mapping[str, Any], path: Path, scenario: str | None, r
         raise UsageError(f"{path}: holds {len(names)} scenarios; pick one with --scenario NAME: {', '.join(names[:10])}")
     entry = next((e for e in entries if e.get("passed") is False), entries[0])  # a failed run first: the one to keep
     turns = [RecordedTurn(str(t.get("user", "")), str(t.get("agent", "")),
-                          [ToolCall(str(c.get("name", "")), dict(c.get("arguments") or {}), c.get("result"))
+                          [ToolCall(str(c.get("name", "")), dict(c.get("arguments") or {}), c.get("result"),
+                                    {**(c.get("metadata") or {}), **({"stubbed": True} if c.get("stubbed") else {})})
                            for c in t.get("tool_calls") or []])
              for t in entry["transcript"]]
     experiment = (doc.get("experiment") or {}).get("id") or path.stem
