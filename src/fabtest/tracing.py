@@ -39,6 +39,7 @@ __all__ = [
     "TracedLLM",
     "agent_span",
     "carry",
+    "current_ids",
     "enable",
     "enabled",
     "end_scenario",
@@ -219,6 +220,19 @@ def inject_headers(headers: dict[str, str]) -> dict[str, str]:
 
         inject(headers)
     return headers
+
+
+def current_ids() -> tuple[str, str] | None:
+    """The current span's trace id and span id in hex (what :func:`inject_headers` sends), or None
+    when not tracing: an agent's exported spans are found under them (:mod:`fabtest.agents.trace_calls`)."""
+    if _tracer is None:
+        return None
+    from opentelemetry import trace
+
+    ctx = trace.get_current_span().get_span_context()
+    if not ctx.is_valid:
+        return None
+    return f"{ctx.trace_id:032x}", f"{ctx.span_id:016x}"
 
 
 def carry(fn: Callable[[], _T]) -> Callable[[], _T]:

@@ -12,6 +12,8 @@ import pytest
 
 from fabtest.cli import main
 from fabtest.engine.faults import INJECTION
+from fabtest.view.catalog import Catalog
+from fabtest.view.site import Site
 
 AGENT = '''
 import fabtest
@@ -100,3 +102,15 @@ def test_the_matrix_reruns_each_passing_scenario_per_tool_and_fault(project, mon
     assert "resilience: 5 held, 1 broke, over 6 fault run(s)" in out
     # the scenario that called no tool passed the baseline but had nothing to inject
     assert all(r["scenario"] == "Plans are offered" for r in report["rows"])
+    # coverage of the kind "faults": a tool x fault pair is covered when every scenario tried held
+    faults = report["coverage"]["faults"]
+    assert (faults["declared"], faults["broke"], faults["rate"]) == (6, ["lookup_account=injection"], round(5 / 6, 4))
+    assert len(faults["held"]) == 5 and "lookup_account=error" in faults["held"]
+    assert "faults coverage: 83% of 6 tool x fault pair(s) held; broke: lookup_account=injection" in out
+    # fabtest view shows the matrix, the broken cell first
+    html = Site(Catalog(project.path / "results")).render("faults.html")
+    assert html is not None
+    text = html.body.decode()
+    assert f"Fault matrix {report['baseline']}" in text and "faults coverage <b>83%</b>" in text
+    first_row = text.split("<tbody>")[1].split("</tr>")[0]
+    assert 'class="down"' in first_row and "lookup_account" in first_row and "injection" in first_row

@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 
-from fabtest import tracing
+from fabtest.agents import trace_calls
 from fabtest.agents.base import AgentError, AgentTimeout, OnToolCall, declared_tools
 from fabtest.agents.boundary import coerce_response
 from fabtest.conversation import AgentResponse, Message
@@ -39,11 +39,17 @@ class HttpAgent:
         metadata_field: str = "metadata",
         extra_body: Mapping[str, Any] | None = None,
         tools: Sequence[str] | None = None,
+        traces: bool = False,
     ) -> None:
         self.url = url
         #: the tool names the agent declares (``tools = [...]``): steps naming another tool are usage errors
         self.tools = declared_tools(tools, where=f"HTTP agent at {url}")
         self.timeout = _positive_seconds(timeout, "timeout")
+        if not isinstance(traces, bool):
+            raise TypeError(f"traces: expected true or false, got {traces!r}")
+        #: the agent exports its OpenTelemetry spans to fabtest (``traces = true``): its tool calls are read
+        #: from them (:mod:`fabtest.agents.trace_calls`)
+        self.exports_traces = traces
         self._fields = (messages_field, session_field, text_field, tool_calls_field, metadata_field)
         self._extra = dict(extra_body or {})
         self._session_id = str(uuid.uuid4())
@@ -53,6 +59,8 @@ class HttpAgent:
         meta: dict[str, Any] = {"adapter": "http", "url": self.url, "session_id": self._session_id}
         if self.tools is not None:
             meta["tools"] = list(self.tools)
+        if self.exports_traces:
+            meta["traces"] = True
         return meta
 
     def close(self) -> None:
@@ -108,7 +116,7 @@ def post_json(client: httpx.Client, url: str, body: Mapping[str, Any], *, timeou
     """POST one turn; a timeout, an unreachable server or an error status is the agent's failure
     (shared by the HTTP and the OpenAI chat-completions adapters)."""
     try:
-        reply = client.post(url, json=body, headers=tracing.inject_headers({}))  # traceparent when tracing
+        reply = client.post(url, json=body, headers=trace_calls.headers())  # the turn's traceparent
     except httpx.TimeoutException:
         raise AgentTimeout(f"{label} at {url} did not answer within {timeout:g}s") from None
     except httpx.HTTPError as exc:

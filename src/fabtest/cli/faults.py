@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from fabtest.engine.faults import FAULTS
+from fabtest.experiment.coverage import fault_coverage
 
 __all__ = ["add_faults_args", "run_faults"]
 
@@ -96,7 +97,8 @@ def run_faults(args: argparse.Namespace, results_dir: str) -> int:
         rows = [row for future in futures for row in future.result()]
     rows.sort(key=lambda r: (str(r["scenario"]), r["tool"], list(FAULTS).index(r["fault"])))
     report = {"baseline": base, "faults": kinds, "runs": len(plan), "rows": rows,
-              "held": sum(r["outcome"] == "held" for r in rows), "broke": sum(r["outcome"] == "broke" for r in rows)}
+              "held": sum(r["outcome"] == "held" for r in rows), "broke": sum(r["outcome"] == "broke" for r in rows),
+              "coverage": {"faults": fault_coverage(rows)}}
     (out / f"{base}.faults.json").write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
     _print(report)
     print(f"\nwritten to {out / f'{base}.faults.json'}")
@@ -110,3 +112,7 @@ def _print(report: dict[str, Any]) -> None:
     print(tabulate(rows, headers=["scenario", "tool", "fault", "outcome", "failing check"]) if rows
           else "no passing scenario called a tool: nothing to inject")
     print(f"\nresilience: {report['held']} held, {report['broke']} broke, over {report['runs']} fault run(s)")
+    faults = report["coverage"]["faults"]
+    if faults["declared"]:
+        print(f"faults coverage: {faults['rate']:.0%} of {faults['declared']} tool x fault pair(s) held"
+              + (f"; broke: {', '.join(faults['broke'])}" if faults["broke"] else ""))

@@ -97,6 +97,15 @@ class StubSettings(BaseModel):
     takes: float | None = Field(default=None, ge=0, le=MAX_SECONDS)
 
 
+class TraceSettings(BaseModel):
+    """``[tool.fabtest.traces]``: the receiver of the spans of agents with ``traces = true``
+    (docs/how-to/agent-traces.md)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    port: int = Field(default=4318, ge=0, le=65535)  # on 127.0.0.1; 4318 is where OTLP/HTTP exporters send by default
+    wait: float = Field(default=10.0, gt=0, le=MAX_SECONDS)  # seconds a turn waits for its spans at most
+
+
 class TopicRow(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
     topic: str
@@ -146,6 +155,7 @@ class Settings(BaseModel):
     # model name -> {input, output} USD per million tokens; replaces or adds to experiment/cost.py's defaults
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
     definitions_file: str | None = None  # YAML/JSON with `criteria:` and `topics:` shared by every feature
+    traces: TraceSettings = Field(default_factory=TraceSettings)
     otel: bool = False  # OpenTelemetry traces of every scenario (pytest-fabtest[otel], docs/otel.md)
     # where the settings came from, for error messages (not a user key)
     source: str = Field(default="", exclude=True)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from fabtest import tracing
-from fabtest.agents import aio
+from fabtest.agents import aio, trace_calls
 from fabtest.agents.base import STAND_IN_KEY, Agent, AgentError, agent_metadata
 from fabtest.agents.boundary import guarded
 from fabtest.agents.registry import make_agent
@@ -192,7 +192,8 @@ class ScenarioState:
             timeout = self.settings.scenario_timeout
             deadline = self.started + timeout if timeout else None
             self._runner = ConversationRunner(self.agent, self.conversation, agent_timeout=self.settings.agent_timeout,
-                                              deadline=deadline, redact=self.redact, tool_stubs=self.tool_stubs)
+                                              deadline=deadline, redact=self.redact, tool_stubs=self.tool_stubs,
+                                              traces=(self.settings.traces.port, self.settings.traces.wait))
             scenario_deadline(deadline)  # user patterns (match, triggers) stop at it too
             self._runner.on_turn.append(self._after_turn)
         return self._runner
@@ -289,6 +290,26 @@ class ScenarioState:
         passed, details = result
         self.record_check(kind, mode, label, "passed" if passed else "failed", details, turn=turn, data=data)
 
+    def untraced(self, turn: int | None) -> str | None:
+        """Why the tool calls of ``turn`` (every turn: None) are not known: an agent that exports
+        traces whose spans did not arrive (:mod:`fabtest.agents.trace_calls`); None when they are."""
+        turns = [self.conversation.turns[turn - 1]] if turn else self.conversation.turns
+        for one in turns:
+            reason = trace_calls.missing(one.response)
+            if reason:
+                return f"turn {one.number}: {reason}"
+        return None
+
+    def tool_check(self, kind: str, mode: Mode, label: str, result: checks.Result, *, turn: int | None,
+                   data: dict[str, Any] | None = None) -> None:
+        """A check of the tool calls of ``turn`` (every turn: None): inconclusive, never passed, when
+        the agent's traces for a turn in scope did not arrive (a call may have happened unseen)."""
+        reason = self.untraced(turn)
+        if reason:
+            self.record_check(kind, mode, label, "inconclusive", f"tool calls unknown: {reason}", turn=turn, data=data)
+            return
+        self.deterministic(kind, mode, label, result, turn=turn, data=data)
+
     def check_cost(self, limit_usd: float, mode: Mode) -> None:
         """``the conversation must cost less than $X``: agent, simulator and judge tokens so far, priced."""
         with self._usage_lock:  # background judge calls add to it on worker threads
@@ -314,7 +335,7 @@ class ScenarioState:
         self._last_turn_required()
         passed, details = checks.check_called(self.conversation.tool_calls, tool)
         kind = "not_include_call" if negated else "include_call"
-        self.deterministic(kind, mode, f"{kind}:{tool}", (passed != negated, details), turn=None, data={"tool": tool})
+        self.tool_check(kind, mode, f"{kind}:{tool}", (passed != negated, details), turn=None, data={"tool": tool})
 
     # -- LLM-backed checks -----------------------------------------------------------------------
     def satisfy(self, criterion: Criterion, mode: Mode, scope: str) -> None:
@@ -352,6 +373,10 @@ class ScenarioState:
         turn = self.last_turn
         if self.llms.judge is None:
             self._skip_llm_check("grounded_in", mode, f"grounded_in:{source}", turn=turn.number)
+            return
+        if reason := self.untraced(None):
+            self.record_check("grounded_in", mode, f"grounded_in:{source}", "inconclusive",
+                              f"tool calls unknown: {reason}", turn=turn.number, data={"source": source})
             return
         calls = [c for t in self.conversation.turns for c in t.tool_calls if c.name == source]
         self._run_llm_check(self._judged(lambda judge: judged.grounding_check(judge, turn, source, calls, mode)), mode,

@@ -30,7 +30,8 @@ def verify(stubs: ToolStubs, agent: Any) -> None:
         kind = type(agent).__name__
         raise UsageError(f'{first.where}: the tool "{first.name}" cannot be stubbed: the agent ({kind}) runs its tools '
                          f"where fabtest cannot reach them; {_REACH} (an HTTP, CLI or ACP agent's tools run in "
-                         "another process)")
+                         "another process; an HTTP agent's calls can still be checked from its traces: "
+                         "traces = true, docs/how-to/agent-traces.md)")
     for stub in stubs:
         if stub.name not in names:
             shown = ", ".join(f'"{n}"' for n in names[:20]) + (", ..." if len(names) > 20 else "") or "none"

@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from fabtest.agents import trace_calls
 from fabtest.conversation import Conversation, Turn
 from fabtest.engine.checks import describe_calls
 
@@ -71,9 +72,16 @@ def quoted(text: str) -> str:
 
 
 def judge_turn(turn: Turn, *, limit: int = TOOL_RESULT_LIMIT) -> list[str]:
-    """One turn as the judge reads it: the user's message, each tool call in order, the reply."""
+    """One turn as the judge reads it: the user's message, each tool call in order, the reply.
+
+    A turn whose tool calls are unknown (the agent exports traces and they did not arrive) says so
+    in a line of its own: without it the judge would read "no tool call lines" as "no tool was
+    called" and pass "the agent did not book without asking" on no evidence (the same rule as the
+    tool steps: unknown is inconclusive, never passed)."""
     n = turn.number
     lines = [f"turn {n} user: {quoted(turn.user)}"]
+    if trace_calls.missing(turn.response):
+        lines.append(f"turn {n} tool calls: unknown (the agent's traces of this turn did not arrive)")
     for call in turn.tool_calls:
         lines.append(f"turn {n} tool call: {quoted(call.name)} arguments {_json(call.arguments)} "
                      f"result {_cut(_json(call.result), limit)}")

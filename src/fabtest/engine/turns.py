@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fabtest import tracing
-from fabtest.agents import aio, stubs
+from fabtest.agents import aio, stubs, trace_calls
 from fabtest.agents.base import Agent, AgentError, AgentTimeout
 from fabtest.agents.boundary import (
     AgentDataError,
@@ -52,8 +52,10 @@ class ConversationRunner:
 
     def __init__(self, agent: Agent, conversation: Conversation, *, agent_timeout: float = 60.0,
                  deadline: float | None = None, redact: Callable[[str], str] = str,
-                 tool_stubs: stubs.ToolStubs | None = None) -> None:
+                 tool_stubs: stubs.ToolStubs | None = None, traces: tuple[int, float] | None = None) -> None:
         self.agent = agent
+        #: the trace receiver's port and the seconds a turn waits for its spans (agents with ``traces = true``)
+        self.traces = traces
         #: the scenario's tool stubs, active during every agent call (:mod:`fabtest.agents.stubs`)
         self.tool_stubs = tool_stubs
         self.conversation = conversation
@@ -81,7 +83,8 @@ class ConversationRunner:
 
     def _turn(self, text: str, messages: list[Message], timeout: float, started: float) -> Turn:
         try:
-            response = call_agent(self.agent, messages, timeout=timeout, tool_stubs=self.tool_stubs)
+            response = call_agent(self.agent, messages, timeout=timeout, tool_stubs=self.tool_stubs,
+                                  traces=self.traces)
         except AgentTimeout:
             if timeout < self.agent_timeout:
                 raise ScenarioTimeout("the scenario exceeded its time limit (--fabtest-scenario-timeout) "
@@ -124,14 +127,18 @@ class ConversationRunner:
 
 
 def call_agent(agent: Agent, messages: list[Message], *, timeout: float,
-               tool_stubs: stubs.ToolStubs | None = None) -> AgentResponse:
+               tool_stubs: stubs.ToolStubs | None = None, traces: tuple[int, float] | None = None) -> AgentResponse:
     """:func:`_call_agent` inside the agent call's span (with ``--fabtest-otel``), with the scenario's
     tool stubs active; the calls recorded on fabtest's side (stubbed calls, ``@fabtest.tool``
-    functions) are merged with the ones the agent returned or reported (one call counts once)."""
-    with tracing.agent_span(agent) as record, stubs.session(tool_stubs) as recorded:
+    functions) are merged with the ones the agent returned or reported (one call counts once), and
+    so are the calls in the agent's own spans when it exports them (:mod:`fabtest.agents.trace_calls`)."""
+    port, wait = traces or (trace_calls.DEFAULT_PORT, trace_calls.DEFAULT_WAIT_S)
+    with (tracing.agent_span(agent) as record, stubs.session(tool_stubs) as recorded,
+          trace_calls.turn(agent, port=port, wait=wait) as seen):
         response = _call_agent(agent, messages, timeout=timeout)
         if recorded:
             response.tool_calls = merge_tool_calls(response.tool_calls, list(recorded))
+        seen(response)
         record(response)
     return response
 

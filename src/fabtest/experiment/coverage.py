@@ -19,7 +19,7 @@ from fabtest.errors import CoverageFloorError
 from fabtest.experiment.model import ScenarioResult
 
 __all__ = ["KINDS", "CoverageFloorError", "RunFacts", "below_floors", "changes", "coverage_of", "parse_floor",
-           "run_facts", "summarise"]
+           "fault_coverage", "run_facts", "summarise"]
 
 #: the kinds a ``--fabtest-min-coverage KIND=RATE`` floor may name, each with a rate in the section
 KINDS = ("topics", "transitions", "tools", "criteria")
@@ -125,6 +125,20 @@ def summarise(facts: Iterable[RunFacts]) -> dict[str, Any]:
                            if n["held"] + n["broken"] else None}
                     for name, n in sorted(attacks.items())},
     }
+
+
+def fault_coverage(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """The ``faults`` kind of coverage, from a fault matrix's rows (``fabtest faults``): each tool x
+    fault the suite's passing scenarios were tried with is declared; it is covered when every
+    scenario tried held (the suite survives that fault of that tool), listed under ``broke`` when
+    one did not. The rate is the share of tool x fault pairs that held."""
+    outcome: dict[str, bool] = {}
+    for row in rows:
+        pair = f"{row.get('tool')}={row.get('fault')}"
+        outcome[pair] = outcome.get(pair, True) and row.get("outcome") == "held"
+    held = Counter({pair: 1 for pair, ok in outcome.items() if ok})
+    part = _part(outcome, held, "held", "broke")
+    return {**part, "held": sorted(part["held"])}
 
 
 def _part(declared: Iterable[str], hits: Counter[str], hit_key: str, miss_key: str) -> dict[str, Any]:

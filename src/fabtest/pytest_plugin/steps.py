@@ -283,7 +283,7 @@ def _check_call(state: ScenarioState, mode: str, neg: str | None, tool: str, arg
     _check_tool_name(state, tool)
     passed, details = checks.check_called(turn.tool_calls, tool, args)
     kind = "not_call_tool" if neg else "call_tool"
-    state.deterministic(kind, _mode(mode), f"{kind}:{tool}", (passed != bool(neg), details), turn=turn.number,
+    state.tool_check(kind, _mode(mode), f"{kind}:{tool}", (passed != bool(neg), details), turn=turn.number,
                         data={"tool": tool})
 
 

@@ -41,7 +41,7 @@ def _record(state: ScenarioState, kind: str, mode: str, label: str, scope: str, 
         _check_tool_name(state, str(tool))
     result = trajectory.evaluate(kind, data, calls)
     assert result is not None, (kind, data)  # the steps below build the data evaluate reads
-    state.deterministic(kind, _mode(mode), label, result, turn=turn, data={"scope": where, **data})
+    state.tool_check(kind, _mode(mode), label, result, turn=turn, data={"scope": where, **data})
 
 
 # -- trajectories --------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from fabtest.compare.gate import gate_lines, regression_gate
 from fabtest.experiment.diff import diff_scenarios
 from fabtest.report.html import comparison_sections
 from fabtest.view.catalog import Catalog, ExperimentRow
+from fabtest.view.faults import FAULTS_PATH, faults_page, read_matrices
 from fabtest.view.layout import compare_path, conversation_path, e, experiment_path, link, page, scenario_slug
 from fabtest.view.listing import compare_chooser, experiments_page, trend_rows, trends_page, trends_path
 from fabtest.view.scenarios import conversation_page, experiment_page
@@ -66,6 +67,8 @@ class Site:
             return _html(trends_page(self.catalog, rows, by, branch)) if branch else None
         if path == "compare.html":
             return _html(compare_chooser(rows, self.built_pairs))
+        if path == FAULTS_PATH:
+            return _html(faults_page(read_matrices(self.catalog.results_dir)))
         if m := _EXP.fullmatch(path):
             row = _row(rows, m.group(1))
             return _html(experiment_page(self.catalog.document(row))) if row else None
@@ -122,7 +125,7 @@ class Site:
         pairs = {(a.id, b.id): (a, b) for line in lines for a, b in zip(line, line[1:], strict=False)}
         self.built_pairs = sorted(pairs)
         trends = [trends_path(b, by) for b in (None, *branches) for by in ("time", "commit")]
-        for path in ("index.html", *trends, "compare.html", *(f"assets/{n}" for n in ASSETS)):
+        for path in ("index.html", *trends, "compare.html", FAULTS_PATH, *(f"assets/{n}" for n in ASSETS)):
             rendered = self.render(path)
             assert rendered is not None  # these paths always render
             yield path, rendered
