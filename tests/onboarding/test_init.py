@@ -63,6 +63,35 @@ def test_init_with_an_existing_agent_and_pyproject(tmp_path: Path) -> None:
     assert "2 passed" in run.stdout
 
 
+_LANGGRAPH_SHOP = '''
+from langchain_core.messages import AIMessage
+from langgraph.graph import START, MessagesState, StateGraph
+
+
+def make_graph():
+    """A LangGraph factory, as an async telecom shop's code exposes it: a function building the graph."""
+    builder = StateGraph(MessagesState)
+    builder.add_node("shop", lambda state: {"messages": [AIMessage("Hello! I can help you pick a phone plan.")]})
+    builder.add_edge(START, "shop")
+    return builder.compile()
+'''
+
+
+def test_init_wires_a_langgraph_factory_as_a_framework_table(tmp_path: Path) -> None:
+    """A LangGraph factory is not a plain agent (it would be called with the messages): init writes
+    ``agent = { langgraph = "..." }`` and the first run is green through the LangGraph adapter (issue 31)."""
+    pytest.importorskip("langgraph")
+    (tmp_path / "shop.py").write_text(_LANGGRAPH_SHOP, encoding="utf-8")
+    done = _init(tmp_path, "--agent", "shop:make_graph")
+    assert done.returncode == 0, done.stderr
+    assert "the agent as a langgraph table" in done.stdout
+    assert tomllib.loads((tmp_path / "pyproject.toml").read_text())["tool"]["fabtest"]["agent"] == {
+        "langgraph": "shop:make_graph"}
+    run = _pytest(tmp_path)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "2 passed" in run.stdout
+
+
 def test_init_refuses_an_agent_that_does_not_import_and_writes_nothing(tmp_path: Path) -> None:
     done = _init(tmp_path, "--agent", "no_such_module:bot")
     assert done.returncode == 2
