@@ -38,6 +38,7 @@ def test_init_in_an_empty_directory_then_pytest_is_green_offline(tmp_path: Path)
         assert (tmp_path / name).is_file(), name
         assert name in done.stdout  # it says what it wrote
     assert "pytest features/" in done.stdout and "export GEMINI_API_KEY=" in done.stdout  # and what comes next
+    assert "  fabtest view " in done.stdout  # ending where the runs are seen (issue 31)
     table = tomllib.loads((tmp_path / "pyproject.toml").read_text())["tool"]["fabtest"]
     assert table["agent"] == "my_agent:agent"
 

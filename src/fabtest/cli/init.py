@@ -303,10 +303,11 @@ def _umask() -> int:
 
 
 def next_steps(plan: InitPlan) -> str:
-    """What to run next: the offline run, then the one step to a real model."""
+    """What to run next: the offline run, the one step to a real model, and where to see the runs."""
     return ("Next:\n"
             "  pytest features/                  runs both scenarios offline (no key needed)\n"
             "  export GEMINI_API_KEY=...         the one step to a real model: the simulated user and the judge\n"
             "                                    become Gemini; run pytest features/ again\n"
+            "  fabtest view                      every run in your browser: what failed, and each conversation\n"
             + ("" if plan.agent != STUB_TARGET else
                f"  Plug in your agent: set agent = \"module:attr\" in pyproject.toml (now {STUB_TARGET!r})\n"))
