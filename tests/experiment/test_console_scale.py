@@ -26,7 +26,9 @@ def test_a_thousand_iterations_summarise_as_a_distribution_and_the_flaky_scenari
     lines = text.splitlines()
     assert len(lines) <= MAX_LINES, text
     assert not re.search(r"Run \d+", text)  # no line per iteration
-    assert "Variance (1,000 runs)" in text
+    assert "Variance (1,000 runs)" in text and "Runs:       1,000 iterations" in text
+    passed = sum(r.passed for r in results)
+    assert f"4,000 total, {passed:,} passed, {4000 - passed:,} failed" in text  # large counts read as numbers
     hist = next(line for line in lines if line.strip().startswith("Completion per run:"))
     rates = [sum(r.passed for r in results if r.iteration == it) / 4 for it in range(1, 1001)]
     assert f"min {min(rates) * 100:.1f}%" in hist and f"max {max(rates) * 100:.1f}%" in hist

@@ -55,7 +55,7 @@ def _header(doc: dict[str, Any]) -> list[str]:
     if exp.get("tags"):
         lines.append(f"Tags:       {', '.join(exp['tags'])}")
     if exp.get("iterations", 1) > 1:
-        lines.append(f"Runs:       {exp['iterations']} iterations of every scenario")
+        lines.append(f"Runs:       {count(exp['iterations'])} iterations of every scenario")
     if exp.get("interrupted"):
         lines.append("Status:     INTERRUPTED (recovered from the journal; results are partial)")
     return lines
@@ -66,9 +66,9 @@ def _completion(summary: dict[str, Any]) -> list[str]:
     skipped = summary.get("skipped", 0)
     lines = [
         "Completion (Hard Expectations)",
-        f"  Scenarios:        {count(summary.get('total_scenarios', 0))} total, {summary.get('passed', 0)} passed, "
-        f"{summary.get('failed', 0)} failed" + (f", {skipped} skipped" if skipped else ""),
-        f"  Completion Rate:  {pct(summary.get('completion_rate'))} ({summary.get('passed', 0)}/{counted})",
+        f"  Scenarios:        {count(summary.get('total_scenarios', 0))} total, {count(summary.get('passed', 0))} passed, "
+        f"{count(summary.get('failed', 0))} failed" + (f", {count(skipped)} skipped" if skipped else ""),
+        f"  Completion Rate:  {pct(summary.get('completion_rate'))} ({count(summary.get('passed', 0))}/{count(counted)})",
     ]
     if skipped:
         lines.append("  (skipped scenarios are not counted in the rate)")
