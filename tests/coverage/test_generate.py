@@ -42,6 +42,20 @@ def test_duplicates_and_undeclared_targets_are_dropped_with_a_reason() -> None:
     assert fake.calls[-1].purpose == "scenarios"
 
 
+def test_unknown_keys_in_a_draft_are_reported_not_dropped_silently() -> None:
+    """A key the draft schema has no field for (docs/coverage.md, "The draft schema") is named with
+    its record; the record is still written from the keys it knows (issue 31)."""
+    fake = FakeLLM().scenarios([
+        {"id": "late-refund", "goal": "Get a refund for a late delivery", "tags": ["refund"], "verification": {"x": 1}},
+        {"id": "plain", "goal": "Ask for opening hours"},
+    ])
+    kept, dropped = draft_records(fake, Declared(), count=2)
+    assert [r["id"] for r in kept] == ["late-refund", "plain"]
+    assert "tags" not in kept[0] and "verification" not in kept[0]
+    assert dropped == ["late-refund: unknown key(s) 'tags', 'verification' in the draft (not in the draft schema); "
+                       "left out"]
+
+
 def test_an_existing_file_is_never_overwritten(tmp_path: Path) -> None:
     path = tmp_path / "scenarios" / "generated.yaml"
     write_records([{"id": "a", "goal": "g"}], path)

@@ -123,3 +123,16 @@ def test_fabtest_run_without_playbook_runner(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "fabtest.cli.run", types.ModuleType("fabtest.cli.run"))
     assert main(["run", "a.yaml"]) == 2
     assert "playbook runner is not available" in _one_line_error(capsys, "fabtest")
+
+
+def test_fabtest_list_says_which_files_it_skipped_in_its_own_output(results, capsys):
+    """A file that is not an experiment is named in the listing itself, not only as a warning on
+    stderr that a pipe or a collapsed CI log hides (issue 31)."""
+    (results / "truncated.json").write_text('{"experiment": {"id": "exp_cut')
+    (results / "notes.json").write_text(json.dumps({"hello": 1}))
+    assert main(["list", "--results-dir", str(results)]) == 0
+    captured = capsys.readouterr()
+    assert "exp_111aaa" in captured.out
+    assert "2 file(s) skipped: not readable as experiments" in captured.out
+    assert "truncated.json" in captured.out and "notes.json" in captured.out
+    assert "truncated.json" in captured.err  # the warning stays too

@@ -38,6 +38,7 @@ def test_init_in_an_empty_directory_then_pytest_is_green_offline(tmp_path: Path)
         assert (tmp_path / name).is_file(), name
         assert name in done.stdout  # it says what it wrote
     assert "pytest features/" in done.stdout and "export GEMINI_API_KEY=" in done.stdout  # and what comes next
+    assert "  fabtest view " in done.stdout  # ending where the runs are seen (issue 31)
     table = tomllib.loads((tmp_path / "pyproject.toml").read_text())["tool"]["fabtest"]
     assert table["agent"] == "my_agent:agent"
 
@@ -58,6 +59,35 @@ def test_init_with_an_existing_agent_and_pyproject(tmp_path: Path) -> None:
     text = (tmp_path / "pyproject.toml").read_text()
     assert text.startswith(original)  # the project's own table is kept as it was
     assert tomllib.loads(text)["tool"]["fabtest"]["agent"] == "airline:assistant"
+    run = _pytest(tmp_path)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "2 passed" in run.stdout
+
+
+_LANGGRAPH_SHOP = '''
+from langchain_core.messages import AIMessage
+from langgraph.graph import START, MessagesState, StateGraph
+
+
+def make_graph():
+    """A LangGraph factory, as an async telecom shop's code exposes it: a function building the graph."""
+    builder = StateGraph(MessagesState)
+    builder.add_node("shop", lambda state: {"messages": [AIMessage("Hello! I can help you pick a phone plan.")]})
+    builder.add_edge(START, "shop")
+    return builder.compile()
+'''
+
+
+def test_init_wires_a_langgraph_factory_as_a_framework_table(tmp_path: Path) -> None:
+    """A LangGraph factory is not a plain agent (it would be called with the messages): init writes
+    ``agent = { langgraph = "..." }`` and the first run is green through the LangGraph adapter (issue 31)."""
+    pytest.importorskip("langgraph")
+    (tmp_path / "shop.py").write_text(_LANGGRAPH_SHOP, encoding="utf-8")
+    done = _init(tmp_path, "--agent", "shop:make_graph")
+    assert done.returncode == 0, done.stderr
+    assert "the agent as a langgraph table" in done.stdout
+    assert tomllib.loads((tmp_path / "pyproject.toml").read_text())["tool"]["fabtest"]["agent"] == {
+        "langgraph": "shop:make_graph"}
     run = _pytest(tmp_path)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "2 passed" in run.stdout

@@ -50,14 +50,25 @@ def test_disabling_the_plugin_by_its_entry_point_name_stops_feature_collection(p
     assert not project.results_dir.exists()
 
 
-def test_no_results_option_writes_no_experiment(project):
+def test_no_results_option_writes_no_experiment_but_still_summarises(project, tmp_path, monkeypatch):
+    """--fabtest-no-results writes nothing, yet the run still ends with its summary (issue 31):
+    recorded in a scratch directory that is gone afterwards."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again
     project.pyproject()
     project.agent(MYBOT)
     project.feature("features/bare.feature", FEATURE)
     result = project.run("features", "--fabtest-no-results")
     result.assert_outcomes(passed=1)
     assert not project.results_dir.exists()
-    assert "fabtest experiment" not in result.stdout.str()
+    out = result.stdout.str()
+    assert "fabtest experiment" in out and "Completion Rate:  100.0% (1/1)" in out, out
+    assert "Results not saved (--fabtest-no-results)" in out and "fabtest-compare" not in out
+    assert not [p for p in scratch.iterdir() if p.name.startswith("fabtest-unsaved-")]
 
 
 def test_agent_option_overrides_pyproject(project):
@@ -102,3 +113,17 @@ def test_iterations_run_every_scenario_n_times_with_a_fresh_agent(project):
     results = project.experiment()["scenario_results"]
     assert sorted(r["iteration"] for r in results) == [1, 2, 3]
     assert len({r["id"] for r in results}) == 1, "iterations share the scenario's stable id"
+
+
+def test_the_summary_comes_after_pytests_line_per_failure(project):
+    """Hundreds of failures print hundreds of 'FAILED ...' lines: fabtest's summary (with the
+    failures grouped) comes after them, above the final counts, not scrolled away (issue 31)."""
+    project.pyproject()
+    project.agent(MYBOT)
+    project.feature("features/bare.feature", FEATURE.replace('"^Hello! You said: hi$"', '"^Goodbye$"'))
+    result = project.run("features", "--fabtest-iterations", "3")
+    result.assert_outcomes(failed=3)
+    out = result.stdout.str()
+    assert out.index("short test summary info") < out.index("fabtest experiment") < out.rindex("3 failed"), out
+    assert "Failures: 3 failed runs in 1 scenario, 1 distinct (scenario, failing step)" in out
+    assert "3x  Greets [assertion]" in out

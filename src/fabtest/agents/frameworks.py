@@ -31,7 +31,7 @@ from fabtest.conversation import AgentResponse, Message, TokenUsage, ToolCall, j
 from fabtest.errors import UsageError
 
 __all__ = ["FRAMEWORKS", "Framework", "Session", "ToolLog", "build_framework_agent", "check_framework_table",
-           "installed_version", "model_name", "output_text", "resolve_target", "tool_result", "turn_response"]
+           "framework_key_of", "installed_version", "model_name", "output_text", "resolve_target", "tool_result", "turn_response"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +144,37 @@ def resolve_target(target: Any, expected: type | tuple[type, ...], context: Mapp
     fix = hint(target) or f"point the table at {what}, or a function returning one"
     raise UsageError(f"{where}: expected {what}, {source} {type(target).__module__}.{type(target).__qualname__}: "
                      f"{fix}")
+
+
+#: the top-level package of each framework's objects (``type(obj).__module__``): a match is told by
+#: the object's type alone, so no framework is imported to recognise one
+_PACKAGES = {"langgraph": "langgraph", "adk": "google.adk", "openai_agents": "agents", "pydantic_ai": "pydantic_ai"}
+
+
+def _key_of_object(obj: Any) -> str | None:
+    module = type(obj).__module__ or ""
+    for key, package in _PACKAGES.items():
+        if module == package or module.startswith(package + "."):
+            return key
+    return None
+
+
+def framework_key_of(target: Any, context: Mapping[str, Any] | None = None) -> str | None:
+    """The framework table key (``langgraph``, ...) for the object ``module:attr`` names, or for
+    what it returns when it is a factory (called once, as a scenario would call it); None for
+    anything else, a plain agent. ``fabtest init --agent`` uses it to write the right table: a
+    LangGraph factory given as a plain agent would be called with the messages and fail."""
+    key = _key_of_object(target)
+    if key is not None:
+        return key
+    factory = _factory_arguments(target)
+    if factory is None:
+        return None
+    try:
+        built = target(dict(context or {})) if factory else target()
+    except Exception:  # noqa: BLE001 - not a factory we can call here: the caller treats it as a plain agent
+        return None
+    return _key_of_object(built)
 
 
 def _factory_arguments(target: Any) -> bool | None:

@@ -204,8 +204,12 @@ def draft_records(llm: LLM, declared: Declared, *, description: str = "", count:
     dropped: list[str] = []
     ids = {r.id for r in declared.existing}
     goals = [_norm(r.goal) for r in declared.existing]
-    for draft in completion.parsed.records:
+    unknown = _unknown_keys(completion.text)
+    for i, draft in enumerate(completion.parsed.records):
         record_id = _slug(draft.id or draft.name or draft.goal)
+        if unknown.get(i):  # said, not dropped silently: the schema (docs/coverage.md) has no such field
+            keys = ", ".join(repr(k) for k in unknown[i])
+            dropped.append(f"{record_id}: unknown key(s) {keys} in the draft (not in the draft schema); left out")
         why = _duplicate(record_id, draft.goal, ids, goals) or _beyond(len(kept), count)
         if why:
             dropped.append(f"{record_id}: {why}")
@@ -214,6 +218,25 @@ def draft_records(llm: LLM, declared: Declared, *, description: str = "", count:
         goals.append(_norm(draft.goal))
         kept.append(_record(draft, record_id, declared, dropped))
     return kept, dropped
+
+
+_FENCE = re.compile(r"^\s*```(?:json|JSON)?\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
+
+
+def _unknown_keys(text: str) -> dict[int, list[str]]:
+    """Per draft (by position), the keys of the LLM's answer that the draft schema has no field for
+    (pydantic ignores them when it validates): e.g. ``tags`` or ``verification``, which a draft
+    cannot set. An answer that is not plain JSON (a cached one, say) reports nothing."""
+    fenced = _FENCE.match(text or "")
+    try:
+        answer = json.loads(fenced.group(1) if fenced else (text or "").strip())
+    except ValueError:
+        return {}
+    records = answer.get("records") if isinstance(answer, dict) else None
+    if not isinstance(records, list):
+        return {}
+    known = set(Draft.model_fields)
+    return {i: sorted(set(r) - known) for i, r in enumerate(records) if isinstance(r, dict) and set(r) - known}
 
 
 def _record(draft: Draft, record_id: str, declared: Declared, notes: list[str]) -> dict[str, Any]:

@@ -274,11 +274,13 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
     results_dir = args.results_dir or _default_results_dir()
     rows: list[list[Any]] = []
+    skipped: list[str] = []
     for path in list_experiment_files(results_dir):
         try:
             _, doc = read_document(path, results_dir, lean=True)
         except ExperimentFileError as exc:
             print(inert(f"fabtest: warning: skipping {exc}"), file=sys.stderr)
+            skipped.append(str(exc))
             continue
         exp, summary = doc["experiment"], doc["summary"]
         git = (exp.get("git_commit") or "")[:8] + ("*" if exp.get("git_dirty") else "")
@@ -288,10 +290,23 @@ def _cmd_list(args: argparse.Namespace) -> int:
         rows.append([exp.get("id"), exp.get("timestamp"), name, summary.get("total_scenarios"),
                      pct(summary.get("completion_rate")), pct(summary.get("evaluation_rate")), git or "-"])
     if not rows:
-        print(f"No experiments in {results_dir}/")
-        return EXIT_OK
-    print(_shown(tabulate(rows, headers=["ID", "Timestamp", "Name", "Scenarios", "Completion", "Evaluation", "Git"])))
+        print(_shown(f"No experiments in {results_dir}/"))
+    else:
+        print(_shown(tabulate(rows, headers=["ID", "Timestamp", "Name", "Scenarios", "Completion", "Evaluation", "Git"])))
+    print(_shown(_skipped_files(skipped)), end="")
     return EXIT_OK
+
+
+def _skipped_files(reasons: list[str], shown: int = 5) -> str:
+    """The files ``fabtest list`` could not read, said in its own output too (not only as warnings
+    on stderr, which a pipe or a CI log's collapsed section hides): a missing experiment has a cause."""
+    if not reasons:
+        return ""
+    lines = [f"\n{len(reasons)} file(s) skipped: not readable as experiments (fabtest show <file> says why):"]
+    lines += [f"  {reason}" for reason in reasons[:shown]]
+    if len(reasons) > shown:
+        lines.append(f"  ... and {len(reasons) - shown} more (each on stderr)")
+    return "\n".join(lines) + "\n"
 
 
 def _cmd_show(args: argparse.Namespace) -> int:

@@ -92,6 +92,8 @@ class InitPlan:
     append: dict[str, str]
     agent: str
     replace: dict[str, str] = field(default_factory=dict)
+    #: the framework table key (``langgraph``, ...) when ``agent`` names a framework object or its factory
+    framework: str | None = None
 
 
 def _toml_string(text: str) -> str:
@@ -100,17 +102,29 @@ def _toml_string(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-def _fabtest_table(agent: str) -> str:
+def _agent_value(agent: str, framework: str | None) -> str | dict[str, str]:
+    """What ``agent`` reads back as: the target, or a framework table naming it (docs/frameworks.md)."""
+    return {framework: agent} if framework else agent
+
+
+def _fabtest_table(agent: str, framework: str | None = None) -> str:
+    if framework:
+        line = (f"# The agent under test: a {framework} object (or a function returning one), run by fabtest's "
+                "adapter (see fabtest's docs, \"Agents built with a framework\").\n"
+                f"agent = {{ {framework} = {_toml_string(agent)} }}\n")
+    else:
+        line = ("# The agent under test: \"module:attribute\" (a function of the messages, an object with chat(), "
+                "or a factory).\n"
+                f"agent = {_toml_string(agent)}\n")
     return (
         "\n[tool.fabtest]\n"
-        "# The agent under test: \"module:attribute\" (a function of the messages, an object with chat(), or a factory).\n"
-        f"agent = {_toml_string(agent)}\n"
+        + line +
         "# The simulated user and the judge while no key is set; export GEMINI_API_KEY=... to use the real model.\n"
         f"offline_llm = {_toml_string(OFFLINE_SCRIPT)}\n"
     )
 
 
-def _checked_toml(path: Path, text: str, agent: str) -> str:
+def _checked_toml(path: Path, text: str, agent: str | dict[str, str]) -> str:
     """``text`` if it parses and holds the table init means to write; else one line why not.
 
     What init writes is validated by parsing it back before anything touches the disk: an existing
@@ -151,14 +165,14 @@ def plan_init(root: Path, *, agent: str | None = None) -> InitPlan:
         raise UsageError(f"{root}: {'is not a directory' if root.exists() else 'no such directory'}; "
                          "nothing was written")
     root = root.resolve()
-    if agent is not None:
-        _check_agent(root, agent)
+    framework = _check_agent(root, agent) if agent is not None else None
     files: dict[str, str] = {}
     append: dict[str, str] = {}
     replace: dict[str, str] = {}
     pyproject = root / "pyproject.toml"
     target = agent or STUB_TARGET
-    table = _fabtest_table(target)
+    table = _fabtest_table(target, framework)
+    expected = _agent_value(target, framework)
     _check_target(root, "pyproject.toml")
     if pyproject.is_file():
         try:
@@ -176,13 +190,13 @@ def plan_init(root: Path, *, agent: str | None = None) -> InitPlan:
             raise UsageError(f"{pyproject}: already has a [tool.fabtest] table; nothing was written")
         append["pyproject.toml"] = table
         joined = original if not original or original.endswith("\n") else original + "\n"
-        replace["pyproject.toml"] = _checked_toml(pyproject, joined + table, target)
+        replace["pyproject.toml"] = _checked_toml(pyproject, joined + table, expected)
     elif pyproject.exists() or pyproject.is_symlink():
         raise UsageError(f"{pyproject}: already exists and is not a file; nothing was written")
     else:
         # the pytest table makes this directory pytest's rootdir wherever pytest is started below it
         files["pyproject.toml"] = _checked_toml(pyproject, "[tool.pytest.ini_options]\naddopts = \"-ra\"\n" + table,
-                                                target)
+                                                expected)
     if agent is None:
         files[f"{STUB_MODULE}.py"] = _STUB
     files[FEATURE] = _FEATURE
@@ -191,19 +205,22 @@ def plan_init(root: Path, *, agent: str | None = None) -> InitPlan:
         _check_target(root, name)
         if os.path.lexists(root / name):
             raise UsageError(f"{root / name}: already exists; fabtest init never overwrites, so nothing was written")
-    return InitPlan(root=root, files=files, append=append, agent=target, replace=replace)
+    return InitPlan(root=root, files=files, append=append, agent=target, replace=replace, framework=framework)
 
 
-def _check_agent(root: Path, spec: str) -> None:
+def _check_agent(root: Path, spec: str) -> str | None:
     """``--agent`` must import from the project directory, as pytest will import it. A module that
-    calls ``exit()`` on import is an error: pytest would stop the run the same way."""
+    calls ``exit()`` on import is an error: pytest would stop the run the same way. Returns the
+    framework table key when it names a framework's object or a factory of one (a LangGraph graph
+    wired as a plain agent would be called with the messages and fail every scenario)."""
     from fabtest._internal.targets import import_object
+    from fabtest.agents.frameworks import framework_key_of
 
     added = str(root) not in sys.path
     if added:
         sys.path.insert(0, str(root))
     try:
-        import_object(spec, where="fabtest init --agent")
+        return framework_key_of(import_object(spec, where="fabtest init --agent"))
     except SystemExit as exc:
         raise UsageError(f"fabtest init --agent {spec}: importing it called exit({exc.code!r}); an agent module must "
                          "not exit when imported (pytest would stop too); nothing was written") from None
@@ -251,7 +268,8 @@ def write_init(plan: InitPlan) -> list[str]:
                 directory.rmdir()
         raise UsageError(f"{current}: cannot write ({exc.strerror or exc}); nothing was written") from None
     what = {
-        "pyproject.toml": "a [tool.fabtest] table" + (" (added at the end)" if plan.append else " (new file)"),
+        "pyproject.toml": "a [tool.fabtest] table" + (" (added at the end)" if plan.append else " (new file)")
+                          + (f"; the agent as a {plan.framework} table" if plan.framework else ""),
         f"{STUB_MODULE}.py": "a stand-in agent: replace it with yours, or rerun init with --agent module:attr",
         FEATURE: "a first scripted and a first simulated scenario",
         OFFLINE_SCRIPT: "the scripted simulated user and judge used while no key is set",
@@ -285,10 +303,11 @@ def _umask() -> int:
 
 
 def next_steps(plan: InitPlan) -> str:
-    """What to run next: the offline run, then the one step to a real model."""
+    """What to run next: the offline run, the one step to a real model, and where to see the runs."""
     return ("Next:\n"
             "  pytest features/                  runs both scenarios offline (no key needed)\n"
             "  export GEMINI_API_KEY=...         the one step to a real model: the simulated user and the judge\n"
             "                                    become Gemini; run pytest features/ again\n"
+            "  fabtest view                      every run in your browser: what failed, and each conversation\n"
             + ("" if plan.agent != STUB_TARGET else
                f"  Plug in your agent: set agent = \"module:attr\" in pyproject.toml (now {STUB_TARGET!r})\n"))

@@ -47,7 +47,7 @@ from fabtest.experiment.fingerprint import canonical_json
 from fabtest.experiment.model import CheckRecord, ExperimentInfo, ScenarioResult, TurnRecord, UsageRecord
 from fabtest.llm.retry_budget import BUDGET_SPENT_MARKER
 
-__all__ = ["ResultKey", "Spool", "result_key", "spill_path"]
+__all__ = ["MESSAGE_CHARS", "ResultKey", "Spool", "result_key", "spill_path"]
 
 _SPILL_SUFFIX = ".entries.jsonl"
 #: the fields of a brief that ``model_construct`` is told were set (one shared set, not one per brief)
@@ -147,16 +147,23 @@ def _validity_only(simulation: dict[str, Any] | None) -> dict[str, Any] | None:
     return {"valid": simulation.get("valid"), "tries": [{"valid": t.get("valid")} for t in simulation.get("tries") or []]}
 
 
+#: The console summary reads at most this much of a failure message (report/console_scale.py).
+MESSAGE_CHARS = 4000
+
+
 def _summary_stub(entry: dict[str, Any]) -> dict[str, Any] | None:
     """The little the console summary reads of an entry itself (off-graph jumps, low-confidence
-    verdicts, a spent retry budget), or None when it has none of them."""
+    verdicts, a spent retry budget, a failure's message), or None when it has none of them."""
     low = {block: [d for d in (entry.get(block) or {}).get("details") or [] if d.get("confidence") == "low"]
            for block in ("evaluations", "expectations")}
     budget = BUDGET_SPENT_MARKER in str(entry.get("failure_message") or "")
-    if not (entry.get("off_graph_transitions") or low["evaluations"] or low["expectations"] or budget):
+    failed = entry.get("passed") is False and not entry.get("skipped")  # the summary groups failures
+    if not (entry.get("off_graph_transitions") or low["evaluations"] or low["expectations"] or budget or failed):
         return None
+    message = entry.get("failure_message") if budget or failed else None
     return {"id": entry.get("id"), "name": entry.get("name"), "iteration": entry.get("iteration"),
-            "passed": entry.get("passed"), "failure_message": entry.get("failure_message") if budget else None,
+            "passed": entry.get("passed"), "skipped": entry.get("skipped"), "failure_type": entry.get("failure_type"),
+            "failure_message": message[:MESSAGE_CHARS] if isinstance(message, str) else message,
             "off_graph_transitions": entry.get("off_graph_transitions") or [],
             **{block: {"details": details} for block, details in low.items()}}
 

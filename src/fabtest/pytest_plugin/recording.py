@@ -38,6 +38,9 @@ class ExperimentRecording:
         self._pending: dict[str, dict[str, Any]] = {}  # nodeid -> identity of a scenario started
         #: node ids in collection order: the order results are written in, not the order they finished
         self.order: list[str] = []
+        #: --fabtest-no-results: the results go to a temporary directory, read for the summary, then removed
+        self.unsaved = bool(config.getoption("--fabtest-no-results", False))
+        self._scratch: Path | None = None
 
     def add_report(self, report: pytest.TestReport) -> None:
         """A scenario's result, its identity as it started, or its late soft verdicts."""
@@ -171,15 +174,25 @@ class ExperimentRecording:
 
     @property
     def results_dir(self) -> Path:
+        if self.unsaved:
+            if self._scratch is None:
+                import tempfile
+
+                self._scratch = Path(tempfile.mkdtemp(prefix="fabtest-unsaved-"))
+            return self._scratch
         results_dir = Path(self.settings.results_dir)
         if not results_dir.is_absolute():
             results_dir = Path(str(self.config.rootpath)) / results_dir
         return results_dir
 
     def discard(self) -> None:
-        """What ran beside a failed pre-flight probe is no experiment."""
+        """What ran beside a failed pre-flight probe is no experiment; --fabtest-no-results's scratch goes too."""
         if self._recorder is not None:
             self._recorder.discard()
+        if self._scratch is not None:
+            import shutil
+
+            shutil.rmtree(self._scratch, ignore_errors=True)
 
     def finalise(self, interrupted: bool) -> tuple[Path, Any] | None:
         """Write the experiment: its path and the recorder, or None when there is nothing to write
@@ -189,8 +202,10 @@ class ExperimentRecording:
             return None
         recorder = self._recorder
         if not recorder.results and self.save_error is None:  # claimed early (a given id) but nothing ran
-            recorder.discard()
+            self.discard()
             return None
+        if self.unsaved:  # nothing is written: the summary reads the recorder, then discard() removes it
+            return self.results_dir, recorder
         path = self.save("finalise", interrupted)
         if path is None:
             return None

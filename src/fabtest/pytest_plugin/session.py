@@ -138,15 +138,13 @@ class FabtestSession:
         if self.is_worker:
             return
         self.not_run.add(report)
-        if self.config.getoption("--fabtest-no-results"):
-            return
-        self.recording.add_report(report)
+        self.recording.add_report(report)  # --fabtest-no-results records to a temporary place, for the summary
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         """An xdist worker's last soft verdicts come in its ``workeroutput`` (see late.py)."""
         late = getattr(node, "workeroutput", {}).get(LATE_PROPERTY)
-        if isinstance(late, list) and late and not self.config.getoption("--fabtest-no-results"):
+        if isinstance(late, list) and late:
             self.recording.record_late(late)
 
     def _finish_late(self, interrupted: bool) -> bool:
@@ -166,7 +164,7 @@ class FabtestSession:
 
             output: dict[str, Any] = getattr(self.config, "workeroutput")  # noqa: B009 - set by xdist on workers
             output[LATE_PROPERTY] = redaction.redact_obj(ready) if redaction.secrets() else ready
-        elif ready and not self.config.getoption("--fabtest-no-results"):
+        elif ready:
             self.recording.record_late(ready)
         return interrupted
 
@@ -217,10 +215,20 @@ class FabtestSession:
             self.summary.save_failed(session, self.recording.save_error)
             return
         path, recorder = written
+        if self.recording.unsaved:
+            self.summary.experiment_unsaved(recorder, interrupted)
+            self.recording.discard()
+            return
         self.summary.experiment_written(session, path, recorder, interrupted)
 
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        self.summary.write(terminalreporter)
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_terminal_summary(self, terminalreporter: Any) -> Any:
+        """Around pytest's own summary, so fabtest's comes after its one line per failure (which
+        would scroll it away after hundreds of failures), just above the final counts."""
+        try:
+            return (yield)
+        finally:
+            self.summary.write(terminalreporter)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_call(self, item: pytest.Item) -> None:

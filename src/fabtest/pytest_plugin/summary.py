@@ -37,6 +37,12 @@ class RunSummary:
         self.text = render_summary(doc, shown, previous_experiment_id(recorder.results_dir, recorder.experiment_id))
         self._check_coverage(session, doc)
 
+    def experiment_unsaved(self, recorder: Any, interrupted: bool) -> None:
+        """``--fabtest-no-results``: the same summary, from results that were never written."""
+        from fabtest.report.console import render_summary
+
+        self.text = render_summary(recorder.document(interrupted=interrupted), unsaved="--fabtest-no-results")
+
     def _check_coverage(self, session: pytest.Session, doc: dict[str, Any]) -> None:
         """--fabtest-min-coverage: a run under a floor fails (exit 1), saying which and by how much."""
         from fabtest.experiment.coverage import below_floors

@@ -18,11 +18,14 @@ from fabtest.experiment.export import list_experiment_files
 from fabtest.experiment.fmt import RULE_HEAVY, RULE_LIGHT, count, git_line, llm_line, num, pct, timestamp, usd
 from fabtest.experiment.stats import low_confidence_count
 from fabtest.llm.retry_budget import budget_line
+from fabtest.report.console_scale import failure_lines, rate_histogram
 from fabtest.report.robustness import robustness_lines
 
 __all__ = ["previous_experiment_id", "render_summary"]
 
 _MAX_LISTED = 10
+#: up to this many iterations the variance lists each run; beyond, a distribution (console_scale.py)
+_RUNS_LISTED = 10
 
 
 def previous_experiment_id(results_dir: str | os.PathLike[str], current_id: str) -> str | None:
@@ -52,7 +55,7 @@ def _header(doc: dict[str, Any]) -> list[str]:
     if exp.get("tags"):
         lines.append(f"Tags:       {', '.join(exp['tags'])}")
     if exp.get("iterations", 1) > 1:
-        lines.append(f"Runs:       {exp['iterations']} iterations of every scenario")
+        lines.append(f"Runs:       {count(exp['iterations'])} iterations of every scenario")
     if exp.get("interrupted"):
         lines.append("Status:     INTERRUPTED (recovered from the journal; results are partial)")
     return lines
@@ -63,9 +66,9 @@ def _completion(summary: dict[str, Any]) -> list[str]:
     skipped = summary.get("skipped", 0)
     lines = [
         "Completion (Hard Expectations)",
-        f"  Scenarios:        {count(summary.get('total_scenarios', 0))} total, {summary.get('passed', 0)} passed, "
-        f"{summary.get('failed', 0)} failed" + (f", {skipped} skipped" if skipped else ""),
-        f"  Completion Rate:  {pct(summary.get('completion_rate'))} ({summary.get('passed', 0)}/{counted})",
+        f"  Scenarios:        {count(summary.get('total_scenarios', 0))} total, {count(summary.get('passed', 0))} passed, "
+        f"{count(summary.get('failed', 0))} failed" + (f", {count(skipped)} skipped" if skipped else ""),
+        f"  Completion Rate:  {pct(summary.get('completion_rate'))} ({count(summary.get('passed', 0))}/{count(counted)})",
     ]
     if skipped:
         lines.append("  (skipped scenarios are not counted in the rate)")
@@ -196,13 +199,21 @@ def _variance(doc: dict[str, Any]) -> list[str]:
     var = doc.get("variance")
     if not var:
         return []
-    rows = [[f"Run {r['iteration']}", pct(r["completion_rate"]), pct(r["evaluation_rate"])] for r in var["runs"]]
-    lines = [RULE_LIGHT, "", f"Variance ({len(var['runs'])} runs)", *_table(rows, ["Run", "Completion", "Evaluation"])]
+    runs = var["runs"]
+    lines = [RULE_LIGHT, "", f"Variance ({count(len(runs))} runs)"]
+    if len(runs) <= _RUNS_LISTED:
+        rows = [[f"Run {r['iteration']}", pct(r["completion_rate"]), pct(r["evaluation_rate"])] for r in runs]
+        lines += _table(rows, ["Run", "Completion", "Evaluation"])
+    else:  # 1,000 iterations are a distribution, not 1,000 lines
+        lines += rate_histogram([r.get("completion_rate") for r in runs], "Completion")
+        lines += rate_histogram([r.get("evaluation_rate") for r in runs], "Evaluation")
     for key, label in (("completion_rate", "Completion"), ("evaluation_rate", "Evaluation")):
         agg = var.get(key) or {}
         if agg.get("mean") is not None:
             lines.append(f"  {label}: mean {pct(agg['mean'])} ± {num(agg['std'] * 100)}pp ({var.get('std_kind', 'sample')} std dev)")
-    flaky = [s for s in var.get("scenarios", []) if s["label"] == "flaky"]
+    # the most unsettled first: a scenario passing half its runs says more than one failing once in 1,000
+    flaky = sorted((s for s in var.get("scenarios", []) if s["label"] == "flaky"),
+                   key=lambda s: abs(s["passes"] / s["runs"] - 0.5) if s.get("runs") else 1.0)
     stable_fail = sum(1 for s in var.get("scenarios", []) if s["label"] == "stable-fail")
     lines.append(f"  Flaky scenarios: {len(flaky)}; always failing: {stable_fail}")
     causes = {c.get("id"): c for c in var.get("flaky_causes") or [] if isinstance(c, dict)}
@@ -211,7 +222,7 @@ def _variance(doc: dict[str, Any]) -> list[str]:
         why = f" (flaky: {cause['cause']}; {cause['evidence']})" if cause else ""
         lines.append(f"    - {s['name']}: {s['passes']}/{s['runs']} runs passed{why}")
     if len(flaky) > _MAX_LISTED:
-        lines.append(f"    ... and {len(flaky) - _MAX_LISTED} more")
+        lines.append(f"    ... and {len(flaky) - _MAX_LISTED} more (every scenario in the JSON's variance.scenarios)")
     soft = [c for c in var.get("flaky_criteria") or [] if isinstance(c, dict)]
     if soft:  # a soft flip never fails a scenario, so the flaky count above cannot show it
         lines.append(f"  Flaky soft criteria: {len(soft)}")
@@ -246,9 +257,11 @@ def _simulator_validity(validity: dict[str, Any] | None) -> list[str]:
 
 
 def render_summary(
-    doc: dict[str, Any], path: str | os.PathLike[str] | None = None, previous_id: str | None = None
+    doc: dict[str, Any], path: str | os.PathLike[str] | None = None, previous_id: str | None = None,
+    *, unsaved: str | None = None,
 ) -> str:
-    """The whole console summary; ``path`` and ``previous_id`` add the saved-to and compare lines."""
+    """The whole console summary; ``path`` and ``previous_id`` add the saved-to and compare lines;
+    ``unsaved`` (why nothing was written, e.g. ``--fabtest-no-results``) replaces both."""
     summary = doc["summary"]
     lines = [
         *_header(doc),
@@ -257,6 +270,7 @@ def render_summary(
         "",
         *_completion(summary),
         *budget_line(doc),
+        *failure_lines(doc.get("scenario_results") or []),
         "",
         *_quality(doc),
         *_checks(doc),
@@ -271,6 +285,9 @@ def render_summary(
         *_robustness(doc),
         RULE_LIGHT,
     ]
+    if unsaved:
+        lines += ["", f"Results not saved ({unsaved}): nothing to compare or view later"]
+        return "\n".join(lines) + "\n"
     if path is not None:
         lines += ["", f"Results saved to: {Path(path)}"]
     this_id = doc["experiment"].get("id")
