@@ -28,10 +28,10 @@ __all__ = ["GRACE_S", "arm", "update"]
 #: that do real work (an OpenTelemetry exporter flushing its last spans) get this long too.
 def _grace(text: str | None) -> float:
     try:
-        value = float(text or 5)
+        value = float(text or 10)
     except ValueError:
-        return 5.0
-    return value if 0 < value < 86_400 else 5.0
+        return 10.0
+    return value if 0 < value < 86_400 else 10.0
 
 
 GRACE_S = _grace(os.environ.get("FABTEST_EXIT_GRACE_S"))
@@ -72,6 +72,8 @@ def _start_watchdog() -> None:
 
 def _watch() -> None:
     threading.Event().wait(GRACE_S)
+    if sys.is_finalizing():  # the threads were joined and the interpreter is tearing down: touch nothing
+        os._exit(_state.get("status", 1))
     stuck = sorted(t.name for t in threading.enumerate()
                    if t.is_alive() and t is not threading.main_thread() and t is not threading.current_thread())
     try:
