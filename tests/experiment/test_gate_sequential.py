@@ -149,3 +149,20 @@ def test_compare_sequential_needs_the_regression_gate(tmp_path: Any, capsys: pyt
     args.remove("--fail-on-regression")
     assert compare_main(args) == 2
     assert "--sequential decides the --fail-on-regression gate" in capsys.readouterr().err
+
+
+def test_untested_is_never_a_sequential_pass() -> None:
+    """A judge outage leaves the overall evaluation undecided (not dropped from the family), and the
+    fixed gate's problems (a damaged index, ...) keep a clean sweep from "not worse"."""
+    rng = random.Random(11)
+    base = _grown({"a": 1.0}, {"a": 1.0}, 400, rng)
+    cur = _experiment()
+    rows = [("a", "a", it, True, False, 3, None, 0, 0, None, {}, {}, None, True) for it in range(1, 401)]
+    cur.add_rows(rows)  # every run passed, no soft check rated
+    outage = decide(base, cur)
+    by_metric = {m.metric: m for m in outage.metrics}
+    assert by_metric["evaluation"].outcome == "undecided" and by_metric["completion"].outcome == "not worse"
+    assert outage.outcome == "undecided" and outage.rerun == ["a"]
+    same = _grown({"a": 1.0}, {"a": 1.0}, 400, rng)
+    assert decide(base, same).outcome == "not worse"
+    assert decide(base, same, problems=["an edited or damaged scenario index?"]).outcome == "undecided"

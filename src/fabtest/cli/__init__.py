@@ -183,7 +183,8 @@ def _run_compare(args: argparse.Namespace, prog: str) -> int:
         return _fail(prog, str(exc))
     if args.sequential and not args.fail_on_regression:
         return _fail(prog, "--sequential decides the --fail-on-regression gate: add --fail-on-regression")
-    sequential = decide(b_exp, c_exp, alpha=options.alpha, margin=options.margin) if args.sequential else None
+    sequential = decide(b_exp, c_exp, alpha=options.alpha, margin=options.margin,
+                        problems=gate.problems if gate is not None else ()) if args.sequential else None
     if gate is None:  # the scenario labels still say only what the family found
         gating.relabel(comparison, options.alpha)
     comparison.tallies = None  # the per-scenario totals are done with

@@ -38,7 +38,7 @@ each decision needs its e-value at least ``2K / alpha``, K metrics.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -181,7 +181,7 @@ def _pooled(base: Mapping[str, ScenarioTally], cur: Mapping[str, ScenarioTally],
             shared: list[str]) -> list[tuple[str, str, tuple[int, int], tuple[int, int], list[str]]]:
     out = [("completion", "completion", _sum([(base[s].passes, base[s].runs) for s in shared]),
             _sum([(cur[s].passes, cur[s].runs) for s in shared]), list(shared))]
-    rated = [s for s in shared if base[s].eval_runs and cur[s].eval_runs]
+    rated = [s for s in shared if base[s].eval_runs]  # a judge outage leaves the current side at 0: undecided
     if rated:
         out.append(("evaluation", "overall evaluation", _sum([(base[s].eval_clean, base[s].eval_runs) for s in rated]),
                     _sum([(cur[s].eval_clean, cur[s].eval_runs) for s in rated]), rated))
@@ -195,10 +195,12 @@ def _pooled(base: Mapping[str, ScenarioTally], cur: Mapping[str, ScenarioTally],
     return out
 
 
-def decide(baseline: Experiment, current: Experiment, *, alpha: float = 0.05, margin: float = 0.10) -> SequentialDecision:
+def decide(baseline: Experiment, current: Experiment, *, alpha: float = 0.05, margin: float = 0.10,
+           problems: Sequence[str] = ()) -> SequentialDecision:
     """The sequential gate of ``current`` against the fixed ``baseline`` at this look (see the module
     docstring): worse if a metric is worse, not worse if every metric is, else undecided, with the
-    scenarios whose metrics are undecided as the ones to run again."""
+    scenarios whose metrics are undecided as the ones to run again. ``problems`` (the fixed gate's:
+    a damaged index, nothing shared) keep it from "not worse", as they keep the fixed gate."""
     base, cur = baseline.scenarios, current.scenarios
     shared = sorted(s for s in base.keys() & cur.keys() if base[s].runs)
     rows = _pooled(base, cur, shared) if shared else []
@@ -210,7 +212,7 @@ def decide(baseline: Experiment, current: Experiment, *, alpha: float = 0.05, ma
         outcome: Outcome = "undecided"
     elif any(m.outcome == "worse" for m in metrics):
         outcome = "worse"
-    elif all(m.outcome == "not worse" for m in metrics):
+    elif all(m.outcome == "not worse" for m in metrics) and not problems:
         outcome = "not worse"
     else:
         outcome = "undecided"
