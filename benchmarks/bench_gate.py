@@ -10,7 +10,10 @@ with ``compare.gate.evaluate``: the code of ``fabtest-compare --fail-on-regressi
 * one scenario falling from 10/10 to 3/10 (true rate 30 %) among four steady ones, 10 iterations;
 * one criterion falling from 90 % to 60 % at 5 iterations (5 and 10 scenarios);
 * the power hints: at the runs ``runs_to_decide`` names, an unchanged metric should be "not worse"
-  about 80 % of the time; at ``runs_to_detect``, a drop of the margin "worse" about 80 %.
+  about 80 % of the time; at ``runs_to_detect``, a drop of the margin "worse" about 80 %;
+* the sequential mode (``compare.sequential.decide``, what ``--fabtest-until-decided`` looks at
+  after each added iteration): a 90 % -> 60 % criterion with a budget of 4x the base runs, and the
+  runs it spends on an unchanged agent.
 
 Then two experiment files of ``--scale`` single runs each are written (as the Recorder writes them)
 and ``fabtest-compare A B --fail-on-regression`` is timed in a subprocess (target: under 10 s).
@@ -35,6 +38,7 @@ from fabtest.compare.compute import compare
 from fabtest.compare.gate import GateOptions, evaluate
 from fabtest.compare.inference import runs_to_decide, runs_to_detect, wilson
 from fabtest.compare.read import Experiment
+from fabtest.compare.sequential import decide
 
 ALPHA, MARGIN = 0.05, 0.10
 
@@ -43,9 +47,16 @@ def _experiment(exp_id: str, rates: dict[str, dict[str, float]], completion: dic
                 rng: random.Random) -> Experiment:
     """``rates[scenario][criterion]``: the chance a run is good for the criterion; ``completion``: per scenario."""
     exp = Experiment({"experiment": {"id": exp_id, "iterations": iterations}, "summary": {}, "scenario_results": []})
+    _grow(exp, rates, completion, range(1, iterations + 1), rng)
+    return exp
+
+
+def _grow(exp: Experiment, rates: dict[str, dict[str, float]], completion: dict[str, float], iterations: range,
+          rng: random.Random) -> None:
+    """Add ``iterations`` of every scenario to ``exp``."""
     rows = []
     for sid, crits in rates.items():
-        for it in range(1, iterations + 1):
+        for it in iterations:
             counts: dict[str, list[int]] = {}
             for name, rate in crits.items():
                 good, ratings = rng.random() < rate, rng.randint(1, 3)
@@ -55,7 +66,6 @@ def _experiment(exp_id: str, rates: dict[str, dict[str, float]], completion: dic
             rows.append((sid, sid, it, rng.random() < completion[sid], False, 3, None, ev_p, ev_t, None, counts, {},
                          None, True))
     exp.add_rows(rows)
-    return exp
 
 
 def _outcome(base: Experiment, cur: Experiment, margin: float = MARGIN) -> str:
@@ -120,6 +130,52 @@ def criterion_drop(pairs: int) -> list[list[Any]]:
     return out
 
 
+def _until_decided(base: Experiment, rates: dict[str, dict[str, float]], completion: dict[str, float],
+                   start: int, budget: int, rng: random.Random) -> tuple[str, int]:
+    """``--fabtest-until-decided`` on the statistics layer: the current experiment starts with
+    ``start`` iterations and gets whole iterations of the scenarios to run again while undecided and
+    within ``budget`` added runs. Returns the outcome and the current runs spent in all."""
+    cur = _experiment("cur", rates, completion, start, rng)
+    iteration, added = start, 0
+    while True:
+        decision = decide(base, cur, alpha=ALPHA, margin=MARGIN)
+        rerun = decision.rerun if decision.outcome == "undecided" else []
+        if not rerun or added + len(rerun) > budget:
+            return decision.outcome, decision.runs_spent
+        iteration += 1
+        _grow(cur, {sid: rates[sid] for sid in rerun}, completion, range(iteration, iteration + 1), rng)
+        added += len(rerun)
+
+
+def sequential(pairs: int) -> list[list[Any]]:
+    """The sequential mode's rows: a 90 % -> 60 % criterion at 5 iterations with a budget of 4x the
+    base runs, and the runs it spends on an unchanged agent."""
+    rng = random.Random(4028)
+    seen: Counter[str] = Counter()
+    for _ in range(pairs):
+        rates = {f"s{s}": {"c0": 0.9, "c1": rng.uniform(0.5, 0.9)} for s in range(5)}
+        completion = {sid: rng.uniform(0.7, 0.95) for sid in rates}
+        dropped = {sid: {**crits, "c0": 0.6} for sid, crits in rates.items()}
+        outcome, _ = _until_decided(_experiment("b", rates, completion, 5, rng), dropped, completion, 5, 4 * 25, rng)
+        seen[outcome] += 1
+    out = [["until decided: one criterion 90 % -> 60 %, 5 scenarios x 5 iterations, budget 4x the base runs",
+            "worse >= 80 %, never not worse", _share(seen["worse"], pairs),
+            f"not worse {seen['not worse']}, undecided {seen['undecided']}"]]
+    spent = []
+    for _ in range(pairs):
+        rates = {f"s{s}": {"c0": rng.uniform(0.6, 0.95)} for s in range(5)}
+        completion = {sid: rng.uniform(0.7, 0.95) for sid in rates}
+        outcome, runs = _until_decided(_experiment("b", rates, completion, 5, rng), rates, completion, 5, 4 * 25, rng)
+        spent.append(runs)
+        seen[f"unchanged {outcome}"] += 1
+    spent.sort()
+    out.append(["until decided: unchanged agent, 5 scenarios x 5 iterations, budget 4x the base runs",
+                "median runs spent <= 2x base (50)", f"median {spent[len(spent) // 2]} runs",
+                f"worse {seen['unchanged worse']}, not worse {seen['unchanged not worse']}, "
+                f"undecided {seen['unchanged undecided']} of {pairs}"])
+    return out
+
+
 def power_hints(pairs: int) -> list[list[Any]]:
     """A single metric (completion, 10 scenarios) at the runs the hints name."""
     out = []
@@ -174,9 +230,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pairs", type=int, default=400, help="simulated comparisons per row (at least 200)")
     parser.add_argument("--scale", type=int, default=100_000)
     parser.add_argument("--skip-scale", action="store_true")
+    parser.add_argument("--sequential-pairs", type=int, default=200,
+                        help="simulated --fabtest-until-decided runs per sequential row (0: skip them)")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     rows = unchanged(args.pairs) + one_scenario_collapse(args.pairs) + criterion_drop(args.pairs) + power_hints(args.pairs)
+    if args.sequential_pairs:
+        rows += sequential(args.sequential_pairs)
     if not args.skip_scale:
         rows += scale(args.scale)
     print(f"Gate at alpha {ALPHA}, margin {MARGIN * 100:g} points, {args.pairs} seeded comparisons per row "

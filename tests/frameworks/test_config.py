@@ -45,7 +45,7 @@ def test_the_supported_ranges_are_the_extras_pins() -> None:
 
 
 def test_unknown_keys_and_two_frameworks_are_named() -> None:
-    with pytest.raises(UsageError, match=r"unknown key 'modle' for a PydanticAI agent \(allowed: pydantic_ai, model\)"):
+    with pytest.raises(UsageError, match=r"unknown key 'modle' for a PydanticAI agent \(allowed: pydantic_ai, model, tools\)"):
         build("pydantic_ai", "shop:agent", modle="x")
     with pytest.raises(UsageError, match=r"give one of adk, langgraph, openai_agents, pydantic_ai, got adk and langgraph"):
         build("adk", "a:b", langgraph="c:d")

@@ -11,17 +11,19 @@ run's final response events.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from google.adk.agents import BaseAgent
 from google.adk.events import Event
 from google.adk.runners import Runner
 from google.adk.sessions import InMemorySessionService
+from google.adk.tools import BaseTool
+from google.adk.tools.base_toolset import BaseToolset
 from google.genai import types
 
 from fabtest.agents.base import OnToolCall
-from fabtest.agents.frameworks import Session, ToolLog, model_name, resolve_target, turn_response
+from fabtest.agents.frameworks import Session, ToolLog, known_tools, model_name, resolve_target, turn_response
 from fabtest.conversation import AgentResponse, Message, TokenUsage
 
 __all__ = ["ADKAgent"]
@@ -32,6 +34,8 @@ _USER = "fabtest-user"
 
 class ADKAgent:
     """One scenario's ADK session with a root agent; see the module docstring."""
+
+    declared_tools: list[str] | None = None  # the table's tools = [...], which wins over the agent's
 
     def __init__(self, agent: BaseAgent, *, model: str | None = None) -> None:
         self.agent = agent
@@ -48,7 +52,10 @@ class ADKAgent:
                    model=model)
 
     def metadata(self) -> dict[str, Any]:
-        return self._session.metadata(agent=self.agent.name, model=self._model, session_id=self._session_id)
+        """Totals, the session, and ``tools``: the agent tree's tools (a step naming another is a typo)."""
+        tools = self.declared_tools if self.declared_tools is not None else known_tools(_tool_names(self.agent))
+        return self._session.metadata(agent=self.agent.name, model=self._model, session_id=self._session_id,
+                                      tools=tools)
 
     async def chat(self, messages: Sequence[Message], on_tool_call: OnToolCall | None = None) -> AgentResponse:
         text = self._session.new_user_text(messages)
@@ -91,3 +98,20 @@ class ADKAgent:
             await service.append_event(session, Event(
                 author="user" if user else self.agent.name, invocation_id=f"fabtest-{uuid.uuid4()}",
                 content=types.Content(role="user" if user else "model", parts=[types.Part(text=message.content)])))
+
+
+def _tool_names(agent: BaseAgent) -> Iterator[str | None]:
+    """The tools of ``agent`` and its sub-agents as ADK names them: a function by its name, a tool
+    (an ``AgentTool`` too) by ``.name``, ``transfer_to_agent`` where sub-agents exist; a toolset
+    (MCP, OpenAPI) is None, since it lists its tools only when a run starts."""
+    for item in getattr(agent, "tools", None) or []:
+        if isinstance(item, BaseTool):
+            yield item.name
+        elif callable(item) and not isinstance(item, BaseToolset):
+            yield getattr(item, "__name__", None)
+        else:
+            yield None
+    if agent.sub_agents:
+        yield "transfer_to_agent"
+    for sub in agent.sub_agents:
+        yield from _tool_names(sub)

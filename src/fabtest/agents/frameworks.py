@@ -18,7 +18,7 @@ import importlib
 import importlib.metadata
 import inspect
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,12 +26,13 @@ from packaging.version import InvalidVersion, Version
 
 from fabtest._internal.extras import install_command
 from fabtest._internal.targets import import_object
-from fabtest.agents.base import OnToolCall
+from fabtest.agents.base import OnToolCall, declared_tools
 from fabtest.conversation import AgentResponse, Message, TokenUsage, ToolCall, jsonable
 from fabtest.errors import UsageError
 
 __all__ = ["FRAMEWORKS", "Framework", "Session", "ToolLog", "build_framework_agent", "check_framework_table",
-           "framework_key_of", "installed_version", "model_name", "output_text", "resolve_target", "tool_result", "turn_response"]
+           "framework_key_of", "installed_version", "known_tools", "model_name", "output_text", "resolve_target",
+           "tool_result", "turn_response"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +64,7 @@ FRAMEWORKS: dict[str, Framework] = {f.key: f for f in (
     Framework("pydantic_ai", "PydanticAI", "pydantic-ai", "pydantic-ai-slim", "2.68", "3",
               "fabtest.agents.pydantic_ai:PydanticAIAgent"),
 )}
-_OPTIONS = {"model"}
+_OPTIONS = {"model", "tools"}
 
 
 def installed_version(dist: str) -> str | None:
@@ -82,7 +83,9 @@ def build_framework_agent(table: Mapping[str, Any], context: Mapping[str, Any], 
     framework, spec, model, target = _checked(table, where)
     module_name, _, cls_name = framework.adapter.partition(":")
     adapter = getattr(importlib.import_module(module_name), cls_name)
-    return adapter.from_target(target, context, where=f"{where}: {framework.key} = {spec!r}", model=model)
+    built = adapter.from_target(target, context, where=f"{where}: {framework.key} = {spec!r}", model=model)
+    built.declared_tools = declared_tools(table.get("tools"), where=where)  # the table's list wins
+    return built
 
 
 def check_framework_table(table: Mapping[str, Any], *, where: str) -> None:
@@ -106,6 +109,7 @@ def _checked(table: Mapping[str, Any], where: str) -> tuple[Framework, str, str 
         raise UsageError(f"{where}: {framework.key} must be \"module:attribute\", got {spec!r}")
     if model is not None and not isinstance(model, str):
         raise UsageError(f"{where}: model must be a string (the model's name, for cost), got {model!r}")
+    declared_tools(table.get("tools"), where=where)
     _check_installed(framework, where)
     return framework, spec, model, import_object(spec, where=f"{where}: {framework.key}")
 
@@ -192,6 +196,19 @@ def _factory_arguments(target: Any) -> bool | None:
     required = [p for p in params if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD,
                                                                           p.KEYWORD_ONLY)]
     return None if required else False
+
+
+def known_tools(names: Iterable[str | None]) -> list[str] | None:
+    """The tool names an adapter read from its framework, in order and once each; None when one of
+    them could not be read (a toolset or MCP server lists its tools only when the run starts), so a
+    partial list never makes a real tool a "typo". ``tools = [...]`` in the table names them then."""
+    found: list[str] = []
+    for name in names:
+        if not name:
+            return None
+        if name not in found:
+            found.append(name)
+    return found or None
 
 
 def model_name(model: Any) -> str | None:

@@ -46,6 +46,8 @@ def _hint(obj: Any) -> str | None:
 class LangGraphAgent:
     """One scenario's thread of a compiled LangGraph graph; see the module docstring."""
 
+    declared_tools: list[str] | None = None  # the table's tools = [...], which wins over the ToolNodes'
+
     def __init__(self, graph: Pregel, *, model: str | None = None) -> None:
         self.graph = graph
         self._model = model
@@ -78,7 +80,8 @@ class LangGraphAgent:
         error with a "did you mean" and coverage counts the tools never called."""
         return self._session.metadata(graph=getattr(self.graph, "name", None), model=self._model,
                                       thread_id=self._thread if self._checkpointed else None,
-                                      tools=self.stubbable_tools() or None)
+                                      tools=self.declared_tools if self.declared_tools is not None
+                                      else self.stubbable_tools() or None)
 
     async def chat(self, messages: Sequence[Message], on_tool_call: OnToolCall | None = None) -> AgentResponse:
         text = self._session.new_user_text(messages)

@@ -11,14 +11,22 @@ Handoffs are followed by the SDK; the reply is the run's final output.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from agents import Agent, Runner, SQLiteSession
+from agents import Agent, FunctionTool, Runner, SQLiteSession
 from agents.items import ToolCallItem, ToolCallOutputItem
 
 from fabtest.agents.base import OnToolCall
-from fabtest.agents.frameworks import Session, ToolLog, model_name, output_text, resolve_target, turn_response
+from fabtest.agents.frameworks import (
+    Session,
+    ToolLog,
+    known_tools,
+    model_name,
+    output_text,
+    resolve_target,
+    turn_response,
+)
 from fabtest.conversation import AgentResponse, Message, TokenUsage
 
 __all__ = ["OpenAIAgentsAgent"]
@@ -26,6 +34,8 @@ __all__ = ["OpenAIAgentsAgent"]
 
 class OpenAIAgentsAgent:
     """One scenario's session with an OpenAI Agents SDK agent; see the module docstring."""
+
+    declared_tools: list[str] | None = None  # the table's tools = [...], which wins over the agent's
 
     def __init__(self, agent: Agent[Any], *, model: str | None = None) -> None:
         self.agent = agent
@@ -39,8 +49,11 @@ class OpenAIAgentsAgent:
         return cls(resolve_target(target, Agent, context, where=where, what="an agents.Agent"), model=model)
 
     def metadata(self) -> dict[str, Any]:
+        """Totals, the session, and ``tools``: the function tools of the agent and of the agents it hands
+        off to (a step naming another is a typo)."""
+        tools = self.declared_tools if self.declared_tools is not None else known_tools(_tool_names(self.agent, set()))
         return self._session.metadata(agent=self.agent.name, model=self._model or model_name(self.agent.model),
-                                      session_id=self._sdk_session.session_id)
+                                      session_id=self._sdk_session.session_id, tools=tools)
 
     async def chat(self, messages: Sequence[Message], on_tool_call: OnToolCall | None = None) -> AgentResponse:
         text = self._session.new_user_text(messages)
@@ -73,3 +86,21 @@ def _response_model(items: Sequence[Any]) -> str | None:
         if isinstance(data, Mapping) and isinstance(data.get("model"), str):
             return str(data["model"])
     return None
+
+
+def _tool_names(agent: Agent[Any], seen: set[int]) -> Iterator[str | None]:
+    """The function tools of ``agent`` and of every agent it can hand off to (a run follows handoffs);
+    None for what cannot be named before a run: a hosted tool (its calls carry the call's type, not
+    the tool's name), an MCP server, a ``Handoff`` object (its agent is known only when invoked)."""
+    if id(agent) in seen:
+        return
+    seen.add(id(agent))
+    for tool in agent.tools:
+        yield tool.name if isinstance(tool, FunctionTool) else None
+    if agent.mcp_servers:
+        yield None
+    for target in agent.handoffs:
+        if isinstance(target, Agent):
+            yield from _tool_names(target, seen)
+        else:
+            yield None

@@ -9,7 +9,7 @@ turn's tokens and the responses' ``model_name`` the model its cost is priced wit
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from pydantic_ai.agent import AbstractAgent
@@ -23,9 +23,18 @@ from pydantic_ai.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
+from pydantic_ai.toolsets import FunctionToolset
 
 from fabtest.agents.base import OnToolCall
-from fabtest.agents.frameworks import Session, ToolLog, model_name, output_text, resolve_target, turn_response
+from fabtest.agents.frameworks import (
+    Session,
+    ToolLog,
+    known_tools,
+    model_name,
+    output_text,
+    resolve_target,
+    turn_response,
+)
 from fabtest.conversation import AgentResponse, Message, TokenUsage
 
 __all__ = ["PydanticAIAgent"]
@@ -33,6 +42,8 @@ __all__ = ["PydanticAIAgent"]
 
 class PydanticAIAgent:
     """One scenario's conversation with a PydanticAI agent; see the module docstring."""
+
+    declared_tools: list[str] | None = None  # the table's tools = [...], which wins over the agent's
 
     def __init__(self, agent: AbstractAgent[Any, Any], *, model: str | None = None) -> None:
         self.agent = agent
@@ -47,8 +58,11 @@ class PydanticAIAgent:
                    model=model)
 
     def metadata(self) -> dict[str, Any]:
+        """Totals and ``tools``: the agent's function tools (a step naming another is a typo)."""
+        tools = self.declared_tools if self.declared_tools is not None else known_tools(_tool_names(self.agent))
         return self._session.metadata(agent=getattr(self.agent, "name", None),
-                                      model=self._model or model_name(getattr(self.agent, "model", None)))
+                                      model=self._model or model_name(getattr(self.agent, "model", None)),
+                                      tools=tools)
 
     async def chat(self, messages: Sequence[Message], on_tool_call: OnToolCall | None = None) -> AgentResponse:
         text = self._session.new_user_text(messages)
@@ -79,3 +93,13 @@ def _as_message(message: Message) -> ModelMessage:
     if message.role == "user":
         return ModelRequest(parts=[UserPromptPart(message.content)])
     return ModelResponse(parts=[TextPart(message.content)])
+
+
+def _tool_names(agent: AbstractAgent[Any, Any]) -> Iterator[str | None]:
+    """The tools of the agent's function toolsets (``@agent.tool``, ``tools=[...]``); None for any
+    other toolset (MCP, a wrapper), which lists its tools only when a run starts."""
+    for toolset in agent.toolsets:
+        if isinstance(toolset, FunctionToolset):
+            yield from toolset.tools
+        else:
+            yield None

@@ -123,6 +123,10 @@ def _add_compare_args(parser: argparse.ArgumentParser) -> None:
     gate.add_argument("--gate-margin", metavar="POINTS", type=_margin_arg, default=0.10,
                       help="'not worse' needs evidence that no gated metric dropped by more than POINTS "
                            "percentage points (default 10)")
+    gate.add_argument("--sequential", action="store_true",
+                      help="with --fail-on-regression: decide by anytime-valid e-values (valid however often more "
+                           "runs are added and compared again); the exit code follows that decision, and the JSON "
+                           "gate's 'sequential' names the scenarios worth another iteration (docs/gates.md)")
     gate.add_argument("--alpha", metavar="LEVEL", type=_alpha_arg, default=0.05,
                       help="family-wise significance level of the gate (default 0.05)")
     gate.add_argument("--min-completion", metavar="RATE", type=_rate_arg, default=None,
@@ -148,6 +152,7 @@ def _run_compare(args: argparse.Namespace, prog: str) -> int:
     from fabtest.compare.compute import compare
     from fabtest.compare.read import read_experiment, summarise
     from fabtest.compare.render import md_escape, render_json, render_markdown, render_text
+    from fabtest.compare.sequential import decide
 
     results_dir = args.results_dir or _default_results_dir()
     options = gating.GateOptions(
@@ -176,11 +181,17 @@ def _run_compare(args: argparse.Namespace, prog: str) -> int:
                                latency=latency) if options.requested() else None
     except ValueError as exc:
         return _fail(prog, str(exc))
+    if args.sequential and not args.fail_on_regression:
+        return _fail(prog, "--sequential decides the --fail-on-regression gate: add --fail-on-regression")
+    sequential = decide(b_exp, c_exp, alpha=options.alpha, margin=options.margin,
+                        problems=gate.problems if gate is not None else ()) if args.sequential else None
     if gate is None:  # the scenario labels still say only what the family found
         gating.relabel(comparison, options.alpha)
     comparison.tallies = None  # the per-scenario totals are done with
     warnings = gate.warnings if gate is not None else gating.modified_warnings(comparison, False)
     comparison.gate = gating.gate_dict(gate, warnings)
+    if sequential is not None:
+        comparison.gate["sequential"] = sequential.to_dict()
 
     def text(c: Any) -> str:
         return (f"Verdict: {c.verdict}\n\n" if c.verdict else "") + render_text(c)
@@ -207,6 +218,9 @@ def _run_compare(args: argparse.Namespace, prog: str) -> int:
         print(f"HTML comparison written to: {args.html}", file=sys.stderr)
     for line in gating.gate_lines(gate) if gate is not None else warnings:
         print(inert(f"{prog}: {line}"), file=sys.stderr)
+    if sequential is not None:
+        print(inert(f"{prog}: {sequential.line()}"), file=sys.stderr)
+        return {"worse": gating.EXIT_FAILED, "not worse": gating.EXIT_PASSED, "undecided": gating.EXIT_UNDECIDED}[sequential.outcome]
     return gate.exit_code if gate is not None else EXIT_OK
 
 

@@ -24,6 +24,7 @@ __all__ = ["KINDS", "CoverageFloorError", "RunFacts", "below_floors", "changes",
 #: the kinds a ``--fabtest-min-coverage KIND=RATE`` floor may name, each with a rate in the section
 KINDS = ("topics", "transitions", "tools", "criteria")
 
+_FORBIDS = ("not_call_tool", "not_include_call")  # the check types that pass when a tool is not called
 _MAX_SHAPES = 5  # argument shapes listed per tool: enough to see variety, bounded for huge suites
 _ARROW = " -> "
 
@@ -37,6 +38,7 @@ class RunFacts:
     off_graph: tuple[str, ...] = ()  # "a -> b"
     tools_declared: tuple[str, ...] = ()
     tool_calls: tuple[tuple[str, str], ...] = ()  # (tool, argument shape)
+    tools_forbidden: tuple[str, ...] = ()  # the tools a "must not call" / "not include a call" step named
     criteria_declared: tuple[str, ...] = ()
     criteria_checked: tuple[str, ...] = ()
     record: tuple[str, str, bool] | None = None  # (record id, category, passed)
@@ -56,6 +58,8 @@ def run_facts(result: ScenarioResult) -> RunFacts:
         off_graph=tuple(sorted({_jump(text) for text in result.off_graph_transitions})),
         tools_declared=tuple(sorted(_declared_tools(result.agent_metadata))),
         tool_calls=calls,
+        tools_forbidden=tuple(sorted({str(c.data["tool"]) for c in (*result.evaluations, *result.expectations)
+                                      if c.type in _FORBIDS and isinstance(c.data.get("tool"), str)})),
         criteria_declared=tuple(sorted(result.criteria)),
         criteria_checked=tuple(sorted(checked)),
         record=(result.record_id, category, result.passed) if result.record_id is not None else None,
@@ -76,6 +80,7 @@ def summarise(facts: Iterable[RunFacts]) -> dict[str, Any]:
     taken: Counter[str] = Counter()
     jumps: Counter[str] = Counter()
     tools_declared: set[str] = set()
+    forbidden: set[str] = set()
     calls: Counter[str] = Counter()
     shapes: dict[str, dict[str, None]] = {}
     criteria_declared: set[str] = set()
@@ -86,6 +91,7 @@ def summarise(facts: Iterable[RunFacts]) -> dict[str, Any]:
         for name, successors in f.topics:
             declared_topics.setdefault(name, set()).update(successors)
         tools_declared.update(f.tools_declared)
+        forbidden.update(f.tools_forbidden)
         criteria_declared.update(f.criteria_declared)
         if f.skipped:
             continue
@@ -114,6 +120,9 @@ def summarise(facts: Iterable[RunFacts]) -> dict[str, Any]:
                         "off_graph": dict(sorted(jumps.items()))},
         "tools": {**_part(tools_declared, calls, "called", "never_called"),
                   "undeclared_called": sorted(set(calls) - tools_declared) if tools_declared else [],
+                  # no tool list to check a name against: a "must not call" of a tool no run ever
+                  # called passes forever when the name is a typo, so the summary names them
+                  "forbidden_never_seen": [] if tools_declared else sorted(forbidden - set(calls)),
                   "argument_shapes": {tool: list(seen) for tool, seen in sorted(shapes.items())}},
         "criteria": _part(criteria_declared, checked, "evaluated", "never_evaluated"),
         "records": {category: {"records": len(e["records"]), "runs": e["runs"], "passed": e["passed"],
@@ -218,10 +227,18 @@ def parse_floor(text: str) -> tuple[str, float]:
 
 
 def below_floors(section: Mapping[str, Any], floors: Mapping[str, float]) -> list[str]:
-    """One line per kind whose rate is under its floor (a kind with nothing declared is not judged)."""
+    """One line per kind whose rate is under its floor. A kind with nothing declared is not judged,
+    except tools: a tools floor with no tool list would be silently met, so it is a failure naming
+    the fix."""
     lines = []
     for kind, floor in floors.items():
         rate = (section.get(kind) or {}).get("rate")
+        if kind == "tools" and not (section.get(kind) or {}).get("declared"):
+            lines.append(f"tools coverage cannot be judged: no agent declared its tools "
+                         f"(--fabtest-min-coverage tools={floor:g}); give the agent table tools = [...] "
+                         "or use an agent fabtest can list the tools of (built-in, MCP, ADK, LangGraph, "
+                         "OpenAI Agents SDK, PydanticAI)")
+            continue
         if rate is not None and rate < floor:
             lines.append(f"{kind} coverage {rate:.0%} is below the floor {floor:.0%} "
                          f"(--fabtest-min-coverage {kind}={floor:g})")

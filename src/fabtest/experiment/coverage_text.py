@@ -46,6 +46,10 @@ def coverage_lines(section: Mapping[str, Any] | None) -> list[str]:
     undeclared = (section.get("tools") or {}).get("undeclared_called") or []
     if undeclared:
         lines.append(f"  {'':<13}called but not declared: {names(undeclared)}")
+    unseen = (section.get("tools") or {}).get("forbidden_never_seen") or []
+    if unseen:
+        lines.append(f"  {'Tools:':<13}no tool list, and no run ever called {names(unseen)}: each 'must not call' "
+                     "of it passes whatever the name; check the spelling, or give the agent table tools = [...]")
     attacks = section.get("attacks") or {}
     records = {cat: e for cat, e in (section.get("records") or {}).items() if cat not in attacks}  # told below
     if records:

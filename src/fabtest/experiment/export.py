@@ -220,6 +220,8 @@ def document_head(info: ExperimentInfo, results: Sequence[ScenarioResult], confi
             "interrupted": info.interrupted,
             **({"prices": dict(info.prices)} if info.prices else {}),  # [tool.fabtest.prices], so a reload costs alike
             **({"shard": info.shard} if info.shard else {}),  # one shard's part of a CI run (fabtest merge)
+            # --fabtest-until-decided: the baseline, the budget, the runs added and the sequential decision
+            **({"until_decided": info.until_decided} if info.until_decided else {}),
         },
         "summary": {**_summary(results), "cost": cost.experiment_cost(results, *costing)},
         "criteria_results": {

@@ -149,6 +149,8 @@ class ExperimentInfo(BaseModel):
     shard: str | None = None
     #: ``[tool.fabtest.prices]``: model -> {input, output} USD per million tokens, over the defaults
     prices: dict[str, dict[str, float]] = Field(default_factory=dict)
+    #: ``--fabtest-until-decided``: the baseline, the budget, the runs added and the sequential decision
+    until_decided: dict[str, Any] | None = Field(default=None, exclude_if=lambda value: value is None)
 
 
 def turn_records(conversation: Conversation) -> list[TurnRecord]:

@@ -219,6 +219,19 @@ class Recorder:
         """Briefs of the results recorded so far (no transcripts: see experiment/spool.py)."""
         return self._spool.results
 
+    def index_rows(self) -> list[list[Any]]:
+        """The index rows of the results so far (``Spool.index_rows``)."""
+        return self._spool.index_rows()
+
+    def set_until_decided(self, record: dict[str, Any]) -> None:
+        """What ``--fabtest-until-decided`` did, written as ``experiment.until_decided``."""
+        self.info = self.info.model_copy(update={"until_decided": record})
+        self._spool.forget_head()
+
+    def nodeids(self) -> list[tuple[str, str]]:
+        """``(scenario id, node id)`` of the results so far."""
+        return self._spool.scenario_nodeids()
+
     def set_rejudge(self, rejudge: Rejudge | None) -> None:
         """Let the flakiness attribution ask the judge again about a flaky scenario's deciding checks
         (``[tool.fabtest.judge] attribution_rejudge``; experiment/attribution.py)."""

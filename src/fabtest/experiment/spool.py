@@ -213,6 +213,19 @@ class Spool:
         self._keys.append((result.nodeid, result.id, result.iteration))  # briefs drop the node id
         self._commit(slot, *prepared)
 
+    def index_rows(self) -> list[list[Any]]:
+        """The ``scenario_index`` rows recorded so far (what a comparison adds up), for a look
+        during the run (``--fabtest-until-decided``)."""
+        return [json.loads(row) for row in self._rows if row]
+
+    def forget_head(self) -> None:
+        """The experiment's identity changed (``until_decided``): build the head again."""
+        self._head = None
+
+    def scenario_nodeids(self) -> list[tuple[str, str]]:
+        """``(scenario id, node id)`` of every result recorded so far."""
+        return [(scenario_id, nodeid) for nodeid, scenario_id, _ in self._keys]
+
     def update(self, key: ResultKey, change: Callable[[ScenarioResult], ScenarioResult]) -> bool:
         """Late update of the result recorded under ``key`` (soft verdicts that came after it):
         ``change`` gets the whole result back and returns the new one. False for an unknown key."""

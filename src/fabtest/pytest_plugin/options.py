@@ -38,6 +38,17 @@ def _iterations(text: str) -> int:
     return value
 
 
+def _budget(text: str) -> int:
+    """``--fabtest-budget``: a whole number of scenario runs, at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of scenario runs, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected at least 1 scenario run, got {value}")
+    return value
+
+
 def add_options(parser: pytest.Parser) -> None:
     """Every ``--fabtest-*`` option (registered also when fabtest stays dormant)."""
     group = parser.getgroup("fabtest", "fabtest: behaviour tests for conversational agents")
@@ -55,6 +66,14 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--fabtest-min-coverage", action="append", default=[], metavar="KIND=RATE",
                     help="fail the run when coverage of KIND (topics, transitions, tools, criteria) is below RATE "
                          "(e.g. tools=0.8; repeatable)")
+    group.addoption("--fabtest-until-decided", action="store_true", default=False,
+                    help="after the suite, run more iterations of the scenarios whose gated metrics are still "
+                         "undecided against --fabtest-baseline, until decided or --fabtest-budget is spent "
+                         "(anytime-valid e-values; docs/gates.md)")
+    group.addoption("--fabtest-baseline", default=None, metavar="EXP",
+                    help="the experiment --fabtest-until-decided decides against (id, id prefix or path)")
+    group.addoption("--fabtest-budget", type=_budget, default=None, metavar="RUNS",
+                    help="the most scenario runs --fabtest-until-decided may add")
     group.addoption("--fabtest-agent", default=None, metavar="MODULE:ATTR", help="the default agent")
     group.addoption("--fabtest-agent-timeout", type=float, default=None, metavar="S", help="timeout per agent call")
     group.addoption("--fabtest-concurrency", type=int, default=None, metavar="N",

@@ -26,11 +26,11 @@ from fabtest.config.scenario_sets import ScenarioRecord
 from fabtest.engine import faults, stubbing
 from fabtest.engine.scenario import LLMRoles, ScenarioState
 from fabtest.errors import FabtestError, UsageError
-from fabtest.pytest_plugin import hints, not_run, options, reports, steps, tool_steps
+from fabtest.pytest_plugin import hints, not_run, options, reports, steps, tool_steps, until_decided
 from fabtest.pytest_plugin.collect import FeatureModule, template_of
 from fabtest.pytest_plugin.results import identity_of, relative_to_root
 from fabtest.pytest_plugin.session import FabtestSession
-from fabtest.pytest_plugin.stash_keys import ENDED_KEY, SPAN_KEY, STATE_KEY, STEP_KEY, WHERE_KEY
+from fabtest.pytest_plugin.stash_keys import ENDED_KEY, ITERATION_KEY, SPAN_KEY, STATE_KEY, STEP_KEY, WHERE_KEY
 
 SESSION_KEY = pytest.StashKey[FabtestSession]()
 
@@ -54,6 +54,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if root not in sys.path:
         sys.path.insert(0, root)
     floors = options.validate_run_options(config)
+    until_decided.check_options(config)
     config.addinivalue_line("markers", "fabtest_scenario_set(name): expand a scenario over a scenario set")
     config.pluginmanager.register(steps, "fabtest-steps")
     config.pluginmanager.register(tool_steps, "fabtest-tool-steps")
@@ -79,6 +80,11 @@ def pytest_configure(config: pytest.Config) -> None:
     if warning := settings.judge.sampling_warning():
         config.issue_config_time_warning(pytest.PytestConfigWarning(f"fabtest: {warning}"), stacklevel=2)
     _register_concurrency(config, settings.concurrency)
+    if config.getoption("--fabtest-until-decided") and not session.is_worker:
+        if hasattr(config, "workerinput") or config.getoption("numprocesses", None):
+            raise pytest.UsageError("--fabtest-until-decided runs its extra iterations in one process: drop -n")
+        config.pluginmanager.register(until_decided.UntilDecided(config, session.recording, session.iterations,
+                                                                 session.summary.notes), "fabtest-until-decided")
 
 
 def _register_concurrency(config: pytest.Config, limit: int) -> None:
@@ -181,8 +187,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 # -- fixtures ---------------------------------------------------------------------------------------
 @pytest.fixture
 def fabtest_iteration(request: pytest.FixtureRequest) -> int:
-    """The iteration number of this run of the scenario (1 unless ``--fabtest-iterations``)."""
-    return int(getattr(request, "param", 1))
+    """The iteration number of this run of the scenario (1 unless ``--fabtest-iterations``, or an
+    extra run of ``--fabtest-until-decided``)."""
+    extra = request.node.stash.get(ITERATION_KEY, None)
+    return extra if extra is not None else int(getattr(request, "param", 1))
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ import pytest
 
 from fabtest.engine.result import ScenarioIdentity
 from fabtest.pytest_plugin.collect import template_of
+from fabtest.pytest_plugin.stash_keys import ITERATION_KEY
 
 __all__ = ["PENDING_PROPERTY", "RESULT_PROPERTY", "identity_of", "relative_to_root"]
 
@@ -39,7 +40,7 @@ def identity_of(item: pytest.Item) -> ScenarioIdentity:
         name=_scenario_name(item, template, params),
         rule=template.rule.name if template is not None and template.rule is not None else None,
         record=params.get("fabtest_record"),
-        iteration=int(params.get("fabtest_iteration", 1)),
+        iteration=item.stash.get(ITERATION_KEY, None) or int(params.get("fabtest_iteration", 1)),
         nodeid=item.nodeid,
         feature_file=relative_to_root(item.config, filename),
     )

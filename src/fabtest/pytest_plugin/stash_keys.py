@@ -18,3 +18,5 @@ STEP_KEY = pytest.StashKey[str]()
 SPAN_KEY = pytest.StashKey[ScenarioSpan | None]()
 #: the session that ended: its final exit status arms the exit guard
 ENDED_KEY = pytest.StashKey[pytest.Session]()
+#: the iteration an extra run of --fabtest-until-decided records (its clone of the scenario's item)
+ITERATION_KEY = pytest.StashKey[int]()

@@ -1,0 +1,168 @@
+"""The sequential gate (issue 28 point 4): mixture-SPRT e-values that stay valid when the current
+experiment is looked at after every iteration, against a fixed baseline.
+
+Experiments are built from index rows (``Experiment.add_rows``, what ``fabtest-compare`` adds up),
+and the current one grows an iteration at a time, as ``--fabtest-until-decided`` would grow it.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any
+
+import pytest
+
+from fabtest.compare.read import Experiment
+from fabtest.compare.sequential import clopper_pearson, decide, e_above, e_below
+
+
+def _experiment() -> Experiment:
+    return Experiment({"experiment": {"id": "x"}, "summary": {}, "scenario_results": []})
+
+
+def _add(exp: Experiment, rates: dict[str, float], crit: dict[str, float], iteration: int, rng: random.Random) -> None:
+    """One iteration of every scenario: completion at ``rates[s]``, the criterion "c" at ``crit[s]``."""
+    rows: list[tuple[Any, ...]] = []
+    for sid, rate in rates.items():
+        good = rng.random() < crit[sid]
+        counts = {"c": [1 if good else 0, 1]}
+        rows.append((sid, sid, iteration, rng.random() < rate, False, 3, None, counts["c"][0], 1, None, counts, {},
+                     None, True))
+    exp.add_rows(rows)
+
+
+def _grown(rates: dict[str, float], crit: dict[str, float], iterations: int, rng: random.Random) -> Experiment:
+    exp = _experiment()
+    for it in range(1, iterations + 1):
+        _add(exp, rates, crit, it, rng)
+    return exp
+
+
+def test_the_mixture_e_value_is_the_integral_it_claims() -> None:
+    """``e_below`` is the likelihood ratio averaged over p1 uniform on [0, q] (checked by quadrature)."""
+    for s, f, q in ((3, 7, 0.8), (0, 5, 0.5), (12, 3, 0.9), (20, 20, 0.6)):
+        steps = 20000
+        integral = sum(((i + 0.5) * q / steps) ** s * (1 - (i + 0.5) * q / steps) ** f for i in range(steps)) / steps
+        expected = integral / (q ** s * (1 - q) ** f)
+        assert e_below(s, s + f, q) == pytest.approx(expected, rel=1e-4)
+        assert e_above(f, s + f, 1 - q) == pytest.approx(expected, rel=1e-4)  # the mirror
+
+
+def test_clopper_pearson_bounds_match_their_closed_forms() -> None:
+    assert clopper_pearson(10, 10, 0.05, upper=False) == pytest.approx(0.05 ** (1 / 10), abs=1e-9)
+    assert clopper_pearson(0, 10, 0.05, upper=True) == pytest.approx(1 - 0.05 ** (1 / 10), abs=1e-9)
+    scipy_stats = pytest.importorskip("scipy.stats")
+    assert clopper_pearson(7, 20, 0.025, upper=False) == pytest.approx(scipy_stats.beta.ppf(0.025, 7, 14), abs=1e-9)
+    assert clopper_pearson(7, 20, 0.025, upper=True) == pytest.approx(scipy_stats.beta.ppf(0.975, 8, 13), abs=1e-9)
+
+
+def test_an_unchanged_agent_looked_at_after_every_iteration_is_rarely_called_worse() -> None:
+    """100 sequences of an unchanged agent, looked at after each of 30 iterations: called worse at
+    some look in at most alpha of them (a fixed-sample test looked at 30 times is not bounded so)."""
+    rng = random.Random(20261127)
+    worse = 0
+    for _ in range(100):
+        rates = {f"s{k}": rng.uniform(0.6, 0.95) for k in range(4)}
+        crit = {sid: rng.uniform(0.6, 0.95) for sid in rates}
+        base = _grown(rates, crit, 10, rng)
+        cur = _experiment()
+        for it in range(1, 31):
+            _add(cur, rates, crit, it, rng)
+            if decide(base, cur).outcome == "worse":
+                worse += 1
+                break
+    assert worse <= 5, worse  # 5 % of 100
+
+
+def test_a_criterion_falling_from_90_to_60_is_caught_as_runs_come_and_never_called_not_worse() -> None:
+    """Against a baseline of 5 scenarios x 20 iterations, one criterion falling from 90 % to 60 %,
+    more iterations of the current agent until decided (at most 40): mostly worse, never not worse."""
+    rng = random.Random(7)
+    outcomes = []
+    spent = []
+    for _ in range(40):
+        rates = {f"s{k}": 1.0 for k in range(5)}
+        base = _grown(rates, dict.fromkeys(rates, 0.9), 20, rng)
+        cur = _experiment()
+        for it in range(1, 41):
+            _add(cur, rates, dict.fromkeys(rates, 0.6), it, rng)
+            decision = decide(base, cur)
+            if decision.outcome != "undecided":
+                break
+        outcomes.append(decision.outcome)
+        spent.append(decision.runs_spent)
+    assert "not worse" not in outcomes
+    assert outcomes.count("worse") >= 32, outcomes  # at least 80 %
+    assert sorted(spent)[len(spent) // 2] < 200  # decided well before the budget, on the median
+
+
+def test_steady_scenarios_are_decided_not_worse_and_only_undecided_ones_are_run_again() -> None:
+    rng = random.Random(3)
+    base = _grown({"a": 1.0, "b": 1.0}, {"a": 1.0, "b": 1.0}, 300, rng)
+    cur = _grown({"a": 1.0, "b": 1.0}, {"a": 1.0, "b": 1.0}, 300, rng)
+    decision = decide(base, cur)
+    assert decision.outcome == "not worse" and decision.rerun == [] and decision.runs_spent == 600
+    few = _grown({"a": 1.0, "b": 1.0}, {"a": 1.0, "b": 1.0}, 3, rng)
+    undecided = decide(base, few)
+    assert undecided.outcome == "undecided" and undecided.rerun == ["a", "b"]
+    assert "another iteration of 2 scenario(s)" in undecided.line()
+    as_json = undecided.to_dict()
+    assert as_json["runs_spent"] == 6 and {m["metric"] for m in as_json["metrics"]} >= {
+        "completion", "criterion:c", "scenario:a:completion"}
+    assert math.isclose(as_json["threshold"], 2 * len(as_json["metrics"]) / 0.05)
+
+
+# -- fabtest-compare --sequential -----------------------------------------------------------------------
+def _files(tmp_path: Any, base_passes: int, cur_passes: int, n: int) -> list[str]:
+    from exp_factory import make_doc, make_result
+
+    from fabtest.experiment.export import write_document
+
+    def runs(passes: int) -> list[Any]:
+        return [make_result("booking", iteration=i + 1, passed=i < passes) for i in range(n)]
+
+    write_document(make_doc("exp_base00", runs(base_passes), iterations=n), tmp_path)
+    write_document(make_doc("exp_curr00", runs(cur_passes), iterations=n), tmp_path)
+    return ["exp_base00", "exp_curr00", "--results-dir", str(tmp_path), "--fail-on-regression", "--sequential"]
+
+
+def test_compare_sequential_decides_and_records_the_runs_spent(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from fabtest.cli import compare_main
+
+    args = _files(tmp_path, 60, 0, 60)
+    assert compare_main(args + ["--format", "json"]) == 1
+    gate = json.loads(capsys.readouterr().out)["gate"]
+    assert gate["outcome"] == "worse"  # the fixed gate's keys are kept ...
+    assert gate["sequential"]["outcome"] == "worse" and gate["sequential"]["runs_spent"] == 60  # ... and added to
+    assert compare_main(_files(tmp_path, 5, 5, 5)) == 3
+    err = capsys.readouterr().err
+    assert "sequential undecided" in err and "another iteration of 1 scenario(s)" in err
+
+
+def test_compare_sequential_needs_the_regression_gate(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    from fabtest.cli import compare_main
+
+    args = _files(tmp_path, 5, 5, 5)
+    args.remove("--fail-on-regression")
+    assert compare_main(args) == 2
+    assert "--sequential decides the --fail-on-regression gate" in capsys.readouterr().err
+
+
+def test_untested_is_never_a_sequential_pass() -> None:
+    """A judge outage leaves the overall evaluation undecided (not dropped from the family), and the
+    fixed gate's problems (a damaged index, ...) keep a clean sweep from "not worse"."""
+    rng = random.Random(11)
+    base = _grown({"a": 1.0}, {"a": 1.0}, 400, rng)
+    cur = _experiment()
+    rows = [("a", "a", it, True, False, 3, None, 0, 0, None, {}, {}, None, True) for it in range(1, 401)]
+    cur.add_rows(rows)  # every run passed, no soft check rated
+    outage = decide(base, cur)
+    by_metric = {m.metric: m for m in outage.metrics}
+    assert by_metric["evaluation"].outcome == "undecided" and by_metric["completion"].outcome == "not worse"
+    assert outage.outcome == "undecided" and outage.rerun == ["a"]
+    same = _grown({"a": 1.0}, {"a": 1.0}, 400, rng)
+    assert decide(base, same).outcome == "not worse"
+    assert decide(base, same, problems=["an edited or damaged scenario index?"]).outcome == "undecided"

@@ -1,0 +1,79 @@
+"""``--fabtest-until-decided`` (issue 28 point 4): after the suite, more iterations of the scenarios
+whose metrics are still undecided against a baseline, until decided or the budget is spent; the
+experiment records the runs added and the sequential decision.
+
+The agent's reply comes from a file, so one project plays the baseline (it answers "ok") and then the
+changed agent (it answers "no") without an LLM.
+"""
+
+from __future__ import annotations
+
+import json
+
+AGENT = '''
+from pathlib import Path
+
+
+def build(context):
+    return lambda messages: Path("reply.txt").read_text()
+'''
+
+FEATURE = '''
+Feature: Replies
+  Scenario: It says ok
+    When the user says "hi"
+    Then the response must match "ok"
+
+  Scenario: It greets
+    When the user says "hello"
+    Then the response must match "."
+'''
+
+
+def _project(project):
+    project.pyproject()
+    project.agent(AGENT)
+    project.feature("features/r.feature", FEATURE)
+    project.write("reply.txt", "ok")
+    base = project.run("features", "--fabtest-no-preflight", "--fabtest-iterations", "5",
+                       "--fabtest-experiment-id", "exp_base")
+    base.assert_outcomes(passed=10)
+
+
+def _read(project, exp_id):
+    return json.loads((project.results_dir / f"{exp_id}.json").read_text(encoding="utf-8"))
+
+
+def test_a_regression_buys_runs_of_the_undecided_scenario_until_it_is_worse(project):
+    _project(project)
+    project.write("reply.txt", "no")
+    result = project.run("features", "--fabtest-no-preflight", "--fabtest-experiment-id", "exp_cur",
+                         "--fabtest-until-decided", "--fabtest-baseline", "exp_base", "--fabtest-budget", "40")
+    out = project.output(result)
+    record = _read(project, "exp_cur")["experiment"]["until_decided"]
+    assert record["outcome"] == "worse", out
+    assert record["stopped"] == "every metric decided" and record["baseline"] == "exp_base"
+    runs = _read(project, "exp_cur")["scenario_results"]
+    extra = [r for r in runs if r["iteration"] > 1]
+    # whole iterations of the scenarios feeding an undecided metric (pooled completion feeds both),
+    # recorded under new iteration numbers
+    assert extra and record["runs_added"] == len(extra) <= 40 and len(extra) % 2 == 0
+    assert {r["iteration"] for r in extra} == set(range(2, 2 + record["iterations_added"]))
+    assert "until decided against exp_base: sequential worse" in out
+
+
+def test_the_budget_stops_it_undecided(project):
+    _project(project)
+    result = project.run("features", "--fabtest-no-preflight", "--fabtest-experiment-id", "exp_cur",
+                         "--fabtest-until-decided", "--fabtest-baseline", "exp_base", "--fabtest-budget", "4")
+    record = _read(project, "exp_cur")["experiment"]["until_decided"]
+    assert record["outcome"] == "undecided" and record["runs_added"] == 4 and record["iterations_added"] == 2
+    assert record["stopped"] == "the budget would be exceeded by another iteration"
+    assert len(_read(project, "exp_cur")["scenario_results"]) == 6
+    assert "4 run(s) added of a budget of 4" in project.output(result)
+
+
+def test_the_options_go_together(project):
+    _project(project)
+    result = project.run("features", "--fabtest-until-decided", "--fabtest-budget", "4")
+    assert result.ret == 4 and "--fabtest-until-decided needs --fabtest-baseline EXP" in project.output(result)
