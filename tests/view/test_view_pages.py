@@ -52,7 +52,7 @@ def test_trends_mark_the_regression_the_compare_gate_finds_and_link_every_point(
     assert catalog.regressions(rows[7], rows[8]) == {"completion", "evaluation", "criterion:friendly"}
     assert catalog.regressions(rows[8], rows[9]) == frozenset()
     html = _text(Site(catalog), "trends.html")
-    rings = re.findall(r'<a class="point" href="([^"]+)" data-series="([^"]+)"><circle[^>]*r="8"', html)
+    rings = re.findall(r'<a class="point" href="([^"]+)" tabindex="-1" data-series="([^"]+)"><circle[^>]*r="8"', html)
     assert sorted(rings) == [("exp/exp_008.html", "completion"), ("exp/exp_008.html", "friendly")]
     # every experiment has a point per rate series, and a band where iterations gave a spread
     assert html.count('data-series="completion"') == 12

@@ -34,8 +34,8 @@ __all__ = [
 ]
 
 REPORT_CSS = _CSS = """
-:root{--fg:#212529;--muted:#6c757d;--line:#e9ecef;--bg:#f8f9fa;--card:#fff;--ok:#2f9e44;--bad:#e03131;
---warn:#f08c00;--info:#1c7ed6}
+:root{--fg:#212529;--muted:#5c656d;--line:#e9ecef;--bg:#f8f9fa;--card:#fff;--ok:#237032;--bad:#c92a2a;
+--warn:#a65300;--info:#1864ab}
 *{box-sizing:border-box}
 body{margin:0;background:var(--bg);color:var(--fg);font:14px/1.5 -apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif}
 main{max-width:1180px;margin:0 auto;padding:24px 28px 60px}
@@ -59,8 +59,8 @@ th{color:var(--muted);font-weight:600;font-size:12px;text-transform:uppercase;le
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
 .badge{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;font-weight:600}
 .b-pass{background:#ebfbee;color:var(--ok)}.b-fail{background:#fff5f5;color:var(--bad)}
-.b-skip{background:#f1f3f5;color:var(--muted)}.b-warn{background:#fff9db;color:#e67700}
-.b-HIGH{background:#ebfbee;color:var(--ok)}.b-MEDIUM{background:#fff9db;color:#e67700}.b-LOW{background:#fff5f5;color:var(--bad)}
+.b-skip{background:#f1f3f5;color:var(--muted)}.b-warn{background:#fff9db;color:var(--warn)}
+.b-HIGH{background:#ebfbee;color:var(--ok)}.b-MEDIUM{background:#fff9db;color:var(--warn)}.b-LOW{background:#fff5f5;color:var(--bad)}
 .up{color:var(--ok);font-weight:600}.down{color:var(--bad);font-weight:600}.flat{color:var(--muted)}
 .icon{display:inline-block;width:18px;text-align:center;font-weight:700}
 .i-passed{color:var(--ok)}.i-failed{color:var(--bad)}.i-inconclusive{color:var(--warn)}.i-skipped{color:var(--muted)}
@@ -77,7 +77,7 @@ details.scenario[open]>summary{border-bottom:1px solid var(--line)}
 .msg{padding:8px 12px;border-radius:8px;margin:4px 0;white-space:pre-wrap;max-width:92%}
 .user{background:#e7f5ff}.agent{background:#f1f3f5}
 .msg .who{display:block;font-size:11px;font-weight:700;color:var(--muted);text-transform:uppercase;margin-bottom:2px}
-.tool::before{content:"tool call";display:block;font-size:10px;font-weight:700;color:#868e96;text-transform:uppercase;font-family:-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif}
+.tool::before{content:"tool call";display:block;font-size:10px;font-weight:700;color:var(--muted);text-transform:uppercase;font-family:-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif}
 .tool{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px;background:#fff;border:1px dashed #ced4da;border-radius:6px;padding:6px 10px;margin:4px 0;white-space:pre-wrap;word-break:break-word}
 .topic{display:inline-block;background:#f3f0ff;color:#6741d9;border-radius:10px;padding:0 8px;font-size:11px;font-weight:600;margin-left:6px}
 .path .topic{margin:0 2px}
@@ -85,6 +85,7 @@ details.scenario[open]>summary{border-bottom:1px solid var(--line)}
 ul.plain{margin:4px 0;padding-left:18px}
 footer{color:var(--muted);font-size:12px;margin-top:40px;text-align:center}
 a{color:var(--info);text-decoration:none}
+main p a,main li a,header a{text-decoration:underline;text-underline-offset:2px}
 """
 
 _ICONS = {"passed": "✓", "failed": "✗", "inconclusive": "?", "not_applicable": "n/a", "skipped": "–"}
@@ -313,7 +314,7 @@ def _transcript(entry: dict[str, Any]) -> str:
     for t in turns:
         topic = f'<span class="topic">{_e(t.get("topic"))}</span>' if t.get("topic") else ""
         if t.get("off_graph"):
-            topic += '<span class="topic" style="background:#fff4e6;color:#d9480f">off-graph jump</span>'
+            topic += '<span class="topic" style="background:#fff4e6;color:#c2410c">off-graph jump</span>'
         tools = "".join(
             f'<div class="tool"><b>{_e(c.get("name"))}</b>({_e(_json(c.get("arguments", {})))})'
             + (' <span class="muted">stubbed</span>' if c.get("stubbed") else "")
@@ -504,7 +505,7 @@ def _metrics_panel(comparison: Comparison) -> str:
     cards = '<div class="cards">' + "".join(
         _card(m.label, pct(m.current) if m.kind == "rate" else num(m.current),
               f"was {pct(m.baseline) if m.kind == 'rate' else num(m.baseline)} · {pp(m.delta) if m.kind == 'rate' else signed(m.delta)} {m.mark}",
-              "#2f9e44" if "▲" in m.mark else "#e03131" if "▼" in m.mark else None)
+              "#237032" if "▲" in m.mark else "#c92a2a" if "▼" in m.mark else None)
         for m in comparison.metrics
     ) + "</div>"
     return cards + f'<h2>Metrics (shared scenarios)</h2><div class="panel">{_table(["Metric", "Baseline", "Current", "Delta", "", "95% intervals (Wilson)"], rows, {1, 2, 3})}<p class="muted">Over the scenarios both experiments contain. Fewer turns and topics count as better.</p></div>'

@@ -47,10 +47,10 @@ def experiments_page(rows: Sequence[ExperimentRow]) -> str:
     heads = ["ID", "Name", "Tags", "Branch", "Commit", "Date", "Scenarios", "Completion", "Evaluation", "Cost"]
     head = "".join(f'<th class="num">{h}</th>' if i >= 6 else f"<th>{h}</th>" for i, h in enumerate(heads))
     filters = (
-        '<div class="filters"><input id="f-name" type="search" placeholder="filter by name or id">'
-        f'<select id="f-tag">{_options(tags, "any tag")}</select>'
-        f'<select id="f-branch">{_options(branches, "any branch")}</select>'
-        '<span class="muted" id="f-count"></span></div>'
+        '<div class="filters"><label>Name or id <input id="f-name" type="search" placeholder="part of a name or id"></label>'
+        f'<label>Tag <select id="f-tag">{_options(tags, "any tag")}</select></label>'
+        f'<label>Branch <select id="f-branch">{_options(branches, "any branch")}</select></label>'
+        '<span class="muted" id="f-count" role="status"></span></div>'
     )
     body = (
         f"<h2>Experiments ({len(rows)})</h2>{filters}"
@@ -137,7 +137,7 @@ def trends_page(catalog: Catalog, rows: Sequence[ExperimentRow], by: str = "time
             if hit:
                 tip += "\nREGRESSION against the previous experiment (fabtest-compare gate)"
             s.points.append(Point(x, v, root + experiment_path(r.id), tip, band[0] if band else None,
-                                  band[1] if band else None, hit))
+                                  band[1] if band else None, hit, f"{r.id} {r.name} · {_date(r)}", fmt(v)))
         return s
 
     x_label = "experiment time" if by == "time" else "commit (one step per experiment)"

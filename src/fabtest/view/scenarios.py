@@ -64,9 +64,9 @@ def experiment_page(doc: dict[str, Any]) -> str:
         '<div class="filters" id="scenario-filters">'
         '<label><input type="checkbox" id="f-failed"> failed only</label>'
         '<label><input type="checkbox" id="f-flaky"> flaky only</label>'
-        '<select id="f-failure"><option value="">any failure type</option>'
+        '<label>Failure type <select id="f-failure"><option value="">any failure type</option>'
         + "".join(f'<option value="{e(t)}">{e(t)}</option>' for t in types)
-        + '</select><span class="muted" id="f-count"></span></div>'
+        + '</select></label><span class="muted" id="f-count" role="status"></span></div>'
     )
     table = (
         '<div class="panel"><table id="scenarios"><thead><tr><th>Status</th><th>Scenario</th><th class="num">Run</th>'
