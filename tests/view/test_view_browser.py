@@ -113,8 +113,13 @@ def test_served_site_experiments_trend_point_comparison_and_conversation(page, s
     assert _visible(page, "tr.scn") == 0  # experiment 8's scenario 5 did not flake (8 % 3 != 1)
     _shot(page, tmp_path, "experiment")
 
-    # compare two chosen experiments
+    # compare two chosen experiments; the text filter narrows both lists to one branch's
     page.click("nav.viewnav >> text=Compare")
+    page.fill("#c-filter", "feature/tone")
+    shown = page.eval_on_selector_all("#c-baseline option", "os => os.filter(o => !o.hidden).map(o => o.value)")
+    assert shown == ["exp_008", "exp_004", "exp_000"] and page.locator("#c-count").text_content() == "3 of 12 experiments match"
+    assert page.input_value("#c-current") in shown and page.input_value("#c-baseline") in shown
+    page.fill("#c-filter", "")
     page.select_option("#c-baseline", "exp_006")
     page.select_option("#c-current", "exp_009")
     page.click("#compare-form button")
@@ -138,7 +143,7 @@ def test_static_build_opens_from_files(page, results: Path, tmp_path: Path) -> N
     build_site(results, site)
     page.goto((site / "index.html").as_uri())
     assert _visible(page, "tr.exp") == 12
-    page.click("text=exp_003")
+    page.click('tr.exp td:first-child a:text-is("exp_003")')
     assert HOSTILE in page.locator("header.top h1").text_content()  # shown as text, not markup
     page.click("tr.scn a >> text=scenario 0 >> nth=0")
     assert HOSTILE in page.locator("section.turn >> nth=0").locator(".msg.agent").text_content()

@@ -119,10 +119,25 @@ def _details(block: Any) -> list[Mapping[str, Any]]:
     return [d for d in details or [] if isinstance(d, dict)]
 
 
-def conversation_page(head: Mapping[str, Any], entry: Mapping[str, Any]) -> str:
+def _simulated_user(entry: Mapping[str, Any]) -> str:
+    """The simulated user's goal, persona, facts and rules (``entry.simulator``), shown beside the
+    transcript: what the user was trying to do explains most of what it said."""
+    sim = as_dict(entry.get("simulator"))
+    facts = as_dict(sim.get("facts"))
+    rows = [("Goal", sim.get("goal")), ("Persona", sim.get("persona")),
+            ("Facts", "; ".join(f"{k}: {v}" for k, v in facts.items())),
+            ("Should", "; ".join(str(r) for r in sim.get("rules_should") or [])),
+            ("Should not", "; ".join(str(r) for r in sim.get("rules_should_not") or []))]
+    shown = "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in rows if v)
+    return f'<aside class="panel simuser" id="simulated-user"><h2>Simulated user</h2><dl>{shown}</dl></aside>' if shown else ""
+
+
+def conversation_page(head: Mapping[str, Any], entry: Mapping[str, Any], related: list[tuple[str, str]] | None = None) -> str:
     """One scenario run (``entry``) of the experiment whose header is ``head``: every turn with
     the agent's tool calls and results, the checks decided on it (verdict and the judge's
-    reasoning), its topic, the agent's latency and cost."""
+    reasoning), its topic, the agent's latency and cost; the simulated user's goal and persona;
+    ``related``: (site path, text) of the same scenario elsewhere (other iterations, the experiment
+    before this one on its branch)."""
     exp_id = str(head["experiment"].get("id"))
     checks = _details(entry.get("evaluations")) + _details(entry.get("expectations"))
     prices = as_dict(as_dict(as_dict(head.get("summary")).get("cost")).get("prices"))
@@ -159,6 +174,9 @@ def conversation_page(head: Mapping[str, Any], entry: Mapping[str, Any]) -> str:
                                         for k, v in facts) + "</div>"
         + (f'<div class="failure">{e(entry.get("failure_message"))}</div>' if entry.get("failure_message") else "")
         + (f'<p class="path muted">Topics: {" → ".join(f"<span class=topic>{e(p)}</span>" for p in path)}</p>' if path else "")
+        + ('<nav class="related" id="related" aria-label="the same scenario elsewhere"><b>Same scenario:</b> '
+           + " · ".join(link("../../", p, t) for p, t in related) + "</nav>" if related else "")
+        + _simulated_user(entry)
         + "<h2>Conversation</h2>" + ("".join(parts) or '<p class="muted">No transcript recorded.</p>')
         + (f'<h2>Checks on the whole conversation</h2><div class="checks">{_check_rows(whole)}</div>' if whole else "")
     )

@@ -31,6 +31,7 @@ _EXP = re.compile(r"exp/([^/]+)\.html")
 _CONV = re.compile(r"exp/([^/]+)/([A-Za-z0-9_.-]+)-r(\d+)\.html")
 _CMP = re.compile(r"compare/(.+)--(.+)\.html")
 _DIFFS = 5  # conversation diffs shown, as fabtest-compare shows by default
+_CHANGED = 30  # scenarios of each kind listed under the verdict (each reads only that scenario's lines)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +58,7 @@ class Site:
             return Page(data, f"{kind}; charset=utf-8")
         rows = self.catalog.rows()
         if path == "index.html":
-            return _html(experiments_page(rows))
+            return _html(experiments_page(rows, self.catalog))
         if m := _TRENDS.fullmatch(path):
             by = "commit" if m.group(1) else "time"
             if m.group(2) is None:
@@ -74,8 +75,9 @@ class Site:
             sid = next((s for s in self.catalog.scenario_ids(row) if scenario_slug(s) == m.group(2)), None) if row else None
             if row is None or sid is None:
                 return None
-            entry = next((x for x in self.catalog.runs(row, sid) if (x.get("iteration") or 1) == int(m.group(3))), None)
-            return _html(conversation_page(self.catalog.header(row), entry)) if entry else None
+            runs = self.catalog.runs(row, sid)
+            entry = next((x for x in runs if (x.get("iteration") or 1) == int(m.group(3))), None)
+            return _html(conversation_page(self.catalog.header(row), entry, self._related(rows, row, entry, runs))) if entry else None
         if m := _CMP.fullmatch(path):
             base, cur = _row(rows, m.group(1)), _row(rows, m.group(2))
             return _html(self._comparison(base, cur)) if base and cur else None
@@ -104,11 +106,56 @@ class Site:
         verdict = (f'<p class="verdict {tone}" id="verdict"><b>{e(gate.verdict)}</b></p>'
                    '<div class="panel" id="gate"><h3>Regression gate (<code>fabtest-compare --fail-on-regression</code>, '
                    f'exit {gate.exit_code})</h3>' + lines + "</div>")
-        body = verdict + comparison_sections(cur_doc, comparison, diffs)
+        body = verdict + self._changed(base, cur, comparison) + comparison_sections(cur_doc, comparison, diffs)
         if changed:
             links = "".join(f'<li>{link("../", conversation_path(cur.id, s.id, 1), s.name)}</li>' for s in changed)
             body += f'<h3>Conversations that changed outcome (current run)</h3><ul class="plain" id="changed">{links}</ul>'
         return page(f"fabtest view · {base.id} → {cur.id}", "../", body, head, "compare.html")
+
+    def _related(self, rows: list[ExperimentRow], row: ExperimentRow, entry: dict[str, Any],
+                 runs: list[dict[str, Any]]) -> list[tuple[str, str]]:
+        """Links to the same scenario in the other iterations of this experiment and in the
+        experiment before it on its branch (the baseline the list compares it with)."""
+        sid, here = str(entry.get("id")), entry.get("iteration") or 1
+        out = [(conversation_path(row.id, sid, x.get("iteration") or 1),
+                f"run {x.get('iteration') or 1} ({'passed' if x.get('passed') else 'failed'})")
+               for x in runs if (x.get("iteration") or 1) != here]
+        prev = self.catalog.previous(row, rows)
+        if prev is not None and sid in self.catalog.scenario_ids(prev):
+            out.append((conversation_path(prev.id, sid, here if here <= prev.iterations else 1), f"in {prev.id} (previous on branch)"))
+            out.append((compare_path(prev.id, row.id), f"compare {prev.id} → {row.id}"))
+        return out
+
+    def _changed(self, base: ExperimentRow, cur: ExperimentRow, comparison: Any) -> str:
+        """The scenarios that changed, right under the verdict (newly failing first, then quality
+        regressed, newly passing, improved, changed but not significant), each with its before and
+        after counts and links to a run of it on both sides: a failing one where it now fails, a
+        passing one where it used to pass."""
+        groups = (("newly failing", "down", comparison.newly_failing), ("quality regressed", "down", comparison.quality_regressed),
+                  ("newly passing", "up", comparison.newly_passing), ("quality improved", "up", comparison.quality_improved),
+                  ("changed, not significant", "flat", comparison.changed_not_significant))
+        items, seen = [], set()
+        for label, tone, found in groups:
+            for s in [s for s in found if s.id not in seen][:_CHANGED]:
+                seen.add(s.id)  # a scenario that newly fails is not listed again for its quality
+                unit = "runs" if label.startswith("newly") else "checks"
+                worse = tone == "down"
+                sides = []
+                for row, want in ((base, worse), (cur, not worse)):
+                    runs = self.catalog.runs(row, s.id)
+                    pick = next((x for x in runs if bool(x.get("passed")) == want), runs[0] if runs else None)
+                    if pick is not None:
+                        it = pick.get("iteration") or 1
+                        sides.append(link("../", conversation_path(row.id, s.id, it), f"{'baseline' if row is base else 'current'} run {it}"))
+                counts = " → ".join(f"{c[0]}/{c[1]}" for c in (s.baseline_counts, s.current_counts) if c)
+                counts = f"{counts} {unit}" if counts else "–"
+                items.append(f'<tr><td><span class="{tone}">{e(label)}</span></td><td>{e(s.name)}</td>'
+                             f'<td class="num">{e(counts)}</td><td>{" · ".join(sides)}</td></tr>')
+        if not items:
+            return '<div class="panel" id="what-changed"><p class="muted">No scenario changed outcome or quality.</p></div>'
+        return ('<div class="panel" id="what-changed"><h2>What changed</h2><table><thead><tr><th scope="col">Change</th>'
+                '<th scope="col">Scenario</th><th scope="col" class="num">Passed, before → after</th>'
+                f'<th scope="col">Conversations</th></tr></thead><tbody>{"".join(items)}</tbody></table></div>')
 
     def pages(self) -> Iterator[tuple[str, Page]]:
         """Every page of the static build: the lists, the trends (all and per branch), each
@@ -129,10 +176,11 @@ class Site:
         for row in rows:
             doc = self.catalog.document(row)
             yield experiment_path(row.id), _html(experiment_page(doc))
-            for entry in doc["scenario_results"]:
-                if isinstance(entry, dict):
-                    yield (conversation_path(row.id, str(entry.get("id")), entry.get("iteration") or 1),
-                           _html(conversation_page(doc, entry)))
+            entries = [x for x in doc["scenario_results"] if isinstance(x, dict)]
+            for entry in entries:
+                runs = [x for x in entries if x.get("id") == entry.get("id")]
+                yield (conversation_path(row.id, str(entry.get("id")), entry.get("iteration") or 1),
+                       _html(conversation_page(doc, entry, self._related(rows, row, entry, runs))))
         for a, b in pairs.values():
             yield compare_path(a.id, b.id), _html(self._comparison(a, b))
 

@@ -45,6 +45,22 @@
   if (form) {
     var base = $("c-baseline"), cur = $("c-current");
     if (base.options.length > 1) base.selectedIndex = 1;  // newest against the one before it
+    // the text filter narrows both lists (hundreds of experiments): the first match is selected
+    var find = $("c-filter");
+    if (find) find.addEventListener("input", function () {
+      var text = find.value.toLowerCase(), shown = 0;
+      [base, cur].forEach(function (sel) {
+        var first = null;
+        Array.prototype.forEach.call(sel.options, function (o) {
+          var ok = !text || o.textContent.toLowerCase().indexOf(text) >= 0;
+          o.hidden = !ok;
+          if (ok && first === null) first = o;
+        });
+        if (sel.selectedOptions.length && sel.selectedOptions[0].hidden && first) first.selected = true;
+      });
+      Array.prototype.forEach.call(base.options, function (o) { if (!o.hidden) shown++; });
+      $("c-count").textContent = shown + " of " + base.options.length + " experiments match";
+    });
     form.addEventListener("submit", function (ev) {
       ev.preventDefault();
       var pair = base.value + "--" + cur.value, pairs = form.dataset.pairs;
