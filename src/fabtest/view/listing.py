@@ -63,7 +63,8 @@ def experiments_page(rows: Sequence[ExperimentRow], catalog: Catalog | None = No
             f'<td class="num">{e(pct(r.evaluation))}</td><td class="num">{e(usd(r.cost_usd))}</td></tr>'
         )
     heads = ["ID", "Name", "Tags", "Branch", "Commit", "Date", "Vs previous on branch", "Runs", "Completion", "Evaluation", "Cost"]
-    head = "".join(f'<th class="num">{h}</th>' if i >= 7 else f"<th>{h}</th>" for i, h in enumerate(heads))
+    head = "".join(f'<th scope="col"{" class=num" if i >= 7 else ""}><button type="button" class="sort" data-col="{i}">{h}</button></th>'
+                   for i, h in enumerate(heads))
     filters = (
         '<div class="filters"><label>Name or id <input id="f-name" type="search" placeholder="part of a name or id"></label>'
         f'<label>Tag <select id="f-tag">{_options(tags, "any tag")}</select></label>'
@@ -72,7 +73,7 @@ def experiments_page(rows: Sequence[ExperimentRow], catalog: Catalog | None = No
     )
     body = (
         f"<h2>Experiments ({len(rows)})</h2>{filters}"
-        f'<div class="panel"><table id="experiments"><thead><tr>{head}</tr></thead><tbody>{"".join(body_rows)}</tbody></table></div>'
+        f'<div class="panel"><table id="experiments" class="sortable"><thead><tr>{head}</tr></thead><tbody>{"".join(body_rows)}</tbody></table></div>'
         + ("" if rows else '<p class="muted">No experiments in this results directory yet: run <code>pytest</code> first.</p>')
     )
     return page("fabtest view · experiments", "", body, active="index.html")

@@ -38,42 +38,82 @@ def _flaky(doc: Mapping[str, Any]) -> tuple[set[str], dict[str, dict[str, Any]]]
     return {str(i) for i in var.get("flaky") or []}, causes
 
 
-def experiment_page(doc: dict[str, Any]) -> str:
-    """The report's content, then every scenario run with filters (failed, flaky, failure type)
-    and a link to its conversation."""
+def _search_text(entry: Mapping[str, Any]) -> str:
+    """What the transcript search matches in one run: every user and agent message, tool names and
+    arguments, and the failure message, lower-cased."""
+    parts = [str(entry.get("failure_message") or "")]
+    for t in entry.get("transcript") or []:
+        if isinstance(t, dict):
+            parts += [str(t.get("user") or ""), str(t.get("agent") or "")]
+            parts += [f"{c.get('name')} {_json(c.get('arguments'))}" for c in t.get("tool_calls") or [] if isinstance(c, dict)]
+    return " ".join(parts).lower()
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def experiment_page(doc: dict[str, Any], changed: Mapping[str, str] | None = None, previous: str = "") -> str:
+    """The report's content, then every scenario with its runs grouped under it (pass count, mean
+    evaluation rate), filters (failed, flaky, failure type, changed, text in the transcripts),
+    sortable columns and a link to each conversation. ``changed``: scenario id -> how it changed
+    against ``previous`` (the experiment before it on its branch), when there is one."""
     exp_id = str(doc["experiment"].get("id"))
     entries = [x for x in doc.get("scenario_results") or [] if isinstance(x, dict)]
     flaky, causes = _flaky(doc)
     types = sorted({str(x.get("failure_type") or "assertion") for x in entries if _status(x) == "failed"})
-    rows = []
+    groups: dict[str, list[dict[str, Any]]] = {}
     for x in entries:
-        sid = str(x.get("id"))
-        ev = as_dict(x.get("evaluations"))
+        groups.setdefault(str(x.get("id")), []).append(x)
+    bodies = []
+    for sid, runs in groups.items():
         cause = causes.get(sid)
         why = f"{cause.get('cause')}: {cause.get('evidence')}" if cause else ""
-        failure = str(x.get("failure_type") or "assertion") if _status(x) == "failed" else ""
-        rows.append(
-            f'<tr class="scn" data-status="{_status(x)}" data-flaky="{int(sid in flaky)}" data-failure="{e(failure)}">'
-            f"<td>{_badge(x)}</td><td>{link('../', conversation_path(exp_id, sid, x.get('iteration') or 1), x.get('name') or sid)}"
-            + (' <span class="badge b-warn">flaky</span>' if sid in flaky else "")
-            + f'</td><td class="num">{e(x.get("iteration") or 1)}</td><td class="num">{e(x.get("turns") or 0)}</td>'
-            f'<td class="num">{e(pct(ev.get("rate")))}</td><td>{e(x.get("failure_message") or "")}</td>'
-            f'<td class="muted">{e(why)}</td></tr>'
-        )
+        passed = sum(1 for x in runs if _status(x) == "passed")
+        counted = sum(1 for x in runs if _status(x) != "skipped")
+        rates = [float(r) for x in runs if isinstance(r := as_dict(x.get("evaluations")).get("rate"), (int, float))]
+        turns = [float(x.get("turns") or 0) for x in runs]
+        name = str(runs[0].get("name") or sid)
+        change = (changed or {}).get(sid, "")
+        badges = (' <span class="badge b-warn">flaky</span>' if sid in flaky else "") + (
+            f' <span class="badge b-skip">{e(change)} vs {e(previous)}</span>' if change else "")
+        keys = [passed / counted if counted else -1, name.lower(), len(runs), _mean(turns) or 0, _mean(rates) or -1,
+                next((str(x.get("failure_message")) for x in runs if x.get("failure_message")), ""), why]
+        sort_attrs = "".join(f' data-s{i}="{e(k)}"' for i, k in enumerate(keys))
+        head = (f'<tr class="sgroup"><td><span class="badge {"b-pass" if passed == counted and counted else "b-fail" if counted else "b-skip"}">'
+                f"{passed}/{counted} passed</span></td><th scope=\"rowgroup\">{e(name)}{badges}</th>"
+                f'<td class="num">{len(runs)} run{"s" if len(runs) != 1 else ""}</td><td class="num">{e(num(_mean(turns)))}</td>'
+                f'<td class="num">{e(pct(_mean(rates)))}</td><td></td><td class="muted">{e(why)}</td></tr>')
+        rows = []
+        for x in runs:
+            it = x.get("iteration") or 1
+            ev = as_dict(x.get("evaluations"))
+            failure = str(x.get("failure_type") or "assertion") if _status(x) == "failed" else ""
+            rows.append(
+                f'<tr class="scn" data-status="{_status(x)}" data-flaky="{int(sid in flaky)}" data-failure="{e(failure)}" '
+                f'data-changed="{int(bool(change))}" data-text="{e(_search_text(x))}">'
+                f"<td>{_badge(x)}</td><td>{link('../', conversation_path(exp_id, sid, it), f'{name} · run {it}')}</td>"
+                f'<td class="num">{e(it)}</td><td class="num">{e(x.get("turns") or 0)}</td>'
+                f'<td class="num">{e(pct(ev.get("rate")))}</td><td>{e(x.get("failure_message") or "")}</td><td></td></tr>'
+            )
+        bodies.append(f'<tbody class="group"{sort_attrs}>{head}{"".join(rows)}</tbody>')
+    changed_box = (f'<label><input type="checkbox" id="f-changed"> changed vs {e(previous)} only</label>'
+                   if changed is not None else "")
     filters = (
         '<div class="filters" id="scenario-filters">'
+        '<label>Search transcripts <input type="search" id="f-text" placeholder="words from a message or a tool call"></label>'
         '<label><input type="checkbox" id="f-failed"> failed only</label>'
-        '<label><input type="checkbox" id="f-flaky"> flaky only</label>'
+        '<label><input type="checkbox" id="f-flaky"> flaky only</label>' + changed_box +
         '<label>Failure type <select id="f-failure"><option value="">any failure type</option>'
         + "".join(f'<option value="{e(t)}">{e(t)}</option>' for t in types)
         + '</select></label><span class="muted" id="f-count" role="status"></span></div>'
     )
-    table = (
-        '<div class="panel"><table id="scenarios"><thead><tr><th>Status</th><th>Scenario</th><th class="num">Run</th>'
-        '<th class="num">Turns</th><th class="num">Eval rate</th><th>Failure</th><th>Flaky attribution</th></tr></thead>'
-        f'<tbody>{"".join(rows)}</tbody></table></div>'
-    )
-    body = experiment_sections(doc) + f"<h2>Scenarios ({len(entries)})</h2>{filters}{table}"
+    heads = ["Status", "Scenario", "Run", "Turns", "Eval rate", "Failure", "Flaky attribution"]
+    th = "".join(f'<th scope="col"{" class=num" if 2 <= i <= 4 else ""}><button type="button" class="sort" data-col="{i}">{h}</button></th>'
+                 for i, h in enumerate(heads))
+    table = f'<div class="panel"><table id="scenarios" class="sortable"><thead><tr>{th}</tr></thead>{"".join(bodies)}</table></div>'
+    body = (experiment_sections(doc) + f"<h2>Scenarios ({len(groups)} scenarios, {len(entries)} runs)</h2>{filters}{table}"
+            + '<p class="muted">Runs are grouped under their scenario; click a column title to sort the scenarios by it.</p>')
     header = page_header(doc, f"Experiment {exp_id}")
     return page(f"fabtest view · {exp_id}", "../", body, header)
 

@@ -69,7 +69,7 @@ class Site:
             return _html(compare_chooser(rows, self.built_pairs))
         if m := _EXP.fullmatch(path):
             row = _row(rows, m.group(1))
-            return _html(experiment_page(self.catalog.document(row))) if row else None
+            return _html(self._experiment(rows, row, self.catalog.document(row))) if row else None
         if m := _CONV.fullmatch(path):
             row = _row(rows, m.group(1))
             sid = next((s for s in self.catalog.scenario_ids(row) if scenario_slug(s) == m.group(2)), None) if row else None
@@ -111,6 +111,21 @@ class Site:
             links = "".join(f'<li>{link("../", conversation_path(cur.id, s.id, 1), s.name)}</li>' for s in changed)
             body += f'<h3>Conversations that changed outcome (current run)</h3><ul class="plain" id="changed">{links}</ul>'
         return page(f"fabtest view · {base.id} → {cur.id}", "../", body, head, "compare.html")
+
+    def _experiment(self, rows: list[ExperimentRow], row: ExperimentRow, doc: dict[str, Any]) -> str:
+        """The experiment's page, its scenarios marked with how they changed against the experiment
+        before it on its branch (the ``changed`` filter)."""
+        prev = self.catalog.previous(row, rows)
+        if prev is None:
+            return experiment_page(doc)
+        c = self.catalog.comparison(prev, row)
+        groups = (("newly failing", c.newly_failing), ("quality regressed", c.quality_regressed), ("newly passing", c.newly_passing),
+                  ("quality improved", c.quality_improved), ("changed", c.changed_not_significant))
+        changed: dict[str, str] = {}
+        for label, found in groups:
+            for s in found:
+                changed.setdefault(s.id, label)
+        return experiment_page(doc, changed, prev.id)
 
     def _related(self, rows: list[ExperimentRow], row: ExperimentRow, entry: dict[str, Any],
                  runs: list[dict[str, Any]]) -> list[tuple[str, str]]:
@@ -175,7 +190,7 @@ class Site:
             yield path, rendered
         for row in rows:
             doc = self.catalog.document(row)
-            yield experiment_path(row.id), _html(experiment_page(doc))
+            yield experiment_path(row.id), _html(self._experiment(rows, row, doc))
             entries = [x for x in doc["scenario_results"] if isinstance(x, dict)]
             for entry in entries:
                 runs = [x for x in entries if x.get("id") == entry.get("id")]

@@ -24,21 +24,62 @@
     apply();
   }
 
-  // scenarios of one experiment: failed, flaky, failure type
+  // scenarios of one experiment: text in the transcripts, failed, flaky, changed, failure type;
+  // a scenario's group is hidden when none of its runs is shown
   var scns = Array.prototype.slice.call(document.querySelectorAll("tr.scn"));
   if (scns.length) {
     var filter = function () {
-      var failed = $("f-failed").checked, flaky = $("f-flaky").checked, type = $("f-failure").value;
+      var failed = $("f-failed").checked, flaky = $("f-flaky").checked, type = $("f-failure").value,
+        changed = $("f-changed") ? $("f-changed").checked : false,
+        words = ($("f-text").value || "").toLowerCase().split(/\s+/).filter(Boolean);
       scns.forEach(function (r) {
+        var text = r.dataset.text || "";
         var ok = (!failed || r.dataset.status === "failed") && (!flaky || r.dataset.flaky === "1") &&
-          (!type || r.dataset.failure === type);
+          (!type || r.dataset.failure === type) && (!changed || r.dataset.changed === "1") &&
+          words.every(function (w) { return text.indexOf(w) >= 0; });
         r.classList.toggle("hidden", !ok);
+      });
+      Array.prototype.forEach.call(document.querySelectorAll("tbody.group"), function (g) {
+        g.classList.toggle("hidden", !g.querySelector("tr.scn:not(.hidden)"));
       });
       count(scns);
     };
-    ["f-failed", "f-flaky", "f-failure"].forEach(function (id) { $(id).addEventListener("input", filter); });
+    ["f-text", "f-failed", "f-flaky", "f-changed", "f-failure"].forEach(function (id) {
+      if ($(id)) $(id).addEventListener("input", filter);
+    });
     filter();
   }
+
+  // sortable tables: a column title's button sorts the groups (tbody.group, by data-s<col>) or
+  // the rows (by the cell's data-v, else its text); numbers numerically; again: the other way
+  Array.prototype.forEach.call(document.querySelectorAll("table.sortable"), function (table) {
+    Array.prototype.forEach.call(table.querySelectorAll("button.sort"), function (btn) {
+      btn.addEventListener("click", function () {
+        var col = btn.dataset.col, th = btn.parentNode;
+        var dir = th.getAttribute("aria-sort") === "ascending" ? -1 : 1;
+        Array.prototype.forEach.call(table.querySelectorAll("th[aria-sort]"), function (h) { h.removeAttribute("aria-sort"); });
+        th.setAttribute("aria-sort", dir === 1 ? "ascending" : "descending");
+        var groups = table.querySelectorAll("tbody.group");
+        var parent = groups.length ? table : table.tBodies[0];
+        var items = Array.prototype.slice.call(groups.length ? groups : parent.rows);
+        var key = function (el) {
+          if (groups.length) return el.getAttribute("data-s" + col) || "";
+          var cell = el.cells[col];
+          return cell ? (cell.dataset.v !== undefined ? cell.dataset.v : cell.textContent.trim()) : "";
+        };
+        var num = function (v) {
+          var t = String(v).trim();
+          return /^[-+]?\$?[0-9][0-9.,]*%?$/.test(t) ? parseFloat(t.replace(/[%$,]/g, "")) : null;
+        };
+        items.sort(function (a, b) {
+          var x = key(a), y = key(b), nx = num(x), ny = num(y);
+          var c = (nx !== null && ny !== null) ? nx - ny : String(x).localeCompare(String(y));
+          return c * dir;
+        });
+        items.forEach(function (el) { parent.appendChild(el); });
+      });
+    });
+  });
 
   // comparison chooser: opens compare/<baseline>--<current>.html
   var form = $("compare-form");
