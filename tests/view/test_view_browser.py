@@ -164,3 +164,44 @@ def test_static_build_opens_from_files(page, results: Path, tmp_path: Path) -> N
     _shot(page, tmp_path, "static-trends-commit")
     page.click('a.point[data-series="completion"] >> nth=2')
     assert "prompt v8" in page.locator("header.top h1").text_content()
+
+
+def test_find_things_in_an_experiment_search_changed_grouped_sorted(page, results: Path, tmp_path: Path) -> None:
+    """Issue 31 point 3: runs grouped under their scenario with pass counts, a search across the
+    transcripts, the 'changed vs previous' filter, sortable columns (static build, from files)."""
+    site = tmp_path / "site"
+    build_site(results, site)
+    page.goto((site / "exp" / "exp_008.html").as_uri())
+    assert page.locator("tbody.group").count() == 8 and _visible(page, "tr.scn") == 16
+    first = page.locator("tbody.group >> nth=0").locator("tr.sgroup")
+    assert "0/2 passed" in first.text_content() and "scenario 0" in first.text_content()
+
+    page.fill("#f-text", "reply of EXPERIMENT 8")  # only scenario 0's agent says it, in both runs
+    assert _visible(page, "tr.scn") == 2 and _visible(page, "tbody.group") == 1
+    page.fill("#f-text", "experiment 7")
+    assert _visible(page, "tr.scn") == 0 and page.locator("#f-count").text_content() == "0 of 16 shown"
+    page.fill("#f-text", "")
+
+    page.check("#f-changed")  # against exp_004, the one before it on feature/tone
+    groups = _visible(page, "tbody.group")
+    assert 0 < groups < 8
+    badges = page.eval_on_selector_all("tbody.group:not(.hidden) tr.sgroup", "rs => rs.map(r => r.textContent)")
+    assert all("vs exp_004" in b for b in badges) and any("newly failing" in b for b in badges)
+    page.uncheck("#f-changed")
+
+    def order(attr: str) -> list[float]:
+        return [float(v) for v in page.eval_on_selector_all("tbody.group", f"gs => gs.map(g => g.dataset.{attr})")]
+
+    page.click("#scenarios th >> nth=0 >> button")  # by pass rate, lowest first
+    assert order("s0") == sorted(order("s0")) and order("s0")[0] == 0.0
+    page.click("#scenarios th >> nth=0 >> button")
+    assert order("s0") == sorted(order("s0"), reverse=True)
+    assert page.get_attribute("#scenarios th >> nth=0", "aria-sort") == "descending"
+
+    page.click("nav.viewnav >> text=Experiments")
+    page.click("#experiments th:has-text('Completion') button")
+    rates = page.eval_on_selector_all("tr.exp td:nth-child(9)", "cs => cs.map(c => parseFloat(c.textContent))")
+    assert rates == sorted(rates) and rates[0] < rates[-1]
+    dates = page.eval_on_selector_all("tr.exp td:nth-child(6)", "cs => cs.map(c => c.textContent)")
+    page.click("#experiments th:has-text('Date') button")
+    assert page.eval_on_selector_all("tr.exp td:nth-child(6)", "cs => cs.map(c => c.textContent)") == sorted(dates)
