@@ -205,3 +205,26 @@ def test_find_things_in_an_experiment_search_changed_grouped_sorted(page, result
     dates = page.eval_on_selector_all("tr.exp td:nth-child(6)", "cs => cs.map(c => c.textContent)")
     page.click("#experiments th:has-text('Date') button")
     assert page.eval_on_selector_all("tr.exp td:nth-child(6)", "cs => cs.map(c => c.textContent)") == sorted(dates)
+
+
+def test_review_a_judged_check_in_the_served_view(page, served: str, results: Path) -> None:
+    """Issue 31 point 4: served, each judged check has right / wrong and a comment; a click saves a
+    label next to the experiment and says how often the judge agrees so far."""
+    page.goto(served + "exp/exp_002.html")
+    page.click("tr.scn a >> text=scenario 1 · run 1")
+    forms = page.locator("form.label-form")
+    assert forms.count() == 2 and forms.first.is_visible()
+    forms.first.locator("input[name=comment]").fill("not warm at all")
+    forms.first.locator("button >> text=wrong").click()
+    page.wait_for_function("document.querySelector('form.label-form .saved').textContent.length > 0")
+    assert forms.first.locator(".saved").text_content().startswith("saved (wrong): 1 label(s), the judge agrees with 0%")
+    labels = (results / "exp_002.labels.yaml").read_text(encoding="utf-8")
+    assert "comment: not warm at all" in labels and "verdict: failed" in labels and "judge: passed" in labels
+
+
+def test_a_static_build_hides_the_review_controls(page, results: Path, tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    build_site(results, site)
+    page.goto((site / "exp" / "exp_002.html").as_uri())
+    page.click("tr.scn a >> text=scenario 1 · run 1")
+    assert page.locator("form.label-form").count() == 2 and not page.locator("form.label-form").first.is_visible()

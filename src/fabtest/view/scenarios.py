@@ -11,6 +11,7 @@ from typing import Any
 from fabtest.experiment.cost import agent_turn_lines, find_price, price_table
 from fabtest.experiment.fmt import num, pct, usd
 from fabtest.report.html import experiment_sections, page_header
+from fabtest.view.labels import judged_checks
 from fabtest.view.layout import as_dict, conversation_path, e, experiment_path, link, page
 
 __all__ = ["conversation_page", "experiment_page"]
@@ -140,16 +141,27 @@ def _turn_cost(metadata: Any, prices: Mapping[str, Any]) -> str:
     return f" · agent tokens {inp} in / {out} out · {usd(total)}"
 
 
-def _check_rows(checks: list[Mapping[str, Any]]) -> str:
+def _label_form(index: int) -> str:
+    """Right / wrong and a comment on one judged check; shown by view.js only when served (a
+    static build cannot save), posted to ``label`` and saved in ``<id>.labels.yaml``."""
+    return (f'<form class="label-form" hidden data-check="{index}"><fieldset><legend>Is the judge right?</legend>'
+            '<button type="submit" value="right">right</button> <button type="submit" value="wrong">wrong</button> '
+            '<label>Comment <input type="text" name="comment" maxlength="2000"></label> '
+            '<span class="saved" role="status"></span></fieldset></form>')
+
+
+def _check_rows(checks: list[Mapping[str, Any]], labelable: Mapping[int, int] | None = None) -> str:
     out = []
     for c in checks:
+        index = (labelable or {}).get(id(c))
+        form = _label_form(index) if index is not None else ""
         status = str(c.get("status") or "skipped")
         data = {k: v for k, v in c.items() if k not in ("type", "mode", "criterion", "status", "passed", "turn", "details")}
         extra = f'<pre class="data">{e(_json(data))}</pre>' if data else ""
         out.append(
             f'<div class="check c-{e(status)}"><span class="icon i-{e(status)}">{_ICONS.get(status, "?")}</span>'
             f'<b>{e(c.get("criterion"))}</b> <span class="muted">{e(c.get("mode"))} · {e(c.get("type"))} · {e(status)}</span>'
-            f'<div class="reason">{e(c.get("details") or "")}</div>{extra}</div>'
+            f'<div class="reason">{e(c.get("details") or "")}</div>{extra}{form}</div>'
         )
     return "".join(out)
 
@@ -180,6 +192,7 @@ def conversation_page(head: Mapping[str, Any], entry: Mapping[str, Any], related
     before this one on its branch)."""
     exp_id = str(head["experiment"].get("id"))
     checks = _details(entry.get("evaluations")) + _details(entry.get("expectations"))
+    labelable = {id(c): i for i, c in judged_checks(entry)}
     prices = as_dict(as_dict(as_dict(head.get("summary")).get("cost")).get("prices"))
     turns = [t for t in entry.get("transcript") or [] if isinstance(t, dict)]
     parts = []
@@ -201,7 +214,7 @@ def conversation_page(head: Mapping[str, Any], entry: Mapping[str, Any], related
             f'<span class="muted"> · agent {e(num(t.get("duration_s"), 2))}s{e(_turn_cost(t.get("metadata"), prices))}</span></div>'
             f'<div class="msg user"><span class="who">User</span>{e(t.get("user"))}</div>{tools}'
             f'<div class="msg agent"><span class="who">Agent</span>{e(t.get("agent"))}{meta}</div>'
-            + (f'<div class="checks">{_check_rows(on_turn)}</div>' if on_turn else "") + "</section>"
+            + (f'<div class="checks">{_check_rows(on_turn, labelable)}</div>' if on_turn else "") + "</section>"
         )
     numbers = {t.get("number") for t in turns}
     whole = [c for c in checks if c.get("turn") not in numbers]
@@ -217,8 +230,10 @@ def conversation_page(head: Mapping[str, Any], entry: Mapping[str, Any], related
         + ('<nav class="related" id="related" aria-label="the same scenario elsewhere"><b>Same scenario:</b> '
            + " · ".join(link("../../", p, t) for p, t in related) + "</nav>" if related else "")
         + _simulated_user(entry)
+        + (f'<div id="labeling" hidden data-experiment="{e(exp_id)}" data-scenario="{e(entry.get("id"))}" '
+           f'data-iteration="{e(entry.get("iteration") or 1)}" data-endpoint="../../label"></div>' if labelable else "")
         + "<h2>Conversation</h2>" + ("".join(parts) or '<p class="muted">No transcript recorded.</p>')
-        + (f'<h2>Checks on the whole conversation</h2><div class="checks">{_check_rows(whole)}</div>' if whole else "")
+        + (f'<h2>Checks on the whole conversation</h2><div class="checks">{_check_rows(whole, labelable)}</div>' if whole else "")
     )
     header = (
         f'<header class="top"><div class="inner"><h1>{e(entry.get("name"))}</h1><div class="sub">'

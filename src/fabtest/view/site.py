@@ -19,6 +19,7 @@ from fabtest.compare.gate import gate_lines, regression_gate
 from fabtest.experiment.diff import diff_scenarios
 from fabtest.report.html import comparison_sections
 from fabtest.view.catalog import Catalog, ExperimentRow
+from fabtest.view.labels import LabelError, agreement, label_check, labels_path, read_labels
 from fabtest.view.layout import compare_path, conversation_path, e, experiment_path, link, page, scenario_slug
 from fabtest.view.listing import compare_chooser, experiments_page, trend_rows, trends_page, trends_path
 from fabtest.view.scenarios import conversation_page, experiment_page
@@ -111,6 +112,26 @@ class Site:
             links = "".join(f'<li>{link("../", conversation_path(cur.id, s.id, 1), s.name)}</li>' for s in changed)
             body += f'<h3>Conversations that changed outcome (current run)</h3><ul class="plain" id="changed">{links}</ul>'
         return page(f"fabtest view · {base.id} → {cur.id}", "../", body, head, "compare.html")
+
+    def label(self, data: Any) -> dict[str, Any]:
+        """Save a person's mark on a judged check (``fabtest view`` posts it): ``data`` names the
+        experiment, scenario, iteration and check and says ``right`` or ``wrong`` with an optional
+        comment. Returns the label and the judge's agreement with every label of the experiment."""
+        if not isinstance(data, dict) or data.get("verdict") not in ("right", "wrong"):
+            raise LabelError("expected {experiment, scenario, iteration, check, verdict: right|wrong, comment}")
+        row = _row(self.catalog.rows(), str(data.get("experiment")))
+        if row is None:
+            raise LabelError(f"no experiment {data.get('experiment')!r} in {self.catalog.results_dir}")
+        iteration, check = data.get("iteration"), data.get("check")
+        if not isinstance(iteration, int) or not isinstance(check, int):
+            raise LabelError("iteration and check must be numbers")
+        entry = next((x for x in self.catalog.runs(row, str(data.get("scenario")))
+                      if (x.get("iteration") or 1) == iteration), None)
+        if entry is None:
+            raise LabelError(f"experiment {row.id} has no run {iteration} of {data.get('scenario')!r}")
+        head = self.catalog.header(row)
+        saved = label_check(self.catalog.results_dir, head, entry, check, data["verdict"] == "right", str(data.get("comment") or ""))
+        return {"label": saved, **agreement(read_labels(labels_path(self.catalog.results_dir, row.id)))}
 
     def _experiment(self, rows: list[ExperimentRow], row: ExperimentRow, doc: dict[str, Any]) -> str:
         """The experiment's page, its scenarios marked with how they changed against the experiment

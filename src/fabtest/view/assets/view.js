@@ -81,6 +81,29 @@
     });
   });
 
+  // review and label (served only: a static build cannot save): right / wrong on a judged check
+  var labeling = $("labeling");
+  if (labeling && window.location.protocol === "http:") {
+    Array.prototype.forEach.call(document.querySelectorAll("form.label-form"), function (form) {
+      form.hidden = false;
+      form.addEventListener("submit", function (ev) {
+        ev.preventDefault();
+        var out = form.querySelector(".saved"), verdict = ev.submitter ? ev.submitter.value : "right";
+        fetch(labeling.dataset.endpoint, {method: "POST", headers: {"Content-Type": "application/json"},
+          body: JSON.stringify({experiment: labeling.dataset.experiment, scenario: labeling.dataset.scenario,
+            iteration: parseInt(labeling.dataset.iteration, 10), check: parseInt(form.dataset.check, 10),
+            verdict: verdict, comment: form.elements.comment.value})})
+          .then(function (r) { return r.json(); })
+          .then(function (a) {
+            if (a.error) { out.textContent = "not saved: " + a.error; return; }
+            out.textContent = "saved (" + verdict + "): " + a.labels + " label(s), the judge agrees with " +
+              Math.round(a.agreement * 100) + "%" + (a.kappa === null ? "" : ", kappa " + a.kappa.toFixed(2));
+          })
+          .catch(function (e) { out.textContent = "not saved: " + e; });
+      });
+    });
+  }
+
   // comparison chooser: opens compare/<baseline>--<current>.html
   var form = $("compare-form");
   if (form) {
