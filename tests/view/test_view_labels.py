@@ -106,3 +106,41 @@ def test_the_server_saves_a_label_from_its_own_pages_only(results: Path, served:
         assert bad.status_code == 400 and "not a judged check" in bad.json()["error"]
         page = client.get("/" + conversation_path("exp_001", entry["id"], 1)).text
     assert page.count('class="label-form" hidden') == 2 and 'id="labeling" hidden data-experiment="exp_001"' in page
+
+
+def test_kappa_interval_is_cohens_large_sample_interval() -> None:
+    from fabtest.judging.agreement import cohen_kappa
+    from fabtest.view.review import kappa_interval
+
+    people, judge = ["passed", "passed", "failed", "failed"], ["passed", "failed", "failed", "failed"]
+    examples = [{"verdict": p, "judge": j} for p, j in zip(people, judge, strict=True)]
+    assert cohen_kappa(people, judge) == pytest.approx(0.5)
+    low, high = kappa_interval(examples)
+    assert low == pytest.approx(0.5 - 1.96 * (0.75 * 0.25 / (4 * 0.25)) ** 0.5) and high == 1.0  # clipped at 1
+    assert kappa_interval(examples[:1]) is None and kappa_interval([{"verdict": "passed", "judge": "passed"}] * 3) is None
+
+
+def test_the_experiment_page_shows_agreement_and_a_review_queue_split_first(results: Path) -> None:
+    from fabtest.view.review import review_queue
+
+    site = Site(Catalog(results))
+    html = site.render("exp/exp_001.html").body.decode()
+    review = html[html.index('id="review"'):html.index("<h2>Scenarios")]
+    assert "No labels yet" in review and "the scenario is flaky" in review  # exp_001: scenario 5 flaked
+    assert "scenario 5 · run 1" in review and "scenario 0" not in review
+
+    row = site.catalog.row("exp_001")
+    doc = site.catalog.document(row)
+    steady = next(x for x in doc["scenario_results"] if x["name"] == "scenario 2" and x["iteration"] == 1)
+    steady["evaluations"]["details"][0].update(confidence="low", samples={"passed": 2, "failed": 1})
+    queue = review_queue(doc, set())
+    assert queue[0][0] == "the judge's samples split (low confidence: 2 passed, 1 failed)" and queue[0][1] is steady
+    assert {why for why, *_ in queue[1:]} == {"the scenario is flaky"}
+
+    flaky = next(x for x in doc["scenario_results"] if x["name"] == "scenario 5" and x["iteration"] == 1)
+    site.label({"experiment": "exp_001", "scenario": flaky["id"], "iteration": 1, "check": 0, "verdict": "wrong"})
+    site.label({"experiment": "exp_001", "scenario": flaky["id"], "iteration": 1, "check": 1, "verdict": "right"})
+    html = site.render("exp/exp_001.html").body.decode()
+    review = html[html.index('id="review"'):html.index("<h2>Scenarios")]
+    assert "2 label(s) in <code>exp_001.labels.yaml</code>: the judge agrees with 50%" in review
+    assert "scenario 5 · run 1" not in review  # labelled checks leave the queue

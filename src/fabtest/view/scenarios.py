@@ -54,7 +54,8 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def experiment_page(doc: dict[str, Any], changed: Mapping[str, str] | None = None, previous: str = "") -> str:
+def experiment_page(doc: dict[str, Any], changed: Mapping[str, str] | None = None, previous: str = "",
+                    review: str = "") -> str:
     """The report's content, then every scenario with its runs grouped under it (pass count, mean
     evaluation rate), filters (failed, flaky, failure type, changed, text in the transcripts),
     sortable columns and a link to each conversation. ``changed``: scenario id -> how it changed
@@ -113,7 +114,7 @@ def experiment_page(doc: dict[str, Any], changed: Mapping[str, str] | None = Non
     th = "".join(f'<th scope="col"{" class=num" if 2 <= i <= 4 else ""}><button type="button" class="sort" data-col="{i}">{h}</button></th>'
                  for i, h in enumerate(heads))
     table = f'<div class="panel"><table id="scenarios" class="sortable"><thead><tr>{th}</tr></thead>{"".join(bodies)}</table></div>'
-    body = (experiment_sections(doc) + f"<h2>Scenarios ({len(groups)} scenarios, {len(entries)} runs)</h2>{filters}{table}"
+    body = (experiment_sections(doc) + review + f"<h2>Scenarios ({len(groups)} scenarios, {len(entries)} runs)</h2>{filters}{table}"
             + '<p class="muted">Runs are grouped under their scenario; click a column title to sort the scenarios by it.</p>')
     header = page_header(doc, f"Experiment {exp_id}")
     return page(f"fabtest view · {exp_id}", "../", body, header)

@@ -22,6 +22,7 @@ from fabtest.view.catalog import Catalog, ExperimentRow
 from fabtest.view.labels import LabelError, agreement, label_check, labels_path, read_labels
 from fabtest.view.layout import compare_path, conversation_path, e, experiment_path, link, page, scenario_slug
 from fabtest.view.listing import compare_chooser, experiments_page, trend_rows, trends_page, trends_path
+from fabtest.view.review import review_panel
 from fabtest.view.scenarios import conversation_page, experiment_page
 
 __all__ = ["ASSETS", "Page", "Site"]
@@ -137,8 +138,9 @@ class Site:
         """The experiment's page, its scenarios marked with how they changed against the experiment
         before it on its branch (the ``changed`` filter)."""
         prev = self.catalog.previous(row, rows)
+        review = review_panel(doc, read_labels(labels_path(self.catalog.results_dir, row.id)))
         if prev is None:
-            return experiment_page(doc)
+            return experiment_page(doc, review=review)
         c = self.catalog.comparison(prev, row)
         groups = (("newly failing", c.newly_failing), ("quality regressed", c.quality_regressed), ("newly passing", c.newly_passing),
                   ("quality improved", c.quality_improved), ("changed", c.changed_not_significant))
@@ -146,7 +148,7 @@ class Site:
         for label, found in groups:
             for s in found:
                 changed.setdefault(s.id, label)
-        return experiment_page(doc, changed, prev.id)
+        return experiment_page(doc, changed, prev.id, review)
 
     def _related(self, rows: list[ExperimentRow], row: ExperimentRow, entry: dict[str, Any],
                  runs: list[dict[str, Any]]) -> list[tuple[str, str]]:
