@@ -43,6 +43,12 @@ def test_comparison_opens_with_the_verdict_then_what_changed_newly_failing_first
     assert [p.split("/")[1] for p in links] == ["exp_007", "exp_008"]
     for path in links:
         assert site.render(path) is not None, path
+    # the first differing turn of the diffed pair, inline under its scenario (escaped agent text)
+    diff = panel[panel.index('<tr class="firstdiff">'):]
+    diff = diff[:diff.index("</tr>")]
+    assert panel.index("scenario 0") < panel.index('<tr class="firstdiff">') < panel.index("scenario 1")
+    assert "first difference at turn 1, the agent&#x27;s response differs" in diff
+    assert "reply of experiment 7” · current “" in diff and "reply of experiment 8”" in diff and "<img" not in diff
 
 
 def test_a_comparison_where_nothing_changed_says_so(site: Site) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from fabtest.compare.gate import gate_lines, regression_gate
-from fabtest.experiment.diff import diff_scenarios
+from fabtest.experiment.diff import ConversationDiff, diff_scenarios, tool_summary
 from fabtest.report.html import comparison_sections
 from fabtest.view.catalog import Catalog, ExperimentRow
 from fabtest.view.labels import LabelError, agreement, label_check, labels_path, read_labels
@@ -108,7 +108,7 @@ class Site:
         verdict = (f'<p class="verdict {tone}" id="verdict"><b>{e(gate.verdict)}</b></p>'
                    '<div class="panel" id="gate"><h3>Regression gate (<code>fabtest-compare --fail-on-regression</code>, '
                    f'exit {gate.exit_code})</h3>' + lines + "</div>")
-        body = verdict + self._changed(base, cur, comparison) + comparison_sections(cur_doc, comparison, diffs)
+        body = verdict + self._changed(base, cur, comparison, diffs) + comparison_sections(cur_doc, comparison, diffs)
         if changed:
             links = "".join(f'<li>{link("../", conversation_path(cur.id, s.id, 1), s.name)}</li>' for s in changed)
             body += f'<h3>Conversations that changed outcome (current run)</h3><ul class="plain" id="changed">{links}</ul>'
@@ -164,11 +164,13 @@ class Site:
             out.append((compare_path(prev.id, row.id), f"compare {prev.id} → {row.id}"))
         return out
 
-    def _changed(self, base: ExperimentRow, cur: ExperimentRow, comparison: Any) -> str:
+    def _changed(self, base: ExperimentRow, cur: ExperimentRow, comparison: Any, diffs: list[ConversationDiff]) -> str:
         """The scenarios that changed, right under the verdict (newly failing first, then quality
         regressed, newly passing, improved, changed but not significant), each with its before and
         after counts and links to a run of it on both sides: a failing one where it now fails, a
-        passing one where it used to pass."""
+        passing one where it used to pass (the diffed pair when there is a diff, whose first
+        differing turn is shown inline)."""
+        by_id = {d.scenario_id: d for d in diffs}
         groups = (("newly failing", "down", comparison.newly_failing), ("quality regressed", "down", comparison.quality_regressed),
                   ("newly passing", "up", comparison.newly_passing), ("quality improved", "up", comparison.quality_improved),
                   ("changed, not significant", "flat", comparison.changed_not_significant))
@@ -178,17 +180,18 @@ class Site:
                 seen.add(s.id)  # a scenario that newly fails is not listed again for its quality
                 unit = "runs" if label.startswith("newly") else "checks"
                 worse = tone == "down"
-                sides = []
-                for row, want in ((base, worse), (cur, not worse)):
+                sides, diff = [], by_id.get(s.id)
+                for row, want, diffed in ((base, worse, diff and diff.baseline_iteration), (cur, not worse, diff and diff.current_iteration)):
                     runs = self.catalog.runs(row, s.id)
-                    pick = next((x for x in runs if bool(x.get("passed")) == want), runs[0] if runs else None)
+                    pick = next((x for x in runs if (x.get("iteration") or 1) == diffed), None) or next(
+                        (x for x in runs if bool(x.get("passed")) == want), runs[0] if runs else None)
                     if pick is not None:
                         it = pick.get("iteration") or 1
                         sides.append(link("../", conversation_path(row.id, s.id, it), f"{'baseline' if row is base else 'current'} run {it}"))
                 counts = " → ".join(f"{c[0]}/{c[1]}" for c in (s.baseline_counts, s.current_counts) if c)
                 counts = f"{counts} {unit}" if counts else "–"
                 items.append(f'<tr><td><span class="{tone}">{e(label)}</span></td><td>{e(s.name)}</td>'
-                             f'<td class="num">{e(counts)}</td><td>{" · ".join(sides)}</td></tr>')
+                             f'<td class="num">{e(counts)}</td><td>{" · ".join(sides)}</td></tr>' + _first_difference(diff))
         if not items:
             return '<div class="panel" id="what-changed"><p class="muted">No scenario changed outcome or quality.</p></div>'
         return ('<div class="panel" id="what-changed"><h2>What changed</h2><table><thead><tr><th scope="col">Change</th>'
@@ -221,6 +224,24 @@ class Site:
                        _html(conversation_page(doc, entry, self._related(rows, row, entry, runs))))
         for a, b in pairs.values():
             yield compare_path(a.id, b.id), _html(self._comparison(a, b))
+
+
+def _first_difference(diff: ConversationDiff | None) -> str:
+    """A row under a changed scenario: the first turn where its diffed runs differ, both sides' part
+    that differs (shortened), so the why is on the first screen."""
+    if diff is None or diff.first is None:
+        return ""
+    pair = next((p for p in diff.pairs if p.number == diff.first), None)
+
+    def side(turn: dict[str, Any] | None) -> str:
+        if turn is None:
+            return "(no such turn)"
+        text = "; ".join(tool_summary(turn)) if diff.part == "tools" else str(turn.get("user" if diff.part == "user" else "agent") or "")
+        return text if len(text) <= 160 else text[:159] + "…"
+
+    both = (f': baseline “{e(side(pair.baseline))}” · current “{e(side(pair.current))}”' if pair is not None else "")
+    return (f'<tr class="firstdiff"><td></td><td colspan="3" class="muted">first difference at turn {diff.first}, '
+            f"{e(diff.what)}{both}</td></tr>")
 
 
 def _row(rows: list[ExperimentRow], slug: str) -> ExperimentRow | None:
