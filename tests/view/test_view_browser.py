@@ -228,3 +228,14 @@ def test_a_static_build_hides_the_review_controls(page, results: Path, tmp_path:
     page.goto((site / "exp" / "exp_002.html").as_uri())
     page.click("tr.scn a >> text=scenario 1 · run 1")
     assert page.locator("form.label-form").count() == 2 and not page.locator("form.label-form").first.is_visible()
+
+
+def test_compare_selected_opens_the_two_ticked_experiments_older_first(page, served: str) -> None:
+    page.goto(served)
+    assert page.is_disabled("#compare-selected")
+    page.check('input.pick[value="exp_011"]')
+    page.check('input.pick[value="exp_006"]')
+    assert page.is_enabled("#compare-selected")
+    page.click("#compare-selected")
+    page.wait_for_url("**/compare/exp_006--exp_011.html")
+    assert page.locator("#verdict").count() == 1 and page.locator("#what-changed").count() == 1

@@ -44,12 +44,15 @@ def _against_previous(catalog: Catalog | None, rows: list[ExperimentRow], r: Exp
             outcome)
 
 
-def experiments_page(rows: Sequence[ExperimentRow], catalog: Catalog | None = None) -> str:
+def experiments_page(rows: Sequence[ExperimentRow], catalog: Catalog | None = None,
+                     built: Sequence[tuple[str, str]] | None = None) -> str:
     """The table of every experiment, newest first, with filters by tag, branch and name; with
-    ``catalog``, each marked worse / not worse / undecided against the one before it on its branch."""
+    ``catalog``, each marked worse / not worse / undecided against the one before it on its branch.
+    Two ticked rows open their comparison, older as baseline (``built``: the pairs a static build has)."""
     rows = list(rows)
     tags = sorted({t for r in rows for t in r.tags})
     branches = sorted({r.branch for r in rows if r.branch})
+    pairs = "" if built is None else f' data-pairs="{e(" ".join(f"{a}--{b}" for a, b in built))}"'
     body_rows = []
     for r in reversed(rows):
         name = r.name + (" (interrupted)" if r.interrupted else "") + (f" (shard {r.shard})" if r.shard else "")
@@ -57,7 +60,8 @@ def experiments_page(rows: Sequence[ExperimentRow], catalog: Catalog | None = No
         change, outcome = _against_previous(catalog, rows, r)
         body_rows.append(
             f'<tr class="exp" data-id="{e(r.id)}" data-name="{e(r.name.lower())}" data-branch="{e(r.branch)}" '
-            f'data-tags="{e(" ".join(r.tags))}" data-change="{e(outcome)}"><td>{link("", experiment_path(r.id), r.id)}</td><td>{e(name)}</td>'
+            f'data-tags="{e(" ".join(r.tags))}" data-change="{e(outcome)}"><td><input type="checkbox" class="pick" '
+            f'aria-label="select {e(r.id)}" value="{e(r.id)}"> {link("", experiment_path(r.id), r.id)}</td><td>{e(name)}</td>'
             f"<td>{tags_html}</td><td>{e(r.branch or '–')}</td><td><code>{e(_commit(r))}</code></td>"
             f'<td class="nowrap">{e(_date(r))}</td>{change}<td class="num">{e(r.scenarios)}</td><td class="num">{e(pct(r.completion))}</td>'
             f'<td class="num">{e(pct(r.evaluation))}</td><td class="num">{e(usd(r.cost_usd))}</td></tr>'
@@ -69,7 +73,9 @@ def experiments_page(rows: Sequence[ExperimentRow], catalog: Catalog | None = No
         '<div class="filters"><label>Name or id <input id="f-name" type="search" placeholder="part of a name or id"></label>'
         f'<label>Tag <select id="f-tag">{_options(tags, "any tag")}</select></label>'
         f'<label>Branch <select id="f-branch">{_options(branches, "any branch")}</select></label>'
-        '<span class="muted" id="f-count" role="status"></span></div>'
+        '<span class="muted" id="f-count" role="status"></span>'
+        f'<button type="button" id="compare-selected"{pairs} disabled>Compare selected</button>'
+        '<span class="muted" id="pick-note" role="status">tick two experiments to compare them</span></div>'
     )
     body = (
         f"<h2>Experiments ({len(rows)})</h2>{filters}"

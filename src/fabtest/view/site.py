@@ -60,7 +60,7 @@ class Site:
             return Page(data, f"{kind}; charset=utf-8")
         rows = self.catalog.rows()
         if path == "index.html":
-            return _html(experiments_page(rows, self.catalog))
+            return _html(experiments_page(rows, self.catalog, self.built_pairs))
         if m := _TRENDS.fullmatch(path):
             by = "commit" if m.group(1) else "time"
             if m.group(2) is None:

@@ -104,6 +104,32 @@
     });
   }
 
+  // the experiments list: two ticked rows open their comparison, the older one as baseline
+  var pickBtn = $("compare-selected");
+  if (pickBtn) {
+    var picks = Array.prototype.slice.call(document.querySelectorAll("input.pick"));
+    var chosen = function () {  // rows are newest first: the later in the page is the older
+      return picks.filter(function (p) { return p.checked; }).map(function (p) { return p.value; }).reverse();
+    };
+    picks.forEach(function (p) {
+      p.addEventListener("change", function () {
+        var n = chosen().length;
+        pickBtn.disabled = n !== 2;
+        $("pick-note").textContent = n === 2 ? "" : "tick two experiments to compare them (" + n + " ticked)";
+      });
+    });
+    pickBtn.addEventListener("click", function () {
+      var two = chosen(), pair = two[0] + "--" + two[1], pairs = pickBtn.dataset.pairs;
+      if (two.length !== 2) return;
+      if (pairs !== undefined && pairs.split(" ").indexOf(pair) < 0) {
+        $("pick-note").textContent = "This static build has each experiment compared with the one before it only; " +
+          "run `fabtest view` to compare any two.";
+        return;
+      }
+      window.location.href = "compare/" + encodeURIComponent(two[0]) + "--" + encodeURIComponent(two[1]) + ".html";
+    });
+  }
+
   // comparison chooser: opens compare/<baseline>--<current>.html
   var form = $("compare-form");
   if (form) {
