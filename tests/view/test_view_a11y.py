@@ -128,3 +128,27 @@ def test_a_trend_chart_is_one_tab_stop_with_a_data_table(browser, site: Path) ->
         assert "REGRESSION" in table.locator("tbody tr >> nth=8").text_content()
     finally:
         page.close()
+
+
+def test_served_conversation_with_its_review_controls_has_no_serious_violation(browser, tmp_path: Path) -> None:  # noqa: ANN001
+    """Served, a conversation page shows right / wrong and a comment on each judged check (hidden
+    in the static build above): they are labelled controls too."""
+    import threading
+
+    from fabtest.view.server import make_server
+
+    results = results_dir(tmp_path, count=2)
+    catalog = Catalog(results)
+    sid = catalog.scenario_ids(catalog.rows()[1])[1]
+    server = make_server(results)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/{conversation_path('exp_001', sid, 1)}"
+        page = browser.new_page()
+        page.goto(url)
+        assert page.locator("form.label-form").first.is_visible()
+        page.close()
+        assert _violations(browser, url) == []
+    finally:
+        server.shutdown()
+        server.server_close()
