@@ -167,3 +167,17 @@ def test_shard_parts_are_listed_but_left_out_of_the_trends(results: Path, tmp_pa
     assert "(shard 1/2)" in _text(site, "index.html")
     trends = _text(site, "trends.html")
     assert "Trends over 2 experiments" in trends and "exp_002_part1" not in trends
+
+
+def test_chart_axes_label_each_date_and_each_y_value_once() -> None:
+    """Issue 31: trend axes repeated one date label (several experiments a day) and y ticks the
+    format rounds alike ($0.00 four times)."""
+    from fabtest.experiment.fmt import usd
+    from fabtest.view.chart import Point, Series, line_chart
+
+    points = [Point(float(i), 0.001 * i, f"exp/e{i}.html", "tip") for i in range(6)]
+    ticks = [(float(i), "2026-11-27" if i < 4 else "2026-11-28") for i in range(6)]
+    svg = line_chart([Series("cost", points)], "Cost", ticks, lambda v: f"${v:.2f}" if v < 0.01 else usd(v))
+    assert svg.count(">2026-11-27</text>") == 1 and svg.count(">2026-11-28</text>") == 1
+    ylabels = re.findall(r'dominant-baseline="middle" fill="#5c656d">([^<]+)</text>', svg)
+    assert len(ylabels) == len(set(ylabels)) and "$0.00" in ylabels

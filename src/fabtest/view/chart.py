@@ -83,17 +83,22 @@ def line_chart(
         return _TOP + plot_h - max(0.0, min(1.0, y / top)) * plot_h
 
     body: list[str] = [f"<title>{escape(title)}</title>"]
-    for i in range(5):  # y grid and labels
+    shown_y: set[str] = set()
+    for i in range(5):  # y grid and labels; a label the format rounds to one already drawn is left out
         v = top * i / 4
         y = sy(v)
         body.append(f'<line x1="{_LEFT}" y1="{y:.1f}" x2="{_W - _RIGHT}" y2="{y:.1f}" stroke="#e9ecef"/>')
-        body.append(f'<text x="{_LEFT - 6}" y="{y:.1f}" text-anchor="end" dominant-baseline="middle" fill="#5c656d">'
-                    f"{escape(y_format(v))}</text>")
+        if (text := y_format(v)) not in shown_y:
+            shown_y.add(text)
+            body.append(f'<text x="{_LEFT - 6}" y="{y:.1f}" text-anchor="end" dominant-baseline="middle" fill="#5c656d">'
+                        f"{escape(text)}</text>")
     body.append(f'<line x1="{_LEFT}" y1="{_TOP + plot_h}" x2="{_W - _RIGHT}" y2="{_TOP + plot_h}" stroke="#adb5bd"/>')
-    every = max(1, len(ticks) // 12)  # at most about a dozen x labels
+    every = max(1, len(ticks) // 12)  # at most about a dozen x labels, each once (many experiments a day share a date)
+    last = None
     for i, (x, label) in enumerate(ticks):
-        if i % every:
+        if i % every or label == last:
             continue
+        last = label
         px = sx(x)
         short = label if len(label) <= 14 else label[:13] + "…"
         body.append(f'<line x1="{px:.1f}" y1="{_TOP + plot_h}" x2="{px:.1f}" y2="{_TOP + plot_h + 4}" stroke="#adb5bd"/>')
