@@ -189,6 +189,19 @@ def test_find_things_in_an_experiment_search_changed_grouped_sorted(page, result
     assert all("vs exp_004" in b for b in badges) and any("newly failing" in b for b in badges)
     page.uncheck("#f-changed")
 
+    # a failed criterion, a called tool: the runs counted from the file
+    from fabtest.experiment.export import read_document
+
+    runs = read_document(results / "exp_008.json", results)[1]["scenario_results"]
+    unfriendly = sum(any(c["criterion"] == "friendly" and c["status"] == "failed" for c in r["evaluations"]["details"]) for r in runs)
+    venues = sum(any(c["name"] == "search_venues" for t in r["transcript"] for c in t.get("tool_calls") or []) for r in runs)
+    page.select_option("#f-criterion", "friendly")
+    assert _visible(page, "tr.scn") == unfriendly and 0 < unfriendly < 16
+    page.select_option("#f-criterion", "")
+    page.select_option("#f-tool", "search_venues")
+    assert _visible(page, "tr.scn") == venues and venues > 0
+    page.select_option("#f-tool", "")
+
     def order(attr: str) -> list[float]:
         return [float(v) for v in page.eval_on_selector_all("tbody.group", f"gs => gs.map(g => g.dataset.{attr})")]
 

@@ -64,6 +64,12 @@ def experiment_page(doc: dict[str, Any], changed: Mapping[str, str] | None = Non
     entries = [x for x in doc.get("scenario_results") or [] if isinstance(x, dict)]
     flaky, causes = _flaky(doc)
     types = sorted({str(x.get("failure_type") or "assertion") for x in entries if _status(x) == "failed"})
+    failed_criteria = {id(x): sorted({str(c.get("criterion")) for c in _details(x.get("evaluations")) + _details(x.get("expectations"))
+                                      if c.get("status") == "failed"}) for x in entries}
+    tools_of = {id(x): sorted({str(c.get("name")) for t in x.get("transcript") or [] if isinstance(t, dict)
+                               for c in t.get("tool_calls") or [] if isinstance(c, dict)}) for x in entries}
+    all_criteria = sorted({c for v in failed_criteria.values() for c in v})
+    all_tools = sorted({c for v in tools_of.values() for c in v})
     groups: dict[str, list[dict[str, Any]]] = {}
     for x in entries:
         groups.setdefault(str(x.get("id")), []).append(x)
@@ -93,7 +99,8 @@ def experiment_page(doc: dict[str, Any], changed: Mapping[str, str] | None = Non
             failure = str(x.get("failure_type") or "assertion") if _status(x) == "failed" else ""
             rows.append(
                 f'<tr class="scn" data-status="{_status(x)}" data-flaky="{int(sid in flaky)}" data-failure="{e(failure)}" '
-                f'data-changed="{int(bool(change))}" data-text="{e(_search_text(x))}">'
+                f'data-changed="{int(bool(change))}" data-text="{e(_search_text(x))}" '
+                f'data-criteria="{e(chr(10).join(failed_criteria[id(x)]))}" data-tools="{e(chr(10).join(tools_of[id(x)]))}">'
                 f"<td>{_badge(x)}</td><td>{link('../', conversation_path(exp_id, sid, it), f'{name} · run {it}')}</td>"
                 f'<td class="num">{e(it)}</td><td class="num">{e(x.get("turns") or 0)}</td>'
                 f'<td class="num">{e(pct(ev.get("rate")))}</td><td>{e(x.get("failure_message") or "")}</td><td></td></tr>'
@@ -108,6 +115,10 @@ def experiment_page(doc: dict[str, Any], changed: Mapping[str, str] | None = Non
         '<label><input type="checkbox" id="f-flaky"> flaky only</label>' + changed_box +
         '<label>Failure type <select id="f-failure"><option value="">any failure type</option>'
         + "".join(f'<option value="{e(t)}">{e(t)}</option>' for t in types)
+        + '</select></label><label>Failed criterion <select id="f-criterion"><option value="">any</option>'
+        + "".join(f'<option value="{e(c)}">{e(c)}</option>' for c in all_criteria)
+        + '</select></label><label>Called tool <select id="f-tool"><option value="">any</option>'
+        + "".join(f'<option value="{e(t)}">{e(t)}</option>' for t in all_tools)
         + '</select></label><span class="muted" id="f-count" role="status"></span></div>'
     )
     heads = ["Status", "Scenario", "Run", "Turns", "Eval rate", "Failure", "Flaky attribution"]

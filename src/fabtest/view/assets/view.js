@@ -31,11 +31,14 @@
     var filter = function () {
       var failed = $("f-failed").checked, flaky = $("f-flaky").checked, type = $("f-failure").value,
         changed = $("f-changed") ? $("f-changed").checked : false,
-        words = ($("f-text").value || "").toLowerCase().split(/\s+/).filter(Boolean);
+        words = ($("f-text").value || "").toLowerCase().split(/\s+/).filter(Boolean),
+        crit = $("f-criterion") ? $("f-criterion").value : "", tool = $("f-tool") ? $("f-tool").value : "";
       scns.forEach(function (r) {
         var text = r.dataset.text || "";
         var ok = (!failed || r.dataset.status === "failed") && (!flaky || r.dataset.flaky === "1") &&
           (!type || r.dataset.failure === type) && (!changed || r.dataset.changed === "1") &&
+          (!crit || (r.dataset.criteria || "").split("\n").indexOf(crit) >= 0) &&
+          (!tool || (r.dataset.tools || "").split("\n").indexOf(tool) >= 0) &&
           words.every(function (w) { return text.indexOf(w) >= 0; });
         r.classList.toggle("hidden", !ok);
       });
@@ -44,7 +47,7 @@
       });
       count(scns);
     };
-    ["f-text", "f-failed", "f-flaky", "f-changed", "f-failure"].forEach(function (id) {
+    ["f-text", "f-failed", "f-flaky", "f-changed", "f-failure", "f-criterion", "f-tool"].forEach(function (id) {
       if ($(id)) $(id).addEventListener("input", filter);
     });
     filter();
