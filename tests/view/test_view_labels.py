@@ -5,6 +5,7 @@ the results directory."""
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -99,6 +100,10 @@ def test_the_server_saves_a_label_from_its_own_pages_only(results: Path, served:
         form = client.post("/label", content=b"verdict=right", headers={"Content-Type": "application/x-www-form-urlencoded"})
         assert form.status_code == 400  # what a cross-site form could send
         assert client.post("/other", json=body).status_code == 400
+        with socket.create_connection(("127.0.0.1", served), timeout=10) as raw:  # a length httpx would not send
+            raw.sendall(f"POST /label HTTP/1.1\r\nHost: 127.0.0.1:{served}\r\nContent-Type: application/json\r\n"
+                        "Content-Length: many\r\n\r\n{}".encode())
+            assert raw.recv(200).startswith(b"HTTP/1.0 400")
         assert not list(results.glob("*.yaml"))
         ok = client.post("/label", json=body, headers={"Origin": own})
         assert ok.status_code == 200 and ok.json()["labels"] == 1 and ok.json()["kappa"] is None  # one class only

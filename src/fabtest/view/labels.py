@@ -81,7 +81,9 @@ def label_check(results_dir: Path, doc_head: Mapping[str, Any], entry: Mapping[s
                      transcript=[{"user": str(t.get("user") or ""), "agent": str(t.get("agent") or "")} for t in turns])
     label.update(judge=judge, comment=comment.strip(), scenario=str(entry.get("id")),
                  iteration=int(entry.get("iteration") or 1), check=check)
-    criteria = (doc_head.get("configuration") or {}).get("criteria") or {}
+    config = doc_head.get("configuration")
+    criteria = config.get("criteria") if isinstance(config, dict) else None
+    criteria = criteria if isinstance(criteria, dict) else {}
     with _LOCK:
         examples = [x for x in read_labels(path) if (x.get("scenario"), x.get("iteration"), x.get("check"))
                     != (label["scenario"], label["iteration"], check)]

@@ -54,7 +54,8 @@ def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
                     or urlsplit(origin or "http://x").scheme != "http"):
                 self._send(403, b"fabtest view: labels are accepted from this server's own pages only", "text/plain; charset=utf-8")
                 return
-            length = int(self.headers.get("Content-Length") or 0)
+            given = self.headers.get("Content-Length") or "0"
+            length = int(given) if given.isdigit() else 0
             if (urlsplit(self.path).path != "/label" or not (self.headers.get("Content-Type") or "").startswith("application/json")
                     or not 0 < length <= 65536):
                 self._send(400, b"fabtest view: POST /label with a JSON body", "text/plain; charset=utf-8")
