@@ -51,6 +51,9 @@ class Site:
     catalog: Catalog
     #: the comparisons a static build writes (None when served: any pair is rendered on request)
     built_pairs: list[tuple[str, str]] | None = None
+    #: each experiment's predecessor on its branch, fixed once for a static build (50,000 conversation
+    #: pages would otherwise look it up 50,000 times)
+    _previous: dict[str, ExperimentRow | None] | None = None
 
     def render(self, path: str) -> Page | None:
         path = path.lstrip("/") or "index.html"
@@ -158,7 +161,7 @@ class Site:
         out = [(conversation_path(row.id, sid, x.get("iteration") or 1),
                 f"run {x.get('iteration') or 1} ({'passed' if x.get('passed') else 'failed'})")
                for x in runs if (x.get("iteration") or 1) != here]
-        prev = self.catalog.previous(row, rows)
+        prev = self._previous.get(row.id) if self._previous is not None else self.catalog.previous(row, rows)
         if prev is not None and sid in self.catalog.scenario_ids(prev):
             out.append((conversation_path(prev.id, sid, here if here <= prev.iterations else 1), f"in {prev.id} (previous on branch)"))
             out.append((compare_path(prev.id, row.id), f"compare {prev.id} → {row.id}"))
@@ -209,6 +212,7 @@ class Site:
         lines = [ordered, *([r for r in ordered if r.branch == b] for b in branches)]
         pairs = {(a.id, b.id): (a, b) for line in lines for a, b in zip(line, line[1:], strict=False)}
         self.built_pairs = sorted(pairs)
+        self._previous = {r.id: self.catalog.previous(r, rows) for r in rows}
         trends = [trends_path(b, by) for b in (None, *branches) for by in ("time", "commit")]
         for path in ("index.html", *trends, "compare.html", *(f"assets/{n}" for n in ASSETS)):
             rendered = self.render(path)
