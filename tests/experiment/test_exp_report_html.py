@@ -93,3 +93,31 @@ def test_comparison_html_keeps_shared_added_and_checks_apart():
     assert "n/a (a side has one run)" in html and "<b>no</b>" not in html
     criteria = html[html.index("Quality by criterion"):html.index("Checks (deterministic")]
     assert "match:/venue/" not in criteria
+
+
+def test_html_report_groups_iterations_under_their_scenario():
+    """Issue 31 point 3: one index row and one collapsible group per scenario with its pass count;
+    only the first failing run of a scenario opens, so many iterations stay short."""
+    results = [make_result(name, iteration=it, passed=not (name == "Flaky one" and it >= 2),
+                           failure_type=None if name != "Flaky one" or it < 2 else "max_turns")
+               for it in (1, 2, 3) for name in ("Steady one", "Flaky one")]
+    html = render_experiment_html(make_doc("exp_group", results, iterations=3))
+    assert "(2 scenarios, 6 runs)" in html
+    index = html[html.index("<table><thead><tr><th>Status</th><th>Scenario</th><th>Runs</th>"):]
+    index = index[:index.index("</table>")]
+    assert index.count("<tr>") == 3  # the header and one row per scenario
+    assert index.index("Flaky one") < index.index("Steady one")  # failing scenarios first
+    assert "1/3 passed" in index and "3/3 passed" in index
+    groups = re.findall(r'<details class="scenario group" id="(g\d)"( open)?>', html)
+    assert groups == [("g0", " open"), ("g1", "")]  # the failing scenario's group is open, the passing one closed
+    flaky = html[html.index('id="g0"'):html.index('id="g1"')]
+    runs = re.findall(r'<details class="scenario" id="s\d+"( open)?><summary>(<span class="badge [^"]+">[^<]+</span>)', flaky)
+    assert [(o, "FAILED" in b) for o, b in runs] == [("", False), (" open", True), ("", True)]  # only run 2 opens
+
+
+def test_html_report_of_many_failing_runs_opens_one_per_scenario():
+    results = [make_result(f"scenario {i}", iteration=it, passed=False, failure_type="max_turns")
+               for it in range(1, 11) for i in range(20)]
+    html = render_experiment_html(make_doc("exp_many", results, iterations=10))
+    assert html.count('<details class="scenario" id="s') == 200
+    assert len(re.findall(r'<details class="scenario" id="s\d+" open>', html)) == 20

@@ -113,8 +113,13 @@ def test_served_site_experiments_trend_point_comparison_and_conversation(page, s
     assert _visible(page, "tr.scn") == 0  # experiment 8's scenario 5 did not flake (8 % 3 != 1)
     _shot(page, tmp_path, "experiment")
 
-    # compare two chosen experiments
+    # compare two chosen experiments; the text filter narrows both lists to one branch's
     page.click("nav.viewnav >> text=Compare")
+    page.fill("#c-filter", "feature/tone")
+    shown = page.eval_on_selector_all("#c-baseline option", "os => os.filter(o => !o.hidden).map(o => o.value)")
+    assert shown == ["exp_008", "exp_004", "exp_000"] and page.locator("#c-count").text_content() == "3 of 12 experiments match"
+    assert page.input_value("#c-current") in shown and page.input_value("#c-baseline") in shown
+    page.fill("#c-filter", "")
     page.select_option("#c-baseline", "exp_006")
     page.select_option("#c-current", "exp_009")
     page.click("#compare-form button")
@@ -138,7 +143,7 @@ def test_static_build_opens_from_files(page, results: Path, tmp_path: Path) -> N
     build_site(results, site)
     page.goto((site / "index.html").as_uri())
     assert _visible(page, "tr.exp") == 12
-    page.click("text=exp_003")
+    page.click('tr.exp td:first-child a:text-is("exp_003")')
     assert HOSTILE in page.locator("header.top h1").text_content()  # shown as text, not markup
     page.click("tr.scn a >> text=scenario 0 >> nth=0")
     assert HOSTILE in page.locator("section.turn >> nth=0").locator(".msg.agent").text_content()
@@ -159,3 +164,91 @@ def test_static_build_opens_from_files(page, results: Path, tmp_path: Path) -> N
     _shot(page, tmp_path, "static-trends-commit")
     page.click('a.point[data-series="completion"] >> nth=2')
     assert "prompt v8" in page.locator("header.top h1").text_content()
+
+
+def test_find_things_in_an_experiment_search_changed_grouped_sorted(page, results: Path, tmp_path: Path) -> None:
+    """Issue 31 point 3: runs grouped under their scenario with pass counts, a search across the
+    transcripts, the 'changed vs previous' filter, sortable columns (static build, from files)."""
+    site = tmp_path / "site"
+    build_site(results, site)
+    page.goto((site / "exp" / "exp_008.html").as_uri())
+    assert page.locator("tbody.group").count() == 8 and _visible(page, "tr.scn") == 16
+    first = page.locator("tbody.group >> nth=0").locator("tr.sgroup")
+    assert "0/2 passed" in first.text_content() and "scenario 0" in first.text_content()
+
+    page.fill("#f-text", "reply of EXPERIMENT 8")  # only scenario 0's agent says it, in both runs
+    assert _visible(page, "tr.scn") == 2 and _visible(page, "tbody.group") == 1
+    page.fill("#f-text", "experiment 7")
+    assert _visible(page, "tr.scn") == 0 and page.locator("#f-count").text_content() == "0 of 16 shown"
+    page.fill("#f-text", "")
+
+    page.check("#f-changed")  # against exp_004, the one before it on feature/tone
+    groups = _visible(page, "tbody.group")
+    assert 0 < groups < 8
+    badges = page.eval_on_selector_all("tbody.group:not(.hidden) tr.sgroup", "rs => rs.map(r => r.textContent)")
+    assert all("vs exp_004" in b for b in badges) and any("newly failing" in b for b in badges)
+    page.uncheck("#f-changed")
+
+    # a failed criterion, a called tool: the runs counted from the file
+    from fabtest.experiment.export import read_document
+
+    runs = read_document(results / "exp_008.json", results)[1]["scenario_results"]
+    unfriendly = sum(any(c["criterion"] == "friendly" and c["status"] == "failed" for c in r["evaluations"]["details"]) for r in runs)
+    venues = sum(any(c["name"] == "search_venues" for t in r["transcript"] for c in t.get("tool_calls") or []) for r in runs)
+    page.select_option("#f-criterion", "friendly")
+    assert _visible(page, "tr.scn") == unfriendly and 0 < unfriendly < 16
+    page.select_option("#f-criterion", "")
+    page.select_option("#f-tool", "search_venues")
+    assert _visible(page, "tr.scn") == venues and venues > 0
+    page.select_option("#f-tool", "")
+
+    def order(attr: str) -> list[float]:
+        return [float(v) for v in page.eval_on_selector_all("tbody.group", f"gs => gs.map(g => g.dataset.{attr})")]
+
+    page.click("#scenarios th >> nth=0 >> button")  # by pass rate, lowest first
+    assert order("s0") == sorted(order("s0")) and order("s0")[0] == 0.0
+    page.click("#scenarios th >> nth=0 >> button")
+    assert order("s0") == sorted(order("s0"), reverse=True)
+    assert page.get_attribute("#scenarios th >> nth=0", "aria-sort") == "descending"
+
+    page.click("nav.viewnav >> text=Experiments")
+    page.click("#experiments th:has-text('Completion') button")
+    rates = page.eval_on_selector_all("tr.exp td:nth-child(9)", "cs => cs.map(c => parseFloat(c.textContent))")
+    assert rates == sorted(rates) and rates[0] < rates[-1]
+    dates = page.eval_on_selector_all("tr.exp td:nth-child(6)", "cs => cs.map(c => c.textContent)")
+    page.click("#experiments th:has-text('Date') button")
+    assert page.eval_on_selector_all("tr.exp td:nth-child(6)", "cs => cs.map(c => c.textContent)") == sorted(dates)
+
+
+def test_review_a_judged_check_in_the_served_view(page, served: str, results: Path) -> None:
+    """Issue 31 point 4: served, each judged check has right / wrong and a comment; a click saves a
+    label next to the experiment and says how often the judge agrees so far."""
+    page.goto(served + "exp/exp_002.html")
+    page.click("tr.scn a >> text=scenario 1 · run 1")
+    forms = page.locator("form.label-form")
+    assert forms.count() == 2 and forms.first.is_visible()
+    forms.first.locator("input[name=comment]").fill("not warm at all")
+    forms.first.locator("button >> text=wrong").click()
+    page.wait_for_function("document.querySelector('form.label-form .saved').textContent.length > 0")
+    assert forms.first.locator(".saved").text_content().startswith("saved (wrong): 1 label(s), the judge agrees with 0%")
+    labels = (results / "exp_002.labels.yaml").read_text(encoding="utf-8")
+    assert "comment: not warm at all" in labels and "verdict: failed" in labels and "judge: passed" in labels
+
+
+def test_a_static_build_hides_the_review_controls(page, results: Path, tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    build_site(results, site)
+    page.goto((site / "exp" / "exp_002.html").as_uri())
+    page.click("tr.scn a >> text=scenario 1 · run 1")
+    assert page.locator("form.label-form").count() == 2 and not page.locator("form.label-form").first.is_visible()
+
+
+def test_compare_selected_opens_the_two_ticked_experiments_older_first(page, served: str) -> None:
+    page.goto(served)
+    assert page.is_disabled("#compare-selected")
+    page.check('input.pick[value="exp_011"]')
+    page.check('input.pick[value="exp_006"]')
+    assert page.is_enabled("#compare-selected")
+    page.click("#compare-selected")
+    page.wait_for_url("**/compare/exp_006--exp_011.html")
+    assert page.locator("#verdict").count() == 1 and page.locator("#what-changed").count() == 1

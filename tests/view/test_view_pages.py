@@ -52,7 +52,7 @@ def test_trends_mark_the_regression_the_compare_gate_finds_and_link_every_point(
     assert catalog.regressions(rows[7], rows[8]) == {"completion", "evaluation", "criterion:friendly"}
     assert catalog.regressions(rows[8], rows[9]) == frozenset()
     html = _text(Site(catalog), "trends.html")
-    rings = re.findall(r'<a class="point" href="([^"]+)" data-series="([^"]+)"><circle[^>]*r="8"', html)
+    rings = re.findall(r'<a class="point" href="([^"]+)" tabindex="-1" data-series="([^"]+)"><circle[^>]*r="8"', html)
     assert sorted(rings) == [("exp/exp_008.html", "completion"), ("exp/exp_008.html", "friendly")]
     # every experiment has a point per rate series, and a band where iterations gave a spread
     assert html.count('data-series="completion"') == 12
@@ -167,3 +167,17 @@ def test_shard_parts_are_listed_but_left_out_of_the_trends(results: Path, tmp_pa
     assert "(shard 1/2)" in _text(site, "index.html")
     trends = _text(site, "trends.html")
     assert "Trends over 2 experiments" in trends and "exp_002_part1" not in trends
+
+
+def test_chart_axes_label_each_date_and_each_y_value_once() -> None:
+    """Issue 31: trend axes repeated one date label (several experiments a day) and y ticks the
+    format rounds alike ($0.00 four times)."""
+    from fabtest.experiment.fmt import usd
+    from fabtest.view.chart import Point, Series, line_chart
+
+    points = [Point(float(i), 0.001 * i, f"exp/e{i}.html", "tip") for i in range(6)]
+    ticks = [(float(i), "2026-11-27" if i < 4 else "2026-11-28") for i in range(6)]
+    svg = line_chart([Series("cost", points)], "Cost", ticks, lambda v: f"${v:.2f}" if v < 0.01 else usd(v))
+    assert svg.count(">2026-11-27</text>") == 1 and svg.count(">2026-11-28</text>") == 1
+    ylabels = re.findall(r'dominant-baseline="middle" fill="#5c656d">([^<]+)</text>', svg)
+    assert len(ylabels) == len(set(ylabels)) and "$0.00" in ylabels

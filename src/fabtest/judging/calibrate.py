@@ -57,6 +57,13 @@ class LabelledExample(BaseModel):
     good_examples: list[str] = Field(default_factory=list)
     bad_examples: list[str] = Field(default_factory=list)
     source: str = ""
+    #: where a label made in ``fabtest view`` came from and what the judge said then (for the record;
+    #: calibrate judges the example again): docs/view.md, "Review and label"
+    judge: str | None = None
+    comment: str = ""
+    scenario: str = ""
+    iteration: int | None = None
+    check: int | None = None
 
     @field_validator("verdict")
     @classmethod

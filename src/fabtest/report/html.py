@@ -34,8 +34,8 @@ __all__ = [
 ]
 
 REPORT_CSS = _CSS = """
-:root{--fg:#212529;--muted:#6c757d;--line:#e9ecef;--bg:#f8f9fa;--card:#fff;--ok:#2f9e44;--bad:#e03131;
---warn:#f08c00;--info:#1c7ed6}
+:root{--fg:#212529;--muted:#5c656d;--line:#e9ecef;--bg:#f8f9fa;--card:#fff;--ok:#237032;--bad:#c92a2a;
+--warn:#a65300;--info:#1864ab}
 *{box-sizing:border-box}
 body{margin:0;background:var(--bg);color:var(--fg);font:14px/1.5 -apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif}
 main{max-width:1180px;margin:0 auto;padding:24px 28px 60px}
@@ -59,8 +59,8 @@ th{color:var(--muted);font-weight:600;font-size:12px;text-transform:uppercase;le
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
 .badge{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;font-weight:600}
 .b-pass{background:#ebfbee;color:var(--ok)}.b-fail{background:#fff5f5;color:var(--bad)}
-.b-skip{background:#f1f3f5;color:var(--muted)}.b-warn{background:#fff9db;color:#e67700}
-.b-HIGH{background:#ebfbee;color:var(--ok)}.b-MEDIUM{background:#fff9db;color:#e67700}.b-LOW{background:#fff5f5;color:var(--bad)}
+.b-skip{background:#f1f3f5;color:var(--muted)}.b-warn{background:#fff9db;color:var(--warn)}
+.b-HIGH{background:#ebfbee;color:var(--ok)}.b-MEDIUM{background:#fff9db;color:var(--warn)}.b-LOW{background:#fff5f5;color:var(--bad)}
 .up{color:var(--ok);font-weight:600}.down{color:var(--bad);font-weight:600}.flat{color:var(--muted)}
 .icon{display:inline-block;width:18px;text-align:center;font-weight:700}
 .i-passed{color:var(--ok)}.i-failed{color:var(--bad)}.i-inconclusive{color:var(--warn)}.i-skipped{color:var(--muted)}
@@ -70,6 +70,7 @@ details.scenario>summary::-webkit-details-marker{display:none}
 details.scenario>summary .name{font-weight:600;flex:1}
 details.scenario>summary .facts{color:var(--muted);font-size:12px}
 details.scenario[open]>summary{border-bottom:1px solid var(--line)}
+details.scenario.group>.sbody>details.scenario{margin:0 0 8px}
 .sbody{padding:12px 16px}
 .failure{background:#fff5f5;border-left:3px solid var(--bad);padding:8px 12px;border-radius:4px;margin-bottom:12px;white-space:pre-wrap;font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px}
 .turn{border-left:2px solid var(--line);margin:0 0 12px 6px;padding-left:14px}
@@ -77,7 +78,7 @@ details.scenario[open]>summary{border-bottom:1px solid var(--line)}
 .msg{padding:8px 12px;border-radius:8px;margin:4px 0;white-space:pre-wrap;max-width:92%}
 .user{background:#e7f5ff}.agent{background:#f1f3f5}
 .msg .who{display:block;font-size:11px;font-weight:700;color:var(--muted);text-transform:uppercase;margin-bottom:2px}
-.tool::before{content:"tool call";display:block;font-size:10px;font-weight:700;color:#868e96;text-transform:uppercase;font-family:-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif}
+.tool::before{content:"tool call";display:block;font-size:10px;font-weight:700;color:var(--muted);text-transform:uppercase;font-family:-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif}
 .tool{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px;background:#fff;border:1px dashed #ced4da;border-radius:6px;padding:6px 10px;margin:4px 0;white-space:pre-wrap;word-break:break-word}
 .topic{display:inline-block;background:#f3f0ff;color:#6741d9;border-radius:10px;padding:0 8px;font-size:11px;font-weight:600;margin-left:6px}
 .path .topic{margin:0 2px}
@@ -85,6 +86,7 @@ details.scenario[open]>summary{border-bottom:1px solid var(--line)}
 ul.plain{margin:4px 0;padding-left:18px}
 footer{color:var(--muted);font-size:12px;margin-top:40px;text-align:center}
 a{color:var(--info);text-decoration:none}
+main p a,main li a,header a{text-decoration:underline;text-underline-offset:2px}
 """
 
 _ICONS = {"passed": "✓", "failed": "✗", "inconclusive": "?", "not_applicable": "n/a", "skipped": "–"}
@@ -313,7 +315,7 @@ def _transcript(entry: dict[str, Any]) -> str:
     for t in turns:
         topic = f'<span class="topic">{_e(t.get("topic"))}</span>' if t.get("topic") else ""
         if t.get("off_graph"):
-            topic += '<span class="topic" style="background:#fff4e6;color:#d9480f">off-graph jump</span>'
+            topic += '<span class="topic" style="background:#fff4e6;color:#c2410c">off-graph jump</span>'
         tools = "".join(
             f'<div class="tool"><b>{_e(c.get("name"))}</b>({_e(_json(c.get("arguments", {})))})'
             + (' <span class="muted">stubbed</span>' if c.get("stubbed") else "")
@@ -340,7 +342,6 @@ def _metadata_line(meta: Any) -> str:
     return f'<div class="muted" style="font-size:11px">{parts}</div>'
 
 
-
 def _checks(title: str, block: Any) -> str:
     details = block.get("details", []) if isinstance(block, dict) else (block or [])
     if not details:
@@ -358,7 +359,7 @@ def _checks(title: str, block: Any) -> str:
     return f"<h3>{_e(title)}{summary}</h3>" + _table(["", "Turn", "Type", "Criterion", "Status", "Details"], rows)
 
 
-def _scenario(entry: dict[str, Any], anchor: str) -> str:
+def _scenario(entry: dict[str, Any], anchor: str, opened: bool | None = None) -> str:
     ev = entry.get("evaluations")
     ev = ev if isinstance(ev, dict) else {}
     iteration = f" · run {entry.get('iteration')}" if (entry.get("iteration") or 1) > 1 else ""
@@ -373,9 +374,11 @@ def _scenario(entry: dict[str, Any], anchor: str) -> str:
     if path:
         path_html = '<p class="path muted">Topics: ' + " → ".join(f'<span class="topic">{_e(t)}</span>' for t in path) + "</p>"
     where = " · ".join(_e(x) for x in (entry.get("feature"), entry.get("rule"), entry.get("record_id")) if x)
-    opened = " open" if not entry.get("passed") and not entry.get("skipped") else ""
+    if opened is None:  # alone: open when it failed; in a group the caller decides
+        opened = not entry.get("passed") and not entry.get("skipped")
+    is_open = " open" if opened else ""
     return (
-        f'<details class="scenario" id="{_e(anchor)}"{opened}><summary>{_status_badge(entry)}'
+        f'<details class="scenario" id="{_e(anchor)}"{is_open}><summary>{_status_badge(entry)}'
         f'<span class="name">{_e(entry.get("name"))}</span><span class="facts">{_e(facts)}</span></summary>'
         f'<div class="sbody"><p class="muted">{_e(entry.get("id"))}{" · " + where if where else ""}</p>{failure}{path_html}'
         f"<h3>Transcript</h3>{_transcript(entry)}"
@@ -385,18 +388,39 @@ def _scenario(entry: dict[str, Any], anchor: str) -> str:
 
 
 def _scenarios_section(entries: list[dict[str, Any]], title: str = "Scenarios") -> str:
+    """Every run grouped under its scenario (iterations: one collapsible group with its pass count), failing
+    first; only each scenario's first failing run opens by default, so 1,000 runs stay a page to scroll."""
     if not entries:
         return f'<h2>{_e(title)}</h2><p class="muted">No scenarios.</p>'
-    ordered = sorted(enumerate(entries), key=lambda p: (bool(p[1].get("passed")) or bool(p[1].get("skipped")), bool(p[1].get("skipped")), p[1].get("name") or "", p[1].get("iteration") or 1))
-    rows = []
-    for i, e in ordered:
-        ev = e.get("evaluations")
-        ev = ev if isinstance(ev, dict) else {}
-        rows.append([_status_badge(e), _Html(f'<a href="#s{i}">{_e(e.get("name"))}</a>'), _e(e.get("iteration", 1)), _e(e.get("turns", 0)),
-                     _e(len(e.get("topics_visited") or [])), pct(ev.get("rate")), _e(e.get("failure_message") or "")])
-    index = _table(["Status", "Scenario", "Run", "Turns", "Topics", "Eval rate", "Failure"], rows, {2, 3, 4, 5})
-    details = "".join(_scenario(e, f"s{i}") for i, e in ordered)
-    return f'<h2>{_e(title)} ({len(entries)})</h2><div class="panel">{index}</div>{details}'
+    groups: dict[Any, list[tuple[int, dict[str, Any]]]] = {}
+    for i, e in enumerate(entries):
+        groups.setdefault(e.get("id") or f"#{i}", []).append((i, e))
+    failing = {i for i, e in enumerate(entries) if not e.get("passed") and not e.get("skipped")}
+    ordered = sorted(groups.values(), key=lambda runs: (not any(i in failing for i, _ in runs),
+                                                         all(e.get("skipped") for _, e in runs), runs[0][1].get("name") or ""))
+    rows, details = [], []
+    for g, runs in enumerate(ordered):
+        runs = sorted(runs, key=lambda p: p[1].get("iteration") or 1)
+        first = runs[0][1]
+        counted = [e for _, e in runs if not e.get("skipped")]
+        passed = sum(1 for e in counted if e.get("passed"))
+        rates = [r for _, e in runs if isinstance(ev := e.get("evaluations"), dict)
+                 and isinstance(r := ev.get("rate"), (int, float))]
+        badge = _status_badge(first) if len(runs) == 1 else _Html(
+            f'<span class="badge {"b-pass" if counted and passed == len(counted) else "b-fail" if counted else "b-skip"}">'
+            f"{passed}/{len(counted)} passed</span>")
+        anchor = f"s{runs[0][0]}" if len(runs) == 1 else f"g{g}"
+        rows.append([badge, _Html(f'<a href="#{anchor}">{_e(first.get("name"))}</a>'),
+                     _Html(" ".join(f'<a href="#s{i}">{_e(e.get("iteration") or 1)}</a>' for i, e in runs)),
+                     num(sum(float(e.get("turns") or 0) for _, e in runs) / len(runs)), pct(sum(rates) / len(rates) if rates else None),
+                     _e(next((e.get("failure_message") for _, e in runs if e.get("failure_message")), ""))])
+        first_fail = next((i for i, _ in runs if i in failing), None)
+        details.append(_scenario(first, anchor) if len(runs) == 1 else (
+            f'<details class="scenario group" id="{anchor}"{" open" if first_fail is not None else ""}><summary>{badge}'
+            f'<span class="name">{_e(first.get("name"))}</span><span class="facts">{len(runs)} runs</span></summary><div class="sbody">'
+            + "".join(_scenario(e, f"s{i}", opened=i == first_fail) for i, e in runs) + "</div></details>"))
+    index = _table(["Status", "Scenario", "Runs", "Turns (mean)", "Eval rate (mean)", "Failure"], rows, {3, 4})
+    return f'<h2>{_e(title)} ({len(ordered)} scenarios, {len(entries)} runs)</h2><div class="panel">{index}</div>{"".join(details)}'
 
 
 _COVERAGE_ROWS = (("topics", "Topics", "reached", "never_reached"), ("transitions", "Transitions", "taken", "never_taken"),
@@ -504,7 +528,7 @@ def _metrics_panel(comparison: Comparison) -> str:
     cards = '<div class="cards">' + "".join(
         _card(m.label, pct(m.current) if m.kind == "rate" else num(m.current),
               f"was {pct(m.baseline) if m.kind == 'rate' else num(m.baseline)} · {pp(m.delta) if m.kind == 'rate' else signed(m.delta)} {m.mark}",
-              "#2f9e44" if "▲" in m.mark else "#e03131" if "▼" in m.mark else None)
+              "#237032" if "▲" in m.mark else "#c92a2a" if "▼" in m.mark else None)
         for m in comparison.metrics
     ) + "</div>"
     return cards + f'<h2>Metrics (shared scenarios)</h2><div class="panel">{_table(["Metric", "Baseline", "Current", "Delta", "", "95% intervals (Wilson)"], rows, {1, 2, 3})}<p class="muted">Over the scenarios both experiments contain. Fewer turns and topics count as better.</p></div>'

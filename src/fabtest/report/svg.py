@@ -16,14 +16,15 @@ _FONT = "font-family:-apple-system,Segoe UI,Roboto,Helvetica,Arial,sans-serif;fo
 
 
 def rate_color(rate: float | None) -> str:
-    """Green / amber / red by rate, grey when there is nothing to rate."""
+    """Green / amber / red by rate, grey when there is nothing to rate: each at least 4.5:1 on the
+    report's white and light backgrounds (WCAG AA contrast; the amber was 2.48:1 before)."""
     if rate is None:
-        return "#9aa5b1"
+        return "#5c656d"
     if rate >= 0.8:
-        return "#2f9e44"
+        return "#237032"
     if rate >= 0.6:
-        return "#f08c00"
-    return "#e03131"
+        return "#a65300"
+    return "#c92a2a"
 
 
 def _label(text: str, y: float) -> str:
@@ -56,7 +57,7 @@ def rate_chart(
     for tick in (0, 0.25, 0.5, 0.75, 1.0):
         x = _LABEL_W + tick * plot_w
         body.append(f'<line x1="{x:.1f}" y1="0" x2="{x:.1f}" y2="{height - 20}" stroke="#e9ecef"/>')
-        body.append(f'<text x="{x:.1f}" y="{height - 6}" text-anchor="middle" fill="#868e96">{int(tick * 100)}%</text>')
+        body.append(f'<text x="{x:.1f}" y="{height - 6}" text-anchor="middle" fill="#5c656d">{int(tick * 100)}%</text>')
     for i, (label, rate, note) in enumerate(items):
         y = i * _ROW_H + 4
         mid = y + _BAR_H / 2
@@ -68,7 +69,7 @@ def rate_chart(
         value = "n/a" if rate is None else f"{rate * 100:.1f}%"
         body.append(
             f'<text x="{_LABEL_W + plot_w + 8}" y="{mid}" dominant-baseline="middle" fill="#212529" font-weight="600">'
-            f"{value}<tspan fill=\"#868e96\" font-weight=\"400\"> {escape(note)}</tspan></text>"
+            f"{value}<tspan fill=\"#5c656d\" font-weight=\"400\"> {escape(note)}</tspan></text>"
         )
     return _frame(height, body, title)
 
@@ -107,17 +108,17 @@ def delta_chart(items: Sequence[tuple[str, float | None]], title: str = "deltas"
     body = [f'<line x1="{zero:.1f}" y1="0" x2="{zero:.1f}" y2="{height - 20}" stroke="#adb5bd"/>']
     for tick in (-scale, 0.0, scale):
         x = zero + tick / scale * plot_w / 2
-        body.append(f'<text x="{x:.1f}" y="{height - 6}" text-anchor="middle" fill="#868e96">{tick * 100:+.0f}pp</text>')
+        body.append(f'<text x="{x:.1f}" y="{height - 6}" text-anchor="middle" fill="#5c656d">{tick * 100:+.0f}pp</text>')
     for i, (label, delta) in enumerate(items):
         y = i * _ROW_H + 4
         mid = y + _BAR_H / 2
         body.append(_label(label, mid))
         if delta is None:
-            body.append(f'<text x="{zero + 6:.1f}" y="{mid}" dominant-baseline="middle" fill="#868e96">not compared</text>')
+            body.append(f'<text x="{zero + 6:.1f}" y="{mid}" dominant-baseline="middle" fill="#5c656d">not compared</text>')
             continue
         w = abs(delta) / scale * plot_w / 2
         x = zero if delta >= 0 else zero - w
-        color = "#2f9e44" if delta > 0.01 else "#e03131" if delta < -0.01 else "#868e96"
+        color = "#237032" if delta > 0.01 else "#c92a2a" if delta < -0.01 else "#5c656d"
         body.append(f'<rect x="{x:.1f}" y="{y}" width="{max(w, 1.5):.1f}" height="{_BAR_H}" rx="3" fill="{color}"/>')
         body.append(
             f'<text x="{_LABEL_W + plot_w + 8}" y="{mid}" dominant-baseline="middle" fill="{color}" font-weight="600">'

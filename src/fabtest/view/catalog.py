@@ -100,7 +100,7 @@ class Catalog:
 
     results_dir: Path
     _files: dict[Path, _Cached] = field(default_factory=dict)
-    _gates: dict[tuple[tuple[Path, int], tuple[Path, int]], frozenset[str]] = field(default_factory=dict)
+    _gates: dict[tuple[tuple[Path, int], tuple[Path, int]], tuple[frozenset[str], str]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def rows(self) -> list[ExperimentRow]:
@@ -142,6 +142,14 @@ class Catalog:
         """What tripped the gate ``fabtest-compare --fail-on-regression`` applies, current against
         baseline: ``"completion"`` and ``"criterion:<name>"``, and ``"scenario:<id>:..."`` for one scenario
         found worse (its completion rings the completion series too; cached per pair of file versions)."""
+        return self._gate(baseline, current)[0]
+
+    def outcome(self, baseline: ExperimentRow, current: ExperimentRow) -> str:
+        """The gate's decision, current against baseline: ``"worse"``, ``"not worse"`` or
+        ``"undecided"`` (docs/gates.md; cached with the regressions)."""
+        return self._gate(baseline, current)[1]
+
+    def _gate(self, baseline: ExperimentRow, current: ExperimentRow) -> tuple[frozenset[str], str]:
         with self._lock:
             key = ((baseline.path, self._files[baseline.path].stamp[0]), (current.path, self._files[current.path].stamp[0]))
         done = self._gates.get(key)
@@ -150,8 +158,17 @@ class Catalog:
             found = {e.metric for e in gate.failures()}
             if any(m.startswith("scenario:") and m.endswith(":completion") for m in found):
                 found.add("completion")
-            done = self._gates[key] = frozenset(found)
+            done = self._gates[key] = (frozenset(found), gate.outcome)
         return done
+
+    def previous(self, row: ExperimentRow, rows: list[ExperimentRow] | None = None) -> ExperimentRow | None:
+        """The experiment before ``row`` on its branch (whole runs only, by time): what the list
+        compares it with."""
+        if row.shard:
+            return None
+        line = [r for r in (rows if rows is not None else self.rows()) if not r.shard and r.branch == row.branch]
+        at = next((i for i, r in enumerate(line) if r.id == row.id), 0)
+        return line[at - 1] if at > 0 else None
 
     def header(self, row: ExperimentRow) -> dict[str, Any]:
         """The experiment's header sections (no scenario entries), as read for the listing."""

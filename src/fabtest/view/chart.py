@@ -5,6 +5,10 @@ artifact or a file:// URL with nothing to fetch, every page is already rendered 
 the charts need only lines, points, a band and tooltips. An SVG ``<a>`` around each point makes it
 a link to its experiment and a ``<title>`` is its tooltip, with no script at all; there is no
 third-party code, licence or minified bundle to ship and keep up to date.
+
+For the keyboard and screen readers a chart is one tab stop (the ``<svg>``, labelled with what it
+plots), its points are out of the tab order (a 299-point chart would be 299 stops), and a data
+table in a closed disclosure under it gives every value and links every experiment.
 """
 
 from __future__ import annotations
@@ -35,6 +39,9 @@ class Point:
     high: float | None = None
     #: the regression gate of fabtest-compare tripped against the previous experiment
     regressed: bool = False
+    #: the row of the chart's data table this point is in (its experiment) and its value as text there
+    label: str = ""
+    shown: str = ""
 
 
 @dataclass(slots=True)
@@ -76,21 +83,26 @@ def line_chart(
         return _TOP + plot_h - max(0.0, min(1.0, y / top)) * plot_h
 
     body: list[str] = [f"<title>{escape(title)}</title>"]
-    for i in range(5):  # y grid and labels
+    shown_y: set[str] = set()
+    for i in range(5):  # y grid and labels; a label the format rounds to one already drawn is left out
         v = top * i / 4
         y = sy(v)
         body.append(f'<line x1="{_LEFT}" y1="{y:.1f}" x2="{_W - _RIGHT}" y2="{y:.1f}" stroke="#e9ecef"/>')
-        body.append(f'<text x="{_LEFT - 6}" y="{y:.1f}" text-anchor="end" dominant-baseline="middle" fill="#868e96">'
-                    f"{escape(y_format(v))}</text>")
+        if (text := y_format(v)) not in shown_y:
+            shown_y.add(text)
+            body.append(f'<text x="{_LEFT - 6}" y="{y:.1f}" text-anchor="end" dominant-baseline="middle" fill="#5c656d">'
+                        f"{escape(text)}</text>")
     body.append(f'<line x1="{_LEFT}" y1="{_TOP + plot_h}" x2="{_W - _RIGHT}" y2="{_TOP + plot_h}" stroke="#adb5bd"/>')
-    every = max(1, len(ticks) // 12)  # at most about a dozen x labels
+    every = max(1, len(ticks) // 12)  # at most about a dozen x labels, each once (many experiments a day share a date)
+    last = None
     for i, (x, label) in enumerate(ticks):
-        if i % every:
+        if i % every or label == last:
             continue
+        last = label
         px = sx(x)
         short = label if len(label) <= 14 else label[:13] + "…"
         body.append(f'<line x1="{px:.1f}" y1="{_TOP + plot_h}" x2="{px:.1f}" y2="{_TOP + plot_h + 4}" stroke="#adb5bd"/>')
-        body.append(f'<text class="xtick" x="{px:.1f}" y="{_TOP + plot_h + 16}" text-anchor="end" fill="#868e96" '
+        body.append(f'<text class="xtick" x="{px:.1f}" y="{_TOP + plot_h + 16}" text-anchor="end" fill="#5c656d" '
                     f'transform="rotate(-30 {px:.1f} {_TOP + plot_h + 16})"><title>{escape(label)}</title>{escape(short)}</text>')
     if y_label:
         body.append(f'<text x="12" y="{_TOP + plot_h / 2:.1f}" text-anchor="middle" fill="#495057" '
@@ -115,16 +127,46 @@ def line_chart(
         for p in s.points:
             ring = (f'<circle cx="{sx(p.x):.1f}" cy="{sy(p.value):.1f}" r="8" fill="none" stroke="#e03131" stroke-width="2"/>'
                     if p.regressed else "")
-            body.append(
-                f'<a class="point" href="{escape(p.href)}" data-series="{escape(s.name)}">{ring}'
+            body.append(  # out of the tab order: the chart is one stop, its data table has the links
+                f'<a class="point" href="{escape(p.href)}" tabindex="-1" data-series="{escape(s.name)}">{ring}'
                 f'<circle cx="{sx(p.x):.1f}" cy="{sy(p.value):.1f}" r="4.5" fill="{color}" stroke="#fff" stroke-width="1.5">'
                 f"<title>{escape(p.tip)}</title></circle></a>"
             )
+    count = len({p.href for s in series for p in s.points})
+    label = f"{title}: {', '.join(s.name for s in series)} over {count} experiments (the data table follows)"
     return (
-        f'<figure class="chart"><svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="{escape(title)}" '
+        f'<figure class="chart"><svg xmlns="http://www.w3.org/2000/svg" role="group" tabindex="0" aria-label="{escape(label)}" '
         f'viewBox="0 0 {_W} {_H}" width="100%" style="max-width:{_W}px;{_FONT}">' + "".join(body) + "</svg>"
-        + _legend(series) + "</figure>"
+        + _legend(series) + _data_table(series, title, y_format) + "</figure>"
     )
+
+
+def _data_table(series: Sequence[Series], title: str, y_format: Callable[[float], str]) -> str:
+    """The chart as a table (one row per experiment, a column per series), in a closed disclosure:
+    what a screen reader or keyboard user reads instead of the points (WCAG 1.1.1 and 2.1.1)."""
+    rows: dict[tuple[float, str], dict[str, Point]] = {}
+    for s in series:
+        for p in s.points:
+            rows.setdefault((p.x, p.href), {})[s.name] = p
+    head = "".join(f'<th scope="col">{escape(s.name)}</th>' for s in series)
+    body = []
+    for (_, href), cells in sorted(rows.items(), key=lambda kv: kv[0][0]):
+        first = next(iter(cells.values()))
+        values = []
+        for s in series:
+            values.append(f'<td class="num">{escape(_cell_text(cells.get(s.name), y_format))}</td>')
+        body.append(f'<tr><th scope="row"><a href="{escape(href)}">{escape(first.label or href)}</a></th>{"".join(values)}</tr>')
+    return (f'<details class="chart-data"><summary>{escape(title)}: data table</summary>'
+            f'<table><thead><tr><th scope="col">experiment</th>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></details>')
+
+
+def _cell_text(p: Point | None, y_format: Callable[[float], str]) -> str:
+    if p is None:
+        return ""
+    text = p.shown or y_format(p.value)
+    if p.low is not None and p.high is not None:
+        text += f" (spread {y_format(p.low)}–{y_format(p.high)})"
+    return text + (" REGRESSION" if p.regressed else "")
 
 
 def _spread_runs(points: Sequence[Point]) -> list[list[Point]]:

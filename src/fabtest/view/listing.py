@@ -29,32 +29,57 @@ def _options(values: Sequence[str], label: str) -> str:
     return f'<option value="">{e(label)}</option>' + "".join(f'<option value="{e(v)}">{e(v)}</option>' for v in values)
 
 
-def experiments_page(rows: Sequence[ExperimentRow]) -> str:
-    """The table of every experiment, newest first, with filters by tag, branch and name."""
+_TONE = {"worse": "down", "not worse": "up", "undecided": "flat"}
+
+
+def _against_previous(catalog: Catalog | None, rows: list[ExperimentRow], r: ExperimentRow) -> tuple[str, str]:
+    """The cell saying how ``r`` changed against the experiment before it on its branch (the gate's
+    worse / not worse / undecided) with a "compare with previous" link, and the outcome itself."""
+    prev = catalog.previous(r, rows) if catalog is not None else None
+    if catalog is None or prev is None:
+        return '<td class="muted">–</td>', ""
+    outcome = catalog.outcome(prev, r)
+    return (f'<td class="nowrap"><span class="{_TONE[outcome]}">{e(outcome)}</span> '
+            f'<span class="muted">vs {e(prev.id)}</span><br>{link("", compare_path(prev.id, r.id), "compare with previous")}</td>',
+            outcome)
+
+
+def experiments_page(rows: Sequence[ExperimentRow], catalog: Catalog | None = None,
+                     built: Sequence[tuple[str, str]] | None = None) -> str:
+    """The table of every experiment, newest first, with filters by tag, branch and name; with
+    ``catalog``, each marked worse / not worse / undecided against the one before it on its branch.
+    Two ticked rows open their comparison, older as baseline (``built``: the pairs a static build has)."""
+    rows = list(rows)
     tags = sorted({t for r in rows for t in r.tags})
     branches = sorted({r.branch for r in rows if r.branch})
+    pairs = "" if built is None else f' data-pairs="{e(" ".join(f"{a}--{b}" for a, b in built))}"'
     body_rows = []
     for r in reversed(rows):
         name = r.name + (" (interrupted)" if r.interrupted else "") + (f" (shard {r.shard})" if r.shard else "")
         tags_html = "".join(f'<span class="topic">{e(t)}</span>' for t in r.tags)
+        change, outcome = _against_previous(catalog, rows, r)
         body_rows.append(
             f'<tr class="exp" data-id="{e(r.id)}" data-name="{e(r.name.lower())}" data-branch="{e(r.branch)}" '
-            f'data-tags="{e(" ".join(r.tags))}"><td>{link("", experiment_path(r.id), r.id)}</td><td>{e(name)}</td>'
+            f'data-tags="{e(" ".join(r.tags))}" data-change="{e(outcome)}"><td><input type="checkbox" class="pick" '
+            f'aria-label="select {e(r.id)}" value="{e(r.id)}"> {link("", experiment_path(r.id), r.id)}</td><td>{e(name)}</td>'
             f"<td>{tags_html}</td><td>{e(r.branch or '–')}</td><td><code>{e(_commit(r))}</code></td>"
-            f'<td class="nowrap">{e(_date(r))}</td><td class="num">{e(r.scenarios)}</td><td class="num">{e(pct(r.completion))}</td>'
+            f'<td class="nowrap">{e(_date(r))}</td>{change}<td class="num">{e(r.scenarios)}</td><td class="num">{e(pct(r.completion))}</td>'
             f'<td class="num">{e(pct(r.evaluation))}</td><td class="num">{e(usd(r.cost_usd))}</td></tr>'
         )
-    heads = ["ID", "Name", "Tags", "Branch", "Commit", "Date", "Scenarios", "Completion", "Evaluation", "Cost"]
-    head = "".join(f'<th class="num">{h}</th>' if i >= 6 else f"<th>{h}</th>" for i, h in enumerate(heads))
+    heads = ["ID", "Name", "Tags", "Branch", "Commit", "Date", "Vs previous on branch", "Runs", "Completion", "Evaluation", "Cost"]
+    head = "".join(f'<th scope="col"{" class=num" if i >= 7 else ""}><button type="button" class="sort" data-col="{i}">{h}</button></th>'
+                   for i, h in enumerate(heads))
     filters = (
-        '<div class="filters"><input id="f-name" type="search" placeholder="filter by name or id">'
-        f'<select id="f-tag">{_options(tags, "any tag")}</select>'
-        f'<select id="f-branch">{_options(branches, "any branch")}</select>'
-        '<span class="muted" id="f-count"></span></div>'
+        '<div class="filters"><label>Name or id <input id="f-name" type="search" placeholder="part of a name or id"></label>'
+        f'<label>Tag <select id="f-tag">{_options(tags, "any tag")}</select></label>'
+        f'<label>Branch <select id="f-branch">{_options(branches, "any branch")}</select></label>'
+        '<span class="muted" id="f-count" role="status"></span>'
+        f'<button type="button" id="compare-selected"{pairs} disabled>Compare selected</button>'
+        '<span class="muted" id="pick-note" role="status">tick two experiments to compare them</span></div>'
     )
     body = (
         f"<h2>Experiments ({len(rows)})</h2>{filters}"
-        f'<div class="panel"><table id="experiments"><thead><tr>{head}</tr></thead><tbody>{"".join(body_rows)}</tbody></table></div>'
+        f'<div class="panel"><table id="experiments" class="sortable"><thead><tr>{head}</tr></thead><tbody>{"".join(body_rows)}</tbody></table></div>'
         + ("" if rows else '<p class="muted">No experiments in this results directory yet: run <code>pytest</code> first.</p>')
     )
     return page("fabtest view · experiments", "", body, active="index.html")
@@ -63,10 +88,13 @@ def experiments_page(rows: Sequence[ExperimentRow]) -> str:
 def compare_chooser(rows: Sequence[ExperimentRow], built: Sequence[tuple[str, str]] | None = None) -> str:
     """Two selects and a button that opens ``compare/<baseline>--<current>.html``. ``built`` lists
     the pairs a static build wrote (the page says when another pair needs ``fabtest view``)."""
-    options = "".join(f'<option value="{e(r.id)}">{e(r.id)} · {e(r.name)} · {e(_date(r))}</option>' for r in reversed(rows))
+    options = "".join(f'<option value="{e(r.id)}">{e(r.id)} · {e(r.name)} · {e(r.branch or "-")} · {e(_date(r))}</option>'
+                      for r in reversed(rows))
     pairs = "" if built is None else f' data-pairs="{e(" ".join(f"{a}--{b}" for a, b in built))}"'
     body = (
         '<h2>Compare two experiments</h2><div class="panel">'
+        '<p><label>Find experiments <input type="search" id="c-filter" placeholder="part of an id, name, branch or date">'
+        '</label> <span class="muted" id="c-count" role="status"></span></p>'
         f'<form id="compare-form"{pairs}><label>Baseline <select name="baseline" id="c-baseline">{options}</select></label> '
         f'<label>Current <select name="current" id="c-current">{options}</select></label> '
         '<button type="submit">Compare</button></form><p class="muted" id="c-note"></p>'
@@ -137,7 +165,7 @@ def trends_page(catalog: Catalog, rows: Sequence[ExperimentRow], by: str = "time
             if hit:
                 tip += "\nREGRESSION against the previous experiment (fabtest-compare gate)"
             s.points.append(Point(x, v, root + experiment_path(r.id), tip, band[0] if band else None,
-                                  band[1] if band else None, hit))
+                                  band[1] if band else None, hit, f"{r.id} {r.name} · {_date(r)}", fmt(v)))
         return s
 
     x_label = "experiment time" if by == "time" else "commit (one step per experiment)"

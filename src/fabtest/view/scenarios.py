@@ -11,6 +11,7 @@ from typing import Any
 from fabtest.experiment.cost import agent_turn_lines, find_price, price_table
 from fabtest.experiment.fmt import num, pct, usd
 from fabtest.report.html import experiment_sections, page_header
+from fabtest.view.labels import judged_checks
 from fabtest.view.layout import as_dict, conversation_path, e, experiment_path, link, page
 
 __all__ = ["conversation_page", "experiment_page"]
@@ -38,42 +39,94 @@ def _flaky(doc: Mapping[str, Any]) -> tuple[set[str], dict[str, dict[str, Any]]]
     return {str(i) for i in var.get("flaky") or []}, causes
 
 
-def experiment_page(doc: dict[str, Any]) -> str:
-    """The report's content, then every scenario run with filters (failed, flaky, failure type)
-    and a link to its conversation."""
+def _search_text(entry: Mapping[str, Any]) -> str:
+    """What the transcript search matches in one run: every user and agent message, tool names and
+    arguments, and the failure message, lower-cased."""
+    parts = [str(entry.get("failure_message") or "")]
+    for t in entry.get("transcript") or []:
+        if isinstance(t, dict):
+            parts += [str(t.get("user") or ""), str(t.get("agent") or "")]
+            parts += [f"{c.get('name')} {_json(c.get('arguments'))}" for c in t.get("tool_calls") or [] if isinstance(c, dict)]
+    return " ".join(parts).lower()
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def experiment_page(doc: dict[str, Any], changed: Mapping[str, str] | None = None, previous: str = "",
+                    review: str = "") -> str:
+    """The report's content, then every scenario with its runs grouped under it (pass count, mean
+    evaluation rate), filters (failed, flaky, failure type, changed, text in the transcripts),
+    sortable columns and a link to each conversation. ``changed``: scenario id -> how it changed
+    against ``previous`` (the experiment before it on its branch), when there is one."""
     exp_id = str(doc["experiment"].get("id"))
     entries = [x for x in doc.get("scenario_results") or [] if isinstance(x, dict)]
     flaky, causes = _flaky(doc)
     types = sorted({str(x.get("failure_type") or "assertion") for x in entries if _status(x) == "failed"})
-    rows = []
+    failed_criteria = {id(x): sorted({str(c.get("criterion")) for c in _details(x.get("evaluations")) + _details(x.get("expectations"))
+                                      if c.get("status") == "failed"}) for x in entries}
+    tools_of = {id(x): sorted({str(c.get("name")) for t in x.get("transcript") or [] if isinstance(t, dict)
+                               for c in t.get("tool_calls") or [] if isinstance(c, dict)}) for x in entries}
+    all_criteria = sorted({c for v in failed_criteria.values() for c in v})
+    all_tools = sorted({c for v in tools_of.values() for c in v})
+    groups: dict[str, list[dict[str, Any]]] = {}
     for x in entries:
-        sid = str(x.get("id"))
-        ev = as_dict(x.get("evaluations"))
+        groups.setdefault(str(x.get("id")), []).append(x)
+    bodies = []
+    for sid, runs in groups.items():
         cause = causes.get(sid)
         why = f"{cause.get('cause')}: {cause.get('evidence')}" if cause else ""
-        failure = str(x.get("failure_type") or "assertion") if _status(x) == "failed" else ""
-        rows.append(
-            f'<tr class="scn" data-status="{_status(x)}" data-flaky="{int(sid in flaky)}" data-failure="{e(failure)}">'
-            f"<td>{_badge(x)}</td><td>{link('../', conversation_path(exp_id, sid, x.get('iteration') or 1), x.get('name') or sid)}"
-            + (' <span class="badge b-warn">flaky</span>' if sid in flaky else "")
-            + f'</td><td class="num">{e(x.get("iteration") or 1)}</td><td class="num">{e(x.get("turns") or 0)}</td>'
-            f'<td class="num">{e(pct(ev.get("rate")))}</td><td>{e(x.get("failure_message") or "")}</td>'
-            f'<td class="muted">{e(why)}</td></tr>'
-        )
+        passed = sum(1 for x in runs if _status(x) == "passed")
+        counted = sum(1 for x in runs if _status(x) != "skipped")
+        rates = [float(r) for x in runs if isinstance(r := as_dict(x.get("evaluations")).get("rate"), (int, float))]
+        turns = [float(x.get("turns") or 0) for x in runs]
+        name = str(runs[0].get("name") or sid)
+        change = (changed or {}).get(sid, "")
+        badges = (' <span class="badge b-warn">flaky</span>' if sid in flaky else "") + (
+            f' <span class="badge b-skip">{e(change)} vs {e(previous)}</span>' if change else "")
+        keys = [passed / counted if counted else -1, name.lower(), len(runs), _mean(turns) or 0, _mean(rates) or -1,
+                next((str(x.get("failure_message")) for x in runs if x.get("failure_message")), ""), why]
+        sort_attrs = "".join(f' data-s{i}="{e(k)}"' for i, k in enumerate(keys))
+        head = (f'<tr class="sgroup"><td><span class="badge {"b-pass" if passed == counted and counted else "b-fail" if counted else "b-skip"}">'
+                f"{passed}/{counted} passed</span></td><th scope=\"rowgroup\">{e(name)}{badges}</th>"
+                f'<td class="num">{len(runs)} run{"s" if len(runs) != 1 else ""}</td><td class="num">{e(num(_mean(turns)))}</td>'
+                f'<td class="num">{e(pct(_mean(rates)))}</td><td></td><td class="muted">{e(why)}</td></tr>')
+        rows = []
+        for x in runs:
+            it = x.get("iteration") or 1
+            ev = as_dict(x.get("evaluations"))
+            failure = str(x.get("failure_type") or "assertion") if _status(x) == "failed" else ""
+            rows.append(
+                f'<tr class="scn" data-status="{_status(x)}" data-flaky="{int(sid in flaky)}" data-failure="{e(failure)}" '
+                f'data-changed="{int(bool(change))}" data-text="{e(_search_text(x))}" '
+                f'data-criteria="{e(chr(10).join(failed_criteria[id(x)]))}" data-tools="{e(chr(10).join(tools_of[id(x)]))}">'
+                f"<td>{_badge(x)}</td><td>{link('../', conversation_path(exp_id, sid, it), f'{name} · run {it}')}</td>"
+                f'<td class="num">{e(it)}</td><td class="num">{e(x.get("turns") or 0)}</td>'
+                f'<td class="num">{e(pct(ev.get("rate")))}</td><td>{e(x.get("failure_message") or "")}</td><td></td></tr>'
+            )
+        bodies.append(f'<tbody class="group"{sort_attrs}>{head}{"".join(rows)}</tbody>')
+    changed_box = (f'<label><input type="checkbox" id="f-changed"> changed vs {e(previous)} only</label>'
+                   if changed is not None else "")
     filters = (
         '<div class="filters" id="scenario-filters">'
+        '<label>Search transcripts <input type="search" id="f-text" placeholder="words from a message or a tool call"></label>'
         '<label><input type="checkbox" id="f-failed"> failed only</label>'
-        '<label><input type="checkbox" id="f-flaky"> flaky only</label>'
-        '<select id="f-failure"><option value="">any failure type</option>'
+        '<label><input type="checkbox" id="f-flaky"> flaky only</label>' + changed_box +
+        '<label>Failure type <select id="f-failure"><option value="">any failure type</option>'
         + "".join(f'<option value="{e(t)}">{e(t)}</option>' for t in types)
-        + '</select><span class="muted" id="f-count"></span></div>'
+        + '</select></label><label>Failed criterion <select id="f-criterion"><option value="">any</option>'
+        + "".join(f'<option value="{e(c)}">{e(c)}</option>' for c in all_criteria)
+        + '</select></label><label>Called tool <select id="f-tool"><option value="">any</option>'
+        + "".join(f'<option value="{e(t)}">{e(t)}</option>' for t in all_tools)
+        + '</select></label><span class="muted" id="f-count" role="status"></span></div>'
     )
-    table = (
-        '<div class="panel"><table id="scenarios"><thead><tr><th>Status</th><th>Scenario</th><th class="num">Run</th>'
-        '<th class="num">Turns</th><th class="num">Eval rate</th><th>Failure</th><th>Flaky attribution</th></tr></thead>'
-        f'<tbody>{"".join(rows)}</tbody></table></div>'
-    )
-    body = experiment_sections(doc) + f"<h2>Scenarios ({len(entries)})</h2>{filters}{table}"
+    heads = ["Status", "Scenario", "Run", "Turns", "Eval rate", "Failure", "Flaky attribution"]
+    th = "".join(f'<th scope="col"{" class=num" if 2 <= i <= 4 else ""}><button type="button" class="sort" data-col="{i}">{h}</button></th>'
+                 for i, h in enumerate(heads))
+    table = f'<div class="panel"><table id="scenarios" class="sortable"><thead><tr>{th}</tr></thead>{"".join(bodies)}</table></div>'
+    body = (experiment_sections(doc) + review + f"<h2>Scenarios ({len(groups)} scenarios, {len(entries)} runs)</h2>{filters}{table}"
+            + '<p class="muted">Runs are grouped under their scenario; click a column title to sort the scenarios by it.</p>')
     header = page_header(doc, f"Experiment {exp_id}")
     return page(f"fabtest view · {exp_id}", "../", body, header)
 
@@ -100,16 +153,27 @@ def _turn_cost(metadata: Any, prices: Mapping[str, Any]) -> str:
     return f" · agent tokens {inp} in / {out} out · {usd(total)}"
 
 
-def _check_rows(checks: list[Mapping[str, Any]]) -> str:
+def _label_form(index: int) -> str:
+    """Right / wrong and a comment on one judged check; shown by view.js only when served (a
+    static build cannot save), posted to ``label`` and saved in ``<id>.labels.yaml``."""
+    return (f'<form class="label-form" hidden data-check="{index}"><fieldset><legend>Is the judge right?</legend>'
+            '<button type="submit" value="right">right</button> <button type="submit" value="wrong">wrong</button> '
+            '<label>Comment <input type="text" name="comment" maxlength="2000"></label> '
+            '<span class="saved" role="status"></span></fieldset></form>')
+
+
+def _check_rows(checks: list[Mapping[str, Any]], labelable: Mapping[int, int] | None = None) -> str:
     out = []
     for c in checks:
+        index = (labelable or {}).get(id(c))
+        form = _label_form(index) if index is not None else ""
         status = str(c.get("status") or "skipped")
         data = {k: v for k, v in c.items() if k not in ("type", "mode", "criterion", "status", "passed", "turn", "details")}
         extra = f'<pre class="data">{e(_json(data))}</pre>' if data else ""
         out.append(
             f'<div class="check c-{e(status)}"><span class="icon i-{e(status)}">{_ICONS.get(status, "?")}</span>'
             f'<b>{e(c.get("criterion"))}</b> <span class="muted">{e(c.get("mode"))} · {e(c.get("type"))} · {e(status)}</span>'
-            f'<div class="reason">{e(c.get("details") or "")}</div>{extra}</div>'
+            f'<div class="reason">{e(c.get("details") or "")}</div>{extra}{form}</div>'
         )
     return "".join(out)
 
@@ -119,12 +183,28 @@ def _details(block: Any) -> list[Mapping[str, Any]]:
     return [d for d in details or [] if isinstance(d, dict)]
 
 
-def conversation_page(head: Mapping[str, Any], entry: Mapping[str, Any]) -> str:
+def _simulated_user(entry: Mapping[str, Any]) -> str:
+    """The simulated user's goal, persona, facts and rules (``entry.simulator``), shown beside the
+    transcript: what the user was trying to do explains most of what it said."""
+    sim = as_dict(entry.get("simulator"))
+    facts = as_dict(sim.get("facts"))
+    rows = [("Goal", sim.get("goal")), ("Persona", sim.get("persona")),
+            ("Facts", "; ".join(f"{k}: {v}" for k, v in facts.items())),
+            ("Should", "; ".join(str(r) for r in sim.get("rules_should") or [])),
+            ("Should not", "; ".join(str(r) for r in sim.get("rules_should_not") or []))]
+    shown = "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in rows if v)
+    return f'<aside class="panel simuser" id="simulated-user"><h2>Simulated user</h2><dl>{shown}</dl></aside>' if shown else ""
+
+
+def conversation_page(head: Mapping[str, Any], entry: Mapping[str, Any], related: list[tuple[str, str]] | None = None) -> str:
     """One scenario run (``entry``) of the experiment whose header is ``head``: every turn with
     the agent's tool calls and results, the checks decided on it (verdict and the judge's
-    reasoning), its topic, the agent's latency and cost."""
+    reasoning), its topic, the agent's latency and cost; the simulated user's goal and persona;
+    ``related``: (site path, text) of the same scenario elsewhere (other iterations, the experiment
+    before this one on its branch)."""
     exp_id = str(head["experiment"].get("id"))
     checks = _details(entry.get("evaluations")) + _details(entry.get("expectations"))
+    labelable = {id(c): i for i, c in judged_checks(entry)}
     prices = as_dict(as_dict(as_dict(head.get("summary")).get("cost")).get("prices"))
     turns = [t for t in entry.get("transcript") or [] if isinstance(t, dict)]
     parts = []
@@ -146,7 +226,7 @@ def conversation_page(head: Mapping[str, Any], entry: Mapping[str, Any]) -> str:
             f'<span class="muted"> · agent {e(num(t.get("duration_s"), 2))}s{e(_turn_cost(t.get("metadata"), prices))}</span></div>'
             f'<div class="msg user"><span class="who">User</span>{e(t.get("user"))}</div>{tools}'
             f'<div class="msg agent"><span class="who">Agent</span>{e(t.get("agent"))}{meta}</div>'
-            + (f'<div class="checks">{_check_rows(on_turn)}</div>' if on_turn else "") + "</section>"
+            + (f'<div class="checks">{_check_rows(on_turn, labelable)}</div>' if on_turn else "") + "</section>"
         )
     numbers = {t.get("number") for t in turns}
     whole = [c for c in checks if c.get("turn") not in numbers]
@@ -159,8 +239,13 @@ def conversation_page(head: Mapping[str, Any], entry: Mapping[str, Any]) -> str:
                                         for k, v in facts) + "</div>"
         + (f'<div class="failure">{e(entry.get("failure_message"))}</div>' if entry.get("failure_message") else "")
         + (f'<p class="path muted">Topics: {" → ".join(f"<span class=topic>{e(p)}</span>" for p in path)}</p>' if path else "")
+        + ('<nav class="related" id="related" aria-label="the same scenario elsewhere"><b>Same scenario:</b> '
+           + " · ".join(link("../../", p, t) for p, t in related) + "</nav>" if related else "")
+        + _simulated_user(entry)
+        + (f'<div id="labeling" hidden data-experiment="{e(exp_id)}" data-scenario="{e(entry.get("id"))}" '
+           f'data-iteration="{e(entry.get("iteration") or 1)}" data-endpoint="../../label"></div>' if labelable else "")
         + "<h2>Conversation</h2>" + ("".join(parts) or '<p class="muted">No transcript recorded.</p>')
-        + (f'<h2>Checks on the whole conversation</h2><div class="checks">{_check_rows(whole)}</div>' if whole else "")
+        + (f'<h2>Checks on the whole conversation</h2><div class="checks">{_check_rows(whole, labelable)}</div>' if whole else "")
     )
     header = (
         f'<header class="top"><div class="inner"><h1>{e(entry.get("name"))}</h1><div class="sub">'

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 import webbrowser
@@ -12,6 +13,7 @@ from urllib.parse import urlsplit
 
 from fabtest._internal import redaction
 from fabtest.view.catalog import Catalog
+from fabtest.view.labels import LabelError
 from fabtest.view.site import Site
 
 __all__ = ["build_site", "make_server", "serve"]
@@ -39,6 +41,31 @@ def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
                 self._send(404, f"fabtest view: no page {path}".encode(), "text/plain; charset=utf-8")
                 return
             self._send(200, _redacted(page.body), page.content_type)
+
+        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            """``/label`` only: a person's mark on a judged check, saved in the results directory.
+            A cross-site page cannot post here: the Host must be this server's, an Origin (browsers
+            send one) must be too, and the body must be ``application/json``, which a form on another
+            site cannot send without a CORS preflight this server never answers."""
+            port = int(getattr(self.server, "server_port", 0))
+            origin = self.headers.get("Origin")
+            if (not _served_host(self.headers.get("Host"), port)
+                    or (origin is not None and not _served_host(urlsplit(origin).netloc, port))
+                    or urlsplit(origin or "http://x").scheme != "http"):
+                self._send(403, b"fabtest view: labels are accepted from this server's own pages only", "text/plain; charset=utf-8")
+                return
+            given = self.headers.get("Content-Length") or "0"
+            length = int(given) if given.isdigit() else 0
+            if (urlsplit(self.path).path != "/label" or not (self.headers.get("Content-Type") or "").startswith("application/json")
+                    or not 0 < length <= 65536):
+                self._send(400, b"fabtest view: POST /label with a JSON body", "text/plain; charset=utf-8")
+                return
+            try:
+                answer = site.label(json.loads(self.rfile.read(length)))
+            except (LabelError, ValueError, OSError) as exc:
+                self._send(400, json.dumps({"error": str(exc)}).encode(), "application/json")
+                return
+            self._send(200, json.dumps(answer).encode(), "application/json")
 
         def _send(self, status: int, body: bytes, content_type: str) -> None:
             self.send_response(status)

@@ -16,12 +16,14 @@ from typing import Any
 from urllib.parse import unquote
 
 from fabtest.compare.gate import gate_lines, regression_gate
-from fabtest.experiment.diff import diff_scenarios
+from fabtest.experiment.diff import ConversationDiff, diff_scenarios, tool_summary
 from fabtest.report.html import comparison_sections
 from fabtest.view.catalog import Catalog, ExperimentRow
 from fabtest.view.faults import FAULTS_PATH, faults_page, read_matrices
+from fabtest.view.labels import LabelError, agreement, label_check, labels_path, read_labels
 from fabtest.view.layout import compare_path, conversation_path, e, experiment_path, link, page, scenario_slug
 from fabtest.view.listing import compare_chooser, experiments_page, trend_rows, trends_page, trends_path
+from fabtest.view.review import review_panel
 from fabtest.view.scenarios import conversation_page, experiment_page
 
 __all__ = ["ASSETS", "Page", "Site"]
@@ -32,6 +34,7 @@ _EXP = re.compile(r"exp/([^/]+)\.html")
 _CONV = re.compile(r"exp/([^/]+)/([A-Za-z0-9_.-]+)-r(\d+)\.html")
 _CMP = re.compile(r"compare/(.+)--(.+)\.html")
 _DIFFS = 5  # conversation diffs shown, as fabtest-compare shows by default
+_CHANGED = 30  # scenarios of each kind listed under the verdict (each reads only that scenario's lines)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +52,9 @@ class Site:
     catalog: Catalog
     #: the comparisons a static build writes (None when served: any pair is rendered on request)
     built_pairs: list[tuple[str, str]] | None = None
+    #: each experiment's predecessor on its branch, fixed once for a static build (50,000 conversation
+    #: pages would otherwise look it up 50,000 times)
+    _previous: dict[str, ExperimentRow | None] | None = None
 
     def render(self, path: str) -> Page | None:
         path = path.lstrip("/") or "index.html"
@@ -58,7 +64,7 @@ class Site:
             return Page(data, f"{kind}; charset=utf-8")
         rows = self.catalog.rows()
         if path == "index.html":
-            return _html(experiments_page(rows))
+            return _html(experiments_page(rows, self.catalog, self.built_pairs))
         if m := _TRENDS.fullmatch(path):
             by = "commit" if m.group(1) else "time"
             if m.group(2) is None:
@@ -71,14 +77,15 @@ class Site:
             return _html(faults_page(read_matrices(self.catalog.results_dir)))
         if m := _EXP.fullmatch(path):
             row = _row(rows, m.group(1))
-            return _html(experiment_page(self.catalog.document(row))) if row else None
+            return _html(self._experiment(rows, row, self.catalog.document(row))) if row else None
         if m := _CONV.fullmatch(path):
             row = _row(rows, m.group(1))
             sid = next((s for s in self.catalog.scenario_ids(row) if scenario_slug(s) == m.group(2)), None) if row else None
             if row is None or sid is None:
                 return None
-            entry = next((x for x in self.catalog.runs(row, sid) if (x.get("iteration") or 1) == int(m.group(3))), None)
-            return _html(conversation_page(self.catalog.header(row), entry)) if entry else None
+            runs = self.catalog.runs(row, sid)
+            entry = next((x for x in runs if (x.get("iteration") or 1) == int(m.group(3))), None)
+            return _html(conversation_page(self.catalog.header(row), entry, self._related(rows, row, entry, runs))) if entry else None
         if m := _CMP.fullmatch(path):
             base, cur = _row(rows, m.group(1)), _row(rows, m.group(2))
             return _html(self._comparison(base, cur)) if base and cur else None
@@ -107,11 +114,95 @@ class Site:
         verdict = (f'<p class="verdict {tone}" id="verdict"><b>{e(gate.verdict)}</b></p>'
                    '<div class="panel" id="gate"><h3>Regression gate (<code>fabtest-compare --fail-on-regression</code>, '
                    f'exit {gate.exit_code})</h3>' + lines + "</div>")
-        body = verdict + comparison_sections(cur_doc, comparison, diffs)
+        body = verdict + self._changed(base, cur, comparison, diffs) + comparison_sections(cur_doc, comparison, diffs)
         if changed:
             links = "".join(f'<li>{link("../", conversation_path(cur.id, s.id, 1), s.name)}</li>' for s in changed)
             body += f'<h3>Conversations that changed outcome (current run)</h3><ul class="plain" id="changed">{links}</ul>'
         return page(f"fabtest view · {base.id} → {cur.id}", "../", body, head, "compare.html")
+
+    def label(self, data: Any) -> dict[str, Any]:
+        """Save a person's mark on a judged check (``fabtest view`` posts it): ``data`` names the
+        experiment, scenario, iteration and check and says ``right`` or ``wrong`` with an optional
+        comment. Returns the label and the judge's agreement with every label of the experiment."""
+        if not isinstance(data, dict) or data.get("verdict") not in ("right", "wrong"):
+            raise LabelError("expected {experiment, scenario, iteration, check, verdict: right|wrong, comment}")
+        row = _row(self.catalog.rows(), str(data.get("experiment")))
+        if row is None:
+            raise LabelError(f"no experiment {data.get('experiment')!r} in {self.catalog.results_dir}")
+        iteration, check = data.get("iteration"), data.get("check")
+        if not isinstance(iteration, int) or not isinstance(check, int):
+            raise LabelError("iteration and check must be numbers")
+        entry = next((x for x in self.catalog.runs(row, str(data.get("scenario")))
+                      if (x.get("iteration") or 1) == iteration), None)
+        if entry is None:
+            raise LabelError(f"experiment {row.id} has no run {iteration} of {data.get('scenario')!r}")
+        head = self.catalog.header(row)
+        saved = label_check(self.catalog.results_dir, head, entry, check, data["verdict"] == "right", str(data.get("comment") or ""))
+        return {"label": saved, **agreement(read_labels(labels_path(self.catalog.results_dir, row.id)))}
+
+    def _experiment(self, rows: list[ExperimentRow], row: ExperimentRow, doc: dict[str, Any]) -> str:
+        """The experiment's page, its scenarios marked with how they changed against the experiment
+        before it on its branch (the ``changed`` filter)."""
+        prev = self.catalog.previous(row, rows)
+        review = review_panel(doc, read_labels(labels_path(self.catalog.results_dir, row.id)))
+        if prev is None:
+            return experiment_page(doc, review=review)
+        c = self.catalog.comparison(prev, row)
+        groups = (("newly failing", c.newly_failing), ("quality regressed", c.quality_regressed), ("newly passing", c.newly_passing),
+                  ("quality improved", c.quality_improved), ("changed", c.changed_not_significant))
+        changed: dict[str, str] = {}
+        for label, found in groups:
+            for s in found:
+                changed.setdefault(s.id, label)
+        return experiment_page(doc, changed, prev.id, review)
+
+    def _related(self, rows: list[ExperimentRow], row: ExperimentRow, entry: dict[str, Any],
+                 runs: list[dict[str, Any]]) -> list[tuple[str, str]]:
+        """Links to the same scenario in the other iterations of this experiment and in the
+        experiment before it on its branch (the baseline the list compares it with)."""
+        sid, here = str(entry.get("id")), entry.get("iteration") or 1
+        out = [(conversation_path(row.id, sid, x.get("iteration") or 1),
+                f"run {x.get('iteration') or 1} ({'passed' if x.get('passed') else 'failed'})")
+               for x in runs if (x.get("iteration") or 1) != here]
+        prev = self._previous.get(row.id) if self._previous is not None else self.catalog.previous(row, rows)
+        if prev is not None and sid in self.catalog.scenario_ids(prev):
+            out.append((conversation_path(prev.id, sid, here if here <= prev.iterations else 1), f"in {prev.id} (previous on branch)"))
+            out.append((compare_path(prev.id, row.id), f"compare {prev.id} → {row.id}"))
+        return out
+
+    def _changed(self, base: ExperimentRow, cur: ExperimentRow, comparison: Any, diffs: list[ConversationDiff]) -> str:
+        """The scenarios that changed, right under the verdict (newly failing first, then quality
+        regressed, newly passing, improved, changed but not significant), each with its before and
+        after counts and links to a run of it on both sides: a failing one where it now fails, a
+        passing one where it used to pass (the diffed pair when there is a diff, whose first
+        differing turn is shown inline)."""
+        by_id = {d.scenario_id: d for d in diffs}
+        groups = (("newly failing", "down", comparison.newly_failing), ("quality regressed", "down", comparison.quality_regressed),
+                  ("newly passing", "up", comparison.newly_passing), ("quality improved", "up", comparison.quality_improved),
+                  ("changed, not significant", "flat", comparison.changed_not_significant))
+        items, seen = [], set()
+        for label, tone, found in groups:
+            for s in [s for s in found if s.id not in seen][:_CHANGED]:
+                seen.add(s.id)  # a scenario that newly fails is not listed again for its quality
+                unit = "runs" if label.startswith("newly") else "checks"
+                worse = tone == "down"
+                sides, diff = [], by_id.get(s.id)
+                for row, want, diffed in ((base, worse, diff and diff.baseline_iteration), (cur, not worse, diff and diff.current_iteration)):
+                    runs = self.catalog.runs(row, s.id)
+                    pick = next((x for x in runs if (x.get("iteration") or 1) == diffed), None) or next(
+                        (x for x in runs if bool(x.get("passed")) == want), runs[0] if runs else None)
+                    if pick is not None:
+                        it = pick.get("iteration") or 1
+                        sides.append(link("../", conversation_path(row.id, s.id, it), f"{'baseline' if row is base else 'current'} run {it}"))
+                counts = " → ".join(f"{c[0]}/{c[1]}" for c in (s.baseline_counts, s.current_counts) if c)
+                counts = f"{counts} {unit}" if counts else "–"
+                items.append(f'<tr><td><span class="{tone}">{e(label)}</span></td><td>{e(s.name)}</td>'
+                             f'<td class="num">{e(counts)}</td><td>{" · ".join(sides)}</td></tr>' + _first_difference(diff))
+        if not items:
+            return '<div class="panel" id="what-changed"><p class="muted">No scenario changed outcome or quality.</p></div>'
+        return ('<div class="panel" id="what-changed"><h2>What changed</h2><table><thead><tr><th scope="col">Change</th>'
+                '<th scope="col">Scenario</th><th scope="col" class="num">Passed, before → after</th>'
+                f'<th scope="col">Conversations</th></tr></thead><tbody>{"".join(items)}</tbody></table></div>')
 
     def pages(self) -> Iterator[tuple[str, Page]]:
         """Every page of the static build: the lists, the trends (all and per branch), each
@@ -124,6 +215,7 @@ class Site:
         lines = [ordered, *([r for r in ordered if r.branch == b] for b in branches)]
         pairs = {(a.id, b.id): (a, b) for line in lines for a, b in zip(line, line[1:], strict=False)}
         self.built_pairs = sorted(pairs)
+        self._previous = {r.id: self.catalog.previous(r, rows) for r in rows}
         trends = [trends_path(b, by) for b in (None, *branches) for by in ("time", "commit")]
         for path in ("index.html", *trends, "compare.html", FAULTS_PATH, *(f"assets/{n}" for n in ASSETS)):
             rendered = self.render(path)
@@ -131,13 +223,32 @@ class Site:
             yield path, rendered
         for row in rows:
             doc = self.catalog.document(row)
-            yield experiment_path(row.id), _html(experiment_page(doc))
-            for entry in doc["scenario_results"]:
-                if isinstance(entry, dict):
-                    yield (conversation_path(row.id, str(entry.get("id")), entry.get("iteration") or 1),
-                           _html(conversation_page(doc, entry)))
+            yield experiment_path(row.id), _html(self._experiment(rows, row, doc))
+            entries = [x for x in doc["scenario_results"] if isinstance(x, dict)]
+            for entry in entries:
+                runs = [x for x in entries if x.get("id") == entry.get("id")]
+                yield (conversation_path(row.id, str(entry.get("id")), entry.get("iteration") or 1),
+                       _html(conversation_page(doc, entry, self._related(rows, row, entry, runs))))
         for a, b in pairs.values():
             yield compare_path(a.id, b.id), _html(self._comparison(a, b))
+
+
+def _first_difference(diff: ConversationDiff | None) -> str:
+    """A row under a changed scenario: the first turn where its diffed runs differ, both sides' part
+    that differs (shortened), so the why is on the first screen."""
+    if diff is None or diff.first is None:
+        return ""
+    pair = next((p for p in diff.pairs if p.number == diff.first), None)
+
+    def side(turn: dict[str, Any] | None) -> str:
+        if turn is None:
+            return "(no such turn)"
+        text = "; ".join(tool_summary(turn)) if diff.part == "tools" else str(turn.get("user" if diff.part == "user" else "agent") or "")
+        return text if len(text) <= 160 else text[:159] + "…"
+
+    both = (f': baseline “{e(side(pair.baseline))}” · current “{e(side(pair.current))}”' if pair is not None else "")
+    return (f'<tr class="firstdiff"><td></td><td colspan="3" class="muted">first difference at turn {diff.first}, '
+            f"{e(diff.what)}{both}</td></tr>")
 
 
 def _row(rows: list[ExperimentRow], slug: str) -> ExperimentRow | None:

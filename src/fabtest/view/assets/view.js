@@ -24,20 +24,113 @@
     apply();
   }
 
-  // scenarios of one experiment: failed, flaky, failure type
+  // scenarios of one experiment: text in the transcripts, failed, flaky, changed, failure type;
+  // a scenario's group is hidden when none of its runs is shown
   var scns = Array.prototype.slice.call(document.querySelectorAll("tr.scn"));
   if (scns.length) {
     var filter = function () {
-      var failed = $("f-failed").checked, flaky = $("f-flaky").checked, type = $("f-failure").value;
+      var failed = $("f-failed").checked, flaky = $("f-flaky").checked, type = $("f-failure").value,
+        changed = $("f-changed") ? $("f-changed").checked : false,
+        words = ($("f-text").value || "").toLowerCase().split(/\s+/).filter(Boolean),
+        crit = $("f-criterion") ? $("f-criterion").value : "", tool = $("f-tool") ? $("f-tool").value : "";
       scns.forEach(function (r) {
+        var text = r.dataset.text || "";
         var ok = (!failed || r.dataset.status === "failed") && (!flaky || r.dataset.flaky === "1") &&
-          (!type || r.dataset.failure === type);
+          (!type || r.dataset.failure === type) && (!changed || r.dataset.changed === "1") &&
+          (!crit || (r.dataset.criteria || "").split("\n").indexOf(crit) >= 0) &&
+          (!tool || (r.dataset.tools || "").split("\n").indexOf(tool) >= 0) &&
+          words.every(function (w) { return text.indexOf(w) >= 0; });
         r.classList.toggle("hidden", !ok);
+      });
+      Array.prototype.forEach.call(document.querySelectorAll("tbody.group"), function (g) {
+        g.classList.toggle("hidden", !g.querySelector("tr.scn:not(.hidden)"));
       });
       count(scns);
     };
-    ["f-failed", "f-flaky", "f-failure"].forEach(function (id) { $(id).addEventListener("input", filter); });
+    ["f-text", "f-failed", "f-flaky", "f-changed", "f-failure", "f-criterion", "f-tool"].forEach(function (id) {
+      if ($(id)) $(id).addEventListener("input", filter);
+    });
     filter();
+  }
+
+  // sortable tables: a column title's button sorts the groups (tbody.group, by data-s<col>) or
+  // the rows (by the cell's data-v, else its text); numbers numerically; again: the other way
+  Array.prototype.forEach.call(document.querySelectorAll("table.sortable"), function (table) {
+    Array.prototype.forEach.call(table.querySelectorAll("button.sort"), function (btn) {
+      btn.addEventListener("click", function () {
+        var col = btn.dataset.col, th = btn.parentNode;
+        var dir = th.getAttribute("aria-sort") === "ascending" ? -1 : 1;
+        Array.prototype.forEach.call(table.querySelectorAll("th[aria-sort]"), function (h) { h.removeAttribute("aria-sort"); });
+        th.setAttribute("aria-sort", dir === 1 ? "ascending" : "descending");
+        var groups = table.querySelectorAll("tbody.group");
+        var parent = groups.length ? table : table.tBodies[0];
+        var items = Array.prototype.slice.call(groups.length ? groups : parent.rows);
+        var key = function (el) {
+          if (groups.length) return el.getAttribute("data-s" + col) || "";
+          var cell = el.cells[col];
+          return cell ? (cell.dataset.v !== undefined ? cell.dataset.v : cell.textContent.trim()) : "";
+        };
+        var num = function (v) {
+          var t = String(v).trim();
+          return /^[-+]?\$?[0-9][0-9.,]*%?$/.test(t) ? parseFloat(t.replace(/[%$,]/g, "")) : null;
+        };
+        items.sort(function (a, b) {
+          var x = key(a), y = key(b), nx = num(x), ny = num(y);
+          var c = (nx !== null && ny !== null) ? nx - ny : String(x).localeCompare(String(y));
+          return c * dir;
+        });
+        items.forEach(function (el) { parent.appendChild(el); });
+      });
+    });
+  });
+
+  // review and label (served only: a static build cannot save): right / wrong on a judged check
+  var labeling = $("labeling");
+  if (labeling && window.location.protocol === "http:") {
+    Array.prototype.forEach.call(document.querySelectorAll("form.label-form"), function (form) {
+      form.hidden = false;
+      form.addEventListener("submit", function (ev) {
+        ev.preventDefault();
+        var out = form.querySelector(".saved"), verdict = ev.submitter ? ev.submitter.value : "right";
+        fetch(labeling.dataset.endpoint, {method: "POST", headers: {"Content-Type": "application/json"},
+          body: JSON.stringify({experiment: labeling.dataset.experiment, scenario: labeling.dataset.scenario,
+            iteration: parseInt(labeling.dataset.iteration, 10), check: parseInt(form.dataset.check, 10),
+            verdict: verdict, comment: form.elements.comment.value})})
+          .then(function (r) { return r.json(); })
+          .then(function (a) {
+            if (a.error) { out.textContent = "not saved: " + a.error; return; }
+            out.textContent = "saved (" + verdict + "): " + a.labels + " label(s), the judge agrees with " +
+              Math.round(a.agreement * 100) + "%" + (a.kappa === null ? "" : ", kappa " + a.kappa.toFixed(2));
+          })
+          .catch(function (e) { out.textContent = "not saved: " + e; });
+      });
+    });
+  }
+
+  // the experiments list: two ticked rows open their comparison, the older one as baseline
+  var pickBtn = $("compare-selected");
+  if (pickBtn) {
+    var picks = Array.prototype.slice.call(document.querySelectorAll("input.pick"));
+    var chosen = function () {  // rows are newest first: the later in the page is the older
+      return picks.filter(function (p) { return p.checked; }).map(function (p) { return p.value; }).reverse();
+    };
+    picks.forEach(function (p) {
+      p.addEventListener("change", function () {
+        var n = chosen().length;
+        pickBtn.disabled = n !== 2;
+        $("pick-note").textContent = n === 2 ? "" : "tick two experiments to compare them (" + n + " ticked)";
+      });
+    });
+    pickBtn.addEventListener("click", function () {
+      var two = chosen(), pair = two[0] + "--" + two[1], pairs = pickBtn.dataset.pairs;
+      if (two.length !== 2) return;
+      if (pairs !== undefined && pairs.split(" ").indexOf(pair) < 0) {
+        $("pick-note").textContent = "This static build has each experiment compared with the one before it only; " +
+          "run `fabtest view` to compare any two.";
+        return;
+      }
+      window.location.href = "compare/" + encodeURIComponent(two[0]) + "--" + encodeURIComponent(two[1]) + ".html";
+    });
   }
 
   // comparison chooser: opens compare/<baseline>--<current>.html
@@ -45,6 +138,22 @@
   if (form) {
     var base = $("c-baseline"), cur = $("c-current");
     if (base.options.length > 1) base.selectedIndex = 1;  // newest against the one before it
+    // the text filter narrows both lists (hundreds of experiments): the first match is selected
+    var find = $("c-filter");
+    if (find) find.addEventListener("input", function () {
+      var text = find.value.toLowerCase(), shown = 0;
+      [base, cur].forEach(function (sel) {
+        var first = null;
+        Array.prototype.forEach.call(sel.options, function (o) {
+          var ok = !text || o.textContent.toLowerCase().indexOf(text) >= 0;
+          o.hidden = !ok;
+          if (ok && first === null) first = o;
+        });
+        if (sel.selectedOptions.length && sel.selectedOptions[0].hidden && first) first.selected = true;
+      });
+      Array.prototype.forEach.call(base.options, function (o) { if (!o.hidden) shown++; });
+      $("c-count").textContent = shown + " of " + base.options.length + " experiments match";
+    });
     form.addEventListener("submit", function (ev) {
       ev.preventDefault();
       var pair = base.value + "--" + cur.value, pairs = form.dataset.pairs;

@@ -1,0 +1,107 @@
+"""A person's labels of judged checks, saved next to the experiment in ``fabtest calibrate``'s format.
+
+``fabtest view`` lets a reader mark a judged check right or wrong (with a comment) where they read
+it. Each mark becomes one labelled example of ``<results>/<experiment id>.labels.yaml``: the
+criterion, what the judge was shown (the turn's exchange, or the whole conversation for a check on
+it), the person's verdict (the judge's, or its opposite when they marked it wrong) and, for the
+record, the judge's verdict, the comment and where it came from. ``fabtest calibrate FILE`` reads
+the file as it is (docs/view.md, "Review and label"), so labels made while reading become the
+judge's calibration set. Marking the same check again replaces its label.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from fabtest._internal.datafile import read_data_file
+from fabtest.experiment.stats import LLM_JUDGED_TYPES
+from fabtest.judging.agreement import cohen_kappa
+
+__all__ = ["LabelError", "agreement", "judged_checks", "label_check", "labels_path", "read_labels"]
+
+_ID = re.compile(r"[A-Za-z0-9_.-]+")
+_LOCK = threading.Lock()
+
+
+class LabelError(ValueError):
+    """A label request that cannot be saved (the message says why)."""
+
+
+def labels_path(results_dir: Path, experiment_id: str) -> Path:
+    """``<results>/<id>.labels.yaml``; an id that is not a plain file name is refused, so the file
+    is always inside the results directory."""
+    if not _ID.fullmatch(experiment_id) or experiment_id.startswith("."):
+        raise LabelError(f"experiment id {experiment_id!r} is not a plain file name")
+    return results_dir / f"{experiment_id}.labels.yaml"
+
+
+def judged_checks(entry: Mapping[str, Any]) -> list[tuple[int, Mapping[str, Any]]]:
+    """The checks of one run a person can label: the judge's (LLM-judged types) that passed or
+    failed, with their index among the run's evaluations then expectations."""
+    checks = [d for block in (entry.get("evaluations"), entry.get("expectations"))
+              for d in ((block or {}).get("details", []) if isinstance(block, dict) else block or []) if isinstance(d, dict)]
+    return [(i, c) for i, c in enumerate(checks)
+            if c.get("type") in LLM_JUDGED_TYPES and c.get("status") in ("passed", "failed")]
+
+
+def read_labels(path: Path) -> list[dict[str, Any]]:
+    """The examples of a labels file (none when it does not exist yet)."""
+    if not path.exists():
+        return []
+    data = read_data_file(path, LabelError)
+    examples = data.get("examples") if isinstance(data, dict) else None
+    return [x for x in examples or [] if isinstance(x, dict)]
+
+
+def label_check(results_dir: Path, doc_head: Mapping[str, Any], entry: Mapping[str, Any], check: int,
+                right: bool, comment: str = "") -> dict[str, Any]:
+    """Save a person's mark on check ``check`` of ``entry`` (an index from :func:`judged_checks`)
+    and return the label written."""
+    exp_id = str(doc_head["experiment"].get("id"))
+    path = labels_path(results_dir, exp_id)
+    found = dict(judged_checks(entry)).get(check)
+    if found is None:
+        raise LabelError(f"check {check} of {entry.get('id')} run {entry.get('iteration') or 1} is not a judged check "
+                         "that passed or failed")
+    judge = str(found["status"])
+    turns = [t for t in entry.get("transcript") or [] if isinstance(t, dict)]
+    turn = next((t for t in turns if t.get("number") == found.get("turn")), None)
+    label: dict[str, Any] = {"criterion": str(found.get("criterion")),
+                             "verdict": judge if right else ("failed" if judge == "passed" else "passed")}
+    if turn is not None:
+        label.update(scope="response", user=str(turn.get("user") or ""), response=str(turn.get("agent") or ""))
+    else:
+        label.update(scope="conversation",
+                     transcript=[{"user": str(t.get("user") or ""), "agent": str(t.get("agent") or "")} for t in turns])
+    label.update(judge=judge, comment=comment.strip(), scenario=str(entry.get("id")),
+                 iteration=int(entry.get("iteration") or 1), check=check)
+    config = doc_head.get("configuration")
+    criteria = config.get("criteria") if isinstance(config, dict) else None
+    criteria = criteria if isinstance(criteria, dict) else {}
+    with _LOCK:
+        examples = [x for x in read_labels(path) if (x.get("scenario"), x.get("iteration"), x.get("check"))
+                    != (label["scenario"], label["iteration"], check)]
+        examples.append(label)
+        used = {str(x.get("criterion")) for x in examples}
+        body = {"criteria": {k: str(v) for k, v in criteria.items() if k in used and isinstance(v, str)}, "examples": examples}
+        text = (f"# Labels of experiment {exp_id} made in fabtest view: fabtest calibrate {path.name}\n"
+                + yaml.safe_dump(body, sort_keys=False, allow_unicode=True))
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)  # a reader never sees half a file
+    return label
+
+
+def agreement(examples: list[dict[str, Any]]) -> dict[str, Any]:
+    """How often the judge agreed with the labels so far: count, agreement rate and Cohen's kappa."""
+    pairs = [(str(x.get("verdict")), str(x.get("judge"))) for x in examples if x.get("judge") in ("passed", "failed")]
+    if not pairs:
+        return {"labels": 0, "agreement": None, "kappa": None}
+    people, judge = [p for p, _ in pairs], [j for _, j in pairs]
+    return {"labels": len(pairs), "agreement": sum(p == j for p, j in pairs) / len(pairs), "kappa": cohen_kappa(people, judge)}
