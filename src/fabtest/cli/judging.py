@@ -44,6 +44,16 @@ def load_experiment(ref: str, results_dir: str, scenario: str | None = None) -> 
     return info, results, doc
 
 
+def experiment_to_rejudge(args: Any, results_dir: str) -> tuple[Any, list[Any]]:
+    """The experiment and results ``rejudge`` (with or without ``--perturb``) asks about; UsageError
+    for a bad experiment, scenario, or a ``--criterion`` it never judged."""
+    info, results, _doc = load_experiment(args.experiment, results_dir, args.scenario)
+    if args.criterion and not any(c.criterion == args.criterion for r in results
+                                  for c in [*r.evaluations, *r.expectations] if c.type == "satisfy"):
+        raise UsageError(f"--criterion {args.criterion!r}: {info.id} has no 'satisfy' check of that criterion")
+    return info, results
+
+
 def judge_llm(judge_model: str | None) -> LLM:
     """The judge LLM as ./pyproject.toml configures it (``judge_model`` overrides the model)."""
     from fabtest.config.settings import Settings
@@ -116,12 +126,9 @@ def run_rejudge(args: argparse.Namespace, results_dir: str) -> int:
         return fail("--perturb-model and --max-move go with --perturb")
     args.times = args.times or 3
     try:
-        info, results, _doc = load_experiment(args.experiment, results_dir, args.scenario)
+        info, results = experiment_to_rejudge(args, results_dir)
     except UsageError as exc:
         return fail(str(exc))
-    if args.criterion and not any(c.criterion == args.criterion for r in results
-                                  for c in [*r.evaluations, *r.expectations] if c.type == "satisfy"):
-        return fail(f"--criterion {args.criterion!r}: {info.id} has no 'satisfy' check of that criterion")
     try:
         llm = judge_llm(args.judge_model)
         new_results, rows = rejudge_experiment(results, llm, times=args.times, criterion=args.criterion,

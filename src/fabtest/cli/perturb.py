@@ -11,7 +11,7 @@ import argparse
 import json
 import sys
 
-from fabtest.cli.judging import EXIT_OK, fail, judge_llm, load_experiment
+from fabtest.cli.judging import EXIT_OK, experiment_to_rejudge, fail, judge_llm
 from fabtest.errors import UsageError
 from fabtest.llm.base import LLMError, LLMNotConfigured
 
@@ -32,12 +32,9 @@ def run_perturb(args: argparse.Namespace, results_dir: str) -> int:
     times = args.times or 1
     max_move = DEFAULT_MAX_MOVE if args.max_move is None else args.max_move
     try:
-        info, results, _doc = load_experiment(args.experiment, results_dir, args.scenario)
+        info, results = experiment_to_rejudge(args, results_dir)
     except UsageError as exc:
         return fail(str(exc))
-    if args.criterion and not any(c.criterion == args.criterion for r in results
-                                  for c in [*r.evaluations, *r.expectations] if c.type == "satisfy"):
-        return fail(f"--criterion {args.criterion!r}: {info.id} has no 'satisfy' check of that criterion")
     try:
         llm = judge_llm(args.judge_model)
         other = judge_llm(args.perturb_model) if args.perturb_model else None
