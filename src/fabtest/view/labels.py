@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from fabtest._internal.datafile import read_data_file
+from fabtest.errors import FabtestError
 from fabtest.experiment.stats import LLM_JUDGED_TYPES
 from fabtest.judging.agreement import cohen_kappa
 
@@ -29,7 +30,7 @@ _ID = re.compile(r"[A-Za-z0-9_.-]+")
 _LOCK = threading.Lock()
 
 
-class LabelError(ValueError):
+class LabelError(FabtestError, ValueError):
     """A label request that cannot be saved (the message says why)."""
 
 
