@@ -287,3 +287,28 @@ def test_a_second_run_with_the_same_experiment_id_is_refused_before_any_scenario
     assert f"experiment id '{EXP}' is in use by another run" in output
     assert "Traceback" not in output and "BlockingIOError" not in output
     assert "passed" not in output and not project.experiment.exists()
+
+
+def test_a_crash_report_for_a_scenario_already_recorded_adds_nothing() -> None:
+    """xdist names the item a worker was on when it died; if that item's result had already arrived
+    (killed between its last report and the next item), it is not recorded a second time as crashed
+    (the SIGKILL test above once read 11 scenarios of 10 under load)."""
+    from types import SimpleNamespace
+
+    from fabtest.pytest_plugin.recording import ExperimentRecording
+    from fabtest.pytest_plugin.results import RESULT_PROPERTY
+
+    saved: list[object] = []
+    recording = ExperimentRecording.__new__(ExperimentRecording)
+    recording._pending, recording._finished = {}, set()
+    recording.save = lambda method, *args: saved.append(args[0])  # type: ignore[method-assign]
+    nodeid = "features/slow.feature::test_slow_1"
+    done = {"id": "example:000000000001", "name": "slow 1", "passed": True}
+    recording.add_report(SimpleNamespace(nodeid=nodeid, user_properties=[(RESULT_PROPERTY, done)],
+                                         failed=False, when="teardown"))
+    crash = SimpleNamespace(nodeid=nodeid, user_properties=[], failed=True, when="???",
+                            longrepr="worker 'gw0' crashed while running 'features/slow.feature::test_slow_1'")
+    recording.add_report(crash)
+    assert [r.name for r in saved] == ["slow 1"]
+    recording.add_report(SimpleNamespace(**{**vars(crash), "nodeid": "features/slow.feature::test_slow_2"}))
+    assert len(saved) == 2 and saved[1].failure_type == "error"  # one never recorded is still a crash

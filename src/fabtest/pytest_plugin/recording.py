@@ -36,6 +36,7 @@ class ExperimentRecording:
         self._recorder: Any = None
         self.save_error: str | None = None  # a write to the experiment failed (a full disk): said once, at the end
         self._pending: dict[str, dict[str, Any]] = {}  # nodeid -> identity of a scenario started
+        self._finished: set[str] = set()  # node ids whose result was recorded
         #: node ids in collection order: the order results are written in, not the order they finished
         self.order: list[str] = []
         #: --fabtest-no-results: the results go to a temporary directory, read for the summary, then removed
@@ -51,6 +52,7 @@ class ExperimentRecording:
                 self._pending[report.nodeid] = value
             elif name == RESULT_PROPERTY:
                 self._pending.pop(report.nodeid, None)
+                self._finished.add(report.nodeid)
                 result = ScenarioResult.model_validate(value)
                 self.save("add", result)
             elif name == LATE_PROPERTY and isinstance(value, list):
@@ -67,6 +69,8 @@ class ExperimentRecording:
     def record_unfinished(self, nodeid: str, reason: list[str]) -> None:
         if nodeid in self._pending:
             value = dict(self._pending.pop(nodeid))
+        elif nodeid in self._finished:
+            return  # its result arrived before the worker died (xdist still names the item it was on)
         elif nodeid.partition("::")[0].endswith(".feature"):
             value = _crashed_before_setup(nodeid)  # killed before its setup report left the worker
         else:
