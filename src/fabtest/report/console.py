@@ -66,9 +66,11 @@ def _completion(summary: dict[str, Any]) -> list[str]:
     skipped = summary.get("skipped", 0)
     lines = [
         "Completion (Hard Expectations)",
-        f"  Scenarios:        {count(summary.get('total_scenarios', 0))} total, {count(summary.get('passed', 0))} passed, "
+        f"  Scenarios:        {count(summary.get('total_scenarios', 0))} total, "
+        f"{count(summary.get('passed', 0))} passed, "
         f"{count(summary.get('failed', 0))} failed" + (f", {count(skipped)} skipped" if skipped else ""),
-        f"  Completion Rate:  {pct(summary.get('completion_rate'))} ({count(summary.get('passed', 0))}/{count(counted)})",
+        f"  Completion Rate:  {pct(summary.get('completion_rate'))} "
+        f"({count(summary.get('passed', 0))}/{count(counted)})",
     ]
     if skipped:
         lines.append("  (skipped scenarios are not counted in the rate)")
@@ -92,7 +94,8 @@ def _quality(doc: dict[str, Any]) -> list[str]:
     if ev.get("inconclusive"):
         lines.append(f"  Inconclusive:      {ev['inconclusive']} (judge could not decide; not rated)")
     if ev.get("not_applicable"):
-        lines.append(f"  Not applicable:    {ev['not_applicable']} (the criterion did not apply to what was judged; not rated)")
+        lines.append(f"  Not applicable:    {ev['not_applicable']} "
+                     "(the criterion did not apply to what was judged; not rated)")
     skipped = summary.get("skipped_checks", 0)
     if skipped:
         lines.append(f"  Skipped checks:    {skipped} (could not run, e.g. no LLM configured; not rated)")
@@ -121,8 +124,10 @@ def _checks(doc: dict[str, Any]) -> list[str]:
     passing = len(checks) - len(failing)
     lines = ["", f"Checks (deterministic): {len(checks)}, {len(failing)} with failures"]
     if failing:
-        shown = sorted(failing.items(), key=lambda kv: (kv[1].get("rate") if kv[1].get("rate") is not None else -1, kv[0]))
-        rows = [[name, e.get("evaluated", 0), e.get("passed", 0), pct(e.get("rate"))] for name, e in shown[:_MAX_LISTED]]
+        shown = sorted(failing.items(),
+                       key=lambda kv: (kv[1].get("rate") if kv[1].get("rate") is not None else -1, kv[0]))
+        rows = [[name, e.get("evaluated", 0), e.get("passed", 0), pct(e.get("rate"))]
+                for name, e in shown[:_MAX_LISTED]]
         lines += _table(rows, ["Check", "Evaluated", "Passed", "Rate"])
         if len(failing) > _MAX_LISTED:
             lines.append(f"    ... and {len(failing) - _MAX_LISTED} more with failures (see the JSON checks_results)")
@@ -139,7 +144,8 @@ def _efficiency(summary: dict[str, Any]) -> list[str]:
         return f"mean {num(s['mean'])}, median {num(s['median'])}, range {num(s['min'], 0)}-{num(s['max'], 0)}"
 
     with_graph = summary.get("topic_graph_scenarios")
-    topics_note = f" (over the {with_graph} runs with a topic graph)" if with_graph is not None and spread("topics") != "n/a" else ""
+    topics_note = (f" (over the {with_graph} runs with a topic graph)"
+                   if with_graph is not None and spread("topics") != "n/a" else "")
     return [
         "Efficiency",
         f"  Turns:             {spread('turns')}",
@@ -210,7 +216,8 @@ def _variance(doc: dict[str, Any]) -> list[str]:
     for key, label in (("completion_rate", "Completion"), ("evaluation_rate", "Evaluation")):
         agg = var.get(key) or {}
         if agg.get("mean") is not None:
-            lines.append(f"  {label}: mean {pct(agg['mean'])} ± {num(agg['std'] * 100)}pp ({var.get('std_kind', 'sample')} std dev)")
+            lines.append(f"  {label}: mean {pct(agg['mean'])} ± {num(agg['std'] * 100)}pp "
+                         f"({var.get('std_kind', 'sample')} std dev)")
     # the most unsettled first: a scenario passing half its runs says more than one failing once in 1,000
     flaky = sorted((s for s in var.get("scenarios", []) if s["label"] == "flaky"),
                    key=lambda s: abs(s["passes"] / s["runs"] - 0.5) if s.get("runs") else 1.0)
@@ -228,7 +235,8 @@ def _variance(doc: dict[str, Any]) -> list[str]:
         lines.append(f"  Flaky soft criteria: {len(soft)}")
         for c in soft[:_MAX_LISTED]:
             where = f" (turn {c['turn']})" if c.get("turn") is not None else ""
-            lines.append(f"    - {c['name']}: {c['criterion']}{where}: {c['verdicts']} (flaky: {c['cause']}; {c['evidence']})")
+            lines.append(f"    - {c['name']}: {c['criterion']}{where}: {c['verdicts']} "
+                         f"(flaky: {c['cause']}; {c['evidence']})")
         if len(soft) > _MAX_LISTED:
             lines.append(f"    ... and {len(soft) - _MAX_LISTED} more")
     lines.append("")

@@ -73,7 +73,8 @@ def failure_lines(results: list[Any]) -> list[str]:
     failed = sum(g["runs"] for g in groups.values())
     scenarios = len({name for name, _ in groups})
     lines = ["", f"Failures: {count(failed)} failed run{'s' if failed != 1 else ''} in {scenarios} scenario"
-                 f"{'s' if scenarios != 1 else ''}, {len(groups)} distinct (scenario, failing step); most frequent first"]
+                 f"{'s' if scenarios != 1 else ''}, {len(groups)} distinct (scenario, failing step); "
+                 "most frequent first"]
     ranked = sorted(groups.items(), key=lambda kv: (-kv[1]["runs"], kv[0]))
     width = len(str(ranked[0][1]["runs"])) + 1
     for i, ((name, headline), group) in enumerate(ranked[:_GROUPS]):

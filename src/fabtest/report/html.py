@@ -4,15 +4,14 @@ Everything a reviewer needs is in the file (summary, charts, every transcript wi
 topics, every check with its status, failure messages), so it can be attached to a CI run or
 mailed and opened offline. Every value from the document is escaped with ``html.escape``: a
 results file may come from elsewhere (a hand-edited or foreign experiment), so table cells are
-escaped unless they are an :class:`_Html` fragment this module built itself.
+escaped unless they are an :class:`_Html` fragment the report built itself (the building blocks
+and the stylesheet are in ``report/html_parts.py`` and ``report/css.py``).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
-from collections.abc import Set as AbstractSet
-from html import escape
+from collections.abc import Sequence
 from typing import Any
 
 from fabtest.compare.compute import Comparison
@@ -21,6 +20,8 @@ from fabtest.experiment.cost import summary_cost, total_text, unpriced_note
 from fabtest.experiment.diff import ConversationDiff, tool_summary
 from fabtest.experiment.fmt import git_line, llm_line, num, pct, pp, signed, timestamp, usd
 from fabtest.judging.render import split_note
+from fabtest.report.css import REPORT_CSS
+from fabtest.report.html_parts import _card, _e, _header, _Html, _page, _table
 from fabtest.report.robustness import robustness_html
 from fabtest.report.svg import delta_chart, paired_chart, rate_chart, rate_color
 
@@ -33,107 +34,7 @@ __all__ = [
     "render_experiment_html",
 ]
 
-REPORT_CSS = _CSS = """
-:root{--fg:#212529;--muted:#5c656d;--line:#e9ecef;--bg:#f8f9fa;--card:#fff;--ok:#237032;--bad:#c92a2a;
---warn:#a65300;--info:#1864ab}
-*{box-sizing:border-box}
-body{margin:0;background:var(--bg);color:var(--fg);font:14px/1.5 -apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif}
-main{max-width:1180px;margin:0 auto;padding:24px 28px 60px}
-header.top{background:#1b2430;color:#fff;padding:22px 28px}
-header.top .inner{max-width:1180px;margin:0 auto}
-header.top h1{margin:0 0 4px;font-size:22px;font-weight:600}
-header.top .sub{color:#adb5bd;font-size:13px}
-header.top .meta{display:flex;flex-wrap:wrap;gap:6px 22px;margin-top:12px;font-size:13px;color:#dee2e6}
-header.top .meta b{color:#fff;font-weight:600}
-h2{font-size:17px;margin:30px 0 12px;padding-bottom:6px;border-bottom:1px solid var(--line)}
-h3{font-size:14px;margin:18px 0 8px}
-.cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(160px,1fr));gap:12px}
-.card{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:14px 16px}
-.card .k{color:var(--muted);font-size:12px;text-transform:uppercase;letter-spacing:.04em}
-.card .v{font-size:26px;font-weight:650;margin-top:2px}
-.card .n{color:var(--muted);font-size:12px}
-.panel{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:16px 18px;margin-bottom:14px}
-table{border-collapse:collapse;width:100%;font-size:13px}
-th,td{text-align:left;padding:6px 10px;border-bottom:1px solid var(--line);vertical-align:top}
-th{color:var(--muted);font-weight:600;font-size:12px;text-transform:uppercase;letter-spacing:.03em}
-td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
-.badge{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;font-weight:600}
-.b-pass{background:#ebfbee;color:var(--ok)}.b-fail{background:#fff5f5;color:var(--bad)}
-.b-skip{background:#f1f3f5;color:var(--muted)}.b-warn{background:#fff9db;color:var(--warn)}
-.b-HIGH{background:#ebfbee;color:var(--ok)}.b-MEDIUM{background:#fff9db;color:var(--warn)}.b-LOW{background:#fff5f5;color:var(--bad)}
-.up{color:var(--ok);font-weight:600}.down{color:var(--bad);font-weight:600}.flat{color:var(--muted)}
-.icon{display:inline-block;width:18px;text-align:center;font-weight:700}
-.i-passed{color:var(--ok)}.i-failed{color:var(--bad)}.i-inconclusive{color:var(--warn)}.i-skipped{color:var(--muted)}
-details.scenario{background:var(--card);border:1px solid var(--line);border-radius:8px;margin-bottom:10px}
-details.scenario>summary{cursor:pointer;padding:10px 14px;display:flex;gap:10px;align-items:center;list-style:none}
-details.scenario>summary::-webkit-details-marker{display:none}
-details.scenario>summary .name{font-weight:600;flex:1}
-details.scenario>summary .facts{color:var(--muted);font-size:12px}
-details.scenario[open]>summary{border-bottom:1px solid var(--line)}
-details.scenario.group>.sbody>details.scenario{margin:0 0 8px}
-.sbody{padding:12px 16px}
-.failure{background:#fff5f5;border-left:3px solid var(--bad);padding:8px 12px;border-radius:4px;margin-bottom:12px;white-space:pre-wrap;font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px}
-.turn{border-left:2px solid var(--line);margin:0 0 12px 6px;padding-left:14px}
-.turn .tn{font-size:12px;color:var(--muted);margin-bottom:4px}
-.msg{padding:8px 12px;border-radius:8px;margin:4px 0;white-space:pre-wrap;max-width:92%}
-.user{background:#e7f5ff}.agent{background:#f1f3f5}
-.msg .who{display:block;font-size:11px;font-weight:700;color:var(--muted);text-transform:uppercase;margin-bottom:2px}
-.tool::before{content:"tool call";display:block;font-size:10px;font-weight:700;color:var(--muted);text-transform:uppercase;font-family:-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif}
-.tool{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px;background:#fff;border:1px dashed #ced4da;border-radius:6px;padding:6px 10px;margin:4px 0;white-space:pre-wrap;word-break:break-word}
-.topic{display:inline-block;background:#f3f0ff;color:#6741d9;border-radius:10px;padding:0 8px;font-size:11px;font-weight:600;margin-left:6px}
-.path .topic{margin:0 2px}
-.muted{color:var(--muted)}
-ul.plain{margin:4px 0;padding-left:18px}
-footer{color:var(--muted);font-size:12px;margin-top:40px;text-align:center}
-a{color:var(--info);text-decoration:none}
-main p a,main li a,header a{text-decoration:underline;text-underline-offset:2px}
-"""
-
 _ICONS = {"passed": "✓", "failed": "✗", "inconclusive": "?", "not_applicable": "n/a", "skipped": "–"}
-
-
-class _Html(str):
-    """A fragment of markup built here from escaped parts: table cells pass it through as is."""
-
-
-def _e(value: Any) -> _Html:
-    return _Html(escape("" if value is None else str(value)))
-
-
-def _cell(value: Any) -> str:
-    return value if isinstance(value, _Html) else escape("" if value is None else str(value))
-
-
-def _page(title: str, header: str, body: str) -> str:
-    return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-        f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>"
-        f"{header}<main>{body}<footer>Generated by fabtest · self-contained report</footer></main></body></html>\n"
-    )
-
-
-def _header(title: str, subtitle: str, meta: Iterable[tuple[str, str]]) -> str:
-    items = "".join(f"<span>{_e(k)}: <b>{_e(v)}</b></span>" for k, v in meta)
-    return (
-        f'<header class="top"><div class="inner"><h1>{_e(title)}</h1><div class="sub">{_e(subtitle)}</div>'
-        f'<div class="meta">{items}</div></div></header>'
-    )
-
-
-def _card(key: str, value: str, note: str = "", color: str | None = None) -> str:
-    style = f' style="color:{color}"' if color else ""
-    return f'<div class="card"><div class="k">{_e(key)}</div><div class="v"{style}>{_e(value)}</div><div class="n">{_e(note)}</div></div>'
-
-
-def _table(headers: list[str], rows: Iterable[Sequence[str]], numeric: AbstractSet[int] = frozenset()) -> str:
-    head = "".join(f'<th class="num">{_e(h)}</th>' if i in numeric else f"<th>{_e(h)}</th>" for i, h in enumerate(headers))
-    body = "".join(
-        "<tr>" + "".join(f'<td class="num">{_cell(c)}</td>' if i in numeric else f"<td>{_cell(c)}</td>"
-                        for i, c in enumerate(row)) + "</tr>"
-        for row in rows
-    )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def _experiment_meta(exp: dict[str, Any]) -> list[tuple[str, str]]:
@@ -163,11 +64,16 @@ def _summary_cards(summary: dict[str, Any]) -> str:
     skipped = f", {summary['skipped']} skipped" if summary.get("skipped") else ""
     return '<div class="cards">' + "".join(
         [
-            _card("Completion", pct(summary.get("completion_rate")), f"{summary.get('passed', 0)}/{counted} passed{skipped}", rate_color(summary.get("completion_rate"))),
-            _card("Evaluation rate", pct(summary.get("evaluation_rate")), f"{ev.get('passed', 0)}/{ev.get('evaluated', 0)} soft checks passed", rate_color(summary.get("evaluation_rate"))),
+            _card("Completion", pct(summary.get("completion_rate")),
+                  f"{summary.get('passed', 0)}/{counted} passed{skipped}",
+                  rate_color(summary.get("completion_rate"))),
+            _card("Evaluation rate", pct(summary.get("evaluation_rate")),
+                  f"{ev.get('passed', 0)}/{ev.get('evaluated', 0)} soft checks passed",
+                  rate_color(summary.get("evaluation_rate"))),
             _card("Scenarios", str(summary.get("total_scenarios", 0)), f"{summary.get('failed', 0)} failed"),
             _card("Avg turns", num(summary.get("avg_turns")), "per scenario"),
-            _card("Avg topics", num(summary.get("avg_topics")), f"backtracking {pct(summary.get('backtracking_rate'))}"),
+            _card("Avg topics", num(summary.get("avg_topics")),
+                  f"backtracking {pct(summary.get('backtracking_rate'))}"),
         ]
     ) + "</div>"
 
@@ -175,16 +81,19 @@ def _summary_cards(summary: dict[str, Any]) -> str:
 def _completion_section(summary: dict[str, Any]) -> str:
     counted = summary.get("passed", 0) + summary.get("failed", 0)
     failures = {k: v for k, v in (summary.get("failure_types") or {}).items() if v}
-    items = [("passed", summary.get("passed", 0) / counted if counted else None, f"({summary.get('passed', 0)})")]
+    items = [("passed", summary.get("passed", 0) / counted if counted else None,
+              f"({summary.get('passed', 0)})")]
     items += [(k, v / counted if counted else None, f"({v})") for k, v in failures.items()]
     note = ""
     if summary.get("skipped"):
-        note = f'<p class="muted">{_e(summary["skipped"])} skipped scenario(s) are not counted in the completion rate.</p>'
+        note = (f'<p class="muted">{_e(summary["skipped"])} skipped scenario(s) are not counted in the '
+                'completion rate.</p>')
     validity = summary.get("simulator_validity")
     if validity:  # engine/fidelity.py: invalid simulated conversations were run again or not counted
         note += (f'<p class="muted">Simulator valid: {_e(pct(validity.get("rate")))} ({_e(validity.get("valid", 0))}/'
                  f'{_e(validity.get("conversations", 0))} simulated conversations stayed in role; '
-                 f'{_e(validity.get("reruns", 0))} re-run, {_e(validity.get("invalid_runs", 0))} scenario(s) not counted).</p>')
+                 f'{_e(validity.get("reruns", 0))} re-run, {_e(validity.get("invalid_runs", 0))} '
+                 'scenario(s) not counted).</p>')
     colors = ["#2f9e44"] + ["#e03131"] * len(failures)
     chart = rate_chart(items, "completion by outcome", colors)
     return f'<h2>Completion (hard expectations)</h2><div class="panel">{chart}{note}</div>'
@@ -201,12 +110,16 @@ def _criteria_section(doc: dict[str, Any]) -> str:
         notes.append(f"{ev['not_applicable']} evaluation(s) were not applicable (the criterion did not apply to what "
                      "was judged) and are not rated.")
     if summary.get("skipped_checks"):
-        notes.append(f"{summary['skipped_checks']} check(s) were skipped (could not run, e.g. no LLM configured) and are not rated.")
+        notes.append(f"{summary['skipped_checks']} check(s) were skipped (could not run, e.g. no LLM configured) "
+                     "and are not rated.")
     note_html = "".join(f'<p class="muted">{_e(n)}</p>' for n in notes)
     if not criteria:
-        return f'<h2>Quality by criterion</h2><div class="panel"><p class="muted">No checks were rated.</p>{note_html}</div>'
-    chart = rate_chart([(n, e.get("rate"), f"({e.get('passed', 0)}/{e.get('evaluated', 0)})") for n, e in criteria.items()], "criteria rates")
-    rows = [[_e(n), str(e.get("evaluated", 0)), str(e.get("passed", 0)), pct(e.get("rate"))] for n, e in criteria.items()]
+        return (f'<h2>Quality by criterion</h2><div class="panel"><p class="muted">No checks were rated.</p>'
+                f'{note_html}</div>')
+    chart = rate_chart([(n, e.get("rate"), f"({e.get('passed', 0)}/{e.get('evaluated', 0)})")
+                        for n, e in criteria.items()], "criteria rates")
+    rows = [[_e(n), str(e.get("evaluated", 0)), str(e.get("passed", 0)), pct(e.get("rate"))]
+            for n, e in criteria.items()]
     return (
         f'<h2>Quality by criterion</h2><div class="panel">{chart}</div>'
         f'<div class="panel">{_table(["Criterion", "Evaluated", "Passed", "Rate"], rows, {1, 2, 3})}{note_html}</div>'
@@ -218,8 +131,10 @@ def _efficiency_section(summary: dict[str, Any]) -> str:
         s = summary.get(key) or {}
         return [label, num(s.get("mean")), num(s.get("median")), f"{num(s.get('min'), 0)}–{num(s.get('max'), 0)}"]
 
-    table = _table(["", "Mean", "Median", "Range"], [row("Turns", "turns"), row("Topics visited", "topics")], {1, 2, 3})
-    return f'<h2>Efficiency</h2><div class="panel">{table}<p class="muted">Backtracking rate: {pct(summary.get("backtracking_rate"))}</p></div>'
+    table = _table(["", "Mean", "Median", "Range"], [row("Turns", "turns"), row("Topics visited", "topics")],
+                   {1, 2, 3})
+    return (f'<h2>Efficiency</h2><div class="panel">{table}'
+            f'<p class="muted">Backtracking rate: {pct(summary.get("backtracking_rate"))}</p></div>')
 
 
 def _grounding_section(summary: dict[str, Any]) -> str:
@@ -227,36 +142,47 @@ def _grounding_section(summary: dict[str, Any]) -> str:
     if not ground:
         return ""
     rows = [
-        [_e(src), str(e["evaluated"]), str(e["grounded"]), pct(e["rate"]), pct(e.get("claim_rate")) if e.get("claims_total") else "–"]
+        [_e(src), str(e["evaluated"]), str(e["grounded"]), pct(e["rate"]),
+         pct(e.get("claim_rate")) if e.get("claims_total") else "–"]
         for src, e in ground["by_source"].items()
     ]
-    worst = "".join(f"<li>{_e(s['name'])}: {pct(s['ungrounded_rate'])} ungrounded</li>" for s in ground.get("worst_scenarios", []))
+    worst = "".join(f"<li>{_e(s['name'])}: {pct(s['ungrounded_rate'])} ungrounded</li>"
+                    for s in ground.get("worst_scenarios", []))
     worst_html = f"<h3>Highest ungrounded rates</h3><ul class=\"plain\">{worst}</ul>" if worst else ""
-    return f'<h2>Grounding</h2><div class="panel">{_table(["Source", "Evaluated", "Grounded", "Rate", "Claims supported"], rows, {1, 2, 3, 4})}{worst_html}</div>'
+    table = _table(["Source", "Evaluated", "Grounded", "Rate", "Claims supported"], rows, {1, 2, 3, 4})
+    return f'<h2>Grounding</h2><div class="panel">{table}{worst_html}</div>'
 
 
 def _tokens_section(summary: dict[str, Any]) -> str:
     spent = summary_cost(summary)
     if spent is not None:
-        rows = [[_e(ln["role"]), _e(ln.get("model") or "(not reported)"), f"{ln['calls']:,}", f"{ln['input_tokens']:,}",
+        rows = [[_e(ln["role"]), _e(ln.get("model") or "(not reported)"), f"{ln['calls']:,}",
+                 f"{ln['input_tokens']:,}",
                  f"{ln['output_tokens']:,}", usd(ln.get("usd"))] for ln in spent["lines"]]
         total = total_text(spent)
         notes = "".join(f"<p>{_e(unpriced_note(entry))}</p>" for entry in spent.get("unpriced") or [])
         table = _table(["Role", "Model", "Calls", "Input tokens", "Output tokens", "Cost (USD)"], rows, {2, 3, 4, 5})
-        return (f'<h2>LLM usage and cost</h2><div class="panel">{table}<p><strong>Total cost: {_e(total)}</strong></p>'
+        return (f'<h2>LLM usage and cost</h2><div class="panel">{table}'
+                f'<p><strong>Total cost: {_e(total)}</strong></p>'
                 f'{notes}<p style="color:var(--muted)">{_e(spent.get("note", ""))}</p></div>')
     usage = summary.get("tokens") or {}
     if not usage:
         return ""
-    rows = [[_e(r), f"{u['calls']:,}", f"{u['input_tokens']:,}", f"{u['output_tokens']:,}"] for r, u in usage.items()]
-    return f'<h2>LLM usage</h2><div class="panel">{_table(["Role", "Calls", "Input tokens", "Output tokens"], rows, {1, 2, 3})}</div>'
+    rows = [[_e(r), f"{u['calls']:,}", f"{u['input_tokens']:,}", f"{u['output_tokens']:,}"]
+            for r, u in usage.items()]
+    table = _table(["Role", "Calls", "Input tokens", "Output tokens"], rows, {1, 2, 3})
+    return f'<h2>LLM usage</h2><div class="panel">{table}</div>'
+
+
+_STABILITY_BADGE = {"stable-pass": "b-pass", "stable-fail": "b-fail"}
 
 
 def _variance_section(doc: dict[str, Any]) -> str:
     var = doc.get("variance")
     if not var:
         return ""
-    rows = [[f"Run {r['iteration']}", str(r["scenarios"]), pct(r["completion_rate"]), pct(r["evaluation_rate"])] for r in var["runs"]]
+    rows = [[f"Run {r['iteration']}", str(r["scenarios"]), pct(r["completion_rate"]), pct(r["evaluation_rate"])]
+            for r in var["runs"]]
     agg_c, agg_e = var.get("completion_rate") or {}, var.get("evaluation_rate") or {}
 
     def ms(a: dict[str, Any]) -> str:
@@ -265,7 +191,8 @@ def _variance_section(doc: dict[str, Any]) -> str:
     rows.append([_Html("<b>Mean ± std</b>"), "", ms(agg_c), ms(agg_e)])
     causes = {c.get("id"): c for c in var.get("flaky_causes") or [] if isinstance(c, dict)}  # experiment/attribution.py
     scen_rows = [
-        [_e(s["name"]), _Html(f'<span class="badge {"b-pass" if s["label"] == "stable-pass" else "b-fail" if s["label"] == "stable-fail" else "b-warn"}">{_e(s["label"])}</span>'),
+        [_e(s["name"]),
+         _Html(f'<span class="badge {_STABILITY_BADGE.get(s["label"], "b-warn")}">{_e(s["label"])}</span>'),
          f"{s['passes']}/{s['runs']}", pct(s["pass_rate"]), pct(s["pass_at_k"]), pct(s["pass_hat_k"]),
          _e(f"flaky: {c['cause']} ({c['evidence']})" if (c := causes.get(s["id"])) else "")]
         for s in var.get("scenarios", [])
@@ -274,8 +201,10 @@ def _variance_section(doc: dict[str, Any]) -> str:
         f'<h2>Variance ({len(var["runs"])} runs)</h2><div class="panel">'
         f'{_table(["Run", "Scenarios", "Completion", "Evaluation"], rows, {1, 2, 3})}'
         f'<p class="muted">Standard deviation: {_e(var.get("std_kind", "sample"))} (n − 1).</p></div>'
-        f'<div class="panel"><h3>Per-scenario stability</h3>{_table(["Scenario", "Label", "Passes", "Pass rate", "pass@k", "pass^k", "Why"], scen_rows, {2, 3, 4, 5})}'
-        f'<p class="muted">k = runs of the scenario: pass@k = passed at least once, pass^k = passed every time.</p></div>'
+        '<div class="panel"><h3>Per-scenario stability</h3>'
+        f'{_table(["Scenario", "Label", "Passes", "Pass rate", "pass@k", "pass^k", "Why"], scen_rows, {2, 3, 4, 5})}'
+        '<p class="muted">k = runs of the scenario: pass@k = passed at least once, '
+        'pass^k = passed every time.</p></div>'
         + _flaky_criteria(var)
     )
 
@@ -351,7 +280,8 @@ def _checks(title: str, block: Any) -> str:
         status = c.get("status", "skipped")
         icon = _Html(f'<span class="icon i-{_e(status)}" title="{_e(status)}">{_ICONS.get(status, "?")}</span>')
         note = split_note(c)  # judge samples that split (fabtest.judging)
-        rows.append([icon, _e(c.get("turn") if c.get("turn") is not None else "–"), _e(c.get("type")), _e(c.get("criterion")),
+        rows.append([icon, _e(c.get("turn") if c.get("turn") is not None else "–"), _e(c.get("type")),
+                     _e(c.get("criterion")),
                      _e(f"{status} ({note})" if note else status), _e(c.get("details"))])
     summary = ""
     if isinstance(block, dict):
@@ -368,11 +298,13 @@ def _scenario(entry: dict[str, Any], anchor: str, opened: bool | None = None) ->
     if entry.get("failure_message"):
         failure = f'<div class="failure">{_e(entry["failure_message"])}</div>'
     if entry.get("skipped") and entry.get("skip_reason"):
-        failure = f'<div class="failure" style="border-color:#adb5bd;background:#f8f9fa">Skipped: {_e(entry["skip_reason"])}</div>'
+        failure = ('<div class="failure" style="border-color:#adb5bd;background:#f8f9fa">'
+                   f'Skipped: {_e(entry["skip_reason"])}</div>')
     path = entry.get("topic_path") or entry.get("topics_visited") or []
     path_html = ""
     if path:
-        path_html = '<p class="path muted">Topics: ' + " → ".join(f'<span class="topic">{_e(t)}</span>' for t in path) + "</p>"
+        path_html = ('<p class="path muted">Topics: ' + " → ".join(f'<span class="topic">{_e(t)}</span>' for t in path)
+                     + "</p>")
     where = " · ".join(_e(x) for x in (entry.get("feature"), entry.get("rule"), entry.get("record_id")) if x)
     if opened is None:  # alone: open when it failed; in a group the caller decides
         opened = not entry.get("passed") and not entry.get("skipped")
@@ -380,16 +312,19 @@ def _scenario(entry: dict[str, Any], anchor: str, opened: bool | None = None) ->
     return (
         f'<details class="scenario" id="{_e(anchor)}"{is_open}><summary>{_status_badge(entry)}'
         f'<span class="name">{_e(entry.get("name"))}</span><span class="facts">{_e(facts)}</span></summary>'
-        f'<div class="sbody"><p class="muted">{_e(entry.get("id"))}{" · " + where if where else ""}</p>{failure}{path_html}'
+        f'<div class="sbody"><p class="muted">{_e(entry.get("id"))}{" · " + where if where else ""}</p>'
+        f"{failure}{path_html}"
         f"<h3>Transcript</h3>{_transcript(entry)}"
-        f'{_checks("Evaluations (soft)", entry.get("evaluations"))}{_checks("Expectations (hard)", entry.get("expectations"))}'
+        f'{_checks("Evaluations (soft)", entry.get("evaluations"))}'
+        f'{_checks("Expectations (hard)", entry.get("expectations"))}'
         "</div></details>"
     )
 
 
 def _scenarios_section(entries: list[dict[str, Any]], title: str = "Scenarios") -> str:
-    """Every run grouped under its scenario (iterations: one collapsible group with its pass count), failing
-    first; only each scenario's first failing run opens by default, so 1,000 runs stay a page to scroll."""
+    """Every run grouped under its scenario (iterations: one collapsible group with its pass count),
+    failing first; only each scenario's first failing run opens by default, so 1,000 runs stay a page
+    to scroll."""
     if not entries:
         return f'<h2>{_e(title)}</h2><p class="muted">No scenarios.</p>'
     groups: dict[Any, list[tuple[int, dict[str, Any]]]] = {}
@@ -397,7 +332,8 @@ def _scenarios_section(entries: list[dict[str, Any]], title: str = "Scenarios") 
         groups.setdefault(e.get("id") or f"#{i}", []).append((i, e))
     failing = {i for i, e in enumerate(entries) if not e.get("passed") and not e.get("skipped")}
     ordered = sorted(groups.values(), key=lambda runs: (not any(i in failing for i, _ in runs),
-                                                         all(e.get("skipped") for _, e in runs), runs[0][1].get("name") or ""))
+                                                         all(e.get("skipped") for _, e in runs),
+                                                         runs[0][1].get("name") or ""))
     rows, details = [], []
     for g, runs in enumerate(ordered):
         runs = sorted(runs, key=lambda p: p[1].get("iteration") or 1)
@@ -406,25 +342,31 @@ def _scenarios_section(entries: list[dict[str, Any]], title: str = "Scenarios") 
         passed = sum(1 for e in counted if e.get("passed"))
         rates = [r for _, e in runs if isinstance(ev := e.get("evaluations"), dict)
                  and isinstance(r := ev.get("rate"), (int, float))]
+        tone = "b-pass" if counted and passed == len(counted) else "b-fail" if counted else "b-skip"
         badge = _status_badge(first) if len(runs) == 1 else _Html(
-            f'<span class="badge {"b-pass" if counted and passed == len(counted) else "b-fail" if counted else "b-skip"}">'
+            f'<span class="badge {tone}">'
             f"{passed}/{len(counted)} passed</span>")
         anchor = f"s{runs[0][0]}" if len(runs) == 1 else f"g{g}"
         rows.append([badge, _Html(f'<a href="#{anchor}">{_e(first.get("name"))}</a>'),
                      _Html(" ".join(f'<a href="#s{i}">{_e(e.get("iteration") or 1)}</a>' for i, e in runs)),
-                     num(sum(float(e.get("turns") or 0) for _, e in runs) / len(runs)), pct(sum(rates) / len(rates) if rates else None),
+                     num(sum(float(e.get("turns") or 0) for _, e in runs) / len(runs)),
+                     pct(sum(rates) / len(rates) if rates else None),
                      _e(next((e.get("failure_message") for _, e in runs if e.get("failure_message")), ""))])
         first_fail = next((i for i, _ in runs if i in failing), None)
         details.append(_scenario(first, anchor) if len(runs) == 1 else (
             f'<details class="scenario group" id="{anchor}"{" open" if first_fail is not None else ""}><summary>{badge}'
-            f'<span class="name">{_e(first.get("name"))}</span><span class="facts">{len(runs)} runs</span></summary><div class="sbody">'
+            f'<span class="name">{_e(first.get("name"))}</span><span class="facts">{len(runs)} runs</span></summary>'
+            '<div class="sbody">'
             + "".join(_scenario(e, f"s{i}", opened=i == first_fail) for i, e in runs) + "</div></details>"))
     index = _table(["Status", "Scenario", "Runs", "Turns (mean)", "Eval rate (mean)", "Failure"], rows, {3, 4})
-    return f'<h2>{_e(title)} ({len(ordered)} scenarios, {len(entries)} runs)</h2><div class="panel">{index}</div>{"".join(details)}'
+    return (f'<h2>{_e(title)} ({len(ordered)} scenarios, {len(entries)} runs)</h2>'
+            f'<div class="panel">{index}</div>{"".join(details)}')
 
 
-_COVERAGE_ROWS = (("topics", "Topics", "reached", "never_reached"), ("transitions", "Transitions", "taken", "never_taken"),
-                  ("tools", "Tools", "called", "never_called"), ("criteria", "Criteria", "evaluated", "never_evaluated"))
+_COVERAGE_ROWS = (("topics", "Topics", "reached", "never_reached"),
+                  ("transitions", "Transitions", "taken", "never_taken"),
+                  ("tools", "Tools", "called", "never_called"),
+                  ("criteria", "Criteria", "evaluated", "never_evaluated"))
 
 
 def _coverage_section(doc: dict[str, Any]) -> str:
@@ -442,7 +384,8 @@ def _coverage_section(doc: dict[str, Any]) -> str:
         return ""
     table = _table(["Kind", "Covered", "Rate", "Exercised (times)", "Never"], rows, {1, 2}) if rows else ""
     jumps = (section.get("transitions") or {}).get("off_graph") or {}
-    extra = f'<p class="muted">Off-graph jumps: {_e(", ".join(f"{j} ({n})" for j, n in jumps.items()))}</p>' if jumps else ""
+    extra = (f'<p class="muted">Off-graph jumps: {_e(", ".join(f"{j} ({n})" for j, n in jumps.items()))}</p>'
+             if jumps else "")
     if records:
         extra += _table(["Record category", "Records", "Runs passed", "Rate"],
                         [[_e(cat), str(e["records"]), f"{e['passed']}/{e['runs']}", pct(e.get("rate"))]
@@ -500,7 +443,8 @@ def _comparability_panel(comparison: Comparison) -> str:
     ) or "changed"
 
     def line(ok: bool, severe: bool, label: str, text: str) -> list[str]:
-        icon = _Html('<span class="icon i-passed">✓</span>' if ok else ('<span class="icon i-failed">✗</span>' if severe else '<span class="icon i-inconclusive">⚠</span>'))
+        icon = _Html('<span class="icon i-passed">✓</span>' if ok else (
+            '<span class="icon i-failed">✗</span>' if severe else '<span class="icon i-inconclusive">⚠</span>'))
         return [icon, _e(label), _e(text)]
 
     rows = [
@@ -508,12 +452,15 @@ def _comparability_panel(comparison: Comparison) -> str:
         line(c.criteria_identical, False, "Criteria", crit),
         line(c.scenarios_added == c.scenarios_removed == 0, c.scenarios_shared == 0, "Scenarios",
              f"{c.scenarios_shared} shared, {c.scenarios_added} added, {c.scenarios_removed} removed"),
-        line(c.judge_identical, True, "Judge LLM", c.judge_current if c.judge_identical else f"{c.judge_baseline} → {c.judge_current}"),
-        line(c.simulator_identical, False, "Simulator LLM", c.simulator_current if c.simulator_identical else f"{c.simulator_baseline} → {c.simulator_current}"),
+        line(c.judge_identical, True, "Judge LLM",
+             c.judge_current if c.judge_identical else f"{c.judge_baseline} → {c.judge_current}"),
+        line(c.simulator_identical, False, "Simulator LLM",
+             c.simulator_current if c.simulator_identical else f"{c.simulator_baseline} → {c.simulator_current}"),
     ]
     reasons = f' <span class="muted">({_e("; ".join(c.reasons))})</span>' if c.reasons else ""
     return (
-        f'<h2>Comparability</h2><div class="panel"><p>Comparison validity: <span class="badge b-{_e(c.validity)}">{_e(c.validity)}</span>{reasons}</p>'
+        '<h2>Comparability</h2><div class="panel"><p>Comparison validity: '
+        f'<span class="badge b-{_e(c.validity)}">{_e(c.validity)}</span>{reasons}</p>'
         f'{_table(["", "Aspect", "Assessment"], rows)}</div>'
     )
 
@@ -523,15 +470,19 @@ def _metrics_panel(comparison: Comparison) -> str:
     for m in comparison.metrics:
         fmt = pct if m.kind == "rate" else num
         delta = pp(m.delta) if m.kind == "rate" else signed(m.delta)
-        rows.append([_e(m.label), fmt(m.baseline), fmt(m.current), delta, _Html(f'<span class="{_mark_class(m.mark)}">{_e(m.mark)}</span>'),
-                     _ci_cell(m)])
+        rows.append([_e(m.label), fmt(m.baseline), fmt(m.current), delta,
+                     _Html(f'<span class="{_mark_class(m.mark)}">{_e(m.mark)}</span>'), _ci_cell(m)])
     cards = '<div class="cards">' + "".join(
         _card(m.label, pct(m.current) if m.kind == "rate" else num(m.current),
-              f"was {pct(m.baseline) if m.kind == 'rate' else num(m.baseline)} · {pp(m.delta) if m.kind == 'rate' else signed(m.delta)} {m.mark}",
+              f"was {pct(m.baseline) if m.kind == 'rate' else num(m.baseline)} · "
+              f"{pp(m.delta) if m.kind == 'rate' else signed(m.delta)} {m.mark}",
               "#237032" if "▲" in m.mark else "#c92a2a" if "▼" in m.mark else None)
         for m in comparison.metrics
     ) + "</div>"
-    return cards + f'<h2>Metrics (shared scenarios)</h2><div class="panel">{_table(["Metric", "Baseline", "Current", "Delta", "", "95% intervals (Wilson)"], rows, {1, 2, 3})}<p class="muted">Over the scenarios both experiments contain. Fewer turns and topics count as better.</p></div>'
+    table = _table(["Metric", "Baseline", "Current", "Delta", "", "95% intervals (Wilson)"], rows, {1, 2, 3})
+    return cards + (f'<h2>Metrics (shared scenarios)</h2><div class="panel">{table}'
+                    '<p class="muted">Over the scenarios both experiments contain. '
+                    'Fewer turns and topics count as better.</p></div>')
 
 
 def _ci_cell(item: Any) -> str:
@@ -543,21 +494,23 @@ def _ci_cell(item: Any) -> str:
 def _criteria_panel(comparison: Comparison) -> str:
     if not comparison.criteria:
         return ""
-    paired = paired_chart([(r.name, r.baseline, r.current) for r in comparison.criteria], "criteria baseline vs current")
-    deltas = delta_chart([(r.name, r.delta if r.status == "compared" else None) for r in comparison.criteria], "criteria deltas")
-    rows = [
-        _row_cells(r) for r in comparison.criteria
-    ]
+    paired = paired_chart([(r.name, r.baseline, r.current) for r in comparison.criteria],
+                          "criteria baseline vs current")
+    deltas = delta_chart([(r.name, r.delta if r.status == "compared" else None) for r in comparison.criteria],
+                         "criteria deltas")
+    rows = [_row_cells(r) for r in comparison.criteria]
+    table = _table(["Criterion", "Baseline", "Current", "Delta", "", "95% intervals (Wilson)"], rows, {1, 2, 3})
     return (
-        f'<h2>Quality by criterion (shared scenarios)</h2><div class="panel"><h3>Rates</h3>{paired}<h3>Change</h3>{deltas}</div>'
-        f'<div class="panel">{_table(["Criterion", "Baseline", "Current", "Delta", "", "95% intervals (Wilson)"], rows, {1, 2, 3})}</div>'
+        '<h2>Quality by criterion (shared scenarios)</h2>'
+        f'<div class="panel"><h3>Rates</h3>{paired}<h3>Change</h3>{deltas}</div>'
+        f'<div class="panel">{table}</div>'
     )
 
 
 def _row_cells(r: Any) -> list[str]:
     delta = pp(r.delta, 0) if r.status == "compared" else _e(r.status + (f" — {r.note}" if r.note else ""))
-    return [_e(r.name), pct(r.baseline), pct(r.current), delta, _Html(f'<span class="{_mark_class(r.mark)}">{_e(r.mark)}</span>'),
-            _ci_cell(r)]
+    return [_e(r.name), pct(r.baseline), pct(r.current), delta,
+            _Html(f'<span class="{_mark_class(r.mark)}">{_e(r.mark)}</span>'), _ci_cell(r)]
 
 
 def _checks_panel(comparison: Comparison) -> str:
@@ -566,14 +519,15 @@ def _checks_panel(comparison: Comparison) -> str:
         return ""
     shown = [r for r in comparison.checks if r.status != "compared" or abs(r.delta or 0) >= 1e-12]
     same = len(comparison.checks) - len(shown)
-    table = _table(["Check", "Baseline", "Current", "Delta", "", "95% intervals (Wilson)"], [_row_cells(r) for r in shown],
-                   {1, 2, 3}) if shown else ""
+    table = _table(["Check", "Baseline", "Current", "Delta", "", "95% intervals (Wilson)"],
+                   [_row_cells(r) for r in shown], {1, 2, 3}) if shown else ""
     note = f'<p class="muted">{same} check{"" if same == 1 else "s"} unchanged.</p>' if same else ""
     return f'<h2>Checks (deterministic, shared scenarios)</h2><div class="panel">{table}{note}</div>'
 
 
 def _outcome_cells(o: Any) -> list[str]:
-    status = "skipped" if not o.runs else "passed" if o.passes == o.runs else f"failed ({o.failure_type or 'assertion'})"
+    status = ("skipped" if not o.runs else "passed" if o.passes == o.runs
+              else f"failed ({o.failure_type or 'assertion'})")
     return [_e(o.name), _e(status), f"{o.passes}/{o.runs}", pct(o.evaluation_rate)]
 
 
@@ -587,7 +541,8 @@ def _added_removed_panel(comparison: Comparison) -> str:
         if items:
             html += f"<h3>{_e(title)} ({len(items)})</h3>" + _table(
                 ["Scenario", "Outcome", "Runs passed", "Evaluations"], [_outcome_cells(o) for o in items], {2, 3})
-    whole = [[_e(m.label), _e(m.baseline) if m.name == "total_scenarios" else (pct if m.kind == "rate" else num)(m.baseline),
+    whole = [[_e(m.label),
+              _e(m.baseline) if m.name == "total_scenarios" else (pct if m.kind == "rate" else num)(m.baseline),
               _e(m.current) if m.name == "total_scenarios" else (pct if m.kind == "rate" else num)(m.current)]
              for m in comparison.whole]
     html += ("<h3>Whole experiments (different scenario sets: for reference, not compared)</h3>"
@@ -599,21 +554,25 @@ def _changes_panel(comparison: Comparison) -> str:
     def block(title: str, items: list[Any], fmt: Any) -> str:
         if not items:
             return ""
-        return f"<h3>{_e(title)} ({len(items)})</h3><ul class=\"plain\">" + "".join(f"<li>{fmt(s)}</li>" for s in items) + "</ul>"
+        return (f"<h3>{_e(title)} ({len(items)})</h3><ul class=\"plain\">"
+                + "".join(f"<li>{fmt(s)}</li>" for s in items) + "</ul>")
+
+    def quality(s: Any) -> str:
+        return (f"{_e(s.name)}: {pct(s.baseline, 0)} → {pct(s.current, 0)} "
+                f"<span class=\"muted\">({_e(_ci_cell(s))})</span>")
 
     html = (
         block("Newly failing", comparison.newly_failing,
-              lambda s: f'<span class="down">✗</span> {_e(s.name)} <span class="muted">({_e(s.note)}; {_e(_ci_cell(s))})</span>')
+              lambda s: f'<span class="down">✗</span> {_e(s.name)} '
+                        f'<span class="muted">({_e(s.note)}; {_e(_ci_cell(s))})</span>')
         + block("Newly passing", comparison.newly_passing,
                 lambda s: f'<span class="up">✓</span> {_e(s.name)} <span class="muted">({_e(_ci_cell(s))})</span>')
-        + block("Quality regressed (significant in the gate's family)", comparison.quality_regressed,
-                lambda s: f"{_e(s.name)}: {pct(s.baseline, 0)} → {pct(s.current, 0)} <span class=\"muted\">({_e(_ci_cell(s))})</span>")
-        + block("Quality improved (significant in the gate's family)", comparison.quality_improved,
-                lambda s: f"{_e(s.name)}: {pct(s.baseline, 0)} → {pct(s.current, 0)} <span class=\"muted\">({_e(_ci_cell(s))})</span>")
-        + block("Quality changed, not significant", comparison.changed_not_significant,
-                lambda s: f"{_e(s.name)}: {pct(s.baseline, 0)} → {pct(s.current, 0)} <span class=\"muted\">({_e(_ci_cell(s))})</span>")
+        + block("Quality regressed (significant in the gate's family)", comparison.quality_regressed, quality)
+        + block("Quality improved (significant in the gate's family)", comparison.quality_improved, quality)
+        + block("Quality changed, not significant", comparison.changed_not_significant, quality)
     )
-    return f'<h2>Scenario changes</h2><div class="panel">{html or "<p class=muted>No scenario changed status or quality.</p>"}</div>'
+    empty = "<p class=muted>No scenario changed status or quality.</p>"
+    return f'<h2>Scenario changes</h2><div class="panel">{html or empty}</div>'
 
 
 def _variance_panel(comparison: Comparison) -> str:
@@ -621,7 +580,8 @@ def _variance_panel(comparison: Comparison) -> str:
     if v is None:
         return ""
     rows = [
-        [_e(m.name.replace("_", " ")), f"{pct(m.baseline.mean)} ± {num(m.baseline.std * 100)}pp", f"{pct(m.current.mean)} ± {num(m.current.std * 100)}pp",
+        [_e(m.name.replace("_", " ")), f"{pct(m.baseline.mean)} ± {num(m.baseline.std * 100)}pp",
+         f"{pct(m.current.mean)} ± {num(m.current.std * 100)}pp",
          pp(m.delta), "n/a (a side has one run)" if m.overlap is None else "yes" if m.overlap else _Html("<b>no</b>")]
         for m in v.metrics
     ]
@@ -633,7 +593,8 @@ def _variance_panel(comparison: Comparison) -> str:
             ["Scenario", "Baseline", "Current", "95% intervals (Wilson)"],
             [[_e(s.name), pct(s.baseline), pct(s.current), _ci_cell(s)] for s in changed], {1, 2}
         )
-    return f'<h2>Variance</h2><div class="panel">{_table(["Metric", "Baseline", "Current", "Delta", "Ranges overlap"], rows, {1, 2, 3})}{notes}{per}</div>'
+    table = _table(["Metric", "Baseline", "Current", "Delta", "Ranges overlap"], rows, {1, 2, 3})
+    return f'<h2>Variance</h2><div class="panel">{table}{notes}{per}</div>'
 
 
 def _diffs_section(diffs: Sequence[ConversationDiff]) -> str:
@@ -644,7 +605,8 @@ def _diffs_section(diffs: Sequence[ConversationDiff]) -> str:
     for d in diffs:
         rows = []
         for pair in d.pairs:
-            sides = [_Html("<br>".join(_e(line) for line in _diff_lines(side))) for side in (pair.baseline, pair.current)]
+            sides = [_Html("<br>".join(_e(line) for line in _diff_lines(side)))
+                     for side in (pair.baseline, pair.current)]
             number = _Html(f"<b>{pair.number}</b>") if pair.number == d.first else str(pair.number)
             rows.append([number, *sides])
         where = f"first difference at turn {d.first}: {d.what}" if d.first else d.what
@@ -658,7 +620,8 @@ def _diffs_section(diffs: Sequence[ConversationDiff]) -> str:
 def _diff_lines(turn: dict[str, Any] | None) -> list[str]:
     if turn is None:
         return ["(no turn)"]
-    return [f"User: {turn.get('user', '')}", f"Agent: {turn.get('agent', '')}", *(f"-> {c}" for c in tool_summary(turn))]
+    return [f"User: {turn.get('user', '')}", f"Agent: {turn.get('agent', '')}",
+            *(f"-> {c}" for c in tool_summary(turn))]
 
 
 def render_comparison_html(baseline_doc: dict[str, Any], current_doc: dict[str, Any], comparison: Comparison,

@@ -30,7 +30,8 @@ def _rows(audit: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     rows = []
     for name, c in criteria.items():
         kind_cells = [_cell((c.get("by_kind") or {}).get(k)) for k in kinds]
-        rows.append([name, str(c.get("checks")), *kind_cells, _pct(c.get("move_rate")), "FLAGGED" if c.get("flagged") else ""])
+        rows.append([name, str(c.get("checks")), *kind_cells, _pct(c.get("move_rate")),
+                     "FLAGGED" if c.get("flagged") else ""])
     return ["Criterion", "Checks", *kinds, "Moved", "Flag"], rows
 
 
@@ -42,7 +43,8 @@ def robustness_lines(audit: dict[str, Any]) -> list[str]:
         return ["Criterion robustness: nothing to perturb (no judged 'satisfy' checks matched)."]
     headers, rows = _rows(audit)
     lines = [f"Criterion robustness ({audit.get('times', 1)} judgement(s) per check and perturbation; "
-             f"flag above {max_move:.0%} moved)", *("  " + line for line in tabulate(rows, headers=headers).splitlines())]
+             f"flag above {max_move:.0%} moved)",
+             *("  " + line for line in tabulate(rows, headers=headers).splitlines())]
     lines.append("  Moved: perturbed judgements unlike the recorded verdict (the 'unchanged' control not counted).")
     for name in audit.get("flagged") or []:
         c = audit["criteria"][name]

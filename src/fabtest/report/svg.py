@@ -65,7 +65,8 @@ def rate_chart(
         body.append(f'<rect x="{_LABEL_W}" y="{y}" width="{plot_w}" height="{_BAR_H}" rx="3" fill="#f1f3f5"/>')
         if rate is not None:
             w = max(0.0, min(1.0, rate)) * plot_w
-            body.append(f'<rect x="{_LABEL_W}" y="{y}" width="{w:.1f}" height="{_BAR_H}" rx="3" fill="{colors[i] if colors else rate_color(rate)}"/>')
+            fill = colors[i] if colors else rate_color(rate)
+            body.append(f'<rect x="{_LABEL_W}" y="{y}" width="{w:.1f}" height="{_BAR_H}" rx="3" fill="{fill}"/>')
         value = "n/a" if rate is None else f"{rate * 100:.1f}%"
         body.append(
             f'<text x="{_LABEL_W + plot_w + 8}" y="{mid}" dominant-baseline="middle" fill="#212529" font-weight="600">'
@@ -92,9 +93,11 @@ def paired_chart(items: Sequence[tuple[str, float | None, float | None]], title:
             by = y + j * 13
             body.append(f'<rect x="{_LABEL_W}" y="{by}" width="{plot_w}" height="11" rx="2" fill="#f1f3f5"/>')
             if value is not None:
-                body.append(f'<rect x="{_LABEL_W}" y="{by}" width="{max(0.0, min(1.0, value)) * plot_w:.1f}" height="11" rx="2" fill="{color}"/>')
+                body.append(f'<rect x="{_LABEL_W}" y="{by}" width="{max(0.0, min(1.0, value)) * plot_w:.1f}" '
+                            f'height="11" rx="2" fill="{color}"/>')
             text = "n/a" if value is None else f"{value * 100:.1f}%"
-            body.append(f'<text x="{_LABEL_W + plot_w + 8}" y="{by + 6}" dominant-baseline="middle" fill="#495057">{text}</text>')
+            body.append(f'<text x="{_LABEL_W + plot_w + 8}" y="{by + 6}" dominant-baseline="middle" '
+                        f'fill="#495057">{text}</text>')
     return _frame(height, body, title)
 
 
@@ -108,13 +111,15 @@ def delta_chart(items: Sequence[tuple[str, float | None]], title: str = "deltas"
     body = [f'<line x1="{zero:.1f}" y1="0" x2="{zero:.1f}" y2="{height - 20}" stroke="#adb5bd"/>']
     for tick in (-scale, 0.0, scale):
         x = zero + tick / scale * plot_w / 2
-        body.append(f'<text x="{x:.1f}" y="{height - 6}" text-anchor="middle" fill="#5c656d">{tick * 100:+.0f}pp</text>')
+        body.append(f'<text x="{x:.1f}" y="{height - 6}" text-anchor="middle" '
+                    f'fill="#5c656d">{tick * 100:+.0f}pp</text>')
     for i, (label, delta) in enumerate(items):
         y = i * _ROW_H + 4
         mid = y + _BAR_H / 2
         body.append(_label(label, mid))
         if delta is None:
-            body.append(f'<text x="{zero + 6:.1f}" y="{mid}" dominant-baseline="middle" fill="#5c656d">not compared</text>')
+            body.append(f'<text x="{zero + 6:.1f}" y="{mid}" dominant-baseline="middle" '
+                        'fill="#5c656d">not compared</text>')
             continue
         w = abs(delta) / scale * plot_w / 2
         x = zero if delta >= 0 else zero - w
