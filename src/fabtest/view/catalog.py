@@ -151,7 +151,8 @@ class Catalog:
 
     def _gate(self, baseline: ExperimentRow, current: ExperimentRow) -> tuple[frozenset[str], str]:
         with self._lock:
-            key = ((baseline.path, self._files[baseline.path].stamp[0]), (current.path, self._files[current.path].stamp[0]))
+            key = ((baseline.path, self._files[baseline.path].stamp[0]),
+                   (current.path, self._files[current.path].stamp[0]))
         done = self._gates.get(key)
         if done is None:
             gate = regression_gate(self.comparison(baseline, current), describe=False)
@@ -183,7 +184,8 @@ class Catalog:
         file when it is in the written layout."""
         entries = read_entries(row.path, [scenario_id])
         if entries is None:
-            entries = [x for x in self.document(row)["scenario_results"] if isinstance(x, dict) and x.get("id") == scenario_id]
+            entries = [x for x in self.document(row)["scenario_results"]
+                       if isinstance(x, dict) and x.get("id") == scenario_id]
         return entries
 
     def document(self, row: ExperimentRow) -> dict[str, Any]:

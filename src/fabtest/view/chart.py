@@ -90,8 +90,8 @@ def line_chart(
         body.append(f'<line x1="{_LEFT}" y1="{y:.1f}" x2="{_W - _RIGHT}" y2="{y:.1f}" stroke="#e9ecef"/>')
         if (text := y_format(v)) not in shown_y:
             shown_y.add(text)
-            body.append(f'<text x="{_LEFT - 6}" y="{y:.1f}" text-anchor="end" dominant-baseline="middle" fill="#5c656d">'
-                        f"{escape(text)}</text>")
+            body.append(f'<text x="{_LEFT - 6}" y="{y:.1f}" text-anchor="end" dominant-baseline="middle" '
+                        f'fill="#5c656d">{escape(text)}</text>')
     body.append(f'<line x1="{_LEFT}" y1="{_TOP + plot_h}" x2="{_W - _RIGHT}" y2="{_TOP + plot_h}" stroke="#adb5bd"/>')
     every = max(1, len(ticks) // 12)  # at most about a dozen x labels, each once (many experiments a day share a date)
     last = None
@@ -101,9 +101,11 @@ def line_chart(
         last = label
         px = sx(x)
         short = label if len(label) <= 14 else label[:13] + "…"
-        body.append(f'<line x1="{px:.1f}" y1="{_TOP + plot_h}" x2="{px:.1f}" y2="{_TOP + plot_h + 4}" stroke="#adb5bd"/>')
+        body.append(f'<line x1="{px:.1f}" y1="{_TOP + plot_h}" x2="{px:.1f}" y2="{_TOP + plot_h + 4}" '
+                    'stroke="#adb5bd"/>')
         body.append(f'<text class="xtick" x="{px:.1f}" y="{_TOP + plot_h + 16}" text-anchor="end" fill="#5c656d" '
-                    f'transform="rotate(-30 {px:.1f} {_TOP + plot_h + 16})"><title>{escape(label)}</title>{escape(short)}</text>')
+                    f'transform="rotate(-30 {px:.1f} {_TOP + plot_h + 16})"><title>{escape(label)}</title>'
+                    f'{escape(short)}</text>')
     if y_label:
         body.append(f'<text x="12" y="{_TOP + plot_h / 2:.1f}" text-anchor="middle" fill="#495057" '
                     f'transform="rotate(-90 12 {_TOP + plot_h / 2:.1f})">{escape(y_label)}</text>')
@@ -114,7 +116,8 @@ def line_chart(
         for run in _spread_runs(s.points):  # a band over consecutive points that have a spread
             upper = " ".join(f"{sx(p.x):.1f},{sy(p.high or 0):.1f}" for p in run)
             lower = " ".join(f"{sx(p.x):.1f},{sy(p.low or 0):.1f}" for p in reversed(run))
-            body.append(f'<polygon class="band" points="{upper} {lower}" fill="{color}" fill-opacity="0.15" stroke="none">'
+            body.append(f'<polygon class="band" points="{upper} {lower}" fill="{color}" fill-opacity="0.15" '
+                        'stroke="none">'
                         f"<title>{escape(s.name)}: spread over iterations (min–max)</title></polygon>")
         for p in s.points:  # a whisker shows each point's spread, alone or in a band
             if p.low is None or p.high is None:
@@ -125,17 +128,20 @@ def line_chart(
             path = " ".join(f"{sx(p.x):.1f},{sy(p.value):.1f}" for p in s.points)
             body.append(f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="2"/>')
         for p in s.points:
-            ring = (f'<circle cx="{sx(p.x):.1f}" cy="{sy(p.value):.1f}" r="8" fill="none" stroke="#e03131" stroke-width="2"/>'
+            ring = (f'<circle cx="{sx(p.x):.1f}" cy="{sy(p.value):.1f}" r="8" fill="none" stroke="#e03131" '
+                    'stroke-width="2"/>'
                     if p.regressed else "")
             body.append(  # out of the tab order: the chart is one stop, its data table has the links
                 f'<a class="point" href="{escape(p.href)}" tabindex="-1" data-series="{escape(s.name)}">{ring}'
-                f'<circle cx="{sx(p.x):.1f}" cy="{sy(p.value):.1f}" r="4.5" fill="{color}" stroke="#fff" stroke-width="1.5">'
+                f'<circle cx="{sx(p.x):.1f}" cy="{sy(p.value):.1f}" r="4.5" fill="{color}" stroke="#fff" '
+                'stroke-width="1.5">'
                 f"<title>{escape(p.tip)}</title></circle></a>"
             )
     count = len({p.href for s in series for p in s.points})
     label = f"{title}: {', '.join(s.name for s in series)} over {count} experiments (the data table follows)"
     return (
-        f'<figure class="chart"><svg xmlns="http://www.w3.org/2000/svg" role="group" tabindex="0" aria-label="{escape(label)}" '
+        '<figure class="chart"><svg xmlns="http://www.w3.org/2000/svg" role="group" tabindex="0" '
+        f'aria-label="{escape(label)}" '
         f'viewBox="0 0 {_W} {_H}" width="100%" style="max-width:{_W}px;{_FONT}">' + "".join(body) + "</svg>"
         + _legend(series) + _data_table(series, title, y_format) + "</figure>"
     )
@@ -155,9 +161,11 @@ def _data_table(series: Sequence[Series], title: str, y_format: Callable[[float]
         values = []
         for s in series:
             values.append(f'<td class="num">{escape(_cell_text(cells.get(s.name), y_format))}</td>')
-        body.append(f'<tr><th scope="row"><a href="{escape(href)}">{escape(first.label or href)}</a></th>{"".join(values)}</tr>')
+        body.append(f'<tr><th scope="row"><a href="{escape(href)}">{escape(first.label or href)}</a></th>'
+                    f'{"".join(values)}</tr>')
     return (f'<details class="chart-data"><summary>{escape(title)}: data table</summary>'
-            f'<table><thead><tr><th scope="col">experiment</th>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></details>')
+            f'<table><thead><tr><th scope="col">experiment</th>{head}</tr></thead>'
+            f'<tbody>{"".join(body)}</tbody></table></details>')
 
 
 def _cell_text(p: Point | None, y_format: Callable[[float], str]) -> str:
@@ -185,5 +193,6 @@ def _legend(series: Sequence[Series]) -> str:
     if any(p.low is not None for s in series for p in s.points):
         items.append('<span class="key"><i style="background:#1c7ed6;opacity:.2"></i>spread over iterations</span>')
     if any(p.regressed for s in series for p in s.points):
-        items.append('<span class="key"><i class="ring"></i>regression (fabtest-compare gate vs the previous experiment)</span>')
+        items.append('<span class="key"><i class="ring"></i>'
+                     'regression (fabtest-compare gate vs the previous experiment)</span>')
     return '<figcaption class="legend">' + "".join(items) + "</figcaption>"

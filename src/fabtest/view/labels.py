@@ -46,7 +46,8 @@ def judged_checks(entry: Mapping[str, Any]) -> list[tuple[int, Mapping[str, Any]
     """The checks of one run a person can label: the judge's (LLM-judged types) that passed or
     failed, with their index among the run's evaluations then expectations."""
     checks = [d for block in (entry.get("evaluations"), entry.get("expectations"))
-              for d in ((block or {}).get("details", []) if isinstance(block, dict) else block or []) if isinstance(d, dict)]
+              for d in ((block or {}).get("details", []) if isinstance(block, dict) else block or [])
+              if isinstance(d, dict)]
     return [(i, c) for i, c in enumerate(checks)
             if c.get("type") in LLM_JUDGED_TYPES and c.get("status") in ("passed", "failed")]
 
@@ -90,7 +91,8 @@ def label_check(results_dir: Path, doc_head: Mapping[str, Any], entry: Mapping[s
                     != (label["scenario"], label["iteration"], check)]
         examples.append(label)
         used = {str(x.get("criterion")) for x in examples}
-        body = {"criteria": {k: str(v) for k, v in criteria.items() if k in used and isinstance(v, str)}, "examples": examples}
+        body = {"criteria": {k: str(v) for k, v in criteria.items() if k in used and isinstance(v, str)},
+                "examples": examples}
         text = (f"# Labels of experiment {exp_id} made in fabtest view: fabtest calibrate {path.name}\n"
                 + yaml.safe_dump(body, sort_keys=False, allow_unicode=True))
         tmp = path.with_name(path.name + ".tmp")
@@ -105,4 +107,5 @@ def agreement(examples: list[dict[str, Any]]) -> dict[str, Any]:
     if not pairs:
         return {"labels": 0, "agreement": None, "kappa": None}
     people, judge = [p for p, _ in pairs], [j for _, j in pairs]
-    return {"labels": len(pairs), "agreement": sum(p == j for p, j in pairs) / len(pairs), "kappa": cohen_kappa(people, judge)}
+    return {"labels": len(pairs), "agreement": sum(p == j for p, j in pairs) / len(pairs),
+            "kappa": cohen_kappa(people, judge)}

@@ -56,7 +56,8 @@ def link(root: str, path: str, text: Any, cls: str = "") -> str:
 
 
 _ON = ' class="on"'
-_NAV = (("index.html", "Experiments"), ("trends.html", "Trends"), ("compare.html", "Compare"), ("faults.html", "Faults"))
+_NAV = (("index.html", "Experiments"), ("trends.html", "Trends"), ("compare.html", "Compare"),
+        ("faults.html", "Faults"))
 
 
 def page(title: str, root: str, body: str, header: str = "", active: str = "") -> str:

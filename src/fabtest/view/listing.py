@@ -40,7 +40,8 @@ def _against_previous(catalog: Catalog | None, rows: list[ExperimentRow], r: Exp
         return '<td class="muted">–</td>', ""
     outcome = catalog.outcome(prev, r)
     return (f'<td class="nowrap"><span class="{_TONE[outcome]}">{e(outcome)}</span> '
-            f'<span class="muted">vs {e(prev.id)}</span><br>{link("", compare_path(prev.id, r.id), "compare with previous")}</td>',
+            f'<span class="muted">vs {e(prev.id)}</span><br>'
+            f'{link("", compare_path(prev.id, r.id), "compare with previous")}</td>',
             outcome)
 
 
@@ -61,16 +62,21 @@ def experiments_page(rows: Sequence[ExperimentRow], catalog: Catalog | None = No
         body_rows.append(
             f'<tr class="exp" data-id="{e(r.id)}" data-name="{e(r.name.lower())}" data-branch="{e(r.branch)}" '
             f'data-tags="{e(" ".join(r.tags))}" data-change="{e(outcome)}"><td><input type="checkbox" class="pick" '
-            f'aria-label="select {e(r.id)}" value="{e(r.id)}"> {link("", experiment_path(r.id), r.id)}</td><td>{e(name)}</td>'
+            f'aria-label="select {e(r.id)}" value="{e(r.id)}"> {link("", experiment_path(r.id), r.id)}</td>'
+            f'<td>{e(name)}</td>'
             f"<td>{tags_html}</td><td>{e(r.branch or '–')}</td><td><code>{e(_commit(r))}</code></td>"
-            f'<td class="nowrap">{e(_date(r))}</td>{change}<td class="num">{e(r.scenarios)}</td><td class="num">{e(pct(r.completion))}</td>'
+            f'<td class="nowrap">{e(_date(r))}</td>{change}<td class="num">{e(r.scenarios)}</td>'
+            f'<td class="num">{e(pct(r.completion))}</td>'
             f'<td class="num">{e(pct(r.evaluation))}</td><td class="num">{e(usd(r.cost_usd))}</td></tr>'
         )
-    heads = ["ID", "Name", "Tags", "Branch", "Commit", "Date", "Vs previous on branch", "Runs", "Completion", "Evaluation", "Cost"]
-    head = "".join(f'<th scope="col"{" class=num" if i >= 7 else ""}><button type="button" class="sort" data-col="{i}">{h}</button></th>'
+    heads = ["ID", "Name", "Tags", "Branch", "Commit", "Date", "Vs previous on branch", "Runs", "Completion",
+             "Evaluation", "Cost"]
+    head = "".join(f'<th scope="col"{" class=num" if i >= 7 else ""}>'
+                   f'<button type="button" class="sort" data-col="{i}">{h}</button></th>'
                    for i, h in enumerate(heads))
     filters = (
-        '<div class="filters"><label>Name or id <input id="f-name" type="search" placeholder="part of a name or id"></label>'
+        '<div class="filters"><label>Name or id '
+        '<input id="f-name" type="search" placeholder="part of a name or id"></label>'
         f'<label>Tag <select id="f-tag">{_options(tags, "any tag")}</select></label>'
         f'<label>Branch <select id="f-branch">{_options(branches, "any branch")}</select></label>'
         '<span class="muted" id="f-count" role="status"></span>'
@@ -79,8 +85,10 @@ def experiments_page(rows: Sequence[ExperimentRow], catalog: Catalog | None = No
     )
     body = (
         f"<h2>Experiments ({len(rows)})</h2>{filters}"
-        f'<div class="panel"><table id="experiments" class="sortable"><thead><tr>{head}</tr></thead><tbody>{"".join(body_rows)}</tbody></table></div>'
-        + ("" if rows else '<p class="muted">No experiments in this results directory yet: run <code>pytest</code> first.</p>')
+        f'<div class="panel"><table id="experiments" class="sortable"><thead><tr>{head}</tr></thead>'
+        f'<tbody>{"".join(body_rows)}</tbody></table></div>'
+        + ("" if rows else '<p class="muted">No experiments in this results directory yet: '
+           'run <code>pytest</code> first.</p>')
     )
     return page("fabtest view · experiments", "", body, active="index.html")
 
@@ -88,22 +96,27 @@ def experiments_page(rows: Sequence[ExperimentRow], catalog: Catalog | None = No
 def compare_chooser(rows: Sequence[ExperimentRow], built: Sequence[tuple[str, str]] | None = None) -> str:
     """Two selects and a button that opens ``compare/<baseline>--<current>.html``. ``built`` lists
     the pairs a static build wrote (the page says when another pair needs ``fabtest view``)."""
-    options = "".join(f'<option value="{e(r.id)}">{e(r.id)} · {e(r.name)} · {e(r.branch or "-")} · {e(_date(r))}</option>'
+    options = "".join(f'<option value="{e(r.id)}">{e(r.id)} · {e(r.name)} · {e(r.branch or "-")} · '
+                      f'{e(_date(r))}</option>'
                       for r in reversed(rows))
     pairs = "" if built is None else f' data-pairs="{e(" ".join(f"{a}--{b}" for a, b in built))}"'
     body = (
         '<h2>Compare two experiments</h2><div class="panel">'
-        '<p><label>Find experiments <input type="search" id="c-filter" placeholder="part of an id, name, branch or date">'
+        '<p><label>Find experiments '
+        '<input type="search" id="c-filter" placeholder="part of an id, name, branch or date">'
         '</label> <span class="muted" id="c-count" role="status"></span></p>'
-        f'<form id="compare-form"{pairs}><label>Baseline <select name="baseline" id="c-baseline">{options}</select></label> '
+        f'<form id="compare-form"{pairs}>'
+        f'<label>Baseline <select name="baseline" id="c-baseline">{options}</select></label> '
         f'<label>Current <select name="current" id="c-current">{options}</select></label> '
         '<button type="submit">Compare</button></form><p class="muted" id="c-note"></p>'
-        "<p class=\"muted\">The same comparison as <code>fabtest-compare BASELINE CURRENT</code>: deltas over the shared "
-        "scenarios, the regression gate, and the turn-by-turn diff of the scenarios that changed outcome.</p></div>"
+        "<p class=\"muted\">The same comparison as <code>fabtest-compare BASELINE CURRENT</code>: "
+        "deltas over the shared scenarios, the regression gate, and the turn-by-turn diff of the scenarios "
+        "that changed outcome.</p></div>"
     )
     if len(rows) >= 2:
         body += '<h3>Each experiment against the one before it</h3><ul class="plain">' + "".join(
-            f'<li>{link("", compare_path(a.id, b.id), f"{a.id} → {b.id}")} <span class="muted">{e(b.name)}</span></li>'
+            f'<li>{link("", compare_path(a.id, b.id), f"{a.id} → {b.id}")} '
+            f'<span class="muted">{e(b.name)}</span></li>'
             for a, b in reversed(list(zip(rows, rows[1:], strict=False)))) + "</ul>"
     return page("fabtest view · compare", "", body, active="compare.html")
 
@@ -183,7 +196,8 @@ def trends_page(catalog: Catalog, rows: Sequence[ExperimentRow], by: str = "time
     other = "commit" if by == "time" else "time"
     switch = (f'<p class="switch">x axis: <b>{by}</b> · {link(root, trends_path(branch, other), other)}'
               + " &nbsp; branch: " + " · ".join(
-                  f"<b>{e(name or 'all')}</b>" if name == (branch or "") else link(root, trends_path(name or None, by), name or "all")
+                  f"<b>{e(name or 'all')}</b>" if name == (branch or "")
+                  else link(root, trends_path(name or None, by), name or "all")
                   for name in ["", *branches]) + "</p>")
     regressions = [(a, b, g) for a, b, g in zip(rows, rows[1:], tripped[1:], strict=False) if g]
     reg_html = "".join(
@@ -191,7 +205,8 @@ def trends_page(catalog: Catalog, rows: Sequence[ExperimentRow], by: str = "time
         f'<span class="muted">({e(_commit(b))}, {e(_date(b))})</span></li>' for a, b, g in regressions)
     body = (
         f"<h2>Trends over {len(rows)} experiments{e(f' on {branch}' if branch else '')}</h2>{switch}"
-        + (f'<div class="panel regressions"><h3>Regressions (fabtest-compare gate, each experiment against the one before)</h3>'
+        + ('<div class="panel regressions">'
+           '<h3>Regressions (fabtest-compare gate, each experiment against the one before)</h3>'
            f'<ul class="plain">{reg_html}</ul></div>' if regressions else "")
         + f'<div class="panel">{rates}</div>'
         + (f'<div class="panel">{criteria}</div>' if criteria else "")

@@ -38,7 +38,9 @@ def kappa_interval(examples: list[dict[str, Any]]) -> tuple[float, float] | None
     return max(-1.0, kappa - 1.96 * se), min(1.0, kappa + 1.96 * se)
 
 
-def review_queue(doc: Mapping[str, Any], labelled: set[tuple[str, int, int]]) -> list[tuple[str, dict[str, Any], int, Mapping[str, Any]]]:
+def review_queue(
+    doc: Mapping[str, Any], labelled: set[tuple[str, int, int]]
+) -> list[tuple[str, dict[str, Any], int, Mapping[str, Any]]]:
     """(why, run, check index, check) of every unlabelled judged check worth a look, most useful first."""
     var = as_dict(doc.get("variance"))
     flaky = {str(i) for i in var.get("flaky") or []}
@@ -65,14 +67,16 @@ def review_queue(doc: Mapping[str, Any], labelled: set[tuple[str, int, int]]) ->
 def review_panel(doc: Mapping[str, Any], examples: list[dict[str, Any]]) -> str:
     """The panel: agreement so far and the queue (its first 50), or how to start labelling."""
     exp_id = str(as_dict(doc.get("experiment")).get("id"))
-    labelled = {(str(x.get("scenario")), int(x.get("iteration") or 1), int(x.get("check") or 0)) for x in examples}
+    labelled = {(str(x.get("scenario")), int(x.get("iteration") or 1), int(x.get("check") or 0))
+                for x in examples}
     queue = review_queue(doc, labelled)
     so_far = agreement(examples)
     if so_far["labels"]:
         interval = kappa_interval(examples)
         kappa = "undefined (one verdict only so far)" if so_far["kappa"] is None else f"{so_far['kappa']:.2f}" + (
             f" (95 % interval {interval[0]:.2f} to {interval[1]:.2f})" if interval else "")
-        head = (f'<p id="agreement">{so_far["labels"]} label(s) in <code>{e(exp_id)}.labels.yaml</code>: the judge agrees '
+        head = (f'<p id="agreement">{so_far["labels"]} label(s) in <code>{e(exp_id)}.labels.yaml</code>: '
+                'the judge agrees '
                 f'with {so_far["agreement"]:.0%}; Cohen\'s kappa {e(kappa)}. Run <code>fabtest calibrate '
                 f"results/{e(exp_id)}.labels.yaml</code> to judge them again.</p>")
     else:
@@ -84,9 +88,11 @@ def review_panel(doc: Mapping[str, Any], examples: list[dict[str, Any]]) -> str:
 
     items = "".join(
         f'<li>{where(run)} · <b>{e(check.get("criterion"))}</b> {e(check.get("status"))}'
-        + (f" on turn {e(check.get('turn'))}" if check.get("turn") is not None else "") + f' <span class="muted">({e(why)})</span></li>'
+        + (f" on turn {e(check.get('turn'))}" if check.get("turn") is not None else "")
+        + f' <span class="muted">({e(why)})</span></li>'
         for why, run, _, check in queue[:_SHOWN])
     more = f'<p class="muted">and {len(queue) - _SHOWN} more.</p>' if len(queue) > _SHOWN else ""
     listed = (f'<h3>Worth reviewing ({len(queue)})</h3><ul class="plain" id="review-queue">{items}</ul>{more}' if queue
-              else '<p class="muted">Nothing in the review queue (no split, flaky or flagged judged check left unlabelled).</p>')
+              else '<p class="muted">Nothing in the review queue '
+              '(no split, flaky or flagged judged check left unlabelled).</p>')
     return f'<h2>Review</h2><div class="panel" id="review">{head}{listed}</div>'

@@ -46,7 +46,8 @@ def _search_text(entry: Mapping[str, Any]) -> str:
     for t in entry.get("transcript") or []:
         if isinstance(t, dict):
             parts += [str(t.get("user") or ""), str(t.get("agent") or "")]
-            parts += [f"{c.get('name')} {_json(c.get('arguments'))}" for c in t.get("tool_calls") or [] if isinstance(c, dict)]
+            parts += [f"{c.get('name')} {_json(c.get('arguments'))}"
+                      for c in t.get("tool_calls") or [] if isinstance(c, dict)]
     return " ".join(parts).lower()
 
 
@@ -64,7 +65,8 @@ def experiment_page(doc: dict[str, Any], changed: Mapping[str, str] | None = Non
     entries = [x for x in doc.get("scenario_results") or [] if isinstance(x, dict)]
     flaky, causes = _flaky(doc)
     types = sorted({str(x.get("failure_type") or "assertion") for x in entries if _status(x) == "failed"})
-    failed_criteria = {id(x): sorted({str(c.get("criterion")) for c in _details(x.get("evaluations")) + _details(x.get("expectations"))
+    failed_criteria = {id(x): sorted({str(c.get("criterion"))
+                                      for c in _details(x.get("evaluations")) + _details(x.get("expectations"))
                                       if c.get("status") == "failed"}) for x in entries}
     tools_of = {id(x): sorted({str(c.get("name")) for t in x.get("transcript") or [] if isinstance(t, dict)
                                for c in t.get("tool_calls") or [] if isinstance(c, dict)}) for x in entries}
@@ -88,9 +90,11 @@ def experiment_page(doc: dict[str, Any], changed: Mapping[str, str] | None = Non
         keys = [passed / counted if counted else -1, name.lower(), len(runs), _mean(turns) or 0, _mean(rates) or -1,
                 next((str(x.get("failure_message")) for x in runs if x.get("failure_message")), ""), why]
         sort_attrs = "".join(f' data-s{i}="{e(k)}"' for i, k in enumerate(keys))
-        head = (f'<tr class="sgroup"><td><span class="badge {"b-pass" if passed == counted and counted else "b-fail" if counted else "b-skip"}">'
+        tone = "b-pass" if passed == counted and counted else "b-fail" if counted else "b-skip"
+        head = (f'<tr class="sgroup"><td><span class="badge {tone}">'
                 f"{passed}/{counted} passed</span></td><th scope=\"rowgroup\">{e(name)}{badges}</th>"
-                f'<td class="num">{len(runs)} run{"s" if len(runs) != 1 else ""}</td><td class="num">{e(num(_mean(turns)))}</td>'
+                f'<td class="num">{len(runs)} run{"s" if len(runs) != 1 else ""}</td>'
+                f'<td class="num">{e(num(_mean(turns)))}</td>'
                 f'<td class="num">{e(pct(_mean(rates)))}</td><td></td><td class="muted">{e(why)}</td></tr>')
         rows = []
         for x in runs:
@@ -98,19 +102,23 @@ def experiment_page(doc: dict[str, Any], changed: Mapping[str, str] | None = Non
             ev = as_dict(x.get("evaluations"))
             failure = str(x.get("failure_type") or "assertion") if _status(x) == "failed" else ""
             rows.append(
-                f'<tr class="scn" data-status="{_status(x)}" data-flaky="{int(sid in flaky)}" data-failure="{e(failure)}" '
+                f'<tr class="scn" data-status="{_status(x)}" data-flaky="{int(sid in flaky)}" '
+                f'data-failure="{e(failure)}" '
                 f'data-changed="{int(bool(change))}" data-text="{e(_search_text(x))}" '
-                f'data-criteria="{e(chr(10).join(failed_criteria[id(x)]))}" data-tools="{e(chr(10).join(tools_of[id(x)]))}">'
+                f'data-criteria="{e(chr(10).join(failed_criteria[id(x)]))}" '
+                f'data-tools="{e(chr(10).join(tools_of[id(x)]))}">'
                 f"<td>{_badge(x)}</td><td>{link('../', conversation_path(exp_id, sid, it), f'{name} · run {it}')}</td>"
                 f'<td class="num">{e(it)}</td><td class="num">{e(x.get("turns") or 0)}</td>'
-                f'<td class="num">{e(pct(ev.get("rate")))}</td><td>{e(x.get("failure_message") or "")}</td><td></td></tr>'
+                f'<td class="num">{e(pct(ev.get("rate")))}</td><td>{e(x.get("failure_message") or "")}</td>'
+                '<td></td></tr>'
             )
         bodies.append(f'<tbody class="group"{sort_attrs}>{head}{"".join(rows)}</tbody>')
     changed_box = (f'<label><input type="checkbox" id="f-changed"> changed vs {e(previous)} only</label>'
                    if changed is not None else "")
     filters = (
         '<div class="filters" id="scenario-filters">'
-        '<label>Search transcripts <input type="search" id="f-text" placeholder="words from a message or a tool call"></label>'
+        '<label>Search transcripts '
+        '<input type="search" id="f-text" placeholder="words from a message or a tool call"></label>'
         '<label><input type="checkbox" id="f-failed"> failed only</label>'
         '<label><input type="checkbox" id="f-flaky"> flaky only</label>' + changed_box +
         '<label>Failure type <select id="f-failure"><option value="">any failure type</option>'
@@ -122,11 +130,15 @@ def experiment_page(doc: dict[str, Any], changed: Mapping[str, str] | None = Non
         + '</select></label><span class="muted" id="f-count" role="status"></span></div>'
     )
     heads = ["Status", "Scenario", "Run", "Turns", "Eval rate", "Failure", "Flaky attribution"]
-    th = "".join(f'<th scope="col"{" class=num" if 2 <= i <= 4 else ""}><button type="button" class="sort" data-col="{i}">{h}</button></th>'
+    th = "".join(f'<th scope="col"{" class=num" if 2 <= i <= 4 else ""}>'
+                 f'<button type="button" class="sort" data-col="{i}">{h}</button></th>'
                  for i, h in enumerate(heads))
-    table = f'<div class="panel"><table id="scenarios" class="sortable"><thead><tr>{th}</tr></thead>{"".join(bodies)}</table></div>'
-    body = (experiment_sections(doc) + review + f"<h2>Scenarios ({len(groups)} scenarios, {len(entries)} runs)</h2>{filters}{table}"
-            + '<p class="muted">Runs are grouped under their scenario; click a column title to sort the scenarios by it.</p>')
+    table = (f'<div class="panel"><table id="scenarios" class="sortable"><thead><tr>{th}</tr></thead>'
+             f'{"".join(bodies)}</table></div>')
+    body = (experiment_sections(doc) + review
+            + f"<h2>Scenarios ({len(groups)} scenarios, {len(entries)} runs)</h2>{filters}{table}"
+            + '<p class="muted">Runs are grouped under their scenario; '
+            'click a column title to sort the scenarios by it.</p>')
     header = page_header(doc, f"Experiment {exp_id}")
     return page(f"fabtest view · {exp_id}", "../", body, header)
 
@@ -168,11 +180,13 @@ def _check_rows(checks: list[Mapping[str, Any]], labelable: Mapping[int, int] | 
         index = (labelable or {}).get(id(c))
         form = _label_form(index) if index is not None else ""
         status = str(c.get("status") or "skipped")
-        data = {k: v for k, v in c.items() if k not in ("type", "mode", "criterion", "status", "passed", "turn", "details")}
+        data = {k: v for k, v in c.items()
+                if k not in ("type", "mode", "criterion", "status", "passed", "turn", "details")}
         extra = f'<pre class="data">{e(_json(data))}</pre>' if data else ""
         out.append(
             f'<div class="check c-{e(status)}"><span class="icon i-{e(status)}">{_ICONS.get(status, "?")}</span>'
-            f'<b>{e(c.get("criterion"))}</b> <span class="muted">{e(c.get("mode"))} · {e(c.get("type"))} · {e(status)}</span>'
+            f'<b>{e(c.get("criterion"))}</b> '
+            f'<span class="muted">{e(c.get("mode"))} · {e(c.get("type"))} · {e(status)}</span>'
             f'<div class="reason">{e(c.get("details") or "")}</div>{extra}{form}</div>'
         )
     return "".join(out)
@@ -193,10 +207,12 @@ def _simulated_user(entry: Mapping[str, Any]) -> str:
             ("Should", "; ".join(str(r) for r in sim.get("rules_should") or [])),
             ("Should not", "; ".join(str(r) for r in sim.get("rules_should_not") or []))]
     shown = "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in rows if v)
-    return f'<aside class="panel simuser" id="simulated-user"><h2>Simulated user</h2><dl>{shown}</dl></aside>' if shown else ""
+    return (f'<aside class="panel simuser" id="simulated-user"><h2>Simulated user</h2><dl>{shown}</dl></aside>'
+            if shown else "")
 
 
-def conversation_page(head: Mapping[str, Any], entry: Mapping[str, Any], related: list[tuple[str, str]] | None = None) -> str:
+def conversation_page(head: Mapping[str, Any], entry: Mapping[str, Any],
+                      related: list[tuple[str, str]] | None = None) -> str:
     """One scenario run (``entry``) of the experiment whose header is ``head``: every turn with
     the agent's tool calls and results, the checks decided on it (verdict and the judge's
     reasoning), its topic, the agent's latency and cost; the simulated user's goal and persona;
@@ -215,15 +231,18 @@ def conversation_page(head: Mapping[str, Any], entry: Mapping[str, Any], related
             topic += '<span class="topic off">off-graph jump</span>'
         tools = "".join(
             f'<div class="tool"><b>{e(c.get("name"))}</b>'
-            + (' <span class="muted">stubbed</span>' if c.get("stubbed") else "") + f'<pre>{e(_json(c.get("arguments", {})))}</pre>'
-            + (f'<div class="result">→ <pre>{e(_json(c.get("result")))}</pre></div>' if c.get("result") is not None else "")
+            + (' <span class="muted">stubbed</span>' if c.get("stubbed") else "")
+            + f'<pre>{e(_json(c.get("arguments", {})))}</pre>'
+            + (f'<div class="result">→ <pre>{e(_json(c.get("result")))}</pre></div>'
+               if c.get("result") is not None else "")
             + (f'<div class="muted meta">{e(_json(c.get("metadata")))}</div>' if c.get("metadata") else "") + "</div>"
             for c in t.get("tool_calls") or [] if isinstance(c, dict))
         on_turn = [c for c in checks if c.get("turn") == number]
         meta = f'<div class="muted meta">{e(_json(t.get("metadata")))}</div>' if t.get("metadata") else ""
         parts.append(
             f'<section class="turn" id="turn-{e(number)}"><div class="tn">Turn {e(number)}{topic}'
-            f'<span class="muted"> · agent {e(num(t.get("duration_s"), 2))}s{e(_turn_cost(t.get("metadata"), prices))}</span></div>'
+            f'<span class="muted"> · agent {e(num(t.get("duration_s"), 2))}s'
+            f'{e(_turn_cost(t.get("metadata"), prices))}</span></div>'
             f'<div class="msg user"><span class="who">User</span>{e(t.get("user"))}</div>{tools}'
             f'<div class="msg agent"><span class="who">Agent</span>{e(t.get("agent"))}{meta}</div>'
             + (f'<div class="checks">{_check_rows(on_turn, labelable)}</div>' if on_turn else "") + "</section>"
@@ -235,17 +254,20 @@ def conversation_page(head: Mapping[str, Any], entry: Mapping[str, Any], related
              ("Duration", f"{num(entry.get('duration_s'), 2)}s"), ("Cost", usd(spent.get("usd")))]
     path = entry.get("topic_path") or []
     body = (
-        '<div class="cards">' + "".join(f'<div class="card"><div class="k">{e(k)}</div><div class="v">{e(v)}</div></div>'
-                                        for k, v in facts) + "</div>"
+        '<div class="cards">'
+        + "".join(f'<div class="card"><div class="k">{e(k)}</div><div class="v">{e(v)}</div></div>'
+                  for k, v in facts) + "</div>"
         + (f'<div class="failure">{e(entry.get("failure_message"))}</div>' if entry.get("failure_message") else "")
-        + (f'<p class="path muted">Topics: {" → ".join(f"<span class=topic>{e(p)}</span>" for p in path)}</p>' if path else "")
+        + (f'<p class="path muted">Topics: {" → ".join(f"<span class=topic>{e(p)}</span>" for p in path)}</p>'
+           if path else "")
         + ('<nav class="related" id="related" aria-label="the same scenario elsewhere"><b>Same scenario:</b> '
            + " · ".join(link("../../", p, t) for p, t in related) + "</nav>" if related else "")
         + _simulated_user(entry)
         + (f'<div id="labeling" hidden data-experiment="{e(exp_id)}" data-scenario="{e(entry.get("id"))}" '
            f'data-iteration="{e(entry.get("iteration") or 1)}" data-endpoint="../../label"></div>' if labelable else "")
         + "<h2>Conversation</h2>" + ("".join(parts) or '<p class="muted">No transcript recorded.</p>')
-        + (f'<h2>Checks on the whole conversation</h2><div class="checks">{_check_rows(whole, labelable)}</div>' if whole else "")
+        + (f'<h2>Checks on the whole conversation</h2><div class="checks">{_check_rows(whole, labelable)}</div>'
+           if whole else "")
     )
     header = (
         f'<header class="top"><div class="inner"><h1>{e(entry.get("name"))}</h1><div class="sub">'

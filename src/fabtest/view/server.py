@@ -52,11 +52,13 @@ def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
             if (not _served_host(self.headers.get("Host"), port)
                     or (origin is not None and not _served_host(urlsplit(origin).netloc, port))
                     or urlsplit(origin or "http://x").scheme != "http"):
-                self._send(403, b"fabtest view: labels are accepted from this server's own pages only", "text/plain; charset=utf-8")
+                self._send(403, b"fabtest view: labels are accepted from this server's own pages only",
+                           "text/plain; charset=utf-8")
                 return
             given = self.headers.get("Content-Length") or "0"
             length = int(given) if given.isdigit() else 0
-            if (urlsplit(self.path).path != "/label" or not (self.headers.get("Content-Type") or "").startswith("application/json")
+            if (urlsplit(self.path).path != "/label"
+                    or not (self.headers.get("Content-Type") or "").startswith("application/json")
                     or not 0 < length <= 65536):
                 self._send(400, b"fabtest view: POST /label with a JSON body", "text/plain; charset=utf-8")
                 return

@@ -80,12 +80,15 @@ class Site:
             return _html(self._experiment(rows, row, self.catalog.document(row))) if row else None
         if m := _CONV.fullmatch(path):
             row = _row(rows, m.group(1))
-            sid = next((s for s in self.catalog.scenario_ids(row) if scenario_slug(s) == m.group(2)), None) if row else None
+            sid = (next((s for s in self.catalog.scenario_ids(row) if scenario_slug(s) == m.group(2)), None)
+                   if row else None)
             if row is None or sid is None:
                 return None
             runs = self.catalog.runs(row, sid)
             entry = next((x for x in runs if (x.get("iteration") or 1) == int(m.group(3))), None)
-            return _html(conversation_page(self.catalog.header(row), entry, self._related(rows, row, entry, runs))) if entry else None
+            if not entry:
+                return None
+            return _html(conversation_page(self.catalog.header(row), entry, self._related(rows, row, entry, runs)))
         if m := _CMP.fullmatch(path):
             base, cur = _row(rows, m.group(1)), _row(rows, m.group(2))
             return _html(self._comparison(base, cur)) if base and cur else None
@@ -109,15 +112,18 @@ class Site:
             f'{link("../", experiment_path(cur.id), cur.id)} {e(cur.name)}</div></div></header>'
         )
         gate = regression_gate(comparison)
-        lines = "".join(f'<p class="{"down" if line.startswith("FAIL") else "muted"}">{e(line)}</p>' for line in gate_lines(gate))
+        lines = "".join(f'<p class="{"down" if line.startswith("FAIL") else "muted"}">{e(line)}</p>'
+                        for line in gate_lines(gate))
         tone = {"worse": "down", "not worse": "up", "undecided": "muted"}[gate.outcome]
         verdict = (f'<p class="verdict {tone}" id="verdict"><b>{e(gate.verdict)}</b></p>'
-                   '<div class="panel" id="gate"><h3>Regression gate (<code>fabtest-compare --fail-on-regression</code>, '
+                   '<div class="panel" id="gate">'
+                   '<h3>Regression gate (<code>fabtest-compare --fail-on-regression</code>, '
                    f'exit {gate.exit_code})</h3>' + lines + "</div>")
         body = verdict + self._changed(base, cur, comparison, diffs) + comparison_sections(cur_doc, comparison, diffs)
         if changed:
             links = "".join(f'<li>{link("../", conversation_path(cur.id, s.id, 1), s.name)}</li>' for s in changed)
-            body += f'<h3>Conversations that changed outcome (current run)</h3><ul class="plain" id="changed">{links}</ul>'
+            body += ('<h3>Conversations that changed outcome (current run)</h3>'
+                     f'<ul class="plain" id="changed">{links}</ul>')
         return page(f"fabtest view · {base.id} → {cur.id}", "../", body, head, "compare.html")
 
     def label(self, data: Any) -> dict[str, Any]:
@@ -137,7 +143,8 @@ class Site:
         if entry is None:
             raise LabelError(f"experiment {row.id} has no run {iteration} of {data.get('scenario')!r}")
         head = self.catalog.header(row)
-        saved = label_check(self.catalog.results_dir, head, entry, check, data["verdict"] == "right", str(data.get("comment") or ""))
+        saved = label_check(self.catalog.results_dir, head, entry, check, data["verdict"] == "right",
+                            str(data.get("comment") or ""))
         return {"label": saved, **agreement(read_labels(labels_path(self.catalog.results_dir, row.id)))}
 
     def _experiment(self, rows: list[ExperimentRow], row: ExperimentRow, doc: dict[str, Any]) -> str:
@@ -148,8 +155,9 @@ class Site:
         if prev is None:
             return experiment_page(doc, review=review)
         c = self.catalog.comparison(prev, row)
-        groups = (("newly failing", c.newly_failing), ("quality regressed", c.quality_regressed), ("newly passing", c.newly_passing),
-                  ("quality improved", c.quality_improved), ("changed", c.changed_not_significant))
+        groups = (("newly failing", c.newly_failing), ("quality regressed", c.quality_regressed),
+                  ("newly passing", c.newly_passing), ("quality improved", c.quality_improved),
+                  ("changed", c.changed_not_significant))
         changed: dict[str, str] = {}
         for label, found in groups:
             for s in found:
@@ -166,19 +174,23 @@ class Site:
                for x in runs if (x.get("iteration") or 1) != here]
         prev = self._previous.get(row.id) if self._previous is not None else self.catalog.previous(row, rows)
         if prev is not None and sid in self.catalog.scenario_ids(prev):
-            out.append((conversation_path(prev.id, sid, here if here <= prev.iterations else 1), f"in {prev.id} (previous on branch)"))
+            out.append((conversation_path(prev.id, sid, here if here <= prev.iterations else 1),
+                        f"in {prev.id} (previous on branch)"))
             out.append((compare_path(prev.id, row.id), f"compare {prev.id} → {row.id}"))
         return out
 
-    def _changed(self, base: ExperimentRow, cur: ExperimentRow, comparison: Any, diffs: list[ConversationDiff]) -> str:
+    def _changed(self, base: ExperimentRow, cur: ExperimentRow, comparison: Any,
+                 diffs: list[ConversationDiff]) -> str:
         """The scenarios that changed, right under the verdict (newly failing first, then quality
         regressed, newly passing, improved, changed but not significant), each with its before and
         after counts and links to a run of it on both sides: a failing one where it now fails, a
         passing one where it used to pass (the diffed pair when there is a diff, whose first
         differing turn is shown inline)."""
         by_id = {d.scenario_id: d for d in diffs}
-        groups = (("newly failing", "down", comparison.newly_failing), ("quality regressed", "down", comparison.quality_regressed),
-                  ("newly passing", "up", comparison.newly_passing), ("quality improved", "up", comparison.quality_improved),
+        groups = (("newly failing", "down", comparison.newly_failing),
+                  ("quality regressed", "down", comparison.quality_regressed),
+                  ("newly passing", "up", comparison.newly_passing),
+                  ("quality improved", "up", comparison.quality_improved),
                   ("changed, not significant", "flat", comparison.changed_not_significant))
         items, seen = [], set()
         for label, tone, found in groups:
@@ -187,20 +199,25 @@ class Site:
                 unit = "runs" if label.startswith("newly") else "checks"
                 worse = tone == "down"
                 sides, diff = [], by_id.get(s.id)
-                for row, want, diffed in ((base, worse, diff and diff.baseline_iteration), (cur, not worse, diff and diff.current_iteration)):
+                for row, want, diffed in ((base, worse, diff and diff.baseline_iteration),
+                                          (cur, not worse, diff and diff.current_iteration)):
                     runs = self.catalog.runs(row, s.id)
                     pick = next((x for x in runs if (x.get("iteration") or 1) == diffed), None) or next(
                         (x for x in runs if bool(x.get("passed")) == want), runs[0] if runs else None)
                     if pick is not None:
                         it = pick.get("iteration") or 1
-                        sides.append(link("../", conversation_path(row.id, s.id, it), f"{'baseline' if row is base else 'current'} run {it}"))
+                        which = "baseline" if row is base else "current"
+                        sides.append(link("../", conversation_path(row.id, s.id, it), f"{which} run {it}"))
                 counts = " → ".join(f"{c[0]}/{c[1]}" for c in (s.baseline_counts, s.current_counts) if c)
                 counts = f"{counts} {unit}" if counts else "–"
                 items.append(f'<tr><td><span class="{tone}">{e(label)}</span></td><td>{e(s.name)}</td>'
-                             f'<td class="num">{e(counts)}</td><td>{" · ".join(sides)}</td></tr>' + _first_difference(diff))
+                             f'<td class="num">{e(counts)}</td><td>{" · ".join(sides)}</td></tr>'
+                             + _first_difference(diff))
         if not items:
-            return '<div class="panel" id="what-changed"><p class="muted">No scenario changed outcome or quality.</p></div>'
-        return ('<div class="panel" id="what-changed"><h2>What changed</h2><table><thead><tr><th scope="col">Change</th>'
+            return ('<div class="panel" id="what-changed">'
+                    '<p class="muted">No scenario changed outcome or quality.</p></div>')
+        return ('<div class="panel" id="what-changed"><h2>What changed</h2><table><thead><tr>'
+                '<th scope="col">Change</th>'
                 '<th scope="col">Scenario</th><th scope="col" class="num">Passed, before → after</th>'
                 f'<th scope="col">Conversations</th></tr></thead><tbody>{"".join(items)}</tbody></table></div>')
 
@@ -243,7 +260,10 @@ def _first_difference(diff: ConversationDiff | None) -> str:
     def side(turn: dict[str, Any] | None) -> str:
         if turn is None:
             return "(no such turn)"
-        text = "; ".join(tool_summary(turn)) if diff.part == "tools" else str(turn.get("user" if diff.part == "user" else "agent") or "")
+        if diff.part == "tools":
+            text = "; ".join(tool_summary(turn))
+        else:
+            text = str(turn.get("user" if diff.part == "user" else "agent") or "")
         return text if len(text) <= 160 else text[:159] + "…"
 
     both = (f': baseline “{e(side(pair.baseline))}” · current “{e(side(pair.current))}”' if pair is not None else "")
