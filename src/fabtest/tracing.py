@@ -80,7 +80,8 @@ def enable(exporter: Any = None, where: str = "[tool.fabtest] otel") -> None:
     if isinstance(current, TracerProvider) and exporter is None:
         provider = current
     else:
-        provider = TracerProvider(resource=Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME", "fabtest")}))
+        service = os.environ.get("OTEL_SERVICE_NAME", "fabtest")
+        provider = TracerProvider(resource=Resource.create({"service.name": service}))
         provider.add_span_processor(SimpleSpanProcessor(exporter) if exporter is not None
                                     else BatchSpanProcessor(_otlp_exporter(where)))
         if not isinstance(current, TracerProvider):
@@ -98,7 +99,8 @@ def _otlp_exporter(where: str) -> Any:
         else:
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     except ImportError:
-        package = "opentelemetry-exporter-otlp-proto-grpc" if protocol == "grpc" else "opentelemetry-exporter-otlp-proto-http"
+        package = ("opentelemetry-exporter-otlp-proto-grpc" if protocol == "grpc"
+                   else "opentelemetry-exporter-otlp-proto-http")
         raise UsageError(f"{where}: OTEL_EXPORTER_OTLP_PROTOCOL={protocol} needs {package} ({EXTRA_HINT})") from None
     return OTLPSpanExporter()  # endpoint, headers, timeout, compression: OTEL_EXPORTER_OTLP_* variables
 
@@ -147,7 +149,8 @@ def end_scenario(handle: ScenarioSpan | None, result: ScenarioResult) -> None:
     from opentelemetry.trace import Status, StatusCode
 
     checks = [*result.evaluations, *result.expectations]
-    verdicts = {s: sum(1 for c in checks if c.status == s) for s in ("passed", "failed", "inconclusive", "not_applicable", "skipped")}
+    verdicts = {s: sum(1 for c in checks if c.status == s)
+                for s in ("passed", "failed", "inconclusive", "not_applicable", "skipped")}
     span = handle.span
     span.set_attributes(_clean({
         "fabtest.scenario.id": result.id, "fabtest.scenario.iteration": result.iteration,

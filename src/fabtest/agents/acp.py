@@ -45,7 +45,8 @@ from fabtest.agents.boundary import AgentDataError
 from fabtest.conversation import AgentResponse, Message
 from fabtest.errors import UsageError, did_you_mean
 
-__all__ = ["TABLE_KEYS", "AcpAgent", "PERMISSIONS", "check_table", "from_table", "gemini", "gemini_acp", "gemini_supports_acp", "rebuild_arguments"]
+__all__ = ["TABLE_KEYS", "AcpAgent", "PERMISSIONS", "check_table", "from_table", "gemini", "gemini_acp",
+           "gemini_supports_acp", "rebuild_arguments"]
 
 _STDERR_TAIL_LINES = 20
 _STREAM_LIMIT = 50 * 1024 * 1024  # the SDK's own default: a turn may carry big diffs

@@ -85,7 +85,8 @@ class Collector:
             for option in options:
                 if option.kind == option_kind:
                     call.metadata["permission"] = f"{decision}: {option.option_id}"
-                    return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=option.option_id))
+                    selected = AllowedOutcome(outcome="selected", option_id=option.option_id)
+                    return RequestPermissionResponse(outcome=selected)
         call.metadata["permission"] = "cancelled"
         return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
 

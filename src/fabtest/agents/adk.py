@@ -79,7 +79,8 @@ class ADKAgent:
             if event.usage_metadata is not None:
                 used = event.usage_metadata
                 usage.add(TokenUsage(calls=1, input_tokens=used.prompt_token_count or 0,
-                                     output_tokens=(used.candidates_token_count or 0) + (used.thoughts_token_count or 0)))
+                                     output_tokens=(used.candidates_token_count or 0)
+                                     + (used.thoughts_token_count or 0)))
                 model = self._configured or event.model_version or model
             if event.is_final_response() and event.content and event.author != "user":
                 texts.extend(p.text for p in event.content.parts or [] if p.text and not p.thought)

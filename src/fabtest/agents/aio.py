@@ -100,7 +100,8 @@ def run(awaitable: Awaitable[T], *, timeout: float | None = None) -> T:
     for itself): async code calls the agent directly.
     """
     if _loop is not None and _on_loop_thread(_loop):
-        raise RuntimeError("fabtest.agents.aio.run() was called from the agent loop itself; await the coroutine instead")
+        raise RuntimeError("fabtest.agents.aio.run() was called from the agent loop itself; "
+                           "await the coroutine instead")
     future = submit(awaitable)
     try:
         return future.result(timeout)

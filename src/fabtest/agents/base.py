@@ -13,7 +13,8 @@ from typing import Any, Protocol, runtime_checkable
 from fabtest.conversation import AgentResponse, Message, ToolCall
 from fabtest.errors import AgentError, AgentTimeout, UsageError  # defined with the whole tree; importable from here too
 
-__all__ = ["STAND_IN_KEY", "Agent", "AgentError", "AgentTimeout", "OnToolCall", "agent_metadata", "declared_tools", "program_path"]
+__all__ = ["STAND_IN_KEY", "Agent", "AgentError", "AgentTimeout", "OnToolCall", "agent_metadata", "declared_tools",
+           "program_path"]
 
 #: The agent context's key for the run's scripted stand-in model (agents.builtin_models.StandInModel):
 #: the engine puts it there, built-in agents read it.

@@ -149,7 +149,8 @@ def coerce_tool_call(raw: Any, *, where: str = "tool_calls[0]") -> ToolCall:
     except ValidationError as exc:
         raise AgentDataError(_first_error(exc, where)) from None
     return ToolCall(name=model.name, arguments=_plain(model.arguments, f"{where}.arguments"),
-                    result=_plain(model.result, f"{where}.result"), metadata=_plain(model.metadata, f"{where}.metadata"),
+                    result=_plain(model.result, f"{where}.result"),
+                    metadata=_plain(model.metadata, f"{where}.metadata"),
                     stubbed=model.stubbed)
 
 
@@ -201,7 +202,8 @@ def coerce_response(value: Any, *, where: str = "") -> AgentResponse:
     else:
         hint = " (or a mapping with 'text', 'tool_calls', 'metadata')"
         if isinstance(value, Mapping):  # a mapping is allowed, but this one has no reply in it
-            hint = f" (a mapping needs a 'text' key; it has {', '.join(repr(str(k)) for k in list(value)[:5]) or 'none'})"
+            keys = ", ".join(repr(str(k)) for k in list(value)[:5]) or "none"
+            hint = f" (a mapping needs a 'text' key; it has {keys})"
         elif hasattr(value, "chat"):
             hint = (" (it looks like an agent: if this function is a factory, name its first parameter"
                     " `context` so fabtest calls it once per scenario)")

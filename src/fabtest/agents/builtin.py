@@ -147,7 +147,8 @@ class BuiltinAgent:
         if config.tools:
             from fabtest._internal.targets import import_object
 
-            self._python = python_tools(import_object(config.tools, where=f"{where}: tools", what="tools"), where=f"{where}: tools")
+            self._python = python_tools(import_object(config.tools, where=f"{where}: tools", what="tools"),
+                                        where=f"{where}: tools")
         reader = skill_file_tool(skills)
         if reader is not None:
             self._python.append(reader)
@@ -160,7 +161,8 @@ class BuiltinAgent:
         self._usage = TokenUsage()
         self._closed = False
         # last, so a broken table is reported even where no key is set
-        if not check_only and self._stand_in is None and self.settings.provider == "gemini" and not gemini_api_key(self.settings)[0]:
+        if (not check_only and self._stand_in is None and self.settings.provider == "gemini"
+                and not gemini_api_key(self.settings)[0]):
             raise LLMNotConfigured(missing_key_message(self.settings).replace(" LLM", " built-in agent"))
 
     # -- the agent protocol ---------------------------------------------------------------------
@@ -284,7 +286,8 @@ class BuiltinAgent:
         if stub is not None and stub.delay_s:
             time.sleep(stub.delay_s)
         if answer is not None:
-            call = stubs.stubbed_call(request.name, request.arguments, answer, **meta, source=route[0] if route else None)
+            call = stubs.stubbed_call(request.name, request.arguments, answer, **meta,
+                                      source=route[0] if route else None)
             return call, call.result, answer.is_error
         if route is None:
             result: Any = f"unknown tool {request.name!r}; available: {', '.join(sorted(routes)) or 'none'}"

@@ -140,7 +140,8 @@ class GeminiChat:
     def reset(self, messages: Sequence[Message]) -> None:
         from google.genai import types
 
-        self._contents = [types.Content(role="user" if m.role == "user" else "model", parts=[types.Part(text=m.content)])
+        self._contents = [types.Content(role="user" if m.role == "user" else "model",
+                                        parts=[types.Part(text=m.content)])
                           for m in messages]
 
     def add_user(self, text: str) -> None:

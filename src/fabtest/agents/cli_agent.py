@@ -364,7 +364,8 @@ def parse_stream_json(stdout: str) -> AgentResponse:
                 "total_tokens": stats.get("total_tokens", 0),
             }
             models = _model_usage(stats.get("models"))
-            if models:  # the CLI routes some requests to other models: each is priced as its own (docs/reference/cost.md)
+            # the CLI routes some requests to other models: each is priced as its own (docs/reference/cost.md)
+            if models:
                 metadata["usage"]["models"] = models
         if result.get("status") == "error":
             err = result.get("error") or {}

@@ -58,7 +58,8 @@ class Framework:
 
 FRAMEWORKS: dict[str, Framework] = {f.key: f for f in (
     Framework("adk", "Google ADK", "adk", "google-adk", "2.13", "3", "fabtest.agents.adk:ADKAgent"),
-    Framework("langgraph", "LangGraph", "langgraph", "langgraph", "1.2", "2", "fabtest.agents.langgraph:LangGraphAgent"),
+    Framework("langgraph", "LangGraph", "langgraph", "langgraph", "1.2", "2",
+              "fabtest.agents.langgraph:LangGraphAgent"),
     Framework("openai_agents", "the OpenAI Agents SDK", "openai-agents", "openai-agents", "0.24", "0.25",
               "fabtest.agents.openai_agents:OpenAIAgentsAgent"),
     Framework("pydantic_ai", "PydanticAI", "pydantic-ai", "pydantic-ai-slim", "2.68", "3",

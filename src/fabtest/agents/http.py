@@ -73,7 +73,8 @@ class HttpAgent:
 
     def chat(self, messages: Sequence[Message], on_tool_call: OnToolCall | None = None) -> AgentResponse:
         messages_field, session_field, text_field, calls_field, meta_field = self._fields
-        body: dict[str, Any] = {**self._extra, messages_field: [{"role": m.role, "content": m.content} for m in messages]}
+        body: dict[str, Any] = {**self._extra, messages_field: [{"role": m.role, "content": m.content}
+                                                                for m in messages]}
         if session_field:
             body[session_field] = self._session_id
         reply = post_json(self._client, self.url, body, timeout=self.timeout, label="HTTP agent")
@@ -83,7 +84,8 @@ class HttpAgent:
             raise AgentError(f"HTTP agent at {self.url} answered non-JSON: {reply.text[:200]!r}") from None
         text = _dig(data, text_field)
         if not isinstance(text, str):
-            raise AgentError(f"HTTP agent at {self.url}: response has no string field {text_field!r}: {str(data)[:200]}")
+            raise AgentError(f"HTTP agent at {self.url}: response has no string field {text_field!r}: "
+                             f"{str(data)[:200]}")
         try:  # the same boundary as Python agents: every common tool-call shape, bad data named by field
             response = coerce_response({"text": text, "tool_calls": _dig(data, calls_field),
                                         "metadata": _dig(data, meta_field)})

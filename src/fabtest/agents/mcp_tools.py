@@ -334,7 +334,8 @@ def _result_value(result: Any) -> Any:
     structured = getattr(result, "structured_content", None)
     if structured is not None:
         return structured
-    texts = [t for block in getattr(result, "content", None) or [] if isinstance(t := getattr(block, "text", None), str)]
+    texts = [t for block in getattr(result, "content", None) or []
+             if isinstance(t := getattr(block, "text", None), str)]
     if len(texts) == 1:
         try:
             return json.loads(texts[0])

@@ -108,7 +108,8 @@ class OpenAIChatAgent:
         if not isinstance(message, Mapping):  # "message": null (a filtered or failed completion)
             raise AgentError(f"OpenAI chat agent at {self.url}: choices[0].message is "
                              f"{'null' if message is None else type(message).__name__}, expected an object with "
-                             f"'content' (finish_reason: {choice.get('finish_reason') if isinstance(choice, Mapping) else None!r})")
+                             "'content' (finish_reason: "
+                             f"{choice.get('finish_reason') if isinstance(choice, Mapping) else None!r})")
         content = message.get("content")
         if content is not None and not isinstance(content, str):
             raise AgentError(f"OpenAI chat agent at {self.url}: choices[0].message.content is "

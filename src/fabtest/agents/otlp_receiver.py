@@ -142,7 +142,8 @@ def _handler(target: Receiver) -> type[BaseHTTPRequestHandler]:
                 if kind in ("application/x-protobuf", "application/protobuf"):
                     if not protobuf_available():
                         return self._reply(415, b"protobuf needs opentelemetry-proto (pip install "
-                                                b"'pytest-fabtest[otel]'); export JSON: OTEL_EXPORTER_OTLP_PROTOCOL=http/json",
+                                                b"'pytest-fabtest[otel]'); export JSON: "
+                                                b"OTEL_EXPORTER_OTLP_PROTOCOL=http/json",
                                            "text/plain")
                     target.add(spans_from_protobuf(body))
                     return self._reply(200, b"", "application/x-protobuf")

@@ -3,8 +3,8 @@
 Resolution order for a scenario: ``Given the agent "name"`` (``[tool.fabtest.agents]``), else a
 ``fabtest_agent`` fixture, else ``[tool.fabtest] agent``. For a playbook
 (:func:`playbook_agent_target`): ``--agent``, else ``$FABTEST_PLAYBOOK_AGENT``, else
-``[tool.fabtest] playbook_agent``, else the Gemini CLI. A factory is called once per scenario; an ``async def`` factory (or ``build``) is awaited on the
-agent loop of :mod:`fabtest.agents.aio`.
+``[tool.fabtest] playbook_agent``, else the Gemini CLI. A factory is called once per scenario; an
+``async def`` factory (or ``build``) is awaited on the agent loop of :mod:`fabtest.agents.aio`.
 """
 
 from __future__ import annotations
@@ -119,8 +119,8 @@ def _from_table(table: Mapping[str, Any], context: Mapping[str, Any], *, where: 
         extra = {k: v for k, v in table.items() if k != "factory"}
         return make_agent(target, {**context, **extra}, where=where)
     raise UsageError(f"{where}: agent table needs 'http = \"URL\"', 'openai = \"URL\"', 'gemini = \"MODEL\"', "
-                     f"'provider = \"openai\"', 'acp = [\"program\", ...]', 'factory = \"module:attr\"' or a framework's "
-                     f"'{' / '.join(FRAMEWORKS)} = \"module:attr\"', "
+                     "'provider = \"openai\"', 'acp = [\"program\", ...]', 'factory = \"module:attr\"' or a "
+                     f"framework's '{' / '.join(FRAMEWORKS)} = \"module:attr\"', "
                      f"got {sorted(table)}")
 
 

@@ -70,7 +70,8 @@ def _new_turn() -> TurnTrace:
 
 
 @contextmanager
-def turn(agent: Any, *, port: int = DEFAULT_PORT, wait: float = DEFAULT_WAIT_S) -> Iterator[Callable[[AgentResponse], None]]:
+def turn(agent: Any, *, port: int = DEFAULT_PORT,
+         wait: float = DEFAULT_WAIT_S) -> Iterator[Callable[[AgentResponse], None]]:
     """Around one agent call: yields ``seen(response)``, which waits for the turn's spans and adds
     their tool calls to ``response`` (a no-op for an agent that does not export traces)."""
     if not getattr(agent, "exports_traces", False):

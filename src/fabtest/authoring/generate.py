@@ -98,7 +98,8 @@ class Declared:
     existing: Sequence[ScenarioRecord] = ()
 
 
-def declared_from(settings_criteria: Mapping[str, str], settings_topics: Sequence[Any], experiment: Mapping[str, Any] | None,
+def declared_from(settings_criteria: Mapping[str, str], settings_topics: Sequence[Any],
+                  experiment: Mapping[str, Any] | None,
                   scenarios_dir: Path) -> Declared:
     """The prompt's inputs: ``[tool.fabtest]`` criteria and topics, the experiment's configuration and
     ``coverage`` (declared tools, what was never exercised), and every record under ``scenarios_dir``.
@@ -125,7 +126,8 @@ def declared_from(settings_criteria: Mapping[str, str], settings_topics: Sequenc
     called = {c.get("name") for r in doc.get("scenario_results") or [] if isinstance(r, dict)
               for t in r.get("transcript") or [] if isinstance(t, dict)
               for c in t.get("tool_calls") or [] if isinstance(c, dict) and isinstance(c.get("name"), str)}
-    tools = sorted({*_table(tools_part, "called", "coverage.tools."), *_names(tools_part, "never_called", "coverage.tools."),
+    tools = sorted({*_table(tools_part, "called", "coverage.tools."),
+                    *_names(tools_part, "never_called", "coverage.tools."),
                     *_names(tools_part, "undeclared_called", "coverage.tools."), *(str(name) for name in called)})
     gaps = {kind: list(_names(_table(coverage, kind, "coverage."), key, f"coverage.{kind}."))
             for kind, key in (("topics", "never_reached"), ("transitions", "never_taken"), ("tools", "never_called"),
@@ -191,7 +193,8 @@ def build_prompt(declared: Declared, description: str, count: int) -> str:
                          topics=topics, tools=tools, criteria=criteria, gaps=gaps, existing=existing, count=count)
 
 
-def draft_records(llm: LLM, declared: Declared, *, description: str = "", count: int = 5) -> tuple[list[dict[str, Any]], list[str]]:
+def draft_records(llm: LLM, declared: Declared, *, description: str = "",
+                  count: int = 5) -> tuple[list[dict[str, Any]], list[str]]:
     """Ask ``llm`` for ``count`` drafts; returns the new records (scenario-set dicts) and one line per
     draft dropped (a duplicate, or an expected tool/topic the project does not declare)."""
     prompt = build_prompt(declared, description, count)
@@ -245,7 +248,8 @@ def _record(draft: Draft, record_id: str, declared: Declared, notes: list[str]) 
         if draft.expected_tool in declared.tools or not declared.tools:
             verification["call_tool"] = draft.expected_tool
         else:
-            notes.append(f"{record_id}: expected tool {draft.expected_tool!r} is not declared; left out of verification")
+            notes.append(f"{record_id}: expected tool {draft.expected_tool!r} is not declared; "
+                         "left out of verification")
     if draft.topic:
         if draft.topic in declared.topics:
             verification["reached_topic"] = draft.topic

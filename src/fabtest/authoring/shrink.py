@@ -97,7 +97,8 @@ class _Search:
         if key in self.seen:
             return self.seen[key]
         failed = tried = 0
-        while tried < self.confirm.n and failed < self.confirm.k and failed + (self.confirm.n - tried) >= self.confirm.k:
+        while (tried < self.confirm.n and failed < self.confirm.k
+               and failed + (self.confirm.n - tried) >= self.confirm.k):
             if self.outcome.replays >= self.budget:
                 self.outcome.budget_spent = True
                 raise _BudgetSpent

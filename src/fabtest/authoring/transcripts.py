@@ -219,7 +219,8 @@ def _from_experiment(doc: Mapping[str, Any], path: Path, scenario: str | None, r
         raise UsageError(f"{path}: no recorded conversation{wanted}; scenarios: {', '.join(names[:10]) or 'none'}")
     if len({e.get("id") for e in entries}) > 1:
         names = sorted({str(e.get("name")) for e in entries})
-        raise UsageError(f"{path}: holds {len(names)} scenarios; pick one with --scenario NAME: {', '.join(names[:10])}")
+        raise UsageError(f"{path}: holds {len(names)} scenarios; pick one with --scenario NAME: "
+                         f"{', '.join(names[:10])}")
     entry = next((e for e in entries if e.get("passed") is False), entries[0])  # a failed run first: the one to keep
     turns = [RecordedTurn(str(t.get("user", "")), str(t.get("agent", "")),
                           [ToolCall(str(c.get("name", "")), dict(c.get("arguments") or {}), c.get("result"),
@@ -228,7 +229,8 @@ def _from_experiment(doc: Mapping[str, Any], path: Path, scenario: str | None, r
              for t in entry["transcript"]]
     experiment = (doc.get("experiment") or {}).get("id") or path.stem
     origin = f"experiment {experiment}, run {entry.get('iteration', 1)} of {entry.get('name')!r}" + (
-        f" (failed: {entry.get('failure_message')})" if entry.get("passed") is False and entry.get("failure_message") else "")
+        f" (failed: {entry.get('failure_message')})" if entry.get("passed") is False and entry.get("failure_message")
+        else "")
     return RecordedConversation(str(entry.get("name") or path.stem), "fabtest", turns, origin=origin)
 
 

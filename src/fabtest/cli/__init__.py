@@ -56,7 +56,8 @@ def _rate_arg(text: str) -> float:
     if text.endswith("%"):
         value /= 100
     elif value > 1:
-        raise argparse.ArgumentTypeError(f"rate out of range: {text!r} (a fraction from 0 to 1, or a percentage like 80%)")
+        raise argparse.ArgumentTypeError(f"rate out of range: {text!r} (a fraction from 0 to 1, "
+                                         "or a percentage like 80%)")
     if not 0 <= value <= 1:
         raise argparse.ArgumentTypeError(f"rate out of range: {text!r}")
     return value
@@ -158,7 +159,8 @@ def _run_compare(args: argparse.Namespace, prog: str) -> int:
     options = gating.GateOptions(
         alpha=args.alpha, fail_on_regression=args.fail_on_regression, gate_modified=args.gate_modified,
         min_completion=args.min_completion, min_evaluation=args.min_evaluation, min_criteria=dict(args.min_criterion),
-        max_cost_increase=args.max_cost_increase, max_latency_increase=args.max_latency_increase, margin=args.gate_margin)
+        max_cost_increase=args.max_cost_increase, max_latency_increase=args.max_latency_increase,
+        margin=args.gate_margin)
     latency = None
     try:
         # Index rows added up as they are read (no transcripts) unless the HTML report or the latency
@@ -198,7 +200,8 @@ def _run_compare(args: argparse.Namespace, prog: str) -> int:
 
     def markdown(c: Any) -> str:
         head = f"**Verdict: {md_escape(c.verdict)}**\n\n" if c.verdict else ""
-        return head + render_markdown(c) + "".join(line + "\n" for line in gating.gate_markdown(gate, warnings, md_escape))
+        gated = "".join(line + "\n" for line in gating.gate_markdown(gate, warnings, md_escape))
+        return head + render_markdown(c) + gated
 
     renderer = {"text": text, "json": render_json, "markdown": markdown}[args.format]
     try:
@@ -220,7 +223,8 @@ def _run_compare(args: argparse.Namespace, prog: str) -> int:
         print(inert(f"{prog}: {line}"), file=sys.stderr)
     if sequential is not None:
         print(inert(f"{prog}: {sequential.line()}"), file=sys.stderr)
-        return {"worse": gating.EXIT_FAILED, "not worse": gating.EXIT_PASSED, "undecided": gating.EXIT_UNDECIDED}[sequential.outcome]
+        return {"worse": gating.EXIT_FAILED, "not worse": gating.EXIT_PASSED,
+                "undecided": gating.EXIT_UNDECIDED}[sequential.outcome]
     return gate.exit_code if gate is not None else EXIT_OK
 
 
@@ -245,8 +249,10 @@ def _entries_of(ref: str, results_dir: str, exp: Experiment, wanted: list[str]) 
 
     if not exp.doc.get("lean"):  # parsed whole already (the HTML report, or another layout)
         return exp.doc
-    ids = set(wanted) if all(w in exp.scenarios for w in wanted) else {  # ids (the changed scenarios), else names or prefixes
-        sid for sid, agg in exp.scenarios.items() if any(sid == w or agg.name == w or sid.startswith(w) for w in wanted)}
+    # ids (the changed scenarios), else names or prefixes
+    ids = set(wanted) if all(w in exp.scenarios for w in wanted) else {
+        sid for sid, agg in exp.scenarios.items()
+        if any(sid == w or agg.name == w or sid.startswith(w) for w in wanted)}
     entries = read_entries(resolve_experiment(ref, results_dir), ids)
     return {"scenario_results": entries} if entries is not None else read_document(ref, results_dir)[1]
 
@@ -306,7 +312,8 @@ def _cmd_list(args: argparse.Namespace) -> int:
     if not rows:
         print(_shown(f"No experiments in {results_dir}/"))
     else:
-        print(_shown(tabulate(rows, headers=["ID", "Timestamp", "Name", "Scenarios", "Completion", "Evaluation", "Git"])))
+        print(_shown(tabulate(rows, headers=["ID", "Timestamp", "Name", "Scenarios", "Completion", "Evaluation",
+                                             "Git"])))
     print(_shown(_skipped_files(skipped)), end="")
     return EXIT_OK
 
@@ -366,7 +373,8 @@ def _port(text: str) -> int:
     try:
         port = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port number: {text!r} (use e.g. 8000, or 0 for any free port)") from None
+        raise argparse.ArgumentTypeError(
+            f"not a port number: {text!r} (use e.g. 8000, or 0 for any free port)") from None
     if not 0 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"port out of range: {text!r} (0 to 65535; 0 picks any free port)")
     return port
@@ -466,7 +474,8 @@ def _cmd_init(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``fabtest init | list | show | report | view | compare | recover | rejudge | calibrate | replay | import | shrink | faults | run | steps``."""
+    """``fabtest init | list | show | report | view | compare | recover | rejudge | calibrate | replay | import
+    | shrink | faults | run | steps``."""
     raw = list(sys.argv[1:] if argv is None else argv)
     if raw and raw[0] == "run":  # the playbook runner parses its own options (argparse REMAINDER can't)
         return _cmd_run(argparse.Namespace(args=raw[1:]))
@@ -500,10 +509,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     _add_compare_args(p)
     p.set_defaults(func=lambda a: _run_compare(a, "fabtest compare"))
 
-    p = sub.add_parser("view", help="browse experiments, trends, comparisons and conversations (or --build a static site)")
+    p = sub.add_parser("view",
+                       help="browse experiments, trends, comparisons and conversations (or --build a static site)")
     p.add_argument("results_dir", nargs="?", default=None, metavar="RESULTS_DIR",
                    help="the results directory (default: [tool.fabtest] results_dir)")
-    p.add_argument("--build", default=None, metavar="DIR", help="write the site as static files to DIR instead of serving it")
+    p.add_argument("--build", default=None, metavar="DIR",
+                   help="write the site as static files to DIR instead of serving it")
     p.add_argument("--port", type=_port, default=0, help="port on 127.0.0.1 (default: any free port)")
     p.add_argument("--no-open", action="store_true", help="do not open the browser; just print the URL")
     p.set_defaults(func=_cmd_view)
@@ -514,7 +525,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     p = sub.add_parser("merge", help="combine the experiment parts of one sharded run into one experiment")
     p.add_argument("parts", nargs="+", metavar="PART", help="experiment files (or ids) written by the shards")
-    p.add_argument("-o", "--output", default=None, metavar="ID", help="id of the merged experiment (default: the parts' id)")
+    p.add_argument("-o", "--output", default=None, metavar="ID",
+                   help="id of the merged experiment (default: the parts' id)")
     p.add_argument("--results-dir", default=None, help="where the merged <id>.json goes (and ids are looked up)")
     p.set_defaults(func=_cmd_merge)
 
@@ -543,8 +555,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from fabtest.cli import faults as faults_command
 
-    p = sub.add_parser("faults", help="the fault matrix: re-run each passing scenario with each tool it called failing, "
-                                      "timing out, empty, malformed or injected; prints held / broke")
+    p = sub.add_parser("faults",
+                       help="the fault matrix: re-run each passing scenario with each tool it called failing, "
+                            "timing out, empty, malformed or injected; prints held / broke")
     faults_command.add_faults_args(p)
     p.set_defaults(func=lambda a: faults_command.run_faults(a, a.results_dir or _default_results_dir()))
 

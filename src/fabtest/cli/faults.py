@@ -33,7 +33,8 @@ def add_faults_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--jobs", type=int, default=2, metavar="N", help="fault runs at once (default 2)")
     p.add_argument("--pytest-arg", action="append", default=[], metavar="ARG",
                    help="one more argument for every pytest run (repeatable), e.g. --pytest-arg=--fabtest-fake-llm")
-    p.add_argument("--results-dir", default=None, help="where the experiments are (default: [tool.fabtest] results_dir)")
+    p.add_argument("--results-dir", default=None,
+                   help="where the experiments are (default: [tool.fabtest] results_dir)")
 
 
 def _pytest(args: list[str]) -> subprocess.CompletedProcess[str]:
@@ -53,7 +54,8 @@ def run_faults(args: argparse.Namespace, results_dir: str) -> int:
     kinds = [k.strip() for k in str(args.faults).split(",") if k.strip()]
     unknown = [k for k in kinds if k not in FAULTS]
     if unknown or not kinds:
-        print(f"fabtest faults: unknown fault {', '.join(unknown) or '(none given)'}; the faults are {', '.join(FAULTS)}",
+        print(f"fabtest faults: unknown fault {', '.join(unknown) or '(none given)'}; the faults are "
+              f"{', '.join(FAULTS)}",
               file=sys.stderr)
         return 2
     out = Path(results_dir) / "faults"
@@ -65,7 +67,8 @@ def run_faults(args: argparse.Namespace, results_dir: str) -> int:
         print(f"fabtest faults: the baseline run wrote no experiment (exit {baseline.returncode}):\n"
               f"{(baseline.stdout + baseline.stderr)[-2000:]}", file=sys.stderr)
         return 2
-    passing = [s for s in doc.get("scenario_results", []) if s.get("passed") and not s.get("skipped") and s.get("nodeid")]
+    passing = [s for s in doc.get("scenario_results", []) if s.get("passed") and not s.get("skipped")
+               and s.get("nodeid")]
     plan: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for scenario in passing:
         called = sorted({c.get("name") for t in scenario.get("transcript") or [] for c in t.get("tool_calls") or []
@@ -80,7 +83,8 @@ def run_faults(args: argparse.Namespace, results_dir: str) -> int:
         run_id = f"{base}_{index}"
         nodeids = list(dict.fromkeys(str(s["nodeid"]) for s in scenarios))
         _pytest([*nodeids, *extra, "--fabtest-results-dir", str(out), "--fabtest-experiment-id", run_id,
-                 "--fabtest-fault", f"{tool}={kind}", "--fabtest-tag", f"fault:{tool}={kind}", "--fabtest-no-preflight"])
+                 "--fabtest-fault", f"{tool}={kind}", "--fabtest-tag", f"fault:{tool}={kind}",
+                 "--fabtest-no-preflight"])
         ran = {s.get("nodeid"): s for s in (_read(out / f"{run_id}.json") or {}).get("scenario_results", [])}
         rows = []
         for scenario in scenarios:
@@ -93,7 +97,8 @@ def run_faults(args: argparse.Namespace, results_dir: str) -> int:
         return rows
 
     with ThreadPoolExecutor(max_workers=max(1, int(args.jobs))) as pool:
-        futures = [pool.submit(one, i, tool, kind, scenarios) for i, ((tool, kind), scenarios) in enumerate(sorted(plan.items()))]
+        futures = [pool.submit(one, i, tool, kind, scenarios)
+                   for i, ((tool, kind), scenarios) in enumerate(sorted(plan.items()))]
         rows = [row for future in futures for row in future.result()]
     rows.sort(key=lambda r: (str(r["scenario"]), r["tool"], list(FAULTS).index(r["fault"])))
     report = {"baseline": base, "faults": kinds, "runs": len(plan), "rows": rows,

@@ -36,7 +36,8 @@ def add_import_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scenario", default=None, metavar="NAME", help="from an experiment: the scenario (name or id)")
     p.add_argument("--run", type=int, default=None, metavar="N",
                    help="from an experiment: the run (iteration) to import (default: the first failed run)")
-    p.add_argument("--agent", default=None, metavar="NAME", help='add Given the agent "NAME" (default: the project\'s agent)')
+    p.add_argument("--agent", default=None, metavar="NAME",
+                   help='add Given the agent "NAME" (default: the project\'s agent)')
     p.add_argument("-o", "--output", default=None, metavar="PATH",
                    help="the feature to write (default: features/regressions/<name>.feature); never overwritten")
 

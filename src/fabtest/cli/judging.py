@@ -19,7 +19,8 @@ from fabtest.llm.base import LLM, LLMError, LLMNotConfigured
 if TYPE_CHECKING:
     from fabtest.config.settings import Settings
 
-__all__ = ["add_calibrate_args", "add_rejudge_args", "configured_llm", "fail", "judge_llm", "load_experiment", "run_calibrate", "run_rejudge"]
+__all__ = ["add_calibrate_args", "add_rejudge_args", "configured_llm", "fail", "judge_llm", "load_experiment",
+           "run_calibrate", "run_rejudge"]
 
 EXIT_OK, EXIT_GATE, EXIT_ERROR = 0, 1, 2
 
@@ -61,7 +62,8 @@ def judge_llm(judge_model: str | None) -> LLM:
     return configured_llm(Settings.load(Path.cwd()), Path.cwd(), "judge", judge_model)
 
 
-def configured_llm(settings: Settings, root: Path, role: Literal["judge", "simulator"], model: str | None = None) -> LLM:
+def configured_llm(settings: Settings, root: Path, role: Literal["judge", "simulator"],
+                   model: str | None = None) -> LLM:
     """The judge or simulator LLM as ``settings`` configure it (``model`` overrides the model);
     raises LLMNotConfigured without credentials."""
     from fabtest.engine import llms

@@ -63,7 +63,8 @@ def run_perturb(args: argparse.Namespace, results_dir: str) -> int:
         sys.stdout.write(json.dumps({**audit, "written_to": str(path) if path else None}, indent=2,
                                     ensure_ascii=False) + "\n")
         return EXIT_OK
-    lines = [f"Criterion robustness audit of {info.id} (judge {llm.model or llm.provider})", "", *robustness_lines(audit)]
+    lines = [f"Criterion robustness audit of {info.id} (judge {llm.model or llm.provider})", "",
+             *robustness_lines(audit)]
     if path is not None:
         lines += ["", f"Written to {path} (fabtest show {info.id} and fabtest view show it)"]
     sys.stdout.write("\n".join(lines) + "\n")

@@ -165,7 +165,8 @@ def render_replay_text(outcomes: list[Any], *, source: str, new_id: str | None, 
     skipped = len(outcomes) - len(replayed)
     unverified = sum(not o.verified for o in replayed)
     lines.append(f"Same as recorded: {same}; branched: {branched}"
-                 + (f"; did not finish: {unfinished}" if (unfinished := len(replayed) - same - branched - failed) else "")
+                 + (f"; did not finish: {unfinished}" if (unfinished := len(replayed) - same - branched - failed)
+                    else "")
                  + (f"; replay failed: {failed} (exit status {EXIT_FAILED})" if failed else "")
                  + (f"; not replayed: {skipped}" if skipped else "")
                  + (f"; outcome not verified (a must check not re-checked): {unverified}" if unverified else ""))

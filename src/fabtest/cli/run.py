@@ -29,7 +29,8 @@ PROG = "fabtest run"
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description="Run playbook files (JSON/YAML) against the agent.")
     p.add_argument("files", nargs="+", metavar="FILE", help="playbook files (.json, .yaml, .yml)")
-    p.add_argument("--results-dir", default=None, help="where the experiment and traces go ([tool.fabtest] results_dir)")
+    p.add_argument("--results-dir", default=None,
+                   help="where the experiment and traces go ([tool.fabtest] results_dir)")
     p.add_argument("--experiment", default=None, metavar="NAME", help="a name for this experiment")
     p.add_argument("--experiment-id", default=None, metavar="ID", help="use this experiment id")
     p.add_argument("--tag", action="append", default=[], metavar="TAG", help="tag the experiment (repeatable)")
@@ -166,7 +167,8 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
             if outcome.skipped:
                 skipped += 1
                 reason = outcome.skip_reason or ""
-                reasons = [why for r, why in (("judge", roles.judge_reason), ("simulator", roles.simulator_reason)) if r in reason and why]
+                reasons = [why for r, why in (("judge", roles.judge_reason), ("simulator", roles.simulator_reason))
+                           if r in reason and why]
                 print(f"    SKIPPED: {reason}" + (f" ({'; '.join(reasons)})" if reasons else ""), flush=True)
             elif outcome.passed:
                 print(f"    PASSED ({len(outcome.conversation.turns)} turns, {outcome.duration_s:.1f}s)", flush=True)

@@ -35,11 +35,10 @@ from operator import attrgetter
 from typing import Any, Literal
 
 from fabtest.compare.inference import wilson
-from fabtest.compare.read import Experiment, ScenarioTally, merge_counts, no_gc, run_level, summarise
+from fabtest.compare.read import Experiment, ScenarioTally, hard_criteria, merge_counts, no_gc, run_level, summarise
 from fabtest.experiment.cost import cost_delta_by_id
 from fabtest.experiment.coverage import changes as coverage_changes
 from fabtest.experiment.fmt import llm_line
-from fabtest.experiment.stats import is_criterion
 
 __all__ = [
     "DEFAULT_ALPHA",
@@ -329,19 +328,6 @@ def _tail_sum(log_pmf: Callable[[int], float], ks: range) -> float:
 
 
 
-def _hard_criteria(doc: dict[str, Any]) -> set[str]:
-    """Criteria rated as ``must`` in the experiment (``criteria_results``' must counts; older files
-    without them: from the entries' expectations when the document has them)."""
-    results = doc.get("criteria_results")
-    out = {name for name, entry in (results or {}).items() if isinstance(entry, dict) and entry.get("must")}
-    for e in doc.get("scenario_results") or () if not out else ():
-        block = e.get("expectations") if isinstance(e, dict) else None
-        details = block.get("details") if isinstance(block, dict) else None
-        out.update(str(d.get("criterion")) for d in details or () if isinstance(d, dict) and d.get("mode") == "must"
-                   and is_criterion(d.get("type")))
-    return out
-
-
 def _llm(doc: dict[str, Any], role: str) -> tuple[Any, Any]:
     entry = doc["experiment"].get(role) or {}
     if not isinstance(entry, dict):
@@ -528,7 +514,8 @@ def _rows(
     """Criteria (``kind="criteria"``) or checks rows over the shared scenarios."""
     b_counts, c_counts = _summed(b_shared.values(), kind), _summed(c_shared.values(), kind)
     no_runs: dict[str, list[int]] = {}
-    b_runs, c_runs = (_summed_runs(b_shared.values()), _summed_runs(c_shared.values())) if kind == "criteria" else (no_runs, no_runs)
+    b_runs, c_runs = ((_summed_runs(b_shared.values()), _summed_runs(c_shared.values())) if kind == "criteria"
+                      else (no_runs, no_runs))
     rows = []
     for name in sorted(set(b_counts) | set(c_counts)):
         (bp, bn), (cp, cn) = b_counts.get(name, [0, 0]), c_counts.get(name, [0, 0])
@@ -545,16 +532,19 @@ def _rows(
             elif _stopped_early(name, c_shared, b_shared, kind):
                 status, note = "not reached", "not run in the baseline: the scenario stopped early (a must failed)"
             elif defs is not None and name in defs[0]:
-                status, note = "not evaluated", "declared in both, never rated in the baseline (skipped or inconclusive)"
+                status, note = ("not evaluated",
+                                "declared in both, never rated in the baseline (skipped or inconclusive)")
             else:
                 status = "added"
         else:
             if defs is not None and name in defs[0] and name not in defs[1]:
                 status = "removed"
             elif _stopped_early(name, b_shared, c_shared, kind):
-                status, note = "not reached", "not run in the current experiment: the scenario stopped early (a must failed)"
+                status, note = ("not reached",
+                                "not run in the current experiment: the scenario stopped early (a must failed)")
             elif defs is not None and name in defs[1]:
-                status, note = "not evaluated", "declared in both, never rated in the current experiment (skipped or inconclusive)"
+                status, note = ("not evaluated",
+                                "declared in both, never rated in the current experiment (skipped or inconclusive)")
             else:
                 status = "removed"
         rows.append(CriterionDelta(name, b_rate, c_rate, d, _mark(d, "rate"), status, bn, cn, bp, cp, p, note,
@@ -673,7 +663,7 @@ def _compared(base: Experiment, cur: Experiment) -> Comparison:
     b_shared = b_agg if len(shared) == len(b_agg) else {sid: b_agg[sid] for sid in shared}
     c_shared = c_agg if len(shared) == len(c_agg) else {sid: c_agg[sid] for sid in shared}
     defs = (base.definitions, cur.definitions)
-    hard = _hard_criteria(base.doc) | _hard_criteria(cur.doc)
+    hard = hard_criteria(base.doc) | hard_criteria(cur.doc)
     comparability = _comparability(base.doc, cur.doc, b_ids, c_ids, defs)
     passing, failing, improved, regressed_ = _scenario_changes(b_shared, c_shared)
     b_ref, c_ref = _ref(base.doc), _ref(cur.doc)

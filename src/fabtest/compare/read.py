@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from fabtest.experiment.export import entry_topics, read_entries, read_index
-from fabtest.experiment.stats import entry_check_counts
+from fabtest.experiment.stats import entry_check_counts, is_criterion
 
-__all__ = ["Experiment", "ScenarioTally", "criteria_definitions", "merge_counts", "no_gc", "read_experiment", "run_level", "summarise"]
+__all__ = ["Experiment", "ScenarioTally", "criteria_definitions", "hard_criteria", "merge_counts", "no_gc",
+           "read_experiment", "run_level", "summarise"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -175,7 +176,8 @@ class Experiment:
             return None  # an older or hand-made file without the counts: nothing to check against
         aggs = self.scenarios.values()
         passes = sum(a.passes for a in aggs)
-        found = {"passed": passes, "failed": sum(a.runs for a in aggs) - passes, "skipped": sum(a.skipped for a in aggs)}
+        found = {"passed": passes, "failed": sum(a.runs for a in aggs) - passes,
+                 "skipped": sum(a.skipped for a in aggs)}
         if found == wanted:
             return None
         name = self.doc.get("experiment", {}).get("id") if isinstance(self.doc.get("experiment"), dict) else None
@@ -185,7 +187,8 @@ class Experiment:
 
     def cost_per_run(self) -> dict[str, float]:
         """Scenario id → its recorded cost per run (skipped runs included, as the cost is), where recorded."""
-        return {sid: a.cost_usd / max(1, a.runs + a.skipped) for sid, a in self.scenarios.items() if a.cost_usd is not None}
+        return {sid: a.cost_usd / max(1, a.runs + a.skipped)
+                for sid, a in self.scenarios.items() if a.cost_usd is not None}
 
     def shared_costs(self, shared: AbstractSet[str]) -> dict[str, tuple[float, bool]] | None:
         """The shared scenarios' costs for ``cost_delta_by_id`` (None: none recorded)."""
@@ -208,7 +211,8 @@ def _entry_row(e: dict[str, Any]) -> tuple[Any, ...]:
         usd, complete = (spent.get("usd"), spent.get("complete", True)) if isinstance(spent, dict) else (None, True)
     usd = float(usd) if isinstance(usd, (int, float)) else None
     return (sid, e.get("name"), int(e.get("iteration") or 1), bool(e.get("passed")), e.get("skipped"),
-            e.get("turns") or 0, e.get("failure_type"), ev_p, ev_t, entry_topics(e), criteria, checks, usd, bool(complete))
+            e.get("turns") or 0, e.get("failure_type"), ev_p, ev_t, entry_topics(e), criteria, checks, usd,
+            bool(complete))
 
 
 def criteria_definitions(doc: dict[str, Any]) -> dict[str, set[str]]:
@@ -220,6 +224,19 @@ def criteria_definitions(doc: dict[str, Any]) -> dict[str, set[str]]:
     for e in doc["scenario_results"]:
         for name, desc in (e.get("criteria") or {}).items():
             out.setdefault(name, set()).add(str(desc))
+    return out
+
+
+def hard_criteria(doc: dict[str, Any]) -> set[str]:
+    """Criteria rated as ``must`` in the experiment (``criteria_results``' must counts; older files
+    without them: from the entries' expectations when the document has them)."""
+    results = doc.get("criteria_results")
+    out = {name for name, entry in (results or {}).items() if isinstance(entry, dict) and entry.get("must")}
+    for e in doc.get("scenario_results") or () if not out else ():
+        block = e.get("expectations") if isinstance(e, dict) else None
+        details = block.get("details") if isinstance(block, dict) else None
+        out.update(str(d.get("criterion")) for d in details or () if isinstance(d, dict) and d.get("mode") == "must"
+                   and is_criterion(d.get("type")))
     return out
 
 

@@ -45,7 +45,8 @@ def cost_lines(comparison: Comparison) -> list[str]:
     if not spent["scenarios"]:
         return [f"Cost: not compared ({spent['unpriced']} shared scenario(s) have tokens without a price)"]
     ratio = f", x{spent['ratio']:.2f}" if spent.get("ratio") is not None else ""
-    line = (f"Cost, {spent['scenarios']} shared scenario(s): {usd(spent['baseline_usd'])} → {usd(spent['current_usd'])} "
+    line = (f"Cost, {spent['scenarios']} shared scenario(s): {usd(spent['baseline_usd'])} → "
+            f"{usd(spent['current_usd'])} "
             f"({usd(spent['delta_usd'], signed=True)}{ratio})")
     if spent["unpriced"]:
         line += f"; {spent['unpriced']} more shared scenario(s) not priced on both sides, left out"
@@ -108,7 +109,8 @@ def _comparability_lines(c: Comparability) -> list[str]:
     scen_ok = c.scenarios_added == 0 and c.scenarios_removed == 0
     return [
         "Comparability Assessment",
-        f"  {flag(c.topic_graph_identical, True)} Topic graph: {'identical' if c.topic_graph_identical else 'DIFFERENT'}",
+        f"  {flag(c.topic_graph_identical, True)} Topic graph: "
+        f"{'identical' if c.topic_graph_identical else 'DIFFERENT'}",
         f"  {flag(c.criteria_identical)} Criteria: {criteria_text}",
         f"  {flag(scen_ok, c.scenarios_shared == 0)} Scenarios: {c.scenarios_shared} shared, "
         f"{c.scenarios_added} added, {c.scenarios_removed} removed",
@@ -179,7 +181,8 @@ def render_text(comparison: Comparison) -> str:
         _ref_line("Baseline: ", c.baseline),
         _ref_line("Current:  ", c.current),
         "",
-        f"Scenarios compared: {comp.scenarios_shared} shared ({comp.scenarios_added} added, {comp.scenarios_removed} removed)",
+        f"Scenarios compared: {comp.scenarios_shared} shared ({comp.scenarios_added} added, "
+        f"{comp.scenarios_removed} removed)",
     ]
     if comp.scenarios_added or comp.scenarios_removed:
         lines.append("  Deltas, criteria, checks and gates below are over the shared scenarios only.")
@@ -197,10 +200,12 @@ def render_text(comparison: Comparison) -> str:
         lines.append(f"  {label + ':':<15} {values:<16} ({_delta_text(m.delta, m.kind)}) {m.mark}{counts}".rstrip())
     ev = c.metric("evaluation_rate")
     if ev.current_counts is not None:
-        lines.append("  (Overall counts every soft check rating, LLM-judged criteria and deterministic `should` checks alike)")
+        lines.append("  (Overall counts every soft check rating, LLM-judged criteria and "
+                     "deterministic `should` checks alike)")
     soft, hard = [r for r in c.criteria if not r.hard], [r for r in c.criteria if r.hard]
     if soft:
-        lines += ["", "  By Criterion (soft `should`, LLM-judged; ratings passed, p of a drop):", *_criterion_table(soft)]
+        lines += ["", "  By Criterion (soft `should`, LLM-judged; ratings passed, p of a drop):",
+                  *_criterion_table(soft)]
     if hard:
         lines += ["", RULE_LIGHT, "", "Hard Criteria (`must`, LLM-judged; a failure fails the run), shared scenarios",
                   *_criterion_table(hard)]
@@ -209,13 +214,15 @@ def render_text(comparison: Comparison) -> str:
         lines += ["", RULE_LIGHT, "", f"Checks (deterministic), shared scenarios: {len(c.checks)}"]
         if shown:
             width = max(24, *(len(row.name) for row in shown))
-            lines += [f"    {'Check':<{width}} {'Baseline':>9} {'Current':>9} {'Delta':>9}", "    " + "─" * (width + 32)]
+            lines += [f"    {'Check':<{width}} {'Baseline':>9} {'Current':>9} {'Delta':>9}",
+                      "    " + "─" * (width + 32)]
             lines += _listed(shown, lambda row: f"    {row.name:<{width}} {pct(row.baseline):>9} {pct(row.current):>9} "
                                                 f"{_row_tail(row)}  [{ci_pair(row)}]".rstrip())
         if same:
             lines.append(f"  {same} check{'' if same == 1 else 's'} unchanged")
     lines += ["", RULE_LIGHT, "", "Scenario Changes (shared scenarios)"]
-    if not (c.newly_passing or c.newly_failing or c.quality_improved or c.quality_regressed or c.changed_not_significant):
+    if not (c.newly_passing or c.newly_failing or c.quality_improved or c.quality_regressed
+            or c.changed_not_significant):
         lines.append("  No scenario changed status or quality.")
     if c.newly_passing:
         lines.append(f"  Newly passing ({len(c.newly_passing)}):")
@@ -228,8 +235,8 @@ def render_text(comparison: Comparison) -> str:
                          ("Quality changed, not significant", c.changed_not_significant)):
         if items:
             lines.append(f"  {title} ({len(items)}):")
-            lines += _listed(items, lambda s: f"    - {s.name}: {pct(s.baseline, 0)} → {pct(s.current, 0)} evaluation pass "
-                                              f"rate ({ci_pair(s)})")
+            lines += _listed(items, lambda s: f"    - {s.name}: {pct(s.baseline, 0)} → {pct(s.current, 0)} "
+                                              f"evaluation pass rate ({ci_pair(s)})")
     if c.added or c.removed:
         lines += ["", RULE_LIGHT, ""]
         if c.added:
@@ -260,7 +267,8 @@ def render_text(comparison: Comparison) -> str:
         changed = [s for s in c.variance.scenario_pass_rates if s.baseline != s.current]
         if changed:
             lines += ["", f"  Per-scenario pass rate changes ({len(changed)}):"]
-            lines += _listed(changed, lambda s: f"    - {s.name}: {pct(s.baseline, 0)} → {pct(s.current, 0)} ({ci_pair(s)})")
+            lines += _listed(changed, lambda s: f"    - {s.name}: {pct(s.baseline, 0)} "
+                                                f"→ {pct(s.current, 0)} ({ci_pair(s)})")
     if c.cost:
         lines += ["", RULE_LIGHT, "", *cost_lines(c)]
     lines += change_lines(c.coverage)
@@ -330,7 +338,8 @@ def render_diffs_markdown(diffs: Sequence[ConversationDiff]) -> str:
             continue
         out += [f"First difference at turn {d.first}: {d.what}.", "", "| Turn | Baseline | Current |", "|---:|---|---|"]
         for pair in d.pairs:
-            cells = [" / ".join(md_escape(line) for line in _side_lines(side, 10_000)) for side in (pair.baseline, pair.current)]
+            cells = [" / ".join(md_escape(line) for line in _side_lines(side, 10_000))
+                     for side in (pair.baseline, pair.current)]
             number = f"**{pair.number}**" if pair.number == d.first else str(pair.number)
             out.append(f"| {number} | {cells[0]} | {cells[1]} |")
     return "\n".join(out) + "\n" if out else ""
@@ -362,8 +371,10 @@ def md_escape(text: Any) -> str:
 def _md_rows(rows: list[CriterionDelta], title: str) -> list[str]:
     lines = [f"| {title} | Baseline | Current | Delta | |", "|---|---:|---:|---:|:-:|"]
     for row in rows:
-        delta = pp(row.delta, 0) if row.status == "compared" else md_escape(row.status + (f" ({row.note})" if row.note else ""))
-        lines.append(f"| {md_escape(row.name)} | {pct(row.baseline)} | {pct(row.current)} | {delta} | {row.mark.strip()} |")
+        delta = (pp(row.delta, 0) if row.status == "compared"
+                 else md_escape(row.status + (f" ({row.note})" if row.note else "")))
+        lines.append(f"| {md_escape(row.name)} | {pct(row.baseline)} | {pct(row.current)} | {delta} | "
+                     f"{row.mark.strip()} |")
     return lines
 
 
@@ -375,17 +386,21 @@ def render_markdown(comparison: Comparison) -> str:
     lines = [
         f"## fabtest: `{md_escape(c.baseline.id)}` → `{md_escape(c.current.id)}`",
         "",
-        f"**Comparison validity: {icon} {comp.validity}**" + (f" ({md_escape('; '.join(comp.reasons))})" if comp.reasons else ""),
+        f"**Comparison validity: {icon} {comp.validity}**"
+        + (f" ({md_escape('; '.join(comp.reasons))})" if comp.reasons else ""),
         "",
-        f"Scenarios compared: {comp.scenarios_shared} shared ({comp.scenarios_added} added, {comp.scenarios_removed} removed)"
-        + ("; the tables below are over the shared scenarios only." if comp.scenarios_added or comp.scenarios_removed else ""),
+        f"Scenarios compared: {comp.scenarios_shared} shared ({comp.scenarios_added} added, "
+        f"{comp.scenarios_removed} removed)"
+        + ("; the tables below are over the shared scenarios only." if comp.scenarios_added or comp.scenarios_removed
+           else ""),
         "",
         "| Metric (shared scenarios) | Baseline | Current | Delta | |",
         "|---|---:|---:|---:|:-:|",
     ]
     for m in c.metrics:
         lines.append(
-            f"| {m.label} | {_value(m, 'baseline', m.kind)} | {_value(m, 'current', m.kind)} | {_delta_text(m.delta, m.kind)} | {m.mark} |"
+            f"| {m.label} | {_value(m, 'baseline', m.kind)} | {_value(m, 'current', m.kind)} | "
+            f"{_delta_text(m.delta, m.kind)} | {m.mark} |"
         )
     soft, hard = [r for r in c.criteria if not r.hard], [r for r in c.criteria if r.hard]
     if soft:
@@ -402,12 +417,16 @@ def render_markdown(comparison: Comparison) -> str:
     for title, items, fmt in (
         ("Newly failing", c.newly_failing, lambda s: f"- ❌ {md_escape(s.name)} ({md_escape(s.note)})"),
         ("Newly passing", c.newly_passing, lambda s: f"- ✅ {md_escape(s.name)}"),
-        ("Quality regressed", c.quality_regressed, lambda s: f"- {md_escape(s.name)}: {pct(s.baseline, 0)} → {pct(s.current, 0)}"),
-        ("Quality improved", c.quality_improved, lambda s: f"- {md_escape(s.name)}: {pct(s.baseline, 0)} → {pct(s.current, 0)}"),
+        ("Quality regressed", c.quality_regressed,
+         lambda s: f"- {md_escape(s.name)}: {pct(s.baseline, 0)} → {pct(s.current, 0)}"),
+        ("Quality improved", c.quality_improved,
+         lambda s: f"- {md_escape(s.name)}: {pct(s.baseline, 0)} → {pct(s.current, 0)}"),
         ("Quality changed, not significant", c.changed_not_significant,
          lambda s: f"- {md_escape(s.name)}: {pct(s.baseline, 0)} → {pct(s.current, 0)} ({ci_pair(s)})"),
-        ("Added scenarios (only in current)", c.added, lambda o: f"- {md_escape(_scenario_label(o))}: {_outcome_text(o)}"),
-        ("Removed scenarios (only in baseline)", c.removed, lambda o: f"- {md_escape(_scenario_label(o))}: {_outcome_text(o)}"),
+        ("Added scenarios (only in current)", c.added,
+         lambda o: f"- {md_escape(_scenario_label(o))}: {_outcome_text(o)}"),
+        ("Removed scenarios (only in baseline)", c.removed,
+         lambda o: f"- {md_escape(_scenario_label(o))}: {_outcome_text(o)}"),
     ):
         if items:
             lines += ["", f"### {title} ({len(items)})", ""]
@@ -422,7 +441,8 @@ def render_markdown(comparison: Comparison) -> str:
             cur = m.current if m.name == "total_scenarios" else _value(m, "current", m.kind)
             lines.append(f"| {m.label} | {b} | {cur} |")
     if c.variance is not None:
-        lines += ["", "### Variance (shared scenarios)", "", "| Metric | Baseline | Current | Delta |", "|---|---:|---:|---:|"]
+        lines += ["", "### Variance (shared scenarios)", "", "| Metric | Baseline | Current | Delta |",
+                  "|---|---:|---:|---:|"]
         for vm in c.variance.metrics:
             lines.append(
                 f"| {vm.name.replace('_', ' ')} | {pct(vm.baseline.mean)} ± {num(vm.baseline.std * 100)}pp | "

@@ -67,7 +67,8 @@ def tables(base: Mapping[str, ScenarioTally], cur: Mapping[str, ScenarioTally], 
                 if other is None or (wanted is not None and label not in wanted):
                     continue
                 what = "check" if kind == "checks" else "must criterion"
-                yield (f"{'check' if kind == 'checks' else 'criterion'}:{label}", f"{what} {label!r} in scenario {name}",
+                yield (f"{'check' if kind == 'checks' else 'criterion'}:{label}",
+                       f"{what} {label!r} in scenario {name}",
                        sid, (pair[0], pair[1]), (other[0], other[1]))
 
 

@@ -188,7 +188,8 @@ def _record(path: Path, set_name: str, index: int, raw: Any) -> ScenarioRecord:
         raise ScenarioSetError(f"{path}: record {index + 1}: id must be a non-empty string or number")
     goal = raw.get("goal")
     if not isinstance(goal, str) or not goal.strip():
-        problem = "has no goal" if goal is None or (isinstance(goal, str) and not goal.strip()) else "goal must be a string"
+        problem = ("has no goal" if goal is None or (isinstance(goal, str) and not goal.strip())
+                   else "goal must be a string")
         raise ScenarioSetError(f"{path}: {label} {problem}")
     name = raw.get("name", rid)
     if not isinstance(name, (str, int, float)):
@@ -237,8 +238,10 @@ def _context(path: Path, label: str, value: Any) -> dict[str, Any]:
                 raise ScenarioSetError(f"{path}: {label}: context[{i}] must be {{\"fact\": ..., \"value\": ...}}")
             out[str(item["fact"])] = item["value"]
         return out
-    raise ScenarioSetError(f"{path}: {label}: context must be an object or a list of {{fact, value}}, got {_kind(value)}")
+    raise ScenarioSetError(f"{path}: {label}: context must be an object or a list of "
+                           f"{{fact, value}}, got {_kind(value)}")
 
 
 def _kind(value: Any) -> str:
-    return {dict: "an object", list: "a list", str: "a string", type(None): "nothing"}.get(type(value), type(value).__name__)
+    return {dict: "an object", list: "a list", str: "a string",
+            type(None): "nothing"}.get(type(value), type(value).__name__)

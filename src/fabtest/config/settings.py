@@ -252,7 +252,8 @@ def _check_types(table: dict[str, Any], path: Path) -> None:
             Settings.__pydantic_validator__.validate_assignment(Settings.model_construct(), key, value, strict=True)
         except ValidationError as exc:
             if exc.errors()[0]["type"] in _STRICT_ONLY:
-                raise UsageError(f"{path} [tool.fabtest]: {key}: expected {_EXPECTED.get(exc.errors()[0]['type'], 'another type')}, "
+                raise UsageError(f"{path} [tool.fabtest]: {key}: expected "
+                                 f"{_EXPECTED.get(exc.errors()[0]['type'], 'another type')}, "
                                  f"got {type(value).__name__} ({value!r})") from None
 
 

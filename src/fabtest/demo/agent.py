@@ -106,7 +106,8 @@ class VenueAgent:
         if state.chosen is not None and state.available and _YES_RE.search(text):
             return self._book(state, calls)
 
-        missing = [name for name, value in (("city", state.city), ("date", state.date), ("size", state.size)) if not value]
+        missing = [name for name, value in (("city", state.city), ("date", state.date), ("size", state.size))
+                   if not value]
         if missing:
             return self._ask(missing, greeted=bool(_GREETING_RE.match(text))), calls
         if not state.results:
@@ -141,7 +142,8 @@ class VenueAgent:
     def _check(self, state: _State, calls: list[ToolCall]) -> tuple[str, list[ToolCall]]:
         assert state.chosen and state.date
         result = check_availability(state.chosen["id"], state.date)
-        calls.append(ToolCall("check_availability", {"venue_id": state.chosen["id"], "date": state.date}, result=result))
+        calls.append(ToolCall("check_availability", {"venue_id": state.chosen["id"], "date": state.date},
+                              result=result))
         if not result["available"]:
             name = state.chosen["name"]
             state.results = [v for v in state.results if v["id"] != state.chosen["id"]]
@@ -149,7 +151,8 @@ class VenueAgent:
             others = ", ".join(v["name"] for v in state.results) or "no other venue"
             return self._say(f"Sorry, {name} is not available on {state.date}. Alternatives: {others}."), calls
         state.available = True
-        return self._say(f"{state.chosen['name']} is available on {state.date} at €{self._price(state.chosen)} per day.",
+        return self._say(f"{state.chosen['name']} is available on {state.date} "
+                         f"at €{self._price(state.chosen)} per day.",
                          "Shall I book it?"), calls
 
     def _book(self, state: _State, calls: list[ToolCall]) -> tuple[str, list[ToolCall]]:

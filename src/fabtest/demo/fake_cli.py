@@ -45,7 +45,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--skip-trust", action="store_true")
     p.add_argument("--session-id")
     p.add_argument("-r", "--resume")
-    p.add_argument("--agent", default="build_agent", help="factory in fabtest.demo (build_agent, build_grumpy_agent...)")
+    p.add_argument("--agent", default="build_agent",
+                   help="factory in fabtest.demo (build_agent, build_grumpy_agent...)")
     return p
 
 
@@ -59,7 +60,8 @@ def _fail(message: str, code: int = FATAL_INPUT_ERROR) -> int:
 
 
 def _emit(event: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps({"type": event.pop("type"), "timestamp": _now(), **event}, separators=(",", ":")) + "\n")
+    sys.stdout.write(json.dumps({"type": event.pop("type"), "timestamp": _now(), **event}, separators=(",", ":"))
+                     + "\n")
     sys.stdout.flush()
 
 

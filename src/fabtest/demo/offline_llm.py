@@ -186,7 +186,8 @@ def _intent_verdict(intent: str, exchange: str) -> dict[str, Any]:
         ok = "I found" in reply
     else:
         ok = True
-    return {"verdict": "passed" if ok else "failed", "reasoning": f"reply {'matches' if ok else 'does not match'} {wanted!r}"}
+    return {"verdict": "passed" if ok else "failed",
+            "reasoning": f"reply {'matches' if ok else 'does not match'} {wanted!r}"}
 
 
 def _goal(prompt: str) -> dict[str, Any]:

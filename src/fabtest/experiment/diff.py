@@ -84,7 +84,8 @@ def _runs(entries: Iterable[Any], scenario_id: str) -> list[dict[str, Any]]:
     return sorted(runs, key=lambda e: e.get("iteration") or 1)
 
 
-def pick_runs(base: Sequence[dict[str, Any]], cur: Sequence[dict[str, Any]]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+def pick_runs(base: Sequence[dict[str, Any]],
+              cur: Sequence[dict[str, Any]]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """The two runs worth diffing: a passing baseline run against a failing current run (a newly
     failing or flaky scenario), else a failing baseline run against a passing current one (newly
     passing), else the first run of each. Iteration 1 against iteration 1 showed two passing runs
@@ -101,7 +102,8 @@ def _turns(entry: dict[str, Any] | None) -> list[dict[str, Any]]:
     return [t for t in (entry or {}).get("transcript") or [] if isinstance(t, dict)]
 
 
-def diff_scenarios(base_doc: dict[str, Any], cur_doc: dict[str, Any], scenario_ids: Sequence[str]) -> list[ConversationDiff]:
+def diff_scenarios(base_doc: dict[str, Any], cur_doc: dict[str, Any],
+                   scenario_ids: Sequence[str]) -> list[ConversationDiff]:
     """The conversation diff of each scenario id both experiments ran (the runs ``pick_runs`` picks); an id
     may be a unique prefix or an exact name. Unknown ids raise ``KeyError`` naming them."""
     base_entries = [e for e in base_doc.get("scenario_results") or [] if isinstance(e, dict)]

@@ -95,7 +95,8 @@ def _summary(results: Sequence[ScenarioResult]) -> dict[str, Any]:
         "avg_topics": _r(eff["topics"]["mean"]),
         "failure_types": comp["failure_types"],
         "backtracking_rate": _r(eff["backtracking_rate"]),
-        "evaluations": {k: ev[k] for k in ("evaluated", "passed", "failed", "inconclusive", "not_applicable", "skipped")},
+        "evaluations": {k: ev[k] for k in ("evaluated", "passed", "failed", "inconclusive", "not_applicable",
+                                           "skipped")},
         "skipped_checks": stats.skipped_checks(results),
         "turns": _round_spread(eff["turns"]),
         "topics": _round_spread(eff["topics"]),
@@ -149,7 +150,8 @@ def scenario_entry(result: ScenarioResult, costing: Costing, dumped: dict[str, A
     expectations["rate"] = _r(expectations["rate"])
     evaluations["details"] = [_flat_detail(d) for d in dumped.pop("evaluations")]
     expectations["details"] = [_flat_detail(d) for d in dumped.pop("expectations")]
-    head = {k: dumped.pop(k) for k in ("id", "name", "passed", "turns", "topics_visited", "failure_type", "failure_message")}
+    head = {k: dumped.pop(k) for k in ("id", "name", "passed", "turns", "topics_visited", "failure_type",
+                                       "failure_message")}
     return {**head, "evaluations": evaluations, "expectations": expectations, **dumped}
 
 
@@ -181,7 +183,8 @@ def _variance(results: Sequence[ScenarioResult], attribute: Attribute) -> dict[s
     }
 
 
-def document_head(info: ExperimentInfo, results: Sequence[ScenarioResult], configs: Sequence[ScenarioResult] | None = None,
+def document_head(info: ExperimentInfo, results: Sequence[ScenarioResult],
+                  configs: Sequence[ScenarioResult] | None = None,
                   attribute: Attribute = attribute_variance, coverage: dict[str, Any] | None = None) -> dict[str, Any]:
     """Every section of the experiment but ``scenario_results`` (``variance`` last, when iterated).
 
@@ -389,7 +392,8 @@ def _check_shape(path: Path, doc: Any) -> dict[str, Any]:
     return doc
 
 
-def read_index(ref: str | os.PathLike[str], results_dir: str | os.PathLike[str], sink: RowSink) -> tuple[Path, dict[str, Any]]:
+def read_index(ref: str | os.PathLike[str], results_dir: str | os.PathLike[str],
+               sink: RowSink) -> tuple[Path, dict[str, Any]]:
     """``read_document(lean=True)`` without the lean entries: each checked ``scenario_index`` row
     (``index_row``'s fields, count maps shared and read-only) goes to ``sink`` in batches as it is
     parsed, and the document has ``"lean": true`` and no entries. A file in another layout is read
@@ -487,7 +491,8 @@ def read_entries(path: str | os.PathLike[str], ids: Iterable[str]) -> list[dict[
                     continue
                 lines = [carry + block[:first]]
                 cut = block.rfind(b"\n")
-                lines += (block[m.start() + 1:block.find(b"\n", m.start() + 1)] for m in pattern.finditer(block, first, cut))
+                lines += (block[m.start() + 1:block.find(b"\n", m.start() + 1)]
+                          for m in pattern.finditer(block, first, cut))
                 found += (json.loads(line.rstrip().removesuffix(b",")) for line in lines if pattern.match(b"\n" + line))
                 carry = block[cut + 1:]
     except (OSError, ValueError):

@@ -108,13 +108,16 @@ def merge_configuration(
     simulators: set[str] = set()
     for result in results:
         for name, description in result.criteria.items():
-            criteria[name] = description if name not in criteria or criteria[name] == description else _merge_text(criteria[name], description)
+            criteria[name] = (description if name not in criteria or criteria[name] == description
+                              else _merge_text(criteria[name], description))
         for topic in result.topics:
             known = topics.get(topic.name)
             if known is None:
-                topics[topic.name] = TopicRecord(name=topic.name, characteristic=topic.characteristic, successors=sorted(set(topic.successors)))
+                topics[topic.name] = TopicRecord(name=topic.name, characteristic=topic.characteristic,
+                                                 successors=sorted(set(topic.successors)))
             else:
-                characteristic = known.characteristic if known.characteristic == topic.characteristic else _merge_text(known.characteristic, topic.characteristic)
+                characteristic = (known.characteristic if known.characteristic == topic.characteristic
+                                  else _merge_text(known.characteristic, topic.characteristic))
                 successors = sorted(set(known.successors) | set(topic.successors))
                 topics[topic.name] = TopicRecord(name=topic.name, characteristic=characteristic, successors=successors)
         if result.simulator is not None:

@@ -62,7 +62,8 @@ def git_line(experiment: dict[str, Any]) -> str:
 
 
 def llm_line(entry: dict[str, Any] | None) -> str:
-    """``provider / model`` or the no-LLM note the summary must show (docs/how-to/offline.md "Running without a key")."""
+    """``provider / model`` or the no-LLM note the summary must show
+    (docs/how-to/offline.md "Running without a key")."""
     entry = entry or {}
     provider, model = entry.get("provider"), entry.get("model")
     if not provider and not model:

@@ -37,7 +37,8 @@ def index_row(entry: dict[str, Any]) -> list[Any]:
     ev = ev if isinstance(ev, dict) else {}
     spent = spent if isinstance(spent, dict) else {}
     criteria, checks = stats.entry_check_counts(entry)
-    return [entry.get("id"), entry.get("name"), entry.get("iteration", 1), entry.get("passed"), entry.get("skipped", False),
+    return [entry.get("id"), entry.get("name"), entry.get("iteration", 1), entry.get("passed"),
+            entry.get("skipped", False),
             entry.get("turns", 0), entry.get("failure_type"), ev.get("passed", 0), ev.get("total", 0),
             entry_topics(entry), criteria, checks, spent.get("usd"), spent.get("complete", True)]
 

@@ -144,7 +144,8 @@ def _validity_only(simulation: dict[str, Any] | None) -> dict[str, Any] | None:
     """What the simulator validity rate reads of a result's ``simulation`` (not the problems' text)."""
     if simulation is None:
         return None
-    return {"valid": simulation.get("valid"), "tries": [{"valid": t.get("valid")} for t in simulation.get("tries") or []]}
+    return {"valid": simulation.get("valid"),
+            "tries": [{"valid": t.get("valid")} for t in simulation.get("tries") or []]}
 
 
 #: The console summary reads at most this much of a failure message (report/console_scale.py).
@@ -320,7 +321,8 @@ class Spool:
 
     def _entries(self, slots: list[int]) -> Iterator[str]:
         whole = len(slots) == len(self.results) and self._file.tell() == self._end  # nothing cut short
-        if whole and not self._rewritten and slots == sorted(slots):  # the file is the entries in order: read it through
+        # the file is the entries in order: read it through
+        if whole and not self._rewritten and slots == sorted(slots):
             self._file.seek(0)
             for line in self._file:
                 yield line[:-1].decode("utf-8")

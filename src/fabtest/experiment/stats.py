@@ -375,7 +375,8 @@ def run_rates(results: Sequence[ScenarioResult]) -> dict[str, Any]:
 
 
 def scenario_check_summary(checks: Sequence[CheckRecord], by_criterion: bool) -> dict[str, Any]:
-    """Per-scenario check counts for the JSON document (``evaluations``/``expectations``, docs/reference/experiment-json.md)."""
+    """Per-scenario check counts for the JSON document (``evaluations``/``expectations``,
+    docs/reference/experiment-json.md)."""
     counts = _tally(checks)
     out: dict[str, Any] = {
         "total": counts["evaluated"],

@@ -29,7 +29,8 @@ from fabtest.judging.agreement import cohen_kappa, confusion_matrix
 from fabtest.llm.base import LLM
 from fabtest.llm.cache import salted
 
-__all__ = ["HUMAN_LABELS", "JUDGE_LABELS", "LabelledExample", "calibrate", "calibration_report", "examples_from_features", "load_examples"]
+__all__ = ["HUMAN_LABELS", "JUDGE_LABELS", "LabelledExample", "calibrate", "calibration_report",
+           "examples_from_features", "load_examples"]
 
 HUMAN_LABELS = ("passed", "failed")
 JUDGE_LABELS = ("passed", "failed", "inconclusive")

@@ -174,7 +174,8 @@ def perturb_experiment(
                 for k in range(times):
                     judge = Judge(salted(variant.llm, f"perturb/{variant.kind}/{variant.variant}/{k}"))
                     answers.append(judge.evaluate_criteria(variant.criteria, subject=variant.subject,
-                                                           scope="response" if scope == "response" else "conversation").value)
+                                                           scope="response" if scope == "response"
+                                                           else "conversation").value)
                 for check in checks:
                     position = names.index(check.criterion)
                     if not variant.changed[position]:

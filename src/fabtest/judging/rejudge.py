@@ -159,7 +159,8 @@ def _rejudge_group(
         check.passed = None if label in ("inconclusive", "not_applicable") else label == "passed"
         check.data = {**check.data, "recorded": row.recorded, "samples": split,
                       "confidence": "high" if len(split) == 1 else "low"}
-        reason = next((v.reasoning for a in answers for v in a if v.criterion == check.criterion and v.verdict == label), "")
+        reason = next((v.reasoning for a in answers for v in a if v.criterion == check.criterion
+                       and v.verdict == label), "")
         check.details = reason or check.details
     return rows
 

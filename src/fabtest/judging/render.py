@@ -57,7 +57,8 @@ def render_calibration_text(report: dict[str, Any], *, source: str) -> str:
     for name, e in [*report["criteria"].items(), ("(all)", report["overall"])]:
         row = [name, e["examples"], f"{e['accuracy']:.0%}", _kappa(e["kappa"])]
         rows.append(row + ([f"{e['self_agreement']:.0%}"] if times > 1 else []))
-    lines = [f"Judge calibration on {source}" + (f" ({times} verdicts per example, majority kept)" if times > 1 else ""),
+    lines = [f"Judge calibration on {source}"
+             + (f" ({times} verdicts per example, majority kept)" if times > 1 else ""),
              "", tabulate(rows, headers=headers), "", "Confusion matrix (rows: human, columns: judge):"]
     matrix = report["overall"]["confusion"]["matrix"]
     lines.append(tabulate([[label, *counts] for label, counts in zip(("passed", "failed"), matrix, strict=True)],

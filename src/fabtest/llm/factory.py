@@ -97,7 +97,8 @@ def load_llm_object(spec: str, *, where: str) -> LLM:
     obj = import_object(spec, where=where, what="LLM")
     if not hasattr(obj, "complete_json") or isinstance(obj, type):
         if not callable(obj):
-            raise UsageError(f"{where}: {spec!r} is neither an LLM (complete, complete_json) nor a function returning one")
+            raise UsageError(f"{where}: {spec!r} is neither an LLM (complete, complete_json) "
+                             "nor a function returning one")
         try:
             obj = obj()
         except Exception as exc:  # noqa: BLE001 - the user's factory: one line, not a traceback

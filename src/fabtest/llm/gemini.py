@@ -108,7 +108,8 @@ class GeminiLLM(ProviderBase):
 
     # -- internals -----------------------------------------------------------------------
 
-    def _call(self, prompt: str, schema: type[T] | None, system: str | None, temperature: float | None) -> Completion[Any]:
+    def _call(self, prompt: str, schema: type[T] | None, system: str | None,
+              temperature: float | None) -> Completion[Any]:
         from google.genai import types
 
         client = self._get_client()

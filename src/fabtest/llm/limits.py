@@ -360,7 +360,8 @@ class ProviderBase:
 
         call_with_retries(limited, policy=policy, what=f"{self.provider} {self.model}")
 
-    def _call(self, prompt: str, schema: type[T] | None, system: str | None, temperature: float | None) -> Completion[Any]:
+    def _call(self, prompt: str, schema: type[T] | None, system: str | None,
+              temperature: float | None) -> Completion[Any]:
         raise NotImplementedError
 
     def _probe_attempt(self) -> None:

@@ -96,7 +96,8 @@ class OpenAICompatLLM(ProviderBase):
         with self._close_lock:
             self._http.close()
 
-    def _call(self, prompt: str, schema: type[T] | None, system: str | None, temperature: float | None) -> Completion[Any]:
+    def _call(self, prompt: str, schema: type[T] | None, system: str | None,
+              temperature: float | None) -> Completion[Any]:
         messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
         body: dict[str, Any] = {"model": self.model, "messages": messages}
         temp = temperature if temperature is not None else self.settings.temperature
@@ -161,7 +162,8 @@ def _raw_answer(response: httpx.Response, model: str) -> RawAnswer:
 def _response_format(schema: type[BaseModel]) -> dict[str, Any]:
     json_schema = _closed(base_json_schema(schema))
     name = re.sub(r"[^A-Za-z0-9_-]", "_", schema.__name__)[:64] or "answer"
-    return {"type": "json_schema", "json_schema": {"name": name, "schema": json_schema, "strict": _strict_ok(json_schema)}}
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": json_schema,
+                                                   "strict": _strict_ok(json_schema)}}
 
 
 def _closed(node: Any) -> Any:

@@ -91,7 +91,8 @@ def load_playbook(path: str | Path) -> Playbook:
 
 def parse_file(path: Path) -> Any:
     if path.suffix.lower() not in EXTENSIONS:
-        raise PlaybookError(f"{path}: unsupported playbook file type {path.suffix or '(none)'!r}; use .json, .yaml or .yml")
+        raise PlaybookError(f"{path}: unsupported playbook file type {path.suffix or '(none)'!r}; "
+                            "use .json, .yaml or .yml")
     return read_data_file(path, PlaybookError)
 
 
@@ -118,9 +119,11 @@ MAX_TURNS = 1000
 
 def _check_bounds(playbook: Playbook, source: str) -> None:
     if playbook.timeout > MAX_TIMEOUT_S:
-        raise PlaybookError(f"{source}: timeout: must be at most {MAX_TIMEOUT_S} seconds (a week), got {playbook.timeout}")
+        raise PlaybookError(f"{source}: timeout: must be at most {MAX_TIMEOUT_S} seconds (a week), got "
+                            f"{playbook.timeout}")
     if playbook.persona is not None and playbook.persona.max_turns > MAX_TURNS:
-        raise PlaybookError(f"{source}: persona.max_turns: must be at most {MAX_TURNS}, got {playbook.persona.max_turns}")
+        raise PlaybookError(f"{source}: persona.max_turns: must be at most {MAX_TURNS}, got "
+                            f"{playbook.persona.max_turns}")
 
 
 def workspace_path_problem(rel: str) -> str | None:
@@ -149,7 +152,8 @@ def _check_workspace_paths(playbook: Playbook, source: str) -> None:
     if criteria is None:
         return
     named = [(f"persona.success_criteria.files_exist[{i}]", rel) for i, rel in enumerate(criteria.files_exist)]
-    named += [(format_path(["persona", "success_criteria", "files_contain", rel]), rel) for rel in criteria.files_contain]
+    named += [(format_path(["persona", "success_criteria", "files_contain", rel]), rel)
+              for rel in criteria.files_contain]
     for where, rel in named:
         problem = workspace_path_problem(rel)
         if problem:

@@ -31,8 +31,8 @@ What a run does, in order:
    ``results_dir`` defaults to ``<repo_root>/results``) unless ``write_trace=False``.
 
 What ends a run is an exception of :mod:`fabtest.errors`, kept in ``PlaybookOutcome.error``; its
-class gives the failure type (docs/reference/steps.md "How a scenario ends"): ``assertion`` (a step or a criterion failed),
-``max_turns``, ``timeout`` (the agent did not answer within ``timeout``), ``error`` (the agent
+class gives the failure type (docs/reference/steps.md "How a scenario ends"): ``assertion`` (a step or
+a criterion failed), ``max_turns``, ``timeout`` (the agent did not answer within ``timeout``), ``error`` (the agent
 crashed, or a judge/simulator call failed: never blamed on the agent as an assertion).
 """
 
@@ -153,7 +153,8 @@ def run_playbook(
         raise
     kept = outcome.workspace_path = workspace.close(passed=outcome.passed)
     if not outcome.passed:
-        outcome.failure_message = (outcome.failure_message or "failed") + (f"\n  workspace kept at {kept}" if kept else "")
+        outcome.failure_message = ((outcome.failure_message or "failed")
+                                   + (f"\n  workspace kept at {kept}" if kept else ""))
     if not outcome.passed and write_trace:
         results = Path(results_dir) if results_dir is not None else repo_root / "results"
         record.write_trace(results, outcome, trace, redactor, experiment_id=experiment_id, iteration=iteration,

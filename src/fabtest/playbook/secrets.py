@@ -3,9 +3,9 @@
 Only variables named in the playbook's ``env`` list are substituted (other ``${...}`` text is left
 alone), in ``steps`` and ``persona`` (every string, including ``files_contain`` /
 ``tool_calls_contain`` keys). A listed variable that is not set is a :class:`PlaybookError`
-before anything runs. The substituted values are secrets: they are registered with :mod:`fabtest._internal.redaction` (so the
-recorder, the LLM cache, logs and console redact them) and returned, for the run's own
-:class:`Redactor` over every trace, result and message it writes.
+before anything runs. The substituted values are secrets: they are registered with
+:mod:`fabtest._internal.redaction` (so the recorder, the LLM cache, logs and console redact them) and
+returned, for the run's own :class:`Redactor` over every trace, result and message it writes.
 """
 
 from __future__ import annotations

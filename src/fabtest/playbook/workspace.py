@@ -76,7 +76,8 @@ class Workspace:
     def __enter__(self) -> Workspace:
         return self.open()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         self.close(passed=exc_type is None and not self.failed)
 
     def open(self) -> Workspace:

@@ -23,7 +23,8 @@ from pytest_bdd.scenario import get_python_name_generator, scenario_wrapper_temp
 from fabtest.experiment.stable_id import canonical_path
 
 _ENCODING = "utf-8-sig"
-_KEYWORD_LINE = re.compile(r"^\s*(Scenario Outline|Scenario Template|Scenario|Example|Examples|Background|Rule)\b(?!\s*:)")
+_KEYWORD_LINE = re.compile(r"^\s*(Scenario Outline|Scenario Template|"
+                           r"Scenario|Example|Examples|Background|Rule)\b(?!\s*:)")
 
 # canonical Feature::Rule::Scenario path -> "file:line" of the first scenario collected with it
 _SEEN_KEY = pytest.StashKey[dict[str, str]]()
@@ -36,7 +37,8 @@ class FeatureModule(pytest.Module):
         items = list(super().collect())
         for item in items:
             template = template_of(getattr(item, "obj", None))
-            if template is not None and isinstance(item, pytest.Item):  # skips and reports point at the scenario's line, not pytest-bdd's code
+            # skips and reports point at the scenario's line, not pytest-bdd's code
+            if template is not None and isinstance(item, pytest.Item):
                 item.reportinfo = functools.partial(_scenario_location, self.path, template)  # type: ignore[method-assign]
         return items
 
@@ -52,7 +54,8 @@ class FeatureModule(pytest.Module):
         missing = _keyword_without_colon(path, feature, templates)
         if missing is not None:
             line, keyword = missing
-            raise self.CollectError(f'{_relative_path(self, path)}:{line}: "{keyword}" needs a colon ("{keyword}: name"); '
+            raise self.CollectError(f'{_relative_path(self, path)}:{line}: "{keyword}" needs a colon ("{keyword}: '
+                                    'name"); '
                                     "without it the line is read as description text and its scenario is lost")
         used: set[str] = set()
         for template in self._unique_templates(path, feature, templates):

@@ -45,7 +45,8 @@ def _hints(request: pytest.FixtureRequest, keyword: str, step: Any) -> list[str]
     looked_up = _KEYWORDS.get(step.type, str(step.type).capitalize())
     steps = list(_visible_steps(request))
     hints: list[str] = []
-    other = next((ctx for ctx in steps if ctx.type not in (None, step.type) and ctx.parser.is_matching(step.name)), None)
+    other = next((ctx for ctx in steps if ctx.type not in (None, step.type) and ctx.parser.is_matching(step.name)),
+                 None)
     if other is not None:
         kind = _KEYWORDS.get(other.type, str(other.type))
         if keyword in _CONTINUATIONS:

@@ -94,7 +94,8 @@ class SessionLLMs:
 
                 roles.simulator = InteractiveUser(roles.simulator)  # a person decides each simulated-user turn
                 roles.simulator_reason = ""
-            roles.judge, roles.simulator = tracing.traced(roles.judge, "judge"), tracing.traced(roles.simulator, "simulator")
+            roles.judge = tracing.traced(roles.judge, "judge")
+            roles.simulator = tracing.traced(roles.simulator, "simulator")
             roles.executor = ThreadPoolExecutor(max_workers=limit, thread_name_prefix="fabtest-judge")
             self._roles = roles
         return self._roles

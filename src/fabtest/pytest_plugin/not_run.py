@@ -45,10 +45,12 @@ def tag_report(report: pytest.TestReport, call: pytest.CallInfo[Any]) -> None:
 def allowed_kinds(config: pytest.Config, settings: Any) -> set[str]:
     """``--fabtest-allow-skip`` (repeatable, comma-separated) and ``allow_skip`` together; an unknown
     kind is a usage error naming the known ones."""
-    given = [part.strip() for value in config.getoption("--fabtest-allow-skip", None) or [] for part in value.split(",")]
+    given = [part.strip() for value in config.getoption("--fabtest-allow-skip", None) or []
+             for part in value.split(",")]
     unknown = [kind for kind in given if kind and kind not in SKIP_KINDS]
     if unknown:
-        raise pytest.UsageError(f"--fabtest-allow-skip {unknown[0]!r}: unknown kind of skip; known: {', '.join(SKIP_KINDS)}")
+        raise pytest.UsageError(f"--fabtest-allow-skip {unknown[0]!r}: unknown kind of skip; known: "
+                                f"{', '.join(SKIP_KINDS)}")
     return {kind for kind in given if kind} | set(getattr(settings, "allow_skip", None) or [])
 
 
@@ -83,7 +85,7 @@ class NotRun:
                 lines.append(f"{first}; allowed by allow_skip/--fabtest-allow-skip={kind}")
             else:
                 lines.append(f"{first}. The run fails (exit status {EXIT_NOT_RUN}): configure it (export "
-                             "GEMINI_API_KEY=..., or an offline script as [tool.fabtest] offline_llm, with agent_model: "
-                             f"for built-in agents), or allow it with --fabtest-allow-skip={kind} or "
+                             "GEMINI_API_KEY=..., or an offline script as [tool.fabtest] offline_llm, with "
+                             f"agent_model: for built-in agents), or allow it with --fabtest-allow-skip={kind} or "
                              f"[tool.fabtest] allow_skip = [\"{kind}\"]")
         return lines

@@ -59,7 +59,8 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--fabtest-experiment", default=None, metavar="NAME", help="a name for this experiment")
     group.addoption("--fabtest-experiment-id", default=None, metavar="ID", help="use this experiment id")
     group.addoption("--fabtest-shard", default=None, metavar="I/N",
-                    help="record this run as shard I of N (fabtest merge combines the parts); pytest-split's --splits/--group are read too")
+                    help="record this run as shard I of N (fabtest merge combines the parts); pytest-split's "
+                         "--splits/--group are read too")
     group.addoption("--fabtest-tag", action="append", default=[], metavar="TAG", help="tag the experiment (repeatable)")
     group.addoption("--fabtest-results-dir", default=None, metavar="DIR", help="where results/<id>.json goes")
     group.addoption("--fabtest-no-results", action="store_true", help="do not write an experiment file")
@@ -204,7 +205,8 @@ def validate_run_options(config: pytest.Config) -> dict[str, float]:
         raise pytest.UsageError("--fabtest-min-coverage needs the experiment: drop --fabtest-no-results")
     if config.getoption("--fabtest-interactive"):
         if config.getoption("capture", None) != "no":
-            raise pytest.UsageError("--fabtest-interactive needs the terminal: add -s (pytest would capture what you type)")
+            raise pytest.UsageError("--fabtest-interactive needs the terminal: add -s "
+                                    "(pytest would capture what you type)")
         if config.getoption("numprocesses", None) or hasattr(config, "workerinput"):
             raise pytest.UsageError("--fabtest-interactive plays one conversation at a time at this terminal: drop -n")
     return floors

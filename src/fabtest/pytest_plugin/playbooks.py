@@ -162,7 +162,8 @@ class PlaybookItem(pytest.Item):
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, FabtestError):
-            return f"{self.path.name}: playbook {self.playbook_name!r} failed [{excinfo.value.failure_type}]: {excinfo.value}"
+            return (f"{self.path.name}: playbook {self.playbook_name!r} failed "
+                    f"[{excinfo.value.failure_type}]: {excinfo.value}")
         return super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[Path, int, str]:

@@ -247,7 +247,8 @@ def fabtest_scenario(request: pytest.FixtureRequest, tmp_path: Path, fabtest_llm
     record = _record_of(item)
     state = ScenarioState(
         settings=session.settings, rootdir=Path(str(request.config.rootpath)), workdir=tmp_path, context=context,
-        llms=session.llms.salted(fabtest_llms, fabtest_iteration), default_agent=fabtest_agent or session.settings.agent,
+        llms=session.llms.salted(fabtest_llms, fabtest_iteration),
+        default_agent=fabtest_agent or session.settings.agent,
         where=item.stash.get(WHERE_KEY, str(item.path)), record=record,
         on_late=lambda late: session.late.expect(item.nodeid, late),  # soft verdicts follow the result
     )

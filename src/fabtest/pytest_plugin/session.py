@@ -106,7 +106,8 @@ class FabtestSession:
             self.warm_up = warmup.start(self.settings, build=self.llms.llm_roles)
 
         self.recording.order = [item.nodeid for item in session.items]
-        if not self.is_worker and not self.config.pluginmanager.has_plugin("dsession") and preflight.enabled(self.config):
+        if (not self.is_worker and not self.config.pluginmanager.has_plugin("dsession")
+                and preflight.enabled(self.config)):
             self._probes = preflight.check_items(self, session.items, stop=lambda why: _stop(session, why))
 
     @pytest.hookimpl(optionalhook=True)
@@ -156,8 +157,8 @@ class FabtestSession:
             except KeyboardInterrupt:  # Ctrl-C while waiting: record what is in
                 interrupted = True
         if interrupted and self.late.outstanding:
-            self.summary.notes.append(f"fabtest: {self.late.outstanding} scenario(s) still had soft verdicts with the judge; "
-                                      "recorded as skipped (the run was interrupted)")
+            self.summary.notes.append(f"fabtest: {self.late.outstanding} scenario(s) still had soft verdicts with the "
+                                      "judge; recorded as skipped (the run was interrupted)")
         ready = self.late.take()
         if self.is_worker:
             from fabtest._internal import redaction

@@ -322,7 +322,8 @@ def _then_include(fabtest_scenario: ScenarioState, mode: str, neg: str | None, t
 def _then_turns(fabtest_scenario: ScenarioState, mode: str, n: str) -> None:
     actual = len(fabtest_scenario.conversation.turns)
     fabtest_scenario.record_check("turn_count", _mode(mode), f"turn_count<={n}",
-                                  "passed" if actual <= int(n) else "failed", f"{actual} turn{'' if actual == 1 else 's'} (max {n})",
+                                  "passed" if actual <= int(n) else "failed",
+                                  f"{actual} turn{'' if actual == 1 else 's'} (max {n})",
                                   data={"max": int(n), "actual": actual})
 
 
@@ -343,7 +344,8 @@ def _then_latency(fabtest_scenario: ScenarioState, which: str, mode: str, limit:
 def _then_transcript(fabtest_scenario: ScenarioState, mode: str, text: str) -> None:
     transcript = fabtest_scenario.conversation.transcript()
     ok = text in transcript
-    fabtest_scenario.record_check("transcript_contains", _mode(mode), f"transcript:{text}", "passed" if ok else "failed",
+    fabtest_scenario.record_check("transcript_contains", _mode(mode), f"transcript:{text}",
+                                  "passed" if ok else "failed",
                                   f"transcript {'contains' if ok else 'does not contain'} {text!r}")
 
 

@@ -89,7 +89,8 @@ def _stub_json(state: ScenarioState, text: str, what: str) -> Any:
                          'write text as a JSON string: "503 Service Unavailable"') from None
 
 
-def _stub_cases(state: ScenarioState, rows: list[list[str]]) -> tuple[tuple[tuple[checks.ArgExpectation, ...], Any], ...]:
+def _stub_cases(state: ScenarioState,
+                rows: list[list[str]]) -> tuple[tuple[tuple[checks.ArgExpectation, ...], Any], ...]:
     """``| argument ... | result |`` rows: each argument cell exact, /regex/ or a comparison (empty: any)."""
     header = [c.strip() for c in rows[0]]
     if len(header) < 2 or header[-1].lower() != "result" or not all(header[:-1]):
@@ -142,7 +143,8 @@ _ROLES = {"user": "user", "agent": "agent", "assistant": "agent"}
 
 
 @given("the conversation so far:")
-def _given_history(request: pytest.FixtureRequest, fabtest_scenario: ScenarioState, datatable: list[list[str]] | None = None) -> None:
+def _given_history(request: pytest.FixtureRequest, fabtest_scenario: ScenarioState,
+                   datatable: list[list[str]] | None = None) -> None:
     state = fabtest_scenario
     rows = _table(datatable, state, "the conversation so far")
     if [c.strip().lower() for c in rows[0]] != ["role", "message"] or len(rows) < 2:
@@ -171,7 +173,8 @@ def _check_state(state: ScenarioState, mode: str, rows: list[tuple[str, str, str
             passed, details = False, f"no state at {path} ({stopped})"
         else:
             passed = matcher.matches({path: value})
-            details = f"state {path} is {json.dumps(value, ensure_ascii=False)}" + ("" if passed else f", not {expected}")
+            details = (f"state {path} is {json.dumps(value, ensure_ascii=False)}"
+                       + ("" if passed else f", not {expected}"))
         state.deterministic("state", _mode(mode), f"state:{path}", (passed, details), turn=None,
                             data={"path": path, "expected": expected, **({"actual": value} if found else {})})
 
@@ -205,7 +208,8 @@ def _when_mentions(fabtest_scenario: ScenarioState, pattern: str, name: str) -> 
     regex = checks.compile_regex(pattern, where=state.where)
     found = search(regex, turn.response.text, where=state.where)
     if found is None:
-        state.deterministic("mentions", "must", f"mentions:{name}", (False, f"the response does not mention /{pattern}/"),
+        state.deterministic("mentions", "must", f"mentions:{name}",
+                            (False, f"the response does not mention /{pattern}/"),
                             turn=turn.number, data={"name": name})
         return
     value = found.group(1) if regex.groups else found.group(0)

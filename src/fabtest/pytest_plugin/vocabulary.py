@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-__all__ = ["BUILTIN_EXAMPLES", "BUILTIN_VARIANTS", "StepInfo", "collect_steps", "collection_errors", "readable_pattern", "render_steps"]
+__all__ = ["BUILTIN_EXAMPLES", "BUILTIN_VARIANTS", "StepInfo", "collect_steps", "collection_errors", "readable_pattern",
+           "render_steps"]
 
 #: One example per built-in step, keyed by the step function's name in ``pytest_plugin/steps.py``.
 BUILTIN_EXAMPLES: dict[str, str] = {
@@ -93,7 +94,8 @@ BUILTIN_EXAMPLES |= {
     "_given_tool_returns": 'Given the tool "lookup_account" returns:',
     "_given_tool_fails": 'Given the tool "list_plans" fails with "503 Service Unavailable"',
     "_given_tool_takes": 'Given the tool "change_plan" takes 5 seconds',
-    "_given_tool_simulated": 'Given the tool "search_flights" is simulated as "flights over Lufthansa\'s schedule; none on Sundays"',
+    "_given_tool_simulated": 'Given the tool "search_flights" is simulated as "flights over Lufthansa\'s schedule; '
+                             'none on Sundays"',
     "_given_history": "Given the conversation so far:",
     "_then_state": 'Then the state "account.plan" must be "unlimited"',
     "_then_state_include": "Then the state must include:",
@@ -153,7 +155,8 @@ class _Collector:
                     if context is not None and id(context) not in seen:
                         seen.add(id(context))
                         self.contexts.append(context)
-        self.feature_files = sorted({Path(str(item.path)) for item in session.items if str(item.path).endswith(".feature")})
+        self.feature_files = sorted({Path(str(item.path)) for item in session.items
+                                     if str(item.path).endswith(".feature")})
 
 
 def collect_steps(paths: Sequence[str], *, extra_args: Sequence[str] = ()) -> tuple[list[StepInfo], int, str]:

@@ -126,7 +126,8 @@ class ReplayOutcome:
             text = "same as recorded" if self.turns_replayed == self.turns_recorded else "did not finish"
         else:
             what = "the agent's response differs" if self.part == "agent" else "the agent's tool calls differ"
-            similar = f", similarity {self.similarity:.2f}" if self.part == "agent" and self.similarity is not None else ""
+            similar = (f", similarity {self.similarity:.2f}" if self.part == "agent" and self.similarity is not None
+                       else "")
             more = self.turns_replayed - self.branched_at
             after = {"simulator": f"; the simulator took over for {more} more turn(s)",
                      "script": f"; the recorded user lines went on for {more} more turn(s)",
@@ -329,12 +330,14 @@ def _not_replayable(result: ScenarioResult, env: ReplayEnv) -> str | None:
     if not result.transcript:
         return "no recorded turn to feed"
     if not result.feature_file.endswith(".feature") and env.agent is None:
-        return "not a feature scenario (a playbook prepares its agent's work directory; give --agent to replay it anyway)"
+        return ("not a feature scenario (a playbook prepares its agent's work directory; "
+                "give --agent to replay it anyway)")
     return None
 
 
 def replay_experiment(results: Sequence[ScenarioResult], env: ReplayEnv, *, scenario: str | None = None,
-                      progress: Callable[[str], None] | None = None) -> tuple[list[ScenarioResult], list[ReplayOutcome]]:
+                      progress: Callable[[str], None] | None = None
+                      ) -> tuple[list[ScenarioResult], list[ReplayOutcome]]:
     """Every recorded run (``scenario``: id, id prefix or exact name) replayed; a run that cannot be
     (skipped, no turn, a playbook) gets an outcome that says why and no new result."""
     new_results: list[ScenarioResult] = []

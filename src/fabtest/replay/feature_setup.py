@@ -63,7 +63,8 @@ def feature_setup(rootdir: Path, result: ScenarioResult) -> FeatureSetup:
     try:
         text = (rootdir / result.feature_file).read_text(encoding="utf-8-sig")
     except OSError as exc:
-        raise UsageError(f"{result.feature_file}: cannot read the scenario's feature file ({exc.strerror or exc})") from None
+        raise UsageError(f"{result.feature_file}: cannot read the scenario's feature file "
+                         f"({exc.strerror or exc})") from None
     from gherkin.errors import CompositeParserException, ParserError
     from gherkin.parser import Parser
 

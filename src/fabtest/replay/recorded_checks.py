@@ -7,8 +7,8 @@ A check whose subject changed is asked again: ``satisfy`` criteria through the j
 ``rejudge`` asks them (same criterion, batched per turn and scope), the goal, intents and grounding
 through the judge as the engine asks them, and the deterministic checks whose arguments the record
 holds (regex match, a call anywhere in the conversation, the order, count and set of calls, topics
-reached or followed, the turn limit, transcript text) by running them. Anything else (``call ... with`` arguments, files, a
-topic's turn limit) cannot be re-run from the record and is ``skipped``
+reached or followed, the turn limit, transcript text) by running them. Anything else (``call ... with``
+arguments, files, a topic's turn limit) cannot be re-run from the record and is ``skipped``
 with the reason, so a verdict is never carried over to text it was not given about.
 """
 
@@ -120,7 +120,8 @@ def _judge_one(result: ScenarioResult, check: CheckRecord, conversation: Convers
         return
     turn = conversation.turns[(check.turn or len(conversation.turns)) - 1]
     if check.type == "intent":
-        verdict = judge.intent(transcript.exchange_for_judge(conversation, turn.number), check.criterion.removeprefix("intent:"))
+        verdict = judge.intent(transcript.exchange_for_judge(conversation, turn.number),
+                               check.criterion.removeprefix("intent:"))
         conversation.add_usage("judge", verdict.usage)
         _set(check, verdict.value.verdict, verdict.value.reasoning, "rechecked")
         return
@@ -132,7 +133,8 @@ def _judge_one(result: ScenarioResult, check: CheckRecord, conversation: Convers
     details = found.reasoning or ("unsupported claims: " + "; ".join(found.unsupported) if found.unsupported
                                   else "every claim is supported")
     _set(check, found.verdict, details, "rechecked")
-    check.data.update({**found.to_data(), "claims_total": len(found.claims), "claims_unsupported": len(found.unsupported)})
+    check.data.update({**found.to_data(), "claims_total": len(found.claims),
+                       "claims_unsupported": len(found.unsupported)})
 
 
 def _run_deterministic(check: CheckRecord, conversation: Conversation) -> None:
@@ -191,5 +193,6 @@ def outcome_of(result: ScenarioResult) -> tuple[bool, FailureType | None, str | 
         return True, None, None
     first = broken[0]
     where = f"turn {first.turn}" if first.turn else "the conversation"
-    return False, "assertion", f'replayed: {first.type} "{first.criterion}" (must) is {first.status} at {where}: {first.details}'
+    return False, "assertion", (f'replayed: {first.type} "{first.criterion}" (must) is {first.status} '
+                                f'at {where}: {first.details}')
 

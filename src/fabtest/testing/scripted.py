@@ -272,8 +272,10 @@ class FakeLLM:
             value = self._verdict_default if value is None else value
             if value is None:
                 raise FakeLLMError(f"FakeLLM: no verdict scripted for the criterion {criterion.name!r}: "
-                                   + self._fix(f"fake.verdicts({{{criterion.name!r}: 'passed'}}) or fake.verdicts(default=...)",
-                                               f"verdicts: {{{criterion.name!r}: passed}} (or verdicts: {{default: passed}})"))
+                                   + self._fix(f"fake.verdicts({{{criterion.name!r}: 'passed'}}) or "
+                                               "fake.verdicts(default=...)",
+                                               f"verdicts: {{{criterion.name!r}: passed}} (or verdicts: "
+                                               f"{{default: passed}})"))
             verdict, reason = _verdict(value, replace(call, criteria=(criterion,)))
             verdicts.append({"criterion": criterion.name, "verdict": verdict, "reasoning": reason})
         return {"verdicts": verdicts}
@@ -311,7 +313,8 @@ class FakeLLM:
     def _answer_tool(self, call: LLMCall) -> dict[str, Any]:
         if call.tool not in self._tools:
             raise FakeLLMError(f"FakeLLM: no result scripted for the simulated tool {call.tool!r}: "
-                               + self._fix(f"fake.tool_results({{{call.tool!r}: ...}})", f"tools: {{{call.tool}: ...}}"))
+                               + self._fix(f"fake.tool_results({{{call.tool!r}: ...}})",
+                                           f"tools: {{{call.tool}: ...}}"))
         value = self._tools[str(call.tool)]
         if callable(value):
             value = value(call)
@@ -324,7 +327,8 @@ class FakeLLM:
     def _answer_extract(self, call: LLMCall) -> dict[str, Any]:
         if call.intent not in self._extractions:
             raise FakeLLMError(f"FakeLLM: nothing scripted to take {call.intent!r} from a reply: "
-                               + self._fix(f"fake.extractions({{{call.intent!r}: ...}})", f"extract: {{{call.intent}: ...}}"))
+                               + self._fix(f"fake.extractions({{{call.intent!r}: ...}})",
+                                           f"extract: {{{call.intent}: ...}}"))
         value = self._extractions[str(call.intent)]
         if callable(value):
             value = value(call)
@@ -332,7 +336,8 @@ class FakeLLM:
 
     def _answer_scenarios(self, call: LLMCall) -> dict[str, Any]:
         if self._scenarios is None:
-            raise FakeLLMError("FakeLLM: no scenarios scripted for fabtest generate: call fake.scenarios([...records...])")
+            raise FakeLLMError("FakeLLM: no scenarios scripted for fabtest generate: call "
+                               "fake.scenarios([...records...])")
         value = self._scenarios(call) if callable(self._scenarios) else self._scenarios
         return value if isinstance(value, dict) else {"records": list(value)}
 

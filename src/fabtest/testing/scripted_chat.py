@@ -48,7 +48,8 @@ def as_reply(value: Any, *, where: str = "agent_model") -> Reply:
         if not calls and "text" not in value:
             raise ValueError(f"{where}: a reply needs text, call or calls")
         return Reply(text=value.get("text"), function_call=calls or None)
-    raise ValueError(f"{where}: a reply is a text or a mapping with text, call/args or calls, not {type(value).__name__}")
+    raise ValueError(f"{where}: a reply is a text or a mapping with text, call/args or calls, not "
+                     f"{type(value).__name__}")
 
 
 class ScriptedChat:
@@ -79,7 +80,8 @@ class ScriptedChat:
 
     def generate(self) -> ModelTurn:
         reply = self._next()
-        calls = [FunctionCall(id=f"fabtest-scripted-{self._played}-{i}", name=c["name"], arguments=dict(c.get("args") or {}))
+        calls = [FunctionCall(id=f"fabtest-scripted-{self._played}-{i}", name=c["name"],
+                              arguments=dict(c.get("args") or {}))
                  for i, c in enumerate(reply.function_calls())]
         text = reply.candidate_text()
         parts: list[dict[str, Any]] = ([{"text": text}] if text else []) + \
