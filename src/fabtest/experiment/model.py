@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from fabtest.conversation import jsonable
 from fabtest.errors import FailureType, excerpt
+from fabtest.experiment.cost import agent_turn_lines
 
 if TYPE_CHECKING:
     from fabtest.conversation import Conversation
@@ -168,8 +169,6 @@ def turn_records(conversation: Conversation) -> list[TurnRecord]:
 def usage_records(conversation: Conversation) -> dict[str, UsageRecord]:
     """Tokens per role: judge and simulator as charged, the agent summed from each turn's
     ``metadata["usage"]`` (with its ``metadata["model"]`` when every turn names the same one)."""
-    from fabtest.experiment.cost import agent_turn_lines
-
     records = {role: UsageRecord.model_validate(usage.to_dict()) for role, usage in conversation.usage.items()}
     calls = inp = out = 0
     models: set[str | None] = set()
