@@ -15,13 +15,10 @@ import threading
 import uuid
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
-if TYPE_CHECKING:
-    from fabtest.testing.fake_gemini import FakeGemini
-
-__all__ = ["MISSING", "FakeRequest", "Handler", "Reply", "Server", "count_tokens"]
+__all__ = ["MISSING", "FakeRequest", "Handler", "Reply", "Served", "Server", "count_tokens"]
 
 #: "no JSON scripted" (None is a JSON value a rule may script)
 MISSING: Any = object()
@@ -205,12 +202,55 @@ def _error_body(status: int, message: str) -> dict[str, Any]:
     return {"error": {"code": status, "message": message, "status": _STATUS_NAMES.get(status, "UNKNOWN")}}
 
 
+class _Fault(Protocol):
+    """An injected failure as the server reads it (:class:`fabtest.testing.fake_gemini.Fault` is one)."""
+
+    @property
+    def kind(self) -> int | str: ...
+
+    @property
+    def delay_s(self) -> float | None: ...
+
+
+class Served(Protocol):
+    """What the server needs of the fake it serves (:class:`~fabtest.testing.FakeGemini` is one).
+
+    A protocol rather than an import keeps the wire format below ``fake_gemini``, which starts the server.
+    """
+
+    @property
+    def latency(self) -> float: ...
+
+    @property
+    def model_version(self) -> str | None: ...
+
+    @property
+    def stream_chunks(self) -> int: ...
+
+    @property
+    def timeout_fault_s(self) -> float: ...
+
+    def _enter(self) -> None: ...
+
+    def _leave(self) -> None: ...
+
+    def _record(self, request: FakeRequest) -> None: ...
+
+    def _note_error(self, message: str) -> None: ...
+
+    def _pick_fault(self, request: FakeRequest) -> _Fault | None: ...
+
+    def _pick_reply(self, request: FakeRequest) -> Reply: ...
+
+    def _sleep(self, seconds: float) -> bool: ...
+
+
 class Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 128
 
-    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], fake: FakeGemini) -> None:
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], fake: Served) -> None:
         self.fake = fake
         self._connections: set[socket.socket] = set()
         self._connections_lock = threading.Lock()
@@ -265,7 +305,7 @@ class Handler(BaseHTTPRequestHandler):
             return
         fake._record(request)
         fake._enter()
-        self._counted: FakeGemini | None = fake
+        self._counted: Served | None = fake
         try:
             self._answer(fake, request)
         except (BrokenPipeError, ConnectionResetError):
@@ -281,7 +321,7 @@ class Handler(BaseHTTPRequestHandler):
         if fake is not None:
             fake._leave()
 
-    def _answer(self, fake: FakeGemini, request: FakeRequest) -> None:
+    def _answer(self, fake: Served, request: FakeRequest) -> None:
         if fake._sleep(fake.latency):
             return
         model = fake.model_version or request.model
