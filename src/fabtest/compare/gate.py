@@ -228,7 +228,8 @@ def _completion_entry(c: Comparison, per_iteration: float) -> GateEntry:
     return entry
 
 
-def _floor_entry(metric: str, label: str, passed: int, runs: int, floor: float, what: str, per_iteration: float) -> GateEntry:
+def _floor_entry(metric: str, label: str, passed: int, runs: int, floor: float, what: str,
+                 per_iteration: float) -> GateEntry:
     rate = passed / runs if runs else None
     observed = f"{passed}/{runs} {what} ({pct(rate)}), floor {pct(floor)}"
     entry = GateEntry(metric, label, "floor", _BINOMIAL, None, [passed, runs], observed, None,
@@ -303,7 +304,8 @@ def _entries(c: Comparison, options: GateOptions, cost: Mapping[str, tuple[float
         out.append(_floor_entry("floor:evaluation", "evaluation floor", total, runs[1], options.min_evaluation,
                                 "runs' evaluation rates summed", _per_iteration(runs[1], its)))
         if runs[1]:
-            out[-1].observed += f"; evaluation rate {pct(ev.current)} over {ev.current_counts and ev.current_counts[1]} checks"
+            out[-1].observed += (f"; evaluation rate {pct(ev.current)} over "
+                                 f"{ev.current_counts and ev.current_counts[1]} checks")
     rows = {r.name: r for r in c.criteria}
     for name, minimum in options.min_criteria.items():
         floor_row = rows.get(name)
@@ -353,7 +355,8 @@ def latency_per_run(doc: Mapping[str, Any]) -> dict[str, float]:
     whole document's transcripts (``duration_s`` of each turn)."""
     sums: dict[str, list[float]] = {}
     for e in doc.get("scenario_results") or ():
-        turns = [t for t in e.get("transcript") or () if isinstance(t, dict) and isinstance(t.get("duration_s"), (int, float))]
+        turns = [t for t in e.get("transcript") or ()
+                 if isinstance(t, dict) and isinstance(t.get("duration_s"), (int, float))]
         if turns:
             slot = sums.setdefault(str(e.get("id")), [0.0, 0])
             slot[0] += sum(float(t["duration_s"]) for t in turns)
@@ -434,7 +437,8 @@ def _scenario_entries(c: Comparison, alpha: float) -> list[GateEntry]:
             continue
         assert found is not None
         b_rate, c_rate = b[0] / b[1], k[0] / k[1]
-        observed = f"{b[0]}/{b[1]} → {k[0]}/{k[1]} runs ({pct(b_rate)} → {pct(c_rate)}, {(c_rate - b_rate) * 100:+.0f} pp)"
+        observed = (f"{b[0]}/{b[1]} → {k[0]}/{k[1]} runs "
+                    f"({pct(b_rate)} → {pct(c_rate)}, {(c_rate - b_rate) * 100:+.0f} pp)")
         out.append(GateEntry(f"scenario:{sid}:{metric}", label, "drop", _FISHER, [b[0], b[1]], [k[0], k[1]], observed,
                              found[0], p_min=found[1], decision="undecided", baseline_interval=_wilson(b),
                              current_interval=_wilson(k), scenario=sid))
@@ -566,8 +570,8 @@ def _describe(e: GateEntry, level: float) -> None:
         worst = _largest(lambda x: binomial_cdf(x, n, floor) < level, n)
         e.detectable = None if worst is None else round(worst / n, 4)
         if floor >= DETECT_DROP - 1e-12:
-            e.iterations_for_20pt = _iterations(lambda m: binomial_cdf(round((floor - DETECT_DROP) * m), m, floor) < level,
-                                                e.per_iteration)
+            e.iterations_for_20pt = _iterations(
+                lambda m: binomial_cdf(round((floor - DETECT_DROP) * m), m, floor) < level, e.per_iteration)
 
 
 def _first_true(pred: Any, lo: int, hi: int) -> int:

@@ -27,7 +27,8 @@ Outcome = Literal["worse", "not worse", "undecided"]
 class GateEntry:
     """One tested metric: its counts, the test, raw and family-adjusted p, and the decision."""
 
-    metric: str  # "completion", "evaluation", "criterion:NAME", "floor:completion", "cost", "scenario:ID:completion" ...
+    #: "completion", "evaluation", "criterion:NAME", "floor:completion", "cost", "scenario:ID:completion" ...
+    metric: str
     label: str
     kind: Kind
     test: str
@@ -122,7 +123,8 @@ def _power_text(e: GateEntry) -> str:
         could = ("no rate could have been flagged with these counts" if e.detectable is None
                  else f"a rate of {pct(e.detectable)} or less would have been flagged")
     its = ("a 20-point drop cannot be detected" if e.iterations_for_20pt is None
-           else f"about {e.iterations_for_20pt} iteration{'s' if e.iterations_for_20pt != 1 else ''} would detect a 20-point "
+           else f"about {e.iterations_for_20pt} iteration{'s' if e.iterations_for_20pt != 1 else ''} "
+                "would detect a 20-point "
                 + ("drop" if e.kind == "drop" else "shortfall"))
     margin = f"{(e.margin or 0.0) * 100:g}-point"
     power = []
@@ -142,7 +144,8 @@ def gate_lines(gate: Gate) -> list[str]:
     word = {"worse": "FAILED", "not worse": "PASSED", "undecided": "UNDECIDED"}[gate.outcome]
     undecided = sum(1 for e in gate.entries if e.decision == "undecided")
     lines.append(f"gate {word} (exit {gate.exit_code}): {gate.verdict}. {len(gate.failures())} of {len(gate.entries)} "
-                 f"metric(s) worse, {undecided} undecided; {gate.family_size} hypothes{'i' if gate.family_size == 1 else 'e'}s able "
+                 f"metric(s) worse, {undecided} undecided; "
+                 f"{gate.family_size} hypothes{'i' if gate.family_size == 1 else 'e'}s able "
                  "to reach the level in one "
                  f"family at alpha {gate.alpha:g} ({gate.method}; {gate.scenario_hypotheses} per scenario); "
                  f"margin {gate.margin * 100:g} points")
@@ -176,10 +179,13 @@ def gate_markdown(gate: Gate | None, warnings: Sequence[str], escape: Any) -> li
     lines += [f"> ⚠️ {escape(w)}" for w in (*gate.warnings, *gate.problems)]
     if gate.warnings or gate.problems:
         lines.append("")
-    lines += ["| Metric | Counts | 95% intervals | Test | p | adjusted p | Decision |", "|---|---|---|---|---:|---:|---|"]
+    lines += ["| Metric | Counts | 95% intervals | Test | p | adjusted p | Decision |",
+              "|---|---|---|---|---:|---:|---|"]
     for e in gate.entries:
-        lines.append(f"| {escape(e.label)} | {escape(e.observed)} | {escape(_interval_text(e).split('; ')[-1])} | {e.test} | "
+        lines.append(f"| {escape(e.label)} | {escape(e.observed)} | "
+                     f"{escape(_interval_text(e).split('; ')[-1])} | {e.test} | "
                      f"{p_text(e.p_raw)} | {p_text(e.p_adjusted)} | {e.outcome}: {escape(e.reason)} |")
-    lines += ["", f"{gate.family_size} hypotheses able to reach the level, tested as one family at alpha {gate.alpha:g} "
+    lines += ["", f"{gate.family_size} hypotheses able to reach the level, tested as one family "
+                  f"at alpha {gate.alpha:g} "
                   f"({gate.method}); margin {gate.margin * 100:g} points; the unit is the scenario run."]
     return lines

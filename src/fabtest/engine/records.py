@@ -85,4 +85,5 @@ def verify_record(state: RecordState) -> None:
     if expected.max_turns:
         limit, actual = expected.max_turns, len(conv.turns)
         state.record_check("turn_count", "must", f"turn_count<={limit}", "passed" if actual <= limit else "failed",
-                           f"{actual} turn{'' if actual == 1 else 's'} (max {limit})", data={"max": limit, "actual": actual})
+                           f"{actual} turn{'' if actual == 1 else 's'} (max {limit})",
+                           data={"max": limit, "actual": actual})

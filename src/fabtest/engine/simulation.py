@@ -105,7 +105,8 @@ def simulate(state: SimulatedState, *, first: str | None = None,
     """
     config = state.simulator_config
     if not config.goal:
-        raise UsageError(f"{state.where}: the simulated user has no goal: add Given a simulated user with the goal \"...\"")
+        raise UsageError(f"{state.where}: the simulated user has no goal: "
+                         "add Given a simulated user with the goal \"...\"")
     state.require_llm("simulator", "a simulated user")
     if config.stop_on_topic and state.topics is not None and config.stop_on_topic not in state.topics:
         raise UsageError(f'{state.where}: the simulation stops at topic "{config.stop_on_topic}", '

@@ -328,7 +328,8 @@ def summary_cost(summary: Mapping[str, Any]) -> dict[str, Any] | None:
         if not isinstance(ln, dict) or any(not isinstance(ln.get(k), t) for k, t in keys.items()) \
                 or not isinstance(ln.get("usd"), (int, float, type(None))) or isinstance(ln.get("usd"), bool):
             return None
-    if not isinstance(spent.get("total_usd"), (int, float, type(None))) or not isinstance(spent.get("unpriced", []), list):
+    if (not isinstance(spent.get("total_usd"), (int, float, type(None)))
+            or not isinstance(spent.get("unpriced", []), list)):
         return None
     if not all(isinstance(e, dict) for e in spent.get("unpriced", [])):
         return None

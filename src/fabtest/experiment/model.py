@@ -157,8 +157,9 @@ class ExperimentInfo(BaseModel):
 def turn_records(conversation: Conversation) -> list[TurnRecord]:
     """The transcript of a conversation as result records (features and playbooks alike)."""
     return [
-        TurnRecord(number=t.number, user=t.user, agent=t.response.text, topic=t.topic, duration_s=round(t.duration_s, 4),
-                   metadata=jsonable(t.response.metadata), off_graph=t.off_graph_from is not None, user_note=t.user_note,
+        TurnRecord(number=t.number, user=t.user, agent=t.response.text, topic=t.topic,
+                   duration_s=round(t.duration_s, 4), metadata=jsonable(t.response.metadata),
+                   off_graph=t.off_graph_from is not None, user_note=t.user_note,
                    tool_calls=[ToolCallRecord(name=c.name, arguments=jsonable(c.arguments), result=jsonable(c.result),
                                               metadata=jsonable(c.metadata), stubbed=c.stubbed)
                                for c in t.tool_calls])

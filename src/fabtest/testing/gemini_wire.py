@@ -191,7 +191,8 @@ def _usage(prompt_tokens: int, answer_tokens: int) -> dict[str, int]:
     }
 
 
-def _response(parts: list[dict[str, Any]], *, finish: str | None, usage: dict[str, int], model: str, rid: str) -> dict[str, Any]:
+def _response(parts: list[dict[str, Any]], *, finish: str | None, usage: dict[str, int], model: str,
+              rid: str) -> dict[str, Any]:
     candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
     if finish:
         candidate["finishReason"] = finish
@@ -373,7 +374,8 @@ class Handler(BaseHTTPRequestHandler):
         pieces = _split(text, fake.stream_chunks) if text else ([] if calls else [""])
         events = [[{"text": piece}] for piece in pieces] + ([call_parts] if call_parts else [])
         chunks = [
-            _response(parts, finish=reply.finish_reason if i == len(events) - 1 else None, usage=usage, model=model, rid=rid)
+            _response(parts, finish=reply.finish_reason if i == len(events) - 1 else None, usage=usage, model=model,
+                      rid=rid)
             for i, parts in enumerate(events)
         ]
         self._send_sse(chunks)
