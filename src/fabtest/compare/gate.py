@@ -31,10 +31,20 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from fabtest.compare.compute import DEFAULT_ALPHA, Comparison, CriterionDelta, drop_p_value
-from fabtest.compare.gate_text import entry_line, gate_dict, gate_lines, gate_markdown, p_text
+from fabtest.compare.gate_text import (
+    DEFAULT_MARGIN,
+    Gate,
+    GateEntry,
+    Outcome,
+    entry_line,
+    gate_dict,
+    gate_lines,
+    gate_markdown,
+    p_text,
+)
 from fabtest.compare.inference import (
     adjust,
     newcombe_lower,
@@ -74,13 +84,9 @@ __all__ = [
 ]
 
 EXIT_PASSED, EXIT_FAILED, EXIT_UNDECIDED = 0, 1, 3
-DEFAULT_MARGIN = 0.10  # "not worse": no gated metric dropped by more than 10 points
 DETECT_DROP = 0.20  # "how many iterations would detect a 20-point drop"
 _MAX_ITERATIONS = 100_000
 
-Kind = Literal["drop", "floor", "increase"]
-Decision = Literal["fail", "pass", "undecided"]
-Outcome = Literal["worse", "not worse", "undecided"]
 
 _FISHER = "one-sided Fisher's exact test on scenario runs"
 _STRATIFIED = "one-sided exact test stratified by scenario (Cochran-Mantel-Haenszel) on scenario runs"
@@ -107,69 +113,6 @@ class GateOptions:
     def requested(self) -> bool:
         return bool(self.fail_on_regression or self.min_completion is not None or self.min_evaluation is not None
                     or self.min_criteria or self.max_cost_increase is not None or self.max_latency_increase is not None)
-
-
-@dataclass(slots=True)
-class GateEntry:
-    """One tested metric: its counts, the test, raw and family-adjusted p, and the decision."""
-
-    metric: str  # "completion", "evaluation", "criterion:NAME", "floor:completion", "cost", "scenario:ID:completion" ...
-    label: str
-    kind: Kind
-    test: str
-    baseline: list[float] | None  # [passed, runs] (drops), None (floors), [units up, units down] (increases)
-    current: list[float] | None
-    observed: str  # the counts and rates in words
-    p_raw: float | None
-    p_min: float = 0.0  # the smallest p-value these margins could give (Tarone's rule)
-    p_adjusted: float | None = None
-    decision: Decision = "undecided"  # fail: worse; pass: not worse (shown non-inferior); undecided
-    reason: str = ""
-    #: when it passes: the smallest drop (drops), the highest rate below the floor (floors) these
-    #: counts would have flagged, and the iterations at which a 20-point drop would be flagged
-    detectable: float | None = None
-    iterations_for_20pt: int | None = None
-    modified: bool = False  # a criterion whose definition changed (gated with --gate-modified)
-    within_limit: bool = False  # an increase whose mean over the shared scenarios stays within the limit
-    #: the floor or the limit (a fraction) the metric is held to
-    threshold: float | None = None
-    #: runs per iteration behind the counts (for iterations_for_20pt)
-    per_iteration: float = 1.0
-    outcome: Outcome = "undecided"
-    margin: float | None = None  # the non-inferiority margin (a fraction)
-    #: 95 % Wilson intervals of the baseline and current rates (drops, floors)
-    baseline_interval: tuple[float, float] | None = None
-    current_interval: tuple[float, float] | None = None
-    #: the one-sided (1 - alpha) lower bound of current - baseline (drops; Newcombe's hybrid score)
-    difference_lower: float | None = None
-    #: runs per side for 80 % power: to show "not worse" at the margin when nothing changed, and to
-    #: flag a drop as large as the margin
-    runs_to_decide: int | None = None
-    runs_to_detect: int | None = None
-    scenario: str | None = None  # the scenario id of a per-scenario hypothesis
-
-
-@dataclass(slots=True)
-class Gate:
-    alpha: float
-    method: str
-    entries: list[GateEntry]
-    warnings: list[str]
-    failed: bool
-    exit_code: int
-    family_size: int  # hypotheses tested together (every one that could reach the level counts)
-    outcome: Outcome = "undecided"
-    margin: float = DEFAULT_MARGIN
-    verdict: str = ""
-    #: why the gate cannot be "not worse" whatever the metrics say (no shared scenario, ...)
-    problems: list[str] = field(default_factory=list)
-    #: per-scenario hypotheses built (those that could reach the level); the rejected ones are in ``entries``
-    scenario_hypotheses: int = 0
-    #: scenario runs compared, per side
-    runs: dict[str, int] = field(default_factory=dict)
-
-    def failures(self) -> list[GateEntry]:
-        return [e for e in self.entries if e.decision == "fail"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -285,7 +228,8 @@ def _completion_entry(c: Comparison, per_iteration: float) -> GateEntry:
     return entry
 
 
-def _floor_entry(metric: str, label: str, passed: int, runs: int, floor: float, what: str, per_iteration: float) -> GateEntry:
+def _floor_entry(metric: str, label: str, passed: int, runs: int, floor: float, what: str,
+                 per_iteration: float) -> GateEntry:
     rate = passed / runs if runs else None
     observed = f"{passed}/{runs} {what} ({pct(rate)}), floor {pct(floor)}"
     entry = GateEntry(metric, label, "floor", _BINOMIAL, None, [passed, runs], observed, None,
@@ -360,7 +304,8 @@ def _entries(c: Comparison, options: GateOptions, cost: Mapping[str, tuple[float
         out.append(_floor_entry("floor:evaluation", "evaluation floor", total, runs[1], options.min_evaluation,
                                 "runs' evaluation rates summed", _per_iteration(runs[1], its)))
         if runs[1]:
-            out[-1].observed += f"; evaluation rate {pct(ev.current)} over {ev.current_counts and ev.current_counts[1]} checks"
+            out[-1].observed += (f"; evaluation rate {pct(ev.current)} over "
+                                 f"{ev.current_counts and ev.current_counts[1]} checks")
     rows = {r.name: r for r in c.criteria}
     for name, minimum in options.min_criteria.items():
         floor_row = rows.get(name)
@@ -410,7 +355,8 @@ def latency_per_run(doc: Mapping[str, Any]) -> dict[str, float]:
     whole document's transcripts (``duration_s`` of each turn)."""
     sums: dict[str, list[float]] = {}
     for e in doc.get("scenario_results") or ():
-        turns = [t for t in e.get("transcript") or () if isinstance(t, dict) and isinstance(t.get("duration_s"), (int, float))]
+        turns = [t for t in e.get("transcript") or ()
+                 if isinstance(t, dict) and isinstance(t.get("duration_s"), (int, float))]
         if turns:
             slot = sums.setdefault(str(e.get("id")), [0.0, 0])
             slot[0] += sum(float(t["duration_s"]) for t in turns)
@@ -491,7 +437,8 @@ def _scenario_entries(c: Comparison, alpha: float) -> list[GateEntry]:
             continue
         assert found is not None
         b_rate, c_rate = b[0] / b[1], k[0] / k[1]
-        observed = f"{b[0]}/{b[1]} → {k[0]}/{k[1]} runs ({pct(b_rate)} → {pct(c_rate)}, {(c_rate - b_rate) * 100:+.0f} pp)"
+        observed = (f"{b[0]}/{b[1]} → {k[0]}/{k[1]} runs "
+                    f"({pct(b_rate)} → {pct(c_rate)}, {(c_rate - b_rate) * 100:+.0f} pp)")
         out.append(GateEntry(f"scenario:{sid}:{metric}", label, "drop", _FISHER, [b[0], b[1]], [k[0], k[1]], observed,
                              found[0], p_min=found[1], decision="undecided", baseline_interval=_wilson(b),
                              current_interval=_wilson(k), scenario=sid))
@@ -623,8 +570,8 @@ def _describe(e: GateEntry, level: float) -> None:
         worst = _largest(lambda x: binomial_cdf(x, n, floor) < level, n)
         e.detectable = None if worst is None else round(worst / n, 4)
         if floor >= DETECT_DROP - 1e-12:
-            e.iterations_for_20pt = _iterations(lambda m: binomial_cdf(round((floor - DETECT_DROP) * m), m, floor) < level,
-                                                e.per_iteration)
+            e.iterations_for_20pt = _iterations(
+                lambda m: binomial_cdf(round((floor - DETECT_DROP) * m), m, floor) < level, e.per_iteration)
 
 
 def _first_true(pred: Any, lo: int, hi: int) -> int:

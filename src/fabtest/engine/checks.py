@@ -80,7 +80,8 @@ def parse_with_table(rows: Sequence[Sequence[str]], *, where: str) -> list[ArgEx
         raise UsageError(f"{where}: the 'with:' table is empty; expected a header | argument | value |")
     header = [cell.strip().lower() for cell in rows[0]]
     if header != ["argument", "value"]:
-        raise UsageError(f"{where}: the 'with:' table must have the header | argument | value |, got | {' | '.join(rows[0])} |")
+        raise UsageError(f"{where}: the 'with:' table must have the header | argument | value |, "
+                         f"got | {' | '.join(rows[0])} |")
     if len(rows) == 1:
         raise UsageError(f"{where}: the 'with:' table has a header but no argument rows")
     expectations = []

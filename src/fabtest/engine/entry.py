@@ -144,7 +144,8 @@ def _llms(settings: Settings, root: Path, judge: LLM | None, simulator: LLM | No
         if simulator is None:
             roles.simulator, roles.simulator_reason = configured.simulator, configured.simulator_reason
     roles.judge_reason = roles.judge_reason or "pass judge=... to fabtest.run or configure [tool.fabtest] judge"
-    roles.simulator_reason = roles.simulator_reason or "pass simulator=... to fabtest.run or configure [tool.fabtest] simulator"
+    roles.simulator_reason = (roles.simulator_reason
+                              or "pass simulator=... to fabtest.run or configure [tool.fabtest] simulator")
     return roles
 
 

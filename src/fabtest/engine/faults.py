@@ -46,5 +46,6 @@ def parse_fault(text: str, *, where: str = "--fabtest-fault") -> ToolStub:
     """``TOOL=KIND`` as the fault's stub."""
     tool, sep, kind = text.partition("=")
     if not sep or not tool.strip() or not kind.strip():
-        raise UsageError(f"{where} {text}: expected TOOL=KIND, like lookup_account=timeout (kinds: {', '.join(FAULTS)})")
+        raise UsageError(f"{where} {text}: expected TOOL=KIND, like lookup_account=timeout "
+                         f"(kinds: {', '.join(FAULTS)})")
     return fault_stub(tool.strip(), kind.strip(), f"{where} {text}")

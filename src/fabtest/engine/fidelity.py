@@ -173,7 +173,8 @@ def judged(judge: LLM, conversation: Conversation, config: SimulatorConfig,
         if invented:
             problems.append("the simulated user invented facts it was not given: " + "; ".join(invented[:5]))
         if answer.spoke_as_agent:
-            problems.append("the simulated user spoke as the agent: " + (answer.reasoning.strip()[:200] or "(no reason)"))
+            problems.append("the simulated user spoke as the agent: "
+                            + (answer.reasoning.strip()[:200] or "(no reason)"))
     return problems, completion.usage
 
 
@@ -184,7 +185,8 @@ def build_prompt(conversation: Conversation, config: SimulatorConfig) -> str:
     for turn in conversation.turns:
         lines.append(f"user: {_quoted(turn.user)}")
         lines.append(f"agent: {_quoted(turn.response.text)}")
-    return FIDELITY_PROMPT.format(goal=_quoted(config.goal or ""), persona=_quoted(config.persona or "(an ordinary user)"),
+    return FIDELITY_PROMPT.format(goal=_quoted(config.goal or ""),
+                                  persona=_quoted(config.persona or "(an ordinary user)"),
                                   facts=facts or "(none)", conversation="\n".join(lines))
 
 

@@ -6,9 +6,10 @@ conversation criterion and the goal), rendered by :mod:`fabtest.engine.transcrip
 with every tool call, its arguments and result, and makes one structured LLM call at the judge's
 configured temperature (default 0; ``samples`` > 1 asks the criteria N times and keeps the
 majority with its split, see :func:`majority`). The prompts and why they are so:
-docs/explanation/judge-and-simulator.md. An answer that validates against the schema but is still unusable (a verdict missing,
-a topic that is not a candidate) is asked again up to twice, with the problem spelled out, then
-raises ``LLMBadOutput``: a judge failure is an error, never a silent pass or an assertion failure.
+docs/explanation/judge-and-simulator.md. An answer that validates against the schema but is still
+unusable (a verdict missing, a topic that is not a candidate) is asked again up to twice, with the
+problem spelled out, then raises ``LLMBadOutput``: a judge failure is an error, never a silent pass or
+an assertion failure.
 
 Every result carries the token usage of its call(s) so the caller can charge it to "judge".
 """

@@ -34,7 +34,8 @@ def intent_check(judge: Judge, turn: Turn, exchange: str, intent: str, mode: Mod
     """``the response ... have the intent "intent"``: ``exchange`` is the turn with the turns before
     it (:func:`fabtest.engine.transcript.exchange_for_judge`)."""
     result = judge.intent(exchange, intent)
-    return Check("intent", mode, f"intent:{intent}", result.value.verdict, turn.number, result.value.reasoning), result.usage
+    check = Check("intent", mode, f"intent:{intent}", result.value.verdict, turn.number, result.value.reasoning)
+    return check, result.usage
 
 
 def goal_check(judge: Judge, goal: str, transcript: str, mode: Mode) -> Judged:

@@ -18,7 +18,8 @@ import regex
 
 from fabtest.errors import UsageError
 
-__all__ = ["IGNORECASE", "MATCH_TIMEOUT_S", "MAX_REPEAT", "Pattern", "RegexTimeout", "compile_pattern", "scenario_deadline", "search"]
+__all__ = ["IGNORECASE", "MATCH_TIMEOUT_S", "MAX_REPEAT", "Pattern", "RegexTimeout", "compile_pattern",
+           "scenario_deadline", "search"]
 
 #: the longest one match of a user pattern may take (seconds); a sane pattern needs microseconds
 MATCH_TIMEOUT_S = 1.0

@@ -63,7 +63,8 @@ class Needs:
     agents: dict[str, Any] = field(default_factory=dict)  # where (the setting's name) -> target
     judge: bool = False
     simulator: bool = False
-    #: agents named by ``Given the agent "name"`` (-> where first, ``file:line``); ``default_agent``: a scenario names none
+    #: agents named by ``Given the agent "name"`` (-> where first, ``file:line``);
+    #: ``default_agent``: a scenario names none
     agent_names: dict[str, str] = field(default_factory=dict)
     default_agent: bool = False
 

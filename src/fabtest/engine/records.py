@@ -8,18 +8,39 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
+from fabtest.config.scenario_sets import ScenarioRecord
+from fabtest.conversation import Check, Conversation, Mode, Status
 from fabtest.engine import checks
+from fabtest.engine.topics import TopicGraph
 from fabtest.errors import UsageError
 
-if TYPE_CHECKING:
-    from fabtest.engine.scenario import ScenarioState
-
-__all__ = ["use_record", "verify_record"]
+__all__ = ["RecordState", "use_record", "verify_record"]
 
 
-def use_record(state: ScenarioState) -> None:
+class RecordState(Protocol):
+    """What a record reads and sets of the running scenario (:class:`fabtest.engine.scenario.ScenarioState` is one)."""
+
+    @property
+    def where(self) -> str: ...
+
+    @property
+    def record(self) -> ScenarioRecord | None: ...
+
+    @property
+    def topics(self) -> TopicGraph | None: ...
+
+    @property
+    def conversation(self) -> Conversation: ...
+
+    def configure_simulator(self, **changes: Any) -> None: ...
+
+    def record_check(self, kind: str, mode: Mode, label: str, status: Status, details: str,
+                     *, turn: int | None = None, data: dict[str, Any] | None = None) -> Check: ...
+
+
+def use_record(state: RecordState) -> None:
     """Configure the simulated user from the scenario's record; a scenario without one is a usage error."""
     record = state.record
     if record is None:
@@ -33,7 +54,7 @@ def use_record(state: ScenarioState) -> None:
         _require_topic(state, record.checks.reached_topic)  # before any turn is paid for
 
 
-def _require_topic(state: ScenarioState, topic: str) -> None:
+def _require_topic(state: RecordState, topic: str) -> None:
     """A ``verification.reached_topic`` the feature declares no such topic for could never pass."""
     assert state.record is not None
     where = f"{state.where}: {state.record.source}: scenarios[{state.record.index}].verification.reached_topic"
@@ -43,7 +64,7 @@ def _require_topic(state: ScenarioState, topic: str) -> None:
         raise UsageError(f"{where}: unknown topic {topic!r}; declared: {', '.join(state.topics.names)}")
 
 
-def verify_record(state: ScenarioState) -> None:
+def verify_record(state: RecordState) -> None:
     """Check the record's ``verification`` as ``must`` expectations; the first failure raises."""
     if state.record is None:
         return
@@ -64,4 +85,5 @@ def verify_record(state: ScenarioState) -> None:
     if expected.max_turns:
         limit, actual = expected.max_turns, len(conv.turns)
         state.record_check("turn_count", "must", f"turn_count<={limit}", "passed" if actual <= limit else "failed",
-                           f"{actual} turn{'' if actual == 1 else 's'} (max {limit})", data={"max": limit, "actual": actual})
+                           f"{actual} turn{'' if actual == 1 else 's'} (max {limit})",
+                           data={"max": limit, "actual": actual})

@@ -167,7 +167,8 @@ class ScenarioState:
                 raise UsageError(f"{self.where}: no agent configured: set [tool.fabtest] agent = \"module:attr\", "
                                  "define a fabtest_agent fixture, or use Given the agent \"name\"")
             try:
-                context = {**self.context, STAND_IN_KEY: self.llms.agent_model} if self.llms.agent_model else self.context
+                context = ({**self.context, STAND_IN_KEY: self.llms.agent_model} if self.llms.agent_model
+                           else self.context)
                 agent = guarded("the agent factory raised", make_agent, target, context, where=self.where)
             except LLMNotConfigured as exc:  # a built-in agent without a key: skipped like the judge's scenarios
                 raise NeedsLLM(f"the agent needs an LLM: {exc}", where=self.where) from None
@@ -313,7 +314,8 @@ class ScenarioState:
     def check_cost(self, limit_usd: float, mode: Mode) -> None:
         """``the conversation must cost less than $X``: agent, simulator and judge tokens so far, priced."""
         with self._usage_lock:  # background judge calls add to it on worker threads
-            usage = {role: TokenUsage(u.calls, u.input_tokens, u.output_tokens) for role, u in self.conversation.usage.items()}
+            usage = {role: TokenUsage(u.calls, u.input_tokens, u.output_tokens)
+                     for role, u in self.conversation.usage.items()}
         models = {"judge": self.llms.judge.model if self.llms.judge else None,
                   "simulator": self.llms.simulator.model if self.llms.simulator else None}
         spent, unpriced = budget.conversation_cost(self.conversation.turns, usage, models,
@@ -395,7 +397,8 @@ class ScenarioState:
     def goal_achieved(self, mode: Mode) -> None:
         goal = self.simulator_config.goal
         if not goal:
-            raise UsageError(f"{self.where}: there is no goal to check: add Given a simulated user with the goal \"...\"")
+            raise UsageError(f"{self.where}: there is no goal to check: "
+                             "add Given a simulated user with the goal \"...\"")
         self._last_turn_required()
         if self.llms.judge is None:
             self._skip_llm_check("goal", mode, "goal achieved", turn=None)
@@ -456,7 +459,8 @@ class ScenarioState:
         if not pending:
             return
         turn = self.conversation.turns[number - 1]
-        subject = transcript.exchange_for_judge(self.conversation, turn.number, context=self.settings.judge.context_turns)
+        subject = transcript.exchange_for_judge(self.conversation, turn.number,
+                                                context=self.settings.judge.context_turns)
         self._batch(pending, subject, "response", turn.number, block=block)
 
     def _flush_conversation(self, *, block: bool) -> None:
@@ -522,8 +526,9 @@ class ScenarioState:
         With ``verify`` (the scenario's steps all passed) a scenario-set record's verification is
         checked as hard expectations. A soft check still with the judge is recorded as a
         placeholder and handed to ``on_late`` in :attr:`late` (:mod:`fabtest.engine.verdicts`;
-        without ``on_late`` it is waited for); one whose judge failed is ``skipped`` with the reason. Hard checks never reach here unjudged: they blocked
-        their step, where an LLM outage is the scenario's ``error``.
+        without ``on_late`` it is waited for); one whose judge failed is ``skipped`` with the reason.
+        Hard checks never reach here unjudged: they blocked their step, where an LLM outage is the
+        scenario's ``error``.
         """
         self._flush_pending()
         verify_error: ExpectationFailed | None = None

@@ -17,26 +17,86 @@ check before it); otherwise the first invalid try ends the scenario. This module
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sized
+from typing import Any, Protocol
 
+from fabtest.agents.base import Agent
 from fabtest.agents.boundary import guarded
-from fabtest.conversation import Conversation
+from fabtest.config.settings import Settings
+from fabtest.conversation import Conversation, TokenUsage
 from fabtest.engine import fidelity
-from fabtest.engine.simulator import STOPS, Simulator
-from fabtest.engine.turns import UserStopped, cancel_agent
+from fabtest.engine.simulator import STOPS, Simulator, SimulatorConfig
+from fabtest.engine.topics import TopicGraph, TopicTracker
+from fabtest.engine.turns import ConversationRunner, UserStopped, cancel_agent
 from fabtest.errors import InvalidSimulation, MaxTurnsReached, UsageError
+from fabtest.llm.base import LLM
 
-if TYPE_CHECKING:
-    from fabtest.engine.scenario import ScenarioState
+__all__ = ["SimulatedState", "simulate"]
 
-__all__ = ["simulate"]
+
+class _Roles(Protocol):
+    @property
+    def judge(self) -> LLM | None: ...
+
+    @property
+    def simulator(self) -> LLM | None: ...
+
+
+class SimulatedState(Protocol):
+    """What a simulation reads, charges and restarts of the running scenario
+    (:class:`fabtest.engine.scenario.ScenarioState` is one; the private fields are the ones it restarts)."""
+
+    simulated_text: str | None
+    _user_note: str | None
+    _agent: Agent | None
+    _runner: ConversationRunner | None
+    _tracker: TopicTracker | None
+    _exit: contextlib.ExitStack
+
+    @property
+    def where(self) -> str: ...
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def llms(self) -> _Roles: ...
+
+    @property
+    def purpose(self) -> str | None: ...
+
+    @property
+    def topics(self) -> TopicGraph | None: ...
+
+    @property
+    def simulator_config(self) -> SimulatorConfig: ...
+
+    @property
+    def conversation(self) -> Conversation: ...
+
+    @property
+    def simulations(self) -> list[dict[str, Any]]: ...
+
+    @property
+    def runner(self) -> ConversationRunner: ...
+
+    @property
+    def _slots(self) -> Sized: ...
+
+    @property
+    def _pending(self) -> Sized: ...
+
+    def require_llm(self, role: str, what: str) -> None: ...
+
+    def _charge(self, role: str, usage: TokenUsage) -> None: ...
+
+    def _flush_pending(self) -> None: ...
 
 #: how many turns a simulation takes when the scenario does not say
 DEFAULT_MAX_TURNS = 10
 
 
-def simulate(state: ScenarioState, *, first: str | None = None,
+def simulate(state: SimulatedState, *, first: str | None = None,
              until: Callable[[Conversation], str | None] | None = None) -> str:
     """Let the simulated user talk to the agent until it stops; returns why it stopped.
 
@@ -45,7 +105,8 @@ def simulate(state: ScenarioState, *, first: str | None = None,
     """
     config = state.simulator_config
     if not config.goal:
-        raise UsageError(f"{state.where}: the simulated user has no goal: add Given a simulated user with the goal \"...\"")
+        raise UsageError(f"{state.where}: the simulated user has no goal: "
+                         "add Given a simulated user with the goal \"...\"")
     state.require_llm("simulator", "a simulated user")
     if config.stop_on_topic and state.topics is not None and config.stop_on_topic not in state.topics:
         raise UsageError(f'{state.where}: the simulation stops at topic "{config.stop_on_topic}", '
@@ -70,7 +131,7 @@ def simulate(state: ScenarioState, *, first: str | None = None,
     raise InvalidSimulation(f"the simulated user left its role in {tried}: {'; '.join(problems)}", where=state.where)
 
 
-def _one_conversation(state: ScenarioState, first: str | None,
+def _one_conversation(state: SimulatedState, first: str | None,
                       until: Callable[[Conversation], str | None] | None) -> tuple[str, Any, fidelity.Fidelity, str]:
     """One try: (why it stopped, the MaxTurnsReached it ended with or None, its fidelity check, and
     what the simulated user thought when it stopped the conversation itself)."""
@@ -120,7 +181,7 @@ def _one_conversation(state: ScenarioState, first: str | None,
     return reason, ending, checked, why
 
 
-def _stopped(state: ScenarioState, conversation: Conversation, simulator: Simulator, status: str) -> UserStopped:
+def _stopped(state: SimulatedState, conversation: Conversation, simulator: Simulator, status: str) -> UserStopped:
     """The user ends the conversation; with a stop condition still unmet, that is not reaching it."""
     reason = STOPS.get(status, STOPS["done"])
     if simulator.config.has_stop_condition and simulator.should_stop(conversation, state.topics) is None:
@@ -129,7 +190,7 @@ def _stopped(state: ScenarioState, conversation: Conversation, simulator: Simula
     return UserStopped(reason)
 
 
-def restart(state: ScenarioState) -> None:
+def restart(state: SimulatedState) -> None:
     """Forget the invalid conversation and start again with a fresh agent (its cost stays spent)."""
     state.conversation.turns.clear()
     state._tracker, state._user_note, state.simulated_text = None, None, None

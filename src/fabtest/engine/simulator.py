@@ -60,7 +60,8 @@ RULES
 HOW A REAL USER BEHAVES
 - Say what you want in your own words, one request at a time; never recite your goal or list every detail at once.
 - Give a fact from WHAT YOU KNOW only when the agent asks for it or your next request needs it.
-- Never invent a fact (a name, number, date, address, id...) that YOUR GOAL, WHO YOU ARE and WHAT YOU KNOW do not give: \
+- Never invent a fact (a name, number, date, address, id...) that YOUR GOAL, WHO YOU ARE \
+and WHAT YOU KNOW do not give: \
 if the agent asks for one, say you do not know or do not have it.
 - Agreeing is not doing: your goal is met only when the agent has done it (it says it is done, confirms it or gives \
 the result), not when it offers, promises or asks you to confirm.
@@ -266,7 +267,8 @@ class Simulator:
         """The prompt for the next user message (public so reports and tests can show it)."""
         config = self.config
         facts = "\n".join(f"- {key}: {value}" for key, value in config.facts.items()) or "(nothing specific)"
-        # issue 27 point 4: the agent's purpose, one line before the prompt (the user and the attacker know what they talk to)
+        # issue 27 point 4: the agent's purpose, one line before the prompt (the user and the attacker know
+        # what they talk to)
         head = f"THE AGENT YOU TALK TO IS FOR: {' '.join(self.purpose.split())}\n\n" if self.purpose else ""
         if config.attack is not None:
             chosen, number = attack(config.attack), len(conversation.turns) + 1
@@ -335,7 +337,8 @@ class Simulator:
             problem = _problem(text)
             if problem is not None:
                 return problem
-        return SimResult(text, status == "done", usage, attempts=attempt, status=status, thinking=answer.thinking.strip())
+        return SimResult(text, status == "done", usage, attempts=attempt, status=status,
+                         thinking=answer.thinking.strip())
 
     def should_stop(self, conversation: Conversation, topic_graph: TopicGraph | None = None) -> str | None:
         """Why the simulation should stop now, or None. Stops when the agent has called
@@ -348,7 +351,8 @@ class Simulator:
                     return f'the agent called "{config.stop_on_tool}" (turn {turn.number})'
         if config.stop_on_topic is not None:
             if topic_graph is not None and config.stop_on_topic not in topic_graph:
-                raise ValueError(f'the simulation stops at topic "{config.stop_on_topic}", which the topic graph does not have')
+                raise ValueError(f'the simulation stops at topic "{config.stop_on_topic}", '
+                                 "which the topic graph does not have")
             for turn in conversation.turns:
                 if turn.topic == config.stop_on_topic:
                     return f'the conversation reached the topic "{config.stop_on_topic}" (turn {turn.number})'

@@ -83,7 +83,8 @@ class ToolSimulator:
         with llm_call(call):
             completion = self.llm.complete_json(prompt, SimulatedToolAnswer, system=TOOL_SYSTEM_PROMPT)
         self.charge(completion.usage)
-        parsed = completion.parsed or SimulatedToolAnswer(error=f"the simulator gave no answer: {completion.text[:200]!r}")
+        parsed = completion.parsed or SimulatedToolAnswer(
+            error=f"the simulator gave no answer: {completion.text[:200]!r}")
         if parsed.error:
             found = Answer(parsed.error, True, 0.0)
         else:

@@ -8,26 +8,39 @@ conversation took and the graph declared, and name an unknown topic as a usage e
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-from fabtest.conversation import Mode
+from fabtest.conversation import Check, Conversation, Mode, Status
 from fabtest.engine.topics import TopicGraph, follows, reached
 from fabtest.errors import UsageError
 
-if TYPE_CHECKING:
-    from fabtest.engine.scenario import ScenarioState
-
-__all__ = ["check_follows", "check_reached"]
+__all__ = ["TopicState", "check_follows", "check_reached"]
 
 
-def check_reached(state: ScenarioState, topic: str, mode: Mode) -> None:
+class TopicState(Protocol):
+    """What the topic checks read and record (:class:`fabtest.engine.scenario.ScenarioState` is one)."""
+
+    @property
+    def where(self) -> str: ...
+
+    @property
+    def topics(self) -> TopicGraph | None: ...
+
+    @property
+    def conversation(self) -> Conversation: ...
+
+    def record_check(self, kind: str, mode: Mode, label: str, status: Status, details: str,
+                     *, turn: int | None = None, data: dict[str, Any] | None = None) -> Check: ...
+
+
+def check_reached(state: TopicState, topic: str, mode: Mode) -> None:
     """The conversation passed through ``topic`` at some turn."""
     path = _path(state, [topic])
     state.record_check("reached_topic", mode, f"reached:{topic}", "passed" if reached(topic, path) else "failed",
                        f"topic path: {' > '.join(path) or '(none)'}", turn=None, data={"topic": topic})
 
 
-def check_follows(state: ScenarioState, sequence: Sequence[str], mode: Mode) -> None:
+def check_follows(state: TopicState, sequence: Sequence[str], mode: Mode) -> None:
     """The path contains ``sequence`` in order, with no jump the topics' ``next`` column does not allow."""
     path = _path(state, sequence)
     jumps = state.conversation.off_graph_transitions
@@ -39,7 +52,7 @@ def check_follows(state: ScenarioState, sequence: Sequence[str], mode: Mode) -> 
                        details, turn=None, data={"sequence": list(sequence)})
 
 
-def _path(state: ScenarioState, names: Sequence[str]) -> list[str]:
+def _path(state: TopicState, names: Sequence[str]) -> list[str]:
     """The topic path so far, once the graph is declared and knows every name in ``names``."""
     graph: TopicGraph | None = state.topics
     if graph is None:

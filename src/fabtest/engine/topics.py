@@ -81,7 +81,8 @@ def parse_triggers(text: str) -> list[Trigger]:
         start = _KIND_START.match(text, pos)
         if start is None:
             raise TriggerError(
-                f"cannot parse trigger {text[pos:].split(',')[0].strip()!r}: expected tool:NAME, agent:/REGEX/ or user:/REGEX/"
+                f"cannot parse trigger {text[pos:].split(',')[0].strip()!r}: "
+                "expected tool:NAME, agent:/REGEX/ or user:/REGEX/"
             )
         kind = start.group(1).lower()
         pos = start.end()
@@ -360,7 +361,8 @@ def _topic_from_row(row: Mapping[str, Any], *, where: str) -> Topic:
         try:
             max_turns = int(raw_max)
         except ValueError:
-            raise TopicGraphError(f'{where}: topic "{name}": max turns must be a whole number, got {raw_max!r}') from None
+            raise TopicGraphError(
+                f'{where}: topic "{name}": max turns must be a whole number, got {raw_max!r}') from None
         if max_turns < 1:
             raise TopicGraphError(f'{where}: topic "{name}": max turns must be at least 1, got {max_turns}')
     return Topic(
@@ -415,7 +417,8 @@ class TopicTracker:
         else:
             moved = next((t for t in self.graph.successors(current.name) if t.triggered_by(turn)), None)
             jumped = None if moved is not None else next(
-                (self.graph[n] for n in self.graph.names if n != current.name and self.graph[n].triggered_by(turn)), None)
+                (self.graph[n] for n in self.graph.names
+                 if n != current.name and self.graph[n].triggered_by(turn)), None)
             if moved is not None:
                 result = Classification(moved.name, "trigger")
             elif jumped is not None:

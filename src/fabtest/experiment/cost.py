@@ -18,10 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from fabtest.experiment.model import ScenarioResult
+from typing import Any, Protocol
 
 __all__ = [
     "DEFAULT_PRICES",
@@ -41,6 +38,37 @@ __all__ = [
     "total_text",
     "unpriced_note",
 ]
+
+
+class _Usage(Protocol):
+    """One role's tokens (:class:`fabtest.experiment.model.UsageRecord` is one)."""
+
+    @property
+    def calls(self) -> int: ...
+
+    @property
+    def input_tokens(self) -> int: ...
+
+    @property
+    def output_tokens(self) -> int: ...
+
+
+class _Turn(Protocol):
+    @property
+    def metadata(self) -> Mapping[str, Any]: ...
+
+
+class CostedResult(Protocol):
+    """What costing reads of a scenario run (:class:`fabtest.experiment.model.ScenarioResult` is one).
+
+    A protocol rather than an import keeps ``cost`` below ``model``, which counts agent tokens with it.
+    """
+
+    @property
+    def usage(self) -> Mapping[str, _Usage]: ...
+
+    @property
+    def transcript(self) -> Sequence[_Turn]: ...
 
 #: The day the default prices were taken.
 PRICES_TAKEN = "2026-11-22"
@@ -191,7 +219,7 @@ class _Line:
             self.usd = None if price is None or self.usd is None else self.usd + price.usd(inp, out)
 
 
-def _lines(result: ScenarioResult, role_models: Mapping[str, str | None],
+def _lines(result: CostedResult, role_models: Mapping[str, str | None],
            prices: Mapping[str, Price]) -> list[_Line]:
     """One scenario's usage as (role, model) lines: agent turns by their own model, other roles
     by the model the experiment names for them (or the model their usage record names)."""
@@ -223,7 +251,7 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 8)
 
 
-def scenario_cost(result: ScenarioResult, role_models: Mapping[str, str | None],
+def scenario_cost(result: CostedResult, role_models: Mapping[str, str | None],
                   prices: Mapping[str, Price]) -> dict[str, Any]:
     """``{"usd", "complete", "roles": {role: {"model", "usd"}}}`` for one scenario run.
 
@@ -244,12 +272,12 @@ def scenario_cost(result: ScenarioResult, role_models: Mapping[str, str | None],
             "roles": dict(sorted(roles.items()))}
 
 
-def scenario_tokens(result: ScenarioResult) -> int:
+def scenario_tokens(result: CostedResult) -> int:
     """Input and output tokens of every role of one scenario run (what :func:`scenario_cost` prices)."""
     return sum(ln.input_tokens + ln.output_tokens for ln in _lines(result, {}, {}))
 
 
-def experiment_cost(results: Sequence[ScenarioResult], role_models: Mapping[str, str | None],
+def experiment_cost(results: Sequence[CostedResult], role_models: Mapping[str, str | None],
                     prices: Mapping[str, Price]) -> dict[str, Any]:
     """The summary ``cost`` block: per role and model tokens and USD, the total, what had no price.
 
@@ -300,7 +328,8 @@ def summary_cost(summary: Mapping[str, Any]) -> dict[str, Any] | None:
         if not isinstance(ln, dict) or any(not isinstance(ln.get(k), t) for k, t in keys.items()) \
                 or not isinstance(ln.get("usd"), (int, float, type(None))) or isinstance(ln.get("usd"), bool):
             return None
-    if not isinstance(spent.get("total_usd"), (int, float, type(None))) or not isinstance(spent.get("unpriced", []), list):
+    if (not isinstance(spent.get("total_usd"), (int, float, type(None)))
+            or not isinstance(spent.get("unpriced", []), list)):
         return None
     if not all(isinstance(e, dict) for e in spent.get("unpriced", [])):
         return None

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from fabtest.conversation import jsonable
 from fabtest.errors import FailureType, excerpt
+from fabtest.experiment.cost import agent_turn_lines
 
 if TYPE_CHECKING:
     from fabtest.conversation import Conversation
@@ -156,8 +157,9 @@ class ExperimentInfo(BaseModel):
 def turn_records(conversation: Conversation) -> list[TurnRecord]:
     """The transcript of a conversation as result records (features and playbooks alike)."""
     return [
-        TurnRecord(number=t.number, user=t.user, agent=t.response.text, topic=t.topic, duration_s=round(t.duration_s, 4),
-                   metadata=jsonable(t.response.metadata), off_graph=t.off_graph_from is not None, user_note=t.user_note,
+        TurnRecord(number=t.number, user=t.user, agent=t.response.text, topic=t.topic,
+                   duration_s=round(t.duration_s, 4), metadata=jsonable(t.response.metadata),
+                   off_graph=t.off_graph_from is not None, user_note=t.user_note,
                    tool_calls=[ToolCallRecord(name=c.name, arguments=jsonable(c.arguments), result=jsonable(c.result),
                                               metadata=jsonable(c.metadata), stubbed=c.stubbed)
                                for c in t.tool_calls])
@@ -168,8 +170,6 @@ def turn_records(conversation: Conversation) -> list[TurnRecord]:
 def usage_records(conversation: Conversation) -> dict[str, UsageRecord]:
     """Tokens per role: judge and simulator as charged, the agent summed from each turn's
     ``metadata["usage"]`` (with its ``metadata["model"]`` when every turn names the same one)."""
-    from fabtest.experiment.cost import agent_turn_lines
-
     records = {role: UsageRecord.model_validate(usage.to_dict()) for role, usage in conversation.usage.items()}
     calls = inp = out = 0
     models: set[str | None] = set()

@@ -18,18 +18,33 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 if TYPE_CHECKING:
-    from fabtest.config.criteria import Criterion
     from fabtest.conversation import Conversation, ToolCall
 
-__all__ = ["PURPOSES", "LLMCall", "Purpose", "current_call", "llm_call"]
+__all__ = ["PURPOSES", "CriterionLike", "LLMCall", "Purpose", "current_call", "llm_call"]
 
 Purpose = Literal["simulated_user", "criteria", "grounding", "intent", "goal", "topic", "scenarios",
                   "simulator_fidelity", "tool", "extract"]
 PURPOSES: tuple[str, ...] = ("simulated_user", "criteria", "grounding", "intent", "goal", "topic", "scenarios",
                              "simulator_fidelity", "tool", "extract")
+
+
+class CriterionLike(Protocol):
+    """What a call's reader sees of a criterion (:class:`fabtest.config.criteria.Criterion` is one).
+
+    A protocol here rather than an import keeps ``llm`` below ``config``: the settings import the LLM.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def ad_hoc(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -48,7 +63,7 @@ class LLMCall:
 
     purpose: Purpose
     subject: str = ""
-    criteria: tuple[Criterion, ...] = ()
+    criteria: tuple[CriterionLike, ...] = ()
     scope: str | None = None
     intent: str | None = None
     goal: str | None = None

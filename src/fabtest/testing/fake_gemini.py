@@ -27,9 +27,9 @@ How a reply is chosen, per request:
 1. **Faults** (:meth:`FakeGemini.add_fault`) first: the first fault whose pattern matches and
    that has uses left fires (HTTP 429/500/any status, ``"timeout"``, ``"malformed_json"``,
    ``"wrong_schema"``, ``"empty"``, ``"blocked"``).
-2. **Rules** (:meth:`FakeGemini.add_rule`, :meth:`FakeGemini.add_tool_script`) in the order added: the first whose regex is found in
-   the request text (system instruction + every content part, joined by newlines) and that has
-   uses left answers with text, JSON, a function call, or whatever its callback returns.
+2. **Rules** (:meth:`FakeGemini.add_rule`, :meth:`FakeGemini.add_tool_script`) in the order added: the
+   first whose regex is found in the request text (system instruction + every content part, joined by
+   newlines) and that has uses left answers with text, JSON, a function call, or whatever its callback returns.
 3. The ``handler`` given to the constructor, if any (a callback for every request).
 4. Otherwise the default: ``default_json`` for JSON-mode requests when set, else
    ``default_text``.

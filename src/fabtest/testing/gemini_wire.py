@@ -15,13 +15,10 @@ import threading
 import uuid
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
-if TYPE_CHECKING:
-    from fabtest.testing.fake_gemini import FakeGemini
-
-__all__ = ["MISSING", "FakeRequest", "Handler", "Reply", "Server", "count_tokens"]
+__all__ = ["MISSING", "FakeRequest", "Handler", "Reply", "Served", "Server", "count_tokens"]
 
 #: "no JSON scripted" (None is a JSON value a rule may script)
 MISSING: Any = object()
@@ -194,7 +191,8 @@ def _usage(prompt_tokens: int, answer_tokens: int) -> dict[str, int]:
     }
 
 
-def _response(parts: list[dict[str, Any]], *, finish: str | None, usage: dict[str, int], model: str, rid: str) -> dict[str, Any]:
+def _response(parts: list[dict[str, Any]], *, finish: str | None, usage: dict[str, int], model: str,
+              rid: str) -> dict[str, Any]:
     candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
     if finish:
         candidate["finishReason"] = finish
@@ -205,12 +203,55 @@ def _error_body(status: int, message: str) -> dict[str, Any]:
     return {"error": {"code": status, "message": message, "status": _STATUS_NAMES.get(status, "UNKNOWN")}}
 
 
+class _Fault(Protocol):
+    """An injected failure as the server reads it (:class:`fabtest.testing.fake_gemini.Fault` is one)."""
+
+    @property
+    def kind(self) -> int | str: ...
+
+    @property
+    def delay_s(self) -> float | None: ...
+
+
+class Served(Protocol):
+    """What the server needs of the fake it serves (:class:`~fabtest.testing.FakeGemini` is one).
+
+    A protocol rather than an import keeps the wire format below ``fake_gemini``, which starts the server.
+    """
+
+    @property
+    def latency(self) -> float: ...
+
+    @property
+    def model_version(self) -> str | None: ...
+
+    @property
+    def stream_chunks(self) -> int: ...
+
+    @property
+    def timeout_fault_s(self) -> float: ...
+
+    def _enter(self) -> None: ...
+
+    def _leave(self) -> None: ...
+
+    def _record(self, request: FakeRequest) -> None: ...
+
+    def _note_error(self, message: str) -> None: ...
+
+    def _pick_fault(self, request: FakeRequest) -> _Fault | None: ...
+
+    def _pick_reply(self, request: FakeRequest) -> Reply: ...
+
+    def _sleep(self, seconds: float) -> bool: ...
+
+
 class Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 128
 
-    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], fake: FakeGemini) -> None:
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], fake: Served) -> None:
         self.fake = fake
         self._connections: set[socket.socket] = set()
         self._connections_lock = threading.Lock()
@@ -265,7 +306,7 @@ class Handler(BaseHTTPRequestHandler):
             return
         fake._record(request)
         fake._enter()
-        self._counted: FakeGemini | None = fake
+        self._counted: Served | None = fake
         try:
             self._answer(fake, request)
         except (BrokenPipeError, ConnectionResetError):
@@ -281,7 +322,7 @@ class Handler(BaseHTTPRequestHandler):
         if fake is not None:
             fake._leave()
 
-    def _answer(self, fake: FakeGemini, request: FakeRequest) -> None:
+    def _answer(self, fake: Served, request: FakeRequest) -> None:
         if fake._sleep(fake.latency):
             return
         model = fake.model_version or request.model
@@ -333,7 +374,8 @@ class Handler(BaseHTTPRequestHandler):
         pieces = _split(text, fake.stream_chunks) if text else ([] if calls else [""])
         events = [[{"text": piece}] for piece in pieces] + ([call_parts] if call_parts else [])
         chunks = [
-            _response(parts, finish=reply.finish_reason if i == len(events) - 1 else None, usage=usage, model=model, rid=rid)
+            _response(parts, finish=reply.finish_reason if i == len(events) - 1 else None, usage=usage, model=model,
+                      rid=rid)
             for i, parts in enumerate(events)
         ]
         self._send_sse(chunks)
