@@ -185,3 +185,27 @@ def test_variance_section_with_iterations():
     a = next(s for s in var["scenarios"] if s["name"] == "a")
     assert (a["runs"], a["passes"], a["pass_rate"], a["pass_at_k"], a["pass_hat_k"]) == (3, 2, 0.6667, 1.0, 0.0)
     assert var["flaky"] == [a["id"]]
+
+
+def test_a_result_journaled_just_before_an_interrupt_still_reaches_the_experiment(tmp_path, monkeypatch):
+    """Ctrl-C between a result's journal line and its spool entry: the file still has it (the journal
+    is removed once the file is written, so leaving it out would lose a finished scenario)."""
+    import json
+
+    from exp_factory import make_result
+
+    rec = Recorder(tmp_path, experiment_id="exp_intr01", cwd=tmp_path)
+    rec.add(make_result("first"))
+    spool_add = rec._late.add
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(rec._late, "add", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        rec.add(make_result("second"))
+    monkeypatch.setattr(rec._late, "add", spool_add)
+    path = rec.finalise(interrupted=True)
+    doc = json.loads(path.read_text())
+    assert [r["name"] for r in doc["scenario_results"]] == ["first", "second"]
+    assert doc["experiment"]["interrupted"] is True and not rec.journal.exists()

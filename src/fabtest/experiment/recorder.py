@@ -275,6 +275,16 @@ class Recorder:
     def _final_info(self, interrupted: bool) -> ExperimentInfo:
         return _unhashed(self.info).model_copy(update={"interrupted": interrupted})
 
+    def _add_journaled_but_unspooled(self) -> None:
+        """An interrupt that landed after a result's journal line and before its entry was spooled
+        left it out of the spool, and the journal is removed once the file is written: add such a
+        result back from the journal, the record of what finished (the window is a few lines wide,
+        but a loaded machine hit it)."""
+        self._journal.flush()
+        for kind, value in _journal_records(self.journal):
+            if kind == "result" and not self._spool.holds(result_key(value)):
+                self._late.add(value)
+
     def discard(self) -> None:
         """Nothing was recorded: release the id and remove the journal, write no experiment."""
         self._spool.close()
@@ -283,6 +293,8 @@ class Recorder:
 
     def finalise(self, interrupted: bool = False) -> Path:
         """Write ``results/<id>.json`` atomically and remove the journal (``document`` still works)."""
+        if interrupted:
+            self._add_journaled_but_unspooled()
         self._late.settle(INTERRUPTED if interrupted else NEVER_ARRIVED)
         try:
             self.path = self._spool.write(self._final_info(interrupted), self.results_dir)

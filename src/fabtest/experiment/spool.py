@@ -214,6 +214,11 @@ class Spool:
         self._keys.append((result.nodeid, result.id, result.iteration))  # briefs drop the node id
         self._commit(slot, *prepared)
 
+    def holds(self, key: ResultKey) -> bool:
+        """A result of this key was added and its entry written (an interrupted add leaves it out)."""
+        slot = self._slots.get(key)
+        return slot is not None and self._lengths[slot] > 0
+
     def index_rows(self) -> list[list[Any]]:
         """The ``scenario_index`` rows recorded so far (what a comparison adds up), for a look
         during the run (``--fabtest-until-decided``)."""
