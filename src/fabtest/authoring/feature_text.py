@@ -12,14 +12,18 @@ cells escape ``|`` and ``\\``.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+from fabtest._internal.files import write_text_atomic
 from fabtest.authoring.draft_user import DraftedUser
 from fabtest.authoring.transcripts import RecordedConversation
 from fabtest.experiment.model import CheckRecord
 
-__all__ = ["check_steps", "feature_text", "regression_feature", "simulated_feature"]
+__all__ = ["check_steps", "feature_text", "regression_feature", "regression_path", "simulated_feature",
+           "write_feature"]
 
 _FORMAT_NAMES = {"fabtest": "a fabtest experiment", "openai": "OpenAI chat messages",
                  "gemini": "Gemini contents", "messages": "a list of messages",
@@ -67,6 +71,21 @@ def _stub_steps(conversation: RecordedConversation) -> list[str]:
         lines += [f'    Given the tool "{call.name}" returns:', '      """',
                   *("      " + line for line in body.splitlines()), '      """']
     return lines
+
+
+def regression_path(name: str, output: str | None, *, fallback: str) -> Path:
+    """``-o PATH``, else ``features/regressions/<name as a file name>.feature`` (``fallback`` when the
+    name has no letter or digit)."""
+    if output:
+        return Path(output)
+    stem = re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")[:60] or fallback
+    return Path("features/regressions") / f"{stem}.feature"
+
+
+def write_feature(path: Path, text: str) -> None:
+    """Write a feature atomically, making its folder: a crash never leaves half a feature."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(path, text)
 
 
 def _line(text: str) -> str:

@@ -9,21 +9,15 @@ and the LLM keys in the environment), and never over an existing file.
 from __future__ import annotations
 
 import argparse
-import os
-import re
 import sys
 import tomllib
 from pathlib import Path
 from typing import Any
 
 from fabtest._internal import redaction
-from fabtest._internal.files import write_text_atomic
 from fabtest.errors import UsageError
 
 __all__ = ["add_import_args", "run_import"]
-
-_KEYS = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY")
-
 
 def add_import_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar="FILE", help="the recorded conversation (JSON), or an experiment id")
@@ -43,20 +37,21 @@ def add_import_args(p: argparse.ArgumentParser) -> None:
 
 
 def run_import(args: argparse.Namespace, results_dir: str) -> int:
+    from fabtest.authoring.feature_text import regression_path
     from fabtest.authoring.transcripts import read_conversation
 
     try:
         path = _resolve(args.file, results_dir)
         conversation = read_conversation(path, fmt=args.fmt, scenario=args.scenario, run=args.run)
         _register_project_secrets(Path("pyproject.toml"))
-        out = Path(args.output) if args.output else Path("features/regressions") / f"{_slug(conversation.name)}.feature"
+        out = regression_path(conversation.name, args.output, fallback="imported")
         if out.exists():
             raise UsageError(f"{out} exists; fabtest import never overwrites a file (choose another with -o PATH)")
         if args.mode == "simulated":
             return _simulated(args, conversation, path, out)
-        from fabtest.authoring.feature_text import feature_text
+        from fabtest.authoring.feature_text import feature_text, write_feature
 
-        _write(out, redaction.redact(feature_text(conversation, source=str(path), agent=args.agent)))
+        write_feature(out, redaction.redact(feature_text(conversation, source=str(path), agent=args.agent)))
     except UsageError as exc:
         print(f"fabtest import: {exc}", file=sys.stderr)
         return 2
@@ -73,7 +68,7 @@ def run_import(args: argparse.Namespace, results_dir: str) -> int:
 def _simulated(args: argparse.Namespace, conversation: Any, path: Path, out: Path) -> int:
     """Draft the user with the judge LLM, show it, and write it once a person said yes."""
     from fabtest.authoring.draft_user import draft_user
-    from fabtest.authoring.feature_text import simulated_feature
+    from fabtest.authoring.feature_text import simulated_feature, write_feature
     from fabtest.cli.judging import judge_llm
     from fabtest.llm.base import LLMError, LLMNotConfigured
 
@@ -92,14 +87,9 @@ def _simulated(args: argparse.Namespace, conversation: Any, path: Path, out: Pat
         if input(f"Write it to {out}? [y/N] ").strip().lower() not in ("y", "yes"):
             print("not written")
             return 1
-    _write(out, text)
+    write_feature(out, text)
     print(f"wrote {out}: a simulated user drafted from {len(conversation.turns)} recorded user turn(s)")
     return 0
-
-
-def _write(out: Path, text: str) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(out, text)
 
 
 def _resolve(ref: str, results_dir: str) -> Path:
@@ -117,13 +107,10 @@ def _resolve(ref: str, results_dir: str) -> Path:
 
 def _register_project_secrets(pyproject: Path) -> None:
     """The secrets a run of this project would mask are masked in what import writes, too."""
-    redaction.register(*(os.environ[k] for k in _KEYS if os.environ.get(k)))
+    redaction.register_llm_keys()
     try:
         table = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("tool", {}).get("fabtest", {})
     except (OSError, ValueError):
         return
     redaction.register_configured_secrets(table)
 
-
-def _slug(name: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")[:60] or "imported"

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from fabtest.errors import UsageError
 
@@ -65,7 +64,7 @@ def run_shrink(args: argparse.Namespace, results_dir: str) -> int:
 
 
 def _shrink(args: argparse.Namespace, results_dir: str) -> int:
-    from fabtest.authoring.feature_text import check_steps, regression_feature
+    from fabtest.authoring.feature_text import check_steps, regression_feature, regression_path, write_feature
     from fabtest.authoring.shrink import Confirm, failing_checks, shrink
     from fabtest.cli.judging import load_experiment
     from fabtest.cli.replay import replay_env
@@ -89,7 +88,7 @@ def _shrink(args: argparse.Namespace, results_dir: str) -> int:
         raise UsageError(f'the failed check {check.type} "{check.criterion}" has no step form fabtest shrink can '
                          "write (shrink re-checks criteria, intents, grounding, response patterns, calls anywhere in "
                          "the conversation, tool trajectories and transcript text)")
-    out = Path(args.output) if args.output else Path("features/regressions") / f"{_slug(result.name)}.feature"
+    out = regression_path(result.name, args.output, fallback="shrunk")
     if out.exists():
         raise UsageError(f"{out} exists; fabtest shrink never overwrites a file (choose another with -o PATH)")
     env = replay_env(argparse.Namespace(agent=args.agent, similarity=1.0, no_continue=False))
@@ -124,10 +123,7 @@ def _shrink(args: argparse.Namespace, results_dir: str) -> int:
     text = regression_feature(result.name, outcome.messages, outcome.anchor, setup, step, comments=comments,
                               agent=args.agent if args.agent and ":" not in args.agent else None,
                               history=outcome.history)
-    from fabtest._internal.files import write_text_atomic
-
-    out.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(out, text)
+    write_feature(out, text)
     print(f"wrote {out}: {len(result.transcript)} user turns -> {len(outcome.messages)}, {spent}")
     return EXIT_OK
 
@@ -136,8 +132,3 @@ def _short(text: str, limit: int = 160) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
-
-def _slug(name: str) -> str:
-    import re
-
-    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")[:60] or "shrunk"

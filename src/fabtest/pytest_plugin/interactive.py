@@ -92,7 +92,7 @@ class InteractiveUser:
 
 def save_as_feature(conversation: Conversation | None, target: Path) -> str:
     """The conversation so far as a scripted feature (``fabtest import``'s format); a line saying what happened."""
-    from fabtest.authoring.feature_text import feature_text
+    from fabtest.authoring.feature_text import feature_text, write_feature
     from fabtest.authoring.transcripts import RecordedConversation, RecordedTurn
 
     turns = [RecordedTurn(t.user, t.response.text, list(t.response.tool_calls))
@@ -103,8 +103,7 @@ def save_as_feature(conversation: Conversation | None, target: Path) -> str:
         return f"{target} exists: not overwritten"
     recorded = RecordedConversation(target.stem, "messages", turns, origin="played by a person (--fabtest-interactive)")
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(redaction.redact(feature_text(recorded, source="an interactive session")), encoding="utf-8")
+        write_feature(target, redaction.redact(feature_text(recorded, source="an interactive session")))
     except OSError as exc:
         return f"could not save {target}: {exc}"
     return f"saved {len(turns)} turn(s) to {target}"
