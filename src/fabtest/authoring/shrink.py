@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from fabtest.experiment.model import CheckRecord, ScenarioResult, TurnRecord
+from fabtest.experiment.stats import LLM_JUDGED_TYPES
 from fabtest.replay.conversations import ReplayEnv, replay_scenario
 
 __all__ = ["Confirm", "ShrinkOutcome", "failing_checks", "shrink"]
@@ -59,12 +60,8 @@ class ShrinkOutcome:
     not_checkable: str = ""
 
 
-class _BudgetSpent(Exception):
-    pass
-
-
-#: checks whose details are a judge's reasoning (they differ every time); the others state what they saw
-_JUDGED = {"satisfy", "goal", "intent", "grounded_in"}
+class _Stop(Exception):  # noqa: N818 - control flow inside this module, never raised out of it
+    """The search cannot go on: the budget is spent, or the check cannot be re-run on a replay."""
 
 
 def _signature(details: str) -> str:
@@ -101,12 +98,12 @@ class _Search:
                and failed + (self.confirm.n - tried) >= self.confirm.k):
             if self.outcome.replays >= self.budget:
                 self.outcome.budget_spent = True
-                raise _BudgetSpent
+                raise _Stop
             status = self._replay(messages, anchor)
             tried += 1
             failed += status == "failed"
             if status == "not checkable":
-                raise _BudgetSpent
+                raise _Stop
         verdict = failed >= self.confirm.k
         self.seen[key] = verdict
         if verdict:  # the search only ever tries smaller candidates: the last that fails is the best so far
@@ -137,7 +134,8 @@ class _Search:
         if rechecked.data.get("replay") == "not rechecked":
             self.outcome.not_checkable = rechecked.details
             return "not checkable"
-        if rechecked.status == "failed" and self.check.type not in _JUDGED \
+        # a judge's reasoning differs every time; a deterministic check says what it saw
+        if rechecked.status == "failed" and self.check.type not in LLM_JUDGED_TYPES \
                 and _signature(rechecked.details) != _signature(self.check.details):
             return "failed otherwise"  # the same check failing for another reason is another bug
         return rechecked.status
@@ -157,7 +155,7 @@ def shrink(result: ScenarioResult, check: CheckRecord, env: ReplayEnv, *, confir
         _less_history(search, messages, anchor)
         for index in range(len(messages)):
             messages = _shorter_message(search, messages, anchor, index)
-    except _BudgetSpent:
+    except _Stop:
         pass
     return search.outcome
 
