@@ -12,6 +12,7 @@
 - ``crash``: writes to stderr and exits with code 3. ``hang``: starts a grandchild and never answers.
 - ``silent``: ends the turn without any text.
 - ``env NAME``: says ``token: <the value of $NAME>`` (an agent echoing a secret it was given).
+- ``meta``: says ``traceparent: <the prompt's _meta.traceparent>`` (or ``none``).
 - ``malformed``: sends a ``session/update`` the schema rejects, then a good reply.
 - ``surrogate``: replies with a lone surrogate escaped in its JSON (``"\\ud83d"``).
 
@@ -132,6 +133,8 @@ class EchoAgent:
             await self.say(session_id, "escaped")
         elif command == "env":
             await self.say(session_id, f"token: {os.environ.get(words[1], '')}")
+        elif command == "meta":
+            await self.say(session_id, f"traceparent: {kwargs.get('traceparent', 'none')}")
         elif command == "malformed":
             await self.conn._conn.send_notification("session/update", {  # noqa: SLF001 - bypasses the SDK's model
                 "sessionId": session_id, "update": {"sessionUpdate": "agent_message_chunk", "content": 42}})

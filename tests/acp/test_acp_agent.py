@@ -221,3 +221,20 @@ def test_environment_variables_are_expanded_inside_lists(monkeypatch, tmp_path):
                        {"cwd": str(tmp_path)}, where="t")
     assert agent.command[-1] == "--token=s3cret"
     assert agent.mcp_servers[0].headers[0].value == "Bearer s3cret"
+
+
+def test_an_agent_that_exports_traces_gets_the_turns_traceparent_in_the_prompts_meta(tmp_path, marker):
+    """ACP's convention (shared with MCP): W3C trace context as root keys of ``params._meta``; only an
+    agent with ``traces = true`` gets it, and it is the turn's own (the spans fabtest waits for)."""
+    from fabtest.agents import trace_calls
+
+    traced, plain = echo_agent(tmp_path, marker, traces=True), echo_agent(tmp_path, marker)
+    with traced.around(), trace_calls.turn(traced, port=0, wait=0.1):
+        reply = traced.chat([Message("user", "meta")])
+        sent = trace_calls.headers()["traceparent"]
+    assert reply.text == f"traceparent: {sent}"
+    assert traced.metadata()["traces"] is True
+    with plain.around():
+        assert plain.chat([Message("user", "meta")]).text == "traceparent: none"
+    with pytest.raises(UsageError, match="traces: expected true or false"):
+        make_agent({"acp": [sys.executable, ECHO], "traces": "yes"}, {}, where="agent")

@@ -172,3 +172,52 @@ def test_tool_steps_read_the_calls_in_the_agents_traces(project, agent_server, m
     assert checks["not_call_tool:change_plan"]["status"] == "inconclusive"  # never passed on no evidence
     assert "did not arrive" in checks["call_tool:lookup_account"]["details"]
     assert "was inconclusive" in silent["failure_message"]
+
+
+CLI_AGENT = '''
+"""A CLI agent run once per turn: it exports its spans under the TRACEPARENT fabtest gives its process."""
+import json, os, sys, urllib.request
+
+said = sys.argv[1].removeprefix("--prompt=").lower()
+_, trace_id, parent_id, _ = os.environ["TRACEPARENT"].split("-")
+root = "bb" * 8
+spans = [{"traceId": trace_id, "spanId": "00000000000000c1", "parentSpanId": root,
+          "name": "execute_tool lookup_account",
+          "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+                         {"key": "gen_ai.tool.name", "value": {"stringValue": "lookup_account"}}]},
+         {"traceId": trace_id, "spanId": root, "parentSpanId": parent_id, "name": "cli turn"}]
+request = urllib.request.Request(
+    f"http://127.0.0.1:{os.environ['RECEIVER_PORT']}/v1/traces", method="POST",
+    data=json.dumps({"resourceSpans": [{"scopeSpans": [{"scope": {"name": "cli"}, "spans": spans}]}]}).encode(),
+    headers={"Content-Type": "application/json"})
+urllib.request.urlopen(request, timeout=5).close()
+print("You are on basic.")
+'''
+
+
+def test_a_cli_agents_tool_calls_come_from_the_spans_it_exports_under_its_traceparent(project) -> None:
+    """A CLI agent with ``traces = true`` gets the turn's trace context as ``TRACEPARENT`` in its
+    environment (OpenTelemetry's environment-variable carrier) and its spans become tool calls."""
+    import sys
+
+    port = _free_port()
+    project.write("cli_agent.py", CLI_AGENT)
+    project.agent(f'''
+        from fabtest.agents.cli_agent import CliAgent
+
+        def build(context):
+            return CliAgent([{sys.executable!r}, "cli_agent.py", "--prompt={{prompt}}"], output_format="text",
+                            env={{"RECEIVER_PORT": "{port}"}}, traces=context.get("traces", False))
+    ''')
+    project.pyproject('agent = { factory = "mybot:build", traces = true }',
+                      extra=f"[tool.fabtest.traces]\nport = {port}\nwait = 5\n")
+    project.feature("features/t.feature", '''
+        Feature: A CLI agent's tools
+          Scenario: Seen in its traces
+            When the user says "What plan am I on?"
+            Then the agent must call "lookup_account"
+    ''')
+    project.run("features", "--fabtest-no-preflight").assert_outcomes(passed=1)
+    turn = project.scenarios()["Seen in its traces"]["transcript"][0]
+    assert [(c["name"], c["metadata"]["source"]) for c in turn["tool_calls"]] == [("lookup_account", "traces")]
+    assert turn["metadata"]["fabtest.traces"]["tool_calls"] == 1

@@ -38,7 +38,7 @@ from collections.abc import Coroutine, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from fabtest.agents import supervisor
+from fabtest.agents import supervisor, trace_calls
 from fabtest.agents.acp_updates import PERMISSIONS, Collector, Turn, rebuild_arguments
 from fabtest.agents.base import AgentError, AgentTimeout, OnToolCall, declared_tools, program_path
 from fabtest.agents.boundary import AgentDataError
@@ -75,6 +75,7 @@ class AcpAgent:
         startup_timeout_s: float | None = None,
         model: str | None = None,
         tools: Sequence[str] | None = None,
+        traces: bool = False,
     ) -> None:
         from fabtest._internal.extras import require_extra
 
@@ -91,6 +92,9 @@ class AcpAgent:
         self.command = program_path(argv)
         #: the tool names the agent declares (``tools = [...]``; ACP has no call that lists them)
         self.tools = declared_tools(tools, where=f"ACP agent {argv[0]!r}")
+        #: the agent exports its OpenTelemetry spans to fabtest (``traces = true``): every prompt carries the
+        #: turn's ``traceparent`` in ``_meta`` and its tool calls are read from the spans (agent-traces.md)
+        self.exports_traces = trace_calls.exports_flag(traces, f"ACP agent {argv[0]!r}")
         self.cwd = str(Path(cwd or os.getcwd()).resolve())
         self.env = {str(k): str(v) for k, v in (env or {}).items()}
         self.timeout_s = float(timeout_s)
@@ -125,7 +129,7 @@ class AcpAgent:
         if not command or not isinstance(command, (list, tuple)):
             raise ValueError("an ACP agent needs 'acp = [\"program\", \"arg\", ...]'")
         options: dict[str, Any] = {}
-        for key in ("env", "permission", "mcp_servers", "auth_method", "kill_grace_s", "model", "tools"):
+        for key in ("env", "permission", "mcp_servers", "auth_method", "kill_grace_s", "model", "tools", "traces"):
             if ctx.get(key) is not None:
                 options[key] = ctx[key]
         for key in ("startup_timeout_s", "startup_timeout"):
@@ -155,7 +159,9 @@ class AcpAgent:
                 # The same instance was handed a brand-new conversation: a new session, not the old one.
                 self._run(self._new_session(), deadline, "to open a new session")
                 self.turns = 0
-            result, turn = self._run(self._prompt(prompt), deadline, "to answer")
+            # read here, on the turn's thread: the prompt runs on the connection's own loop and context
+            meta = trace_calls.headers() if self.exports_traces else {}
+            result, turn = self._run(self._prompt(prompt, meta), deadline, "to answer")
             self.turns += 1
         if turn.malformed:
             raise AgentDataError(f"the ACP agent sent {len(turn.malformed)} malformed session update(s), which "
@@ -206,7 +212,8 @@ class AcpAgent:
     def metadata(self) -> dict[str, Any]:
         return {"adapter": "acp", "command": self.command[0], "session_id": self.session_id, "turns": self.turns,
                 **({"agent": self.agent_info} if self.agent_info else {}),
-                **({"tools": list(self.tools)} if self.tools is not None else {})}
+                **({"tools": list(self.tools)} if self.tools is not None else {}),
+                **({"traces": True} if self.exports_traces else {})}
 
     # -- internals ----------------------------------------------------------------------------------
 
@@ -282,11 +289,14 @@ class AcpAgent:
         session = await self._or_exit(self._conn.new_session(cwd=self.cwd, mcp_servers=list(self.mcp_servers)))
         self.session_id = session.session_id
 
-    async def _prompt(self, text: str) -> tuple[Any, Turn]:
+    async def _prompt(self, text: str, meta: Mapping[str, str]) -> tuple[Any, Turn]:
+        """One ``session/prompt``; ``meta`` (the turn's W3C trace context) goes in its ``_meta`` as root
+        keys, the convention ACP shares with MCP for propagating trace context."""
         from acp import text_block
 
         self._client.turn = Turn()
-        result = await self._or_exit(self._conn.prompt(session_id=self.session_id, prompt=[text_block(text)]))
+        result = await self._or_exit(self._conn.prompt(session_id=self.session_id, prompt=[text_block(text)],
+                                                       **meta))
         return result, self._client.turn
 
     async def _or_exit(self, awaitable: Any) -> Any:
@@ -470,7 +480,7 @@ def gemini_acp(context: Mapping[str, Any] | None = None) -> AcpAgent:
                "--approval-mode", str(ctx.get("approval_mode") or "yolo")]
     env = ctx.get("env") if isinstance(ctx.get("env"), Mapping) else None
     options: dict[str, Any] = {k: ctx[k] for k in ("permission", "mcp_servers", "kill_grace_s", "startup_timeout_s",
-                                                   "tools") if ctx.get(k) is not None}
+                                                   "tools", "traces") if ctx.get(k) is not None}
     return AcpAgent(command, cwd=ctx.get("cwd") or ctx.get("workspace"), env=env,
                     timeout_s=float(ctx.get("timeout_s", ctx.get("timeout", 60))), model=str(model), **options)
 
@@ -500,7 +510,7 @@ def gemini(context: Mapping[str, Any] | None = None) -> Any:
 #: and (``acp = false``) :func:`fabtest.agents.cli_agent.gemini_cli`'s settings
 TABLE_KEYS = frozenset({"acp", "command", "cwd", "workspace", "env", "timeout", "timeout_s", "startup_timeout",
                         "startup_timeout_s", "permission", "mcp_servers", "auth_method", "kill_grace_s", "model",
-                        "executable", "approval_mode", "tools"})
+                        "executable", "approval_mode", "tools", "traces"})
 
 
 def check_table(table: Mapping[str, Any], *, where: str) -> None:

@@ -33,7 +33,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from fabtest.agents import supervisor
+from fabtest.agents import supervisor, trace_calls
 from fabtest.agents.base import AgentError, AgentTimeout, OnToolCall, declared_tools, program_path
 from fabtest.conversation import AgentResponse, Message, ToolCall
 
@@ -76,6 +76,7 @@ class CliAgent:
         session_id: str | None = None,
         kill_grace_s: float = 2.0,
         tools: Sequence[str] | None = None,
+        traces: bool = False,
     ) -> None:
         if output_format not in OUTPUT_FORMATS:
             raise ValueError(f"output_format must be one of {OUTPUT_FORMATS}, got {output_format!r}")
@@ -101,6 +102,9 @@ class CliAgent:
         self.kill_grace_s = kill_grace_s
         #: the tool names the agent declares (``tools = [...]``): steps naming another tool are usage errors
         self.tools = declared_tools(tools, where=f"CLI agent {first[0]!r}")
+        #: the CLI exports its OpenTelemetry spans to fabtest (``traces = true``): each turn's process gets
+        #: the turn's ``TRACEPARENT`` and its tool calls are read from the spans (docs/how-to/agent-traces.md)
+        self.exports_traces = trace_calls.exports_flag(traces, f"CLI agent {first[0]!r}")
         self.session_id = session_id or str(uuid.uuid4())
         self.turns = 0
         self._running: set[subprocess.Popen[bytes]] = set()
@@ -112,8 +116,7 @@ class CliAgent:
         """Registry hook: options come from the context (``command``, ``model``, ``timeout_s``...)."""
         ctx = dict(context or {})
         options: dict[str, Any] = {}
-        for key in ("command", "resume_command", "model", "timeout_s", "cwd", "env", "output_format",
-                    "executable", "kill_grace_s", "tools"):
+        for key in _BUILD_KEYS:
             if ctx.get(key) is not None:
                 options[key] = ctx[key]
         if "model" not in options and ctx.get("agent_model"):
@@ -157,6 +160,7 @@ class CliAgent:
             "output_format": self.output_format,
             "turns": self.turns,
             **({"tools": list(self.tools)} if self.tools is not None else {}),
+            **({"traces": True} if self.exports_traces else {}),
         }
 
     def cancel(self) -> None:
@@ -214,7 +218,7 @@ class CliAgent:
         return [_PLACEHOLDER.sub(lambda m: values[m.group(1)], arg) for arg in template]
 
     def _run(self, argv: list[str]) -> tuple[int, bytes, bytes]:
-        env = {**os.environ, **self.env}
+        env = {**os.environ, **self.env, **(trace_calls.environment() if self.exports_traces else {})}
         launch = supervisor.wrap(argv, self.kill_grace_s)  # nothing it starts outlives the turn
         try:
             proc = subprocess.Popen(
@@ -276,7 +280,7 @@ class CliAgent:
 
 
 _BUILD_KEYS = ("command", "resume_command", "model", "timeout_s", "cwd", "env", "output_format", "executable",
-               "kill_grace_s", "tools")
+               "kill_grace_s", "tools", "traces")
 
 
 def agent_model(context: Mapping[str, Any]) -> str:
@@ -301,7 +305,7 @@ def gemini_cli(context: Mapping[str, Any] | None = None) -> CliAgent:
     cwd = ctx.get("cwd") or ctx.get("workspace")
     env = ctx.get("env") if isinstance(ctx.get("env"), Mapping) else None
     return CliAgent(model=str(model), executable=str(executable), timeout_s=float(timeout), cwd=cwd, env=env,
-                    tools=ctx.get("tools"))
+                    tools=ctx.get("tools"), traces=ctx.get("traces", False))
 
 
 # -- parsing ----------------------------------------------------------------------------------------

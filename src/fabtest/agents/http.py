@@ -45,11 +45,9 @@ class HttpAgent:
         #: the tool names the agent declares (``tools = [...]``): steps naming another tool are usage errors
         self.tools = declared_tools(tools, where=f"HTTP agent at {url}")
         self.timeout = _positive_seconds(timeout, "timeout")
-        if not isinstance(traces, bool):
-            raise TypeError(f"traces: expected true or false, got {traces!r}")
         #: the agent exports its OpenTelemetry spans to fabtest (``traces = true``): its tool calls are read
         #: from them (:mod:`fabtest.agents.trace_calls`)
-        self.exports_traces = traces
+        self.exports_traces = trace_calls.exports_flag(traces, f"HTTP agent at {url}")
         self._fields = (messages_field, session_field, text_field, tool_calls_field, metadata_field)
         self._extra = dict(extra_body or {})
         self._session_id = str(uuid.uuid4())

@@ -26,7 +26,8 @@ from fabtest.agents.boundary import merge_tool_calls
 from fabtest.agents.otlp_receiver import DEFAULT_PORT, Span, iter_descendants, receiver
 from fabtest.conversation import AgentResponse, ToolCall, jsonable
 
-__all__ = ["DEFAULT_WAIT_S", "METADATA_KEY", "TurnTrace", "headers", "missing", "tool_calls", "turn"]
+__all__ = ["DEFAULT_WAIT_S", "METADATA_KEY", "TurnTrace", "environment", "exports_flag", "headers", "missing",
+           "tool_calls", "turn"]
 
 #: seconds fabtest waits for a turn's spans by default (an SDK's batch exporter sends every 5 s)
 DEFAULT_WAIT_S = 10.0
@@ -60,6 +61,20 @@ def headers() -> dict[str, str]:
     if current is not None and "traceparent" not in out:
         out["traceparent"] = current.traceparent
     return out
+
+
+def environment() -> dict[str, str]:
+    """The turn's trace context for a CLI agent's process: ``TRACEPARENT`` / ``TRACESTATE`` /
+    ``BAGGAGE``, the names of OpenTelemetry's environment-variable carriers (the W3C header names in
+    upper case), so a CLI that extracts its parent from the environment continues the turn's trace."""
+    return {name.upper(): value for name, value in headers().items()}
+
+
+def exports_flag(traces: object, where: str) -> bool:
+    """An agent table's ``traces = true|false``, checked: any other value is a usage mistake."""
+    if not isinstance(traces, bool):
+        raise TypeError(f"{where}: traces: expected true or false, got {traces!r}")
+    return traces
 
 
 def _new_turn() -> TurnTrace:
