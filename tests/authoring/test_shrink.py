@@ -207,3 +207,69 @@ def test_a_trajectory_failure_shrinks_to_a_trajectory_step(project: Path, pytest
     assert body == ['When the user says "Switch me to unlimited please."',
                     'Then the agent must call "lookup" before "change"']
     pytester.runpytest("plans.feature", "-p", "no:randomly", "--fabtest-no-preflight").assert_outcomes(failed=1)
+
+
+# A tool the agent reads its answer from; the real one is harmless, the scenario's stub is not.
+TOOL_AGENT = '''
+import fabtest
+
+@fabtest.tool
+def get_price(room: str) -> dict:
+    return {"price": 90, "note": ""}
+
+def build(context):
+    def chat(messages):
+        text = messages[-1].content.lower()
+        if "price" in text:
+            quote = get_price(room="big")
+            return f"The price is {quote['price']} EUR {quote['note']}".strip() + "."
+        return "Noted."
+    return chat
+'''
+
+STUBBED = '''
+Feature: Stubbed prices
+  Scenario: The stub leaks a code
+    Given the tool "get_price" returns:
+      """
+      {"price": 80, "note": "(code STAFF50)"}
+      """
+    When the user says "Hello there."
+    When the user says "Is there parking?"
+    When the user says "What is the price?"
+    Then the response must not match "STAFF\\d+"
+'''
+
+
+def test_a_failure_a_stub_caused_reproduces_and_the_written_test_keeps_the_stub(
+        project: Path, pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
+    """The replays stub the tools the run's stubs answered, with their recorded answers (the real
+    tool never leaks), and the shrunk feature states the stub, so it fails on its own too."""
+    pytester.makepyfile(shop=TOOL_AGENT)
+    exp = _record(pytester, "stubbed", STUBBED)
+    code = main(["shrink", exp, "The stub leaks a code"])
+    _, err = capsys.readouterr()
+    assert code == 0, err
+    text = (project / "features" / "regressions" / "the_stub_leaks_a_code.feature").read_text()
+    body = [line.strip() for line in text.splitlines() if line.startswith("    ")]
+    assert body[:2] == ['Given the tool "get_price" returns:', '"""']
+    assert json.loads("".join(body[2:body.index('"""', 2)])) == {"price": 80, "note": "(code STAFF50)"}
+    assert body[-2:] == ['When the user says "What is the price?"', 'Then the response must not match "STAFF\\d+"']
+    result = pytester.runpytest(str(project / "features" / "regressions" / "the_stub_leaks_a_code.feature"),
+                                "-p", "no:randomly", "--fabtest-no-preflight")
+    result.assert_outcomes(failed=1)
+    assert "STAFF50" in result.stdout.str()
+
+
+def test_a_replay_meets_the_answers_the_runs_stubs_gave(project: Path, pytester: pytest.Pytester,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    pytester.makepyfile(shop=TOOL_AGENT)
+    exp = _record(pytester, "stubbed", STUBBED)
+    main(["replay", exp])
+    capsys.readouterr()
+    replayed = max((p for p in Path("results").glob("exp_*.json") if p.stem != exp), key=os.path.getmtime)
+    run = json.loads(replayed.read_text())["scenario_results"][0]
+    call = run["transcript"][-1]["tool_calls"][0]
+    assert (call["name"], call["result"], call["stubbed"]) == ("get_price", {"price": 80, "note": "(code STAFF50)"},
+                                                                True)
+    assert run["passed"] is False and "STAFF50" in run["transcript"][-1]["agent"]

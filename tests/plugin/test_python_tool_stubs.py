@@ -119,7 +119,7 @@ def test_python_tools_opt_in_with_the_decorator(project):
     at = project.line_of(FEATURE, 'Given the agent "remote"') + 1
     assert remote.startswith(f'features/p.feature:{at}: the tool "lookup_account" cannot be stubbed: '
                              "the agent (HttpAgent) runs its tools where fabtest cannot reach them"), remote
-    assert "an HTTP agent's calls can still be checked from its traces: traces = true" in remote
+    assert "its calls can still be checked from its traces: traces = true" in remote
     misspelt = by_name["A misspelt stub"]["failure_message"]
     assert misspelt.startswith(f'{line("lookup_acount")}: no tool "lookup_acount" to stub: the agent has '), misspelt
     assert "(did you mean 'lookup_account'?)" in misspelt

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ from fabtest.authoring.draft_user import DraftedUser
 from fabtest.authoring.transcripts import RecordedConversation
 from fabtest.experiment.model import CheckRecord
 
-__all__ = ["check_steps", "feature_text", "regression_feature", "regression_path", "simulated_feature",
+__all__ = ["check_steps", "feature_text", "regression_feature", "regression_path", "simulated_feature", "stub_steps",
            "write_feature"]
 
 _FORMAT_NAMES = {"fabtest": "a fabtest experiment", "openai": "OpenAI chat messages",
@@ -44,7 +44,8 @@ def feature_text(conversation: RecordedConversation, *, source: str, agent: str 
               f"  Scenario: {name}"]
     if agent:
         lines.append(f'    Given the agent "{agent}"')
-    lines += _stub_steps(conversation)
+    lines += stub_steps((c.name, c.result, bool(c.metadata.get("error"))) for t in conversation.turns
+                        for c in t.tool_calls if c.metadata.get("stubbed"))
     for turn in conversation.turns:
         lines += _user_step(turn.user)
         for call in turn.tool_calls:
@@ -54,21 +55,22 @@ def feature_text(conversation: RecordedConversation, *, source: str, agent: str 
     return "\n".join(lines)
 
 
-def _stub_steps(conversation: RecordedConversation) -> list[str]:
-    """The tools a stub answered in the recorded run (``"stubbed": true``) are stubbed again, with
-    the first recorded answer: the replay then meets the same tool behaviour, not the real system."""
+def stub_steps(calls: Iterable[tuple[str, Any, bool]]) -> list[str]:
+    """``Given the tool ...`` steps for the tools a stub answered in a recorded run, each with its
+    first recorded answer (``(name, result, failed)`` per stubbed call, in order): a replay of the
+    written feature then meets the same tool behaviour, not the real system."""
     lines: list[str] = []
     seen: set[str] = set()
-    for call in (c for t in conversation.turns for c in t.tool_calls):
-        if not call.metadata.get("stubbed") or call.name in seen or '"' in call.name:
+    for name, result, failed in calls:
+        if name in seen or '"' in name:
             continue
-        seen.add(call.name)
-        if call.metadata.get("error"):
-            message = _line(str(call.result)).replace('"', "'")
-            lines.append(f'    Given the tool "{call.name}" fails with "{message}"')
+        seen.add(name)
+        if failed:
+            message = _line(str(result)).replace('"', "'")
+            lines.append(f'    Given the tool "{name}" fails with "{message}"')
             continue
-        body = json.dumps(call.result, ensure_ascii=False, indent=2).replace('"""', '\\"\\"\\"')
-        lines += [f'    Given the tool "{call.name}" returns:', '      """',
+        body = json.dumps(result, ensure_ascii=False, indent=2).replace('"""', '\\"\\"\\"')
+        lines += [f'    Given the tool "{name}" returns:', '      """',
                   *("      " + line for line in body.splitlines()), '      """']
     return lines
 

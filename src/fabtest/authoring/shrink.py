@@ -25,6 +25,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from fabtest.engine import stubbing
 from fabtest.experiment.model import CheckRecord, ScenarioResult, TurnRecord
 from fabtest.experiment.stats import LLM_JUDGED_TYPES
 from fabtest.replay.conversations import ReplayEnv, replay_scenario
@@ -87,6 +88,8 @@ class _Search:
         self.outcome = ShrinkOutcome(check.model_copy(deep=True))
         self.seen: dict[tuple[str, ...], bool] = {}
         self.history: list[dict[str, str]] = list(result.history)
+        #: the run's stubbed tool answers: every candidate meets them (its transcript is rebuilt empty)
+        self.stubs = stubbing.recorded_stubs(result)
 
     def fails(self, messages: Sequence[str], anchor: int | None) -> bool:
         """Does the check fail on these user messages (after ``self.history``) in ``k`` of at most ``n`` replays?"""
@@ -125,7 +128,7 @@ class _Search:
         target = self.check.model_copy(deep=True)
         target.turn = anchor
         candidate.expectations, candidate.evaluations = [target], []
-        new, outcome = replay_scenario(candidate, self.env)
+        new, outcome = replay_scenario(candidate, self.env, recorded=self.stubs)
         usage = new.usage.get("judge")
         self.outcome.judge_calls += usage.calls if usage is not None else 0
         rechecked = new.expectations[0] if new.expectations else None

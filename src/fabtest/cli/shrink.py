@@ -64,7 +64,13 @@ def run_shrink(args: argparse.Namespace, results_dir: str) -> int:
 
 
 def _shrink(args: argparse.Namespace, results_dir: str) -> int:
-    from fabtest.authoring.feature_text import check_steps, regression_feature, regression_path, write_feature
+    from fabtest.authoring.feature_text import (
+        check_steps,
+        regression_feature,
+        regression_path,
+        stub_steps,
+        write_feature,
+    )
     from fabtest.authoring.shrink import Confirm, failing_checks, shrink
     from fabtest.cli.judging import load_experiment
     from fabtest.cli.replay import replay_env
@@ -112,6 +118,9 @@ def _shrink(args: argparse.Namespace, results_dir: str) -> int:
         print(f"fabtest shrink: the failure does not reproduce: {why}; {spent}; nothing written", file=sys.stderr)
         return EXIT_NOT_REPRODUCED
     setup, step = steps
+    # the tools a stub answered in the run keep their answers in the written test, as in the replays
+    setup = [*stub_steps((c.name, c.result, bool(c.metadata.get("error"))) for t in result.transcript
+                         for c in t.tool_calls if c.stubbed), *setup]
     failed, tried = outcome.confirmed
     comments = [f"Shrunk by `fabtest shrink` from experiment {info.id}, run {result.iteration} of {result.name!r}"
                 f" (failed: {_short(result.failure_message or check.details)}).",

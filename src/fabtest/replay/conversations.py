@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from fabtest.agents.base import AgentError
+from fabtest.agents.stubs import ToolStub
 from fabtest.config.settings import Settings
 from fabtest.conversation import Message, Turn
-from fabtest.engine import LLMRoles, ScenarioState
+from fabtest.engine import LLMRoles, ScenarioState, stubbing
 from fabtest.engine.judge import Judge
 from fabtest.engine.simulator import Simulator, SimulatorConfig
 from fabtest.errors import FabtestError
@@ -246,8 +247,10 @@ def _judge(roles: LLMRoles, settings: Settings) -> Judge | None:
         if roles.judge is not None else None
 
 
-def replay_scenario(result: ScenarioResult, env: ReplayEnv) -> tuple[ScenarioResult, ReplayOutcome]:
-    """One recorded run replayed; returns its new result and what happened."""
+def replay_scenario(result: ScenarioResult, env: ReplayEnv, *,
+                    recorded: Sequence[ToolStub] | None = None) -> tuple[ScenarioResult, ReplayOutcome]:
+    """One recorded run replayed; returns its new result and what happened. ``recorded``: the
+    answers the run's stubs gave (default: read from ``result``'s transcript)."""
     outcome = ReplayOutcome(result.id, result.name, result.iteration, result.passed,
                             turns_recorded=len(result.transcript))
     started = time.monotonic()
@@ -265,6 +268,10 @@ def replay_scenario(result: ScenarioResult, env: ReplayEnv) -> tuple[ScenarioRes
         state.conversation.history = [Message(h["role"], h["content"]) for h in result.history  # type: ignore[arg-type]
                                       if h.get("role") in ("user", "agent")]
         try:
+            # the project's stubs, then the answers the run's stubs gave: the replay meets the tools the run met
+            answers = stubbing.recorded_stubs(result) if recorded is None else recorded
+            for stub in [*stubbing.project_stubs(env.settings), *answers]:
+                state.define_stub(stub)
             setup = feature_setup(env.rootdir, result)
             _choose_agent(state, env, setup)
             topics = TopicFollower(topic_graph(env.settings, setup.topic_tables, where), judge, state.conversation)
