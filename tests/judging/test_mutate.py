@@ -1,0 +1,258 @@
+"""``fabtest mutate`` end to end: a run recorded through the real plugin and google-genai client
+against FakeGemini, then mutated. The judge is scripted to read what it is shown (the price in the
+reply, a refusal), the agent raises if it is called again, and every judge request is counted, so
+what the mutants cost, what caught them and what no mutant failed are all checked against what
+happened (issue 28, point 10)."""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+import textwrap
+from typing import Any
+
+import pytest
+
+from fabtest.cli import main
+from fabtest.experiment.export import list_experiment_files, load_document
+from fabtest.experiment.model import ScenarioResult
+from fabtest.replay.mutants import OPERATORS, POLICY_VIOLATIONS, REFUSAL, key_fact, mutants_of
+from fabtest.testing import FakeGemini
+
+PYPROJECT = """
+[tool.fabtest]
+agent = "shop_agent:build"
+results_dir = "results"
+
+[tool.fabtest.judge]
+backoff = 0.01
+max_retries = 1
+timeout = 5
+"""
+
+AGENT = '''
+import os
+
+from fabtest import AgentResponse, ToolCall
+
+TOOLS = ["check_availability", "book_venue"]
+
+
+class Bot:
+    def chat(self, messages, on_tool_call=None):
+        if os.environ.get("MUTATE_TEST_NO_AGENT"):
+            raise AssertionError("fabtest mutate called the agent")
+        text = messages[-1].content
+        if "book" in text:
+            calls = [ToolCall("check_availability", {"venue": "Loft", "people": 12}, {"free": True}),
+                     ToolCall("book_venue", {"venue": "Loft", "people": 12}, {"booking": "B-7"})]
+            return AgentResponse(text="Booked the Loft for 12 people on Friday evening. The total is 480 euros.",
+                                 tool_calls=calls)
+        return AgentResponse(text="Hello! How can I help you today?")
+
+    def metadata(self):
+        return {"tools": TOOLS}
+
+
+def build(context):
+    return Bot()
+'''
+
+FEATURE = """
+Feature: Booking
+  Scenario: Book a venue
+    When the user says "Please book the Loft for 12 people"
+    Then the agent must call "book_venue" with:
+      | argument | value |
+      | people   | 12    |
+    And the agent must call "check_availability" before "book_venue"
+    And the response must match ".*"
+    And the response should satisfy "The reply states the total price"
+
+  Scenario: Greeting
+    When the user says "Hi"
+    Then the response should satisfy "The reply is polite"
+"""
+
+
+def judge_reads_the_reply(fake: FakeGemini) -> None:
+    """"total price" passes while the reply says 480 euros; "polite" fails a refusal or a policy
+    violation; anything else passes."""
+
+    def answer(request: Any) -> dict[str, Any]:
+        names = [line.split("name: ", 1)[1].strip() for line in request.text.splitlines() if ". name: " in line]
+        bad_manners = REFUSAL in request.text or any(s in request.text for s in POLICY_VIOLATIONS)
+
+        def verdict(name: str) -> str:
+            if name == "The reply states the total price":
+                return "passed" if "480 euros" in request.text else "failed"
+            if name == "The reply is polite":
+                return "failed" if bad_manners else "passed"
+            return "passed"
+
+        return {"verdicts": [{"criterion": n, "verdict": verdict(n), "reasoning": "scripted"} for n in names]}
+
+    fake.add_rule(r"Evaluate the ", callback=answer)
+
+
+def criteria_requests(fake: FakeGemini) -> list[Any]:
+    return [r for r in fake.requests if "Evaluate the " in r.text]
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester, fake: FakeGemini, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    judge_reads_the_reply(fake)
+    pytester.makefile(".toml", pyproject=PYPROJECT)
+    pytester.makepyfile(shop_agent=AGENT)
+    pytester.makefile(".feature", booking=textwrap.dedent(FEATURE))
+    monkeypatch.syspath_prepend(str(pytester.path))
+    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", "--fabtest-experiment-id", "exp_m",
+                                "--fabtest-no-preflight")
+    result.assert_outcomes(passed=2)
+    monkeypatch.chdir(pytester.path)
+    monkeypatch.setenv("MUTATE_TEST_NO_AGENT", "1")
+    return pytester
+
+
+def recorded(project: pytest.Pytester) -> list[ScenarioResult]:
+    return load_document("exp_m", str(project.path / "results"))[1]
+
+
+def test_mutants_are_caught_by_the_checks_that_see_them(project: pytest.Pytester, fake: FakeGemini,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    before = len(criteria_requests(fake))
+    capsys.readouterr()
+    assert main(["mutate", "exp_m", "--yes"]) == 0
+    out = capsys.readouterr().out
+    doc = json.loads((project.path / "results" / "exp_m.mutants.json").read_text())
+    asked = len(criteria_requests(fake)) - before
+
+    # the cost line comes first, and its count of judge calls is the number the judge then received
+    first = out.splitlines()[0]
+    assert first.startswith(f"fabtest mutate: {len(doc['mutants'])} mutants of 2 recorded runs of exp_m; ")
+    assert f"{asked} judge calls to " in first and asked == doc["estimate"]["judge_calls"] == doc["judge"]["calls"] > 0
+    assert "estimated cost $" in first  # the recorded run's judge tokens, priced at the judge model's price
+
+    by_op = {m["operator"]: m for m in doc["mutants"] if m["name"] == "Book a venue"}
+    assert set(by_op) == set(OPERATORS)  # the booking reply has calls, arguments, numbers and sentences
+    dropped = by_op["drop tool call"]
+    assert dropped["caught"], dropped
+    tool_checks = {"Book a venue: must call_tool:book_venue (turn 1)",
+                   "Book a venue: must call_order:check_availability<book_venue (turn 1)"}
+    assert set(dropped["caught_by"]) & tool_checks and set(dropped["caught_by"]) <= tool_checks
+    # a number changed in the reply: the judge read 481 euros and failed the price criterion
+    assert by_op["change number"]["caught_by"] == ["Book a venue: should The reply states the total price (turn 1)"]
+    # the refusal drops the calls and the price: every check of the turn but the pattern fails
+    assert "Book a venue: must call_tool:book_venue (turn 1)" in by_op["refusal"]["caught_by"]
+
+    # the pattern that always matches saw every mutant of its turn and failed none: vacuous
+    assert doc["vacuous"] == ['Book a venue: must match:/.*/ (turn 1)']
+    row = next(r for r in doc["checks"] if r["check"] == 'Book a venue: must match:/.*/ (turn 1)')
+    assert row["exposed"] == len(by_op) and row["caught"] == 0 and row["status"] == "vacuous"
+    assert 'Vacuous (' in out and '  - Book a venue: must match:/.*/ (turn 1)' in out
+
+    caught = sum(m["caught"] for m in doc["mutants"])
+    assert doc["overall"] == {"mutants": len(doc["mutants"]), "caught": caught,
+                              "score": round(caught / len(doc["mutants"]), 4)}
+    assert 0 < caught < len(doc["mutants"])  # e.g. a sentence removed that no check needs survives
+    assert f"Mutation score of exp_m: {caught} of {len(doc['mutants'])} mutants caught" in out
+    assert doc["features"]["Booking"]["mutants"] == len(doc["mutants"])
+    # only the judge was asked (no simulator, and the agent raises if called)
+    assert all("Evaluate the " in r.text for r in fake.requests[before:])
+    # the file is beside the experiment but is no experiment: the list and the prefix lookup ignore it
+    assert [p.name for p in list_experiment_files(project.path / "results")] == ["exp_m.json"]
+
+
+def test_same_seed_same_mutants_another_seed_others(project: pytest.Pytester,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    def mutants(*extra: str) -> list[str]:
+        assert main(["mutate", "exp_m", "--yes", "--json", *extra]) == 0
+        return [m["description"] for m in json.loads(capsys.readouterr().out)["mutants"]]
+
+    first, again = mutants("--seed", "3"), mutants("--seed", "3")
+    assert first == again
+    assert any(mutants("--seed", str(seed)) != first for seed in (4, 5, 6))
+    assert len(mutants("--mutants", "2")) == 4  # two per recorded run
+
+
+def test_without_yes_and_no_terminal_it_stops_before_spending(project: pytest.Pytester, fake: FakeGemini,
+                                                              monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    before = len(fake.requests)
+    monkeypatch.setattr("sys.stdin", io.StringIO("y\n"))  # not a terminal: never read, never waited on
+    capsys.readouterr()
+    assert main(["mutate", "exp_m"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out.splitlines()[0].startswith("fabtest mutate: ")
+    assert "judge calls" in captured.out.splitlines()[0]
+    assert "run again with --yes" in captured.err
+    assert len(fake.requests) == before
+    assert not (project.path / "results" / "exp_m.mutants.json").exists()
+
+
+def test_on_a_terminal_a_no_runs_nothing(project: pytest.Pytester, fake: FakeGemini, monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    before = len(fake.requests)
+    monkeypatch.setattr("sys.stdin", Terminal("n\n"))
+    assert main(["mutate", "exp_m"]) == 1
+    assert "Go on? [y/N]" in capsys.readouterr().out
+    assert len(fake.requests) == before
+
+
+def test_operators_on_the_recorded_turns(project: pytest.Pytester) -> None:
+    [booking] = [r for r in recorded(project) if r.name == "Book a venue"]
+    turns = booking.transcript
+    reply = turns[0].agent
+
+    def one(name: str, seed: int = 0) -> Any:
+        mutant = OPERATORS[name](turns, random.Random(seed), {})
+        assert mutant is not None and mutant.turn == 1
+        return mutant.transcript[0]
+
+    dropped = one("drop tool call")
+    assert len(dropped.tool_calls) == 1 and dropped.agent == reply
+    swapped = one("reorder tool calls")
+    assert [c.name for c in swapped.tool_calls] == ["book_venue", "check_availability"]
+    changed = one("change argument")
+    diffs = [(a.name, k) for a, b in zip(changed.tool_calls, turns[0].tool_calls, strict=True)
+             for k in a.arguments if a.arguments[k] != b.arguments[k]]
+    assert len(diffs) == 1
+    call, key = diffs[0]
+    old = next(c for c in turns[0].tool_calls if c.name == call).arguments[key]
+    new = next(c for c in changed.tool_calls if c.name == call).arguments[key]
+    assert new == (old + 1 if isinstance(old, int) else f"{old} (mutated)")
+    numbers = {one("change number", seed).agent for seed in range(10)}
+    assert numbers == {reply.replace("12", "13"), reply.replace("480", "481")}
+    assert one("remove key fact").agent == "The total is 480 euros."  # the longest sentence with a number went
+    assert key_fact(reply, ["The total is 480 euros"]) == "The total is 480 euros."  # a grounded claim wins
+    violated = one("insert policy violation")
+    assert violated.agent.startswith(reply) and violated.agent[len(reply) + 1:] in POLICY_VIOLATIONS
+    refused = one("refusal")
+    assert (refused.agent, refused.tool_calls) == (REFUSAL, [])
+    # the recorded turns themselves are never changed
+    assert turns[0].agent == reply and len(turns[0].tool_calls) == 2
+    # a turn with nothing to change gives no mutant of that kind
+    [greeting] = [r for r in recorded(project) if r.name == "Greeting"]
+    kinds = {m.operator for m in mutants_of(greeting.transcript, random.Random(0))}
+    assert kinds == {"remove key fact", "insert policy violation", "refusal"}
+
+
+def test_replay_reruns_a_call_with_its_with_rows(project: pytest.Pytester) -> None:
+    """The ``with:`` rows are recorded, so a turn's call check runs again on changed turns."""
+    from fabtest.replay.mutation import conversation_of
+    from fabtest.replay.recorded_checks import recheck
+
+    [booking] = [r for r in recorded(project) if r.name == "Book a venue"]
+    check = next(c for c in booking.expectations if c.type == "call_tool")
+    assert check.data["with"] == [["people", "12"]]
+    changed = booking.model_copy(deep=True)
+    next(c for c in changed.transcript[0].tool_calls if c.name == "book_venue").arguments["people"] = 13
+    copy = booking.model_copy(deep=True)
+    recheck(copy, booking.transcript, conversation_of(booking, changed.transcript), None)
+    after = next(c for c in copy.expectations if c.type == "call_tool")
+    assert after.status == "failed" and "not with people=12" in after.details
