@@ -16,8 +16,10 @@ import pytest
 
 from fabtest.cli import main
 from fabtest.experiment.export import list_experiment_files, load_document
-from fabtest.experiment.model import ScenarioResult
+from fabtest.experiment.model import CheckRecord, ScenarioResult, TurnRecord
 from fabtest.replay.mutants import OPERATORS, POLICY_VIOLATIONS, REFUSAL, key_fact, mutants_of
+from fabtest.replay.mutation import conversation_of, plan_mutants
+from fabtest.replay.recorded_checks import recheck
 from fabtest.testing import FakeGemini
 
 PYPROJECT = """
@@ -164,6 +166,36 @@ def test_mutants_are_caught_by_the_checks_that_see_them(project: pytest.Pytester
     assert [p.name for p in list_experiment_files(project.path / "results")] == ["exp_m.json"]
 
 
+def test_the_judge_sees_the_mutant_as_the_run_showed_the_original(project: pytest.Pytester, fake: FakeGemini,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """No prompt of its own: the mutated turn goes through the run's judge prompt, and only the
+    mutated text differs from what the judge was asked during the run."""
+    [recorded_call] = [r for r in criteria_requests(fake) if "480 euros" in r.text]
+    before = len(fake.requests)
+    assert main(["mutate", "exp_m", "--yes", "--results", "results"]) == 0
+    capsys.readouterr()
+    [mutant_call] = [r for r in fake.requests[before:] if "481 euros" in r.text]
+    assert mutant_call.prompt == recorded_call.prompt.replace("480 euros", "481 euros")
+    assert mutant_call.model == recorded_call.model
+    # a subject the mutant did not change is not asked again: no request repeats one of the run's
+    asked_in_run = {r.prompt for r in fake.requests[:before]}
+    assert not asked_in_run & {r.prompt for r in fake.requests[before:]}
+    doc = json.loads((project.path / "results" / "exp_m.mutants.json").read_text())
+    assert len(fake.requests) - before == doc["estimate"]["judge_calls"]
+
+
+def test_a_needed_judge_that_is_not_configured_is_an_error(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    for name in ("GOOGLE_GEMINI_BASE_URL", "GEMINI_API_KEY", "GOOGLE_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    capsys.readouterr()
+    assert main(["mutate", "exp_m", "--yes"]) == 2
+    captured = capsys.readouterr()
+    assert "estimated cost" in captured.out.splitlines()[0]
+    assert "the judge LLM is not configured" in captured.err
+    assert not (project.path / "results" / "exp_m.mutants.json").exists()
+
+
 def test_same_seed_same_mutants_another_seed_others(project: pytest.Pytester,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     def mutants(*extra: str) -> list[str]:
@@ -244,9 +276,6 @@ def test_operators_on_the_recorded_turns(project: pytest.Pytester) -> None:
 
 def test_replay_reruns_a_call_with_its_with_rows(project: pytest.Pytester) -> None:
     """The ``with:`` rows are recorded, so a turn's call check runs again on changed turns."""
-    from fabtest.replay.mutation import conversation_of
-    from fabtest.replay.recorded_checks import recheck
-
     [booking] = [r for r in recorded(project) if r.name == "Book a venue"]
     check = next(c for c in booking.expectations if c.type == "call_tool")
     assert check.data["with"] == [["people", "12"]]
@@ -256,3 +285,20 @@ def test_replay_reruns_a_call_with_its_with_rows(project: pytest.Pytester) -> No
     recheck(copy, booking.transcript, conversation_of(booking, changed.transcript), None)
     after = next(c for c in copy.expectations if c.type == "call_tool")
     assert after.status == "failed" and "not with people=12" in after.details
+
+
+def test_only_checks_whose_subject_changed_are_asked_again() -> None:
+    """A response criterion sees its turn and the two before it: a mutant of turn 1 changes the
+    subjects of turns 1 to 3 and of the conversation, not of turn 4, which keeps its verdict."""
+    turns = [TurnRecord(number=n, user=f"question {n}", agent=f"Answer {n} costs {n}0 euros.") for n in range(1, 5)]
+    judged = [CheckRecord(type="satisfy", mode="should", criterion="clear", status="passed", turn=n,
+                          data={"scope": "response"}) for n in range(1, 5)]
+    whole = CheckRecord(type="satisfy", mode="must", criterion="on topic", status="passed",
+                        data={"scope": "conversation"})
+    result = ScenarioResult(id="example:1", name="Long", feature="F", passed=True, transcript=turns,
+                            evaluations=judged, expectations=[whole])
+    plans = [p for p in plan_mutants([result], seed=0) if p.mutant.turn == 1]
+    assert plans
+    for plan in plans:
+        assert sorted(plan.recheck) == [("evaluations", 0), ("evaluations", 1), ("evaluations", 2),
+                                        ("expectations", 0)]
