@@ -17,7 +17,7 @@ import pytest
 from fabtest.cli import main
 from fabtest.experiment.export import list_experiment_files, load_document
 from fabtest.experiment.model import CheckRecord, ScenarioResult, TurnRecord
-from fabtest.replay.mutants import OPERATORS, POLICY_VIOLATIONS, REFUSAL, key_fact, mutants_of
+from fabtest.replay.mutants import OPERATORS, POLICY_VIOLATIONS, REFUSAL, Hints, key_fact, mutants_of
 from fabtest.replay.mutation import conversation_of, plan_mutants
 from fabtest.replay.recorded_checks import recheck
 from fabtest.testing import FakeGemini
@@ -38,7 +38,7 @@ import os
 
 from fabtest import AgentResponse, ToolCall
 
-TOOLS = ["check_availability", "book_venue"]
+TOOLS = ["check_availability", "book_venue", "cancel_booking"]
 
 
 class Bot:
@@ -49,7 +49,7 @@ class Bot:
         if "book" in text:
             calls = [ToolCall("check_availability", {"venue": "Loft", "people": 12}, {"free": True}),
                      ToolCall("book_venue", {"venue": "Loft", "people": 12}, {"booking": "B-7"})]
-            return AgentResponse(text="Booked the Loft for 12 people on Friday evening. The total is 480 euros.",
+            return AgentResponse(text="Booked the Loft for your group on Friday evening. The total is 480 euros.",
                                  tool_calls=calls)
         return AgentResponse(text="Hello! How can I help you today?")
 
@@ -61,6 +61,8 @@ def build(context):
     return Bot()
 '''
 
+TOOL_NAMES = ("check_availability", "book_venue", "cancel_booking")
+
 FEATURE = """
 Feature: Booking
   Scenario: Book a venue
@@ -69,6 +71,7 @@ Feature: Booking
       | argument | value |
       | people   | 12    |
     And the agent must call "check_availability" before "book_venue"
+    And the agent must not call "cancel_booking"
     And the response must match ".*"
     And the response should satisfy "The reply states the total price"
 
@@ -137,7 +140,7 @@ def test_mutants_are_caught_by_the_checks_that_see_them(project: pytest.Pytester
     assert "estimated cost $" in first  # the recorded run's judge tokens, priced at the judge model's price
 
     by_op = {m["operator"]: m for m in doc["mutants"] if m["name"] == "Book a venue"}
-    assert set(by_op) == set(OPERATORS)  # the booking reply has calls, arguments, numbers and sentences
+    assert set(by_op) == set(OPERATORS)  # the booking turn has calls, arguments, a number and sentences
     dropped = by_op["drop tool call"]
     assert dropped["caught"], dropped
     tool_checks = {"Book a venue: must call_tool:book_venue (turn 1)",
@@ -147,11 +150,17 @@ def test_mutants_are_caught_by_the_checks_that_see_them(project: pytest.Pytester
     assert by_op["change number"]["caught_by"] == ["Book a venue: should The reply states the total price (turn 1)"]
     # the refusal drops the calls and the price: every check of the turn but the pattern fails
     assert "Book a venue: must call_tool:book_venue (turn 1)" in by_op["refusal"]["caught_by"]
+    # a call to a tool the agent has but did not call here: only the check that forbids it notices
+    assert by_op["extra tool call"]["description"] == "turn 1: also called cancel_booking"
+    assert by_op["extra tool call"]["caught_by"] == ["Book a venue: must not_call_tool:cancel_booking (turn 1)"]
 
-    # the pattern that always matches saw every mutant of its turn and failed none: vacuous
+    # the pattern that always matches saw every mutant of its turn's reply and failed none: vacuous
     assert doc["vacuous"] == ['Book a venue: must match:/.*/ (turn 1)']
     row = next(r for r in doc["checks"] if r["check"] == 'Book a venue: must match:/.*/ (turn 1)')
-    assert row["exposed"] == len(by_op) and row["caught"] == 0 and row["status"] == "vacuous"
+    text_mutants = [m for m in by_op.values() if 'Book a venue: must match:/.*/ (turn 1)' in m["exposed"]]
+    assert {m["operator"] for m in text_mutants} == {"change number", "remove key fact", "insert policy violation",
+                                                     "refusal"}  # the tool-call mutants left the reply alone
+    assert row["exposed"] == len(text_mutants) and row["caught"] == 0 and row["status"] == "vacuous"
     assert 'Vacuous (' in out and '  - Book a venue: must match:/.*/ (turn 1)' in out
 
     caught = sum(m["caught"] for m in doc["mutants"])
@@ -242,7 +251,7 @@ def test_operators_on_the_recorded_turns(project: pytest.Pytester) -> None:
     reply = turns[0].agent
 
     def one(name: str, seed: int = 0) -> Any:
-        mutant = OPERATORS[name](turns, random.Random(seed), {})
+        mutant = OPERATORS[name](turns, random.Random(seed), Hints(tools=TOOL_NAMES))
         assert mutant is not None and mutant.turn == 1
         return mutant.transcript[0]
 
@@ -258,10 +267,15 @@ def test_operators_on_the_recorded_turns(project: pytest.Pytester) -> None:
     old = next(c for c in turns[0].tool_calls if c.name == call).arguments[key]
     new = next(c for c in changed.tool_calls if c.name == call).arguments[key]
     assert new == (old + 1 if isinstance(old, int) else f"{old} (mutated)")
-    numbers = {one("change number", seed).agent for seed in range(10)}
-    assert numbers == {reply.replace("12", "13"), reply.replace("480", "481")}
-    assert one("remove key fact").agent == "The total is 480 euros."  # the longest sentence with a number went
-    assert key_fact(reply, ["The total is 480 euros"]) == "The total is 480 euros."  # a grounded claim wins
+    assert one("change number").agent == reply.replace("480", "481")
+    assert one("remove key fact").agent == "Booked the Loft for your group on Friday evening."  # the one with a number
+    assert key_fact(reply, ["The Loft is booked for Friday"]) == "Booked the Loft for your group on Friday evening."
+    twice = one("duplicate tool call")
+    assert len(twice.tool_calls) == 3
+    assert twice.tool_calls[0] == twice.tool_calls[1] or twice.tool_calls[1] == twice.tool_calls[2]
+    extra = one("extra tool call")
+    assert [c.name for c in extra.tool_calls if c.name not in ("check_availability", "book_venue")] == \
+        ["cancel_booking"] and len(extra.tool_calls) == 3
     violated = one("insert policy violation")
     assert violated.agent.startswith(reply) and violated.agent[len(reply) + 1:] in POLICY_VIOLATIONS
     refused = one("refusal")
@@ -271,7 +285,9 @@ def test_operators_on_the_recorded_turns(project: pytest.Pytester) -> None:
     # a turn with nothing to change gives no mutant of that kind
     [greeting] = [r for r in recorded(project) if r.name == "Greeting"]
     kinds = {m.operator for m in mutants_of(greeting.transcript, random.Random(0))}
-    assert kinds == {"remove key fact", "insert policy violation", "refusal"}
+    assert kinds == {"remove key fact", "insert policy violation", "refusal"}  # no call, argument or number
+    with_tools = {m.operator for m in mutants_of(greeting.transcript, random.Random(0), Hints(tools=TOOL_NAMES))}
+    assert with_tools == kinds | {"extra tool call"}
 
 
 def test_replay_reruns_a_call_with_its_with_rows(project: pytest.Pytester) -> None:

@@ -44,7 +44,7 @@ def _seed_arg(text: str) -> int:
 def add_mutate_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("experiment", metavar="ID", help="experiment id, unique prefix, or path")
     p.add_argument("--mutants", type=_count_arg, default=None, metavar="N",
-                   help="mutants per recorded run (default: one per operator that applies, up to 7)")
+                   help="mutants per recorded run (default: one per operator that applies, up to 9)")
     p.add_argument("--seed", type=_seed_arg, default=0, metavar="S",
                    help="seed of the choice of turns, calls and numbers to mutate (default 0)")
     p.add_argument("--scenario", default=None, help="mutate only this scenario (id, id prefix or name)")

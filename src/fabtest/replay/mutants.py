@@ -3,8 +3,9 @@
 ``fabtest mutate`` asks whether a suite would notice a worse agent. It cannot ask the agent to be
 worse, so it edits what the agent did in a recorded run, the way mutation testing edits code
 (DeMillo, Lipton and Sayward, 1978; PIT and mutmut for Python): each operator is a plain function
-that takes the recorded turns, a seeded random generator and what the judge grounded on, and
-returns one :class:`Mutant` (a changed copy of the turns) or None when it does not apply. Which
+that takes the recorded turns, a seeded random generator and hints from the record, and
+returns one :class:`Mutant` (a changed copy of the turns) or None when it does not apply.
+What the record adds (the judge's supported claims, the agent's tools) comes as :class:`Hints`. Which
 turn, call, argument or number an operator picks comes from the generator alone, so a seed gives
 the same mutants every time.
 
@@ -12,6 +13,10 @@ The operators (:data:`OPERATORS`), each a kind of mistake a team would want its 
 
 * ``drop tool call``: one tool call removed (the agent skipped an action);
 * ``reorder tool calls``: two neighbouring, different calls of a turn swapped;
+* ``duplicate tool call``: one call made twice in a row (booked twice);
+* ``extra tool call``: a call to one of the agent's tools that the turn did not call, with no
+  arguments (an action nobody asked for); the tools are those the agent declares or any recorded
+  run called;
 * ``change argument``: one argument of a call changed (a number moved by one, a text marked,
   a flag flipped, a list or object emptied);
 * ``change number``: one number in a reply moved by one (a wrong price, date or count);
@@ -28,12 +33,12 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from fabtest.experiment.model import TurnRecord
+from fabtest.experiment.model import ToolCallRecord, TurnRecord
 
-__all__ = ["OPERATORS", "POLICY_VIOLATIONS", "REFUSAL", "Facts", "Mutant", "Operator", "key_fact", "mutants_of",
+__all__ = ["OPERATORS", "POLICY_VIOLATIONS", "REFUSAL", "Hints", "Mutant", "Operator", "key_fact", "mutants_of",
            "sentences"]
 
 #: What a refusing agent says instead of its reply.
@@ -57,10 +62,19 @@ class Mutant:
     transcript: list[TurnRecord]
 
 
-#: The claims the judge found supported, per turn number (what ``remove key fact`` aims at).
-Facts = Mapping[int, Sequence[str]]
-#: An operator: the recorded turns, the generator and the supported claims -> a mutant, or None.
-Operator = Callable[[Sequence[TurnRecord], random.Random, Facts], Mutant | None]
+
+
+@dataclass(frozen=True)
+class Hints:
+    """What the record says beyond the turns: the claims the judge found supported, per turn (what
+    ``remove key fact`` aims at), and the agent's tools (declared, or called in any recorded run)."""
+
+    claims: Mapping[int, Sequence[str]] = field(default_factory=dict)
+    tools: Sequence[str] = ()
+
+
+#: An operator: the recorded turns, the generator and the hints -> a mutant, or None.
+Operator = Callable[[Sequence[TurnRecord], random.Random, Hints], Mutant | None]
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w])")
@@ -80,7 +94,7 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def drop_tool_call(turns: Sequence[TurnRecord], rng: random.Random, facts: Facts) -> Mutant | None:
+def drop_tool_call(turns: Sequence[TurnRecord], rng: random.Random, hints: Hints) -> Mutant | None:
     sites = [(i, j) for i, t in enumerate(turns) for j in range(len(t.tool_calls))]
     if not sites:
         return None
@@ -91,7 +105,7 @@ def drop_tool_call(turns: Sequence[TurnRecord], rng: random.Random, facts: Facts
 
 
 def reorder_tool_calls(turns: Sequence[TurnRecord], rng: random.Random,
-                       facts: Facts) -> Mutant | None:
+                       hints: Hints) -> Mutant | None:
     sites = [(i, j) for i, t in enumerate(turns) for j in range(len(t.tool_calls) - 1)
              if (t.tool_calls[j].name, t.tool_calls[j].arguments) != (t.tool_calls[j + 1].name,
                                                                        t.tool_calls[j + 1].arguments)]
@@ -103,6 +117,29 @@ def reorder_tool_calls(turns: Sequence[TurnRecord], rng: random.Random,
     calls[j], calls[j + 1] = calls[j + 1], calls[j]
     return Mutant("reorder tool calls", out[i].number,
                   f"turn {out[i].number}: {calls[j + 1].name} now after {calls[j].name}", out)
+
+
+def duplicate_tool_call(turns: Sequence[TurnRecord], rng: random.Random, hints: Hints) -> Mutant | None:
+    sites = [(i, j) for i, t in enumerate(turns) for j in range(len(t.tool_calls))]
+    if not sites:
+        return None
+    i, j = rng.choice(sites)
+    out = _copy(turns)
+    calls = out[i].tool_calls
+    calls.insert(j + 1, calls[j].model_copy(deep=True))
+    return Mutant("duplicate tool call", out[i].number, f"turn {out[i].number}: called {calls[j].name} twice", out)
+
+
+def extra_tool_call(turns: Sequence[TurnRecord], rng: random.Random, hints: Hints) -> Mutant | None:
+    sites = [(i, tool) for i, t in enumerate(turns) for tool in hints.tools
+             if tool not in {c.name for c in t.tool_calls}]
+    if not sites:
+        return None
+    i, tool = rng.choice(sites)
+    out = _copy(turns)
+    calls = out[i].tool_calls
+    calls.insert(rng.randint(0, len(calls)), ToolCallRecord(name=tool))
+    return Mutant("extra tool call", out[i].number, f"turn {out[i].number}: also called {tool}", out)
 
 
 def _changed(value: Any) -> Any:
@@ -122,7 +159,7 @@ def _changed(value: Any) -> Any:
 
 
 def change_argument(turns: Sequence[TurnRecord], rng: random.Random,
-                    facts: Facts) -> Mutant | None:
+                    hints: Hints) -> Mutant | None:
     sites = [(i, j, key) for i, t in enumerate(turns) for j, c in enumerate(t.tool_calls) for key in sorted(c.arguments)
              if _changed(c.arguments[key]) != c.arguments[key]]
     if not sites:
@@ -144,7 +181,7 @@ def _bump_number(text: str, which: int = 0) -> str:
     return text[: match.start()] + bumped + text[match.end():]
 
 
-def change_number(turns: Sequence[TurnRecord], rng: random.Random, facts: Facts) -> Mutant | None:
+def change_number(turns: Sequence[TurnRecord], rng: random.Random, hints: Hints) -> Mutant | None:
     sites = [(i, k) for i, t in enumerate(turns) for k in range(len(_NUMBER.findall(t.agent)))]
     if not sites:
         return None
@@ -176,14 +213,14 @@ def key_fact(reply: str, claims: Sequence[str] = ()) -> str | None:
 
 
 def remove_key_fact(turns: Sequence[TurnRecord], rng: random.Random,
-                    facts: Facts) -> Mutant | None:
+                    hints: Hints) -> Mutant | None:
     sites = [i for i, t in enumerate(turns) if key_fact(t.agent) is not None]
     if not sites:
         return None
-    grounded = [i for i in sites if facts.get(turns[i].number)]
+    grounded = [i for i in sites if hints.claims.get(turns[i].number)]
     i = rng.choice(grounded or sites)  # a reply the judge grounded claims on says something checkable
     out = _copy(turns)
-    fact = key_fact(out[i].agent, facts.get(out[i].number, ()))
+    fact = key_fact(out[i].agent, hints.claims.get(out[i].number, ()))
     assert fact is not None
     kept = [s for s in sentences(out[i].agent) if s != fact]
     out[i].agent = " ".join(kept)
@@ -191,7 +228,7 @@ def remove_key_fact(turns: Sequence[TurnRecord], rng: random.Random,
 
 
 def insert_policy_violation(turns: Sequence[TurnRecord], rng: random.Random,
-                            facts: Facts) -> Mutant | None:
+                            hints: Hints) -> Mutant | None:
     if not turns:
         return None
     i = rng.randrange(len(turns))
@@ -201,7 +238,7 @@ def insert_policy_violation(turns: Sequence[TurnRecord], rng: random.Random,
     return Mutant("insert policy violation", out[i].number, f"turn {out[i].number}: added {sentence!r}", out)
 
 
-def refusal(turns: Sequence[TurnRecord], rng: random.Random, facts: Facts) -> Mutant | None:
+def refusal(turns: Sequence[TurnRecord], rng: random.Random, hints: Hints) -> Mutant | None:
     sites = [i for i, t in enumerate(turns) if t.agent.strip() != REFUSAL or t.tool_calls]
     if not sites:
         return None
@@ -217,6 +254,8 @@ def refusal(turns: Sequence[TurnRecord], rng: random.Random, facts: Facts) -> Mu
 OPERATORS: dict[str, Operator] = {
     "drop tool call": drop_tool_call,
     "reorder tool calls": reorder_tool_calls,
+    "duplicate tool call": duplicate_tool_call,
+    "extra tool call": extra_tool_call,
     "change argument": change_argument,
     "change number": change_number,
     "remove key fact": remove_key_fact,
@@ -225,7 +264,7 @@ OPERATORS: dict[str, Operator] = {
 }
 
 
-def mutants_of(turns: Sequence[TurnRecord], rng: random.Random, facts: Mapping[int, Sequence[str]] | None = None,
+def mutants_of(turns: Sequence[TurnRecord], rng: random.Random, hints: Hints | None = None,
                *, limit: int | None = None, operators: Sequence[str] | None = None) -> list[Mutant]:
     """Up to ``limit`` mutants of one run (default: one per operator that applies). The operators
     are taken in an order drawn from ``rng`` and, when ``limit`` asks for more than one round, again
@@ -240,7 +279,7 @@ def mutants_of(turns: Sequence[TurnRecord], rng: random.Random, facts: Mapping[i
         for name in order:
             if len(found) >= limit:
                 return found
-            mutant = OPERATORS[name](turns, rng, facts or {})
+            mutant = OPERATORS[name](turns, rng, hints or Hints())
             key = mutant and f"{mutant.operator}|{[t.model_dump_json() for t in mutant.transcript]}"
             if mutant is not None and key not in seen:
                 seen.add(str(key))

@@ -8,7 +8,9 @@ to the judge with the prompts a run uses. No agent and no simulated user is call
 Only what a mutant can have changed is asked again: a judged check whose subject (the text the
 judge would read: its turn with the turns before it, the whole transcript, a reply and its
 source's calls) is the same as recorded keeps its verdict, so the judge is not paid to repeat
-itself and its noise is not counted as a catch. Deterministic checks cost nothing and all run.
+itself and its noise is not counted as a catch. Deterministic checks cost nothing but follow the
+same rule (a pattern reads its turn's reply, a tool check its calls), so "exposed" means the same
+for every check.
 
 A mutant is **caught** when a check that passed on the recorded run fails on the mutant (or, for a
 ``must`` check, is inconclusive: the scenario would fail). A check is **exposed** to a mutant when
@@ -18,17 +20,18 @@ failed is **vacuous**: it would not notice that mistake in the agent.
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from fabtest.conversation import AgentResponse, Conversation, Message, TokenUsage, ToolCall, Turn
-from fabtest.engine import transcript
+from fabtest.engine import trajectory, transcript
 from fabtest.engine.judge import Judge
 from fabtest.experiment.model import CheckRecord, ScenarioResult, TurnRecord
 from fabtest.judging.rejudge import recorded_criterion
-from fabtest.replay.mutants import OPERATORS, Mutant, mutants_of
+from fabtest.replay.mutants import OPERATORS, Hints, Mutant, mutants_of
 from fabtest.replay.recorded_checks import recheck
 
 __all__ = ["CheckKey", "MutantOutcome", "Planned", "conversation_of", "judge_calls", "mutation_table", "plan_mutants",
@@ -125,6 +128,39 @@ def _supported_claims(result: ScenarioResult) -> dict[int, list[str]]:
     return out
 
 
+def _tools(result: ScenarioResult, called: Sequence[str]) -> list[str]:
+    """The tools the agent declares (``tools`` in its metadata), then any tool a recorded run called."""
+    declared = result.agent_metadata.get("tools") if isinstance(result.agent_metadata, dict) else None
+    names = [t if isinstance(t, str) else t.get("name") if isinstance(t, dict) else None
+             for t in (declared if isinstance(declared, list) else [])]
+    return list(dict.fromkeys([*(n for n in names if isinstance(n, str) and n), *called]))
+
+
+def _calls(turns: Sequence[Turn]) -> str:
+    return json.dumps([[c.name, c.arguments] for t in turns for c in t.tool_calls], sort_keys=True, default=str)
+
+
+def _looks_at(check: CheckRecord, conversation: Conversation) -> str | None:
+    """What a deterministic check reads on ``conversation``: its turn's reply (a pattern), its
+    turn's or every turn's calls in order (tool and trajectory checks), the transcript; None when
+    it is not known (the check then runs on every mutant from its turn on)."""
+    turns = conversation.turns
+    if check.turn is not None and not 1 <= check.turn <= len(turns):
+        return ""
+    scoped = [turns[check.turn - 1]] if check.turn is not None else turns
+    if check.type in ("match", "not_match") and check.turn is not None:
+        return turns[check.turn - 1].response.text
+    if check.type in ("call_tool", "not_call_tool", "include_call", "not_include_call", *trajectory.KINDS):
+        return _calls(scoped)
+    if check.type == "transcript_contains":
+        return conversation.transcript()
+    if check.type == "turn_count":  # no operator adds or removes a turn, nor moves a topic
+        return str(len(turns))
+    if check.type in ("reached_topic", "follow_topics"):
+        return " > ".join(conversation.topic_path) + str(conversation.off_graph_transitions)
+    return None
+
+
 def _subject(check: CheckRecord, conversation: Conversation) -> str | None:
     """What the judge reads for ``check`` on ``conversation`` (None: not a judged check)."""
     turns = conversation.turns
@@ -157,7 +193,9 @@ def _to_recheck(result: ScenarioResult, mutant: Mutant) -> list[tuple[str, int]]
                 if _subject(check, before) != _subject(check, after):
                     chosen.append((where, index))
             elif check.status == "passed" and (check.turn is None or check.turn >= mutant.turn):
-                chosen.append((where, index))
+                seen = _looks_at(check, before)
+                if seen is None or seen != _looks_at(check, after):
+                    chosen.append((where, index))
     return chosen
 
 
@@ -167,13 +205,15 @@ def plan_mutants(results: Sequence[ScenarioResult], *, seed: int = 0, per_run: i
     run draws from its own generator, seeded with ``seed``, its id and iteration, so adding a
     scenario does not change the mutants of another."""
     planned: list[Planned] = []
+    called = sorted({c.name for r in results for t in r.transcript for c in t.tool_calls})
     for result in results:
         if result.skipped or not result.transcript:
             continue
         if scenario is not None and not (result.id.startswith(scenario) or result.name == scenario):
             continue
         rng = random.Random(f"{seed}:{result.id}:{result.iteration}")
-        for mutant in mutants_of(result.transcript, rng, _supported_claims(result), limit=per_run):
+        hints = Hints(_supported_claims(result), _tools(result, called))
+        for mutant in mutants_of(result.transcript, rng, hints, limit=per_run):
             planned.append(Planned(result, mutant, _to_recheck(result, mutant)))
     return planned
 
