@@ -318,3 +318,21 @@ def test_only_checks_whose_subject_changed_are_asked_again() -> None:
     for plan in plans:
         assert sorted(plan.recheck) == [("evaluations", 0), ("evaluations", 1), ("evaluations", 2),
                                         ("expectations", 0)]
+
+
+def test_a_must_check_left_inconclusive_catches_the_mutant() -> None:
+    """Caught: a check that passed now fails, or a must check is now inconclusive (the scenario would
+    fail); a should check that is only inconclusive catches nothing."""
+    from fabtest.engine.judge import Judge
+    from fabtest.replay.mutation import run_mutant
+    from fabtest.testing import FakeLLM
+
+    checks = [CheckRecord(type="satisfy", mode=mode, criterion=name, status="passed", turn=1,
+                          data={"scope": "response"}) for mode, name in (("must", "clear"), ("should", "kind"))]
+    turns = [TurnRecord(number=1, user="hi", agent="Hello there.")]
+    result = ScenarioResult(id="example:2", name="Short", feature="F", passed=True, evaluations=[checks[1]],
+                            expectations=[checks[0]], transcript=turns)
+    [plan] = [p for p in plan_mutants([result]) if p.mutant.operator == "refusal"]
+    outcome = run_mutant(plan, Judge(FakeLLM().verdicts({"clear": "inconclusive", "kind": "inconclusive"})))
+    assert [k.criterion for k in outcome.exposed] == ["kind", "clear"]
+    assert [k.criterion for k in outcome.caught_by] == ["clear"]
