@@ -50,7 +50,8 @@ def add_mutate_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scenario", default=None, help="mutate only this scenario (id, id prefix or name)")
     p.add_argument("--yes", action="store_true", help="go on without asking after the cost line")
     p.add_argument("--json", action="store_true", help="print the result as JSON (the cost line goes to stderr)")
-    p.add_argument("--results-dir", "--results", dest="results_dir", default=None, metavar="DIR")
+    p.add_argument("--results-dir", "--results", dest="results_dir", default=None, metavar="DIR",
+                   help="where the experiment is and <ID>.mutants.json goes (default: [tool.fabtest] results_dir)")
 
 
 def _judge() -> tuple[Any, LLM | None, str]:
