@@ -226,11 +226,12 @@ def judge_calls(planned: Sequence[Planned], judge: Judge) -> int:
         batches: dict[tuple[str, int | None], int] = {}
         for where, index in plan.recheck:
             check = getattr(plan.result, where)[index]
-            if check.type == "satisfy":
-                key = (str(check.data.get("scope")), check.turn if check.data.get("scope") == "response" else None)
+            scope = check.data.get("scope")
+            if check.type == "satisfy" and scope in ("response", "conversation"):
+                key = (str(scope), check.turn if scope == "response" else None)
                 samples = judge.samples_for(recorded_criterion(plan.result, check))
                 batches[key] = max(batches.get(key, 0), samples)
-            elif check.type in _JUDGED:
+            elif check.type in _JUDGED and check.type != "satisfy":  # a satisfy check without its scope is not asked
                 total += 1
         total += sum(batches.values())
     return total
