@@ -474,7 +474,7 @@ def _cmd_init(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``fabtest init | list | show | report | view | compare | recover | rejudge | calibrate | replay | import
+    """``fabtest init | list | show | report | view | compare | recover | rejudge | calibrate | replay | mutate | import
     | shrink | faults | run | steps``."""
     raw = list(sys.argv[1:] if argv is None else argv)
     if raw and raw[0] == "run":  # the playbook runner parses its own options (argparse REMAINDER can't)
@@ -552,6 +552,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                                       "first turn that differs")
     replay_command.add_replay_args(p)
     p.set_defaults(func=lambda a: replay_command.run_replay(a, a.results_dir or _default_results_dir()))
+
+    from fabtest.cli import mutate as mutate_command
+
+    p = sub.add_parser("mutate", help="the suite's mutation score: mutate the agent's recorded behaviour, re-run the "
+                                      "checks and the judge on each mutant (no agent call), list vacuous checks")
+    mutate_command.add_mutate_args(p)
+    p.set_defaults(func=lambda a: mutate_command.run_mutate(a, a.results_dir or _default_results_dir()))
 
     from fabtest.cli import faults as faults_command
 

@@ -322,6 +322,7 @@ def _fsync_dir(directory: Path) -> None:
 
 
 TRACE_SUFFIX = ".trace.json"  # playbook traces: results/traces/, or beside experiments in older versions
+MUTANTS_SUFFIX = ".mutants.json"  # `fabtest mutate ID` writes <id>.mutants.json beside the experiment
 
 
 def traces_dir(results_dir: str | os.PathLike[str]) -> Path:
@@ -335,7 +336,7 @@ def list_experiment_files(results_dir: str | os.PathLike[str]) -> list[Path]:
     if not directory.is_dir():
         return []
     files = [p for p in directory.glob("*.json")
-             if not p.name.startswith(".") and not p.name.endswith(TRACE_SUFFIX) and p.is_file()]
+             if not p.name.startswith(".") and not p.name.endswith((TRACE_SUFFIX, MUTANTS_SUFFIX)) and p.is_file()]
     return sorted(files, key=lambda p: (p.stat().st_mtime, p.name))
 
 

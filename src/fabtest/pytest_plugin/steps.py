@@ -283,8 +283,9 @@ def _check_call(state: ScenarioState, mode: str, neg: str | None, tool: str, arg
     _check_tool_name(state, tool)
     passed, details = checks.check_called(turn.tool_calls, tool, args)
     kind = "not_call_tool" if neg else "call_tool"
+    # the `with:` rows as written, so the check can be run again on a recorded turn (replay, mutate)
     state.tool_check(kind, _mode(mode), f"{kind}:{tool}", (passed != bool(neg), details), turn=turn.number,
-                        data={"tool": tool})
+                     data={"tool": tool, "with": [[a.name, a.expected] for a in args]})
 
 
 def _check_tool_name(state: ScenarioState, tool: str, *, where: str | None = None) -> None:

@@ -6,9 +6,10 @@ again about the same text measures the judge, which is ``fabtest rejudge``'s job
 A check whose subject changed is asked again: ``satisfy`` criteria through the judge exactly as
 ``rejudge`` asks them (same criterion, batched per turn and scope), the goal, intents and grounding
 through the judge as the engine asks them, and the deterministic checks whose arguments the record
-holds (regex match, a call anywhere in the conversation, the order, count and set of calls, topics
-reached or followed, the turn limit, transcript text) by running them. Anything else (``call ... with``
-arguments, files, a topic's turn limit) cannot be re-run from the record and is ``skipped``
+holds (regex match, a call of a turn with its ``with:`` rows, a call anywhere in the conversation, the
+order, count and set of calls, topics reached or followed, the turn limit, transcript text) by running
+them. Anything else (a turn's call recorded before its ``with:`` rows were, files, a topic's turn limit)
+cannot be re-run from the record and is ``skipped``
 with the reason, so a verdict is never carried over to text it was not given about.
 """
 
@@ -55,13 +56,15 @@ def _set(check: CheckRecord, status: Status, details: str, how: str) -> None:
 
 
 def recheck(result: ScenarioResult, recorded: Sequence[TurnRecord], conversation: Conversation, judge: Judge | None,
-            *, judge_reason: str = "", stopped_at: int | None = None) -> None:
+            *, judge_reason: str = "", stopped_at: int | None = None, changed_from: int | None = None) -> None:
     """Update ``result``'s checks (a copy of the recorded ones) for ``conversation``. ``stopped_at``:
-    the turn where ``--no-continue`` stopped, after which the conversation is unknown."""
+    the turn where ``--no-continue`` stopped, after which the conversation is unknown. ``changed_from``:
+    a turn known to differ even where :func:`same_turn` sees none (``fabtest mutate`` reordering two
+    calls, which :func:`calls_of` compares as a set)."""
     turns = conversation.turns
     unchanged: set[int] = set()  # the turns before the first difference (later ones follow a changed past)
     for number, (old, new) in enumerate(zip(recorded, turns, strict=False), start=1):
-        if not same_turn(old, new):
+        if not same_turn(old, new) or (changed_from is not None and number >= changed_from):
             break
         unchanged.add(number)
     whole_same = len(recorded) == len(turns) and len(unchanged) == len(turns)
@@ -160,6 +163,14 @@ def _deterministic(check: CheckRecord, conversation: Conversation) -> checks.Res
         return passed != negated, details
     if kind in ("include_call", "not_include_call") and isinstance(data.get("tool"), str):
         passed, details = checks.check_called(conversation.tool_calls, data["tool"])
+        return passed != negated, details
+    if kind in ("call_tool", "not_call_tool") and check.turn and isinstance(data.get("tool"), str) \
+            and isinstance(data.get("with"), list):  # a turn's call, its `with:` rows recorded (older files: not)
+        try:
+            args = [checks.ArgExpectation.parse(str(name), str(value), where=label) for name, value in data["with"]]
+        except (UsageError, ValueError):
+            return None
+        passed, details = checks.check_called(conversation.turns[check.turn - 1].tool_calls, data["tool"], args)
         return passed != negated, details
     if kind == "call_tool" and check.turn is None and data.get("source") == "verification":
         return checks.check_called(conversation.tool_calls, str(data.get("tool")))  # a scenario set's verification

@@ -1,0 +1,134 @@
+"""``fabtest mutate ID``: the suite's own mutation score (docs/how-to/mutation-score.md).
+
+The mutants and the checks are :mod:`fabtest.replay.mutation`'s; here are the options, the judge
+(``[tool.fabtest.judge]`` of ./pyproject.toml, as ``rejudge`` builds it), the cost line and the
+question before anything is spent, the file ``<results>/<id>.mutants.json`` and the exit codes:
+0 done (whatever the score), 1 the question was answered no, 2 bad input, a judge that is needed
+but not configured or that failed, or no terminal to ask on without ``--yes``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from fabtest.cli.judging import fail, load_experiment
+from fabtest.errors import FabtestError, UsageError
+from fabtest.llm.base import LLM, LLMNotConfigured
+
+__all__ = ["EXIT_DECLINED", "add_mutate_args", "run_mutate"]
+
+EXIT_OK, EXIT_DECLINED, EXIT_ERROR = 0, 1, 2
+
+
+def _count_arg(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r} (e.g. 7)") from None
+    if not 1 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"out of range: {text} (from 1 to 100)")
+    return value
+
+
+def _seed_arg(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r} (e.g. 0)") from None
+
+
+def add_mutate_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("experiment", metavar="ID", help="experiment id, unique prefix, or path")
+    p.add_argument("--mutants", type=_count_arg, default=None, metavar="N",
+                   help="mutants per recorded run (default: one per operator that applies, up to 9)")
+    p.add_argument("--seed", type=_seed_arg, default=0, metavar="S",
+                   help="seed of the choice of turns, calls and numbers to mutate (default 0)")
+    p.add_argument("--scenario", default=None, help="mutate only this scenario (id, id prefix or name)")
+    p.add_argument("--yes", action="store_true", help="go on without asking after the cost line")
+    p.add_argument("--json", action="store_true", help="print the result as JSON (the cost line goes to stderr)")
+    p.add_argument("--results-dir", "--results", dest="results_dir", default=None, metavar="DIR",
+                   help="where the experiment is and <ID>.mutants.json goes (default: [tool.fabtest] results_dir)")
+
+
+def _judge() -> tuple[Any, LLM | None, str]:
+    """The judge as a run builds it (its samples, temperature and purpose); no LLM and the reason
+    when none is configured."""
+    from fabtest.cli.judging import configured_llm
+    from fabtest.config.settings import Settings
+    from fabtest.engine.judge import Judge
+    from fabtest.llm.cache import salted
+
+    settings = Settings.load(Path.cwd())
+    try:
+        llm: LLM | None = salted(configured_llm(settings, Path.cwd(), "judge"), "mutate")
+        reason = ""
+    except LLMNotConfigured as exc:
+        llm, reason = None, str(exc)
+    sampling = settings.judge
+    judge = Judge(llm, samples=sampling.samples, per_criterion=sampling.samples_per_criterion,
+                  temperature=sampling.temperature, purpose=settings.agent_description)
+    return judge, llm, reason
+
+
+def _confirm(args: argparse.Namespace) -> int | None:
+    """None to go on; else the exit code (no terminal to ask on, or the answer was no)."""
+    if args.yes:
+        return None
+    if not sys.stdin.isatty():
+        print("fabtest: error: mutate spends judge calls: run again with --yes to go on "
+              "(stdin is not a terminal to ask on)", file=sys.stderr)
+        return EXIT_ERROR
+    if input("Go on? [y/N] ").strip().lower() not in ("y", "yes"):
+        print("fabtest mutate: nothing run", file=sys.stderr)
+        return EXIT_DECLINED
+    return None
+
+
+def run_mutate(args: argparse.Namespace, results_dir: str) -> int:
+    from fabtest._internal.files import write_text_atomic
+    from fabtest.config.settings import Settings
+    from fabtest.experiment.cost import price_table
+    from fabtest.experiment.export import MUTANTS_SUFFIX
+    from fabtest.replay.mutation import judge_calls, mutation_table, plan_mutants, run_mutants
+    from fabtest.replay.mutation_report import estimate, render_mutation_text
+
+    try:
+        info, results, _doc = load_experiment(args.experiment, results_dir, args.scenario)
+        planned = plan_mutants(results, seed=args.seed, per_run=args.mutants, scenario=args.scenario)
+        judge, llm, reason = _judge()
+    except UsageError as exc:
+        return fail(str(exc))
+    calls = judge_calls(planned, judge)
+    runs = len({(p.result.id, p.result.iteration) for p in planned})
+    cost = estimate(results, calls, llm.model if llm else None, price_table(Settings.load(Path.cwd()).prices))
+    head = f"fabtest mutate: {len(planned)} mutants of {runs} recorded run{'' if runs == 1 else 's'} of {info.id}; "
+    print(head + cost.line, file=sys.stderr if args.json else sys.stdout, flush=True)
+    if calls and llm is None:
+        return fail(f"the mutants need {calls} judge calls, but the judge LLM is not configured: {reason}")
+    if calls:
+        stop = _confirm(args)
+        if stop is not None:
+            return stop
+    try:
+        outcomes = run_mutants(planned, judge if llm else None, judge_reason=reason,
+                               progress=lambda line: print(f"mutant of {line}", file=sys.stderr))
+    except FabtestError as exc:  # LLMError included: the judge failed for good
+        return fail(f"the judge failed: {exc}")
+    table = mutation_table(outcomes, results)
+    spent = sum(o.judge.calls for o in outcomes)
+    doc = {"experiment": info.id, "seed": args.seed, "mutants_per_run": args.mutants, "scenario": args.scenario,
+           "judge": {"provider": llm.provider if llm else None, "model": llm.model if llm else None,
+                     "calls": spent, "input_tokens": sum(o.judge.input_tokens for o in outcomes),
+                     "output_tokens": sum(o.judge.output_tokens for o in outcomes)},
+           "estimate": cost.to_dict(), **table, "mutants": [o.to_dict() for o in outcomes]}
+    path = Path(results_dir) / f"{info.id}{MUTANTS_SUFFIX}"
+    write_text_atomic(path, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    if args.json:
+        sys.stdout.write(json.dumps({**doc, "written_to": str(path)}, indent=2, ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write(render_mutation_text(table, source=info.id, path=str(path)))
+    return EXIT_OK

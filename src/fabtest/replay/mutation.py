@@ -1,0 +1,334 @@
+"""``fabtest mutate``: run a suite's recorded checks on mutants of its recorded runs.
+
+A mutant (:mod:`.mutants`) is a recorded run with one thing made worse. Its checks are brought up
+to date on the changed turns by the code that brings a replayed run's checks up to date
+(:func:`fabtest.replay.recorded_checks.recheck`): deterministic checks run again, judged ones go
+to the judge with the prompts a run uses. No agent and no simulated user is called.
+
+Only what a mutant can have changed is asked again: a judged check whose subject (the text the
+judge would read: its turn with the turns before it, the whole transcript, a reply and its
+source's calls) is the same as recorded keeps its verdict, so the judge is not paid to repeat
+itself and its noise is not counted as a catch. Deterministic checks cost nothing but follow the
+same rule (a pattern reads its turn's reply, a tool check its calls), so "exposed" means the same
+for every check.
+
+A mutant is **caught** when a check that passed on the recorded run fails on the mutant (or, for a
+``must`` check, is inconclusive: the scenario would fail). A check is **exposed** to a mutant when
+the mutant changed its subject and the check was run again; a check exposed at least once and never
+failed is **vacuous**: it would not notice that mistake in the agent.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from fabtest.conversation import AgentResponse, Conversation, Message, TokenUsage, ToolCall, Turn
+from fabtest.engine import trajectory, transcript
+from fabtest.engine.judge import Judge
+from fabtest.experiment.model import CheckRecord, ScenarioResult, TurnRecord
+from fabtest.judging.rejudge import recorded_criterion
+from fabtest.replay.mutants import OPERATORS, Hints, Mutant, mutants_of
+from fabtest.replay.recorded_checks import recheck
+
+__all__ = ["CheckKey", "MutantOutcome", "Planned", "conversation_of", "judge_calls", "mutation_table", "plan_mutants",
+           "run_mutant", "run_mutants"]
+
+#: Check types the judge answers that :func:`recheck` asks again.
+_JUDGED = ("satisfy", "goal", "intent", "grounded_in")
+
+
+@dataclass(frozen=True)
+class CheckKey:
+    """One check of one scenario, the same across its iterations."""
+
+    feature: str
+    scenario: str
+    mode: str
+    criterion: str
+    turn: int | None
+
+    @property
+    def label(self) -> str:
+        where = f" (turn {self.turn})" if self.turn is not None else ""
+        return f"{self.scenario}: {self.mode} {self.criterion}{where}"
+
+    @property
+    def sort_key(self) -> tuple[str, str, int, str, str]:
+        return self.feature, self.scenario, self.turn or 0, self.mode, self.criterion
+
+    @classmethod
+    def of(cls, result: ScenarioResult, check: CheckRecord) -> CheckKey:
+        return cls(result.feature, result.name, check.mode, check.criterion, check.turn)
+
+
+@dataclass
+class Planned:
+    """One mutant of one recorded run and the checks that are asked again on it (``(list, index)``
+    into the run's ``evaluations`` / ``expectations``)."""
+
+    result: ScenarioResult
+    mutant: Mutant
+    recheck: list[tuple[str, int]]
+
+
+@dataclass
+class MutantOutcome:
+    """What the checks made of one mutant."""
+
+    scenario_id: str
+    name: str
+    feature: str
+    iteration: int
+    operator: str
+    turn: int
+    description: str
+    caught_by: list[CheckKey] = field(default_factory=list)
+    exposed: list[CheckKey] = field(default_factory=list)
+    #: checks that passed and whose subject changed, but that cannot be run again from the record
+    unchecked: list[CheckKey] = field(default_factory=list)
+    judge: TokenUsage = field(default_factory=TokenUsage)
+
+    @property
+    def caught(self) -> bool:
+        return bool(self.caught_by)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"scenario": self.scenario_id, "name": self.name, "feature": self.feature, "iteration": self.iteration,
+                "operator": self.operator, "turn": self.turn, "description": self.description, "caught": self.caught,
+                "caught_by": [k.label for k in self.caught_by], "exposed": [k.label for k in self.exposed],
+                "not_rechecked": [k.label for k in self.unchecked], "judge_calls": self.judge.calls}
+
+
+def conversation_of(result: ScenarioResult, turns: Sequence[TurnRecord]) -> Conversation:
+    """Recorded turns as the conversation the checks read: text, tool calls (with their results),
+    topics and the seeded history."""
+    out = Conversation(turns=[
+        Turn(t.number, t.user, AgentResponse(t.agent, [ToolCall(c.name, dict(c.arguments), c.result, dict(c.metadata),
+                                                                c.stubbed) for c in t.tool_calls],
+                                             dict(t.metadata)),
+             topic=t.topic, off_graph_from="(recorded)" if t.off_graph else None, user_note=t.user_note)
+        for t in turns])
+    out.history = [Message(h["role"], h["content"]) for h in result.history  # type: ignore[arg-type]
+                   if h.get("role") in ("user", "agent")]
+    return out
+
+
+def _supported_claims(result: ScenarioResult) -> dict[int, list[str]]:
+    """Per turn, the claims the judge found supported when it checked grounding."""
+    out: dict[int, list[str]] = {}
+    for check in [*result.evaluations, *result.expectations]:
+        if check.type == "grounded_in" and check.turn is not None:
+            claims = check.data.get("claims") or []
+            out.setdefault(check.turn, []).extend(str(c.get("claim")) for c in claims
+                                                  if isinstance(c, dict) and c.get("supported") and c.get("claim"))
+    return out
+
+
+def _tools(result: ScenarioResult, called: Sequence[str]) -> list[str]:
+    """The tools the agent declares (``tools`` in its metadata), then any tool a recorded run called."""
+    declared = result.agent_metadata.get("tools") if isinstance(result.agent_metadata, dict) else None
+    names = [t if isinstance(t, str) else t.get("name") if isinstance(t, dict) else None
+             for t in (declared if isinstance(declared, list) else [])]
+    return list(dict.fromkeys([*(n for n in names if isinstance(n, str) and n), *called]))
+
+
+def _calls(turns: Sequence[Turn]) -> str:
+    return json.dumps([[c.name, c.arguments] for t in turns for c in t.tool_calls], sort_keys=True, default=str)
+
+
+def _looks_at(check: CheckRecord, conversation: Conversation) -> str | None:
+    """What a deterministic check reads on ``conversation``: its turn's reply (a pattern), its
+    turn's or every turn's calls in order (tool and trajectory checks), the transcript; None when
+    it is not known (the check then runs on every mutant from its turn on)."""
+    turns = conversation.turns
+    if check.turn is not None and not 1 <= check.turn <= len(turns):
+        return ""
+    scoped = [turns[check.turn - 1]] if check.turn is not None else turns
+    if check.type in ("match", "not_match") and check.turn is not None:
+        return turns[check.turn - 1].response.text
+    if check.type in ("call_tool", "not_call_tool", "include_call", "not_include_call", *trajectory.KINDS):
+        return _calls(scoped)
+    if check.type == "transcript_contains":
+        return conversation.transcript()
+    if check.type == "turn_count":  # no operator adds or removes a turn, nor moves a topic
+        return str(len(turns))
+    if check.type in ("reached_topic", "follow_topics"):
+        return " > ".join(conversation.topic_path) + str(conversation.off_graph_transitions)
+    return None
+
+
+def _subject(check: CheckRecord, conversation: Conversation) -> str | None:
+    """What the judge reads for ``check`` on ``conversation`` (None: not a judged check)."""
+    turns = conversation.turns
+    if check.type == "goal" or (check.type == "satisfy" and check.data.get("scope") == "conversation"):
+        return transcript.for_judge(conversation)
+    number = check.turn or len(turns)
+    if not 1 <= number <= len(turns):
+        return ""
+    if check.type in ("satisfy", "intent"):
+        return transcript.exchange_for_judge(conversation, number)
+    if check.type == "grounded_in":
+        source = str(check.data.get("source") or check.criterion.removeprefix("grounded_in:"))
+        calls = [c.to_dict() for t in turns[:number] for c in t.tool_calls if c.name == source]
+        return f"{turns[number - 1].response.text}\n{calls}"
+    return None
+
+
+def _to_recheck(result: ScenarioResult, mutant: Mutant) -> list[tuple[str, int]]:
+    before, after = conversation_of(result, result.transcript), conversation_of(result, mutant.transcript)
+    chosen: list[tuple[str, int]] = []
+    for where in ("evaluations", "expectations"):
+        for index, check in enumerate(getattr(result, where)):
+            if check.status == "skipped":
+                continue
+            if check.type in _JUDGED:
+                # every satisfy check of a changed subject is asked, as the run batched them; the other
+                # judged checks only when they passed (one call each, and only a pass can be caught)
+                if check.type != "satisfy" and check.status != "passed":
+                    continue
+                if _subject(check, before) != _subject(check, after):
+                    chosen.append((where, index))
+            elif check.status == "passed" and (check.turn is None or check.turn >= mutant.turn):
+                seen = _looks_at(check, before)
+                if seen is None or seen != _looks_at(check, after):
+                    chosen.append((where, index))
+    return chosen
+
+
+def plan_mutants(results: Sequence[ScenarioResult], *, seed: int = 0, per_run: int | None = None,
+                 scenario: str | None = None) -> list[Planned]:
+    """The mutants of every run that was not skipped and has turns, and what each asks again. Each
+    run draws from its own generator, seeded with ``seed``, its id and iteration, so adding a
+    scenario does not change the mutants of another."""
+    planned: list[Planned] = []
+    called = sorted({c.name for r in results for t in r.transcript for c in t.tool_calls})
+    for result in results:
+        if result.skipped or not result.transcript:
+            continue
+        if scenario is not None and not (result.id.startswith(scenario) or result.name == scenario):
+            continue
+        rng = random.Random(f"{seed}:{result.id}:{result.iteration}")
+        hints = Hints(_supported_claims(result), _tools(result, called))
+        for mutant in mutants_of(result.transcript, rng, hints, limit=per_run):
+            planned.append(Planned(result, mutant, _to_recheck(result, mutant)))
+    return planned
+
+
+def judge_calls(planned: Sequence[Planned], judge: Judge) -> int:
+    """How many judge calls the mutants need: one per batch of satisfy checks (their turn and scope,
+    as the run batched them) and one per other judged check, each times its samples."""
+    total = 0
+    for plan in planned:
+        batches: dict[tuple[str, int | None], int] = {}
+        for where, index in plan.recheck:
+            check = getattr(plan.result, where)[index]
+            scope = check.data.get("scope")
+            if check.type == "satisfy" and scope in ("response", "conversation"):
+                key = (str(scope), check.turn if scope == "response" else None)
+                samples = judge.samples_for(recorded_criterion(plan.result, check))
+                batches[key] = max(batches.get(key, 0), samples)
+            elif check.type in _JUDGED and check.type != "satisfy":  # a satisfy check without its scope is not asked
+                total += 1
+        total += sum(batches.values())
+    return total
+
+
+def _caught(before: CheckRecord, after: CheckRecord) -> bool:
+    return before.status == "passed" and (after.status == "failed"
+                                          or (after.mode == "must" and after.status == "inconclusive"))
+
+
+def run_mutant(plan: Planned, judge: Judge | None, *, judge_reason: str = "") -> MutantOutcome:
+    """The chosen checks of ``plan`` run again on its mutant; FabtestError if the judge fails for good."""
+    result, mutant = plan.result, plan.mutant
+    subset = result.model_copy(deep=True)
+    chosen = {where: [i for w, i in plan.recheck if w == where] for where in ("evaluations", "expectations")}
+    subset.evaluations = [subset.evaluations[i] for i in chosen["evaluations"]]
+    subset.expectations = [subset.expectations[i] for i in chosen["expectations"]]
+    conversation = conversation_of(result, mutant.transcript)
+    recheck(subset, result.transcript, conversation, judge, judge_reason=judge_reason, changed_from=mutant.turn)
+    outcome = MutantOutcome(result.id, result.name, result.feature, result.iteration, mutant.operator, mutant.turn,
+                            mutant.description, judge=conversation.usage.get("judge", TokenUsage()))
+    for where in ("evaluations", "expectations"):
+        for index, after in zip(chosen[where], getattr(subset, where), strict=True):
+            before = getattr(result, where)[index]
+            if before.status != "passed":
+                continue
+            key = CheckKey.of(result, before)
+            if after.data.get("replay") == "kept":  # its subject did not change after all
+                continue
+            if after.status == "skipped":
+                outcome.unchecked.append(key)
+                continue
+            outcome.exposed.append(key)
+            if _caught(before, after):
+                outcome.caught_by.append(key)
+    return outcome
+
+
+def run_mutants(planned: Sequence[Planned], judge: Judge | None, *, judge_reason: str = "",
+                progress: Callable[[str], None] | None = None) -> list[MutantOutcome]:
+    """Every planned mutant, in order."""
+    out = []
+    for plan in planned:
+        if progress:
+            progress(f"{plan.result.name} (iteration {plan.result.iteration}): {plan.mutant.description}")
+        out.append(run_mutant(plan, judge, judge_reason=judge_reason))
+    return out
+
+
+def _share(caught: int, total: int) -> float | None:
+    return round(caught / total, 4) if total else None
+
+
+def mutation_table(outcomes: Sequence[MutantOutcome], results: Sequence[ScenarioResult]) -> dict[str, Any]:
+    """The score overall, per operator and per feature (mutants caught / mutants), per check and per
+    criterion (mutants that failed it / mutants it was exposed to), and the vacuous and untouched
+    checks. ``results`` are the mutated runs, for the checks no mutant reached."""
+
+    def tally(group: Sequence[MutantOutcome]) -> dict[str, Any]:
+        caught = sum(o.caught for o in group)
+        return {"mutants": len(group), "caught": caught, "score": _share(caught, len(group))}
+
+    by: dict[str, dict[str, list[MutantOutcome]]] = {"operators": {}, "features": {}}
+    for o in outcomes:
+        by["operators"].setdefault(o.operator, []).append(o)
+        by["features"].setdefault(o.feature or "(no feature)", []).append(o)
+    checks: dict[CheckKey, dict[str, int]] = {}
+    mutated = {(o.scenario_id, o.iteration) for o in outcomes}
+    for result in results:
+        if (result.id, result.iteration) in mutated:
+            for check in [*result.evaluations, *result.expectations]:
+                if check.status == "passed":
+                    checks.setdefault(CheckKey.of(result, check), {"exposed": 0, "caught": 0, "not_rechecked": 0})
+    for o in outcomes:
+        for name, keys in (("exposed", o.exposed), ("caught", o.caught_by), ("not_rechecked", o.unchecked)):
+            for key in set(keys):
+                checks.setdefault(key, {"exposed": 0, "caught": 0, "not_rechecked": 0})[name] += 1
+    rows: list[dict[str, Any]] = []
+    criteria: dict[str, dict[str, int]] = {}
+    for key, n in sorted(checks.items(), key=lambda item: item[0].sort_key):
+        status = ("vacuous" if n["exposed"] and not n["caught"] else "caught" if n["caught"]
+                  else "not re-checkable" if n["not_rechecked"] else "untouched")
+        rows.append({"check": key.label, "feature": key.feature, "scenario": key.scenario, "mode": key.mode,
+                     "criterion": key.criterion, "turn": key.turn, **n, "share": _share(n["caught"], n["exposed"]),
+                     "status": status})
+        entry = criteria.setdefault(key.criterion, {"checks": 0, "exposed": 0, "caught": 0})
+        entry["checks"] += 1
+        entry["exposed"] += n["exposed"]
+        entry["caught"] += n["caught"]
+    return {
+        "overall": tally(outcomes),
+        "operators": {name: tally(by["operators"][name]) for name in OPERATORS if name in by["operators"]},
+        "features": {name: tally(group) for name, group in sorted(by["features"].items())},
+        "criteria": {name: {**e, "share": _share(e["caught"], e["exposed"])} for name, e in sorted(criteria.items())},
+        "checks": rows,
+        "vacuous": [r["check"] for r in rows if r["status"] == "vacuous"],
+        "untouched": [r["check"] for r in rows if r["status"] == "untouched"],
+        "not_recheckable": [r["check"] for r in rows if r["status"] == "not re-checkable"],
+    }
+
