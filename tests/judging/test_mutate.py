@@ -16,9 +16,9 @@ import pytest
 
 from fabtest.cli import main
 from fabtest.experiment.export import list_experiment_files, load_document
-from fabtest.experiment.model import CheckRecord, ScenarioResult, TurnRecord
+from fabtest.experiment.model import CheckRecord, ScenarioResult, TurnRecord, conversation_of
 from fabtest.replay.mutants import OPERATORS, POLICY_VIOLATIONS, REFUSAL, Hints, key_fact, mutants_of
-from fabtest.replay.mutation import conversation_of, plan_mutants
+from fabtest.replay.mutation import plan_mutants
 from fabtest.replay.recorded_checks import recheck
 from fabtest.testing import FakeGemini
 
@@ -336,3 +336,18 @@ def test_a_must_check_left_inconclusive_catches_the_mutant() -> None:
     outcome = run_mutant(plan, Judge(FakeLLM().verdicts({"clear": "inconclusive", "kind": "inconclusive"})))
     assert [k.criterion for k in outcome.exposed] == ["kind", "clear"]
     assert [k.criterion for k in outcome.caught_by] == ["clear"]
+
+
+def test_rejudge_shows_the_judge_what_the_run_showed_it(project: pytest.Pytester, fake: FakeGemini,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """rejudge judges the recorded conversation as the run's judge saw it, tool calls and their
+    results included (issue 27: the judge sees the whole turn), not the text alone."""
+    during_run = {r.prompt for r in criteria_requests(fake)}
+    before = len(fake.requests)
+    capsys.readouterr()
+    assert main(["rejudge", "exp_m", "--format", "json"]) == 0
+    capsys.readouterr()
+    again = [r for r in fake.requests[before:] if "Evaluate the " in r.text]
+    booking = next(r for r in again if "480 euros" in r.text)
+    assert "book_venue" in booking.prompt and '"booking": "B-7"' in booking.prompt  # the call and its result
+    assert {r.prompt for r in again} <= during_run  # the very prompts of the run, no other

@@ -6,16 +6,14 @@ report (``user_properties``) to the controller, and is aggregated by the recorde
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Sequence
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from fabtest.conversation import jsonable
+from fabtest.conversation import AgentResponse, Conversation, Message, ToolCall, Turn, jsonable
 from fabtest.errors import FailureType, excerpt
 from fabtest.experiment.cost import agent_turn_lines
-
-if TYPE_CHECKING:
-    from fabtest.conversation import Conversation
 
 
 class CheckRecord(BaseModel):
@@ -165,6 +163,22 @@ def turn_records(conversation: Conversation) -> list[TurnRecord]:
                                for c in t.tool_calls])
         for t in conversation.turns
     ]
+
+
+def conversation_of(result: ScenarioResult, turns: Sequence[TurnRecord] | None = None) -> Conversation:
+    """A result's turns (``turns``, default its transcript) as the conversation the checks and the
+    judge read, the inverse of :func:`turn_records`: text, tool calls with their results, turn
+    metadata, topics and the seeded history. rejudge, replay's re-checks and mutate all judge what
+    the run's judge saw through it."""
+    out = Conversation(turns=[
+        Turn(t.number, t.user, AgentResponse(t.agent, [ToolCall(c.name, dict(c.arguments), c.result, dict(c.metadata),
+                                                                c.stubbed) for c in t.tool_calls],
+                                             dict(t.metadata)),
+             topic=t.topic, off_graph_from="(recorded)" if t.off_graph else None, user_note=t.user_note)
+        for t in (result.transcript if turns is None else turns)])
+    out.history = [Message(h["role"], h["content"]) for h in result.history  # type: ignore[arg-type]
+                   if h.get("role") in ("user", "agent")]
+    return out
 
 
 def usage_records(conversation: Conversation) -> dict[str, UsageRecord]:

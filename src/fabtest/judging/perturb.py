@@ -42,8 +42,8 @@ from typing import Any
 from fabtest.config.criteria import Criterion
 from fabtest.conversation import AgentResponse, Conversation, Turn
 from fabtest.engine.judge import Judge
-from fabtest.experiment.model import CheckRecord, ScenarioResult
-from fabtest.judging.rejudge import check_subject, judgeable, recorded_conversation, recorded_criterion
+from fabtest.experiment.model import CheckRecord, ScenarioResult, conversation_of
+from fabtest.judging.rejudge import check_subject, judgeable, recorded_criterion
 from fabtest.llm.base import LLM
 from fabtest.llm.cache import salted
 
@@ -165,7 +165,7 @@ def perturb_experiment(
                 groups.setdefault((str(check.data["scope"]), check.turn), []).append(check)
         if progress and groups:
             progress(f"{result.id} iteration {result.iteration}: {sum(map(len, groups.values()))} checks")
-        conversation = recorded_conversation(result)
+        conversation = conversation_of(result)
         for (scope, turn), checks in groups.items():
             unique = {c.criterion: recorded_criterion(result, c) for c in checks}
             names = list(unique)

@@ -19,16 +19,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fabtest.config.criteria import Criterion
-from fabtest.conversation import AgentResponse, Conversation, TokenUsage, Turn
+from fabtest.conversation import Conversation, TokenUsage
 from fabtest.engine import transcript
 from fabtest.engine.judge import CriterionLabel, Judge, Scope, criterion_from_data, majority
 from fabtest.experiment.attribution import Rejudge
-from fabtest.experiment.model import CheckRecord, ExperimentInfo, ScenarioResult, UsageRecord
+from fabtest.experiment.model import CheckRecord, ExperimentInfo, ScenarioResult, UsageRecord, conversation_of
 from fabtest.llm.base import LLM, LLMError, LLMNotConfigured
 from fabtest.llm.cache import salted
 
-__all__ = ["Rejudged", "agreement_table", "attribution_rejudger", "check_subject", "judgeable", "recorded_conversation",
-           "recorded_criterion", "rejudge_experiment", "rejudged_info"]
+__all__ = ["Rejudged", "agreement_table", "attribution_rejudger", "check_subject", "judgeable", "recorded_criterion",
+           "rejudge_experiment", "rejudged_info"]
 
 
 @dataclass
@@ -68,11 +68,6 @@ class Rejudged:
                 "criterion": self.criterion, "turn": self.turn, "scope": self.scope, "recorded": self.recorded,
                 "verdicts": list(self.verdicts), "majority": self.majority, "flips": self.flips,
                 "self_agreement": round(self.self_agreement, 4)}
-
-
-def _conversation(result: ScenarioResult) -> Conversation:
-    turns = [Turn(t.number, t.user, AgentResponse(t.agent)) for t in result.transcript]
-    return Conversation(turns=turns)
 
 
 def recorded_criterion(result: ScenarioResult, check: CheckRecord) -> Criterion:
@@ -124,7 +119,7 @@ def rejudge_experiment(
                 groups.setdefault((str(check.data["scope"]), check.turn), []).append(check)
         if progress and groups:
             progress(f"{result.id} iteration {result.iteration}: {sum(map(len, groups.values()))} checks")
-        conversation = _conversation(copy)
+        conversation = conversation_of(copy)
         for (scope, turn), checks in groups.items():
             rows.extend(_rejudge_group(copy, conversation, scope, turn, checks, judges, spent))
         # what this re-judgement spent, counted call by call and priced at the judge that made the calls:
@@ -165,11 +160,6 @@ def _rejudge_group(
     return rows
 
 
-def recorded_conversation(result: ScenarioResult) -> Conversation:
-    """The recorded transcript as the conversation the judge reads (for judging/perturb.py)."""
-    return _conversation(result)
-
-
 def judgeable(result: ScenarioResult, check: CheckRecord) -> bool:
     """Whether a recorded check can be asked again: a judged ``satisfy`` check with its subject."""
     return _judgeable(result, check)
@@ -201,7 +191,7 @@ def attribution_rejudger(llm: LLM, times: int, *, limit: int = 20) -> Rejudge:
                 return []
             batch = {c.criterion: recorded_criterion(result, c) for c in [*result.evaluations, *result.expectations]
                      if _judgeable(result, c) and c.data.get("scope") == scope and c.turn == check.turn}
-            subject = check_subject(_conversation(result), scope, check.turn)
+            subject = check_subject(conversation_of(result), scope, check.turn)
             verdicts: dict[str, list[str]] = {name: [] for name in batch}
             try:
                 for judge in judges:

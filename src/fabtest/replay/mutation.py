@@ -26,15 +26,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fabtest.conversation import AgentResponse, Conversation, Message, TokenUsage, ToolCall, Turn
+from fabtest.conversation import Conversation, TokenUsage, Turn
 from fabtest.engine import trajectory, transcript
 from fabtest.engine.judge import Judge
-from fabtest.experiment.model import CheckRecord, ScenarioResult, TurnRecord
+from fabtest.experiment.model import CheckRecord, ScenarioResult, conversation_of
 from fabtest.judging.rejudge import recorded_criterion
 from fabtest.replay.mutants import OPERATORS, Hints, Mutant, mutants_of
 from fabtest.replay.recorded_checks import recheck
 
-__all__ = ["CheckKey", "MutantOutcome", "Planned", "conversation_of", "judge_calls", "mutation_table", "plan_mutants",
+__all__ = ["CheckKey", "MutantOutcome", "Planned", "judge_calls", "mutation_table", "plan_mutants",
            "run_mutant", "run_mutants"]
 
 #: Check types the judge answers that :func:`recheck` asks again.
@@ -101,20 +101,6 @@ class MutantOutcome:
                 "operator": self.operator, "turn": self.turn, "description": self.description, "caught": self.caught,
                 "caught_by": [k.label for k in self.caught_by], "exposed": [k.label for k in self.exposed],
                 "not_rechecked": [k.label for k in self.unchecked], "judge_calls": self.judge.calls}
-
-
-def conversation_of(result: ScenarioResult, turns: Sequence[TurnRecord]) -> Conversation:
-    """Recorded turns as the conversation the checks read: text, tool calls (with their results),
-    topics and the seeded history."""
-    out = Conversation(turns=[
-        Turn(t.number, t.user, AgentResponse(t.agent, [ToolCall(c.name, dict(c.arguments), c.result, dict(c.metadata),
-                                                                c.stubbed) for c in t.tool_calls],
-                                             dict(t.metadata)),
-             topic=t.topic, off_graph_from="(recorded)" if t.off_graph else None, user_note=t.user_note)
-        for t in turns])
-    out.history = [Message(h["role"], h["content"]) for h in result.history  # type: ignore[arg-type]
-                   if h.get("role") in ("user", "agent")]
-    return out
 
 
 def _supported_claims(result: ScenarioResult) -> dict[int, list[str]]:
