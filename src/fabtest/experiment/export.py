@@ -1,5 +1,12 @@
 """The experiment JSON document (docs/reference/experiment-json.md): build, write atomically, load.
 
+What the file holds is made here: ``document_head`` (every section but the scenarios),
+``scenario_entry`` (one scenario) and ``index_row``; its bytes are written by one function,
+``write_streamed``. Every experiment file reaches it through
+:meth:`fabtest.experiment.spool.Spool.write` (a run, ``recover``, ``merge``, ``rejudge``,
+``replay``), which streams the entries from a spill file; ``build_document`` and
+``write_document`` are the same document held in memory, for tests and small tools.
+
 The document is the contract other tools read, so its top-level keys and the documented keys of
 each scenario are fixed; everything else a user might need (iterations, transcripts, tokens,
 durations, variance) is added next to them. Loading turns a document back into the models
