@@ -148,8 +148,8 @@ def expectation_failed(check: Check, turn: Turn | None) -> ExpectationFailed:
     check, and the reply it was about."""
     verdict = "was inconclusive" if check.status == "inconclusive" else "failed"
     where = f"Turn {check.turn}" if check.turn else "Conversation"
-    return ExpectationFailed(f"{where}: expectation {check.kind} {check.label!r} (must) {verdict}: {check.details}\n"
-                             f"  {describe_turn(turn)}")
+    return ExpectationFailed(f"{where}: expectation {check.type} {check.criterion!r} (must) {verdict}: "
+                             f"{check.details}\n  {describe_turn(turn)}")
 
 
 def describe_turn(turn: Turn | None) -> str:

@@ -287,7 +287,7 @@ class ScenarioState:
     def record_check(self, kind: str, mode: Mode, label: str, status: Status, details: str,
                      *, turn: int | None = None, data: dict[str, Any] | None = None) -> Check:
         """Record an outcome; a failed ``must`` raises ExpectationFailed naming the turn and reply."""
-        check = Check(kind=kind, mode=mode, label=label, status=status, turn=turn, details=details, data=data or {})
+        check = Check(type=kind, mode=mode, criterion=label, status=status, turn=turn, details=details, data=data or {})
         self._slots.append(check)
         if mode == "must" and status in ("failed", "inconclusive"):
             self._fail(check)

@@ -129,7 +129,8 @@ _DETAIL_KEYS = ("type", "mode", "criterion", "status", "passed", "turn", "detail
 
 
 def _flat_detail(detail: dict[str, Any]) -> dict[str, Any]:
-    """Seed 10.1 layout: ``{"type", "tool"|"topic"|"max", "actual", "passed", ...}`` at the top level.
+    """A check as docs/reference/experiment-json.md lays it out: ``{"type", "tool"|"topic"|"max", "actual",
+    "passed", ...}`` at the top level.
 
     The check's ``data`` keys go beside ``type``. The rare key that would replace a record key
     (``type``, ``passed``, ``data`` …) stays under ``data`` so the document remains lossless.
