@@ -74,12 +74,13 @@ def scenario_result(identity: ScenarioIdentity, outcome: Outcome, *, duration_s:
                     conversation: Conversation | None = None, **fields: Any) -> ScenarioResult:
     """A result: which scenario ran and how it ended, the record of its ``conversation`` (turns,
     topics, checks, transcript, usage; none for a scenario that never talked) and what only the
-    front end knows (``fields``: configuration, metadata; a field given here replaces the
-    conversation's, e.g. a playbook's own ``expectations``)."""
+    front end knows (``fields``: configuration, metadata; a field given here replaces the one
+    made from the identity or the conversation, e.g. a playbook's own ``expectations``)."""
     record = _head(identity, outcome, duration_s)
     if conversation is not None:
         record.update((key, make(conversation)) for key, make in _FROM_CONVERSATION.items() if key not in fields)
-    return ScenarioResult(**record, **fields)
+    record.update(fields)
+    return ScenarioResult(**record)
 
 
 #: the result's fields a conversation fills, each made only when the caller does not give it
