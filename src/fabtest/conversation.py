@@ -92,13 +92,14 @@ class Turn:
 class Check:
     """The outcome of one assertion step, soft (``should``) or hard (``must``).
 
-    ``kind`` names the assertion (satisfy, match, call_tool, grounded_in, ...); ``label`` is the key
-    it is aggregated under in criteria performance (the criterion name for ``satisfy``).
+    ``type`` names the assertion (satisfy, match, call_tool, grounded_in, ...); ``criterion`` is the
+    key it is aggregated under in criteria performance (the criterion name for ``satisfy``). The
+    fields have the experiment JSON's names (docs/reference/experiment-json.md).
     """
 
-    kind: str
+    type: str
     mode: Mode
-    label: str
+    criterion: str
     status: Status
     turn: int | None = None
     details: str = ""
@@ -113,11 +114,21 @@ class Check:
             return False
         return None
 
+    @property
+    def kind(self) -> str:
+        """``type`` by its name before 0.2 (read-only; ``record_check(kind, ...)`` keeps the word)."""
+        return self.type
+
+    @property
+    def label(self) -> str:
+        """``criterion`` by its name before 0.2 (read-only)."""
+        return self.criterion
+
     def to_dict(self) -> dict[str, Any]:
         return {
-            "type": self.kind,
+            "type": self.type,
             "mode": self.mode,
-            "criterion": self.label,
+            "criterion": self.criterion,
             "status": self.status,
             "passed": self.passed,
             "turn": self.turn,

@@ -54,3 +54,21 @@ def test_the_new_paths_import_without_any_warning() -> None:
 def test_a_name_that_never_existed_is_still_an_import_error() -> None:
     with pytest.raises(ModuleNotFoundError):
         __import__("fabtest.no_such_module")
+
+
+def test_every_path_the_architecture_page_names_exists() -> None:
+    """The "where to look" table and the layers table stay true when modules move
+    (``src/fabtest/x.py``, ``engine/y.py``, ``compare/``: each a file or folder under src/fabtest)."""
+    import re
+
+    page = (SRC.parents[1] / "docs" / "explanation" / "architecture.md").read_text()
+    folders = {p.name for p in SRC.iterdir() if p.is_dir()}
+    named = set(re.findall(r"`(?:src/fabtest/)?((?:[a-z_]+/)+(?:[a-z_]+\.py)?|[a-z_]+\.py)`", page))
+    missing = []
+    for path in sorted(named):
+        top = path.split("/", 1)[0]
+        if "/" in path and top not in folders:
+            continue  # not a path under src/fabtest (e.g. results/)
+        if not (SRC / path).exists() and not any((SRC / folder / path).exists() for folder in folders):
+            missing.append(path)
+    assert len(named) > 40 and missing == []

@@ -130,3 +130,22 @@ def test_recover_streams_the_journal_through_the_same_spool(tmp_path: Path) -> N
     assert doc["experiment"]["interrupted"] is True
     reference = _reference(recorder, results, tmp_path / "ref", interrupted=True)
     assert doc == reference
+
+
+def test_a_commands_results_are_written_by_the_same_path_as_a_run(tmp_path: Path) -> None:
+    """rejudge and replay write through ``spool.write_experiment``: the file a document held in
+    memory would give, with the command's own section after the others and no spill file left."""
+    from fabtest.experiment.model import ExperimentInfo
+    from fabtest.experiment.spool import write_experiment
+
+    results = _results()
+    info = ExperimentInfo(id="exp_cmd001", timestamp="2026-01-01T00:00:00Z", iterations=3,
+                          judge_model="gemini-2.5-flash")
+    section = {"of": "exp_source", "times": 2}
+    path = write_experiment(info, results, tmp_path / "cmd", {"rejudge": section})
+    doc = build_document(info, results)
+    doc["rejudge"] = section
+    reference = write_document(doc, tmp_path / "ref")
+    assert path.read_bytes() == reference.read_bytes()
+    assert list(json.loads(path.read_text()))[-4:] == ["variance", "rejudge", "scenario_index", "scenario_results"]
+    assert not spill_path(tmp_path / "cmd", "exp_cmd001").exists()

@@ -121,6 +121,15 @@ def test_check_passed_and_to_dict():
                       "passed": False, "turn": 2, "details": "did not call x"}
 
 
+def test_check_fields_have_the_names_of_the_json_and_the_old_names_still_read():
+    check = Check(type="call_tool", mode="must", criterion="call_tool:x", status="passed", data={"tool": "x"})
+    record = check.to_dict()
+    assert [f.name for f in dataclasses.fields(Check)] == [k for k in record if k != "passed"]
+    assert (check.kind, check.label) == ("call_tool", "call_tool:x")  # read-only, for code written before 0.2
+    with pytest.raises(AttributeError):
+        check.kind = "match"  # type: ignore[misc]
+
+
 def test_conversation_record_sorts_soft_and_hard_checks():
     conv = Conversation()
     soft = Check("match", "should", "m", "failed")

@@ -116,11 +116,8 @@ def _share_arg(text: str) -> float:
 
 
 def run_rejudge(args: argparse.Namespace, results_dir: str) -> int:
-    from fabtest.experiment.export import (
-        build_document,
-        new_experiment_id,
-        write_document,
-    )
+    from fabtest.experiment.export import new_experiment_id
+    from fabtest.experiment.spool import write_experiment
     from fabtest.judging.rejudge import agreement_table, rejudge_experiment, rejudged_info
     from fabtest.judging.render import render_rejudge_text
 
@@ -145,10 +142,9 @@ def run_rejudge(args: argparse.Namespace, results_dir: str) -> int:
     if rows and not args.no_save:
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         new_info = rejudged_info(info, new_experiment_id(), stamp, (llm.provider, llm.model), args.times)
-        doc = build_document(new_info, new_results)
-        doc["rejudge"] = {"of": info.id, "times": args.times, "criterion": args.criterion, "scenario": args.scenario,
-                          "agreement": table, "checks": [r.to_dict() for r in rows]}
-        write_document(doc, results_dir)
+        section = {"of": info.id, "times": args.times, "criterion": args.criterion, "scenario": args.scenario,
+                   "agreement": table, "checks": [r.to_dict() for r in rows]}
+        write_experiment(new_info, new_results, results_dir, {"rejudge": section})
         new_id = new_info.id
     if args.format == "json":
         sys.stdout.write(json.dumps({"of": info.id, "rejudged_experiment": new_id, "times": args.times,

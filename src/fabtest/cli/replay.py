@@ -81,8 +81,9 @@ def replay_env(args: argparse.Namespace) -> Any:
 
 
 def run_replay(args: argparse.Namespace, results_dir: str) -> int:
-    from fabtest.experiment.export import build_document, new_experiment_id, write_document
+    from fabtest.experiment.export import new_experiment_id
     from fabtest.experiment.gitinfo import git_info
+    from fabtest.experiment.spool import write_experiment
     from fabtest.replay.conversations import replay_experiment, replayed_info
 
     try:
@@ -102,9 +103,7 @@ def run_replay(args: argparse.Namespace, results_dir: str) -> int:
         git = git_info(Path.cwd())
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         new_info = replayed_info(info, new_experiment_id(), stamp, env, (git.commit, git.branch, git.dirty))
-        new_doc = build_document(new_info, new_results)
-        new_doc["replay"] = section
-        write_document(new_doc, results_dir)
+        write_experiment(new_info, new_results, results_dir, {"replay": section})
         new_id = new_info.id
     diffs = _diffs(doc, new_results, outcomes) if args.no_continue else []
     if args.format == "json":

@@ -1,4 +1,4 @@
-"""Compare two experiments (seed sections 7.3, 7.4, 8.1 and 9.2).
+"""Compare two experiments (docs/explanation/experiments.md, "The comparison"; the gate: docs/gates.md).
 
 Works directly on the raw experiment documents (plain dicts), never building result models, so
 comparing two experiments of 100,000 scenario results stays fast and small. The result is a
@@ -13,7 +13,7 @@ Validity rule (documented contract):
 * HIGH   otherwise.
 
 Every headline delta, criterion and check row and every gate is computed over the *shared*
-scenarios (stable ids both experiments contain, seed 7.4): a scenario added in the current
+scenarios (stable ids both experiments contain, docs/explanation/experiments.md): a scenario added in the current
 experiment is not a regression of the old ones. Added and removed scenarios are listed apart
 with their outcomes, and each experiment's own whole figures are kept apart and labelled. With
 several runs of a scenario it counts as passing only when every run passed (scenario changes);

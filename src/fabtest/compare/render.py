@@ -171,7 +171,8 @@ def _outcome_text(o: ScenarioOutcome) -> str:
 
 
 def render_text(comparison: Comparison) -> str:
-    """The console comparison (seed 8.1 layout): shared scenarios first, then what is not compared."""
+    """The console comparison (docs/explanation/experiments.md, "The comparison"): shared scenarios first, then what
+    is not compared."""
     c = comparison
     comp = c.comparability
     lines = [

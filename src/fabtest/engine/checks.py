@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from fabtest._internal.files import path_inside
-from fabtest.conversation import ToolCall, Turn
+from fabtest.agents import trace_calls
+from fabtest.conversation import Check, ToolCall, Turn
 from fabtest.engine.patterns import Pattern, PatternError, compile_pattern, search
-from fabtest.errors import UsageError
+from fabtest.errors import ExpectationFailed, UsageError
 
 Result = tuple[bool, str]
 
@@ -130,6 +131,25 @@ def describe_calls(calls: Sequence[ToolCall]) -> str:
     if not calls:
         return "(no tool calls)"
     return ", ".join(f"{c.name}({_format_args(c.arguments)})" + (" [stubbed]" if c.stubbed else "") for c in calls)
+
+
+def untraced(turns: Sequence[Turn]) -> str | None:
+    """Why the tool calls of these turns are not known: an agent that exports traces whose spans
+    did not arrive (:mod:`fabtest.agents.trace_calls`); None when they are."""
+    for turn in turns:
+        reason = trace_calls.missing(turn.response)
+        if reason:
+            return f"turn {turn.number}: {reason}"
+    return None
+
+
+def expectation_failed(check: Check, turn: Turn | None) -> ExpectationFailed:
+    """The error a failed or inconclusive ``must`` raises: the turn (or the conversation), the
+    check, and the reply it was about."""
+    verdict = "was inconclusive" if check.status == "inconclusive" else "failed"
+    where = f"Turn {check.turn}" if check.turn else "Conversation"
+    return ExpectationFailed(f"{where}: expectation {check.type} {check.criterion!r} (must) {verdict}: "
+                             f"{check.details}\n  {describe_turn(turn)}")
 
 
 def describe_turn(turn: Turn | None) -> str:

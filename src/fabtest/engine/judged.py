@@ -10,12 +10,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from fabtest.config.criteria import Criterion
 from fabtest.conversation import Check, Mode, TokenUsage, ToolCall, Turn
-from fabtest.engine.judge import Judge
+from fabtest.engine.judge import CriterionVerdict, Judge, Scope, criterion_data
 
-__all__ = ["Judged", "goal_check", "grounding_check", "intent_check"]
+__all__ = ["Judged", "criterion_check", "goal_check", "grounding_check", "intent_check"]
 
 Judged = tuple[Check, TokenUsage]
+
+
+def criterion_check(criterion: Criterion, mode: Mode, verdict: CriterionVerdict, scope: Scope,
+                    turn: int | None) -> Check:
+    """``... satisfy "criterion"``: one criterion's verdict from a batched call (the call itself is
+    :class:`~fabtest.engine.scenario.ScenarioState`'s, which batches every criterion due on a turn)."""
+    return Check("satisfy", mode, criterion.name, verdict.verdict, turn, verdict.reasoning,
+                 {"scope": scope, **criterion_data(criterion), **verdict.sample_data()})
 
 
 def grounding_check(judge: Judge, turn: Turn, source: str, calls: Sequence[ToolCall], mode: Mode) -> Judged:

@@ -1,25 +1,29 @@
 """Turning a finished scenario into a :class:`~fabtest.experiment.model.ScenarioResult` (plain data).
 
 A front end says which scenario ran with a small :class:`ScenarioIdentity` (the pytest plugin
-builds it from the test item, :func:`fabtest.run` from its arguments), so building the result
-needs no test runner. The result travels as ``model_dump(mode="json")``: inside the pytest report
-(it survives pytest-xdist) and into the experiment JSON.
+builds it from the test item, :func:`fabtest.run` from its arguments, a playbook from its name),
+so building the result needs no test runner. :func:`scenario_result` is the one place a result is
+assembled, for a feature's scenario (:func:`build_result`), a playbook
+(:func:`fabtest.playbook.record.build_result`) and a scenario that errored before it ran. The
+result travels as ``model_dump(mode="json")``: inside the pytest report (it survives
+pytest-xdist) and into the experiment JSON.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from fabtest.config.scenario_sets import ScenarioRecord
-from fabtest.conversation import jsonable
+from fabtest.conversation import Conversation, jsonable
 from fabtest.engine.outcome import Outcome
 from fabtest.engine.scenario import ScenarioState
 from fabtest.errors import describe
 from fabtest.experiment.model import CheckRecord, ScenarioResult, TopicRecord, turn_records, usage_records
 from fabtest.experiment.stable_id import stable_id
 
-__all__ = ["ScenarioIdentity", "build_result"]
+__all__ = ["ScenarioIdentity", "build_result", "scenario_result"]
 
 
 @dataclass(frozen=True)
@@ -66,8 +70,36 @@ def build_result(identity: ScenarioIdentity, state: ScenarioState | None, outcom
         return _bare(identity, broken, duration_s)
 
 
+def scenario_result(identity: ScenarioIdentity, outcome: Outcome, *, duration_s: float,
+                    conversation: Conversation | None = None, **fields: Any) -> ScenarioResult:
+    """A result: which scenario ran and how it ended, the record of its ``conversation`` (turns,
+    topics, checks, transcript, usage; none for a scenario that never talked) and what only the
+    front end knows (``fields``: configuration, metadata; a field given here replaces the one
+    made from the identity or the conversation, e.g. a playbook's own ``expectations``)."""
+    record = _head(identity, outcome, duration_s)
+    if conversation is not None:
+        record.update((key, make(conversation)) for key, make in _FROM_CONVERSATION.items() if key not in fields)
+    record.update(fields)
+    return ScenarioResult(**record)
+
+
+#: the result's fields a conversation fills, each made only when the caller does not give it
+_FROM_CONVERSATION: dict[str, Callable[[Conversation], Any]] = {
+    "turns": lambda conv: len(conv.turns),
+    "topics_visited": lambda conv: conv.topics_visited,
+    "topic_path": lambda conv: conv.topic_path,
+    "backtracked": lambda conv: conv.backtracked,
+    "off_graph_transitions": lambda conv: conv.off_graph_transitions,
+    "evaluations": lambda conv: [CheckRecord.model_validate(c.to_dict()) for c in conv.evaluations],
+    "expectations": lambda conv: [CheckRecord.model_validate(c.to_dict()) for c in conv.expectations],
+    "transcript": turn_records,
+    "history": lambda conv: [{"role": m.role, "content": m.content} for m in conv.history],
+    "usage": usage_records,
+}
+
+
 def _bare(identity: ScenarioIdentity, outcome: Outcome, duration_s: float) -> ScenarioResult:
-    return ScenarioResult(**_head(identity, outcome, duration_s))
+    return scenario_result(identity, outcome, duration_s=duration_s)
 
 
 def _head(identity: ScenarioIdentity, outcome: Outcome, duration_s: float) -> dict[str, Any]:
@@ -100,17 +132,8 @@ def _with_role_models(records: dict[str, Any], state: ScenarioState) -> dict[str
 
 def _full(identity: ScenarioIdentity, state: ScenarioState, outcome: Outcome, duration_s: float) -> ScenarioResult:
     conv = state.conversation
-    return ScenarioResult(
-        **_head(identity, outcome, duration_s),
-        turns=len(conv.turns),
-        topics_visited=conv.topics_visited,
-        topic_path=conv.topic_path,
-        backtracked=conv.backtracked,
-        off_graph_transitions=conv.off_graph_transitions,
-        evaluations=[CheckRecord.model_validate(c.to_dict()) for c in conv.evaluations],
-        expectations=[CheckRecord.model_validate(c.to_dict()) for c in conv.expectations],
-        transcript=turn_records(conv),
-        history=[{"role": m.role, "content": m.content} for m in conv.history],
+    return scenario_result(
+        identity, outcome, duration_s=duration_s, conversation=conv,
         usage=_with_role_models(usage_records(conv), state),
         criteria={c.name: c.description for c in state.criteria.values()},
         topics=[TopicRecord(**r) for r in state.topics.topic_records()] if state.topics else [],

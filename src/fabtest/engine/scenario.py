@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from fabtest import tracing
-from fabtest.agents import aio, trace_calls
+from fabtest.agents import aio
 from fabtest.agents.base import STAND_IN_KEY, Agent, AgentError, agent_metadata
 from fabtest.agents.boundary import guarded
 from fabtest.agents.registry import make_agent
@@ -34,7 +34,7 @@ from fabtest.config.scenario_sets import ScenarioRecord
 from fabtest.config.settings import Settings
 from fabtest.conversation import Check, Conversation, Mode, Status, TokenUsage, Turn
 from fabtest.engine import budget, checks, judged, records, stubbing, topic_checks, transcript
-from fabtest.engine.judge import CriterionVerdict, Judge, Scope, criterion_data
+from fabtest.engine.judge import CriterionVerdict, Judge, Scope
 from fabtest.engine.patterns import scenario_deadline
 from fabtest.engine.simulator import SimulatorConfig
 from fabtest.engine.topics import TopicGraph, TopicGraphError, TopicTracker
@@ -200,7 +200,7 @@ class ScenarioState:
         return self._runner
 
     def user_says(self, text: str) -> Turn:
-        self._flush_pending()
+        self.flush_pending()
         return self.runner.say(text)
 
     def simulate(self, *, first: str | None = None, until: Callable[[Conversation], str | None] | None = None) -> str:
@@ -214,6 +214,27 @@ class ScenarioState:
         from fabtest.engine.simulation import simulate
 
         return simulate(self, first=first, until=until)
+
+    @property
+    def restartable(self) -> bool:
+        """The conversation can start again from nothing: no turn and no check yet (a simulation
+        that began the scenario may be re-run when its simulated user left its role)."""
+        return not self.conversation.turns and not self._slots and not self._pending
+
+    def restart(self) -> None:
+        """Forget the conversation so far and start again with a fresh agent (its cost stays spent)."""
+        self.conversation.turns.clear()
+        self._tracker, self._user_note, self.simulated_text = None, None, None
+        agent, self._agent, self._runner = self._agent, None, None
+        if agent is not None:
+            with contextlib.suppress(Exception):  # the invalid try's agent: its exit failing is not this run's story
+                guarded("the agent's around() failed on exit:", self._exit.close)
+            cancel_agent(agent)
+        self._exit = contextlib.ExitStack()
+
+    def user_note(self, note: str | None) -> None:
+        """The simulated user's note on the message it is sending (an adversarial tactic), for its turn."""
+        self._user_note = note
 
     def _after_turn(self, turn: Turn) -> None:
         turn.user_note, self._user_note = self._user_note, None
@@ -266,20 +287,15 @@ class ScenarioState:
     def record_check(self, kind: str, mode: Mode, label: str, status: Status, details: str,
                      *, turn: int | None = None, data: dict[str, Any] | None = None) -> Check:
         """Record an outcome; a failed ``must`` raises ExpectationFailed naming the turn and reply."""
-        check = Check(kind=kind, mode=mode, label=label, status=status, turn=turn, details=details, data=data or {})
+        check = Check(type=kind, mode=mode, criterion=label, status=status, turn=turn, details=details, data=data or {})
         self._slots.append(check)
         if mode == "must" and status in ("failed", "inconclusive"):
             self._fail(check)
         return check
 
     def _fail(self, check: Check) -> None:
-        turn_obj = self.conversation.turns[check.turn - 1] if check.turn else self.conversation.last_turn
-        verdict = "was inconclusive" if check.status == "inconclusive" else "failed"
-        where = f"Turn {check.turn}" if check.turn else "Conversation"
-        raise ExpectationFailed(
-            f"{where}: expectation {check.kind} {check.label!r} (must) {verdict}: {check.details}\n"
-            f"  {checks.describe_turn(turn_obj)}"
-        )
+        turn = self.conversation.turns[check.turn - 1] if check.turn else self.conversation.last_turn
+        raise checks.expectation_failed(check, turn)
 
     def add_check(self, check: Check) -> None:
         """Record a finished check whose failure the caller words itself (a playbook lists every unmet
@@ -294,12 +310,7 @@ class ScenarioState:
     def untraced(self, turn: int | None) -> str | None:
         """Why the tool calls of ``turn`` (every turn: None) are not known: an agent that exports
         traces whose spans did not arrive (:mod:`fabtest.agents.trace_calls`); None when they are."""
-        turns = [self.conversation.turns[turn - 1]] if turn else self.conversation.turns
-        for one in turns:
-            reason = trace_calls.missing(one.response)
-            if reason:
-                return f"turn {one.number}: {reason}"
-        return None
+        return checks.untraced([self.conversation.turns[turn - 1]] if turn else self.conversation.turns)
 
     def tool_check(self, kind: str, mode: Mode, label: str, result: checks.Result, *, turn: int | None,
                    data: dict[str, Any] | None = None) -> None:
@@ -448,7 +459,8 @@ class ScenarioState:
         else:
             self._slots[slot] = Pending(self.llms.executor.submit(tracing.carry(run)), None, waiting)
 
-    def _flush_pending(self) -> None:
+    def flush_pending(self) -> None:
+        """Send the judge what is due before the next turn (a simulated user's message is one)."""
         for number in list(self._pending):
             self._flush_turn(number, block=False)
         if self._pending_conversation:
@@ -492,12 +504,8 @@ class ScenarioState:
             result = self.judge.evaluate_criteria(list(unique.values()), subject=subject, scope=scope)
             self._charge("judge", result.usage)
             by_name = {v.criterion: v for v in result.value}
-            out = []
-            for p in pending:
-                v = by_name[p.criterion.name]
-                out.append(Check("satisfy", p.mode, p.criterion.name, v.verdict, turn, v.reasoning,
-                                 {"scope": scope, **criterion_data(p.criterion), **v.sample_data()}))
-            return out
+            return [judged.criterion_check(p.criterion, p.mode, by_name[p.criterion.name], scope, turn)
+                    for p in pending]
 
         if block or self.llms.executor is None:
             results = run()
@@ -530,7 +538,7 @@ class ScenarioState:
         Hard checks never reach here unjudged: they blocked their step, where an LLM outage is the
         scenario's ``error``.
         """
-        self._flush_pending()
+        self.flush_pending()
         verify_error: ExpectationFailed | None = None
         if verify and self.record is not None:
             try:

@@ -10,24 +10,21 @@ when every try was invalid the scenario ends with :class:`~fabtest.errors.Invali
 reported as not run and never counted in completion, criteria or the gate.
 
 A conversation can be started again only when the simulation began it (no scripted turn and no
-check before it); otherwise the first invalid try ends the scenario. This module is part of
-:class:`~fabtest.engine.scenario.ScenarioState` (its private fields are the state it restarts).
+check before it); otherwise the first invalid try ends the scenario. Starting again is the
+state's own job (:meth:`fabtest.engine.scenario.ScenarioState.restart`): it owns the agent.
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Sized
+from collections.abc import Callable
 from typing import Any, Protocol
 
-from fabtest.agents.base import Agent
-from fabtest.agents.boundary import guarded
 from fabtest.config.settings import Settings
 from fabtest.conversation import Conversation, TokenUsage
 from fabtest.engine import fidelity
 from fabtest.engine.simulator import STOPS, Simulator, SimulatorConfig
-from fabtest.engine.topics import TopicGraph, TopicTracker
-from fabtest.engine.turns import ConversationRunner, UserStopped, cancel_agent
+from fabtest.engine.topics import TopicGraph
+from fabtest.engine.turns import ConversationRunner, UserStopped
 from fabtest.errors import InvalidSimulation, MaxTurnsReached, UsageError
 from fabtest.llm.base import LLM
 
@@ -44,14 +41,10 @@ class _Roles(Protocol):
 
 class SimulatedState(Protocol):
     """What a simulation reads, charges and restarts of the running scenario
-    (:class:`fabtest.engine.scenario.ScenarioState` is one; the private fields are the ones it restarts)."""
+    (:class:`fabtest.engine.scenario.ScenarioState` is one): its configuration, the conversation
+    and its runner, and four calls that keep the state's own bookkeeping its own."""
 
     simulated_text: str | None
-    _user_note: str | None
-    _agent: Agent | None
-    _runner: ConversationRunner | None
-    _tracker: TopicTracker | None
-    _exit: contextlib.ExitStack
 
     @property
     def where(self) -> str: ...
@@ -81,16 +74,17 @@ class SimulatedState(Protocol):
     def runner(self) -> ConversationRunner: ...
 
     @property
-    def _slots(self) -> Sized: ...
-
-    @property
-    def _pending(self) -> Sized: ...
+    def restartable(self) -> bool: ...
 
     def require_llm(self, role: str, what: str) -> None: ...
 
-    def _charge(self, role: str, usage: TokenUsage) -> None: ...
+    def charge(self, role: str, usage: TokenUsage) -> None: ...
 
-    def _flush_pending(self) -> None: ...
+    def flush_pending(self) -> None: ...
+
+    def user_note(self, note: str | None) -> None: ...
+
+    def restart(self) -> None: ...
 
 #: how many turns a simulation takes when the scenario does not say
 DEFAULT_MAX_TURNS = 10
@@ -111,7 +105,7 @@ def simulate(state: SimulatedState, *, first: str | None = None,
     if config.stop_on_topic and state.topics is not None and config.stop_on_topic not in state.topics:
         raise UsageError(f'{state.where}: the simulation stops at topic "{config.stop_on_topic}", '
                          f"which is not in the topic graph ({', '.join(state.topics.names)})")
-    restartable = not state.conversation.turns and not state._slots and not state._pending
+    restartable = state.restartable
     tries = 1 + state.settings.simulator_retries if restartable else 1
     for attempt in range(1, tries + 1):
         reason, ending, checked, why = _one_conversation(state, first, until)
@@ -125,7 +119,7 @@ def simulate(state: SimulatedState, *, first: str | None = None,
                 raise ending
             return reason
         if attempt < tries:
-            restart(state)
+            state.restart()
     tried = f"{tries} tries" if tries > 1 else "its only try" + (
         "" if restartable else " (turns or checks came before the simulation, so it cannot run again)")
     raise InvalidSimulation(f"the simulated user left its role in {tried}: {'; '.join(problems)}", where=state.where)
@@ -143,13 +137,14 @@ def _one_conversation(state: SimulatedState, first: str | None,
 
     def next_message(conversation: Conversation) -> str | UserStopped | None:
         nonlocal first
-        state._flush_pending()
+        state.flush_pending()
         if first is not None:
             state.simulated_text, first = first, None
             return state.simulated_text
         result = simulator.next_message(conversation, opening=not conversation.turns)
-        state.simulated_text, state._user_note = result.text, result.strategy
-        state._charge("simulator", result.usage)
+        state.simulated_text = result.text
+        state.user_note(result.strategy)
+        state.charge("simulator", result.usage)
         if result.stops:
             status.append(result.status)
             thinking.append(result.thinking)
@@ -177,7 +172,7 @@ def _one_conversation(state: SimulatedState, first: str | None,
     judge = state.llms.judge if mode == "judge" else None
     checked = fidelity.check(state.conversation, config, simulated, stop=status[-1] if status else None, judge=judge)
     if checked.usage.calls:
-        state._charge("judge", checked.usage)
+        state.charge("judge", checked.usage)
     return reason, ending, checked, why
 
 
@@ -188,15 +183,3 @@ def _stopped(state: SimulatedState, conversation: Conversation, simulator: Simul
         last = conversation.turns[-1].response.text[:200] if conversation.turns else ""
         raise MaxTurnsReached(f"{reason} before the simulation reached its stop condition (last agent reply: {last!r})")
     return UserStopped(reason)
-
-
-def restart(state: SimulatedState) -> None:
-    """Forget the invalid conversation and start again with a fresh agent (its cost stays spent)."""
-    state.conversation.turns.clear()
-    state._tracker, state._user_note, state.simulated_text = None, None, None
-    agent, state._agent, state._runner = state._agent, None, None
-    if agent is not None:
-        with contextlib.suppress(Exception):  # the invalid try's agent: its exit failing is not this run's story
-            guarded("the agent's around() failed on exit:", state._exit.close)
-        cancel_agent(agent)
-    state._exit = contextlib.ExitStack()

@@ -91,7 +91,7 @@ def parse_tool_list(text: str) -> list[str]:
     return [name.strip() for name in text.split(",") if name.strip()]
 
 
-#: the check kinds of this module, as recorded (``Check.kind``)
+#: the check kinds of this module, as recorded (``Check.type``)
 KINDS = ("call_order", "tool_sequence", "call_count", "only_tools")
 
 

@@ -37,7 +37,7 @@ def placeholder(kind: str, label: str, turn: int | None) -> Check:
 def judge_failed(check: Check, exc: BaseException) -> Check:
     """A soft check whose judge call failed for good: skipped, with the judge's error as the reason."""
     reason = " ".join(str(exc).split())[:_REASON_LIMIT] or type(exc).__name__  # one line: a check's details
-    return Check(check.kind, check.mode, check.label, "skipped", check.turn, f"judge failed: {reason}",
+    return Check(check.type, check.mode, check.criterion, "skipped", check.turn, f"judge failed: {reason}",
                  {"judge_error": type(exc).__name__})
 
 

@@ -1,5 +1,12 @@
 """The experiment JSON document (docs/reference/experiment-json.md): build, write atomically, load.
 
+What the file holds is made here: ``document_head`` (every section but the scenarios),
+``scenario_entry`` (one scenario) and ``index_row``; its bytes are written by one function,
+``write_streamed``. Every experiment file reaches it through
+:meth:`fabtest.experiment.spool.Spool.write` (a run, ``recover``, ``merge``, ``rejudge``,
+``replay``), which streams the entries from a spill file; ``build_document`` and
+``write_document`` are the same document held in memory, for tests and small tools.
+
 The document is the contract other tools read, so its top-level keys and the documented keys of
 each scenario are fixed; everything else a user might need (iterations, transcripts, tokens,
 durations, variance) is added next to them. Loading turns a document back into the models
@@ -122,7 +129,8 @@ _DETAIL_KEYS = ("type", "mode", "criterion", "status", "passed", "turn", "detail
 
 
 def _flat_detail(detail: dict[str, Any]) -> dict[str, Any]:
-    """Seed 10.1 layout: ``{"type", "tool"|"topic"|"max", "actual", "passed", ...}`` at the top level.
+    """A check as docs/reference/experiment-json.md lays it out: ``{"type", "tool"|"topic"|"max", "actual",
+    "passed", ...}`` at the top level.
 
     The check's ``data`` keys go beside ``type``. The rare key that would replace a record key
     (``type``, ``passed``, ``data`` …) stays under ``data`` so the document remains lossless.

@@ -14,7 +14,9 @@ moment it arrives and appends it, as one line of JSON, to a spill file
   runs back from there (it compares whole transcripts), and a late update rewrites one result.
 
 Writing the experiment copies the spilled lines into the ``scenario_results`` array as text,
-never parsing them again (``export.write_streamed``).
+never parsing them again (``export.write_streamed``). Every experiment file goes this one way: a
+run (the Recorder), ``recover``, ``merge``, and the commands that make results in memory
+(``rejudge``, ``replay``: :func:`write_experiment`).
 
 Late updates (soft verdicts that arrive after their scenario was recorded) go through
 :meth:`Spool.update`, by the key ``(nodeid, iteration)``: the result is read back, changed,
@@ -27,7 +29,7 @@ import json
 import os
 import sys
 from array import array
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -36,6 +38,7 @@ from fabtest.experiment.attribution import Attributions, Rejudge, attribute_vari
 from fabtest.experiment.coverage import RunFacts, run_facts, summarise
 from fabtest.experiment.export import (
     Costing,
+    costing_of,
     document_head,
     dump_json,
     index_row,
@@ -47,7 +50,7 @@ from fabtest.experiment.fingerprint import canonical_json
 from fabtest.experiment.model import CheckRecord, ExperimentInfo, ScenarioResult, TurnRecord, UsageRecord
 from fabtest.llm.retry_budget import BUDGET_SPENT_MARKER
 
-__all__ = ["MESSAGE_CHARS", "ResultKey", "Spool", "result_key", "spill_path"]
+__all__ = ["MESSAGE_CHARS", "ResultKey", "Spool", "result_key", "spill_path", "write_experiment"]
 
 _SPILL_SUFFIX = ".entries.jsonl"
 #: the fields of a brief that ``model_construct`` is told were set (one shared set, not one per brief)
@@ -307,10 +310,15 @@ class Spool:
                 out.criteria.extend(found.criteria)
         return out
 
-    def write(self, info: ExperimentInfo, results_dir: str | os.PathLike[str]) -> Path:
-        """The experiment file: the sections, then the spilled entries copied as text."""
+    def write(self, info: ExperimentInfo, results_dir: str | os.PathLike[str],
+              sections: Mapping[str, Any] | None = None) -> Path:
+        """The experiment file: the sections, then the spilled entries copied as text.
+
+        ``sections``: a command's own top-level sections after the others (``rejudge``, ``replay``).
+        """
         head = dict(self.head(info))
         head["experiment"] = {**head["experiment"], "interrupted": info.interrupted}
+        head.update(sections or {})
         self._file.flush()
         slots = self._slot_order()
         return write_streamed(head, [self._rows[s] for s in slots], self._entries(slots), results_dir)
@@ -339,3 +347,20 @@ class Spool:
         """Remove the spill file (the journal stays the record of a run until it is finalised)."""
         self._file.close()
         self.path.unlink(missing_ok=True)
+
+
+def write_experiment(info: ExperimentInfo, results: Iterable[ScenarioResult], results_dir: str | os.PathLike[str],
+                     sections: Mapping[str, Any] | None = None) -> Path:
+    """``results/<id>.json`` of results a command made (``rejudge``, ``replay``), in their order.
+
+    They go through a :class:`Spool` like a run's and a merge's, so every experiment file is
+    written by one path (:meth:`Spool.write`, then ``export.write_streamed``) and cannot differ
+    from a run's in layout or numbers; ``sections`` are the command's own (after the others).
+    """
+    spool = Spool(results_dir, info.id, costing_of(info))
+    try:
+        for result in results:
+            spool.add(result)
+        return spool.write(info, results_dir, sections)
+    finally:
+        spool.close()

@@ -84,7 +84,8 @@ def deterministic(criteria: SuccessCriteria, conversation: Conversation, workspa
 
 
 def _check(kind: str, label: str, ok: bool, details: str) -> Check:
-    return Check(kind=kind, mode="must", label=label, status="passed" if ok else "failed", turn=None, details=details)
+    return Check(type=kind, mode="must", criterion=label, status="passed" if ok else "failed", turn=None,
+                 details=details)
 
 
 def judge_llm_checks(state: ScenarioState, checks: list[str]) -> list[Check]:
@@ -104,4 +105,4 @@ def unmet(checks: list[Check]) -> list[Check]:
 
 
 def describe_unmet(checks: list[Check]) -> str:
-    return "\n".join(f"  - {c.kind} {c.label.split(':', 1)[-1]!r}: {c.details or c.status}" for c in checks)
+    return "\n".join(f"  - {c.type} {c.criterion.split(':', 1)[-1]!r}: {c.details or c.status}" for c in checks)

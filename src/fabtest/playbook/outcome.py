@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fabtest.conversation import Check, Conversation
+from fabtest.engine.outcome import Ending
 from fabtest.errors import FabtestError, FailureType
 from fabtest.experiment.model import ScenarioResult
 
@@ -33,7 +34,7 @@ class PlaybookOutcome:
     result: ScenarioResult | None = None
 
     @property
-    def status(self) -> str:
+    def status(self) -> Ending:
         return "skipped" if self.skipped else "passed" if self.passed else "failed"
 
     def fail(self, error: FabtestError) -> None:

@@ -17,9 +17,10 @@ from typing import Any
 
 from fabtest._internal.files import atomic_writer
 from fabtest.conversation import Turn, jsonable
+from fabtest.engine.outcome import Outcome
+from fabtest.engine.result import ScenarioIdentity, scenario_result
 from fabtest.engine.simulator import SimulatorConfig
-from fabtest.experiment.model import CheckRecord, ScenarioResult, turn_records, usage_records
-from fabtest.experiment.stable_id import stable_id
+from fabtest.experiment.model import CheckRecord, ScenarioResult
 from fabtest.playbook.load import Playbook
 from fabtest.playbook.outcome import PlaybookOutcome
 from fabtest.playbook.secrets import Redactor
@@ -84,23 +85,12 @@ def build_result(outcome: PlaybookOutcome, playbook: Playbook, redactor: Redacto
     criteria = {f"{playbook.name}: step {i}": s.expected_outcome for i, s in enumerate(playbook.steps, start=1)}
     if playbook.persona is not None:
         criteria.update({text: text for text in playbook.persona.success_criteria.llm_checks})
-    result = ScenarioResult(
-        id=stable_id(FEATURE, None, playbook.name),
-        name=playbook.name,
-        nodeid=nodeid or outcome.source,
-        feature=FEATURE,
-        feature_file=outcome.source,
-        iteration=iteration,
-        passed=outcome.passed and not outcome.skipped,
-        skipped=outcome.skipped,
-        skip_reason=outcome.skip_reason,
-        turns=len(conv.turns),
-        failure_type=outcome.failure_type,
-        failure_message=outcome.failure_message,
+    identity = ScenarioIdentity(feature=FEATURE, name=playbook.name, nodeid=nodeid or outcome.source,
+                                feature_file=outcome.source, iteration=iteration)
+    ended = Outcome(outcome.status, outcome.failure_type, outcome.failure_message, outcome.skip_reason)
+    result = scenario_result(
+        identity, ended, duration_s=outcome.duration_s, conversation=conv,
         expectations=[CheckRecord.model_validate(c.to_dict()) for c in outcome.checks],
-        transcript=turn_records(conv),
-        usage=usage_records(conv),
-        duration_s=round(outcome.duration_s, 4),
         criteria=criteria,
         simulator=sim_config.to_fingerprint() if sim_config is not None else None,
         agent_metadata={**agent_meta, "playbook_mode": outcome.mode,

@@ -262,7 +262,7 @@ def _run_persona(playbook: Playbook, state: ScenarioState, trace: dict[str, Any]
     final = found["deterministic"] + found["llm"]
     for check in final:
         state.add_check(check)
-    trace["success_criteria"] = [{"kind": c.kind, "criterion": c.label, "status": c.status, "details": c.details}
+    trace["success_criteria"] = [{"kind": c.type, "criterion": c.criterion, "status": c.status, "details": c.details}
                                  for c in final]
     if met:
         return

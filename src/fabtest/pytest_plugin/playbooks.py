@@ -190,14 +190,14 @@ def _experiment_id(session: Any) -> str | None:
 
 
 def _error_result(item: PlaybookItem, message: str) -> dict[str, Any]:
-    from fabtest.experiment.model import ScenarioResult
-    from fabtest.experiment.stable_id import stable_id
+    from fabtest.engine.outcome import Outcome
+    from fabtest.engine.result import ScenarioIdentity, scenario_result
     from fabtest.playbook.record import FEATURE
 
     # PlaybookError messages name variables, never their values.
-    return ScenarioResult(id=stable_id(FEATURE, None, item.playbook_name), name=item.playbook_name, nodeid=item.nodeid,
-                          feature=FEATURE, feature_file=str(item.path), iteration=item.iteration, passed=False,
-                          failure_type="error", failure_message=message).model_dump(mode="json")
+    identity = ScenarioIdentity(feature=FEATURE, name=item.playbook_name, nodeid=item.nodeid,
+                                feature_file=str(item.path), iteration=item.iteration)
+    return scenario_result(identity, Outcome.failed("error", message), duration_s=0.0).model_dump(mode="json")
 
 
 class _Reporter:

@@ -218,11 +218,13 @@ class ExperimentRecording:
 
 def _crashed_before_setup(nodeid: str) -> dict[str, Any]:
     """A scenario whose worker died before saying which scenario it was: known by its node id only."""
+    from fabtest.engine.outcome import Outcome
+    from fabtest.engine.result import ScenarioIdentity, scenario_result
     from fabtest.experiment.stable_id import stable_id
     from fabtest.pytest_plugin.results import crashed_message
 
     path, _, name = nodeid.partition("::")
-    return ScenarioResult(
-        id=stable_id(path, None, name), name=name, nodeid=nodeid, feature_file=path, passed=False,
-        failure_type="error", failure_message=crashed_message(nodeid),
-    ).model_dump(mode="json")
+    identity = ScenarioIdentity(feature="", name=name, nodeid=nodeid, feature_file=path)
+    # its feature's name is unknown: the stable id is made of the file instead
+    return scenario_result(identity, Outcome.failed("error", crashed_message(nodeid)), duration_s=0.0,
+                           id=stable_id(path, None, name)).model_dump(mode="json")

@@ -1,4 +1,4 @@
-"""The step vocabulary (DESIGN section 2). Each step parses its words and calls ScenarioState.
+"""The step vocabulary (docs/reference/steps.md). Each step parses its words and calls ScenarioState.
 
 Registered as a pytest plugin, so the steps are visible to every feature; a project overrides or
 extends them with ordinary pytest-bdd steps in its conftest.
