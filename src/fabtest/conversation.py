@@ -88,7 +88,7 @@ class Turn:
         return self.response.tool_calls
 
 
-@dataclass
+@dataclass(init=False)
 class Check:
     """The outcome of one assertion step, soft (``should``) or hard (``must``).
 
@@ -104,6 +104,21 @@ class Check:
     turn: int | None = None
     details: str = ""
     data: dict[str, Any] = field(default_factory=dict)
+
+    def __init__(self, type: str | None = None, mode: Mode | None = None, criterion: str | None = None,  # noqa: A002
+                 status: Status | None = None, turn: int | None = None, details: str = "",
+                 data: dict[str, Any] | None = None, *, kind: str | None = None, label: str | None = None) -> None:
+        # ``kind=`` / ``label=`` are the keywords before 0.2: accepted for one release, with a warning
+        if kind is not None or label is not None:
+            import warnings
+
+            warnings.warn("Check(kind=..., label=...) is deprecated: the fields are type and criterion, as in the "
+                          "experiment JSON", DeprecationWarning, stacklevel=2)
+        type, criterion = type if type is not None else kind, criterion if criterion is not None else label
+        if type is None or mode is None or criterion is None or status is None:
+            raise TypeError("Check() needs a type, a mode, a criterion and a status")
+        self.type, self.mode, self.criterion, self.status = type, mode, criterion, status
+        self.turn, self.details, self.data = turn, details, data if data is not None else {}
 
     @property
     def passed(self) -> bool | None:

@@ -128,6 +128,12 @@ def test_check_fields_have_the_names_of_the_json_and_the_old_names_still_read():
     assert (check.kind, check.label) == ("call_tool", "call_tool:x")  # read-only, for code written before 0.2
     with pytest.raises(AttributeError):
         check.kind = "match"  # type: ignore[misc]
+    # built with the keywords before 0.2: the same check, and a warning that says what to write now
+    with pytest.warns(DeprecationWarning, match="fields are type and criterion"):
+        old = Check(kind="call_tool", mode="must", label="call_tool:x", status="passed", data={"tool": "x"})
+    assert old == check
+    with pytest.raises(TypeError, match="needs a type, a mode, a criterion and a status"):
+        Check("match", "must")  # type: ignore[call-arg]
 
 
 def test_conversation_record_sorts_soft_and_hard_checks():
