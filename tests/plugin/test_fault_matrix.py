@@ -107,6 +107,10 @@ def test_the_matrix_reruns_each_passing_scenario_per_tool_and_fault(project, mon
     assert (faults["declared"], faults["broke"], faults["rate"]) == (6, ["lookup_account=injection"], round(5 / 6, 4))
     assert len(faults["held"]) == 5 and "lookup_account=error" in faults["held"]
     assert "faults coverage: 83% of 6 tool x fault pair(s) held; broke: lookup_account=injection" in out
+    # the baseline experiment carries the same matrix as its faults section
+    baseline = json.loads((written.parent / f"{report['baseline']}.json").read_text())
+    assert baseline["faults"] == {k: v for k, v in report.items() if k != "baseline"}
+    assert baseline["experiment"]["id"] == report["baseline"] and baseline["scenario_results"]
     # fabtest view shows the matrix, the broken cell first
     html = Site(Catalog(project.path / "results")).render("faults.html")
     assert html is not None
@@ -114,3 +118,9 @@ def test_the_matrix_reruns_each_passing_scenario_per_tool_and_fault(project, mon
     assert f"Fault matrix {report['baseline']}" in text and "faults coverage <b>83%</b>" in text
     first_row = text.split("<tbody>")[1].split("</tr>")[0]
     assert 'class="down"' in first_row and "lookup_account" in first_row and "injection" in first_row
+    # a floor below the coverage reached passes; the default (every pair held) did not
+    assert main(["faults", "features", "--faults", "error,empty,injection", "--min-coverage", "80%",
+                 "--pytest-arg=--fabtest-no-preflight", "--results-dir", "results"]) == 0
+    with pytest.raises(SystemExit) as bad:
+        main(["faults", "features", "--min-coverage", "1.5"])
+    assert bad.value.code == 2 and "expected a share between 0 and 1" in capsys.readouterr().err

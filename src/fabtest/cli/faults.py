@@ -5,8 +5,10 @@ and every fault kind (:mod:`fabtest.engine.faults`), one pytest run of just the 
 called that tool with ``--fabtest-fault TOOL=KIND`` (so at most tools x faults runs, each only as
 large as it must be, ``--jobs`` of them at once). Each scenario x tool x fault is ``held`` (the
 scenario still passed) or ``broke`` (with the check that failed). The table is printed and
-written to ``<results>/faults/<id>.faults.json``; the runs' experiments go to
-``<results>/faults/``, out of the experiments list.
+written to ``<results>/faults/<id>.faults.json`` and into the baseline experiment's JSON as its
+``faults`` section; the runs' experiments go to ``<results>/faults/``, out of the experiments list.
+The exit code says whether the faults coverage (tool x fault pairs that held) reached
+``--min-coverage`` (default 1: every pair held).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from fabtest._internal.files import write_text_atomic
 from fabtest.engine.faults import FAULTS
 from fabtest.experiment.coverage import fault_coverage
 
@@ -35,6 +38,20 @@ def add_faults_args(p: argparse.ArgumentParser) -> None:
                    help="one more argument for every pytest run (repeatable), e.g. --pytest-arg=--fabtest-fake-llm")
     p.add_argument("--results-dir", default=None,
                    help="where the experiments are (default: [tool.fabtest] results_dir)")
+    p.add_argument("--min-coverage", type=_rate, default=1.0, metavar="RATE",
+                   help="the share of tool x fault pairs that must hold, 0-1 or a percentage like 80%% "
+                        "(default 1: exit 1 when any pair broke)")
+
+
+def _rate(text: str) -> float:
+    """``0.8`` or ``80%``: a share between 0 and 1."""
+    try:
+        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a share like 0.8 or 80%, got {text!r}") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1 (or 0%-100%), got {text!r}")
+    return value
 
 
 def _pytest(args: list[str]) -> subprocess.CompletedProcess[str]:
@@ -104,10 +121,17 @@ def run_faults(args: argparse.Namespace, results_dir: str) -> int:
     report = {"baseline": base, "faults": kinds, "runs": len(plan), "rows": rows,
               "held": sum(r["outcome"] == "held" for r in rows), "broke": sum(r["outcome"] == "broke" for r in rows),
               "coverage": {"faults": fault_coverage(rows)}}
-    (out / f"{base}.faults.json").write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
+    write_text_atomic(out / f"{base}.faults.json", json.dumps(report, indent=2, ensure_ascii=False))
+    # the baseline experiment carries its matrix too: one file says what ran and what it withstood
+    doc["faults"] = {k: v for k, v in report.items() if k != "baseline"}
+    write_text_atomic(out / f"{base}.json", json.dumps(doc, indent=2, ensure_ascii=False))
     _print(report)
-    print(f"\nwritten to {out / f'{base}.faults.json'}")
-    return 1 if report["broke"] else 0
+    print(f"\nwritten to {out / f'{base}.faults.json'} and the baseline experiment {out / f'{base}.json'}")
+    rate = report["coverage"]["faults"]["rate"]
+    if report["broke"] and (rate is None or rate < args.min_coverage):
+        print(f"faults coverage {rate or 0:.0%} is below --min-coverage {args.min_coverage:.0%}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def _print(report: dict[str, Any]) -> None:
