@@ -178,3 +178,21 @@ def test_labels_a_skimming_reader_can_trust():
     assert f"- Refunds / gone [{c.removed[0].id}]" in text and f"- Cancellations / gone [{c.added[0].id}]" in text
     md = render_markdown(c)
     assert "### Hard criteria (`must`)" in md and "### By criterion (soft `should`)" in md
+
+
+def test_fewer_topics_is_a_direction_not_an_improvement():
+    """Issue 31: fewer topics was always drawn as better; reaching more of the topic graph may be the
+    point, so the topics' change is marked ↑/↓ (no colour, no verdict) while fewer turns stays ▲."""
+    from fabtest.report.html import render_comparison_html
+
+    base = make_doc("exp_base01", [make_result("a", turns=3), make_result("b", turns=3)])
+    cur = make_doc("exp_curr01", [make_result("a", turns=1), make_result("b", turns=1)])
+    c = compare(base, cur)
+    turns, topics = c.metric("avg_turns"), c.metric("avg_topics")
+    assert topics.delta is not None and topics.delta < 0 and topics.mark == "↓"
+    assert turns.delta < 0 and turns.mark == "▲"
+    assert compare(cur, base).metric("avg_topics").mark == "↑"
+    line = next(x for x in render_text(c).splitlines() if x.strip().startswith("Avg Topics:"))
+    assert "↓" in line and "▲" not in line and "▼" not in line
+    html = render_comparison_html(base, cur, c, [])
+    assert "a change in topics is shown" in html and "Fewer turns and topics count as better" not in html

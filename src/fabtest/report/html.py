@@ -490,7 +490,8 @@ def _metrics_panel(comparison: Comparison) -> str:
     table = _table(["Metric", "Baseline", "Current", "Delta", "", "95% intervals (Wilson)"], rows, {1, 2, 3})
     return cards + (f'<h2>Metrics (shared scenarios)</h2><div class="panel">{table}'
                     '<p class="muted">Over the scenarios both experiments contain. '
-                    'Fewer turns and topics count as better.</p></div>')
+                    'Fewer turns count as better; a change in topics is shown (↑ more, ↓ fewer) but not judged, since '
+                    'reaching more of the topic graph may be the point.</p></div>')
 
 
 def _ci_cell(item: Any) -> str:
