@@ -196,3 +196,15 @@ def test_fewer_topics_is_a_direction_not_an_improvement():
     assert "↓" in line and "▲" not in line and "▼" not in line
     html = render_comparison_html(base, cur, c, [])
     assert "a change in topics is shown" in html and "Fewer turns and topics count as better" not in html
+
+
+def test_the_two_evaluation_rates_of_a_comparison_are_told_apart():
+    """Issue 31: a comparison page showed two different evaluation rates (ratings in the metrics,
+    runs in the gate's line) with nothing saying why; both the text and the HTML now say what each counts."""
+    from fabtest.report.html import render_comparison_html
+
+    base, cur = _docs()
+    c = compare(base, cur)
+    assert "the gate's overall evaluation counts runs with every soft check passed" in " ".join(render_text(c).split())
+    html = render_comparison_html(base, cur, c, [])
+    assert "overall evaluation counts scenario runs with every soft check passed" in html.replace("&#x27;", "'")

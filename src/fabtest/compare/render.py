@@ -257,7 +257,8 @@ def render_text(comparison: Comparison, diffs: Sequence[ConversationDiff] = ()) 
     ev = c.metric("evaluation_rate")
     if ev.current_counts is not None:
         lines.append("  (Overall counts every soft check rating, LLM-judged criteria and "
-                     "deterministic `should` checks alike)")
+                     "deterministic `should` checks alike; the gate's overall evaluation counts runs "
+                     "with every soft check passed, so its percentage differs)")
     soft, hard = [r for r in c.criteria if not r.hard], [r for r in c.criteria if r.hard]
     if soft:
         lines += ["", "  By Criterion (soft `should`, LLM-judged; ratings passed, p of a drop):",

@@ -489,7 +489,9 @@ def _metrics_panel(comparison: Comparison) -> str:
     ) + "</div>"
     table = _table(["Metric", "Baseline", "Current", "Delta", "", "95% intervals (Wilson)"], rows, {1, 2, 3})
     return cards + (f'<h2>Metrics (shared scenarios)</h2><div class="panel">{table}'
-                    '<p class="muted">Over the scenarios both experiments contain. '
+                    '<p class="muted">Over the scenarios both experiments contain. The evaluation rate counts '
+                    'soft check ratings; the regression gate\'s overall evaluation counts scenario runs with every '
+                    'soft check passed (the run is the gate\'s unit), so the two percentages differ. '
                     'Fewer turns count as better; a change in topics is shown (↑ more, ↓ fewer) but not judged, since '
                     'reaching more of the topic graph may be the point.</p></div>')
 
