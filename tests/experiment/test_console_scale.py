@@ -94,3 +94,19 @@ def test_failures_read_from_the_streamed_briefs_match_the_whole_document(tmp_pat
     assert "Failures: " in streamed and "CriterionFailed" in streamed
     section = lambda text: text[text.index("Failures: "):text.index("Quality")]  # noqa: E731
     assert section(streamed) == section(whole)
+
+
+def test_with_iterations_the_counts_say_scenario_runs_not_scenarios() -> None:
+    """Issue 31: "scenarios" meant runs on some pages. With 3 iterations of 2 scenarios the 6 counted
+    are scenario runs, and the console and the HTML report say so; a single iteration still says scenarios."""
+    from fabtest.report.html import render_experiment_html
+
+    results = [make_result(name, iteration=it, passed=it != 3 or name == "a") for it in (1, 2, 3) for name in "ab"]
+    many = make_doc("exp_iters", results, iterations=3)
+    text = render_summary(many)
+    assert "Scenario runs:    6 total, 5 passed, 1 failed" in text and "  Scenarios:" not in text
+    html = render_experiment_html(many)
+    assert "Scenario runs" in html and "1 failed · 3 iterations" in html
+    one = make_doc("exp_once", [make_result("a"), make_result("b")])
+    assert "  Scenarios:        2 total, 2 passed, 0 failed" in render_summary(one)
+    assert "Scenario runs" not in render_experiment_html(one)

@@ -136,3 +136,25 @@ def test_fabtest_list_says_which_files_it_skipped_in_its_own_output(results, cap
     assert "2 file(s) skipped: not readable as experiments" in captured.out
     assert "truncated.json" in captured.out and "notes.json" in captured.out
     assert "truncated.json" in captured.err  # the warning stays too
+
+
+def test_compare_leads_with_what_changed_and_the_first_differing_turn(tmp_path, capsys):
+    """Issue 31 point 2: the console comparison lists the changed scenarios before the tables, newly
+    failing first, each with its before → after counts and the turn where its diffed runs part, the
+    words of both sides inline (the view's comparison page shows the same, from the same diff)."""
+    breaks, fixed = make_result("breaks", passed=False, failure_type="max_turns"), make_result("fixed")
+    breaks.transcript[1].agent = "No rooms. Bye."
+    fixed.transcript[2].user = "Berlin, 10 people"
+    write_document(make_doc("exp_111aaa", [make_result("breaks"), make_result("fixed", passed=False)]), tmp_path)
+    write_document(make_doc("exp_222bbb", [breaks, fixed]), tmp_path)
+    assert compare_main(["exp_111aaa", "exp_222bbb", "--results-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    failing, passing = out.index("Newly failing (1):"), out.index("Newly passing (1):")
+    assert failing < passing < out.index("Comparability Assessment") < out.index("Completion (Hard Expectations)")
+    block = out[failing:passing].splitlines()
+    assert block[1].startswith("    - breaks") and "1/1 → 0/1 runs passed" in block[1]
+    assert "first difference at turn 2" in block[2] and "the agent's response differs" in block[2]
+    assert block[3].strip() == "baseline: “agent reply 2”" and block[4].strip() == "current:  “No rooms. Bye.”"
+    fixed_lines = out[passing:].splitlines()
+    assert "first difference at turn 3" in fixed_lines[2] and "the user turn differs" in fixed_lines[2]
+    assert fixed_lines[4].strip() == "current:  “Berlin, 10 people”"

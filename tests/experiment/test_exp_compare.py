@@ -178,3 +178,33 @@ def test_labels_a_skimming_reader_can_trust():
     assert f"- Refunds / gone [{c.removed[0].id}]" in text and f"- Cancellations / gone [{c.added[0].id}]" in text
     md = render_markdown(c)
     assert "### Hard criteria (`must`)" in md and "### By criterion (soft `should`)" in md
+
+
+def test_fewer_topics_is_a_direction_not_an_improvement():
+    """Issue 31: fewer topics was always drawn as better; reaching more of the topic graph may be the
+    point, so the topics' change is marked ↑/↓ (no colour, no verdict) while fewer turns stays ▲."""
+    from fabtest.report.html import render_comparison_html
+
+    base = make_doc("exp_base01", [make_result("a", turns=3), make_result("b", turns=3)])
+    cur = make_doc("exp_curr01", [make_result("a", turns=1), make_result("b", turns=1)])
+    c = compare(base, cur)
+    turns, topics = c.metric("avg_turns"), c.metric("avg_topics")
+    assert topics.delta is not None and topics.delta < 0 and topics.mark == "↓"
+    assert turns.delta < 0 and turns.mark == "▲"
+    assert compare(cur, base).metric("avg_topics").mark == "↑"
+    line = next(x for x in render_text(c).splitlines() if x.strip().startswith("Avg Topics:"))
+    assert "↓" in line and "▲" not in line and "▼" not in line
+    html = render_comparison_html(base, cur, c, [])
+    assert "a change in topics is shown" in html and "Fewer turns and topics count as better" not in html
+
+
+def test_the_two_evaluation_rates_of_a_comparison_are_told_apart():
+    """Issue 31: a comparison page showed two different evaluation rates (ratings in the metrics,
+    runs in the gate's line) with nothing saying why; both the text and the HTML now say what each counts."""
+    from fabtest.report.html import render_comparison_html
+
+    base, cur = _docs()
+    c = compare(base, cur)
+    assert "the gate's overall evaluation counts runs with every soft check passed" in " ".join(render_text(c).split())
+    html = render_comparison_html(base, cur, c, [])
+    assert "overall evaluation counts scenario runs with every soft check passed" in html.replace("&#x27;", "'")

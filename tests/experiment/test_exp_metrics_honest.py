@@ -57,7 +57,7 @@ def test_compare_puts_checks_in_their_own_table():
     text = render_text(c)
     criteria_block = text[text.index("By Criterion"):text.index("Checks (deterministic)")]
     assert "turn_count" not in criteria_block and "match:" not in criteria_block
-    checks_block = text[text.index("Checks (deterministic)"):text.index("Scenario Changes")]
+    checks_block = text[text.index("Checks (deterministic)"):].split("\n\n")[0]  # the table, up to its blank line
     assert "turn_count<=2" in checks_block and "-50pp" in checks_block and "2 checks unchanged" in checks_block
     md = render_markdown(c)
     assert "### Checks (deterministic, 3)" in md and "| Check | Baseline | Current | Delta | |" in md

@@ -40,9 +40,14 @@ def test_fabtest_run_no_results_writes_no_file(tmp_path: Path, monkeypatch: pyte
     monkeypatch.setenv("FABTEST_PLAYBOOK_AGENT", "fabtest.demo:build_agent")
     monkeypatch.delenv("FABTEST_RESULTS_DIR", raising=False)
     write_playbook(tmp_path / "pb", FAILS)
-    assert main(["run", "pb/fails.playbook.json", "--no-results"]) == 1
-    assert "FAILED [assertion]" in capfd.readouterr().out
+    assert main(["run", "pb/fails.playbook.json", "--no-results", "--experiment", "dry run"]) == 1
+    out = capfd.readouterr().out
+    assert "FAILED [assertion]" in out
     assert files_under(tmp_path / "results") == []
+    # issue 31: the summary is still printed, from the results kept in memory, and says nothing was saved
+    summary = out.split("Experiment Summary", 1)[1]
+    assert '"dry run"' in summary and "1 total, 0 passed, 1 failed" in summary
+    assert "Results not saved (--no-results)" in summary and "fabtest-compare" not in summary
 
 
 def test_pytest_no_results_writes_no_trace_and_traces_stay_out_of_listings(

@@ -80,3 +80,27 @@ def test_a_port_out_of_range_is_a_usage_error(port: str, capsys) -> None:
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert "--port" in err and "Traceback" not in err and "OverflowError" not in err
+
+
+def test_skipped_files_are_named_on_the_list_page_not_only_on_the_terminal(tmp_path: Path, capsys) -> None:
+    """Issue 31: a results file that is not a readable experiment is named, with why, on the page a
+    person reads (served and built), and warned about on stderr once, not on every request."""
+    out = results_dir(tmp_path, count=2)
+    (out / "garbage.json").write_bytes(b"\xff\xfe not json")
+    (out / "list.json").write_text("[1, 2]", encoding="utf-8")
+    site = Site(Catalog(out))
+    for _ in range(3):
+        page = site.render("/")
+        assert page is not None
+    html = page.body.decode()
+    panel = html[html.index('id="skipped"'):]
+    assert "2 files skipped" in panel and "<code>garbage.json</code>" in panel and "<code>list.json</code>" in panel
+    assert html.count('class="exp"') == 2  # the experiments are still listed
+    err = capsys.readouterr().err
+    assert err.count("skipping") == 2 and "garbage.json" in err
+    assert main(["view", str(out), "--build", str(tmp_path / "site")]) == 0
+    assert "2 files skipped" in (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
+    (out / "garbage.json").unlink()
+    (out / "list.json").unlink()
+    again = site.render("/")
+    assert again is not None and b'id="skipped"' not in again.body

@@ -195,8 +195,13 @@ def _run_compare(args: argparse.Namespace, prog: str) -> int:
     if sequential is not None:
         comparison.gate["sequential"] = sequential.to_dict()
 
+    try:  # the first differing turn of each diffed pair is shown under its scenario, and side by side at the end
+        diffs = _conversation_diffs(args, results_dir, comparison, b_exp, c_exp)
+    except KeyError as exc:
+        return _fail(prog, str(exc.args[0]))
+
     def text(c: Any) -> str:
-        return (f"Verdict: {c.verdict}\n\n" if c.verdict else "") + render_text(c)
+        return (f"Verdict: {c.verdict}\n\n" if c.verdict else "") + render_text(c, diffs)
 
     def markdown(c: Any) -> str:
         head = f"**Verdict: {md_escape(c.verdict)}**\n\n" if c.verdict else ""
@@ -204,10 +209,6 @@ def _run_compare(args: argparse.Namespace, prog: str) -> int:
         return head + render_markdown(c) + gated
 
     renderer = {"text": text, "json": render_json, "markdown": markdown}[args.format]
-    try:
-        diffs = _conversation_diffs(args, results_dir, comparison, b_exp, c_exp)
-    except KeyError as exc:
-        return _fail(prog, str(exc.args[0]))
     base, cur = b_exp.doc, c_exp.doc
     del b_exp, c_exp  # the per-scenario totals are done with: freed before the output is built
     sys.stdout.write(_shown(_with_diffs(comparison, renderer, diffs, args.format)))

@@ -14,6 +14,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from fabtest._internal.redaction import redact
 from fabtest._internal.terminal import inert
@@ -150,6 +151,7 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
     from fabtest._internal.signals import restore_sigterm, sigterm_as_interrupt
 
     failed = skipped = 0
+    unsaved: list[Any] = []  # --no-results: the results kept in memory, for the summary only
     total = len(playbooks)
     interrupted = False
     sigterm = sigterm_as_interrupt()  # SIGTERM ends the run like Ctrl-C: the finished playbooks are saved
@@ -178,6 +180,8 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
                 print(f"    FAILED [{outcome.failure_type}]: {message}", flush=True)
             if recorder is not None and outcome.result is not None:
                 recorder.add(outcome.result)
+            elif outcome.result is not None:
+                unsaved.append(outcome.result)
     except OSError as exc:  # a full disk: the playbooks finished so far are in the journal
         return _error(cannot_save_message(exc, recorder.journal if recorder is not None else None))
     except KeyboardInterrupt:
@@ -196,11 +200,32 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
         doc = recorder.document(interrupted=interrupted)
         text = render_summary(doc, _relative(str(path), root), previous_experiment_id(results_dir, experiment_id))
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    elif unsaved:
+        sys.stdout.write(_unsaved_summary(unsaved, args, roles, experiment_id, interrupted))
     if interrupted:
         return EXIT_INTERRUPTED
     passed = total - failed - skipped
     print(f"{PROG}: {passed} passed, {failed} failed, {skipped} skipped", flush=True)
     return EXIT_OK if failed == 0 and skipped == 0 else EXIT_FAILED
+
+
+def _unsaved_summary(results: list[Any], args: argparse.Namespace, roles: LLMRoles, experiment_id: str | None,
+                     interrupted: bool) -> str:
+    """``--no-results``: the console summary of the results kept in memory (nothing was written, so
+    it cannot come from a file), its last lines saying why nothing was saved."""
+    from fabtest.experiment.export import build_document
+    from fabtest.experiment.model import ExperimentInfo
+    from fabtest.experiment.recorder import utc_timestamp
+    from fabtest.llm.factory import describe_llm
+    from fabtest.report.console import render_summary
+
+    judge, sim = describe_llm(roles.judge), describe_llm(roles.simulator)
+    info = ExperimentInfo(id=experiment_id or "unsaved", timestamp=utc_timestamp(), name=args.experiment,
+                          tags=list(args.tag or []), judge_provider=judge[0], judge_model=judge[1], judge_note=judge[2],
+                          simulator_provider=sim[0], simulator_model=sim[1], simulator_note=sim[2],
+                          interrupted=interrupted)
+    text = render_summary(build_document(info, results), unsaved="--no-results")
+    return text if text.endswith("\n") else text + "\n"
 
 
 def _close_roles(roles: LLMRoles) -> None:

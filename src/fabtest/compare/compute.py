@@ -271,6 +271,13 @@ def _mark(delta: float | None, kind: str, lower_is_better: bool = False) -> str:
     return mark
 
 
+def _direction(delta: float | None) -> str:
+    """↑ more, ↓ fewer, ─ within 0.1: a change shown without calling it better or worse."""
+    if delta is None:
+        return " "
+    return "─" if abs(delta) < COUNT_TOLERANCE - 1e-12 else "↑" if delta > 0 else "↓"
+
+
 def _delta(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else b - a
 
@@ -436,7 +443,10 @@ def _metrics(b: _Totals, c: _Totals) -> list[MetricDelta]:
         ("avg_topics", "Avg topics", _rate(b.topics, b.topic_runs), _rate(c.topics, c.topic_runs)),
     ):
         d = _delta(bv, cv)
-        out.append(MetricDelta(key, label, bv, cv, d, _mark(d, "count", True), "count"))
+        # fewer turns to the same end is better; fewer topics is not (reaching more of the topic
+        # graph may be the point), so its change gets a direction, never a verdict
+        mark = _mark(d, "count", True) if key == "avg_turns" else _direction(d)
+        out.append(MetricDelta(key, label, bv, cv, d, mark, "count"))
     b_rate, c_rate = _rate(b.eval_passed, b.eval_total), _rate(c.eval_passed, c.eval_total)
     d = _delta(b_rate, c_rate)
     out.append(MetricDelta("evaluation_rate", "Evaluation rate", b_rate, c_rate, d, _mark(d, "rate"), "rate",

@@ -32,6 +32,7 @@ __all__ = [
     "render_diffs_text",
     "render_json",
     "render_markdown",
+    "first_difference_line",
     "render_text",
 ]
 
@@ -170,9 +171,61 @@ def _outcome_text(o: ScenarioOutcome) -> str:
     return f"{status}{runs}{ev}"
 
 
-def render_text(comparison: Comparison) -> str:
-    """The console comparison (docs/explanation/experiments.md, "The comparison"): shared scenarios first, then what
-    is not compared."""
+def _change_counts(s: Any, unit: str) -> str:
+    counts = " → ".join(_counts_text(x) for x in (s.baseline_counts, s.current_counts) if x)
+    return f"{counts} {unit}" if counts else ""
+
+
+def first_difference_line(diff: ConversationDiff | None) -> list[str]:
+    """The lines under a changed scenario saying where its diffed runs part: the turn, what differs,
+    and each side's words there (as the view's comparison page shows them); none without a difference."""
+    if diff is None or diff.first is None:
+        return []
+    b, c = _sides(diff)
+    lines = [f"      first difference at turn {diff.first} (baseline {b}, current {c}): {diff.what}"]
+    sides = diff.first_sides(100)
+    if sides is not None:
+        lines += [f"        baseline: “{sides[0]}”", f"        current:  “{sides[1]}”"]
+    return lines
+
+
+def _scenario_changes(c: Comparison, diffs: Sequence[ConversationDiff]) -> list[str]:
+    """What changed, newly failing first (then quality regressed, newly passing, improved, changed
+    but not significant), each with its before → after counts and, when its conversations were
+    diffed, the first turn where they part: the answer to "why", before the tables."""
+    by_id = {d.scenario_id: d for d in diffs}
+    lines = ["Scenario Changes (shared scenarios)"]
+    if not (c.newly_passing or c.newly_failing or c.quality_improved or c.quality_regressed
+            or c.changed_not_significant):
+        return [*lines, "  No scenario changed status or quality."]
+
+    def item(s: Any, title: str, unit: str) -> str:
+        counts = _change_counts(s, unit)
+        if title.startswith("Newly"):
+            note = f" ({s.note})" if s.note else ""
+            return f"    - {s.name}{note}" + (f": {counts}" if counts else "") + f" [{ci_pair(s)}]"
+        return (f"    - {s.name}: {pct(s.baseline, 0)} → {pct(s.current, 0)} evaluation pass rate ("
+                + (f"{counts}; " if counts else "") + f"{ci_pair(s)})")
+
+    groups = (("Newly failing", c.newly_failing, "runs passed"),
+              ("Quality regressed (significant in the gate's family)", c.quality_regressed, "checks passed"),
+              ("Newly passing", c.newly_passing, "runs passed"),
+              ("Quality improved (significant in the gate's family)", c.quality_improved, "checks passed"),
+              ("Quality changed, not significant", c.changed_not_significant, "checks passed"))
+    for title, items, unit in groups:
+        if items:
+            lines.append(f"  {title} ({len(items)}):")
+            for s in items[:_LISTED]:
+                lines += [item(s, title, unit), *first_difference_line(by_id.get(s.id))]
+            if len(items) > _LISTED:
+                lines.append(f"    ... and {len(items) - _LISTED} more (see --format json)")
+    return lines
+
+
+def render_text(comparison: Comparison, diffs: Sequence[ConversationDiff] = ()) -> str:
+    """The console comparison (docs/explanation/experiments.md, "The comparison"): the scenarios that
+    changed first, with the first differing turn of each diffed pair inline, then the shared
+    scenarios' numbers, then what is not compared."""
     c = comparison
     comp = c.comparability
     lines = [
@@ -187,7 +240,9 @@ def render_text(comparison: Comparison) -> str:
     ]
     if comp.scenarios_added or comp.scenarios_removed:
         lines.append("  Deltas, criteria, checks and gates below are over the shared scenarios only.")
-    lines += ["", *_comparability_lines(comp), "", RULE_LIGHT, "", "Completion (Hard Expectations), shared scenarios"]
+    lines += ["", RULE_LIGHT, "", *_scenario_changes(c, diffs)]
+    lines += ["", RULE_LIGHT, "", *_comparability_lines(comp), "", RULE_LIGHT, "",
+              "Completion (Hard Expectations), shared scenarios"]
     for m in c.metrics:
         if m.name == "evaluation_rate":
             lines += ["", RULE_LIGHT, "", "Quality (Soft Evaluations), shared scenarios"]
@@ -202,7 +257,8 @@ def render_text(comparison: Comparison) -> str:
     ev = c.metric("evaluation_rate")
     if ev.current_counts is not None:
         lines.append("  (Overall counts every soft check rating, LLM-judged criteria and "
-                     "deterministic `should` checks alike)")
+                     "deterministic `should` checks alike; the gate's overall evaluation counts runs "
+                     "with every soft check passed, so its percentage differs)")
     soft, hard = [r for r in c.criteria if not r.hard], [r for r in c.criteria if r.hard]
     if soft:
         lines += ["", "  By Criterion (soft `should`, LLM-judged; ratings passed, p of a drop):",
@@ -221,23 +277,6 @@ def render_text(comparison: Comparison) -> str:
                                                 f"{_row_tail(row)}  [{ci_pair(row)}]".rstrip())
         if same:
             lines.append(f"  {same} check{'' if same == 1 else 's'} unchanged")
-    lines += ["", RULE_LIGHT, "", "Scenario Changes (shared scenarios)"]
-    if not (c.newly_passing or c.newly_failing or c.quality_improved or c.quality_regressed
-            or c.changed_not_significant):
-        lines.append("  No scenario changed status or quality.")
-    if c.newly_passing:
-        lines.append(f"  Newly passing ({len(c.newly_passing)}):")
-        lines += _listed(c.newly_passing, lambda s: f"    - {s.name} [{ci_pair(s)}]")
-    if c.newly_failing:
-        lines.append(f"  Newly failing ({len(c.newly_failing)}):")
-        lines += _listed(c.newly_failing, lambda s: f"    - {s.name} ({s.note}) [{ci_pair(s)}]")
-    for title, items in (("Quality improved (significant in the gate's family)", c.quality_improved),
-                         ("Quality regressed (significant in the gate's family)", c.quality_regressed),
-                         ("Quality changed, not significant", c.changed_not_significant)):
-        if items:
-            lines.append(f"  {title} ({len(items)}):")
-            lines += _listed(items, lambda s: f"    - {s.name}: {pct(s.baseline, 0)} → {pct(s.current, 0)} "
-                                              f"evaluation pass rate ({ci_pair(s)})")
     if c.added or c.removed:
         lines += ["", RULE_LIGHT, ""]
         if c.added:

@@ -78,6 +78,26 @@ class ConversationDiff:
                 "tools": "the agent's tool calls differ", "length": "one conversation goes on longer",
                 None: "the conversations are the same"}[self.part]
 
+    def first_sides(self, width: int = 160) -> tuple[str, str] | None:
+        """What each side has at the first differing turn, in the part that differs (the user's
+        message, the agent's reply, or its tool calls), each shortened to ``width`` characters: the
+        "why" that fabtest-compare and the view's comparison show inline under a changed scenario.
+        None when the conversations are the same."""
+        pair = next((p for p in self.pairs if p.number == self.first), None)
+        if pair is None:
+            return None
+
+        def side(turn: dict[str, Any] | None) -> str:
+            if turn is None:
+                return "(no such turn)"
+            if self.part == "tools":
+                text = "; ".join(tool_summary(turn)) or "(no tool calls)"
+            else:
+                text = _norm(turn.get("user" if self.part == "user" else "agent"))
+            return text if len(text) <= width else text[:width - 1] + "…"
+
+        return side(pair.baseline), side(pair.current)
+
 
 def _runs(entries: Iterable[Any], scenario_id: str) -> list[dict[str, Any]]:
     runs = [e for e in entries if isinstance(e, dict) and e.get("id") == scenario_id and not e.get("skipped")]

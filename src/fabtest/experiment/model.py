@@ -77,6 +77,9 @@ class ScenarioResult(BaseModel):
     nodeid: str = ""
     feature: str = ""
     feature_file: str = ""
+    #: the Gherkin steps the scenario ran (background first, an Outline's example filled in, a table's
+    #: rows under its step), shown beside the conversation; written only when there are some
+    steps: list[str] = Field(default_factory=list, exclude_if=lambda steps: not steps)
     rule: str | None = None
     record_id: str | None = None  # scenario-set record id
     #: the record's ``category`` (an attack category of a red-team set, say), for coverage by category

@@ -43,7 +43,28 @@ def identity_of(item: pytest.Item) -> ScenarioIdentity:
         iteration=item.stash.get(ITERATION_KEY, None) or int(params.get("fabtest_iteration", 1)),
         nodeid=item.nodeid,
         feature_file=relative_to_root(item.config, filename),
+        steps=_steps(template, params),
     )
+
+
+def _steps(template: Any, params: dict[str, Any]) -> tuple[str, ...]:
+    """The scenario's steps as written, background first: an Outline's are rendered with this
+    example's values, a data table's rows and a doc string follow their step."""
+    if template is None:
+        return ()
+    try:
+        example = params.get("_pytest_bdd_example")
+        steps = template.render(example).steps if example else template.steps
+        out = []
+        for step in steps:
+            table = getattr(step.datatable, "raw", None)
+            rows = ["  | " + " | ".join(str(c) for c in row) + " |" for row in (table() if callable(table) else [])]
+            doc = ['  """', *(f"  {line}" for line in str(step.docstring).splitlines()), '  """'] \
+                if step.docstring is not None else []
+            out.append("\n".join([f"{step.keyword.strip()} {step.name}", *rows, *doc]))
+        return tuple(out)
+    except Exception:  # noqa: BLE001 - another pytest-bdd's template: the steps are a nicety, never a failure
+        return ()
 
 
 def _scenario_name(item: pytest.Item, template: Any, params: dict[str, Any]) -> str:

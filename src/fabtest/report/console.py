@@ -61,12 +61,15 @@ def _header(doc: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _completion(summary: dict[str, Any]) -> list[str]:
+def _completion(summary: dict[str, Any], iterations: int = 1) -> list[str]:
+    """Completion; with several iterations the counts are of scenario runs, and the label says so
+    (issue 31: "scenarios" meant runs on some pages)."""
     counted = summary.get("passed", 0) + summary.get("failed", 0)
     skipped = summary.get("skipped", 0)
+    label = "Scenarios:" if iterations <= 1 else "Scenario runs:"
     lines = [
         "Completion (Hard Expectations)",
-        f"  Scenarios:        {count(summary.get('total_scenarios', 0))} total, "
+        f"  {label:<17} {count(summary.get('total_scenarios', 0))} total, "
         f"{count(summary.get('passed', 0))} passed, "
         f"{count(summary.get('failed', 0))} failed" + (f", {count(skipped)} skipped" if skipped else ""),
         f"  Completion Rate:  {pct(summary.get('completion_rate'))} "
@@ -264,6 +267,12 @@ def _simulator_validity(validity: dict[str, Any] | None) -> list[str]:
     return [line + (f"; {', '.join(extra)}" if extra else "")]
 
 
+def _iterations(doc: dict[str, Any]) -> int:
+    experiment = doc.get("experiment")
+    value = experiment.get("iterations") if isinstance(experiment, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 1 else 1
+
+
 def render_summary(
     doc: dict[str, Any], path: str | os.PathLike[str] | None = None, previous_id: str | None = None,
     *, unsaved: str | None = None,
@@ -276,7 +285,7 @@ def render_summary(
         "",
         RULE_LIGHT,
         "",
-        *_completion(summary),
+        *_completion(summary, _iterations(doc)),
         *budget_line(doc),
         *failure_lines(doc.get("scenario_results") or []),
         "",

@@ -58,7 +58,8 @@ def _experiment_meta(exp: dict[str, Any]) -> list[tuple[str, str]]:
 # experiment sections
 
 
-def _summary_cards(summary: dict[str, Any]) -> str:
+def _summary_cards(summary: dict[str, Any], iterations: int = 1) -> str:
+    """The headline cards; with several iterations the count is of scenario runs, and says so."""
     counted = summary.get("passed", 0) + summary.get("failed", 0)
     ev = summary.get("evaluations") or {}
     skipped = f", {summary['skipped']} skipped" if summary.get("skipped") else ""
@@ -70,8 +71,9 @@ def _summary_cards(summary: dict[str, Any]) -> str:
             _card("Evaluation rate", pct(summary.get("evaluation_rate")),
                   f"{ev.get('passed', 0)}/{ev.get('evaluated', 0)} soft checks passed",
                   rate_color(summary.get("evaluation_rate"))),
-            _card("Scenarios", str(summary.get("total_scenarios", 0)), f"{summary.get('failed', 0)} failed"),
-            _card("Avg turns", num(summary.get("avg_turns")), "per scenario"),
+            _card("Scenarios" if iterations <= 1 else "Scenario runs", str(summary.get("total_scenarios", 0)),
+                  f"{summary.get('failed', 0)} failed" + (f" · {iterations} iterations" if iterations > 1 else "")),
+            _card("Avg turns", num(summary.get("avg_turns")), "per scenario run"),
             _card("Avg topics", num(summary.get("avg_topics")),
                   f"backtracking {pct(summary.get('backtracking_rate'))}"),
         ]
@@ -393,12 +395,18 @@ def _coverage_section(doc: dict[str, Any]) -> str:
     return f'<h2>Coverage</h2><div class="panel">{table}{extra}</div>'
 
 
+def _iterations(doc: dict[str, Any]) -> int:
+    experiment = doc.get("experiment")
+    value = experiment.get("iterations") if isinstance(experiment, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 1 else 1
+
+
 def experiment_sections(doc: dict[str, Any]) -> str:
     """Everything the report shows of one experiment but its scenarios (``fabtest view`` lists
     those itself, with filters and a page per conversation)."""
     summary = doc["summary"]
     return (
-        _summary_cards(summary)
+        _summary_cards(summary, _iterations(doc))
         + _completion_section(summary)
         + _criteria_section(doc)
         + _efficiency_section(summary)
@@ -481,8 +489,11 @@ def _metrics_panel(comparison: Comparison) -> str:
     ) + "</div>"
     table = _table(["Metric", "Baseline", "Current", "Delta", "", "95% intervals (Wilson)"], rows, {1, 2, 3})
     return cards + (f'<h2>Metrics (shared scenarios)</h2><div class="panel">{table}'
-                    '<p class="muted">Over the scenarios both experiments contain. '
-                    'Fewer turns and topics count as better.</p></div>')
+                    '<p class="muted">Over the scenarios both experiments contain. The evaluation rate counts '
+                    'soft check ratings; the regression gate\'s overall evaluation counts scenario runs with every '
+                    'soft check passed (the run is the gate\'s unit), so the two percentages differ. '
+                    'Fewer turns count as better; a change in topics is shown (↑ more, ↓ fewer) but not judged, since '
+                    'reaching more of the topic graph may be the point.</p></div>')
 
 
 def _ci_cell(item: Any) -> str:

@@ -102,17 +102,21 @@ class Catalog:
     _files: dict[Path, _Cached] = field(default_factory=dict)
     _gates: dict[tuple[tuple[Path, int], tuple[Path, int]], tuple[frozenset[str], str]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    #: the files of the last listing that are not readable experiments: path -> why (the list page shows them)
+    skipped: dict[Path, str] = field(default_factory=dict)
 
     def rows(self) -> list[ExperimentRow]:
         """Every readable experiment, oldest first (by timestamp, then id); a file that is not
-        one is skipped with a warning on stderr, as ``fabtest list`` does."""
+        one is skipped, kept in ``skipped`` for the list page to name, and warned about on stderr
+        once (as ``fabtest list`` does), not on every request."""
         with self._lock:
             seen: dict[Path, _Cached] = {}
+            skipped: dict[Path, str] = {}
             for path in list_experiment_files(self.results_dir):
                 try:
                     stat = path.stat()
                 except OSError as exc:  # a dangling link, a file removed since the listing
-                    print(inert(f"fabtest view: warning: skipping {path}: {exc}"), file=sys.stderr)
+                    skipped[path] = str(exc)
                     continue
                 stamp = (stat.st_mtime_ns, stat.st_size)
                 cached = self._files.get(path)
@@ -121,10 +125,13 @@ class Catalog:
                         _, exp = read_experiment(path, self.results_dir)
                         cached = _Cached(stamp, row_of(path, exp.doc), exp)
                     except (ExperimentFileError, OSError, KeyError, TypeError, AttributeError, ValueError) as exc:
-                        print(inert(f"fabtest view: warning: skipping {path}: {exc}"), file=sys.stderr)
+                        skipped[path] = str(exc)
                         continue
                 seen[path] = cached
-            self._files = seen
+            for path, why in skipped.items():
+                if self.skipped.get(path) != why:
+                    print(inert(f"fabtest view: warning: skipping {path}: {why}"), file=sys.stderr)
+            self._files, self.skipped = seen, skipped
             return sorted((c.row for c in seen.values()), key=lambda r: (r.timestamp, r.id))
 
     def row(self, experiment_id: str) -> ExperimentRow | None:

@@ -89,8 +89,21 @@ def experiments_page(rows: Sequence[ExperimentRow], catalog: Catalog | None = No
         f'<tbody>{"".join(body_rows)}</tbody></table></div>'
         + ("" if rows else '<p class="muted">No experiments in this results directory yet: '
            'run <code>pytest</code> first.</p>')
+        + (_skipped_panel(catalog) if catalog is not None and catalog.skipped else "")
     )
     return page("fabtest view · experiments", "", body, active="index.html")
+
+
+def _skipped_panel(catalog: Catalog) -> str:
+    """The files of the results directory that are not readable experiments, each with why: a
+    missing experiment is explained on the page, not only on the terminal that started the server."""
+    root = catalog.results_dir
+    items = "".join(f"<li><code>{e(path.relative_to(root) if path.is_relative_to(root) else path)}</code>: "
+                    f"{e(why)}</li>" for path, why in sorted(catalog.skipped.items()))
+    count = len(catalog.skipped)
+    return (f'<div class="panel" id="skipped"><h3>{count} file{"" if count == 1 else "s"} skipped</h3>'
+            '<p class="muted">These files in the results directory are not readable experiments and are left out '
+            f'of every page:</p><ul class="plain">{items}</ul></div>')
 
 
 def compare_chooser(rows: Sequence[ExperimentRow], built: Sequence[tuple[str, str]] | None = None) -> str:

@@ -211,6 +211,17 @@ def _simulated_user(entry: Mapping[str, Any]) -> str:
             if shown else "")
 
 
+def _steps(entry: Mapping[str, Any]) -> str:
+    """The feature's steps this run followed (``entry.steps``, background first), in a closed
+    disclosure above the transcript: what the scenario asked for, next to what happened."""
+    steps = [str(s) for s in entry.get("steps") or [] if isinstance(s, str)]
+    if not steps:
+        return ""
+    where = f' <span class="muted">({e(entry.get("feature_file"))})</span>' if entry.get("feature_file") else ""
+    return (f'<details class="panel steps" id="steps" open><summary>The scenario\'s steps ({len(steps)}){where}'
+            f'</summary><pre>{e(chr(10).join(steps))}</pre></details>')
+
+
 def conversation_page(head: Mapping[str, Any], entry: Mapping[str, Any],
                       related: list[tuple[str, str]] | None = None) -> str:
     """One scenario run (``entry``) of the experiment whose header is ``head``: every turn with
@@ -263,6 +274,7 @@ def conversation_page(head: Mapping[str, Any], entry: Mapping[str, Any],
         + ('<nav class="related" id="related" aria-label="the same scenario elsewhere"><b>Same scenario:</b> '
            + " · ".join(link("../../", p, t) for p, t in related) + "</nav>" if related else "")
         + _simulated_user(entry)
+        + _steps(entry)
         + (f'<div id="labeling" hidden data-experiment="{e(exp_id)}" data-scenario="{e(entry.get("id"))}" '
            f'data-iteration="{e(entry.get("iteration") or 1)}" data-endpoint="../../label"></div>' if labelable else "")
         + "<h2>Conversation</h2>" + ("".join(parts) or '<p class="muted">No transcript recorded.</p>')

@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from fabtest.compare.gate import gate_lines, regression_gate
-from fabtest.experiment.diff import ConversationDiff, diff_scenarios, tool_summary
+from fabtest.experiment.diff import ConversationDiff, diff_scenarios
 from fabtest.report.html import comparison_sections
 from fabtest.view.catalog import Catalog, ExperimentRow
 from fabtest.view.faults import FAULTS_PATH, faults_page, read_matrices
@@ -255,18 +255,8 @@ def _first_difference(diff: ConversationDiff | None) -> str:
     that differs (shortened), so the why is on the first screen."""
     if diff is None or diff.first is None:
         return ""
-    pair = next((p for p in diff.pairs if p.number == diff.first), None)
-
-    def side(turn: dict[str, Any] | None) -> str:
-        if turn is None:
-            return "(no such turn)"
-        if diff.part == "tools":
-            text = "; ".join(tool_summary(turn))
-        else:
-            text = str(turn.get("user" if diff.part == "user" else "agent") or "")
-        return text if len(text) <= 160 else text[:159] + "…"
-
-    both = (f': baseline “{e(side(pair.baseline))}” · current “{e(side(pair.current))}”' if pair is not None else "")
+    sides = diff.first_sides()
+    both = f': baseline “{e(sides[0])}” · current “{e(sides[1])}”' if sides is not None else ""
     return (f'<tr class="firstdiff"><td></td><td colspan="3" class="muted">first difference at turn {diff.first}, '
             f"{e(diff.what)}{both}</td></tr>")
 
