@@ -34,6 +34,8 @@ class ScenarioIdentity:
     iteration: int = 1
     nodeid: str = ""
     feature_file: str = ""  # relative to the project root, so results match across machines
+    #: the Gherkin steps (``ScenarioResult.steps``): keyword, text, doc string or table
+    steps: tuple[dict[str, Any], ...] = ()
 
     @property
     def record_id(self) -> str | None:
@@ -78,7 +80,7 @@ def _head(identity: ScenarioIdentity, outcome: Outcome, duration_s: float) -> di
         "record_category": identity.record.category if identity.record is not None else None,
         "passed": outcome.passed, "skipped": outcome.skipped, "skip_reason": outcome.skip_reason,
         "failure_type": outcome.failure_type, "failure_message": outcome.failure_message,
-        "duration_s": round(duration_s, 4),
+        "duration_s": round(duration_s, 4), "steps": list(identity.steps),
     }
 
 

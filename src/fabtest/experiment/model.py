@@ -105,6 +105,10 @@ class ScenarioResult(BaseModel):
     #: the seeded conversation before the first turn (``Given the conversation so far``): role and
     #: content per message; written only when there is one
     history: list[dict[str, str]] = Field(default_factory=list, exclude_if=lambda history: not history)
+    #: the scenario's Gherkin steps as written (background first, an Outline's values filled in): keyword, text,
+    #: and its doc string or table when it has one; a playbook's steps as "Step N" with the user message and the
+    #: expected outcome. Written only when known (older files and ``fabtest.run`` have none)
+    steps: list[dict[str, Any]] = Field(default_factory=list, exclude_if=lambda steps: not steps)
     usage: dict[str, UsageRecord] = Field(default_factory=dict)
     duration_s: float = 0.0
     # configuration in force for this scenario, for the fingerprints

@@ -99,6 +99,8 @@ def build_result(outcome: PlaybookOutcome, playbook: Playbook, redactor: Redacto
         failure_message=outcome.failure_message,
         expectations=[CheckRecord.model_validate(c.to_dict()) for c in outcome.checks],
         transcript=turn_records(conv),
+        steps=[{"keyword": f"Step {i}", "text": s.user_input, "expected": s.expected_outcome}
+               for i, s in enumerate(playbook.steps, start=1)],
         usage=usage_records(conv),
         duration_s=round(outcome.duration_s, 4),
         criteria=criteria,

@@ -43,7 +43,28 @@ def identity_of(item: pytest.Item) -> ScenarioIdentity:
         iteration=item.stash.get(ITERATION_KEY, None) or int(params.get("fabtest_iteration", 1)),
         nodeid=item.nodeid,
         feature_file=relative_to_root(item.config, filename),
+        steps=_steps(template, params),
     )
+
+
+def _steps(template: Any, params: dict[str, Any]) -> tuple[dict[str, Any], ...]:
+    """The scenario's steps as the feature file words them (background first, an Outline's example
+    values filled in): what the conversation page shows beside the transcript."""
+    if template is None:
+        return ()
+    try:
+        steps = template.render(params.get("_pytest_bdd_example") or {}).steps
+    except Exception:  # noqa: BLE001 - a template pytest-bdd cannot render loses its steps, not its result
+        return ()
+    out = []
+    for step in steps:
+        shown: dict[str, Any] = {"keyword": str(step.keyword).strip(), "text": str(step.name)}
+        if step.docstring is not None:
+            shown["docstring"] = str(step.docstring)
+        if step.datatable is not None:
+            shown["table"] = [[str(cell) for cell in row] for row in step.datatable.raw()]
+        out.append(shown)
+    return tuple(out)
 
 
 def _scenario_name(item: pytest.Item, template: Any, params: dict[str, Any]) -> str:

@@ -211,6 +211,28 @@ def _simulated_user(entry: Mapping[str, Any]) -> str:
             if shown else "")
 
 
+def _steps(entry: Mapping[str, Any]) -> str:
+    """The feature's steps as written (``entry.steps``), beside the transcript: what the scenario
+    asked for, so a failing check reads against the line that declared it."""
+    shown = []
+    for step in entry.get("steps") or []:
+        if not isinstance(step, dict):
+            continue
+        extra = ""
+        if step.get("docstring"):
+            extra += f'<pre class="data">{e(step.get("docstring"))}</pre>'
+        table = step.get("table")
+        if isinstance(table, list) and table:
+            rows = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>"
+                           for row in table if isinstance(row, list))
+            extra += f'<table class="steptable">{rows}</table>'
+        if step.get("expected"):
+            extra += f'<div class="muted">expected: {e(step.get("expected"))}</div>'
+        shown.append(f'<li><b class="kw">{e(step.get("keyword"))}</b> {e(step.get("text"))}{extra}</li>')
+    return (f'<aside class="panel steps" id="steps"><h2>Steps</h2><ol class="plain">{"".join(shown)}</ol></aside>'
+            if shown else "")
+
+
 def conversation_page(head: Mapping[str, Any], entry: Mapping[str, Any],
                       related: list[tuple[str, str]] | None = None) -> str:
     """One scenario run (``entry``) of the experiment whose header is ``head``: every turn with
@@ -262,7 +284,7 @@ def conversation_page(head: Mapping[str, Any], entry: Mapping[str, Any],
            if path else "")
         + ('<nav class="related" id="related" aria-label="the same scenario elsewhere"><b>Same scenario:</b> '
            + " · ".join(link("../../", p, t) for p, t in related) + "</nav>" if related else "")
-        + _simulated_user(entry)
+        + _simulated_user(entry) + _steps(entry)
         + (f'<div id="labeling" hidden data-experiment="{e(exp_id)}" data-scenario="{e(entry.get("id"))}" '
            f'data-iteration="{e(entry.get("iteration") or 1)}" data-endpoint="../../label"></div>' if labelable else "")
         + "<h2>Conversation</h2>" + ("".join(parts) or '<p class="muted">No transcript recorded.</p>')
