@@ -72,10 +72,16 @@ def _page_kinds(site: Path) -> dict[str, str]:
     }
 
 
-def _violations(browser, url: str) -> list[str]:  # noqa: ANN001 (playwright's types)
+def _violations(browser, url: str, search: str = "") -> list[str]:  # noqa: ANN001 (playwright's types)
+    """axe's critical and serious findings on ``url`` (after typing ``search`` into its transcript search)."""
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     try:
         page.goto(url)
+        if search:
+            page.fill("#f-text", search)
+            page.wait_for_function("document.querySelector('a.run.hit, tr.scn:not(.hidden)') !== null && "
+                                   "!document.getElementById('f-count').textContent.startsWith('loading')")
+            page.check("#f-changed")
         page.add_script_tag(path=str(AXE))
         found = page.evaluate("""async () => {
             const r = await axe.run(document, {resultTypes: ['violations']});
@@ -92,6 +98,12 @@ def _violations(browser, url: str) -> list[str]:  # noqa: ANN001 (playwright's t
 def test_no_critical_or_serious_axe_violation(browser, site: Path, kind: str) -> None:  # noqa: ANN001
     url = (site / _page_kinds(site)[kind]).as_uri()
     assert _violations(browser, url) == []
+
+
+@pytest.mark.parametrize("kind", ["experiment", "comparison"])
+def test_a_search_and_the_changed_filter_leave_no_violation(browser, site: Path, kind: str) -> None:  # noqa: ANN001
+    """The states the filters make: runs marked as matching the search, rows hidden."""
+    assert _violations(browser, (site / _page_kinds(site)[kind]).as_uri(), search="reply") == []
 
 
 def test_axe_finds_what_it_should_on_a_page_made_inaccessible(browser, tmp_path: Path) -> None:  # noqa: ANN001

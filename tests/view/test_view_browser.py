@@ -76,6 +76,12 @@ def _visible(pg, selector: str) -> int:  # noqa: ANN001
     return pg.eval_on_selector_all(selector, "rows => rows.filter(r => r.offsetParent !== null).length")
 
 
+def _search(pg, text: str) -> None:  # noqa: ANN001
+    """Type into the transcript search; the first word loads the experiments' search.js (async)."""
+    pg.fill("#f-text", text)
+    pg.wait_for_function("!document.getElementById('f-count').textContent.startsWith('loading')")
+
+
 def test_served_site_experiments_trend_point_comparison_and_conversation(page, served: str, tmp_path: Path) -> None:
     page.goto(served)
     assert _visible(page, "tr.exp") == 12
@@ -176,9 +182,9 @@ def test_find_things_in_an_experiment_search_changed_grouped_sorted(page, result
     first = page.locator("tbody.group >> nth=0").locator("tr.sgroup")
     assert "0/2 passed" in first.text_content() and "scenario 0" in first.text_content()
 
-    page.fill("#f-text", "reply of EXPERIMENT 8")  # only scenario 0's agent says it, in both runs
+    _search(page, "reply of EXPERIMENT 8")  # only scenario 0's agent says it, in both runs
     assert _visible(page, "tr.scn") == 2 and _visible(page, "tbody.group") == 1
-    page.fill("#f-text", "experiment 7")
+    _search(page, "experiment 7")
     assert _visible(page, "tr.scn") == 0 and page.locator("#f-count").text_content() == "0 of 16 shown"
     page.fill("#f-text", "")
 
@@ -218,6 +224,35 @@ def test_find_things_in_an_experiment_search_changed_grouped_sorted(page, result
     dates = page.eval_on_selector_all("tr.exp td:nth-child(6)", "cs => cs.map(c => c.textContent)")
     page.click("#experiments th:has-text('Date') button")
     assert page.eval_on_selector_all("tr.exp td:nth-child(6)", "cs => cs.map(c => c.textContent)") == sorted(dates)
+
+
+@pytest.mark.parametrize("how", ["served", "static"])
+def test_search_the_transcripts_of_a_comparison_and_show_only_what_changed(page, results: Path, tmp_path: Path,
+                                                                         request: pytest.FixtureRequest, how: str) -> None:
+    """Issue 31 point 3: the comparison page lists every scenario with its runs on both sides; the
+    transcript search covers both experiments (a run that matches is marked) and "show only what
+    changed" keeps the scenarios the comparison found changed, served and from a static build."""
+    if how == "served":
+        page.goto(request.getfixturevalue("served") + "compare/exp_007--exp_008.html")
+    else:
+        build_site(results, tmp_path / "site")
+        page.goto((tmp_path / "site" / "compare" / "exp_007--exp_008.html").as_uri())
+    assert _visible(page, "tr.scn") == 8
+    _search(page, "reply of experiment 8")  # said only in exp_008 (current), by scenario 0
+    assert _visible(page, "tr.scn") == 1 and "scenario 0" in page.locator("tr.scn:not(.hidden)").text_content()
+    marked = page.eval_on_selector_all("a.run.hit", "as => as.map(a => a.dataset.run)")
+    assert len(marked) == 2 and all(m.startswith("1:") for m in marked)  # both current runs, no baseline run
+    _search(page, "reply of experiment 7")  # the baseline's transcripts are searched too
+    marked = page.eval_on_selector_all("a.run.hit", "as => as.map(a => a.dataset.run)")
+    assert _visible(page, "tr.scn") == 1 and len(marked) == 2 and all(m.startswith("0:") for m in marked)
+    _search(page, "")
+    assert _visible(page, "tr.scn") == 8 and page.locator("a.run.hit").count() == 0
+    page.check("#f-changed")  # show only what changed: the scenarios listed under "What changed"
+    changed = page.locator("#what-changed tbody tr:not(.firstdiff)").count()
+    assert 0 < _visible(page, "tr.scn") == changed < 8
+    assert page.locator("#f-count").text_content() == f"{changed} of 8 shown"
+    page.click("tr.scn:not(.hidden) a.run >> nth=0")  # a run link opens its conversation
+    assert page.locator("section.turn").count() > 0
 
 
 def test_review_a_judged_check_in_the_served_view(page, served: str, results: Path) -> None:

@@ -5,7 +5,7 @@ latency and cost)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fabtest.experiment.cost import agent_turn_lines, find_price, price_table
@@ -13,8 +13,9 @@ from fabtest.experiment.fmt import num, pct, usd
 from fabtest.report.html import experiment_sections, page_header
 from fabtest.view.labels import judged_checks
 from fabtest.view.layout import as_dict, conversation_path, e, experiment_path, link, page
+from fabtest.view.packs import SEARCH, pack_path, run_key
 
-__all__ = ["conversation_page", "experiment_page"]
+__all__ = ["conversation_page", "experiment_page", "run_filters"]
 
 _ICONS = {"passed": "✓", "failed": "✗", "inconclusive": "?", "not_applicable": "n/a", "skipped": "–"}
 
@@ -37,18 +38,6 @@ def _flaky(doc: Mapping[str, Any]) -> tuple[set[str], dict[str, dict[str, Any]]]
     var = as_dict(doc.get("variance"))
     causes = {str(c.get("id")): c for c in var.get("flaky_causes") or [] if isinstance(c, dict)}
     return {str(i) for i in var.get("flaky") or []}, causes
-
-
-def _search_text(entry: Mapping[str, Any]) -> str:
-    """What the transcript search matches in one run: every user and agent message, tool names and
-    arguments, and the failure message, lower-cased."""
-    parts = [str(entry.get("failure_message") or "")]
-    for t in entry.get("transcript") or []:
-        if isinstance(t, dict):
-            parts += [str(t.get("user") or ""), str(t.get("agent") or "")]
-            parts += [f"{c.get('name')} {_json(c.get('arguments'))}"
-                      for c in t.get("tool_calls") or [] if isinstance(c, dict)]
-    return " ".join(parts).lower()
 
 
 def _mean(values: list[float]) -> float | None:
@@ -104,7 +93,7 @@ def experiment_page(doc: dict[str, Any], changed: Mapping[str, str] | None = Non
             rows.append(
                 f'<tr class="scn" data-status="{_status(x)}" data-flaky="{int(sid in flaky)}" '
                 f'data-failure="{e(failure)}" '
-                f'data-changed="{int(bool(change))}" data-text="{e(_search_text(x))}" '
+                f'data-changed="{int(bool(change))}" data-runs="0:{e(run_key(sid, it))}" '
                 f'data-criteria="{e(chr(10).join(failed_criteria[id(x)]))}" '
                 f'data-tools="{e(chr(10).join(tools_of[id(x)]))}">'
                 f"<td>{_badge(x)}</td><td>{link('../', conversation_path(exp_id, sid, it), f'{name} · run {it}')}</td>"
@@ -113,22 +102,8 @@ def experiment_page(doc: dict[str, Any], changed: Mapping[str, str] | None = Non
                 '<td></td></tr>'
             )
         bodies.append(f'<tbody class="group"{sort_attrs}>{head}{"".join(rows)}</tbody>')
-    changed_box = (f'<label><input type="checkbox" id="f-changed"> changed vs {e(previous)} only</label>'
-                   if changed is not None else "")
-    filters = (
-        '<div class="filters" id="scenario-filters">'
-        '<label>Search transcripts '
-        '<input type="search" id="f-text" placeholder="words from a message or a tool call"></label>'
-        '<label><input type="checkbox" id="f-failed"> failed only</label>'
-        '<label><input type="checkbox" id="f-flaky"> flaky only</label>' + changed_box +
-        '<label>Failure type <select id="f-failure"><option value="">any failure type</option>'
-        + "".join(f'<option value="{e(t)}">{e(t)}</option>' for t in types)
-        + '</select></label><label>Failed criterion <select id="f-criterion"><option value="">any</option>'
-        + "".join(f'<option value="{e(c)}">{e(c)}</option>' for c in all_criteria)
-        + '</select></label><label>Called tool <select id="f-tool"><option value="">any</option>'
-        + "".join(f'<option value="{e(t)}">{e(t)}</option>' for t in all_tools)
-        + '</select></label><span class="muted" id="f-count" role="status"></span></div>'
-    )
+    filters = run_filters([(exp_id, "../")], types, all_criteria, all_tools,
+                          changed=f"changed vs {previous} only" if changed is not None else None)
     heads = ["Status", "Scenario", "Run", "Turns", "Eval rate", "Failure", "Flaky attribution"]
     th = "".join(f'<th scope="col"{" class=num" if 2 <= i <= 4 else ""}>'
                  f'<button type="button" class="sort" data-col="{i}">{h}</button></th>'
@@ -141,6 +116,36 @@ def experiment_page(doc: dict[str, Any], changed: Mapping[str, str] | None = Non
             'click a column title to sort the scenarios by it.</p>')
     header = page_header(doc, f"Experiment {exp_id}")
     return page(f"fabtest view · {exp_id}", "../", body, header)
+
+
+def run_filters(sources: list[tuple[str, str]], types: Sequence[str] = (), criteria: Sequence[str] = (),
+                tools: Sequence[str] = (), *, changed: str | None = None, flaky: bool = True,
+                failed: str = "failed only") -> str:
+    """The filter bar over a table of runs (``tr.scn``; view.js applies it): search the transcripts
+    of ``sources`` (experiment id, root prefix: their ``search.js`` is loaded on the first word
+    typed; a row's ``data-runs`` names its runs as ``<source index>:<run key>``), failed, flaky,
+    changed (``changed``: the box's label), failure type, failed criterion, called tool. The
+    experiment page and the comparison page share it."""
+    packs = [[root + pack_path(exp, SEARCH), f"search:{exp}"] for exp, root in sources]
+
+    def select(ident: str, label: str, anything: str, values: list[str]) -> str:
+        if not values:
+            return ""
+        options = "".join(f'<option value="{e(v)}">{e(v)}</option>' for v in values)
+        return f'<label>{label} <select id="{ident}"><option value="">{anything}</option>{options}</select></label>'
+
+    return (
+        f'<div class="filters" id="scenario-filters" data-sources="{e(json.dumps(packs))}">'
+        '<label>Search transcripts '
+        '<input type="search" id="f-text" placeholder="words from a message or a tool call"></label>'
+        f'<label><input type="checkbox" id="f-failed"> {e(failed)}</label>'
+        + ('<label><input type="checkbox" id="f-flaky"> flaky only</label>' if flaky else "")
+        + (f'<label><input type="checkbox" id="f-changed"> {e(changed)}</label>' if changed is not None else "")
+        + select("f-failure", "Failure type", "any failure type", list(types))
+        + select("f-criterion", "Failed criterion", "any", list(criteria))
+        + select("f-tool", "Called tool", "any", list(tools))
+        + '<span class="muted" id="f-count" role="status"></span></div>'
+    )
 
 
 def _json(value: Any) -> str:

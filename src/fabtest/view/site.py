@@ -17,20 +17,23 @@ from urllib.parse import unquote
 
 from fabtest.compare.gate import gate_lines, regression_gate
 from fabtest.experiment.diff import ConversationDiff, diff_scenarios, tool_summary
-from fabtest.report.html import comparison_sections
+from fabtest.report.html import REPORT_CSS, comparison_sections
 from fabtest.view.catalog import Catalog, ExperimentRow
+from fabtest.view.compare_runs import comparison_runs
 from fabtest.view.faults import FAULTS_PATH, faults_page, read_matrices
 from fabtest.view.labels import LabelError, agreement, label_check, labels_path, read_labels
 from fabtest.view.layout import compare_path, conversation_path, e, experiment_path, link, page, scenario_slug
 from fabtest.view.listing import compare_chooser, experiments_page, trend_rows, trends_page, trends_path
+from fabtest.view.packs import SEARCH, pack_path, pack_script, search_index
 from fabtest.view.review import review_panel
 from fabtest.view.scenarios import conversation_page, experiment_page
 
 __all__ = ["ASSETS", "Page", "Site"]
 
-ASSETS = ("view.css", "view.js")
+ASSETS = ("report.css", "view.css", "view.js")
 _TRENDS = re.compile(r"trends(-commit)?(?:/([A-Za-z0-9_.-]+))?\.html")
 _EXP = re.compile(r"exp/([^/]+)\.html")
+_PACK = re.compile(r"exp/([^/]+)/(search\.js)")
 _CONV = re.compile(r"exp/([^/]+)/([A-Za-z0-9_.-]+)-r(\d+)\.html")
 _CMP = re.compile(r"compare/(.+)--(.+)\.html")
 _DIFFS = 5  # conversation diffs shown, as fabtest-compare shows by default
@@ -60,7 +63,8 @@ class Site:
         path = path.lstrip("/") or "index.html"
         if path.startswith("assets/") and path[7:] in ASSETS:
             kind = "text/css" if path.endswith(".css") else "text/javascript"
-            data = resources.files("fabtest.view").joinpath("assets", path[7:]).read_bytes()
+            data = (REPORT_CSS.encode() if path == "assets/report.css"  # the HTML report's, which inlines it
+                    else resources.files("fabtest.view").joinpath("assets", path[7:]).read_bytes())
             return Page(data, f"{kind}; charset=utf-8")
         rows = self.catalog.rows()
         if path == "index.html":
@@ -78,6 +82,9 @@ class Site:
         if m := _EXP.fullmatch(path):
             row = _row(rows, m.group(1))
             return _html(self._experiment(rows, row, self.catalog.document(row))) if row else None
+        if m := _PACK.fullmatch(path):
+            row = _row(rows, m.group(1))
+            return _script(f"search:{row.id}", search_index(self.catalog.document(row))) if row else None
         if m := _CONV.fullmatch(path):
             row = _row(rows, m.group(1))
             sid = (next((s for s in self.catalog.scenario_ids(row) if scenario_slug(s) == m.group(2)), None)
@@ -119,7 +126,10 @@ class Site:
                    '<div class="panel" id="gate">'
                    '<h3>Regression gate (<code>fabtest-compare --fail-on-regression</code>, '
                    f'exit {gate.exit_code})</h3>' + lines + "</div>")
-        body = verdict + self._changed(base, cur, comparison, diffs) + comparison_sections(cur_doc, comparison, diffs)
+        runs = comparison_runs(base.id, cur.id, self.catalog.document(base), self.catalog.document(cur),
+                               _change_labels(comparison))
+        body = (verdict + self._changed(base, cur, comparison, diffs) + runs
+                + comparison_sections(cur_doc, comparison, diffs))
         if changed:
             links = "".join(f'<li>{link("../", conversation_path(cur.id, s.id, 1), s.name)}</li>' for s in changed)
             body += ('<h3>Conversations that changed outcome (current run)</h3>'
@@ -154,15 +164,7 @@ class Site:
         review = review_panel(doc, read_labels(labels_path(self.catalog.results_dir, row.id)))
         if prev is None:
             return experiment_page(doc, review=review)
-        c = self.catalog.comparison(prev, row)
-        groups = (("newly failing", c.newly_failing), ("quality regressed", c.quality_regressed),
-                  ("newly passing", c.newly_passing), ("quality improved", c.quality_improved),
-                  ("changed", c.changed_not_significant))
-        changed: dict[str, str] = {}
-        for label, found in groups:
-            for s in found:
-                changed.setdefault(s.id, label)
-        return experiment_page(doc, changed, prev.id, review)
+        return experiment_page(doc, _change_labels(self.catalog.comparison(prev, row)), prev.id, review)
 
     def _related(self, rows: list[ExperimentRow], row: ExperimentRow, entry: dict[str, Any],
                  runs: list[dict[str, Any]]) -> list[tuple[str, str]]:
@@ -241,6 +243,7 @@ class Site:
         for row in rows:
             doc = self.catalog.document(row)
             yield experiment_path(row.id), _html(self._experiment(rows, row, doc))
+            yield pack_path(row.id, SEARCH), _script(f"search:{row.id}", search_index(doc))
             entries = [x for x in doc["scenario_results"] if isinstance(x, dict)]
             for entry in entries:
                 runs = [x for x in entries if x.get("id") == entry.get("id")]
@@ -248,6 +251,22 @@ class Site:
                        _html(conversation_page(doc, entry, self._related(rows, row, entry, runs))))
         for a, b in pairs.values():
             yield compare_path(a.id, b.id), _html(self._comparison(a, b))
+
+
+def _change_labels(c: Any) -> dict[str, str]:
+    """Scenario id -> how it changed in comparison ``c`` (newly failing before quality regressed...)."""
+    groups = (("newly failing", c.newly_failing), ("quality regressed", c.quality_regressed),
+              ("newly passing", c.newly_passing), ("quality improved", c.quality_improved),
+              ("changed", c.changed_not_significant))
+    changed: dict[str, str] = {}
+    for label, found in groups:
+        for s in found:
+            changed.setdefault(s.id, label)
+    return changed
+
+
+def _script(key: str, data: Any) -> Page:
+    return Page(pack_script(key, data), "text/javascript; charset=utf-8")
 
 
 def _first_difference(diff: ConversationDiff | None) -> str:
