@@ -260,14 +260,23 @@ def test_review_a_judged_check_in_the_served_view(page, served: str, results: Pa
     label next to the experiment and says how often the judge agrees so far."""
     page.goto(served + "exp/exp_002.html")
     page.click("tr.scn a >> text=scenario 1 · run 1")
-    forms = page.locator("form.label-form")
+    forms = page.locator("form.label-form[data-check]")
     assert forms.count() == 2 and forms.first.is_visible()
     forms.first.locator("input[name=comment]").fill("not warm at all")
     forms.first.locator("button >> text=wrong").click()
-    page.wait_for_function("document.querySelector('form.label-form .saved').textContent.length > 0")
+    page.wait_for_function("document.querySelector('form.label-form[data-check] .saved').textContent.length > 0")
     assert forms.first.locator(".saved").text_content().startswith("saved (wrong): 1 label(s), the judge agrees with 0%")
     labels = (results / "exp_002.labels.yaml").read_text(encoding="utf-8")
     assert "comment: not warm at all" in labels and "verdict: failed" in labels and "judge: passed" in labels
+    whole = page.locator('#run-label form.label-form[data-kind="conversation"]')  # the whole run's outcome
+    assert whole.is_visible()
+    whole.locator("input[name=comment]").fill("fine overall")
+    whole.locator("button >> text=right").click()
+    page.wait_for_function("document.querySelector('#run-label .saved').textContent.length > 0")
+    assert whole.locator(".saved").text_content().startswith("saved (right): 2 label(s)")
+    assert "kind: conversation" in (results / "exp_002.labels.yaml").read_text(encoding="utf-8")
+    page.reload()
+    assert "labelled right" in page.locator("#run-label").text_content()
 
 
 def test_a_static_build_hides_the_review_controls(page, results: Path, tmp_path: Path) -> None:
@@ -275,7 +284,8 @@ def test_a_static_build_hides_the_review_controls(page, results: Path, tmp_path:
     build_site(results, site)
     page.goto((site / "exp" / "exp_002.html").as_uri())
     page.click("tr.scn a >> text=scenario 1 · run 1")
-    assert page.locator("form.label-form").count() == 2 and not page.locator("form.label-form").first.is_visible()
+    assert page.locator("form.label-form").count() == 3  # two judged checks and the whole run
+    assert not any(f.is_visible() for f in page.locator("form.label-form").all())
 
 
 def test_compare_selected_opens_the_two_ticked_experiments_older_first(page, served: str) -> None:

@@ -170,20 +170,33 @@ def _turn_cost(metadata: Any, prices: Mapping[str, Any]) -> str:
     return f" · agent tokens {inp} in / {out} out · {usd(total)}"
 
 
-def _label_form(index: int) -> str:
-    """Right / wrong and a comment on one judged check; shown by view.js only when served (a
-    static build cannot save), posted to ``label`` and saved in ``<id>.labels.yaml``."""
-    return (f'<form class="label-form" hidden data-check="{index}"><fieldset><legend>Is the judge right?</legend>'
+def _label_form(index: int | None, legend: str = "Is the judge right?") -> str:
+    """Right / wrong and a comment on one judged check (``index``) or on the whole run (None); shown
+    by view.js only when served (a static build cannot save), posted to ``label`` and saved in
+    ``<id>.labels.yaml``."""
+    target = f'data-check="{index}"' if index is not None else 'data-kind="conversation"'
+    return (f'<form class="label-form" hidden {target}><fieldset><legend>{e(legend)}</legend>'
             '<button type="submit" value="right">right</button> <button type="submit" value="wrong">wrong</button> '
             '<label>Comment <input type="text" name="comment" maxlength="2000"></label> '
             '<span class="saved" role="status"></span></fieldset></form>')
 
 
-def _check_rows(checks: list[Mapping[str, Any]], labelable: Mapping[int, int] | None = None) -> str:
+def _label_note(label: Mapping[str, Any] | None) -> str:
+    """A label already saved (``<id>.labels.yaml``): the person's mark, verdict and comment."""
+    if not label:
+        return ""
+    mark = "right" if label.get("verdict") == label.get("judge") else "wrong"
+    comment = f" · “{e(label.get('comment'))}”" if label.get("comment") else ""
+    return (f'<div class="labelled muted">labelled <b>{mark}</b> (the person says {e(label.get("verdict"))})'
+            f"{comment}</div>")
+
+
+def _check_rows(checks: list[Mapping[str, Any]], labelable: Mapping[int, int] | None = None,
+                labels: Mapping[Any, Mapping[str, Any]] | None = None) -> str:
     out = []
     for c in checks:
         index = (labelable or {}).get(id(c))
-        form = _label_form(index) if index is not None else ""
+        form = _label_form(index) + _label_note((labels or {}).get(index)) if index is not None else ""
         status = str(c.get("status") or "skipped")
         data = {k: v for k, v in c.items()
                 if k not in ("type", "mode", "criterion", "status", "passed", "turn", "details")}
@@ -238,16 +251,30 @@ def _steps(entry: Mapping[str, Any]) -> str:
             if shown else "")
 
 
+def _run_label(entry: Mapping[str, Any], label: Mapping[str, Any] | None) -> str:
+    """The mark on the whole run: is its outcome right? (a conversation label, docs/view.md)."""
+    if entry.get("skipped") or not entry.get("transcript"):
+        return ""
+    outcome = "passed" if entry.get("passed") else "failed"
+    return (f'<div class="panel" id="run-label"><b>This run {outcome}.</b> '
+            + _label_form(None, f"Is “{outcome}” right for the whole conversation?") + _label_note(label) + "</div>")
+
+
 def conversation_page(head: Mapping[str, Any], entry: Mapping[str, Any],
-                      related: list[tuple[str, str]] | None = None) -> str:
+                      related: list[tuple[str, str]] | None = None,
+                      labels: list[dict[str, Any]] | None = None) -> str:
     """One scenario run (``entry``) of the experiment whose header is ``head``: every turn with
     the agent's tool calls and results, the checks decided on it (verdict and the judge's
     reasoning), its topic, the agent's latency and cost; the simulated user's goal and persona;
     ``related``: (site path, text) of the same scenario elsewhere (other iterations, the experiment
-    before this one on its branch)."""
+    before this one on its branch); ``labels``: the run's labels so far (``<id>.labels.yaml``)."""
     exp_id = str(head["experiment"].get("id"))
     checks = _details(entry.get("evaluations")) + _details(entry.get("expectations"))
     labelable = {id(c): i for i, c in judged_checks(entry)}
+    mine = [x for x in labels or [] if x.get("scenario") == entry.get("id")
+            and int(x.get("iteration") or 1) == int(entry.get("iteration") or 1)]
+    by_check = {x.get("check"): x for x in mine if x.get("kind") != "conversation"}
+    whole_label = next((x for x in mine if x.get("kind") == "conversation"), None)
     prices = as_dict(as_dict(as_dict(head.get("summary")).get("cost")).get("prices"))
     turns = [t for t in entry.get("transcript") or [] if isinstance(t, dict)]
     parts = []
@@ -272,7 +299,8 @@ def conversation_page(head: Mapping[str, Any], entry: Mapping[str, Any],
             f'{e(_turn_cost(t.get("metadata"), prices))}</span></div>'
             f'<div class="msg user"><span class="who">User</span>{e(t.get("user"))}</div>{tools}'
             f'<div class="msg agent"><span class="who">Agent</span>{e(t.get("agent"))}{meta}</div>'
-            + (f'<div class="checks">{_check_rows(on_turn, labelable)}</div>' if on_turn else "") + "</section>"
+            + (f'<div class="checks">{_check_rows(on_turn, labelable, by_check)}</div>' if on_turn else "")
+            + "</section>"
         )
     numbers = {t.get("number") for t in turns}
     whole = [c for c in checks if c.get("turn") not in numbers]
@@ -289,12 +317,12 @@ def conversation_page(head: Mapping[str, Any], entry: Mapping[str, Any],
            if path else "")
         + ('<nav class="related" id="related" aria-label="the same scenario elsewhere"><b>Same scenario:</b> '
            + " · ".join(link("../../", p, t) for p, t in related) + "</nav>" if related else "")
-        + _simulated_user(entry) + _steps(entry)
+        + _run_label(entry, whole_label) + _simulated_user(entry) + _steps(entry)
         + (f'<div id="labeling" hidden data-experiment="{e(exp_id)}" data-scenario="{e(entry.get("id"))}" '
-           f'data-iteration="{e(entry.get("iteration") or 1)}" data-endpoint="../../label"></div>' if labelable else "")
+           f'data-iteration="{e(entry.get("iteration") or 1)}" data-endpoint="../../label"></div>')
         + "<h2>Conversation</h2>" + ("".join(parts) or '<p class="muted">No transcript recorded.</p>')
-        + (f'<h2>Checks on the whole conversation</h2><div class="checks">{_check_rows(whole, labelable)}</div>'
-           if whole else "")
+        + ('<h2>Checks on the whole conversation</h2>'
+           f'<div class="checks">{_check_rows(whole, labelable, by_check)}</div>' if whole else "")
     )
     header = (
         f'<header class="top"><div class="inner"><h1>{e(entry.get("name"))}</h1><div class="sub">'

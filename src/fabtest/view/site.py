@@ -21,7 +21,7 @@ from fabtest.report.html import REPORT_CSS, comparison_sections
 from fabtest.view.catalog import Catalog, ExperimentRow
 from fabtest.view.compare_runs import comparison_runs
 from fabtest.view.faults import FAULTS_PATH, faults_page, read_matrices
-from fabtest.view.labels import LabelError, agreement, label_check, labels_path, read_labels
+from fabtest.view.labels import LabelError, agreement, label_check, label_conversation, labels_path, read_labels
 from fabtest.view.layout import compare_path, conversation_path, e, experiment_path, link, page, scenario_slug
 from fabtest.view.listing import compare_chooser, experiments_page, trend_rows, trends_page, trends_path
 from fabtest.view.packs import SEARCH, pack_path, pack_script, search_index
@@ -95,7 +95,9 @@ class Site:
             entry = next((x for x in runs if (x.get("iteration") or 1) == int(m.group(3))), None)
             if not entry:
                 return None
-            return _html(conversation_page(self.catalog.header(row), entry, self._related(rows, row, entry, runs)))
+            labels = read_labels(labels_path(self.catalog.results_dir, row.id))
+            return _html(conversation_page(self.catalog.header(row), entry, self._related(rows, row, entry, runs),
+                                           labels))
         if m := _CMP.fullmatch(path):
             base, cur = _row(rows, m.group(1)), _row(rows, m.group(2))
             return _html(self._comparison(base, cur)) if base and cur else None
@@ -141,20 +143,23 @@ class Site:
         experiment, scenario, iteration and check and says ``right`` or ``wrong`` with an optional
         comment. Returns the label and the judge's agreement with every label of the experiment."""
         if not isinstance(data, dict) or data.get("verdict") not in ("right", "wrong"):
-            raise LabelError("expected {experiment, scenario, iteration, check, verdict: right|wrong, comment}")
+            raise LabelError("expected {experiment, scenario, iteration, check (or kind: conversation), "
+                             "verdict: right|wrong, comment}")
+        whole = data.get("kind") == "conversation"  # the run's outcome, not one check
         row = _row(self.catalog.rows(), str(data.get("experiment")))
         if row is None:
             raise LabelError(f"no experiment {data.get('experiment')!r} in {self.catalog.results_dir}")
         iteration, check = data.get("iteration"), data.get("check")
-        if not isinstance(iteration, int) or not isinstance(check, int):
+        if not isinstance(iteration, int) or not (whole or isinstance(check, int)):
             raise LabelError("iteration and check must be numbers")
         entry = next((x for x in self.catalog.runs(row, str(data.get("scenario")))
                       if (x.get("iteration") or 1) == iteration), None)
         if entry is None:
             raise LabelError(f"experiment {row.id} has no run {iteration} of {data.get('scenario')!r}")
         head = self.catalog.header(row)
-        saved = label_check(self.catalog.results_dir, head, entry, check, data["verdict"] == "right",
-                            str(data.get("comment") or ""))
+        right, comment, where = data["verdict"] == "right", str(data.get("comment") or ""), self.catalog.results_dir
+        saved = (label_conversation(where, head, entry, right, comment) if whole or not isinstance(check, int)
+                 else label_check(where, head, entry, check, right, comment))
         return {"label": saved, **agreement(read_labels(labels_path(self.catalog.results_dir, row.id)))}
 
     def _experiment(self, rows: list[ExperimentRow], row: ExperimentRow, doc: dict[str, Any]) -> str:
@@ -245,10 +250,11 @@ class Site:
             yield experiment_path(row.id), _html(self._experiment(rows, row, doc))
             yield pack_path(row.id, SEARCH), _script(f"search:{row.id}", search_index(doc))
             entries = [x for x in doc["scenario_results"] if isinstance(x, dict)]
+            labels = read_labels(labels_path(self.catalog.results_dir, row.id))
             for entry in entries:
                 runs = [x for x in entries if x.get("id") == entry.get("id")]
                 yield (conversation_path(row.id, str(entry.get("id")), entry.get("iteration") or 1),
-                       _html(conversation_page(doc, entry, self._related(rows, row, entry, runs))))
+                       _html(conversation_page(doc, entry, self._related(rows, row, entry, runs), labels)))
         for a, b in pairs.values():
             yield compare_path(a.id, b.id), _html(self._comparison(a, b))
 

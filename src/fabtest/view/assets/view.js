@@ -129,10 +129,12 @@
       form.addEventListener("submit", function (ev) {
         ev.preventDefault();
         var out = form.querySelector(".saved"), verdict = ev.submitter ? ev.submitter.value : "right";
+        var body = {experiment: labeling.dataset.experiment, scenario: labeling.dataset.scenario,
+          iteration: parseInt(labeling.dataset.iteration, 10), verdict: verdict, comment: form.elements.comment.value};
+        if (form.dataset.kind === "conversation") body.kind = "conversation";  // the whole run's outcome
+        else body.check = parseInt(form.dataset.check, 10);
         fetch(labeling.dataset.endpoint, {method: "POST", headers: {"Content-Type": "application/json"},
-          body: JSON.stringify({experiment: labeling.dataset.experiment, scenario: labeling.dataset.scenario,
-            iteration: parseInt(labeling.dataset.iteration, 10), check: parseInt(form.dataset.check, 10),
-            verdict: verdict, comment: form.elements.comment.value})})
+          body: JSON.stringify(body)})
           .then(function (r) { return r.json(); })
           .then(function (a) {
             if (a.error) { out.textContent = "not saved: " + a.error; return; }
