@@ -4,7 +4,8 @@
 
 Writes ``--experiments`` experiments through the real export path (``build_document`` and
 ``write_document``, as the recorder does), each of ``--scenarios`` scenarios run ``--iterations``
-times: 4 turns with a tool call and its result, a judged criterion per turn with the judge's
+times: 4 turns (a user message of 12-30 words, a reply of 30-70, drawn at random from the words
+of the docs with their frequency, so no two runs say the same) with a tool call and its result, a judged criterion per turn with the judge's
 reasoning, a goal check on the whole conversation, the simulated user's goal and persona and the
 feature's steps. Two branches, a criterion that slips in the last third. Then builds the static
 site and prints its total size and the size per kind of page (lists and trends, experiments,
@@ -14,6 +15,8 @@ conversations, comparisons, shared assets), with the largest file of each kind.
 from __future__ import annotations
 
 import argparse
+import random
+import re
 import shutil
 import tempfile
 import time
@@ -27,35 +30,42 @@ from fabtest.experiment.model import CheckRecord, ExperimentInfo, ScenarioResult
 from fabtest.experiment.stable_id import stable_id
 from fabtest.view.server import build_site
 
-_USER = ("Hi, I would like to book a meeting room for {n} people next Tuesday afternoon, "
-         "ideally with a projector and close to the kitchen if possible.")
-_AGENT = ("Of course! I found room {r} on the second floor: it seats {n}, has a projector and a whiteboard, and "
-          "it is free from 14:00 to 17:00 on Tuesday. Shall I book it for you from 14:00 to 16:00? "
-          "I can also order coffee for the group if you like.")
+_DOCS = Path(__file__).resolve().parents[1] / "docs"
+#: the words of the docs, each as often as the docs use it: the runs' messages are drawn from them
+#: (so word frequencies are English-like and no two runs say the same; gzip gets no free ride from
+#: identical transcripts, and random word order compresses worse than real replies do)
+_WORDS = [w for f in sorted(_DOCS.rglob("*.md")) for w in re.findall(r"[A-Za-z]+", f.read_text())]
 
 
-def _result(s: int, it: int, slipped: bool) -> ScenarioResult:
+def _text(rng: random.Random, low: int, high: int) -> str:
+    words = rng.choices(_WORDS, k=rng.randint(low, high))
+    return " ".join(words).capitalize() + "."
+
+
+def _result(rng: random.Random, s: int, it: int, slipped: bool) -> ScenarioResult:
     name = f"Book a room for a team of {s + 2}"
     friendly = "failed" if slipped and (s + it) % 3 == 0 else "passed"
     turns, checks = [], []
     for n in range(1, 5):
-        call = ToolCallRecord(name="find_rooms", arguments={"people": s + 2, "day": "tuesday", "after": "14:00"},
-                              result={"rooms": [{"id": f"R{s}{n}", "seats": s + 4, "projector": True}]})
-        turns.append(TurnRecord(number=n, user=_USER.format(n=s + 2), agent=_AGENT.format(r=f"R{s}{n}", n=s + 2),
-                                tool_calls=[call], duration_s=0.8, topic="booking",
+        call = ToolCallRecord(name="find_rooms", arguments={"people": s + 2, "day": rng.choice(["monday", "tuesday"]),
+                                                            "after": f"{rng.randint(8, 17)}:00"},
+                              result={"rooms": [{"id": f"R{rng.randint(100, 999)}", "seats": rng.randint(4, 20),
+                                                 "projector": rng.random() < 0.5}]})
+        turns.append(TurnRecord(number=n, user=_text(rng, 12, 30), agent=_text(rng, 30, 70),
+                                tool_calls=[call], duration_s=round(rng.uniform(0.3, 3), 3), topic="booking",
                                 metadata={"model": "gemini-2.5-flash",
-                                          "usage": {"input_tokens": 900 + n, "output_tokens": 120}}))
+                                          "usage": {"input_tokens": rng.randint(500, 3000),
+                                                    "output_tokens": rng.randint(50, 400)}}))
         status = friendly if n == 4 else "passed"
         checks.append(CheckRecord(type="satisfy", mode="should", criterion="friendly", status=status,
-                                  passed=status == "passed", turn=n,
-                                  details="The reply greets the user, offers help and keeps a warm tone throughout."))
+                                  passed=status == "passed", turn=n, details=_text(rng, 15, 35)))
     goal = CheckRecord(type="goal", mode="must", criterion="goal achieved", status="passed", passed=True,
-                       details="The user got a room that fits the team with a projector, as asked.",
-                       data={"goal": "book a room with a projector"})
+                       details=_text(rng, 15, 35), data={"goal": "book a room with a projector"})
     return ScenarioResult(
         id=stable_id("Rooms", None, name), name=name, feature="Rooms", feature_file="features/rooms.feature",
         iteration=it, passed=True, turns=4, evaluations=checks, expectations=[goal], transcript=turns,
-        duration_s=4.2, criteria={"friendly": "The agent is warm and polite"}, topic_path=["booking"],
+        duration_s=round(rng.uniform(2, 12), 3), criteria={"friendly": "The agent is warm and polite"},
+        topic_path=["booking"],
         simulator={"goal": "book a room with a projector for the team", "persona": "a busy office manager",
                    "facts": {"team size": str(s + 2)}},
         steps=[{"keyword": "Given", "text": "a simulated user with the goal \"book a room with a projector\""},
@@ -72,13 +82,16 @@ def write_experiments(root: Path, experiments: int, scenarios: int, iterations: 
                               name=f"prompt v{n}", tags=["nightly"], git_branch="main" if n % 4 else "feature",
                               git_commit=f"{n:08x}", iterations=iterations)
         slipped = n >= experiments * 2 // 3
-        results = [_result(s, it, slipped) for s in range(scenarios) for it in range(1, iterations + 1)]
+        rng = random.Random(n)
+        results = [_result(rng, s, it, slipped) for s in range(scenarios) for it in range(1, iterations + 1)]
         write_document(build_document(info, results), root)
 
 
 def _kind(path: str) -> str:
     if path.startswith("assets/"):
         return "shared assets"
+    if path.endswith(".js"):
+        return "runs packs (conversations, search)"
     if path.startswith("compare/"):
         return "comparisons"
     if path.startswith("exp/"):

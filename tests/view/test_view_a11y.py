@@ -22,6 +22,7 @@ from fabtest.experiment.export import read_document
 from fabtest.report.html import render_comparison_html, render_experiment_html
 from fabtest.view.catalog import Catalog
 from fabtest.view.layout import compare_path, conversation_path, experiment_path
+from fabtest.view.packs import SHELL, pack_path, run_key
 from fabtest.view.server import build_site
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright not installed: pip install -e '.[dev]'")
@@ -66,7 +67,8 @@ def _page_kinds(site: Path) -> dict[str, str]:
     return {
         "experiments": "index.html", "trends": "trends.html", "trends by commit": "trends-commit.html",
         "one branch's trends": "trends/feature_tone.html", "compare chooser": "compare.html",
-        "experiment": experiment_path(row.id), "conversation": conversation_path(row.id, sid, 1),
+        "experiment": experiment_path(row.id),
+        "conversation": pack_path(row.id, SHELL) + "#" + run_key(sid, 1),  # a static build packs them
         "comparison": compare_path("exp_007", "exp_008"),
         "HTML report": "report.html", "HTML comparison report": "report-compare.html",
     }
@@ -77,6 +79,8 @@ def _violations(browser, url: str, search: str = "") -> list[str]:  # noqa: ANN0
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     try:
         page.goto(url)
+        if "#" in url:  # a packed conversation: shown once its experiment's runs.js is unpacked
+            page.wait_for_selector("#packed section.turn")
         if search:
             page.fill("#f-text", search)
             page.wait_for_function("document.querySelector('a.run.hit, tr.scn:not(.hidden)') !== null && "
@@ -96,7 +100,8 @@ def _violations(browser, url: str, search: str = "") -> list[str]:  # noqa: ANN0
 @pytest.mark.parametrize("kind", ["experiments", "trends", "trends by commit", "one branch's trends", "compare chooser",
                                   "experiment", "conversation", "comparison", "HTML report", "HTML comparison report"])
 def test_no_critical_or_serious_axe_violation(browser, site: Path, kind: str) -> None:  # noqa: ANN001
-    url = (site / _page_kinds(site)[kind]).as_uri()
+    path, _, fragment = _page_kinds(site)[kind].partition("#")
+    url = (site / path).as_uri() + (f"#{fragment}" if fragment else "")
     assert _violations(browser, url) == []
 
 

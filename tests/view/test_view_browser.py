@@ -155,6 +155,14 @@ def test_static_build_opens_from_files(page, results: Path, tmp_path: Path) -> N
     assert HOSTILE in page.locator("section.turn >> nth=0").locator(".msg.agent").text_content()
     assert "search_venues" in page.locator("section.turn >> nth=0").locator(".tool").text_content()
     _shot(page, tmp_path, "static-conversation")
+    # the experiment's conversations are one pack: another run of it is the same page, another #run
+    page.click("#related a >> text=run 2")
+    page.wait_for_url("**/exp/exp_003/conversation.html#*-r2")
+    page.wait_for_function("document.querySelector('.cards .card:nth-child(2) .v').textContent === '2'")
+    page.click("#related a >> text=in exp_002")  # the previous experiment's pack
+    page.wait_for_url("**/exp/exp_002/conversation.html#*-r2")
+    page.wait_for_function("document.title.indexOf('scenario 0') >= 0 && !!document.querySelector('section.turn')")
+    assert "reply of experiment 2" in page.locator("section.turn >> nth=0").text_content()
     page.click("nav.viewnav >> text=Compare")
     page.select_option("#c-baseline", "exp_000")
     page.select_option("#c-current", "exp_011")
@@ -240,11 +248,11 @@ def test_search_the_transcripts_of_a_comparison_and_show_only_what_changed(page,
     assert _visible(page, "tr.scn") == 8
     _search(page, "reply of experiment 8")  # said only in exp_008 (current), by scenario 0
     assert _visible(page, "tr.scn") == 1 and "scenario 0" in page.locator("tr.scn:not(.hidden)").text_content()
-    marked = page.eval_on_selector_all("a.run.hit", "as => as.map(a => a.dataset.run)")
-    assert len(marked) == 2 and all(m.startswith("1:") for m in marked)  # both current runs, no baseline run
+    marked = page.eval_on_selector_all("a.run.hit", "as => as.map(a => a.getAttribute('href'))")
+    assert len(marked) == 2 and all("exp_008/" in m for m in marked)  # both current runs, no baseline run
     _search(page, "reply of experiment 7")  # the baseline's transcripts are searched too
-    marked = page.eval_on_selector_all("a.run.hit", "as => as.map(a => a.dataset.run)")
-    assert _visible(page, "tr.scn") == 1 and len(marked) == 2 and all(m.startswith("0:") for m in marked)
+    marked = page.eval_on_selector_all("a.run.hit", "as => as.map(a => a.getAttribute('href'))")
+    assert _visible(page, "tr.scn") == 1 and len(marked) == 2 and all("exp_007/" in m for m in marked)
     _search(page, "")
     assert _visible(page, "tr.scn") == 8 and page.locator("a.run.hit").count() == 0
     page.check("#f-changed")  # show only what changed: the scenarios listed under "What changed"
@@ -284,8 +292,8 @@ def test_a_static_build_hides_the_review_controls(page, results: Path, tmp_path:
     build_site(results, site)
     page.goto((site / "exp" / "exp_002.html").as_uri())
     page.click("tr.scn a >> text=scenario 1 · run 1")
-    assert page.locator("form.label-form").count() == 3  # two judged checks and the whole run
-    assert not any(f.is_visible() for f in page.locator("form.label-form").all())
+    page.wait_for_selector("#packed section.turn")  # unpacked from the experiment's runs.js
+    assert page.locator("form.label-form").count() == 0 and page.locator("#labeling").count() == 0  # cannot save
 
 
 def test_compare_selected_opens_the_two_ticked_experiments_older_first(page, served: str) -> None:

@@ -50,8 +50,8 @@ def comparison_runs(base_id: str, cur_id: str, base_doc: Mapping[str, Any], cur_
                 key = f"{side}:{run_key(sid, it)}"
                 keys.append(key)
                 mark = "passed" if run.get("passed") else "skipped" if run.get("skipped") else "failed"
-                links.append(f'<a href="{e("../" + conversation_path(exp, sid, it))}" data-run="{e(key)}" '
-                             f'class="run r-{mark}">run {e(it)} {"✓" if mark == "passed" else "✗"}</a>')
+                links.append(f'<a href="{e("../" + conversation_path(exp, sid, it))}" class="run r-{mark[0]}" '
+                             f'title="run {e(it)} {mark}">{e(it)}{"✓" if mark == "passed" else "✗"}</a>')
             passed = sum(1 for r in runs if r.get("passed"))
             counted = sum(1 for r in runs if not r.get("skipped"))
             cells.append(f'<td data-v="{passed / counted if counted else -1}">'

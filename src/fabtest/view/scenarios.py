@@ -13,9 +13,9 @@ from fabtest.experiment.fmt import num, pct, usd
 from fabtest.report.html import experiment_sections, page_header
 from fabtest.view.labels import judged_checks
 from fabtest.view.layout import as_dict, conversation_path, e, experiment_path, link, page
-from fabtest.view.packs import SEARCH, pack_path, run_key
+from fabtest.view.packs import pack_key, pack_path, run_key
 
-__all__ = ["conversation_page", "experiment_page", "run_filters"]
+__all__ = ["conversation_page", "conversation_parts", "experiment_page", "run_filters"]
 
 _ICONS = {"passed": "✓", "failed": "✗", "inconclusive": "?", "not_applicable": "n/a", "skipped": "–"}
 
@@ -122,11 +122,11 @@ def run_filters(sources: list[tuple[str, str]], types: Sequence[str] = (), crite
                 tools: Sequence[str] = (), *, changed: str | None = None, flaky: bool = True,
                 failed: str = "failed only") -> str:
     """The filter bar over a table of runs (``tr.scn``; view.js applies it): search the transcripts
-    of ``sources`` (experiment id, root prefix: their ``search.js`` is loaded on the first word
+    of ``sources`` (experiment id, root prefix: their ``runs.js`` is loaded on the first word
     typed; a row's ``data-runs`` names its runs as ``<source index>:<run key>``), failed, flaky,
     changed (``changed``: the box's label), failure type, failed criterion, called tool. The
     experiment page and the comparison page share it."""
-    packs = [[root + pack_path(exp, SEARCH), f"search:{exp}"] for exp, root in sources]
+    packs = [[root + pack_path(exp), pack_key(exp)] for exp, root in sources]
 
     def select(ident: str, label: str, anything: str, values: list[str]) -> str:
         if not values:
@@ -192,11 +192,12 @@ def _label_note(label: Mapping[str, Any] | None) -> str:
 
 
 def _check_rows(checks: list[Mapping[str, Any]], labelable: Mapping[int, int] | None = None,
-                labels: Mapping[Any, Mapping[str, Any]] | None = None) -> str:
+                labels: Mapping[Any, Mapping[str, Any]] | None = None, editable: bool = True) -> str:
     out = []
     for c in checks:
         index = (labelable or {}).get(id(c))
-        form = _label_form(index) + _label_note((labels or {}).get(index)) if index is not None else ""
+        form = ((_label_form(index) if editable else "") + _label_note((labels or {}).get(index))
+                if index is not None else "")
         status = str(c.get("status") or "skipped")
         data = {k: v for k, v in c.items()
                 if k not in ("type", "mode", "criterion", "status", "passed", "turn", "details")}
@@ -251,23 +252,34 @@ def _steps(entry: Mapping[str, Any]) -> str:
             if shown else "")
 
 
-def _run_label(entry: Mapping[str, Any], label: Mapping[str, Any] | None) -> str:
+def _run_label(entry: Mapping[str, Any], label: Mapping[str, Any] | None, editable: bool) -> str:
     """The mark on the whole run: is its outcome right? (a conversation label, docs/view.md)."""
-    if entry.get("skipped") or not entry.get("transcript"):
+    if entry.get("skipped") or not entry.get("transcript") or not (editable or label):
         return ""
     outcome = "passed" if entry.get("passed") else "failed"
-    return (f'<div class="panel" id="run-label"><b>This run {outcome}.</b> '
-            + _label_form(None, f"Is “{outcome}” right for the whole conversation?") + _label_note(label) + "</div>")
+    form = _label_form(None, f"Is “{outcome}” right for the whole conversation?") if editable else ""
+    return f'<div class="panel" id="run-label"><b>This run {outcome}.</b> {form}{_label_note(label)}</div>'
 
 
 def conversation_page(head: Mapping[str, Any], entry: Mapping[str, Any],
                       related: list[tuple[str, str]] | None = None,
                       labels: list[dict[str, Any]] | None = None) -> str:
+    """The page of :func:`conversation_parts`."""
+    return page(*conversation_parts(head, entry, related, labels))
+
+
+def conversation_parts(head: Mapping[str, Any], entry: Mapping[str, Any],
+                       related: list[tuple[str, str]] | None = None,
+                       labels: list[dict[str, Any]] | None = None,
+                       editable: bool = True) -> tuple[str, str, str, str]:
     """One scenario run (``entry``) of the experiment whose header is ``head``: every turn with
     the agent's tool calls and results, the checks decided on it (verdict and the judge's
     reasoning), its topic, the agent's latency and cost; the simulated user's goal and persona;
     ``related``: (site path, text) of the same scenario elsewhere (other iterations, the experiment
-    before this one on its branch); ``labels``: the run's labels so far (``<id>.labels.yaml``)."""
+    before this one on its branch); ``labels``: the run's labels so far (``<id>.labels.yaml``).
+    Returns the page's title, root, body and header (a static build packs them, ``packs.py``).
+    ``editable``: the right / wrong controls (False in a static build, which cannot save; labels
+    already made are shown either way)."""
     exp_id = str(head["experiment"].get("id"))
     checks = _details(entry.get("evaluations")) + _details(entry.get("expectations"))
     labelable = {id(c): i for i, c in judged_checks(entry)}
@@ -299,7 +311,7 @@ def conversation_page(head: Mapping[str, Any], entry: Mapping[str, Any],
             f'{e(_turn_cost(t.get("metadata"), prices))}</span></div>'
             f'<div class="msg user"><span class="who">User</span>{e(t.get("user"))}</div>{tools}'
             f'<div class="msg agent"><span class="who">Agent</span>{e(t.get("agent"))}{meta}</div>'
-            + (f'<div class="checks">{_check_rows(on_turn, labelable, by_check)}</div>' if on_turn else "")
+            + (f'<div class="checks">{_check_rows(on_turn, labelable, by_check, editable)}</div>' if on_turn else "")
             + "</section>"
         )
     numbers = {t.get("number") for t in turns}
@@ -317,16 +329,16 @@ def conversation_page(head: Mapping[str, Any], entry: Mapping[str, Any],
            if path else "")
         + ('<nav class="related" id="related" aria-label="the same scenario elsewhere"><b>Same scenario:</b> '
            + " · ".join(link("../../", p, t) for p, t in related) + "</nav>" if related else "")
-        + _run_label(entry, whole_label) + _simulated_user(entry) + _steps(entry)
+        + _run_label(entry, whole_label, editable) + _simulated_user(entry) + _steps(entry)
         + (f'<div id="labeling" hidden data-experiment="{e(exp_id)}" data-scenario="{e(entry.get("id"))}" '
-           f'data-iteration="{e(entry.get("iteration") or 1)}" data-endpoint="../../label"></div>')
+           f'data-iteration="{e(entry.get("iteration") or 1)}" data-endpoint="../../label"></div>' if editable else "")
         + "<h2>Conversation</h2>" + ("".join(parts) or '<p class="muted">No transcript recorded.</p>')
         + ('<h2>Checks on the whole conversation</h2>'
-           f'<div class="checks">{_check_rows(whole, labelable, by_check)}</div>' if whole else "")
+           f'<div class="checks">{_check_rows(whole, labelable, by_check, editable)}</div>' if whole else "")
     )
     header = (
         f'<header class="top"><div class="inner"><h1>{e(entry.get("name"))}</h1><div class="sub">'
         f'{e(entry.get("feature") or "")} · {e(entry.get("id"))} · experiment '
         f'{link("../../", experiment_path(exp_id), exp_id)}</div></div></header>'
     )
-    return page(f"fabtest view · {entry.get('name')}", "../../", body, header)
+    return f"fabtest view · {entry.get('name')}", "../../", body, header

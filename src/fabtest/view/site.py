@@ -24,16 +24,26 @@ from fabtest.view.faults import FAULTS_PATH, faults_page, read_matrices
 from fabtest.view.labels import LabelError, agreement, label_check, label_conversation, labels_path, read_labels
 from fabtest.view.layout import compare_path, conversation_path, e, experiment_path, link, page, scenario_slug
 from fabtest.view.listing import compare_chooser, experiments_page, trend_rows, trends_page, trends_path
-from fabtest.view.packs import SEARCH, pack_path, pack_script, search_index
+from fabtest.view.packs import (
+    SHELL,
+    pack_key,
+    pack_path,
+    pack_script,
+    packed_links,
+    run_key,
+    search_index,
+    search_text,
+    shell_page,
+)
 from fabtest.view.review import review_panel
-from fabtest.view.scenarios import conversation_page, experiment_page
+from fabtest.view.scenarios import conversation_page, conversation_parts, experiment_page
 
 __all__ = ["ASSETS", "Page", "Site"]
 
 ASSETS = ("report.css", "view.css", "view.js")
 _TRENDS = re.compile(r"trends(-commit)?(?:/([A-Za-z0-9_.-]+))?\.html")
 _EXP = re.compile(r"exp/([^/]+)\.html")
-_PACK = re.compile(r"exp/([^/]+)/(search\.js)")
+_PACK = re.compile(r"exp/([^/]+)/runs\.js")
 _CONV = re.compile(r"exp/([^/]+)/([A-Za-z0-9_.-]+)-r(\d+)\.html")
 _CMP = re.compile(r"compare/(.+)--(.+)\.html")
 _DIFFS = 5  # conversation diffs shown, as fabtest-compare shows by default
@@ -84,7 +94,7 @@ class Site:
             return _html(self._experiment(rows, row, self.catalog.document(row))) if row else None
         if m := _PACK.fullmatch(path):
             row = _row(rows, m.group(1))
-            return _script(f"search:{row.id}", search_index(self.catalog.document(row))) if row else None
+            return _script(pack_key(row.id), search_index(self.catalog.document(row))) if row else None
         if m := _CONV.fullmatch(path):
             row = _row(rows, m.group(1))
             sid = (next((s for s in self.catalog.scenario_ids(row) if scenario_slug(s) == m.group(2)), None)
@@ -230,8 +240,9 @@ class Site:
 
     def pages(self) -> Iterator[tuple[str, Page]]:
         """Every page of the static build: the lists, the trends (all and per branch), each
-        experiment and each of its conversations (from one read of the file), and each experiment
-        compared with the one before it, overall and on its branch (``built_pairs``)."""
+        experiment, its conversations packed into ``exp/<id>/runs.js`` with the page that shows
+        them (``exp/<id>/conversation.html#<run>``; links to a conversation point there), and each
+        experiment compared with the one before it, overall and on its branch (``built_pairs``)."""
         rows = self.catalog.rows()
         ordered = trend_rows(rows)
         branches = sorted({r.branch for r in ordered if r.branch})
@@ -244,19 +255,23 @@ class Site:
         for path in ("index.html", *trends, "compare.html", FAULTS_PATH, *(f"assets/{n}" for n in ASSETS)):
             rendered = self.render(path)
             assert rendered is not None  # these paths always render
-            yield path, rendered
+            yield path, _static(rendered)
         for row in rows:
             doc = self.catalog.document(row)
-            yield experiment_path(row.id), _html(self._experiment(rows, row, doc))
-            yield pack_path(row.id, SEARCH), _script(f"search:{row.id}", search_index(doc))
+            yield experiment_path(row.id), _static(_html(self._experiment(rows, row, doc)))
             entries = [x for x in doc["scenario_results"] if isinstance(x, dict)]
             labels = read_labels(labels_path(self.catalog.results_dir, row.id))
+            packed = {}
             for entry in entries:
                 runs = [x for x in entries if x.get("id") == entry.get("id")]
-                yield (conversation_path(row.id, str(entry.get("id")), entry.get("iteration") or 1),
-                       _html(conversation_page(doc, entry, self._related(rows, row, entry, runs), labels)))
+                title, _, body, header = conversation_parts(doc, entry, self._related(rows, row, entry, runs), labels,
+                                                            editable=False)
+                packed[run_key(str(entry.get("id")), entry.get("iteration") or 1)] = [
+                    title, packed_links(header), packed_links(body), search_text(entry)]
+            yield pack_path(row.id), _script(pack_key(row.id), packed)
+            yield pack_path(row.id, SHELL), _html(shell_page(row.id))
         for a, b in pairs.values():
-            yield compare_path(a.id, b.id), _html(self._comparison(a, b))
+            yield compare_path(a.id, b.id), _static(_html(self._comparison(a, b)))
 
 
 def _change_labels(c: Any) -> dict[str, str]:
@@ -269,6 +284,13 @@ def _change_labels(c: Any) -> dict[str, str]:
         for s in found:
             changed.setdefault(s.id, label)
     return changed
+
+
+def _static(page: Page) -> Page:
+    """A page of the static build, its links to conversations pointing into the packs."""
+    if not page.content_type.startswith("text/html"):
+        return page
+    return Page(packed_links(page.body.decode("utf-8")).encode("utf-8"), page.content_type)
 
 
 def _script(key: str, data: Any) -> Page:

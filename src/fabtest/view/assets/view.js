@@ -45,6 +45,24 @@
     return packs[key];
   }
 
+  // a static build's conversation page: conversation.html#<run> shows that run from the experiment's pack
+  var packed = $("packed");
+  if (packed) {
+    var show = function () {
+      var key = decodeURIComponent(window.location.hash.slice(1));
+      loadPack(packed.dataset.src, packed.dataset.key).then(function (all) {
+        var run = all[key];
+        if (!run) { packed.textContent = "This experiment has no conversation " + key + "."; return; }
+        document.title = run[0];
+        $("packed-header").innerHTML = run[1];  // HTML rendered and escaped by fabtest, as when served
+        packed.innerHTML = run[2];
+        window.scrollTo(0, 0);
+      }, function (err) { packed.textContent = "Cannot load the conversations: " + err.message; });
+    };
+    window.addEventListener("hashchange", show);
+    show();
+  }
+
   // runs of one experiment (or of both sides of a comparison): text in the transcripts, failed,
   // flaky, changed, failure type, criterion, tool; a scenario's group is hidden when none of its
   // runs is shown; a run link whose transcript matches every word is marked
@@ -65,13 +83,13 @@
       var failed = on("f-failed"), flaky = on("f-flaky"), changed = on("f-changed"), type = val("f-failure"),
         crit = val("f-criterion"), tool = val("f-tool");
       scns.forEach(function (r) {
-        var hit = !words.length;
-        (r.dataset.runs || "").split(" ").filter(Boolean).forEach(function (run) {
+        var hit = !words.length, links = r.querySelectorAll("a.run");  // a comparison's run links, in data-runs order
+        (r.dataset.runs || "").split(" ").filter(Boolean).forEach(function (run, i) {
           var at = run.indexOf(":"), text = words.length ? (texts[+run.slice(0, at)] || {})[run.slice(at + 1)] || "" : "";
+          if (typeof text !== "string") text = text[3];  // a static build's pack: [title, header, body, text]
           var match = words.length > 0 && words.every(function (w) { return text.indexOf(w) >= 0; });
           hit = hit || match;
-          var a = r.querySelector('a[data-run="' + run + '"]');
-          if (a) a.classList.toggle("hit", match);
+          if (links[i]) links[i].classList.toggle("hit", match);
         });
         var ok = hit && (!failed || r.dataset.status === "failed") && (!flaky || r.dataset.flaky === "1") &&
           (!type || r.dataset.failure === type) && (!changed || r.dataset.changed === "1") &&
