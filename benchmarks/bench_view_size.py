@@ -1,15 +1,17 @@
 """How big is ``fabtest view --build`` for many experiments? (issue 31: 500 experiments in at most 50 MB)
 
-    python benchmarks/bench_view_size.py [--experiments 500] [--scenarios 10] [--iterations 5] [--keep DIR]
+    python benchmarks/bench_view_size.py [--experiments 500] [--scenarios 10] [--iterations 5] [--turns 4]
+                                         [--words 1.0] [--keep DIR]
 
 Writes ``--experiments`` experiments through the real export path (``build_document`` and
 ``write_document``, as the recorder does), each of ``--scenarios`` scenarios run ``--iterations``
-times: 4 turns (a user message of 12-30 words, a reply of 30-70, drawn at random from the words
-of the docs with their frequency, so no two runs say the same) with a tool call and its result, a judged criterion per turn with the judge's
-reasoning, a goal check on the whole conversation, the simulated user's goal and persona and the
-feature's steps. Two branches, a criterion that slips in the last third. Then builds the static
-site and prints its total size and the size per kind of page (lists and trends, experiments,
-conversations, comparisons, shared assets), with the largest file of each kind.
+times: ``--turns`` turns (a user message of 12-30 words, a reply of 30-70, times ``--words``, drawn
+at random from the words of the docs with their frequency, so no two runs say the same) with a tool
+call and its result, a judged criterion per turn with the judge's reasoning, a goal check on the
+whole conversation, the simulated user's goal and persona and the feature's steps. Two branches, a
+criterion that slips in the last third. Then builds the static site and prints its total size and
+the size per kind of file (lists and trends, experiments, conversations, comparisons, the runs
+packs, shared assets), with the largest file of each kind.
 """
 
 from __future__ import annotations
@@ -37,16 +39,20 @@ _DOCS = Path(__file__).resolve().parents[1] / "docs"
 _WORDS = [w for f in sorted(_DOCS.rglob("*.md")) for w in re.findall(r"[A-Za-z]+", f.read_text())]
 
 
+#: how long the messages are: 1.0 is the default (replies of 30-70 words), 0.5 half as long
+_SCALE = [1.0]
+
+
 def _text(rng: random.Random, low: int, high: int) -> str:
-    words = rng.choices(_WORDS, k=rng.randint(low, high))
+    words = rng.choices(_WORDS, k=max(1, round(rng.randint(low, high) * _SCALE[0])))
     return " ".join(words).capitalize() + "."
 
 
-def _result(rng: random.Random, s: int, it: int, slipped: bool) -> ScenarioResult:
+def _result(rng: random.Random, s: int, it: int, slipped: bool, count: int) -> ScenarioResult:
     name = f"Book a room for a team of {s + 2}"
     friendly = "failed" if slipped and (s + it) % 3 == 0 else "passed"
     turns, checks = [], []
-    for n in range(1, 5):
+    for n in range(1, count + 1):
         call = ToolCallRecord(name="find_rooms", arguments={"people": s + 2, "day": rng.choice(["monday", "tuesday"]),
                                                             "after": f"{rng.randint(8, 17)}:00"},
                               result={"rooms": [{"id": f"R{rng.randint(100, 999)}", "seats": rng.randint(4, 20),
@@ -56,14 +62,14 @@ def _result(rng: random.Random, s: int, it: int, slipped: bool) -> ScenarioResul
                                 metadata={"model": "gemini-2.5-flash",
                                           "usage": {"input_tokens": rng.randint(500, 3000),
                                                     "output_tokens": rng.randint(50, 400)}}))
-        status = friendly if n == 4 else "passed"
+        status = friendly if n == count else "passed"
         checks.append(CheckRecord(type="satisfy", mode="should", criterion="friendly", status=status,
                                   passed=status == "passed", turn=n, details=_text(rng, 15, 35)))
     goal = CheckRecord(type="goal", mode="must", criterion="goal achieved", status="passed", passed=True,
                        details=_text(rng, 15, 35), data={"goal": "book a room with a projector"})
     return ScenarioResult(
         id=stable_id("Rooms", None, name), name=name, feature="Rooms", feature_file="features/rooms.feature",
-        iteration=it, passed=True, turns=4, evaluations=checks, expectations=[goal], transcript=turns,
+        iteration=it, passed=True, turns=count, evaluations=checks, expectations=[goal], transcript=turns,
         duration_s=round(rng.uniform(2, 12), 3), criteria={"friendly": "The agent is warm and polite"},
         topic_path=["booking"],
         simulator={"goal": "book a room with a projector for the team", "persona": "a busy office manager",
@@ -75,7 +81,7 @@ def _result(rng: random.Random, s: int, it: int, slipped: bool) -> ScenarioResul
     )
 
 
-def write_experiments(root: Path, experiments: int, scenarios: int, iterations: int) -> None:
+def write_experiments(root: Path, experiments: int, scenarios: int, iterations: int, turns: int = 4) -> None:
     for n in range(experiments):
         info = ExperimentInfo(id=f"exp_{n:04d}",
                               timestamp=f"2026-{1 + n // 28 % 12:02d}-{1 + n % 28:02d}T10:{n % 60:02d}:00Z",
@@ -83,7 +89,7 @@ def write_experiments(root: Path, experiments: int, scenarios: int, iterations: 
                               git_commit=f"{n:08x}", iterations=iterations)
         slipped = n >= experiments * 2 // 3
         rng = random.Random(n)
-        results = [_result(rng, s, it, slipped) for s in range(scenarios) for it in range(1, iterations + 1)]
+        results = [_result(rng, s, it, slipped, turns) for s in range(scenarios) for it in range(1, iterations + 1)]
         write_document(build_document(info, results), root)
 
 
@@ -118,6 +124,8 @@ def main() -> None:
     parser.add_argument("--experiments", type=int, default=500)
     parser.add_argument("--scenarios", type=int, default=10)
     parser.add_argument("--iterations", type=int, default=5)
+    parser.add_argument("--turns", type=int, default=4)
+    parser.add_argument("--words", type=float, default=1.0, help="message length factor (0.5: half as long)")
     parser.add_argument("--keep", type=Path, help="build the site here and keep it (default: a temporary directory)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -125,7 +133,8 @@ def main() -> None:
         if args.keep and out.exists():
             shutil.rmtree(out)
         started = time.perf_counter()
-        write_experiments(results, args.experiments, args.scenarios, args.iterations)
+        _SCALE[0] = args.words
+        write_experiments(results, args.experiments, args.scenarios, args.iterations, args.turns)
         wrote = time.perf_counter() - started
         started = time.perf_counter()
         files = build_site(results, out)
@@ -134,7 +143,8 @@ def main() -> None:
         data = sum(f.stat().st_size for f in results.glob("*.json"))
         rows = [[kind, len(v), f"{sum(v) / 1e6:.1f}", f"{sum(v) / len(v) / 1e3:.1f}", largest[kind][1]]
                 for kind, v in sorted(sizes.items(), key=lambda kv: -sum(kv[1]))]
-        print(f"{args.experiments} experiments × {args.scenarios} scenarios × {args.iterations} iterations "
+        print(f"{args.experiments} experiments × {args.scenarios} scenarios × {args.iterations} iterations, "
+              f"{args.turns} turns, message length × {args.words} "
               f"({data / 1e6:.1f} MB of experiment JSON, written in {wrote:.0f} s)")
         print(f"static build: {files} files, {total / 1e6:.1f} MB, in {built:.0f} s")
         print(tabulate(rows, headers=["kind", "files", "MB", "KB per file", "largest"]))

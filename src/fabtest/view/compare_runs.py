@@ -9,7 +9,7 @@ from typing import Any
 
 from fabtest.view.layout import conversation_path, e
 from fabtest.view.packs import run_key
-from fabtest.view.scenarios import run_filters
+from fabtest.view.scenarios import data_attrs, run_filters
 
 __all__ = ["comparison_runs"]
 
@@ -62,11 +62,10 @@ def comparison_runs(base_id: str, cur_id: str, base_doc: Mapping[str, Any], cur_
         tools |= used
         change = changed.get(sid, "")
         status = "failed" if any(not r.get("passed") and not r.get("skipped") for r in both[1]) else "passed"
-        rows.append(
-            f'<tr class="scn" data-status="{status}" data-changed="{int(bool(change))}" '
-            f'data-runs="{e(" ".join(keys))}" data-criteria="{e(chr(10).join(sorted(failed_now)))}" '
-            f'data-tools="{e(chr(10).join(sorted(used)))}"><td>{e(change) or "<span class=muted>same</span>"}</td>'
-            f"<td>{e(name)}</td>{''.join(cells)}</tr>")
+        attrs = data_attrs(changed="1" if change else "", runs=" ".join(keys),
+                           criteria=chr(10).join(sorted(failed_now)), tools=chr(10).join(sorted(used)))
+        rows.append(f'<tr class="scn" data-status="{status}"{attrs}><td>{e(change) or "<span class=muted>same</span>"}'
+                    f"</td><td>{e(name)}</td>{''.join(cells)}</tr>")
     heads = ["Change", "Scenario", f"Baseline {base_id}", f"Current {cur_id}"]
     th = "".join(f'<th scope="col"><button type="button" class="sort" data-col="{i}">{e(h)}</button></th>'
                  for i, h in enumerate(heads))

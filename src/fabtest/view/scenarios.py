@@ -15,7 +15,7 @@ from fabtest.view.labels import judged_checks
 from fabtest.view.layout import as_dict, conversation_path, e, experiment_path, link, page
 from fabtest.view.packs import pack_key, pack_path, run_key
 
-__all__ = ["conversation_page", "conversation_parts", "experiment_page", "run_filters"]
+__all__ = ["conversation_page", "conversation_parts", "data_attrs", "experiment_page", "run_filters"]
 
 _ICONS = {"passed": "✓", "failed": "✗", "inconclusive": "?", "not_applicable": "n/a", "skipped": "–"}
 
@@ -90,12 +90,10 @@ def experiment_page(doc: dict[str, Any], changed: Mapping[str, str] | None = Non
             it = x.get("iteration") or 1
             ev = as_dict(x.get("evaluations"))
             failure = str(x.get("failure_type") or "assertion") if _status(x) == "failed" else ""
+            attrs = data_attrs(flaky="1" if sid in flaky else "", failure=failure, changed="1" if change else "",
+                          criteria=chr(10).join(failed_criteria[id(x)]), tools=chr(10).join(tools_of[id(x)]))
             rows.append(
-                f'<tr class="scn" data-status="{_status(x)}" data-flaky="{int(sid in flaky)}" '
-                f'data-failure="{e(failure)}" '
-                f'data-changed="{int(bool(change))}" data-runs="0:{e(run_key(sid, it))}" '
-                f'data-criteria="{e(chr(10).join(failed_criteria[id(x)]))}" '
-                f'data-tools="{e(chr(10).join(tools_of[id(x)]))}">'
+                f'<tr class="scn" data-status="{_status(x)}" data-runs="0:{e(run_key(sid, it))}"{attrs}>'
                 f"<td>{_badge(x)}</td><td>{link('../', conversation_path(exp_id, sid, it), f'{name} · run {it}')}</td>"
                 f'<td class="num">{e(it)}</td><td class="num">{e(x.get("turns") or 0)}</td>'
                 f'<td class="num">{e(pct(ev.get("rate")))}</td><td>{e(x.get("failure_message") or "")}</td>'
@@ -146,6 +144,12 @@ def run_filters(sources: list[tuple[str, str]], types: Sequence[str] = (), crite
         + select("f-tool", "Called tool", "any", list(tools))
         + '<span class="muted" id="f-count" role="status"></span></div>'
     )
+
+
+def data_attrs(**values: str) -> str:
+    """``data-*`` attributes, the empty ones left out (view.js reads a missing one as empty): a
+    static build has hundreds of these tables."""
+    return "".join(f' data-{k}="{e(v)}"' for k, v in values.items() if v)
 
 
 def _json(value: Any) -> str:
