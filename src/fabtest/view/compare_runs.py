@@ -8,7 +8,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from fabtest.view.layout import conversation_path, e
-from fabtest.view.packs import run_key
 from fabtest.view.scenarios import data_attrs, run_filters
 
 __all__ = ["comparison_runs"]
@@ -42,16 +41,14 @@ def comparison_runs(base_id: str, cur_id: str, base_doc: Mapping[str, Any], cur_
     for sid in order:
         both = (sides[0].get(sid, []), sides[1].get(sid, []))
         name = str((both[1] or both[0])[0].get("name") or sid)
-        cells, keys = [], []
-        for side, (exp, runs) in enumerate(zip((base_id, cur_id), both, strict=True)):
+        cells = []
+        for exp, runs in zip((base_id, cur_id), both, strict=True):
             links = []
             for run in runs:
                 it = run.get("iteration") or 1
-                key = f"{side}:{run_key(sid, it)}"
-                keys.append(key)
                 mark = "passed" if run.get("passed") else "skipped" if run.get("skipped") else "failed"
-                links.append(f'<a href="{e("../" + conversation_path(exp, sid, it))}" class="run r-{mark[0]}" '
-                             f'title="run {e(it)} {mark}">{e(it)}{"✓" if mark == "passed" else "✗"}</a>')
+                links.append(f'<a href="{e("../" + conversation_path(exp, sid, it))}" class="run r-{mark[0]}">'
+                             f'{e(it)}{"✓" if mark == "passed" else "✗"}</a>')
             passed = sum(1 for r in runs if r.get("passed"))
             counted = sum(1 for r in runs if not r.get("skipped"))
             cells.append(f'<td data-v="{passed / counted if counted else -1}">'
@@ -62,11 +59,12 @@ def comparison_runs(base_id: str, cur_id: str, base_doc: Mapping[str, Any], cur_
         tools |= used
         change = changed.get(sid, "")
         status = "failed" if any(not r.get("passed") and not r.get("skipped") for r in both[1]) else "passed"
-        attrs = data_attrs(changed="1" if change else "", runs=" ".join(keys),
+        # no data-runs: view.js reads each run from its link (which experiment's pack, which run)
+        attrs = data_attrs(changed="1" if change else "",
                            criteria=chr(10).join(sorted(failed_now)), tools=chr(10).join(sorted(used)))
         rows.append(f'<tr class="scn" data-status="{status}"{attrs}><td>{e(change) or "<span class=muted>same</span>"}'
                     f"</td><td>{e(name)}</td>{''.join(cells)}</tr>")
-    heads = ["Change", "Scenario", f"Baseline {base_id}", f"Current {cur_id}"]
+    heads = ["Change", "Scenario", f"Baseline {base_id} runs (✓ passed, ✗ not)", f"Current {cur_id} runs"]
     th = "".join(f'<th scope="col"><button type="button" class="sort" data-col="{i}">{e(h)}</button></th>'
                  for i, h in enumerate(heads))
     filters = run_filters([(base_id, "../"), (cur_id, "../")], (), sorted(criteria), sorted(tools),

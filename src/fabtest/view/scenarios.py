@@ -121,9 +121,9 @@ def run_filters(sources: list[tuple[str, str]], types: Sequence[str] = (), crite
                 failed: str = "failed only") -> str:
     """The filter bar over a table of runs (``tr.scn``; view.js applies it): search the transcripts
     of ``sources`` (experiment id, root prefix: their ``runs.js`` is loaded on the first word
-    typed; a row's ``data-runs`` names its runs as ``<source index>:<run key>``), failed, flaky,
-    changed (``changed``: the box's label), failure type, failed criterion, called tool. The
-    experiment page and the comparison page share it."""
+    typed; a row's ``data-runs`` names its runs as ``<source index>:<run key>``, else its
+    ``a.run`` links do), failed, flaky, changed (``changed``: the box's label), failure type,
+    failed criterion, called tool. The experiment page and the comparison page share it."""
     packs = [[root + pack_path(exp), pack_key(exp)] for exp, root in sources]
 
     def select(ident: str, label: str, anything: str, values: list[str]) -> str:

@@ -71,6 +71,17 @@
     var bar = $("scenario-filters"), sources = JSON.parse((bar && bar.dataset.sources) || "[]"), texts = null;
     var on = function (id) { return $(id) ? $(id).checked : false; };
     var val = function (id) { return $(id) ? $(id).value : ""; };
+    // a row's runs: "<source index>:<run key>" from data-runs (an experiment's row), else read
+    // from its run links (a comparison's): the link's folder is its experiment's, where its pack is
+    var runsOf = function (r) {
+      if (r.dataset.runs) return r.dataset.runs.split(" ");
+      return Array.prototype.map.call(r.querySelectorAll("a.run"), function (a) {
+        var href = a.getAttribute("href"), cut = href.lastIndexOf("/") + 1, dir = href.slice(0, cut);
+        var name = href.indexOf("#") >= 0 ? href.slice(href.indexOf("#") + 1) : href.slice(cut).replace(/\.html$/, "");
+        var source = sources.findIndex(function (s) { return s[0].slice(0, s[0].lastIndexOf("/") + 1) === dir; });
+        return source + ":" + decodeURIComponent(name);
+      });
+    };
     var filter = function () {
       var words = val("f-text").toLowerCase().split(/\s+/).filter(Boolean);
       if (words.length && texts === null) {
@@ -83,8 +94,8 @@
       var failed = on("f-failed"), flaky = on("f-flaky"), changed = on("f-changed"), type = val("f-failure"),
         crit = val("f-criterion"), tool = val("f-tool");
       scns.forEach(function (r) {
-        var hit = !words.length, links = r.querySelectorAll("a.run");  // a comparison's run links, in data-runs order
-        (r.dataset.runs || "").split(" ").filter(Boolean).forEach(function (run, i) {
+        var hit = !words.length, links = r.querySelectorAll("a.run");
+        runsOf(r).forEach(function (run, i) {
           var at = run.indexOf(":"), text = words.length ? (texts[+run.slice(0, at)] || {})[run.slice(at + 1)] || "" : "";
           if (typeof text !== "string") text = text[3];  // a static build's pack: [title, header, body, text]
           var match = words.length > 0 && words.every(function (w) { return text.indexOf(w) >= 0; });
