@@ -166,6 +166,18 @@ def test_served_conversation_with_its_review_controls_has_no_serious_violation(b
         assert page.locator("form.label-form").first.is_visible()
         page.close()
         assert _violations(browser, url) == []
+        # with labels already made (a check's and the whole run's), shown under them
+        from fabtest.view.site import Site
+
+        site = Site(Catalog(results))
+        for body in ({"check": 0}, {"kind": "conversation"}):
+            site.label({"experiment": "exp_001", "scenario": sid, "iteration": 1, "verdict": "wrong",
+                        "comment": "a comment", **body})
+        page = browser.new_page()
+        page.goto(url)
+        assert page.locator("div.labelled").count() == 2
+        page.close()
+        assert _violations(browser, url) == []
     finally:
         server.shutdown()
         server.server_close()

@@ -177,6 +177,8 @@ def test_a_whole_conversation_is_labelled_through_the_server_and_shown(results: 
         page = client.get("/" + conversation_path("exp_001", entry["id"], 1)).text
     labels = read_labels(labels_path(results, "exp_001"))
     assert [x.get("kind", "check") for x in labels] == ["check", "conversation"]
+    review = site.render("exp/exp_001.html").body.decode()  # the Review panel counts both kinds
+    assert "2 label(s) in <code>exp_001.labels.yaml</code> (1 on a whole run" in review
     run_label = page[page.index('id="run-label"'):page.index("</div>", page.index('class="labelled'))]
     assert "This run passed." in run_label and 'data-kind="conversation"' in run_label
     assert "labelled <b>wrong</b> (the person says failed)" in run_label and "never confirmed the booking" in run_label
