@@ -55,3 +55,13 @@ def test_written_pages_redact_the_llm_key(results: Path, tmp_path: Path) -> None
     for page in pages:
         text = page.read_text(encoding="utf-8")
         assert KEY not in text, page
+    # a static build's conversations are gzipped inside exp/<id>/runs.js: grep cannot see them, unpack them
+    import base64
+    import gzip
+    import re
+
+    packs = sorted((tmp_path / "site").glob("exp/*/runs.js"))
+    assert len(packs) == 2
+    for pack in packs:
+        unpacked = gzip.decompress(base64.b64decode(re.search(r'="([^"]+)"', pack.read_text()).group(1))).decode()
+        assert KEY not in unpacked and "scenario ***" in unpacked, pack

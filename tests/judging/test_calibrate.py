@@ -194,3 +194,61 @@ def test_calibrate_imports_the_projects_offline_llm_from_the_project_root(
     assert code == 0, err
     assert "does not import" not in err and "friendly" in out
     monkeypatch.delitem(__import__("sys").modules, "stranger_shopfakes", raising=False)
+
+
+def test_a_conversation_label_with_a_goal_is_judged_with_the_goal_prompt(fake: FakeGemini, tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """A label on a whole run made in ``fabtest view`` (``kind: conversation``, issue 31 point 4):
+    with the simulated user's goal, calibrate asks the judgement a run asks for ``the goal must be
+    achieved`` (the goal prompt, over the transcript as a run shows it) and compares its verdict
+    with the person's; without a goal it is a conversation criterion like any other."""
+    def goal(request: Any) -> dict[str, Any]:
+        done = "booked" in request.text.split("<<<", 1)[1].lower()
+        return {"reasoning": "scripted", "verdict": "passed" if done else "failed"}
+
+    fake.add_rule(r"A user talked to an agent with this goal", callback=goal)
+    warm_judge(fake)
+    (tmp_path / "exp_1.labels.yaml").write_text("""
+examples:
+- kind: conversation
+  criterion: goal achieved
+  goal: book a loft in Berlin
+  verdict: failed
+  scope: conversation
+  transcript: [{user: "A loft in Berlin please", agent: "I will look into it"}]
+  judge: passed
+  comment: it never booked anything
+  scenario: "example:abc"
+  iteration: 2
+- kind: conversation
+  criterion: goal achieved
+  goal: book a loft in Berlin
+  verdict: passed
+  scope: conversation
+  transcript: [{user: "A loft in Berlin please", agent: "Booked: the Loft, Friday"}]
+  judge: passed
+- kind: conversation
+  criterion: scenario outcome
+  description: The agent does what the scenario 'Greeting' expects
+  verdict: passed
+  scope: conversation
+  transcript: [{user: Hi, agent: "A warm welcome"}]
+  judge: passed
+""")
+    code, report, _ = calibrate(capsys, "exp_1.labels.yaml", "--format", "json")
+    assert code == 0, report
+    assert report["criteria"]["goal achieved"]["accuracy"] == 1.0  # the goal prompt agreed with both people
+    assert report["overall"]["examples"] == 3 and report["overall"]["accuracy"] == 1.0
+    goal_prompts = [r.text for r in fake.requests if "A user talked to an agent with this goal" in r.text]
+    assert len(goal_prompts) == 2 and all("GOAL: book a loft in Berlin" in p for p in goal_prompts)
+    assert "I will look into it" in goal_prompts[0]  # the transcript, in the run's judge format
+    assert any("The agent does what the scenario 'Greeting' expects" in r.text for r in fake.requests)
+
+
+def test_a_goal_on_a_single_response_is_refused(fake: FakeGemini, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "labels.yaml").write_text(
+        "examples:\n- {criterion: goal achieved, goal: book a loft, response: ok, verdict: passed}\n")
+    code, _, err = calibrate(capsys, "labels.yaml")
+    assert code == 2 and "examples[0].goal: a goal is judged over a whole conversation" in err
+    assert fake.requests == []

@@ -40,6 +40,11 @@ def test_the_examples_run_under_pytest_and_record_an_experiment(pytester: pytest
     assert all(r["passed"] for r in by_name.values())
     assert by_name["book_berlin"]["id"] == stable_id("playbook", None, "book_berlin")
     assert by_name["book_berlin"]["turns"] == 4 and doc["summary"]["total_scenarios"] == 3
+    # a playbook's steps are recorded as the feature steps are (issue 31): the conversation page shows them
+    steps = by_name["book_berlin"]["steps"]
+    assert [s["keyword"] for s in steps] == ["Step 1", "Step 2", "Step 3", "Step 4"]
+    assert steps[0] == {"keyword": "Step 1", "text": "Hi, I need a meeting room.",
+                        "expected": "The agent is friendly and asks for the city, the date and the number of people"}
     assert "Hamburg" not in (project / "results" / "exp_pb.json").read_text()
     assert sorted(p.name for p in (project / "results").iterdir()) == ["exp_pb.json"]  # no traces after passes
 

@@ -22,6 +22,7 @@ from fabtest.experiment.export import read_document
 from fabtest.report.html import render_comparison_html, render_experiment_html
 from fabtest.view.catalog import Catalog
 from fabtest.view.layout import compare_path, conversation_path, experiment_path
+from fabtest.view.packs import SHELL, pack_path, run_key
 from fabtest.view.server import build_site
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright not installed: pip install -e '.[dev]'")
@@ -66,16 +67,25 @@ def _page_kinds(site: Path) -> dict[str, str]:
     return {
         "experiments": "index.html", "trends": "trends.html", "trends by commit": "trends-commit.html",
         "one branch's trends": "trends/feature_tone.html", "compare chooser": "compare.html",
-        "experiment": experiment_path(row.id), "conversation": conversation_path(row.id, sid, 1),
+        "experiment": experiment_path(row.id),
+        "conversation": pack_path(row.id, SHELL) + "#" + run_key(sid, 1),  # a static build packs them
         "comparison": compare_path("exp_007", "exp_008"),
         "HTML report": "report.html", "HTML comparison report": "report-compare.html",
     }
 
 
-def _violations(browser, url: str) -> list[str]:  # noqa: ANN001 (playwright's types)
+def _violations(browser, url: str, search: str = "") -> list[str]:  # noqa: ANN001 (playwright's types)
+    """axe's critical and serious findings on ``url`` (after typing ``search`` into its transcript search)."""
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     try:
         page.goto(url)
+        if "#" in url:  # a packed conversation: shown once its experiment's runs.js is unpacked
+            page.wait_for_selector("#packed section.turn")
+        if search:
+            page.fill("#f-text", search)
+            page.wait_for_function("document.querySelector('a.run.hit, tr.scn:not(.hidden)') !== null && "
+                                   "!document.getElementById('f-count').textContent.startsWith('loading')")
+            page.check("#f-changed")
         page.add_script_tag(path=str(AXE))
         found = page.evaluate("""async () => {
             const r = await axe.run(document, {resultTypes: ['violations']});
@@ -90,8 +100,15 @@ def _violations(browser, url: str) -> list[str]:  # noqa: ANN001 (playwright's t
 @pytest.mark.parametrize("kind", ["experiments", "trends", "trends by commit", "one branch's trends", "compare chooser",
                                   "experiment", "conversation", "comparison", "HTML report", "HTML comparison report"])
 def test_no_critical_or_serious_axe_violation(browser, site: Path, kind: str) -> None:  # noqa: ANN001
-    url = (site / _page_kinds(site)[kind]).as_uri()
+    path, _, fragment = _page_kinds(site)[kind].partition("#")
+    url = (site / path).as_uri() + (f"#{fragment}" if fragment else "")
     assert _violations(browser, url) == []
+
+
+@pytest.mark.parametrize("kind", ["experiment", "comparison"])
+def test_a_search_and_the_changed_filter_leave_no_violation(browser, site: Path, kind: str) -> None:  # noqa: ANN001
+    """The states the filters make: runs marked as matching the search, rows hidden."""
+    assert _violations(browser, (site / _page_kinds(site)[kind]).as_uri(), search="reply") == []
 
 
 def test_axe_finds_what_it_should_on_a_page_made_inaccessible(browser, tmp_path: Path) -> None:  # noqa: ANN001
@@ -147,6 +164,18 @@ def test_served_conversation_with_its_review_controls_has_no_serious_violation(b
         page = browser.new_page()
         page.goto(url)
         assert page.locator("form.label-form").first.is_visible()
+        page.close()
+        assert _violations(browser, url) == []
+        # with labels already made (a check's and the whole run's), shown under them
+        from fabtest.view.site import Site
+
+        site = Site(Catalog(results))
+        for body in ({"check": 0}, {"kind": "conversation"}):
+            site.label({"experiment": "exp_001", "scenario": sid, "iteration": 1, "verdict": "wrong",
+                        "comment": "a comment", **body})
+        page = browser.new_page()
+        page.goto(url)
+        assert page.locator("div.labelled").count() == 2
         page.close()
         assert _violations(browser, url) == []
     finally:

@@ -76,6 +76,12 @@ def _visible(pg, selector: str) -> int:  # noqa: ANN001
     return pg.eval_on_selector_all(selector, "rows => rows.filter(r => r.offsetParent !== null).length")
 
 
+def _search(pg, text: str) -> None:  # noqa: ANN001
+    """Type into the transcript search; the first word loads the experiments' search.js (async)."""
+    pg.fill("#f-text", text)
+    pg.wait_for_function("!document.getElementById('f-count').textContent.startsWith('loading')")
+
+
 def test_served_site_experiments_trend_point_comparison_and_conversation(page, served: str, tmp_path: Path) -> None:
     page.goto(served)
     assert _visible(page, "tr.exp") == 12
@@ -149,6 +155,14 @@ def test_static_build_opens_from_files(page, results: Path, tmp_path: Path) -> N
     assert HOSTILE in page.locator("section.turn >> nth=0").locator(".msg.agent").text_content()
     assert "search_venues" in page.locator("section.turn >> nth=0").locator(".tool").text_content()
     _shot(page, tmp_path, "static-conversation")
+    # the experiment's conversations are one pack: another run of it is the same page, another #run
+    page.click("#related a >> text=run 2")
+    page.wait_for_url("**/exp/exp_003/conversation.html#*-r2")
+    page.wait_for_function("document.querySelector('.cards .card:nth-child(2) .v').textContent === '2'")
+    page.click("#related a >> text=in exp_002")  # the previous experiment's pack
+    page.wait_for_url("**/exp/exp_002/conversation.html#*-r2")
+    page.wait_for_function("document.title.indexOf('scenario 0') >= 0 && !!document.querySelector('section.turn')")
+    assert "reply of experiment 2" in page.locator("section.turn >> nth=0").text_content()
     page.click("nav.viewnav >> text=Compare")
     page.select_option("#c-baseline", "exp_000")
     page.select_option("#c-current", "exp_011")
@@ -176,9 +190,9 @@ def test_find_things_in_an_experiment_search_changed_grouped_sorted(page, result
     first = page.locator("tbody.group >> nth=0").locator("tr.sgroup")
     assert "0/2 passed" in first.text_content() and "scenario 0" in first.text_content()
 
-    page.fill("#f-text", "reply of EXPERIMENT 8")  # only scenario 0's agent says it, in both runs
+    _search(page, "reply of EXPERIMENT 8")  # only scenario 0's agent says it, in both runs
     assert _visible(page, "tr.scn") == 2 and _visible(page, "tbody.group") == 1
-    page.fill("#f-text", "experiment 7")
+    _search(page, "experiment 7")
     assert _visible(page, "tr.scn") == 0 and page.locator("#f-count").text_content() == "0 of 16 shown"
     page.fill("#f-text", "")
 
@@ -220,19 +234,57 @@ def test_find_things_in_an_experiment_search_changed_grouped_sorted(page, result
     assert page.eval_on_selector_all("tr.exp td:nth-child(6)", "cs => cs.map(c => c.textContent)") == sorted(dates)
 
 
+@pytest.mark.parametrize("how", ["served", "static"])
+def test_search_the_transcripts_of_a_comparison_and_show_only_what_changed(page, results: Path, tmp_path: Path,
+                                                                         request: pytest.FixtureRequest, how: str) -> None:
+    """Issue 31 point 3: the comparison page lists every scenario with its runs on both sides; the
+    transcript search covers both experiments (a run that matches is marked) and "show only what
+    changed" keeps the scenarios the comparison found changed, served and from a static build."""
+    if how == "served":
+        page.goto(request.getfixturevalue("served") + "compare/exp_007--exp_008.html")
+    else:
+        build_site(results, tmp_path / "site")
+        page.goto((tmp_path / "site" / "compare" / "exp_007--exp_008.html").as_uri())
+    assert _visible(page, "tr.scn") == 8
+    _search(page, "reply of experiment 8")  # said only in exp_008 (current), by scenario 0
+    assert _visible(page, "tr.scn") == 1 and "scenario 0" in page.locator("tr.scn:not(.hidden)").text_content()
+    marked = page.eval_on_selector_all("a.run.hit", "as => as.map(a => a.getAttribute('href'))")
+    assert len(marked) == 2 and all("exp_008/" in m for m in marked)  # both current runs, no baseline run
+    _search(page, "reply of experiment 7")  # the baseline's transcripts are searched too
+    marked = page.eval_on_selector_all("a.run.hit", "as => as.map(a => a.getAttribute('href'))")
+    assert _visible(page, "tr.scn") == 1 and len(marked) == 2 and all("exp_007/" in m for m in marked)
+    _search(page, "")
+    assert _visible(page, "tr.scn") == 8 and page.locator("a.run.hit").count() == 0
+    page.check("#f-changed")  # show only what changed: the scenarios listed under "What changed"
+    changed = page.locator("#what-changed tbody tr:not(.firstdiff)").count()
+    assert 0 < _visible(page, "tr.scn") == changed < 8
+    assert page.locator("#f-count").text_content() == f"{changed} of 8 shown"
+    page.click("tr.scn:not(.hidden) a.run >> nth=0")  # a run link opens its conversation
+    page.wait_for_selector("section.turn")  # a static build's conversation is unpacked after load
+
+
 def test_review_a_judged_check_in_the_served_view(page, served: str, results: Path) -> None:
     """Issue 31 point 4: served, each judged check has right / wrong and a comment; a click saves a
     label next to the experiment and says how often the judge agrees so far."""
     page.goto(served + "exp/exp_002.html")
     page.click("tr.scn a >> text=scenario 1 · run 1")
-    forms = page.locator("form.label-form")
+    forms = page.locator("form.label-form[data-check]")
     assert forms.count() == 2 and forms.first.is_visible()
     forms.first.locator("input[name=comment]").fill("not warm at all")
     forms.first.locator("button >> text=wrong").click()
-    page.wait_for_function("document.querySelector('form.label-form .saved').textContent.length > 0")
+    page.wait_for_function("document.querySelector('form.label-form[data-check] .saved').textContent.length > 0")
     assert forms.first.locator(".saved").text_content().startswith("saved (wrong): 1 label(s), the judge agrees with 0%")
     labels = (results / "exp_002.labels.yaml").read_text(encoding="utf-8")
     assert "comment: not warm at all" in labels and "verdict: failed" in labels and "judge: passed" in labels
+    whole = page.locator('#run-label form.label-form[data-kind="conversation"]')  # the whole run's outcome
+    assert whole.is_visible()
+    whole.locator("input[name=comment]").fill("fine overall")
+    whole.locator("button >> text=right").click()
+    page.wait_for_function("document.querySelector('#run-label .saved').textContent.length > 0")
+    assert whole.locator(".saved").text_content().startswith("saved (right): 2 label(s)")
+    assert "kind: conversation" in (results / "exp_002.labels.yaml").read_text(encoding="utf-8")
+    page.reload()
+    assert "labelled right" in page.locator("#run-label").text_content()
 
 
 def test_a_static_build_hides_the_review_controls(page, results: Path, tmp_path: Path) -> None:
@@ -240,7 +292,8 @@ def test_a_static_build_hides_the_review_controls(page, results: Path, tmp_path:
     build_site(results, site)
     page.goto((site / "exp" / "exp_002.html").as_uri())
     page.click("tr.scn a >> text=scenario 1 · run 1")
-    assert page.locator("form.label-form").count() == 2 and not page.locator("form.label-form").first.is_visible()
+    page.wait_for_selector("#packed section.turn")  # unpacked from the experiment's runs.js
+    assert page.locator("form.label-form").count() == 0 and page.locator("#labeling").count() == 0  # cannot save
 
 
 def test_compare_selected_opens_the_two_ticked_experiments_older_first(page, served: str) -> None:

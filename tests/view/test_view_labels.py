@@ -110,7 +110,7 @@ def test_the_server_saves_a_label_from_its_own_pages_only(results: Path, served:
         bad = client.post("/label", json={**body, "check": 42})
         assert bad.status_code == 400 and "not a judged check" in bad.json()["error"]
         page = client.get("/" + conversation_path("exp_001", entry["id"], 1)).text
-    assert page.count('class="label-form" hidden') == 2 and 'id="labeling" hidden data-experiment="exp_001"' in page
+    assert page.count('class="label-form" hidden data-check=') == 2 and page.count('data-kind="conversation"') == 1 and 'id="labeling" hidden data-experiment="exp_001"' in page
 
 
 def test_kappa_interval_is_cohens_large_sample_interval() -> None:
@@ -149,3 +149,62 @@ def test_the_experiment_page_shows_agreement_and_a_review_queue_split_first(resu
     review = html[html.index('id="review"'):html.index("<h2>Scenarios")]
     assert "2 label(s) in <code>exp_001.labels.yaml</code>: the judge agrees with 50%" in review
     assert "scenario 5 · run 1" not in review  # labelled checks leave the queue
+
+
+def test_a_whole_conversation_is_labelled_through_the_server_and_shown(results: Path, served: int) -> None:
+    """Issue 31 point 4: right / wrong on a whole run's outcome, posted as the page does, saved in
+    the same labels file (``kind: conversation``, the transcript, the goal or the expected steps) beside
+    the check labels, replaced when marked again, shown on the conversation page and read by calibrate."""
+    site = Site(Catalog(results))
+    entry = _run(site, name="scenario 1")  # passed (scenarios 0-3 fail from experiment 8 on)
+    own = f"http://127.0.0.1:{served}"
+    check = {"experiment": "exp_001", "scenario": entry["id"], "iteration": 1, "check": 0, "verdict": "right"}
+    whole = {"experiment": "exp_001", "scenario": entry["id"], "iteration": 1, "kind": "conversation",
+             "verdict": "wrong", "comment": "it never confirmed the booking"}
+    with httpx.Client(base_url=own, timeout=10, headers={"Origin": own}) as client:
+        assert client.post("/label", json=check).status_code == 200
+        answer = client.post("/label", json=whole)
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["labels"] == 2 and answer.json()["agreement"] == 0.5  # the check agreed, the run did not
+        saved = answer.json()["label"]
+        assert saved["kind"] == "conversation" and saved["scope"] == "conversation"
+        assert saved["judge"] == "passed" and saved["verdict"] == "failed"  # the run passed; the person says it should not
+        assert saved["transcript"][0] == {"user": entry["transcript"][0]["user"], "agent": entry["transcript"][0]["agent"]}
+        assert "check" not in saved and saved["criterion"] == "scenario outcome"  # no simulated user in this run
+        again = client.post("/label", json={**whole, "verdict": "right", "comment": ""})
+        assert again.json()["labels"] == 2  # replaced, not added
+        client.post("/label", json={**whole, "comment": "it never confirmed the booking"})
+        page = client.get("/" + conversation_path("exp_001", entry["id"], 1)).text
+    labels = read_labels(labels_path(results, "exp_001"))
+    assert [x.get("kind", "check") for x in labels] == ["check", "conversation"]
+    review = site.render("exp/exp_001.html").body.decode()  # the Review panel counts both kinds
+    assert "2 label(s) in <code>exp_001.labels.yaml</code> (1 on a whole run" in review
+    run_label = page[page.index('id="run-label"'):page.index("</div>", page.index('class="labelled'))]
+    assert "This run passed." in run_label and 'data-kind="conversation"' in run_label
+    assert "labelled <b>wrong</b> (the person says failed)" in run_label and "never confirmed the booking" in run_label
+    examples = load_examples(labels_path(results, "exp_001"), {})
+    whole_example = examples[1]
+    assert whole_example.kind == "conversation" and whole_example.scope == "conversation"
+    assert whole_example.verdict == "failed" and whole_example.description.startswith("The agent does what the scenario")
+    assert sorted(p.name for p in results.iterdir()) == ["exp_000.json", "exp_001.json", "exp_001.labels.yaml"]
+
+
+def test_a_run_with_a_goal_is_labelled_with_it_and_a_skipped_run_cannot_be(results: Path) -> None:
+    site = Site(Catalog(results))
+    row = site.catalog.row("exp_001")
+    entry = dict(_run(site))
+    entry["simulator"] = {"goal": "book a loft in Berlin", "persona": "a planner"}
+    entry["steps"] = [{"keyword": "Given", "text": "a user"}, {"keyword": "And", "text": "a goal"},
+                      {"keyword": "Then", "text": "the goal must be achieved"}]
+    from fabtest.view.labels import label_conversation
+
+    head = site.catalog.header(row)
+    label = label_conversation(results, head, entry, right=True)
+    assert label["goal"] == "book a loft in Berlin" and label["criterion"] == "goal achieved" and "description" not in label
+    (example,) = load_examples(labels_path(results, "exp_001"), {})
+    assert example.goal == "book a loft in Berlin" and example.description.endswith("book a loft in Berlin")
+    entry.pop("simulator")
+    label = label_conversation(results, head, entry, right=True)
+    assert label["description"].endswith("expects: the goal must be achieved")  # the Then steps, not the Givens
+    with pytest.raises(LabelError, match="skipped"):
+        label_conversation(results, head, {**entry, "skipped": True}, right=True)

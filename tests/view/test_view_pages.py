@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+import json
 import re
 import threading
 from pathlib import Path
@@ -181,3 +183,42 @@ def test_chart_axes_label_each_date_and_each_y_value_once() -> None:
     assert svg.count(">2026-11-27</text>") == 1 and svg.count(">2026-11-28</text>") == 1
     ylabels = re.findall(r'dominant-baseline="middle" fill="#5c656d">([^<]+)</text>', svg)
     assert len(ylabels) == len(set(ylabels)) and "$0.00" in ylabels
+
+
+def _unpack(path: Path) -> dict:
+    import base64
+    import gzip
+
+    return json.loads(gzip.decompress(base64.b64decode(re.search(r'="([^"]+)"', path.read_text()).group(1))))
+
+
+def test_a_static_build_packs_each_experiments_conversations_into_one_script(results: Path, tmp_path: Path) -> None:
+    """Issue 31 point 5: no file per conversation; ``exp/<id>/runs.js`` holds every run's page
+    (title, header, body) and searchable text, shown by ``exp/<id>/conversation.html#<run>``; every
+    link, packed ones included, resolves inside the build."""
+    from fabtest.view.packs import run_key, search_text
+    from fabtest.view.server import build_site
+
+    out = tmp_path / "site"
+    build_site(results, out)
+    assert not list(out.glob("exp/*/*-r*.html"))  # 12 experiments × up to 16 runs: no page each
+    site = Site(Catalog(results))
+    row = site.catalog.row("exp_009")
+    doc = site.catalog.document(row)
+    packed = _unpack(out / "exp" / "exp_009" / "runs.js")
+    assert set(packed) == {run_key(x["id"], x["iteration"]) for x in doc["scenario_results"]}
+    entry = doc["scenario_results"][0]
+    title, header, body, text = packed[run_key(entry["id"], entry["iteration"])]
+    served = _text(site, conversation_path("exp_009", entry["id"], entry["iteration"]))
+    assert title in served and text == search_text(entry)
+    for turn in entry["transcript"]:  # the same escaped conversation as the served page
+        assert html.escape(turn["agent"]) in body and html.escape(turn["agent"]) in served
+    assert 'class="label-form"' not in body  # a static build cannot save a label
+    shell = out / "exp" / "exp_009" / "conversation.html"
+    for href in re.findall(r'href="([^"]+)"', header + body):
+        target, _, run = href.partition("#")
+        assert (shell.parent / target).resolve().is_file(), href
+        if run:  # a conversation: in the pack of its experiment
+            assert run in _unpack((shell.parent / target).resolve().parent / "runs.js"), href
+    experiment = (out / "exp" / "exp_009.html").read_text()
+    assert f'href="../exp/exp_009/conversation.html#{run_key(entry["id"], 1)}"' in experiment

@@ -30,8 +30,9 @@ def results_dir(root: Path, count: int = 12, regress_at: int = 8) -> Path:
                 r = make_result(name, iteration=it, passed=passed, evals=[("friendly", friendly), ("concise", "passed")],
                                 failure_type=None if passed else "max_turns")
                 # its Gherkin steps (the conversation page's steps panel), one with text that must stay text
-                r.steps = ['Given the agent "venue_bot"', 'When the user says "hi"',
-                           f'Then the response should not match "{HOSTILE if i == 0 else "rude"}"']
+                r.steps = [{"keyword": "Given", "text": 'the agent "venue_bot"'},
+                           {"keyword": "When", "text": 'the user says "hi"'},
+                           {"keyword": "Then", "text": f'the response should not match "{HOSTILE if i == 0 else "rude"}"'}]
                 if i == 0:
                     r.transcript[0] = TurnRecord(number=1, user="hi", agent=HOSTILE + f" reply of experiment {n}",
                                                  tool_calls=[ToolCallRecord(name="search_venues", arguments={"city": HOSTILE},

@@ -38,8 +38,8 @@ class ScenarioIdentity:
     iteration: int = 1
     nodeid: str = ""
     feature_file: str = ""  # relative to the project root, so results match across machines
-    #: the feature's steps this scenario ran, background first, as written (an Outline's example filled in)
-    steps: tuple[str, ...] = ()
+    #: the Gherkin steps (``ScenarioResult.steps``): keyword, text, doc string or table
+    steps: tuple[dict[str, Any], ...] = ()
 
     @property
     def record_id(self) -> str | None:

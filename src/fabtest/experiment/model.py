@@ -77,9 +77,6 @@ class ScenarioResult(BaseModel):
     nodeid: str = ""
     feature: str = ""
     feature_file: str = ""
-    #: the Gherkin steps the scenario ran (background first, an Outline's example filled in, a table's
-    #: rows under its step), shown beside the conversation; written only when there are some
-    steps: list[str] = Field(default_factory=list, exclude_if=lambda steps: not steps)
     rule: str | None = None
     record_id: str | None = None  # scenario-set record id
     #: the record's ``category`` (an attack category of a red-team set, say), for coverage by category
@@ -106,6 +103,10 @@ class ScenarioResult(BaseModel):
     #: the seeded conversation before the first turn (``Given the conversation so far``): role and
     #: content per message; written only when there is one
     history: list[dict[str, str]] = Field(default_factory=list, exclude_if=lambda history: not history)
+    #: the scenario's Gherkin steps as written (background first, an Outline's values filled in): keyword, text,
+    #: and its doc string or table when it has one; a playbook's steps as "Step N" with the user message and the
+    #: expected outcome. Written only when known (older files and ``fabtest.run`` have none)
+    steps: list[dict[str, Any]] = Field(default_factory=list, exclude_if=lambda steps: not steps)
     usage: dict[str, UsageRecord] = Field(default_factory=dict)
     duration_s: float = 0.0
     # configuration in force for this scenario, for the fingerprints

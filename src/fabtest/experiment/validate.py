@@ -142,6 +142,15 @@ class _Turn(_Doc):
     duration_s: float = 0.0
 
 
+class _Step(_Doc):
+    """A Gherkin step as written (``Given``, ``When``, ... and its text; a playbook's ``Step N``)."""
+
+    keyword: str
+    text: str
+    docstring: str | None = None
+    table: list[list[str]] | None = None
+
+
 class _Scenario(_Doc):
     id: str
     name: str | None = None
@@ -160,6 +169,7 @@ class _Scenario(_Doc):
     evaluations: _CheckBlock | list[_Check] | None = None
     expectations: _CheckBlock | list[_Check] | None = None
     transcript: list[_Turn] = Field(default_factory=list)
+    steps: list[_Step] = Field(default_factory=list)
     duration_s: float | None = Field(default=None, ge=0)
 
 

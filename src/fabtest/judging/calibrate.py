@@ -24,6 +24,7 @@ from fabtest._internal.datafile import read_data_file
 from fabtest.config.criteria import Criterion, parse_criterion_text, parse_examples_table
 from fabtest.conversation import AgentResponse, Conversation, Turn
 from fabtest.engine.judge import CriterionLabel, Judge, format_exchange, majority
+from fabtest.engine.transcript import for_judge
 from fabtest.errors import UsageError
 from fabtest.judging.agreement import cohen_kappa, confusion_matrix
 from fabtest.llm.base import LLM
@@ -65,6 +66,12 @@ class LabelledExample(BaseModel):
     scenario: str = ""
     iteration: int | None = None
     check: int | None = None
+    #: ``conversation``: a person's mark on a whole run (docs/view.md, "Review and label"); ``judge``
+    #: is then the run's recorded outcome
+    kind: Literal["check", "conversation"] = "check"
+    #: the simulated user's goal: the example is judged with the goal prompt (the judgement of
+    #: ``the goal must be achieved``) over its transcript instead of as a criterion
+    goal: str | None = None
 
     @field_validator("verdict")
     @classmethod
@@ -113,7 +120,11 @@ def load_examples(path: Path, declared: dict[str, str]) -> list[LabelledExample]
         if example.scope == "conversation" and not example.transcript:
             raise UsageError(f"{path}: {key}: a conversation-scope example needs 'transcript:' "
                              "(a list of {user: ..., agent: ...})")
-        description = example.description or descriptions.get(example.criterion)
+        if example.goal is not None and example.scope != "conversation":
+            raise UsageError(f"{path}: {key}.goal: a goal is judged over a whole conversation: "
+                             "give it 'scope: conversation' and a 'transcript:'")
+        description = example.description or descriptions.get(example.criterion) or (
+            f"the simulated user's goal is achieved: {example.goal}" if example.goal else None)
         if not description:  # judged on its bare name, a disagreement would blame the judge for a typo
             raise UsageError(f"{path}: {key}.criterion: {example.criterion!r} is not declared"
                              f"{_close(example.criterion, descriptions)}: declare it under 'criteria:' in this "
@@ -210,6 +221,12 @@ def calibrate(examples: Sequence[LabelledExample], llm: LLM, *, times: int = 1,
                               list(example.good_examples), list(example.bad_examples))
         judged = Judged(example)
         for judge in judges:
+            if example.goal is not None:  # the run's own goal judgement, on the transcript as a run shows it
+                turns = [Turn(i, t.user, AgentResponse(t.agent)) for i, t in enumerate(example.transcript or [], 1)]
+                goal = judge.goal_achieved(example.goal, for_judge(turns)).value
+                judged.verdicts.append(goal.verdict)
+                judged.reasoning = judged.reasoning or goal.reasoning
+                continue
             [verdict] = judge.evaluate_criteria([criterion], subject=example.subject(), scope=example.scope).value
             judged.verdicts.append(verdict.verdict)
             judged.reasoning = judged.reasoning or verdict.reasoning

@@ -91,6 +91,8 @@ def build_result(outcome: PlaybookOutcome, playbook: Playbook, redactor: Redacto
     result = scenario_result(
         identity, ended, duration_s=outcome.duration_s, conversation=conv,
         expectations=[CheckRecord.model_validate(c.to_dict()) for c in outcome.checks],
+        steps=[{"keyword": f"Step {i}", "text": s.user_input, "expected": s.expected_outcome}
+               for i, s in enumerate(playbook.steps, start=1)],
         criteria=criteria,
         simulator=sim_config.to_fingerprint() if sim_config is not None else None,
         agent_metadata={**agent_meta, "playbook_mode": outcome.mode,

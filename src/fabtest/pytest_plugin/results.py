@@ -47,24 +47,24 @@ def identity_of(item: pytest.Item) -> ScenarioIdentity:
     )
 
 
-def _steps(template: Any, params: dict[str, Any]) -> tuple[str, ...]:
-    """The scenario's steps as written, background first: an Outline's are rendered with this
-    example's values, a data table's rows and a doc string follow their step."""
+def _steps(template: Any, params: dict[str, Any]) -> tuple[dict[str, Any], ...]:
+    """The scenario's steps as the feature file words them (background first, an Outline's example
+    values filled in): what the conversation page shows beside the transcript."""
     if template is None:
         return ()
     try:
-        example = params.get("_pytest_bdd_example")
-        steps = template.render(example).steps if example else template.steps
-        out = []
-        for step in steps:
-            table = getattr(step.datatable, "raw", None)
-            rows = ["  | " + " | ".join(str(c) for c in row) + " |" for row in (table() if callable(table) else [])]
-            doc = ['  """', *(f"  {line}" for line in str(step.docstring).splitlines()), '  """'] \
-                if step.docstring is not None else []
-            out.append("\n".join([f"{step.keyword.strip()} {step.name}", *rows, *doc]))
-        return tuple(out)
-    except Exception:  # noqa: BLE001 - another pytest-bdd's template: the steps are a nicety, never a failure
+        steps = template.render(params.get("_pytest_bdd_example") or {}).steps
+    except Exception:  # noqa: BLE001 - a template pytest-bdd cannot render loses its steps, not its result
         return ()
+    out = []
+    for step in steps:
+        shown: dict[str, Any] = {"keyword": str(step.keyword).strip(), "text": str(step.name)}
+        if step.docstring is not None:
+            shown["docstring"] = str(step.docstring)
+        if step.datatable is not None:
+            shown["table"] = [[str(cell) for cell in row] for row in step.datatable.raw()]
+        out.append(shown)
+    return tuple(out)
 
 
 def _scenario_name(item: pytest.Item, template: Any, params: dict[str, Any]) -> str:

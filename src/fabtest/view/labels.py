@@ -1,4 +1,4 @@
-"""A person's labels of judged checks, saved next to the experiment in ``fabtest calibrate``'s format.
+"""A person's labels of judged checks and whole runs, saved next to the experiment in ``fabtest calibrate``'s format.
 
 ``fabtest view`` lets a reader mark a judged check right or wrong (with a comment) where they read
 it. Each mark becomes one labelled example of ``<results>/<experiment id>.labels.yaml``: the
@@ -6,7 +6,8 @@ criterion, what the judge was shown (the turn's exchange, or the whole conversat
 it), the person's verdict (the judge's, or its opposite when they marked it wrong) and, for the
 record, the judge's verdict, the comment and where it came from. ``fabtest calibrate FILE`` reads
 the file as it is (docs/view.md, "Review and label"), so labels made while reading become the
-judge's calibration set. Marking the same check again replaces its label.
+judge's calibration set. Marking the same check again replaces its label. A mark on a whole run
+(``kind: conversation``, :func:`label_conversation`) says whether the run's outcome is right.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from fabtest.errors import FabtestError
 from fabtest.experiment.stats import LLM_JUDGED_TYPES
 from fabtest.judging.agreement import cohen_kappa
 
-__all__ = ["LabelError", "agreement", "judged_checks", "label_check", "labels_path", "read_labels"]
+__all__ = ["LabelError", "agreement", "as_goal", "judged_checks", "label_check", "label_conversation", "label_key",
+           "labels_path", "read_labels"]
 
 _ID = re.compile(r"[A-Za-z0-9_.-]+")
 _LOCK = threading.Lock()
@@ -65,30 +67,88 @@ def label_check(results_dir: Path, doc_head: Mapping[str, Any], entry: Mapping[s
                 right: bool, comment: str = "") -> dict[str, Any]:
     """Save a person's mark on check ``check`` of ``entry`` (an index from :func:`judged_checks`)
     and return the label written."""
-    exp_id = str(doc_head["experiment"].get("id"))
-    path = labels_path(results_dir, exp_id)
     found = dict(judged_checks(entry)).get(check)
     if found is None:
         raise LabelError(f"check {check} of {entry.get('id')} run {entry.get('iteration') or 1} is not a judged check "
                          "that passed or failed")
     judge = str(found["status"])
-    turns = [t for t in entry.get("transcript") or [] if isinstance(t, dict)]
+    turns = _turns(entry)
     turn = next((t for t in turns if t.get("number") == found.get("turn")), None)
-    label: dict[str, Any] = {"criterion": str(found.get("criterion")),
-                             "verdict": judge if right else ("failed" if judge == "passed" else "passed")}
+    label: dict[str, Any] = {"criterion": str(found.get("criterion")), "verdict": judge if right else _opposite(judge)}
     if turn is not None:
         label.update(scope="response", user=str(turn.get("user") or ""), response=str(turn.get("agent") or ""))
     else:
-        label.update(scope="conversation",
-                     transcript=[{"user": str(t.get("user") or ""), "agent": str(t.get("agent") or "")} for t in turns])
+        label.update(scope="conversation", transcript=_exchanges(turns))
     label.update(judge=judge, comment=comment.strip(), scenario=str(entry.get("id")),
                  iteration=int(entry.get("iteration") or 1), check=check)
+    _save(results_dir, doc_head, label)
+    return label
+
+
+def label_conversation(results_dir: Path, doc_head: Mapping[str, Any], entry: Mapping[str, Any], right: bool,
+                       comment: str = "") -> dict[str, Any]:
+    """Save a person's mark on a whole run: is its outcome (passed or failed, fabtest's verdict on the
+    run) right? The label's ``verdict`` is the outcome the person says the run deserves, ``judge``
+    the recorded outcome. With the simulated user's ``goal`` the label also carries it, and
+    ``fabtest calibrate`` judges the transcript again with the goal prompt (the judgement behind
+    ``the goal must be achieved``); without one, against the scenario's Then steps."""
+    if entry.get("skipped"):
+        raise LabelError(f"run {entry.get('iteration') or 1} of {entry.get('id')} was skipped: no outcome to mark")
+    turns = _turns(entry)
+    if not turns:
+        raise LabelError(f"run {entry.get('iteration') or 1} of {entry.get('id')} has no transcript to judge")
+    outcome = "passed" if entry.get("passed") else "failed"
+    goal = as_goal(entry)
+    label: dict[str, Any] = {"kind": "conversation", "criterion": "goal achieved" if goal else "scenario outcome",
+                             "verdict": outcome if right else _opposite(outcome), "scope": "conversation"}
+    if goal:
+        label["goal"] = goal
+    else:
+        steps = [st for st in entry.get("steps") or [] if isinstance(st, dict)]
+        then = next((i for i, st in enumerate(steps) if st.get("keyword") == "Then"), len(steps))
+        expected = [str(st.get("text")) for st in steps[then:]]  # the Then step and the And / But after it
+        label["description"] = ("The agent does what the scenario " + repr(str(entry.get("name")))
+                                + " expects" + (": " + "; ".join(expected) if expected else ""))
+    label.update(transcript=_exchanges(turns), judge=outcome, comment=comment.strip(), scenario=str(entry.get("id")),
+                 iteration=int(entry.get("iteration") or 1))
+    _save(results_dir, doc_head, label)
+    return label
+
+
+def as_goal(entry: Mapping[str, Any]) -> str:
+    """The simulated user's goal of a run ('' without a simulated user)."""
+    sim = entry.get("simulator")
+    return str(sim.get("goal") or "") if isinstance(sim, dict) else ""
+
+
+def _opposite(verdict: str) -> str:
+    return "failed" if verdict == "passed" else "passed"
+
+
+def _turns(entry: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [t for t in entry.get("transcript") or [] if isinstance(t, dict)]
+
+
+def _exchanges(turns: list[dict[str, Any]]) -> list[dict[str, str]]:
+    return [{"user": str(t.get("user") or ""), "agent": str(t.get("agent") or "")} for t in turns]
+
+
+def label_key(label: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What a label is about: a run's check, or a whole run (marking it again replaces the label)."""
+    if label.get("kind") == "conversation":
+        return (label.get("scenario"), label.get("iteration"), "conversation")
+    return (label.get("scenario"), label.get("iteration"), label.get("check"))
+
+
+def _save(results_dir: Path, doc_head: Mapping[str, Any], label: dict[str, Any]) -> None:
+    """Add ``label`` to the experiment's labels file, replacing the one about the same thing."""
+    exp_id = str(doc_head["experiment"].get("id"))
+    path = labels_path(results_dir, exp_id)
     config = doc_head.get("configuration")
     criteria = config.get("criteria") if isinstance(config, dict) else None
     criteria = criteria if isinstance(criteria, dict) else {}
     with _LOCK:
-        examples = [x for x in read_labels(path) if (x.get("scenario"), x.get("iteration"), x.get("check"))
-                    != (label["scenario"], label["iteration"], check)]
+        examples = [x for x in read_labels(path) if label_key(x) != label_key(label)]
         examples.append(label)
         used = {str(x.get("criterion")) for x in examples}
         body = {"criteria": {k: str(v) for k, v in criteria.items() if k in used and isinstance(v, str)},
@@ -98,7 +158,6 @@ def label_check(results_dir: Path, doc_head: Mapping[str, Any], entry: Mapping[s
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text(text, encoding="utf-8")
         tmp.replace(path)  # a reader never sees half a file
-    return label
 
 
 def agreement(examples: list[dict[str, Any]]) -> dict[str, Any]:

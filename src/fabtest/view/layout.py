@@ -13,8 +13,6 @@ from html import escape
 from typing import Any
 from urllib.parse import quote
 
-from fabtest.report.html import REPORT_CSS
-
 __all__ = ["as_dict", "compare_path", "conversation_path", "e", "experiment_path", "link", "page", "scenario_slug"]
 
 
@@ -61,14 +59,15 @@ _NAV = (("index.html", "Experiments"), ("trends.html", "Trends"), ("compare.html
 
 
 def page(title: str, root: str, body: str, header: str = "", active: str = "") -> str:
-    """A whole page: the report's CSS and the view's own, the navigation bar, ``header`` (already
-    HTML) and ``body`` (already HTML)."""
+    """A whole page: the report's CSS and the view's own (shared files, not inlined: a static build
+    has tens of thousands of pages), the navigation bar, ``header`` (already HTML) and ``body``
+    (already HTML)."""
     nav = "".join(
         f'<a href="{e(root + path)}"{_ON if path == active else ""}>{e(text)}</a>' for path, text in _NAV)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{e(title)}</title><style>{REPORT_CSS}</style>"
+        f'<title>{e(title)}</title><link rel="stylesheet" href="{e(root)}assets/report.css">'
         f'<link rel="stylesheet" href="{e(root)}assets/view.css"></head><body>'
         f'<nav class="viewnav"><span class="brand">fabtest view</span>{nav}</nav>'
         f"{header}<main>{body}<footer>fabtest view</footer></main>"

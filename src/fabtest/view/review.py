@@ -68,14 +68,16 @@ def review_panel(doc: Mapping[str, Any], examples: list[dict[str, Any]]) -> str:
     """The panel: agreement so far and the queue (its first 50), or how to start labelling."""
     exp_id = str(as_dict(doc.get("experiment")).get("id"))
     labelled = {(str(x.get("scenario")), int(x.get("iteration") or 1), int(x.get("check") or 0))
-                for x in examples}
+                for x in examples if x.get("kind") != "conversation"}
+    runs = sum(1 for x in examples if x.get("kind") == "conversation")
     queue = review_queue(doc, labelled)
     so_far = agreement(examples)
     if so_far["labels"]:
         interval = kappa_interval(examples)
         kappa = "undefined (one verdict only so far)" if so_far["kappa"] is None else f"{so_far['kappa']:.2f}" + (
             f" (95 % interval {interval[0]:.2f} to {interval[1]:.2f})" if interval else "")
-        head = (f'<p id="agreement">{so_far["labels"]} label(s) in <code>{e(exp_id)}.labels.yaml</code>: '
+        whole = (f" ({runs} on a whole run: the person against the run's outcome)" if runs else "")
+        head = (f'<p id="agreement">{so_far["labels"]} label(s) in <code>{e(exp_id)}.labels.yaml</code>{whole}: '
                 'the judge agrees '
                 f'with {so_far["agreement"]:.0%}; Cohen\'s kappa {e(kappa)}. Run <code>fabtest calibrate '
                 f"results/{e(exp_id)}.labels.yaml</code> to judge them again.</p>")

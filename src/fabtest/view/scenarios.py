@@ -5,7 +5,7 @@ latency and cost)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fabtest.experiment.cost import agent_turn_lines, find_price, price_table
@@ -13,8 +13,9 @@ from fabtest.experiment.fmt import num, pct, usd
 from fabtest.report.html import experiment_sections, page_header
 from fabtest.view.labels import judged_checks
 from fabtest.view.layout import as_dict, conversation_path, e, experiment_path, link, page
+from fabtest.view.packs import pack_key, pack_path, run_key
 
-__all__ = ["conversation_page", "experiment_page"]
+__all__ = ["conversation_page", "conversation_parts", "data_attrs", "experiment_page", "run_filters"]
 
 _ICONS = {"passed": "✓", "failed": "✗", "inconclusive": "?", "not_applicable": "n/a", "skipped": "–"}
 
@@ -37,18 +38,6 @@ def _flaky(doc: Mapping[str, Any]) -> tuple[set[str], dict[str, dict[str, Any]]]
     var = as_dict(doc.get("variance"))
     causes = {str(c.get("id")): c for c in var.get("flaky_causes") or [] if isinstance(c, dict)}
     return {str(i) for i in var.get("flaky") or []}, causes
-
-
-def _search_text(entry: Mapping[str, Any]) -> str:
-    """What the transcript search matches in one run: every user and agent message, tool names and
-    arguments, and the failure message, lower-cased."""
-    parts = [str(entry.get("failure_message") or "")]
-    for t in entry.get("transcript") or []:
-        if isinstance(t, dict):
-            parts += [str(t.get("user") or ""), str(t.get("agent") or "")]
-            parts += [f"{c.get('name')} {_json(c.get('arguments'))}"
-                      for c in t.get("tool_calls") or [] if isinstance(c, dict)]
-    return " ".join(parts).lower()
 
 
 def _mean(values: list[float]) -> float | None:
@@ -101,34 +90,18 @@ def experiment_page(doc: dict[str, Any], changed: Mapping[str, str] | None = Non
             it = x.get("iteration") or 1
             ev = as_dict(x.get("evaluations"))
             failure = str(x.get("failure_type") or "assertion") if _status(x) == "failed" else ""
+            attrs = data_attrs(flaky="1" if sid in flaky else "", failure=failure, changed="1" if change else "",
+                          criteria=chr(10).join(failed_criteria[id(x)]), tools=chr(10).join(tools_of[id(x)]))
             rows.append(
-                f'<tr class="scn" data-status="{_status(x)}" data-flaky="{int(sid in flaky)}" '
-                f'data-failure="{e(failure)}" '
-                f'data-changed="{int(bool(change))}" data-text="{e(_search_text(x))}" '
-                f'data-criteria="{e(chr(10).join(failed_criteria[id(x)]))}" '
-                f'data-tools="{e(chr(10).join(tools_of[id(x)]))}">'
+                f'<tr class="scn" data-status="{_status(x)}" data-runs="0:{e(run_key(sid, it))}"{attrs}>'
                 f"<td>{_badge(x)}</td><td>{link('../', conversation_path(exp_id, sid, it), f'{name} · run {it}')}</td>"
                 f'<td class="num">{e(it)}</td><td class="num">{e(x.get("turns") or 0)}</td>'
                 f'<td class="num">{e(pct(ev.get("rate")))}</td><td>{e(x.get("failure_message") or "")}</td>'
                 '<td></td></tr>'
             )
         bodies.append(f'<tbody class="group"{sort_attrs}>{head}{"".join(rows)}</tbody>')
-    changed_box = (f'<label><input type="checkbox" id="f-changed"> changed vs {e(previous)} only</label>'
-                   if changed is not None else "")
-    filters = (
-        '<div class="filters" id="scenario-filters">'
-        '<label>Search transcripts '
-        '<input type="search" id="f-text" placeholder="words from a message or a tool call"></label>'
-        '<label><input type="checkbox" id="f-failed"> failed only</label>'
-        '<label><input type="checkbox" id="f-flaky"> flaky only</label>' + changed_box +
-        '<label>Failure type <select id="f-failure"><option value="">any failure type</option>'
-        + "".join(f'<option value="{e(t)}">{e(t)}</option>' for t in types)
-        + '</select></label><label>Failed criterion <select id="f-criterion"><option value="">any</option>'
-        + "".join(f'<option value="{e(c)}">{e(c)}</option>' for c in all_criteria)
-        + '</select></label><label>Called tool <select id="f-tool"><option value="">any</option>'
-        + "".join(f'<option value="{e(t)}">{e(t)}</option>' for t in all_tools)
-        + '</select></label><span class="muted" id="f-count" role="status"></span></div>'
-    )
+    filters = run_filters([(exp_id, "../")], types, all_criteria, all_tools,
+                          changed=f"changed vs {previous} only" if changed is not None else None)
     heads = ["Status", "Scenario", "Run", "Turns", "Eval rate", "Failure", "Flaky attribution"]
     th = "".join(f'<th scope="col"{" class=num" if 2 <= i <= 4 else ""}>'
                  f'<button type="button" class="sort" data-col="{i}">{h}</button></th>'
@@ -141,6 +114,42 @@ def experiment_page(doc: dict[str, Any], changed: Mapping[str, str] | None = Non
             'click a column title to sort the scenarios by it.</p>')
     header = page_header(doc, f"Experiment {exp_id}")
     return page(f"fabtest view · {exp_id}", "../", body, header)
+
+
+def run_filters(sources: list[tuple[str, str]], types: Sequence[str] = (), criteria: Sequence[str] = (),
+                tools: Sequence[str] = (), *, changed: str | None = None, flaky: bool = True,
+                failed: str = "failed only") -> str:
+    """The filter bar over a table of runs (``tr.scn``; view.js applies it): search the transcripts
+    of ``sources`` (experiment id, root prefix: their ``runs.js`` is loaded on the first word
+    typed; a row's ``data-runs`` names its runs as ``<source index>:<run key>``, else its
+    ``a.run`` links do), failed, flaky, changed (``changed``: the box's label), failure type,
+    failed criterion, called tool. The experiment page and the comparison page share it."""
+    packs = [[root + pack_path(exp), pack_key(exp)] for exp, root in sources]
+
+    def select(ident: str, label: str, anything: str, values: list[str]) -> str:
+        if not values:
+            return ""
+        options = "".join(f'<option value="{e(v)}">{e(v)}</option>' for v in values)
+        return f'<label>{label} <select id="{ident}"><option value="">{anything}</option>{options}</select></label>'
+
+    return (
+        f'<div class="filters" id="scenario-filters" data-sources="{e(json.dumps(packs))}">'
+        '<label>Search transcripts '
+        '<input type="search" id="f-text" placeholder="words from a message or a tool call"></label>'
+        f'<label><input type="checkbox" id="f-failed"> {e(failed)}</label>'
+        + ('<label><input type="checkbox" id="f-flaky"> flaky only</label>' if flaky else "")
+        + (f'<label><input type="checkbox" id="f-changed"> {e(changed)}</label>' if changed is not None else "")
+        + select("f-failure", "Failure type", "any failure type", list(types))
+        + select("f-criterion", "Failed criterion", "any", list(criteria))
+        + select("f-tool", "Called tool", "any", list(tools))
+        + '<span class="muted" id="f-count" role="status"></span></div>'
+    )
+
+
+def data_attrs(**values: str) -> str:
+    """``data-*`` attributes, the empty ones left out (view.js reads a missing one as empty): a
+    static build has hundreds of these tables."""
+    return "".join(f' data-{k}="{e(v)}"' for k, v in values.items() if v)
 
 
 def _json(value: Any) -> str:
@@ -165,20 +174,34 @@ def _turn_cost(metadata: Any, prices: Mapping[str, Any]) -> str:
     return f" · agent tokens {inp} in / {out} out · {usd(total)}"
 
 
-def _label_form(index: int) -> str:
-    """Right / wrong and a comment on one judged check; shown by view.js only when served (a
-    static build cannot save), posted to ``label`` and saved in ``<id>.labels.yaml``."""
-    return (f'<form class="label-form" hidden data-check="{index}"><fieldset><legend>Is the judge right?</legend>'
+def _label_form(index: int | None, legend: str = "Is the judge right?") -> str:
+    """Right / wrong and a comment on one judged check (``index``) or on the whole run (None); shown
+    by view.js only when served (a static build cannot save), posted to ``label`` and saved in
+    ``<id>.labels.yaml``."""
+    target = f'data-check="{index}"' if index is not None else 'data-kind="conversation"'
+    return (f'<form class="label-form" hidden {target}><fieldset><legend>{e(legend)}</legend>'
             '<button type="submit" value="right">right</button> <button type="submit" value="wrong">wrong</button> '
             '<label>Comment <input type="text" name="comment" maxlength="2000"></label> '
             '<span class="saved" role="status"></span></fieldset></form>')
 
 
-def _check_rows(checks: list[Mapping[str, Any]], labelable: Mapping[int, int] | None = None) -> str:
+def _label_note(label: Mapping[str, Any] | None) -> str:
+    """A label already saved (``<id>.labels.yaml``): the person's mark, verdict and comment."""
+    if not label:
+        return ""
+    mark = "right" if label.get("verdict") == label.get("judge") else "wrong"
+    comment = f" · “{e(label.get('comment'))}”" if label.get("comment") else ""
+    return (f'<div class="labelled muted">labelled <b>{mark}</b> (the person says {e(label.get("verdict"))})'
+            f"{comment}</div>")
+
+
+def _check_rows(checks: list[Mapping[str, Any]], labelable: Mapping[int, int] | None = None,
+                labels: Mapping[Any, Mapping[str, Any]] | None = None, editable: bool = True) -> str:
     out = []
     for c in checks:
         index = (labelable or {}).get(id(c))
-        form = _label_form(index) if index is not None else ""
+        form = ((_label_form(index) if editable else "") + _label_note((labels or {}).get(index))
+                if index is not None else "")
         status = str(c.get("status") or "skipped")
         data = {k: v for k, v in c.items()
                 if k not in ("type", "mode", "criterion", "status", "passed", "turn", "details")}
@@ -212,26 +235,62 @@ def _simulated_user(entry: Mapping[str, Any]) -> str:
 
 
 def _steps(entry: Mapping[str, Any]) -> str:
-    """The feature's steps this run followed (``entry.steps``, background first), in a closed
-    disclosure above the transcript: what the scenario asked for, next to what happened."""
-    steps = [str(s) for s in entry.get("steps") or [] if isinstance(s, str)]
-    if not steps:
+    """The feature's steps as written (``entry.steps``), beside the transcript: what the scenario
+    asked for, so a failing check reads against the line that declared it."""
+    shown = []
+    for step in entry.get("steps") or []:
+        if not isinstance(step, dict):
+            continue
+        extra = ""
+        if step.get("docstring"):
+            extra += f'<pre class="data">{e(step.get("docstring"))}</pre>'
+        table = step.get("table")
+        if isinstance(table, list) and table:
+            rows = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>"
+                           for row in table if isinstance(row, list))
+            extra += f'<table class="steptable">{rows}</table>'
+        if step.get("expected"):
+            extra += f'<div class="muted">expected: {e(step.get("expected"))}</div>'
+        shown.append(f'<li><b class="kw">{e(step.get("keyword"))}</b> {e(step.get("text"))}{extra}</li>')
+    return (f'<aside class="panel steps" id="steps"><h2>Steps</h2><ol class="plain">{"".join(shown)}</ol></aside>'
+            if shown else "")
+
+
+def _run_label(entry: Mapping[str, Any], label: Mapping[str, Any] | None, editable: bool) -> str:
+    """The mark on the whole run: is its outcome right? (a conversation label, docs/view.md)."""
+    if entry.get("skipped") or not entry.get("transcript") or not (editable or label):
         return ""
-    where = f' <span class="muted">({e(entry.get("feature_file"))})</span>' if entry.get("feature_file") else ""
-    return (f'<details class="panel steps" id="steps" open><summary>The scenario\'s steps ({len(steps)}){where}'
-            f'</summary><pre>{e(chr(10).join(steps))}</pre></details>')
+    outcome = "passed" if entry.get("passed") else "failed"
+    form = _label_form(None, f"Is “{outcome}” right for the whole conversation?") if editable else ""
+    return f'<div class="panel" id="run-label"><b>This run {outcome}.</b> {form}{_label_note(label)}</div>'
 
 
 def conversation_page(head: Mapping[str, Any], entry: Mapping[str, Any],
-                      related: list[tuple[str, str]] | None = None) -> str:
+                      related: list[tuple[str, str]] | None = None,
+                      labels: list[dict[str, Any]] | None = None) -> str:
+    """The page of :func:`conversation_parts`."""
+    return page(*conversation_parts(head, entry, related, labels))
+
+
+def conversation_parts(head: Mapping[str, Any], entry: Mapping[str, Any],
+                       related: list[tuple[str, str]] | None = None,
+                       labels: list[dict[str, Any]] | None = None,
+                       editable: bool = True) -> tuple[str, str, str, str]:
     """One scenario run (``entry``) of the experiment whose header is ``head``: every turn with
     the agent's tool calls and results, the checks decided on it (verdict and the judge's
     reasoning), its topic, the agent's latency and cost; the simulated user's goal and persona;
     ``related``: (site path, text) of the same scenario elsewhere (other iterations, the experiment
-    before this one on its branch)."""
+    before this one on its branch); ``labels``: the run's labels so far (``<id>.labels.yaml``).
+    Returns the page's title, root, body and header (a static build packs them, ``packs.py``).
+    ``editable``: the right / wrong controls (False in a static build, which cannot save; labels
+    already made are shown either way)."""
     exp_id = str(head["experiment"].get("id"))
     checks = _details(entry.get("evaluations")) + _details(entry.get("expectations"))
     labelable = {id(c): i for i, c in judged_checks(entry)}
+    mine = [x for x in labels or [] if x.get("scenario") == entry.get("id")
+            and int(x.get("iteration") or 1) == int(entry.get("iteration") or 1)]
+    by_check = {x.get("check"): x for x in mine if x.get("kind") != "conversation"}
+    whole_label = next((x for x in mine if x.get("kind") == "conversation"), None)
     prices = as_dict(as_dict(as_dict(head.get("summary")).get("cost")).get("prices"))
     turns = [t for t in entry.get("transcript") or [] if isinstance(t, dict)]
     parts = []
@@ -256,7 +315,8 @@ def conversation_page(head: Mapping[str, Any], entry: Mapping[str, Any],
             f'{e(_turn_cost(t.get("metadata"), prices))}</span></div>'
             f'<div class="msg user"><span class="who">User</span>{e(t.get("user"))}</div>{tools}'
             f'<div class="msg agent"><span class="who">Agent</span>{e(t.get("agent"))}{meta}</div>'
-            + (f'<div class="checks">{_check_rows(on_turn, labelable)}</div>' if on_turn else "") + "</section>"
+            + (f'<div class="checks">{_check_rows(on_turn, labelable, by_check, editable)}</div>' if on_turn else "")
+            + "</section>"
         )
     numbers = {t.get("number") for t in turns}
     whole = [c for c in checks if c.get("turn") not in numbers]
@@ -273,17 +333,16 @@ def conversation_page(head: Mapping[str, Any], entry: Mapping[str, Any],
            if path else "")
         + ('<nav class="related" id="related" aria-label="the same scenario elsewhere"><b>Same scenario:</b> '
            + " · ".join(link("../../", p, t) for p, t in related) + "</nav>" if related else "")
-        + _simulated_user(entry)
-        + _steps(entry)
+        + _run_label(entry, whole_label, editable) + _simulated_user(entry) + _steps(entry)
         + (f'<div id="labeling" hidden data-experiment="{e(exp_id)}" data-scenario="{e(entry.get("id"))}" '
-           f'data-iteration="{e(entry.get("iteration") or 1)}" data-endpoint="../../label"></div>' if labelable else "")
+           f'data-iteration="{e(entry.get("iteration") or 1)}" data-endpoint="../../label"></div>' if editable else "")
         + "<h2>Conversation</h2>" + ("".join(parts) or '<p class="muted">No transcript recorded.</p>')
-        + (f'<h2>Checks on the whole conversation</h2><div class="checks">{_check_rows(whole, labelable)}</div>'
-           if whole else "")
+        + ('<h2>Checks on the whole conversation</h2>'
+           f'<div class="checks">{_check_rows(whole, labelable, by_check, editable)}</div>' if whole else "")
     )
     header = (
         f'<header class="top"><div class="inner"><h1>{e(entry.get("name"))}</h1><div class="sub">'
         f'{e(entry.get("feature") or "")} · {e(entry.get("id"))} · experiment '
         f'{link("../../", experiment_path(exp_id), exp_id)}</div></div></header>'
     )
-    return page(f"fabtest view · {entry.get('name')}", "../../", body, header)
+    return f"fabtest view · {entry.get('name')}", "../../", body, header

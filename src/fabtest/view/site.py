@@ -16,21 +16,34 @@ from typing import Any
 from urllib.parse import unquote
 
 from fabtest.compare.gate import gate_lines, regression_gate
-from fabtest.experiment.diff import ConversationDiff, diff_scenarios
-from fabtest.report.html import comparison_sections
+from fabtest.experiment.diff import ConversationDiff, diff_scenarios, tool_summary
+from fabtest.report.html import REPORT_CSS, comparison_sections
 from fabtest.view.catalog import Catalog, ExperimentRow
+from fabtest.view.compare_runs import comparison_runs
 from fabtest.view.faults import FAULTS_PATH, faults_page, read_matrices
-from fabtest.view.labels import LabelError, agreement, label_check, labels_path, read_labels
+from fabtest.view.labels import LabelError, agreement, label_check, label_conversation, labels_path, read_labels
 from fabtest.view.layout import compare_path, conversation_path, e, experiment_path, link, page, scenario_slug
 from fabtest.view.listing import compare_chooser, experiments_page, trend_rows, trends_page, trends_path
+from fabtest.view.packs import (
+    SHELL,
+    pack_key,
+    pack_path,
+    pack_script,
+    packed_links,
+    run_key,
+    search_index,
+    search_text,
+    shell_page,
+)
 from fabtest.view.review import review_panel
-from fabtest.view.scenarios import conversation_page, experiment_page
+from fabtest.view.scenarios import conversation_page, conversation_parts, experiment_page
 
 __all__ = ["ASSETS", "Page", "Site"]
 
-ASSETS = ("view.css", "view.js")
+ASSETS = ("report.css", "view.css", "view.js")
 _TRENDS = re.compile(r"trends(-commit)?(?:/([A-Za-z0-9_.-]+))?\.html")
 _EXP = re.compile(r"exp/([^/]+)\.html")
+_PACK = re.compile(r"exp/([^/]+)/runs\.js")
 _CONV = re.compile(r"exp/([^/]+)/([A-Za-z0-9_.-]+)-r(\d+)\.html")
 _CMP = re.compile(r"compare/(.+)--(.+)\.html")
 _DIFFS = 5  # conversation diffs shown, as fabtest-compare shows by default
@@ -60,7 +73,8 @@ class Site:
         path = path.lstrip("/") or "index.html"
         if path.startswith("assets/") and path[7:] in ASSETS:
             kind = "text/css" if path.endswith(".css") else "text/javascript"
-            data = resources.files("fabtest.view").joinpath("assets", path[7:]).read_bytes()
+            data = (REPORT_CSS.encode() if path == "assets/report.css"  # the HTML report's, which inlines it
+                    else resources.files("fabtest.view").joinpath("assets", path[7:]).read_bytes())
             return Page(data, f"{kind}; charset=utf-8")
         rows = self.catalog.rows()
         if path == "index.html":
@@ -78,6 +92,9 @@ class Site:
         if m := _EXP.fullmatch(path):
             row = _row(rows, m.group(1))
             return _html(self._experiment(rows, row, self.catalog.document(row))) if row else None
+        if m := _PACK.fullmatch(path):
+            row = _row(rows, m.group(1))
+            return _script(pack_key(row.id), search_index(self.catalog.document(row))) if row else None
         if m := _CONV.fullmatch(path):
             row = _row(rows, m.group(1))
             sid = (next((s for s in self.catalog.scenario_ids(row) if scenario_slug(s) == m.group(2)), None)
@@ -88,7 +105,9 @@ class Site:
             entry = next((x for x in runs if (x.get("iteration") or 1) == int(m.group(3))), None)
             if not entry:
                 return None
-            return _html(conversation_page(self.catalog.header(row), entry, self._related(rows, row, entry, runs)))
+            labels = read_labels(labels_path(self.catalog.results_dir, row.id))
+            return _html(conversation_page(self.catalog.header(row), entry, self._related(rows, row, entry, runs),
+                                           labels))
         if m := _CMP.fullmatch(path):
             base, cur = _row(rows, m.group(1)), _row(rows, m.group(2))
             return _html(self._comparison(base, cur)) if base and cur else None
@@ -119,7 +138,10 @@ class Site:
                    '<div class="panel" id="gate">'
                    '<h3>Regression gate (<code>fabtest-compare --fail-on-regression</code>, '
                    f'exit {gate.exit_code})</h3>' + lines + "</div>")
-        body = verdict + self._changed(base, cur, comparison, diffs) + comparison_sections(cur_doc, comparison, diffs)
+        runs = comparison_runs(base.id, cur.id, self.catalog.document(base), self.catalog.document(cur),
+                               _change_labels(comparison))
+        body = (verdict + self._changed(base, cur, comparison, diffs) + runs
+                + comparison_sections(cur_doc, comparison, diffs))
         if changed:
             links = "".join(f'<li>{link("../", conversation_path(cur.id, s.id, 1), s.name)}</li>' for s in changed)
             body += ('<h3>Conversations that changed outcome (current run)</h3>'
@@ -131,20 +153,23 @@ class Site:
         experiment, scenario, iteration and check and says ``right`` or ``wrong`` with an optional
         comment. Returns the label and the judge's agreement with every label of the experiment."""
         if not isinstance(data, dict) or data.get("verdict") not in ("right", "wrong"):
-            raise LabelError("expected {experiment, scenario, iteration, check, verdict: right|wrong, comment}")
+            raise LabelError("expected {experiment, scenario, iteration, check (or kind: conversation), "
+                             "verdict: right|wrong, comment}")
+        whole = data.get("kind") == "conversation"  # the run's outcome, not one check
         row = _row(self.catalog.rows(), str(data.get("experiment")))
         if row is None:
             raise LabelError(f"no experiment {data.get('experiment')!r} in {self.catalog.results_dir}")
         iteration, check = data.get("iteration"), data.get("check")
-        if not isinstance(iteration, int) or not isinstance(check, int):
+        if not isinstance(iteration, int) or not (whole or isinstance(check, int)):
             raise LabelError("iteration and check must be numbers")
         entry = next((x for x in self.catalog.runs(row, str(data.get("scenario")))
                       if (x.get("iteration") or 1) == iteration), None)
         if entry is None:
             raise LabelError(f"experiment {row.id} has no run {iteration} of {data.get('scenario')!r}")
         head = self.catalog.header(row)
-        saved = label_check(self.catalog.results_dir, head, entry, check, data["verdict"] == "right",
-                            str(data.get("comment") or ""))
+        right, comment, where = data["verdict"] == "right", str(data.get("comment") or ""), self.catalog.results_dir
+        saved = (label_conversation(where, head, entry, right, comment) if whole or not isinstance(check, int)
+                 else label_check(where, head, entry, check, right, comment))
         return {"label": saved, **agreement(read_labels(labels_path(self.catalog.results_dir, row.id)))}
 
     def _experiment(self, rows: list[ExperimentRow], row: ExperimentRow, doc: dict[str, Any]) -> str:
@@ -154,15 +179,7 @@ class Site:
         review = review_panel(doc, read_labels(labels_path(self.catalog.results_dir, row.id)))
         if prev is None:
             return experiment_page(doc, review=review)
-        c = self.catalog.comparison(prev, row)
-        groups = (("newly failing", c.newly_failing), ("quality regressed", c.quality_regressed),
-                  ("newly passing", c.newly_passing), ("quality improved", c.quality_improved),
-                  ("changed", c.changed_not_significant))
-        changed: dict[str, str] = {}
-        for label, found in groups:
-            for s in found:
-                changed.setdefault(s.id, label)
-        return experiment_page(doc, changed, prev.id, review)
+        return experiment_page(doc, _change_labels(self.catalog.comparison(prev, row)), prev.id, review)
 
     def _related(self, rows: list[ExperimentRow], row: ExperimentRow, entry: dict[str, Any],
                  runs: list[dict[str, Any]]) -> list[tuple[str, str]]:
@@ -223,8 +240,9 @@ class Site:
 
     def pages(self) -> Iterator[tuple[str, Page]]:
         """Every page of the static build: the lists, the trends (all and per branch), each
-        experiment and each of its conversations (from one read of the file), and each experiment
-        compared with the one before it, overall and on its branch (``built_pairs``)."""
+        experiment, its conversations packed into ``exp/<id>/runs.js`` with the page that shows
+        them (``exp/<id>/conversation.html#<run>``; links to a conversation point there), and each
+        experiment compared with the one before it, overall and on its branch (``built_pairs``)."""
         rows = self.catalog.rows()
         ordered = trend_rows(rows)
         branches = sorted({r.branch for r in ordered if r.branch})
@@ -237,17 +255,46 @@ class Site:
         for path in ("index.html", *trends, "compare.html", FAULTS_PATH, *(f"assets/{n}" for n in ASSETS)):
             rendered = self.render(path)
             assert rendered is not None  # these paths always render
-            yield path, rendered
+            yield path, _static(rendered)
         for row in rows:
             doc = self.catalog.document(row)
-            yield experiment_path(row.id), _html(self._experiment(rows, row, doc))
+            yield experiment_path(row.id), _static(_html(self._experiment(rows, row, doc)))
             entries = [x for x in doc["scenario_results"] if isinstance(x, dict)]
+            labels = read_labels(labels_path(self.catalog.results_dir, row.id))
+            packed = {}
             for entry in entries:
                 runs = [x for x in entries if x.get("id") == entry.get("id")]
-                yield (conversation_path(row.id, str(entry.get("id")), entry.get("iteration") or 1),
-                       _html(conversation_page(doc, entry, self._related(rows, row, entry, runs))))
+                title, _, body, header = conversation_parts(doc, entry, self._related(rows, row, entry, runs), labels,
+                                                            editable=False)
+                packed[run_key(str(entry.get("id")), entry.get("iteration") or 1)] = [
+                    title, packed_links(header), packed_links(body), search_text(entry)]
+            yield pack_path(row.id), _script(pack_key(row.id), packed)
+            yield pack_path(row.id, SHELL), _html(shell_page(row.id))
         for a, b in pairs.values():
-            yield compare_path(a.id, b.id), _html(self._comparison(a, b))
+            yield compare_path(a.id, b.id), _static(_html(self._comparison(a, b)))
+
+
+def _change_labels(c: Any) -> dict[str, str]:
+    """Scenario id -> how it changed in comparison ``c`` (newly failing before quality regressed...)."""
+    groups = (("newly failing", c.newly_failing), ("quality regressed", c.quality_regressed),
+              ("newly passing", c.newly_passing), ("quality improved", c.quality_improved),
+              ("changed", c.changed_not_significant))
+    changed: dict[str, str] = {}
+    for label, found in groups:
+        for s in found:
+            changed.setdefault(s.id, label)
+    return changed
+
+
+def _static(page: Page) -> Page:
+    """A page of the static build, its links to conversations pointing into the packs."""
+    if not page.content_type.startswith("text/html"):
+        return page
+    return Page(packed_links(page.body.decode("utf-8")).encode("utf-8"), page.content_type)
+
+
+def _script(key: str, data: Any) -> Page:
+    return Page(pack_script(key, data), "text/javascript; charset=utf-8")
 
 
 def _first_difference(diff: ConversationDiff | None) -> str:

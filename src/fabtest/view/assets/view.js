@@ -24,22 +24,88 @@
     apply();
   }
 
-  // scenarios of one experiment: text in the transcripts, failed, flaky, changed, failure type;
-  // a scenario's group is hidden when none of its runs is shown
+  // data packs (packs.py): a script sets window.fabtestData[key] to base64 gzip JSON; loaded once,
+  // by a <script> element (a static build opened from file:// cannot fetch)
+  var packs = {};
+  function unpack(b64) {
+    var bin = atob(b64), bytes = new Uint8Array(bin.length);
+    for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+    return new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"))).json();
+  }
+  function loadPack(src, key) {
+    if (!packs[key]) packs[key] = new Promise(function (resolve, reject) {
+      var have = function () { return window.fabtestData && window.fabtestData[key]; };
+      if (have()) { resolve(have()); return; }
+      var s = document.createElement("script");
+      s.src = src;
+      s.onload = function () { if (have()) resolve(have()); else reject(new Error(src + " holds no " + key)); };
+      s.onerror = function () { reject(new Error("cannot load " + src)); };
+      document.head.appendChild(s);
+    }).then(unpack);
+    return packs[key];
+  }
+
+  // a static build's conversation page: conversation.html#<run> shows that run from the experiment's pack
+  var packed = $("packed");
+  if (packed) {
+    var show = function () {
+      var key = decodeURIComponent(window.location.hash.slice(1));
+      loadPack(packed.dataset.src, packed.dataset.key).then(function (all) {
+        var run = all[key];
+        if (!run) { packed.textContent = "This experiment has no conversation " + key + "."; return; }
+        document.title = run[0];
+        $("packed-header").innerHTML = run[1];  // HTML rendered and escaped by fabtest, as when served
+        packed.innerHTML = run[2];
+        window.scrollTo(0, 0);
+      }, function (err) { packed.textContent = "Cannot load the conversations: " + err.message; });
+    };
+    window.addEventListener("hashchange", show);
+    show();
+  }
+
+  // runs of one experiment (or of both sides of a comparison): text in the transcripts, failed,
+  // flaky, changed, failure type, criterion, tool; a scenario's group is hidden when none of its
+  // runs is shown; a run link whose transcript matches every word is marked
   var scns = Array.prototype.slice.call(document.querySelectorAll("tr.scn"));
   if (scns.length) {
+    var bar = $("scenario-filters"), sources = JSON.parse((bar && bar.dataset.sources) || "[]"), texts = null;
+    var on = function (id) { return $(id) ? $(id).checked : false; };
+    var val = function (id) { return $(id) ? $(id).value : ""; };
+    // a row's runs: "<source index>:<run key>" from data-runs (an experiment's row), else read
+    // from its run links (a comparison's): the link's folder is its experiment's, where its pack is
+    var runsOf = function (r) {
+      if (r.dataset.runs) return r.dataset.runs.split(" ");
+      return Array.prototype.map.call(r.querySelectorAll("a.run"), function (a) {
+        var href = a.getAttribute("href"), cut = href.lastIndexOf("/") + 1, dir = href.slice(0, cut);
+        var name = href.indexOf("#") >= 0 ? href.slice(href.indexOf("#") + 1) : href.slice(cut).replace(/\.html$/, "");
+        var source = sources.findIndex(function (s) { return s[0].slice(0, s[0].lastIndexOf("/") + 1) === dir; });
+        return source + ":" + decodeURIComponent(name);
+      });
+    };
     var filter = function () {
-      var failed = $("f-failed").checked, flaky = $("f-flaky").checked, type = $("f-failure").value,
-        changed = $("f-changed") ? $("f-changed").checked : false,
-        words = ($("f-text").value || "").toLowerCase().split(/\s+/).filter(Boolean),
-        crit = $("f-criterion") ? $("f-criterion").value : "", tool = $("f-tool") ? $("f-tool").value : "";
+      var words = val("f-text").toLowerCase().split(/\s+/).filter(Boolean);
+      if (words.length && texts === null) {
+        $("f-count").textContent = "loading the transcripts…";
+        Promise.all(sources.map(function (s) { return loadPack(s[0], s[1]); })).then(
+          function (all) { texts = all; filter(); },
+          function (err) { $("f-count").textContent = "cannot search the transcripts: " + err.message; });
+        return;
+      }
+      var failed = on("f-failed"), flaky = on("f-flaky"), changed = on("f-changed"), type = val("f-failure"),
+        crit = val("f-criterion"), tool = val("f-tool");
       scns.forEach(function (r) {
-        var text = r.dataset.text || "";
-        var ok = (!failed || r.dataset.status === "failed") && (!flaky || r.dataset.flaky === "1") &&
+        var hit = !words.length, links = r.querySelectorAll("a.run");
+        runsOf(r).forEach(function (run, i) {
+          var at = run.indexOf(":"), text = words.length ? (texts[+run.slice(0, at)] || {})[run.slice(at + 1)] || "" : "";
+          if (typeof text !== "string") text = text[3];  // a static build's pack: [title, header, body, text]
+          var match = words.length > 0 && words.every(function (w) { return text.indexOf(w) >= 0; });
+          hit = hit || match;
+          if (links[i]) links[i].classList.toggle("hit", match);
+        });
+        var ok = hit && (!failed || r.dataset.status === "failed") && (!flaky || r.dataset.flaky === "1") &&
           (!type || r.dataset.failure === type) && (!changed || r.dataset.changed === "1") &&
           (!crit || (r.dataset.criteria || "").split("\n").indexOf(crit) >= 0) &&
-          (!tool || (r.dataset.tools || "").split("\n").indexOf(tool) >= 0) &&
-          words.every(function (w) { return text.indexOf(w) >= 0; });
+          (!tool || (r.dataset.tools || "").split("\n").indexOf(tool) >= 0);
         r.classList.toggle("hidden", !ok);
       });
       Array.prototype.forEach.call(document.querySelectorAll("tbody.group"), function (g) {
@@ -92,10 +158,12 @@
       form.addEventListener("submit", function (ev) {
         ev.preventDefault();
         var out = form.querySelector(".saved"), verdict = ev.submitter ? ev.submitter.value : "right";
+        var body = {experiment: labeling.dataset.experiment, scenario: labeling.dataset.scenario,
+          iteration: parseInt(labeling.dataset.iteration, 10), verdict: verdict, comment: form.elements.comment.value};
+        if (form.dataset.kind === "conversation") body.kind = "conversation";  // the whole run's outcome
+        else body.check = parseInt(form.dataset.check, 10);
         fetch(labeling.dataset.endpoint, {method: "POST", headers: {"Content-Type": "application/json"},
-          body: JSON.stringify({experiment: labeling.dataset.experiment, scenario: labeling.dataset.scenario,
-            iteration: parseInt(labeling.dataset.iteration, 10), check: parseInt(form.dataset.check, 10),
-            verdict: verdict, comment: form.elements.comment.value})})
+          body: JSON.stringify(body)})
           .then(function (r) { return r.json(); })
           .then(function (a) {
             if (a.error) { out.textContent = "not saved: " + a.error; return; }
