@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from fabtest.compare.gate import gate_lines, regression_gate
-from fabtest.experiment.diff import ConversationDiff, diff_scenarios, tool_summary
+from fabtest.experiment.diff import ConversationDiff, diff_scenarios
 from fabtest.report.html import REPORT_CSS, comparison_sections
 from fabtest.view.catalog import Catalog, ExperimentRow
 from fabtest.view.compare_runs import comparison_runs
