@@ -138,7 +138,7 @@ def _until_decided(base: Experiment, rates: dict[str, dict[str, float]], complet
     cur = _experiment("cur", rates, completion, start, rng)
     iteration, added = start, 0
     while True:
-        decision = decide(base, cur, alpha=ALPHA, margin=MARGIN)
+        decision = decide(base, cur, alpha=ALPHA, margin=MARGIN, budget_left=budget - added)
         rerun = decision.rerun if decision.outcome == "undecided" else []
         if not rerun or added + len(rerun) > budget:
             return decision.outcome, decision.runs_spent

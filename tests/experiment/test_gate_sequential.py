@@ -1,5 +1,5 @@
-"""The sequential gate (issue 28 point 4): mixture-SPRT e-values that stay valid when the current
-experiment is looked at after every iteration, against a fixed baseline.
+"""The sequential gate (issue 28 point 4): two-sample mixture e-values that stay valid when the current
+experiment is looked at after every iteration, against a fixed baseline, and the futility stop.
 
 Experiments are built from index rows (``Experiment.add_rows``, what ``fabtest-compare`` adds up),
 and the current one grows an iteration at a time, as ``--fabtest-until-decided`` would grow it.
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from fabtest.compare.read import Experiment
-from fabtest.compare.sequential import clopper_pearson, decide, e_above, e_below
+from fabtest.compare.sequential import decide, e_above, e_below, e_not_worse, e_worse
 
 
 def _experiment() -> Experiment:
@@ -49,14 +49,41 @@ def test_the_mixture_e_value_is_the_integral_it_claims() -> None:
         assert e_above(f, s + f, 1 - q) == pytest.approx(expected, rel=1e-4)  # the mirror
 
 
-def test_clopper_pearson_bounds_match_their_closed_forms() -> None:
-    assert clopper_pearson(10, 10, 0.05, upper=False) == pytest.approx(0.05 ** (1 / 10), abs=1e-9)
-    assert clopper_pearson(0, 10, 0.05, upper=True) == pytest.approx(1 - 0.05 ** (1 / 10), abs=1e-9)
-    scipy_stats = pytest.importorskip("scipy.stats")
-    assert clopper_pearson(7, 20, 0.025, upper=False) == pytest.approx(scipy_stats.beta.ppf(0.025, 7, 14), abs=1e-9)
-    assert clopper_pearson(7, 20, 0.025, upper=True) == pytest.approx(scipy_stats.beta.ppf(0.975, 8, 13), abs=1e-9)
+def test_the_two_sample_e_values_are_the_infimum_over_the_common_rate_and_never_above_it() -> None:
+    """The reported e-value is a lower bound of the infimum over every common rate (a grid minimum
+    alone could be above it, and a test too bold), and close to it."""
+    for b, c in (((22, 25), (75, 125)), ((5, 5), (0, 6)), ((20, 25), (21, 25)), ((90, 100), (300, 500))):
+        grid = [i / 4000 for i in range(4001)]
+        brute = min(e_above(*b, q) * e_below(*c, q) for q in grid)
+        value, at = e_worse(b, c)
+        assert brute * 0.9 <= value <= brute * (1 + 1e-9), (b, c, value, brute)
+        assert e_above(*b, at) * e_below(*c, at) == pytest.approx(brute, rel=0.1)
+        m = 0.1
+        brute_nw = min(e_below(*b, q + m) * e_above(*c, q) for q in [i / 4000 * (1 - m) for i in range(4001)])
+        assert e_not_worse(b, c, m)[0] <= brute_nw * (1 + 1e-9)
+    assert e_worse((22, 25), (75, 125))[0] > 1.0 > e_worse((20, 25), (21, 25))[0]
 
 
+@pytest.mark.slow
+def test_the_two_sample_e_process_keeps_its_level_at_every_look() -> None:
+    """One metric, an unchanged rate on both sides (the least favourable null), the current side looked
+    at after every 5 runs up to 150: the e-value ever reaches 1/a in at most about a of the sequences
+    (a = 0.2 so that a few hundred sequences measure it), for a rate near the middle and near the top."""
+    for rate in (0.5, 0.9):
+        rng = random.Random(int(rate * 100))
+        crossed = 0
+        for _ in range(300):
+            base = sum(rng.random() < rate for _ in range(25))
+            passed = 0
+            for n in range(5, 151, 5):
+                passed += sum(rng.random() < rate for _ in range(5))
+                if e_worse((base, 25), (passed, n), 5.0)[0] >= 5.0:
+                    crossed += 1
+                    break
+        assert crossed <= 0.2 * 300 * 1.15, (rate, crossed)
+
+
+@pytest.mark.slow
 def test_an_unchanged_agent_looked_at_after_every_iteration_is_rarely_called_worse() -> None:
     """100 sequences of an unchanged agent, looked at after each of 30 iterations: called worse at
     some look in at most alpha of them (a fixed-sample test looked at 30 times is not bounded so)."""
@@ -97,6 +124,28 @@ def test_a_criterion_falling_from_90_to_60_is_caught_as_runs_come_and_never_call
     assert sorted(spent)[len(spent) // 2] < 200  # decided well before the budget, on the median
 
 
+def test_futility_stops_an_unchanged_agent_at_the_first_look_but_not_a_real_drop() -> None:
+    """With a budget of 4x the base runs (100), an unchanged agent cannot be decided (5 baseline runs
+    per scenario bound nothing within the margin, and its current rate is no drop): futile, nothing to
+    run, each undecided metric with the runs it would need. A criterion falling from 90 % to 60 %
+    looks worse and keeps its runs."""
+    rng = random.Random(12)
+    rates = {f"s{k}": 0.9 for k in range(5)}
+    base = _grown(rates, dict.fromkeys(rates, 0.9), 5, rng)
+    same = _grown(rates, dict.fromkeys(rates, 0.9), 5, rng)
+    stop = decide(base, same, budget_left=100)
+    assert stop.outcome == "undecided" and stop.futile and stop.rerun == []
+    assert "the budget cannot decide" in stop.line() and "too few" in stop.needed()
+    assert all(m.projected for m in stop.metrics if m.outcome == "undecided")
+    assert not decide(base, same).futile  # without a budget there is no futility
+    dropped = _experiment()
+    for it in range(1, 6):
+        _add(dropped, rates, dict.fromkeys(rates, 0.55), it, rng)
+    go_on = decide(base, dropped, budget_left=100)
+    assert go_on.outcome == "undecided" and not go_on.futile and go_on.rerun == sorted(rates)
+    assert decide(base, dropped, budget_left=0).futile  # nothing left to buy
+
+
 def test_steady_scenarios_are_decided_not_worse_and_only_undecided_ones_are_run_again() -> None:
     rng = random.Random(3)
     base = _grown({"a": 1.0, "b": 1.0}, {"a": 1.0, "b": 1.0}, 300, rng)
@@ -110,7 +159,7 @@ def test_steady_scenarios_are_decided_not_worse_and_only_undecided_ones_are_run_
     as_json = undecided.to_dict()
     assert as_json["runs_spent"] == 6 and {m["metric"] for m in as_json["metrics"]} >= {
         "completion", "criterion:c", "scenario:a:completion"}
-    assert math.isclose(as_json["threshold"], 2 * len(as_json["metrics"]) / 0.05)
+    assert math.isclose(as_json["threshold"], len(as_json["metrics"]) / 0.05)
 
 
 # -- fabtest-compare --sequential -----------------------------------------------------------------------

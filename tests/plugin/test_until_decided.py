@@ -62,15 +62,31 @@ def test_a_regression_buys_runs_of_the_undecided_scenario_until_it_is_worse(proj
     assert "until decided against exp_base: sequential worse" in out
 
 
-def test_the_budget_stops_it_undecided(project):
+def test_an_unchanged_agent_stops_at_once_when_the_budget_cannot_decide(project):
+    """5 baseline runs per scenario bound nothing within 10 points, and 4 more runs of an unchanged
+    agent cannot show a drop: the loop spends nothing and says what would be needed (futility)."""
     _project(project)
     result = project.run("features", "--fabtest-no-preflight", "--fabtest-experiment-id", "exp_cur",
                          "--fabtest-until-decided", "--fabtest-baseline", "exp_base", "--fabtest-budget", "4")
     record = _read(project, "exp_cur")["experiment"]["until_decided"]
+    assert record["outcome"] == "undecided" and record["runs_added"] == 0 and record["futile"] is True
+    assert record["stopped"].startswith("the budget cannot decide: completion (")
+    assert "baseline's 10 are too few" in record["stopped"] or "current runs at its rate" in record["stopped"]
+    assert all("runs_needed" in m for m in record["metrics"] if m["outcome"] == "undecided")
+    assert len(_read(project, "exp_cur")["scenario_results"]) == 2
+    assert "0 run(s) added of a budget of 4 run(s)" in project.output(result)
+
+
+def test_a_regression_the_budget_could_decide_runs_until_the_next_iteration_would_pass_it(project):
+    _project(project)
+    project.write("reply.txt", "no")
+    result = project.run("features", "--fabtest-no-preflight", "--fabtest-experiment-id", "exp_cur",
+                         "--fabtest-until-decided", "--fabtest-baseline", "exp_base", "--fabtest-budget", "5")
+    record = _read(project, "exp_cur")["experiment"]["until_decided"]
     assert record["outcome"] == "undecided" and record["runs_added"] == 4 and record["iterations_added"] == 2
-    assert record["stopped"] == "the budget would be exceeded by another iteration"
+    assert record["stopped"] == "the budget would be exceeded by another iteration" and record["budget"] == 5
     assert len(_read(project, "exp_cur")["scenario_results"]) == 6
-    assert "4 run(s) added of a budget of 4" in project.output(result)
+    assert "4 run(s) added of a budget of 5 run(s)" in project.output(result)
 
 
 def test_the_options_go_together(project):
