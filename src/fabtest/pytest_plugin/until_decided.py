@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,11 +83,13 @@ def check_options(config: pytest.Config) -> None:
 class UntilDecided:
     """The extra iterations after the main loop; registered only with ``--fabtest-until-decided``."""
 
-    def __init__(self, config: pytest.Config, recording: Any, iterations: int, notes: list[str]) -> None:
+    def __init__(self, config: pytest.Config, recording: Any, iterations: int, notes: list[str],
+                 settle: Callable[[], None] | None = None) -> None:
         self.config = config
         self.recording = recording  # the session's ExperimentRecording
         self.iterations = iterations
         self.notes = notes  # the run summary's notes
+        self.settle = settle  # waits for the soft verdicts still with the judge (their criteria and cost)
         self.baseline_ref = str(config.getoption("--fabtest-baseline"))
         budget = config.getoption("--fabtest-budget")
         self.budget: Budget = budget if isinstance(budget, Budget) else parse_budget(str(budget))
@@ -110,6 +112,8 @@ class UntilDecided:
         recorder = self.recording.recorder()
         spent, iteration, stopped = 0, self.iterations, ""
         while True:
+            if self.settle is not None:
+                self.settle()
             rows = recorder.index_rows()
             current = Experiment({})
             current.add_rows(rows)
@@ -133,6 +137,8 @@ class UntilDecided:
                 clone.ihook.pytest_runtest_protocol(item=clone, nextitem=None)
             spent += len(rerun)
         stopped = stopped or ("every metric decided" if decision.outcome != "undecided" else "nothing left to run")
+        if self.settle is not None:
+            self.settle()
         dollars = _costs(recorder.index_rows(), self.iterations)["added"]
         record = {"baseline": self.baseline_ref, "budget": self.budget.to_json(), "runs_added": spent,
                   "usd_added": round(dollars, 6), "iterations_added": iteration - self.iterations,
