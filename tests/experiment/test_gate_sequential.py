@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from fabtest.compare.read import Experiment
-from fabtest.compare.sequential import decide, e_above, e_below, e_not_worse, e_worse
+from fabtest.compare.sequential import _log_current_below, decide, e_above, e_below, e_not_worse, e_worse
 
 
 def _experiment() -> Experiment:
@@ -49,17 +49,34 @@ def test_the_mixture_e_value_is_the_integral_it_claims() -> None:
         assert e_above(f, s + f, 1 - q) == pytest.approx(expected, rel=1e-4)  # the mirror
 
 
+def test_the_current_mixture_is_the_integral_it_claims_and_increases_with_the_rate() -> None:
+    """Half uniform on [0, q], half uniform on [q - 0.15, q] (quadrature), increasing in q (the bracket
+    bound of the infimum relies on it)."""
+    for s, f, q in ((75, 50, 0.65), (13, 12, 0.7), (0, 5, 0.5), (100, 20, 0.9), (3, 3, 0.1)):
+        steps = 20000
+
+        def mean(lo: float, hi: float, s: int = s, f: int = f, q: float = q) -> float:
+            return sum((p / q) ** s * ((1 - p) / (1 - q)) ** f
+                       for p in (lo + (i + 0.5) * (hi - lo) / steps for i in range(steps))) / steps
+
+        expected = 0.5 * mean(0.0, q) + 0.5 * mean(max(0.0, q - 0.15), q)
+        assert math.exp(_log_current_below(s, s + f, q)) == pytest.approx(expected, rel=1e-4)
+    values = [_log_current_below(75, 125, i / 200) for i in range(1, 200)]
+    assert all(b >= a - 1e-9 for a, b in zip(values, values[1:], strict=False))
+
+
 def test_the_two_sample_e_values_are_the_infimum_over_the_common_rate_and_never_above_it() -> None:
     """The reported e-value is a lower bound of the infimum over every common rate (a grid minimum
     alone could be above it, and a test too bold), and close to it."""
     for b, c in (((22, 25), (75, 125)), ((5, 5), (0, 6)), ((20, 25), (21, 25)), ((90, 100), (300, 500))):
         grid = [i / 4000 for i in range(4001)]
-        brute = min(e_above(*b, q) * e_below(*c, q) for q in grid)
+        brute = min(e_above(*b, q) * math.exp(min(_log_current_below(*c, q), 700.0)) for q in grid)
         value, at = e_worse(b, c)
         assert brute * 0.9 <= value <= brute * (1 + 1e-9), (b, c, value, brute)
-        assert e_above(*b, at) * e_below(*c, at) == pytest.approx(brute, rel=0.1)
+        assert e_above(*b, at) * math.exp(_log_current_below(*c, at)) == pytest.approx(brute, rel=0.1)
         m = 0.1
-        brute_nw = min(e_below(*b, q + m) * e_above(*c, q) for q in [i / 4000 * (1 - m) for i in range(4001)])
+        brute_nw = min(e_below(*b, q + m) * math.exp(min(_log_current_below(c[1] - c[0], c[1], 1 - q), 700.0))
+                       for q in [i / 4000 * (1 - m) for i in range(4001)])
         assert e_not_worse(b, c, m)[0] <= brute_nw * (1 + 1e-9)
     assert e_worse((22, 25), (75, 125))[0] > 1.0 > e_worse((20, 25), (21, 25))[0]
 
@@ -159,7 +176,11 @@ def test_steady_scenarios_are_decided_not_worse_and_only_undecided_ones_are_run_
     as_json = undecided.to_dict()
     assert as_json["runs_spent"] == 6 and {m["metric"] for m in as_json["metrics"]} >= {
         "completion", "criterion:c", "scenario:a:completion"}
-    assert math.isclose(as_json["threshold"], len(as_json["metrics"]) / 0.05)
+    # weighted Bonferroni: a pooled metric weighs 2, a scenario's completion 1
+    weights = {m["metric"]: 1 if m["metric"].startswith("scenario:") else 2 for m in as_json["metrics"]}
+    for m in as_json["metrics"]:
+        assert math.isclose(m["threshold"], sum(weights.values()) / (weights[m["metric"]] * 0.05), rel_tol=1e-6)
+    assert math.isclose(as_json["threshold"], sum(weights.values()) / 0.05, rel_tol=1e-6)
 
 
 # -- fabtest-compare --sequential -----------------------------------------------------------------------

@@ -83,12 +83,13 @@ def test_a_regression_the_budget_could_decide_runs_until_the_next_iteration_woul
     _project(project)
     project.write("reply.txt", "no")
     result = project.run("features", "--fabtest-no-preflight", "--fabtest-experiment-id", "exp_cur",
-                         "--fabtest-until-decided", "--fabtest-baseline", "exp_base", "--fabtest-budget", "5")
+                         "--fabtest-until-decided", "--fabtest-baseline", "exp_base", "--fabtest-budget", "9")
     record = _read(project, "exp_cur")["experiment"]["until_decided"]
-    assert record["outcome"] == "undecided" and record["runs_added"] == 4 and record["iterations_added"] == 2
-    assert record["stopped"] == "the budget would be exceeded by another iteration" and record["budget"] == 5
-    assert len(_read(project, "exp_cur")["scenario_results"]) == 6
-    assert "4 run(s) added of a budget of 5 run(s)" in project.output(result)
+    # 0 of 6 runs against 5 of 5 would be worse; the budget buys 4 iterations of both scenarios (0 of 5)
+    assert record["outcome"] == "undecided" and record["runs_added"] == 8 and record["iterations_added"] == 4
+    assert record["stopped"] == "the budget would be exceeded by another iteration" and record["budget"] == 9
+    assert len(_read(project, "exp_cur")["scenario_results"]) == 10
+    assert "8 run(s) added of a budget of 9 run(s)" in project.output(result)
 
 
 def test_the_options_go_together(project):

@@ -35,8 +35,9 @@ experiments' totals. Runs of several scenarios pooled into one metric keep the e
 when the batches are whole iterations (by the AM-GM inequality the product over one iteration's runs
 has expectation at most 1 when their mean rate is on the null side of ``q``; the baseline's runs
 likewise, its rate read as the mean over its runs). The metrics (pooled completion, overall
-evaluation, each criterion, each shared scenario's completion) are one family by Bonferroni: each
-decision needs its e-value at least ``K / alpha``, K metrics.
+evaluation, each criterion, each shared scenario's completion) are one family by weighted Bonferroni
+(:data:`POOLED_WEIGHT`): a metric of weight ``w`` decides when its e-value reaches ``W / (w alpha)``,
+``W`` the sum of the weights.
 """
 
 from __future__ import annotations
@@ -93,6 +94,36 @@ def _log_e_below(passed: int, runs: int, q: float) -> float:
     if ratio >= 1.0:
         return -math.log(s + 1)
     return log_beta + math.log1p(-ratio) - a * math.log(q) - f * math.log1p(-q)
+
+
+#: a pooled metric's (completion, evaluation, a criterion) weight in the family, against 1 for a scenario's
+#: completion: the per-scenario hypotheses are there for concentrated collapses, large drops that
+#: need little alpha, while a pooled metric's drop of a few tens of points needs all it can get
+#: (weighted Bonferroni: a metric of weight w needs an e-value of W / (w alpha), W the sum of weights)
+POOLED_WEIGHT = 2.0
+
+#: the current side's mixture puts half its weight on a rate within this distance below ``q``
+#: (the drops a gate is for sit close to the common rate where the infimum falls)
+WINDOW = 0.15
+
+
+def _log_current_below(passed: int, runs: int, q: float) -> float:
+    """log of the current side's e-value against "rate >= q": half the mixture uniform on ``[0, q]``,
+    half uniform on ``[q - WINDOW, q]``. Both halves are increasing in ``q`` (substitute p = q - w u:
+    ``(1 - wu/q)^s (1 + wu/(1-q))^f``), so the mixture is too, as the bracket bound needs. The narrow
+    half costs little evidence for a drop near ``q`` (the broad one's Occam factor is about
+    sqrt(n) times larger); the broad half keeps large drops cheap."""
+    broad = _log_e_below(passed, runs, q)
+    if q <= WINDOW or q >= 1.0 or runs == 0:
+        return broad
+    s, f, low = passed, runs - passed, q - WINDOW
+    top = math.log(q) + broad
+    bottom = (math.log(low) + _log_e_below(passed, runs, low) + s * math.log(low / q)
+              + f * math.log((1.0 - low) / (1.0 - q)))
+    gap = bottom - top
+    narrow = (top + math.log1p(-math.exp(gap)) if gap < 0 else -math.inf) - math.log(WINDOW)
+    high = max(broad, narrow)
+    return high + math.log(0.5 * math.exp(broad - high) + 0.5 * math.exp(narrow - high))
 
 
 def e_below(passed: int, runs: int, q: float) -> float:
@@ -154,7 +185,7 @@ def e_worse(baseline: tuple[int, int], current: tuple[int, int], need: float = m
     (sb, nb), (sc, nc) = baseline, current
     if not nb or not nc:
         return 1.0, 0.0
-    bound, q = _log_inf(lambda t: _log_e_below(nb - sb, nb, 1.0 - t), lambda t: _log_e_below(sc, nc, t),
+    bound, q = _log_inf(lambda t: _log_e_below(nb - sb, nb, 1.0 - t), lambda t: _log_current_below(sc, nc, t),
                         0.0, 1.0, math.log(need))
     return math.exp(min(bound, 700.0)), q
 
@@ -167,7 +198,7 @@ def e_not_worse(baseline: tuple[int, int], current: tuple[int, int], margin: flo
     (sb, nb), (sc, nc) = baseline, current
     if not nb or not nc:
         return 1.0, 0.0
-    bound, q = _log_inf(lambda t: _log_e_below(nc - sc, nc, 1.0 - t), lambda t: _log_e_below(sb, nb, t + margin),
+    bound, q = _log_inf(lambda t: _log_current_below(nc - sc, nc, 1.0 - t), lambda t: _log_e_below(sb, nb, t + margin),
                         0.0, 1.0 - margin, math.log(need))
     return math.exp(min(bound, 700.0)), q
 
@@ -197,12 +228,14 @@ class SequentialMetric:
     #: it (None: none within 100 times the budget; the baseline's runs are too few)
     runs_needed: int | None = None
     projected: bool = False  # runs_needed was computed (a futility stop)
+    need: float = math.inf  # the e-value a decision needs: W / (weight x alpha)
 
     def to_dict(self) -> dict[str, Any]:
         out = {"metric": self.metric, "label": self.label, "baseline": list(self.baseline),
                "current": list(self.current), "scenarios": self.scenarios, "worse_at": round(self.worse_at, 6),
                "not_worse_at": round(self.not_worse_at, 6), "e_worse": _shown(self.e_worse),
-               "e_not_worse": _shown(self.e_not_worse), "outcome": self.outcome}
+               "e_not_worse": _shown(self.e_not_worse), "threshold": round(self.need, 6),
+               "outcome": self.outcome}
         if self.projected:
             out["runs_needed"] = self.runs_needed
         return out
@@ -262,14 +295,15 @@ def _metric(name: str, label: str, b: tuple[int, int], c: tuple[int, int], scena
     e_bad, at_bad = e_worse(b, c, need)
     e_ok, at_ok = e_not_worse(b, c, margin, need)
     outcome: Outcome = "worse" if e_bad >= need else "not worse" if e_ok >= need else "undecided"
-    return SequentialMetric(name, label, b, c, scenarios, at_bad, at_ok, e_bad, e_ok, outcome)
+    return SequentialMetric(name, label, b, c, scenarios, at_bad, at_ok, e_bad, e_ok, outcome, need=need)
 
 
-def _reaches(m: SequentialMetric, extra: int, need: float, margin: float, side: str, z: float) -> bool:
+def _reaches(m: SequentialMetric, extra: int, margin: float, side: str, z: float) -> bool:
     """Whether ``extra`` more rated runs could decide ``m`` on ``side`` if they went at the end of
     the current rate's Wilson interval at ``z`` (the low end for worse, the high end for not worse;
     ``z`` 0: at the current rate)."""
     sc, nc = m.current
+    need = m.need
     low, high = wilson(sc, nc, z) or (0.0, 1.0)
     if side == "worse":
         return e_worse(m.baseline, (sc + math.floor(extra * low), nc + extra), need)[0] >= need
@@ -283,21 +317,20 @@ def _extra(m: SequentialMetric, current: Mapping[str, ScenarioTally], iterations
     return iterations * len(m.scenarios) * m.current[1] // max(1, runs)
 
 
-def _runs_needed(m: SequentialMetric, current: Mapping[str, ScenarioTally], cap: int, need: float,
-                 margin: float) -> int | None:
+def _runs_needed(m: SequentialMetric, current: Mapping[str, ScenarioTally], cap: int, margin: float) -> int | None:
     """The fewest current runs (doubling the iterations, up to ``cap`` runs) that decide ``m`` either
     way at its current rate."""
     iterations = 1
     while iterations * len(m.scenarios) <= cap:
         extra = _extra(m, current, iterations)
-        if any(_reaches(m, extra, need, margin, side, 0.0) for side in ("worse", "not worse")):
+        if any(_reaches(m, extra, margin, side, 0.0) for side in ("worse", "not worse")):
             return m.current[1] + extra
         iterations *= 2
     return None
 
 
 def _futile(metrics: list[SequentialMetric], current: Mapping[str, ScenarioTally], rerun: list[str],
-            budget_left: int, need: float, margin: float) -> bool:
+            budget_left: int, margin: float) -> bool:
     """True when the budget left cannot change the outcome from undecided, even with every run left
     at the most favourable plausible rate (:data:`PLAUSIBLE_Z`): no undecided metric can reach "worse" (with
     every run left spent on its own scenarios, the most it could get), and not every undecided metric
@@ -311,16 +344,16 @@ def _futile(metrics: list[SequentialMetric], current: Mapping[str, ScenarioTally
                 return False
             continue
         own = _extra(m, current, budget_left // len(m.scenarios))
-        if own and _reaches(m, own, need, margin, "worse", PLAUSIBLE_Z):
+        if own and _reaches(m, own, margin, "worse", PLAUSIBLE_Z):
             return False
     shared = budget_left // max(1, len(rerun))
-    if shared and all(m.current[1] and _reaches(m, _extra(m, current, shared), need, margin, "not worse",
+    if shared and all(m.current[1] and _reaches(m, _extra(m, current, shared), margin, "not worse",
                                                                  PLAUSIBLE_Z)
                       for m in undecided):
         return False
     for m in undecided:
         m.projected = True
-        m.runs_needed = _runs_needed(m, current, 100 * max(1, budget_left), need, margin) if m.current[1] else None
+        m.runs_needed = _runs_needed(m, current, 100 * max(1, budget_left), margin) if m.current[1] else None
     return True
 
 
@@ -361,9 +394,10 @@ def decide(baseline: Experiment, current: Experiment, *, alpha: float = 0.05, ma
     rows = _pooled(base, cur, shared) if shared else []
     rows += [(f"scenario:{s}:completion", f"completion of scenario '{base[s].name}'", (base[s].passes, base[s].runs),
               (cur[s].passes, cur[s].runs), [s]) for s in shared]
-    k = max(1, len(rows))
-    need = k / alpha
-    metrics = [_metric(name, label, b, c, feeds, need, margin) for name, label, b, c, feeds in rows]
+    weights = [1.0 if name.startswith("scenario:") else POOLED_WEIGHT for name, *_ in rows]
+    total = sum(weights) or 1.0
+    metrics = [_metric(name, label, b, c, feeds, total / (w * alpha), margin)
+               for (name, label, b, c, feeds), w in zip(rows, weights, strict=True)]
     if not metrics:
         outcome: Outcome = "undecided"
     elif any(m.outcome == "worse" for m in metrics):
@@ -374,7 +408,8 @@ def decide(baseline: Experiment, current: Experiment, *, alpha: float = 0.05, ma
         outcome = "undecided"
     rerun = sorted({s for m in metrics if m.outcome == "undecided" for s in m.scenarios})
     futile = (outcome == "undecided" and budget_left is not None
-              and _futile(metrics, cur, rerun, budget_left, need, margin))
+              and _futile(metrics, cur, rerun, budget_left, margin))
     if outcome == "worse" or futile:
         rerun = []
-    return SequentialDecision(outcome, alpha, margin, need, metrics, rerun, sum(cur[s].runs for s in shared), futile)
+    return SequentialDecision(outcome, alpha, margin, max((m.need for m in metrics), default=1.0 / alpha), metrics,
+                              rerun, sum(cur[s].runs for s in shared), futile)
