@@ -262,7 +262,7 @@ class SequentialDecision:
 
     def to_dict(self) -> dict[str, Any]:
         return {"method": "two-sample mixture e-values (the infimum over the common rate of a baseline e-value "
-                          "times a current test supermartingale), Bonferroni over the metrics (anytime-valid: "
+                          "times a current test supermartingale), weighted Bonferroni over the metrics (anytime-valid: "
                           "any number of looks)",
                 "outcome": self.outcome, "alpha": self.alpha, "margin": self.margin,
                 "threshold": round(self.threshold, 6), "runs_spent": self.runs_spent, "rerun": self.rerun,
