@@ -236,3 +236,22 @@ def test_untested_is_never_a_sequential_pass() -> None:
     same = _grown({"a": 1.0}, {"a": 1.0}, 400, rng)
     assert decide(base, same).outcome == "not worse"
     assert decide(base, same, problems=["an edited or damaged scenario index?"]).outcome == "undecided"
+
+
+def test_metrics_that_drop_together_are_worse_by_their_combined_evidence() -> None:
+    """The weighted mean of the worse e-values is an e-value for "no metric dropped": a criterion and
+    the overall evaluation falling together (one criterion: the same counts) are worse before either is
+    alone. 29 of 30 runs good in the baseline, 19 of 30 now: each e-value about 42, below its own
+    threshold of 70 (weights 2 + 2 + 2 + 1), the mean (2/7)(42 + 42) = 24 above 1/alpha = 20."""
+
+    def runs(good: int) -> Experiment:
+        exp = _experiment()
+        exp.add_rows([("a", "a", it, True, False, 3, None, int(it <= good), 1, None, {"c": [int(it <= good), 1]}, {},
+                       None, True) for it in range(1, 31)])
+        return exp
+
+    together = decide(runs(29), runs(19))
+    assert together.outcome == "worse" and not any(m.outcome == "worse" for m in together.metrics)
+    assert together.combined >= 20 and "together they show a drop" in together.line()
+    assert together.to_dict()["combined_e_worse"] == pytest.approx(together.combined, rel=1e-5)
+    assert decide(runs(29), runs(20)).outcome == "undecided"

@@ -203,6 +203,9 @@ def e_not_worse(baseline: tuple[int, int], current: tuple[int, int], margin: flo
     return math.exp(min(bound, 700.0)), q
 
 
+#: the most current runs a futility projection considers (a budget beyond it is as good as endless)
+MOST_RUNS = 1_000_000
+
 #: stop for futility when no undecided metric could be decided even if every run the budget leaves
 #: went at the most favourable plausible rate: the end of the current rate's 95 % Wilson interval
 #: (low for worse, high for not worse). A real drop keeps its runs (its interval reaches far below
@@ -259,14 +262,18 @@ class SequentialDecision:
     runs_spent: int = 0  # current scenario runs behind the decision
     #: undecided, and no undecided metric can be decided within the budget left (see :func:`decide`)
     futile: bool = False
+    #: the weighted mean of the metrics' worse e-values: worse when it reaches 1 / alpha
+    combined: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {"method": "two-sample mixture e-values (the infimum over the common rate of a baseline e-value "
-                          "times a current test supermartingale), weighted Bonferroni over the metrics (anytime-valid: "
+                          "times a current test supermartingale), weighted Bonferroni over the metrics and their "
+                          "weighted mean (anytime-valid: "
                           "any number of looks)",
                 "outcome": self.outcome, "alpha": self.alpha, "margin": self.margin,
                 "threshold": round(self.threshold, 6), "runs_spent": self.runs_spent, "rerun": self.rerun,
-                "futile": self.futile, "metrics": [m.to_dict() for m in self.metrics]}
+                "futile": self.futile, "combined_e_worse": _shown(self.combined),
+                "metrics": [m.to_dict() for m in self.metrics]}
 
     def needed(self) -> str:
         """Which undecided metrics the budget cannot decide, and the runs each would need."""
@@ -282,6 +289,9 @@ class SequentialDecision:
         counts = {o: sum(m.outcome == o for m in self.metrics) for o in ("worse", "not worse", "undecided")}
         head = (f"sequential {self.outcome}: {counts['worse']} worse, {counts['not worse']} not worse, "
                 f"{counts['undecided']} undecided of {len(self.metrics)} metric(s) after {self.runs_spent} run(s)")
+        if self.outcome == "worse" and not counts["worse"]:
+            head += (f"; together they show a drop (the weighted mean of their e-values, {self.combined:.3g}, "
+                     f"reached 1/alpha)")
         if self.futile:
             head += "; the budget cannot decide the undecided ones"
         elif self.outcome == "undecided" and self.rerun:
@@ -337,6 +347,7 @@ def _futile(metrics: list[SequentialMetric], current: Mapping[str, ScenarioTally
     can reach "not worse" (the outcome needs them all; the runs left spent on whole iterations of
     ``rerun``). A metric with no current rated run cannot be projected and keeps the loop going
     while the budget allows an iteration of its scenarios."""
+    budget_left = min(budget_left, MOST_RUNS)  # free runs (a dollar budget at $0 a run) are not endless
     undecided = [m for m in metrics if m.outcome == "undecided"]
     for m in undecided:
         if not m.current[1]:
@@ -353,7 +364,8 @@ def _futile(metrics: list[SequentialMetric], current: Mapping[str, ScenarioTally
         return False
     for m in undecided:
         m.projected = True
-        m.runs_needed = _runs_needed(m, current, 100 * max(1, budget_left), margin) if m.current[1] else None
+        cap = min(100 * max(1, budget_left), MOST_RUNS)
+        m.runs_needed = _runs_needed(m, current, cap, margin) if m.current[1] else None
     return True
 
 
@@ -398,9 +410,13 @@ def decide(baseline: Experiment, current: Experiment, *, alpha: float = 0.05, ma
     total = sum(weights) or 1.0
     metrics = [_metric(name, label, b, c, feeds, total / (w * alpha), margin)
                for (name, label, b, c, feeds), w in zip(rows, weights, strict=True)]
+    # the weighted mean of the worse e-values is an e-process for "no metric dropped" too, and at least
+    # as strong as weighted Bonferroni (a metric alone at W / (w alpha) puts the mean at 1 / alpha); it
+    # adds the case of several metrics dropping together (a criterion and the overall evaluation)
+    combined = sum(m.e_worse * (w / total) for m, w in zip(metrics, weights, strict=True)) if metrics else 0.0
     if not metrics:
         outcome: Outcome = "undecided"
-    elif any(m.outcome == "worse" for m in metrics):
+    elif any(m.outcome == "worse" for m in metrics) or combined >= 1.0 / alpha:
         outcome = "worse"
     elif all(m.outcome == "not worse" for m in metrics) and not problems:
         outcome = "not worse"
@@ -412,4 +428,4 @@ def decide(baseline: Experiment, current: Experiment, *, alpha: float = 0.05, ma
     if outcome == "worse" or futile:
         rerun = []
     return SequentialDecision(outcome, alpha, margin, max((m.need for m in metrics), default=1.0 / alpha), metrics,
-                              rerun, sum(cur[s].runs for s in shared), futile)
+                              rerun, sum(cur[s].runs for s in shared), futile, combined)
