@@ -308,16 +308,20 @@ def _metric(name: str, label: str, b: tuple[int, int], c: tuple[int, int], scena
     return SequentialMetric(name, label, b, c, scenarios, at_bad, at_ok, e_bad, e_ok, outcome, need=need)
 
 
-def _reaches(m: SequentialMetric, extra: int, margin: float, side: str, z: float) -> bool:
-    """Whether ``extra`` more rated runs could decide ``m`` on ``side`` if they went at the end of
-    the current rate's Wilson interval at ``z`` (the low end for worse, the high end for not worse;
-    ``z`` 0: at the current rate)."""
+def _projected(m: SequentialMetric, extra: int, margin: float, side: str, z: float) -> float:
+    """``m``'s e-value on ``side`` if ``extra`` more rated runs went at the end of the current rate's
+    Wilson interval at ``z`` (the low end for worse, the high end for not worse; ``z`` 0: at the
+    current rate)."""
     sc, nc = m.current
-    need = m.need
     low, high = wilson(sc, nc, z) or (0.0, 1.0)
     if side == "worse":
-        return e_worse(m.baseline, (sc + math.floor(extra * low), nc + extra), need)[0] >= need
-    return e_not_worse(m.baseline, (sc + math.ceil(extra * high), nc + extra), margin, need)[0] >= need
+        return e_worse(m.baseline, (sc + math.floor(extra * low), nc + extra))[0]  # tight: it is summed
+    return e_not_worse(m.baseline, (sc + math.ceil(extra * high), nc + extra), margin, m.need)[0]
+
+
+def _reaches(m: SequentialMetric, extra: int, margin: float, side: str, z: float) -> bool:
+    """Whether ``extra`` more rated runs could decide ``m`` on ``side`` (see :func:`_projected`)."""
+    return _projected(m, extra, margin, side, z) >= m.need
 
 
 def _extra(m: SequentialMetric, current: Mapping[str, ScenarioTally], iterations: int) -> int:
@@ -340,26 +344,28 @@ def _runs_needed(m: SequentialMetric, current: Mapping[str, ScenarioTally], cap:
 
 
 def _futile(metrics: list[SequentialMetric], current: Mapping[str, ScenarioTally], rerun: list[str],
-            budget_left: int, margin: float) -> bool:
-    """True when the budget left cannot change the outcome from undecided, even with every run left
-    at the most favourable plausible rate (:data:`PLAUSIBLE_Z`): no undecided metric can reach "worse" (with
-    every run left spent on its own scenarios, the most it could get), and not every undecided metric
-    can reach "not worse" (the outcome needs them all; the runs left spent on whole iterations of
-    ``rerun``). A metric with no current rated run cannot be projected and keeps the loop going
-    while the budget allows an iteration of its scenarios."""
+            budget_left: int, margin: float, alpha: float) -> bool:
+    """True when the budget left cannot change the outcome from undecided, even with every run left at
+    the most favourable plausible rate (:data:`PLAUSIBLE_Z`): no undecided metric can reach "worse"
+    alone or in the weighted mean of the metrics' worse e-values (every run left spent on each metric's
+    own scenarios, the most it could get), and not every undecided metric can reach "not worse" (the
+    outcome needs them all; the runs left spent on whole iterations of ``rerun``). A metric with no
+    current rated run cannot be projected and keeps the loop going while the budget allows an
+    iteration of its scenarios."""
     budget_left = min(budget_left, MOST_RUNS)  # free runs (a dollar budget at $0 a run) are not endless
     undecided = [m for m in metrics if m.outcome == "undecided"]
-    for m in undecided:
-        if not m.current[1]:
+    combined = 0.0  # the weighted mean of the worse e-values, the undecided ones projected (share: 1 / need alpha)
+    for m in metrics:
+        if m.outcome == "undecided" and not m.current[1]:
             if budget_left >= len(m.scenarios):
                 return False
             continue
-        own = _extra(m, current, budget_left // len(m.scenarios))
-        if own and _reaches(m, own, margin, "worse", PLAUSIBLE_Z):
-            return False
+        own = _extra(m, current, budget_left // len(m.scenarios)) if m.outcome == "undecided" else 0
+        combined += (_projected(m, own, margin, "worse", PLAUSIBLE_Z) if own else m.e_worse) / (m.need * alpha)
+    if combined >= 1.0 / alpha:  # covers one metric alone at its threshold
+        return False
     shared = budget_left // max(1, len(rerun))
-    if shared and all(m.current[1] and _reaches(m, _extra(m, current, shared), margin, "not worse",
-                                                                 PLAUSIBLE_Z)
+    if shared and all(m.current[1] and _reaches(m, _extra(m, current, shared), margin, "not worse", PLAUSIBLE_Z)
                       for m in undecided):
         return False
     for m in undecided:
@@ -424,7 +430,7 @@ def decide(baseline: Experiment, current: Experiment, *, alpha: float = 0.05, ma
         outcome = "undecided"
     rerun = sorted({s for m in metrics if m.outcome == "undecided" for s in m.scenarios})
     futile = (outcome == "undecided" and budget_left is not None
-              and _futile(metrics, cur, rerun, budget_left, margin))
+              and _futile(metrics, cur, rerun, budget_left, margin, alpha))
     if outcome == "worse" or futile:
         rerun = []
     return SequentialDecision(outcome, alpha, margin, max((m.need for m in metrics), default=1.0 / alpha), metrics,
