@@ -11,9 +11,10 @@ with ``compare.gate.evaluate``: the code of ``fabtest-compare --fail-on-regressi
 * one criterion falling from 90 % to 60 % at 5 iterations (5 and 10 scenarios);
 * the power hints: at the runs ``runs_to_decide`` names, an unchanged metric should be "not worse"
   about 80 % of the time; at ``runs_to_detect``, a drop of the margin "worse" about 80 %;
-* the sequential mode (``compare.sequential.decide``, what ``--fabtest-until-decided`` looks at
-  after each added iteration): a 90 % -> 60 % criterion with a budget of 4x the base runs, and the
-  runs it spends on an unchanged agent.
+* the sequential mode (``compare.sequential.decide`` with the budget left, what
+  ``--fabtest-until-decided`` looks at after each added iteration, futility stop included): a
+  90 % -> 60 % criterion with a budget of 4x the base runs, and the runs it spends on an unchanged
+  agent.
 
 Then two experiment files of ``--scale`` single runs each are written (as the Recorder writes them)
 and ``fabtest-compare A B --fail-on-regression`` is timed in a subprocess (target: under 10 s).

@@ -101,6 +101,24 @@ def test_the_two_sample_e_process_keeps_its_level_at_every_look() -> None:
 
 
 @pytest.mark.slow
+def test_the_not_worse_e_process_keeps_its_level_at_the_margin() -> None:
+    """The mirror: a current rate exactly the margin below the baseline's (the least favourable agent
+    that must not be called not worse), looked at every 5 runs up to 300: the not-worse e-value ever
+    reaches 1/a in at most about a of the sequences (a = 0.2)."""
+    rng = random.Random(2028)
+    crossed = 0
+    for _ in range(200):
+        base = sum(rng.random() < 0.8 for _ in range(100))
+        passed = 0
+        for n in range(5, 301, 5):
+            passed += sum(rng.random() < 0.7 for _ in range(5))
+            if e_not_worse((base, 100), (passed, n), 0.1, 5.0)[0] >= 5.0:
+                crossed += 1
+                break
+    assert crossed <= 0.2 * 200 * 1.15, crossed
+
+
+@pytest.mark.slow
 def test_an_unchanged_agent_looked_at_after_every_iteration_is_rarely_called_worse() -> None:
     """100 sequences of an unchanged agent, looked at after each of 30 iterations: called worse at
     some look in at most alpha of them (a fixed-sample test looked at 30 times is not bounded so)."""
