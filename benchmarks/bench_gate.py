@@ -11,9 +11,10 @@ with ``compare.gate.evaluate``: the code of ``fabtest-compare --fail-on-regressi
 * one criterion falling from 90 % to 60 % at 5 iterations (5 and 10 scenarios);
 * the power hints: at the runs ``runs_to_decide`` names, an unchanged metric should be "not worse"
   about 80 % of the time; at ``runs_to_detect``, a drop of the margin "worse" about 80 %;
-* the sequential mode (``compare.sequential.decide``, what ``--fabtest-until-decided`` looks at
-  after each added iteration): a 90 % -> 60 % criterion with a budget of 4x the base runs, and the
-  runs it spends on an unchanged agent.
+* the sequential mode (``compare.sequential.decide`` with the budget left, what
+  ``--fabtest-until-decided`` looks at after each added iteration, futility stop included): a
+  90 % -> 60 % criterion with a budget of 4x the base runs, and the runs it spends on an unchanged
+  agent.
 
 Then two experiment files of ``--scale`` single runs each are written (as the Recorder writes them)
 and ``fabtest-compare A B --fail-on-regression`` is timed in a subprocess (target: under 10 s).
@@ -138,7 +139,7 @@ def _until_decided(base: Experiment, rates: dict[str, dict[str, float]], complet
     cur = _experiment("cur", rates, completion, start, rng)
     iteration, added = start, 0
     while True:
-        decision = decide(base, cur, alpha=ALPHA, margin=MARGIN)
+        decision = decide(base, cur, alpha=ALPHA, margin=MARGIN, budget_left=budget - added)
         rerun = decision.rerun if decision.outcome == "undecided" else []
         if not rerun or added + len(rerun) > budget:
             return decision.outcome, decision.runs_spent

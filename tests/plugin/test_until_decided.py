@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 AGENT = '''
 from pathlib import Path
 
@@ -62,18 +64,103 @@ def test_a_regression_buys_runs_of_the_undecided_scenario_until_it_is_worse(proj
     assert "until decided against exp_base: sequential worse" in out
 
 
-def test_the_budget_stops_it_undecided(project):
+def test_an_unchanged_agent_stops_at_once_when_the_budget_cannot_decide(project):
+    """5 baseline runs per scenario bound nothing within 10 points, and 4 more runs of an unchanged
+    agent cannot show a drop: the loop spends nothing and says what would be needed (futility)."""
     _project(project)
     result = project.run("features", "--fabtest-no-preflight", "--fabtest-experiment-id", "exp_cur",
                          "--fabtest-until-decided", "--fabtest-baseline", "exp_base", "--fabtest-budget", "4")
     record = _read(project, "exp_cur")["experiment"]["until_decided"]
-    assert record["outcome"] == "undecided" and record["runs_added"] == 4 and record["iterations_added"] == 2
-    assert record["stopped"] == "the budget would be exceeded by another iteration"
-    assert len(_read(project, "exp_cur")["scenario_results"]) == 6
-    assert "4 run(s) added of a budget of 4" in project.output(result)
+    assert record["outcome"] == "undecided" and record["runs_added"] == 0 and record["futile"] is True
+    assert record["stopped"].startswith("the budget cannot decide: completion (")
+    assert "baseline's 10 are too few" in record["stopped"] or "current runs at its rate" in record["stopped"]
+    assert all("runs_needed" in m for m in record["metrics"] if m["outcome"] == "undecided")
+    assert len(_read(project, "exp_cur")["scenario_results"]) == 2
+    assert "0 run(s) added of a budget of 4 run(s)" in project.output(result)
+
+
+def test_a_regression_the_budget_could_decide_runs_until_the_next_iteration_would_pass_it(project):
+    _project(project)
+    project.write("reply.txt", "no")
+    result = project.run("features", "--fabtest-no-preflight", "--fabtest-experiment-id", "exp_cur",
+                         "--fabtest-until-decided", "--fabtest-baseline", "exp_base", "--fabtest-budget", "9")
+    record = _read(project, "exp_cur")["experiment"]["until_decided"]
+    # 0 of 6 runs against 5 of 5 would be worse; the budget buys 4 iterations of both scenarios (0 of 5)
+    assert record["outcome"] == "undecided" and record["runs_added"] == 8 and record["iterations_added"] == 4
+    assert record["stopped"] == "the budget would be exceeded by another iteration" and record["budget"] == 9
+    assert len(_read(project, "exp_cur")["scenario_results"]) == 10
+    assert "8 run(s) added of a budget of 9 run(s)" in project.output(result)
 
 
 def test_the_options_go_together(project):
     _project(project)
     result = project.run("features", "--fabtest-until-decided", "--fabtest-budget", "4")
     assert result.ret == 4 and "--fabtest-until-decided needs --fabtest-baseline EXP" in project.output(result)
+
+
+# -- a budget in dollars ----------------------------------------------------------------------------------
+JUDGED = '''
+Feature: Replies
+  Scenario: It says ok
+    When the user says "hi"
+    Then the response should satisfy "polite"
+    And the response must match "ok"
+
+  Scenario: It greets
+    When the user says "hello"
+    Then the response should satisfy "polite"
+    And the response must match "."
+'''
+
+
+def _judged_project(project, monkeypatch, fake):
+    for name, value in fake.env().items():
+        monkeypatch.setenv(name, value)
+    project.pyproject()
+    project.agent(AGENT)
+    project.feature("features/r.feature", JUDGED)
+    project.write("reply.txt", "ok")
+    base = project.run("features", "--fabtest-no-preflight", "--fabtest-iterations", "5",
+                       "--fabtest-experiment-id", "exp_base")
+    base.assert_outcomes(passed=10)
+    project.write("reply.txt", "no")
+
+
+def _dollars(doc, first_pass=1):
+    return sum(r["cost"]["usd"] for r in doc["scenario_results"] if r["iteration"] > first_pass)
+
+
+def test_a_dollar_budget_buys_iterations_at_the_recorded_cost_per_run(project, monkeypatch):
+    """The judge's tokens (fake Gemini, priced as the experiment prices them) give each run a cost;
+    a budget in dollars buys whole iterations while the next one, at each scenario's mean cost so
+    far, fits, and the record says what was spent."""
+    from fabtest.demo.offline_llm import answer
+    from fabtest.testing import FakeGemini
+
+    with FakeGemini(handler=answer) as fake:
+        _judged_project(project, monkeypatch, fake)
+        tight = project.run("features", "--fabtest-no-preflight", "--fabtest-experiment-id", "exp_tight",
+                            "--fabtest-until-decided", "--fabtest-baseline", "exp_base", "--fabtest-budget", "$0.000001")
+        roomy = project.run("features", "--fabtest-no-preflight", "--fabtest-experiment-id", "exp_roomy",
+                            "--fabtest-until-decided", "--fabtest-baseline", "exp_base", "--fabtest-budget", "1usd")
+    first = _read(project, "exp_tight")
+    assert all(r["cost"]["usd"] > 0 for r in first["scenario_results"]), [r.get("cost") for r in first["scenario_results"]]
+    record = first["experiment"]["until_decided"]
+    assert record["budget"] == "$1e-06" and record["runs_added"] == 0, {k: v for k, v in record.items() if k != "metrics"}
+    assert record["stopped"] == "the budget would be exceeded by another iteration", record["stopped"]
+    doc = _read(project, "exp_roomy")
+    record = doc["experiment"]["until_decided"]
+    assert record["budget"] == "$1" and record["runs_added"] > 0 and record["outcome"] == "worse", project.output(roomy)
+    # each look waits for the soft verdicts still with the judge: the record has every added run's cost
+    assert record["usd_added"] == pytest.approx(_dollars(doc), abs=1e-6) and 0 < record["usd_added"] <= 1.0
+    assert "added of a budget of $1 " in project.output(roomy)
+
+
+@pytest.mark.parametrize("value", ["five", "$", "-3", "0", "$0", "5 euros"])
+def test_a_malformed_budget_is_a_usage_error(project, value):
+    _project(project)
+    result = project.run("features", "--fabtest-until-decided", "--fabtest-baseline", "exp_base",
+                         "--fabtest-budget", value)
+    out = project.output(result)
+    assert result.ret == 4 and "--fabtest-budget" in out, out
+    assert "expected" in out and ("scenario run" in out or "$0" in out), out

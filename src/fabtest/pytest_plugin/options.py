@@ -38,15 +38,14 @@ def _iterations(text: str) -> int:
     return value
 
 
-def _budget(text: str) -> int:
-    """``--fabtest-budget``: a whole number of scenario runs, at least 1."""
+def _budget(text: str) -> Any:
+    """``--fabtest-budget``: scenario runs (``200``) or dollars (``$5``, ``5usd``)."""
+    from fabtest.pytest_plugin.until_decided import parse_budget
+
     try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of scenario runs, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected at least 1 scenario run, got {value}")
-    return value
+        return parse_budget(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -73,8 +72,9 @@ def add_options(parser: pytest.Parser) -> None:
                          "(anytime-valid e-values; docs/gates.md)")
     group.addoption("--fabtest-baseline", default=None, metavar="EXP",
                     help="the experiment --fabtest-until-decided decides against (id, id prefix or path)")
-    group.addoption("--fabtest-budget", type=_budget, default=None, metavar="RUNS",
-                    help="the most scenario runs --fabtest-until-decided may add")
+    group.addoption("--fabtest-budget", type=_budget, default=None, metavar="RUNS|$USD",
+                    help="the most --fabtest-until-decided may add: scenario runs (200) or dollars ($5, 5usd; "
+                         "at each scenario's recorded cost per run)")
     group.addoption("--fabtest-agent", default=None, metavar="MODULE:ATTR", help="the default agent")
     group.addoption("--fabtest-agent-timeout", type=float, default=None, metavar="S", help="timeout per agent call")
     group.addoption("--fabtest-concurrency", type=int, default=None, metavar="N",

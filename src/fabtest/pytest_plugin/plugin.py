@@ -84,7 +84,8 @@ def pytest_configure(config: pytest.Config) -> None:
         if hasattr(config, "workerinput") or config.getoption("numprocesses", None):
             raise pytest.UsageError("--fabtest-until-decided runs its extra iterations in one process: drop -n")
         config.pluginmanager.register(until_decided.UntilDecided(config, session.recording, session.iterations,
-                                                                 session.summary.notes), "fabtest-until-decided")
+                                                                 session.summary.notes, session.settle_late),
+                                      "fabtest-until-decided")
 
 
 def _register_concurrency(config: pytest.Config, limit: int) -> None:

@@ -148,6 +148,13 @@ class FabtestSession:
         if isinstance(late, list) and late:
             self.recording.record_late(late)
 
+    def settle_late(self) -> None:
+        """Wait for the soft verdicts still with the judge and record them (``--fabtest-until-decided``
+        looks at complete runs: their criteria and their cost)."""
+        self.late.wait()
+        if ready := self.late.take():
+            self.recording.record_late(ready)
+
     def _finish_late(self, interrupted: bool) -> bool:
         """Wait for this process's soft verdicts still with the judge (not when interrupted: those
         stay skipped, with the reason) and hand them over; returns whether the run was interrupted."""

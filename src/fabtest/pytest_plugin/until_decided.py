@@ -2,26 +2,69 @@
 
 ``pytest features/ --fabtest-baseline EXP --fabtest-until-decided --fabtest-budget N`` runs the
 suite as usual, then looks at the sequential gate (:mod:`fabtest.compare.sequential`) of what was
-recorded so far against the baseline experiment. While a metric is undecided and the budget (scenario
-runs beyond the first pass) allows one more whole iteration of the scenarios that feed the undecided
-metrics, it runs that iteration (new iteration numbers, so the judge's and simulator's caches do not
-repeat a run) and looks again. The e-values stay valid at every look, so stopping as soon as every
-metric is decided costs no error rate. The experiment's ``experiment.until_decided`` records the
-baseline, the budget, the runs spent and the sequential decision.
+recorded so far against the baseline experiment. While a metric is undecided and the budget allows
+one more whole iteration of the scenarios that feed the undecided metrics, it runs that iteration
+(new iteration numbers, so the judge's and simulator's caches do not repeat a run) and looks again.
+It stops early when the budget left cannot decide anything (futility, see ``decide``). The
+e-values stay valid at every look and under any stopping rule, so neither stop costs an error rate.
+
+The budget is scenario runs beyond the first pass (``200``) or dollars (``$5``, ``5usd``): the
+next iteration's cost is estimated from the recorded cost of each scenario's runs so far (the
+experiment's own pricing), and an iteration that would pass the budget is not started. The
+experiment's ``experiment.until_decided`` records the baseline, the budget, the runs and dollars
+spent and the sequential decision.
 
 Runs one by one, after the main loop: the extra iterations are few and chosen one look at a time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator
+import math
+import re
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from fabtest.pytest_plugin.stash_keys import ITERATION_KEY
 
-__all__ = ["UntilDecided", "check_options"]
+__all__ = ["Budget", "UntilDecided", "check_options", "parse_budget"]
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """``--fabtest-budget``: at most ``amount`` scenario runs (``usd`` False) or US dollars added."""
+
+    amount: float
+    usd: bool = False
+
+    def __str__(self) -> str:
+        return f"${self.amount:g}" if self.usd else f"{int(self.amount)} run(s)"
+
+    def to_json(self) -> int | str:
+        return f"${self.amount:g}" if self.usd else int(self.amount)
+
+
+_DOLLARS = re.compile(r"^\s*(?:\$\s*(?P<a>\d+(?:\.\d+)?)|(?P<b>\d+(?:\.\d+)?)\s*(?:usd|\$))\s*$", re.I)
+
+
+def parse_budget(text: str) -> Budget:
+    """``200`` (scenario runs), ``$5``, ``$2.50``, ``5usd`` or ``5 USD`` (dollars); ValueError says what is
+    expected."""
+    text = str(text)
+    dollars = _DOLLARS.match(text)
+    if dollars:
+        amount = float(dollars.group("a") or dollars.group("b"))
+        if amount <= 0:
+            raise ValueError(f"expected a budget above $0, got {text!r}")
+        return Budget(amount, usd=True)
+    if text.strip().isdigit():
+        runs = int(text)
+        if runs < 1:
+            raise ValueError(f"expected at least 1 scenario run, got {runs}")
+        return Budget(runs)
+    raise ValueError(f"expected scenario runs (200) or dollars ($5, 5usd), got {text!r}")
 
 
 def check_options(config: pytest.Config) -> None:
@@ -40,13 +83,16 @@ def check_options(config: pytest.Config) -> None:
 class UntilDecided:
     """The extra iterations after the main loop; registered only with ``--fabtest-until-decided``."""
 
-    def __init__(self, config: pytest.Config, recording: Any, iterations: int, notes: list[str]) -> None:
+    def __init__(self, config: pytest.Config, recording: Any, iterations: int, notes: list[str],
+                 settle: Callable[[], None] | None = None) -> None:
         self.config = config
         self.recording = recording  # the session's ExperimentRecording
         self.iterations = iterations
         self.notes = notes  # the run summary's notes
+        self.settle = settle  # waits for the soft verdicts still with the judge (their criteria and cost)
         self.baseline_ref = str(config.getoption("--fabtest-baseline"))
-        self.budget = int(config.getoption("--fabtest-budget"))
+        budget = config.getoption("--fabtest-budget")
+        self.budget: Budget = budget if isinstance(budget, Budget) else parse_budget(str(budget))
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, Any, None]:
@@ -64,26 +110,62 @@ class UntilDecided:
 
         _, baseline = read_experiment(self.baseline_ref, self.recording.results_dir)
         recorder = self.recording.recorder()
-        spent, iteration = 0, self.iterations
+        spent, iteration, stopped = 0, self.iterations, ""
         while True:
+            if self.settle is not None:
+                self.settle()
+            rows = recorder.index_rows()
             current = Experiment({})
-            current.add_rows(recorder.index_rows())
-            decision = decide(baseline, current)
+            current.add_rows(rows)
+            usd = _costs(rows, self.iterations)
+            runs_left = self._runs_left(spent, usd)
+            decision = decide(baseline, current, budget_left=None if runs_left is None else max(0, runs_left))
             rerun = self._items(session, recorder, set(decision.rerun)) if decision.outcome == "undecided" else []
-            if not rerun or spent + len(rerun) > self.budget or session.shouldstop or session.shouldfail:
+            wanted = sorted({s for m in decision.metrics if m.outcome == "undecided" for s in m.scenarios}
+                            if decision.outcome == "undecided" else ())
+            if runs_left is None and rerun:
+                stopped = "the cost of a run is unknown (a model without a price): a dollar budget cannot be kept"
+            elif wanted and self._next_cost(wanted, usd) > self._left(spent, usd):
+                stopped = "the budget would be exceeded by another iteration"
+            elif decision.futile:
+                stopped = f"the budget cannot decide: {decision.needed()}"
+            if not rerun or stopped or session.shouldstop or session.shouldfail:
                 break
             iteration += 1
             for item in rerun:
                 clone = _clone(item, iteration)
                 clone.ihook.pytest_runtest_protocol(item=clone, nextitem=None)
             spent += len(rerun)
-        stopped = ("every metric decided" if decision.outcome != "undecided" else
-                   "the budget would be exceeded by another iteration" if decision.rerun else "nothing left to run")
-        record = {"baseline": self.baseline_ref, "budget": self.budget, "runs_added": spent,
-                  "iterations_added": iteration - self.iterations, "stopped": stopped, **decision.to_dict()}
+        stopped = stopped or ("every metric decided" if decision.outcome != "undecided" else "nothing left to run")
+        if self.settle is not None:
+            self.settle()
+        dollars = _costs(recorder.index_rows(), self.iterations)["added"]
+        record = {"baseline": self.baseline_ref, "budget": self.budget.to_json(), "runs_added": spent,
+                  "usd_added": round(dollars, 6), "iterations_added": iteration - self.iterations,
+                  "stopped": stopped, **decision.to_dict()}
         recorder.set_until_decided(record)
-        self.notes.append(f"fabtest: until decided against {self.baseline_ref}: {decision.line()}; {spent} run(s) "
+        added = f"{spent} run(s)" + (f" (${dollars:.4f})" if self.budget.usd else "")
+        self.notes.append(f"fabtest: until decided against {self.baseline_ref}: {decision.line()}; {added} "
                           f"added of a budget of {self.budget} ({stopped})")
+
+    def _left(self, spent: int, usd: dict[str, Any]) -> float:
+        """What is left of the budget: runs, or dollars."""
+        return self.budget.amount - (usd["added"] if self.budget.usd else spent)
+
+    def _runs_left(self, spent: int, usd: dict[str, Any]) -> int | None:
+        """The scenario runs the budget still buys (dollars: at the mean cost of a run so far; None: unknown)."""
+        if not self.budget.usd:
+            return int(self.budget.amount) - spent
+        if usd["unknown"] or usd["mean"] is None:
+            return None
+        return int(self._left(spent, usd) / usd["mean"]) if usd["mean"] > 0 else 10**9
+
+    def _next_cost(self, scenario_ids: list[str], usd: dict[str, Any]) -> float:
+        """The next iteration's runs, or (dollars) its cost: each scenario's mean cost per run so far."""
+        if not self.budget.usd:
+            return len(scenario_ids)
+        per = usd["per_scenario"]
+        return sum(per.get(sid, usd["mean"] or 0.0) for sid in scenario_ids)
 
     @staticmethod
     def _items(session: pytest.Session, recorder: Any, scenario_ids: set[str]) -> list[pytest.Function]:
@@ -98,6 +180,26 @@ class UntilDecided:
                     seen.add(key)
                     out.append(item)
         return out
+
+
+def _costs(rows: list[list[Any]], first_pass: int) -> dict[str, Any]:
+    """From the index rows: the dollars of the runs added after the ``first_pass`` iterations, the mean
+    cost of a run, per scenario, and whether some run's cost is unknown (unpriced tokens)."""
+    per: dict[str, list[float]] = {}
+    added, unknown = 0.0, False
+    for row in rows:
+        sid, it, cost, complete = row[0], row[2], row[12], row[13]
+        if row[4]:  # skipped: no run
+            continue
+        if not isinstance(cost, (int, float)) or not complete:
+            unknown = True
+            continue
+        per.setdefault(sid, []).append(float(cost))
+        if isinstance(it, int) and it > first_pass:
+            added += float(cost)
+    every = [c for costs in per.values() for c in costs]
+    return {"added": added, "unknown": unknown, "mean": sum(every) / len(every) if every else None,
+            "per_scenario": {sid: math.fsum(c) / len(c) for sid, c in per.items()}}
 
 
 def _without_iteration(nodeid: str) -> str:
