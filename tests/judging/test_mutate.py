@@ -351,3 +351,15 @@ def test_rejudge_shows_the_judge_what_the_run_showed_it(project: pytest.Pytester
     booking = next(r for r in again if "480 euros" in r.text)
     assert "book_venue" in booking.prompt and '"booking": "B-7"' in booking.prompt  # the call and its result
     assert {r.prompt for r in again} <= during_run  # the very prompts of the run, no other
+
+
+def test_progress_is_a_line_per_tenth_of_the_mutants_on_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+    from fabtest.cli.mutate import _progress
+
+    show = _progress(200)
+    for i in range(200):
+        show(f"run {i}")
+    out, err = capsys.readouterr()
+    lines = err.splitlines()
+    assert out == "" and len(lines) == 11  # the first, then every 20th
+    assert lines[0] == "  mutant 1/200: run 0" and lines[-1] == "  mutant 200/200: run 199"

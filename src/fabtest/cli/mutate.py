@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -115,7 +116,7 @@ def run_mutate(args: argparse.Namespace, results_dir: str) -> int:
             return stop
     try:
         outcomes = run_mutants(planned, judge if llm else None, judge_reason=reason,
-                               progress=lambda line: print(f"mutant of {line}", file=sys.stderr))
+                               progress=_progress(len(planned)))
     except FabtestError as exc:  # LLMError included: the judge failed for good
         return fail(f"the judge failed: {exc}")
     table = mutation_table(outcomes, results)
@@ -132,3 +133,17 @@ def run_mutate(args: argparse.Namespace, results_dir: str) -> int:
     else:
         sys.stdout.write(render_mutation_text(table, source=info.id, path=str(path)))
     return EXIT_OK
+
+
+def _progress(total: int) -> Callable[[str], None]:
+    """Progress on stderr, the first mutant and then one line per tenth of them: a line per mutant
+    buried the table under hundreds of lines."""
+    step, seen = max(1, total // 10), 0
+
+    def show(line: str) -> None:
+        nonlocal seen
+        seen += 1
+        if seen == 1 or seen % step == 0 or seen == total:
+            print(f"  mutant {seen}/{total}: {line}", file=sys.stderr, flush=True)
+
+    return show

@@ -85,7 +85,7 @@ def render_mutation_text(table: dict[str, Any], *, source: str, path: str | None
     lines.append("")
     lines.append(tabulate([[r["check"], r["exposed"], r["caught"], _pct(r["share"]), r["status"]]
                            for r in table["checks"]],
-                          headers=["Check", "Exposed", "Caught", "Share", ""]))
+                          headers=["Check", "Exposed", "Caught", "Share", "Status"]))
     for title, key, why in (
         ("Vacuous", "vacuous", "changed by a mutant, never failed: it would not notice these mistakes"),
         ("Untouched", "untouched", "no mutant changed what they look at"),
