@@ -159,6 +159,21 @@ def test_the_flag_reaches_the_command_show_report_and_view(project: pytest.Pytes
     assert "Criterion robustness" in page and "1 flagged above 20% moved: friendly" in page
 
 
+def test_the_next_runs_summary_names_a_criterion_an_earlier_audit_flagged(
+        project: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
+    """The audit comes after a run, so the run that follows is the first to hear of it: its end-of-run
+    summary names each criterion it used that the newest audit judging it flagged."""
+    assert main(["rejudge", "exp_p", "--perturb"]) == 0
+    capsys.readouterr()
+    result = project.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", "--fabtest-experiment-id", "exp_q",
+                               "--fabtest-no-preflight")
+    result.assert_outcomes(passed=1)
+    out = result.stdout.str()
+    assert "Criterion robustness (earlier audits, fabtest rejudge --perturb)" in out
+    assert "NOT ROBUST: 'friendly' moved in 25.0% of its perturbed judgements (1/4) in the audit of exp_p" in out
+    assert "'The reply is short'" not in out.split("Criterion robustness (earlier audits")[1].split("──")[0]  # not flagged
+
+
 def test_self_preference_is_warned(project: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
     path = project.path / "results" / "exp_p.json"
     doc = json.loads(path.read_text())

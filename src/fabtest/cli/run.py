@@ -191,13 +191,14 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
         restore_sigterm(sigterm)
         _close_roles(roles)
     if recorder is not None:
+        from fabtest.experiment.robustness import attach_robustness
         from fabtest.report.console import previous_experiment_id, render_summary
 
         try:
             path = recorder.finalise(interrupted=interrupted)
         except OSError as exc:
             return _error(cannot_save_message(exc, recorder.journal))
-        doc = recorder.document(interrupted=interrupted)
+        doc = attach_robustness(recorder.document(interrupted=interrupted), results_dir)
         text = render_summary(doc, _relative(str(path), root), previous_experiment_id(results_dir, experiment_id))
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
     elif unsaved:

@@ -15,7 +15,8 @@ from typing import Any
 
 from fabtest._internal.files import write_text_atomic
 
-__all__ = ["ROBUSTNESS_DIR", "attach_robustness", "read_robustness", "robustness_path", "write_robustness"]
+__all__ = ["ROBUSTNESS_DIR", "attach_robustness", "earlier_flags", "read_robustness", "robustness_path",
+           "write_robustness"]
 
 ROBUSTNESS_DIR = "robustness"
 
@@ -43,7 +44,32 @@ def read_robustness(results_dir: str | os.PathLike[str], experiment_id: str) -> 
 
 
 def attach_robustness(doc: dict[str, Any], results_dir: str | os.PathLike[str]) -> dict[str, Any]:
-    """``doc`` with its audit under ``robustness`` when one was written (a copy; ``doc`` unchanged)."""
+    """``doc`` with its audit under ``robustness`` when one was written; without one (a run that just
+    ended: the audit is made afterwards), the criteria it used that the latest earlier audit of each
+    flagged, under ``robustness_flags`` (a copy; ``doc`` unchanged)."""
     exp_id = (doc.get("experiment") or {}).get("id") if isinstance(doc.get("experiment"), dict) else None
     audit = read_robustness(results_dir, str(exp_id)) if exp_id else None
-    return {**doc, "robustness": audit} if audit else doc
+    if audit:
+        return {**doc, "robustness": audit}
+    flags = earlier_flags(results_dir, list(doc.get("criteria_results") or {}))
+    return {**doc, "robustness_flags": flags} if flags else doc
+
+
+def earlier_flags(results_dir: str | os.PathLike[str], criteria: list[str]) -> list[dict[str, Any]]:
+    """For each of ``criteria``, the newest audit in ``results/robustness/`` that judged it; the ones
+    that audit flagged (its verdicts moved with the wording more than ``--max-move``), with the
+    audit's experiment and figures: a run's verdicts on such a criterion may be noise."""
+    audits = sorted(Path(results_dir, ROBUSTNESS_DIR).glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+    out, seen = [], set()
+    for path in audits:
+        audit = read_robustness(results_dir, path.stem) or {}
+        judged: dict[str, Any] = audit["criteria"] if isinstance(audit.get("criteria"), dict) else {}
+        for name in criteria:
+            if name in seen or name not in judged:
+                continue
+            seen.add(name)
+            c = judged[name]
+            if isinstance(c, dict) and c.get("flagged"):
+                out.append({"criterion": name, "experiment": path.stem, "move_rate": c.get("move_rate"),
+                            "moved": c.get("moved"), "judgements": c.get("judgements")})
+    return out

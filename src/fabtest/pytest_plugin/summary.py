@@ -29,9 +29,11 @@ class RunSummary:
 
     def experiment_written(self, session: pytest.Session, path: Path, recorder: Any, interrupted: bool) -> None:
         """The experiment's summary (and its coverage floors) once it is written to ``path``."""
+        from fabtest.experiment.robustness import attach_robustness
         from fabtest.report.console import previous_experiment_id, render_summary
 
-        doc = recorder.document(interrupted=interrupted)
+        # an earlier audit's flags on the criteria this run used (the audit of this run comes later)
+        doc = attach_robustness(recorder.document(interrupted=interrupted), recorder.results_dir)
         root = str(self.config.rootpath)
         shown = os.path.relpath(path, root) if path.is_relative_to(root) else path
         self.text = render_summary(doc, shown, previous_experiment_id(recorder.results_dir, recorder.experiment_id))

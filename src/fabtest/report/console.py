@@ -247,9 +247,16 @@ def _variance(doc: dict[str, Any]) -> list[str]:
 
 
 def _robustness(doc: dict[str, Any]) -> list[str]:
-    """The criterion robustness audit (``fabtest rejudge --perturb``), when one was written."""
+    """The criterion robustness audit (``fabtest rejudge --perturb``), when one was written; else the
+    criteria of this run that an earlier audit flagged (``robustness_flags``)."""
     audit = doc.get("robustness")
-    return [*robustness_lines(audit), ""] if isinstance(audit, dict) else []
+    if isinstance(audit, dict):
+        return [*robustness_lines(audit), ""]
+    flags = doc.get("robustness_flags") or []
+    lines = [f"  NOT ROBUST: {f['criterion']!r} moved in {pct(f.get('move_rate'))} of its perturbed judgements "
+             f"({f.get('moved')}/{f.get('judgements')}) in the audit of {f['experiment']}: its verdicts here may turn "
+             "on the judge's reading of the wording (docs/how-to/robustness.md)" for f in flags]
+    return ["Criterion robustness (earlier audits, fabtest rejudge --perturb)", *lines, ""] if lines else []
 
 
 def _simulator_validity(validity: dict[str, Any] | None) -> list[str]:
