@@ -40,3 +40,20 @@ def test_the_html_report_says_how_many_were_not_applicable() -> None:
     from fabtest.report.html import render_experiment_html
 
     assert "2 evaluation(s) were not applicable" in render_experiment_html(_doc())
+
+
+def test_the_html_report_and_the_view_have_a_column_per_unrated_verdict() -> None:
+    """The criterion table of the report (and of fabtest view's experiment page, which shows the same
+    section) counts inconclusive and not-applicable verdicts beside each rate, as the console does."""
+    import re
+
+    from fabtest.report.html import render_experiment_html
+    from fabtest.view.scenarios import experiment_page
+
+    for page in (render_experiment_html(_doc()), experiment_page(_doc())):
+        table = page[page.index("Quality by criterion"):]
+        table = table[table.index("<table"):table.index("</table>")]
+        assert "<th>Inconclusive</th>" in re.sub(r"<th[^>]*>", "<th>", table)
+        cells = lambda name: re.findall(r"<td[^>]*>([^<]*)</td>",  # noqa: E731
+                                        table[table.index(name):].split("</tr>")[0])
+        assert cells("offers a drink")[-2:] == ["0", "2"] and cells("friendly")[-2:] == ["1", "0"]

@@ -120,11 +120,15 @@ def _criteria_section(doc: dict[str, Any]) -> str:
                 f'{note_html}</div>')
     chart = rate_chart([(n, e.get("rate"), f"({e.get('passed', 0)}/{e.get('evaluated', 0)})")
                         for n, e in criteria.items()], "criteria rates")
+    # inconclusive and not-applicable verdicts beside the rate they are left out of, as the console does
+    unrated = any(e.get("inconclusive") or e.get("not_applicable") for e in criteria.values())
     rows = [[_e(n), str(e.get("evaluated", 0)), str(e.get("passed", 0)), pct(e.get("rate"))]
+            + ([str(e.get("inconclusive", 0)), str(e.get("not_applicable", 0))] if unrated else [])
             for n, e in criteria.items()]
+    headers = ["Criterion", "Evaluated", "Passed", "Rate", *(["Inconclusive", "Not applicable"] if unrated else [])]
     return (
         f'<h2>Quality by criterion</h2><div class="panel">{chart}</div>'
-        f'<div class="panel">{_table(["Criterion", "Evaluated", "Passed", "Rate"], rows, {1, 2, 3})}{note_html}</div>'
+        f'<div class="panel">{_table(headers, rows, set(range(1, len(headers))))}{note_html}</div>'
     )
 
 
