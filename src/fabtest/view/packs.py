@@ -91,7 +91,7 @@ def ascii7(data: bytes) -> str:
     ``ceil(8n / 7)`` characters, one byte of UTF-8 each; ``view.js`` reads ``floor(7 * length / 8)``
     bytes back from their code points' low 7 bits."""
     padded = data + bytes(-len(data) % 7)
-    chars = []
+    chars: list[str] = []
     for i in range(0, len(padded), 7):
         n = int.from_bytes(padded[i:i + 7], "big")
         chars.extend(chr((n >> shift) & 127) for shift in range(49, -1, -7))
