@@ -75,10 +75,9 @@
     var bar = $("scenario-filters"), sources = JSON.parse((bar && bar.dataset.sources) || "[]"), texts = null;
     var on = function (id) { return $(id) ? $(id).checked : false; };
     var val = function (id) { return $(id) ? $(id).value : ""; };
-    // a row's runs: "<source index>:<run key>" from data-runs (an experiment's row), else read
-    // from its run links (a comparison's): the link's folder is its experiment's, where its pack is
+    // a row's runs, "<source index>:<run key>", read from its run links: the link's folder is its
+    // experiment's, where its pack is
     var runsOf = function (r) {
-      if (r.dataset.runs) return r.dataset.runs.split(" ");
       return Array.prototype.map.call(r.querySelectorAll("a.run"), function (a) {
         var href = a.getAttribute("href"), cut = href.lastIndexOf("/") + 1, dir = href.slice(0, cut);
         var name = href.indexOf("#") >= 0 ? href.slice(href.indexOf("#") + 1) : href.slice(cut).replace(/\.html$/, "");
