@@ -5,6 +5,7 @@ written by an older fabtest or another tool may still hold the GEMINI_API_KEY va
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -56,12 +57,10 @@ def test_written_pages_redact_the_llm_key(results: Path, tmp_path: Path) -> None
         text = page.read_text(encoding="utf-8")
         assert KEY not in text, page
     # a static build's conversations are gzipped inside exp/<id>/runs.js: grep cannot see them, unpack them
-    import base64
-    import gzip
-    import re
+    from fabtest.view.packs import unpack_script
 
     packs = sorted((tmp_path / "site").glob("exp/*/runs.js"))
     assert len(packs) == 2
     for pack in packs:
-        unpacked = gzip.decompress(base64.b64decode(re.search(r'="([^"]+)"', pack.read_text()).group(1))).decode()
+        unpacked = json.dumps(unpack_script(pack.read_text(encoding="utf-8")), ensure_ascii=False)
         assert KEY not in unpacked and "scenario ***" in unpacked, pack

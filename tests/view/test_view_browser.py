@@ -192,6 +192,8 @@ def test_find_things_in_an_experiment_search_changed_grouped_sorted(page, result
 
     _search(page, "reply of EXPERIMENT 8")  # only scenario 0's agent says it, in both runs
     assert _visible(page, "tr.scn") == 2 and _visible(page, "tbody.group") == 1
+    # each row's run is read from its link (no data-runs copy of it, issue 31's 50 MB), which is marked
+    assert page.locator("a.run.hit").count() == 2 and "data-runs" not in page.content()
     _search(page, "experiment 7")
     assert _visible(page, "tr.scn") == 0 and page.locator("#f-count").text_content() == "0 of 16 shown"
     page.fill("#f-text", "")

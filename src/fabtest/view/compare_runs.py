@@ -47,7 +47,8 @@ def comparison_runs(base_id: str, cur_id: str, base_doc: Mapping[str, Any], cur_
             for run in runs:
                 it = run.get("iteration") or 1
                 mark = "passed" if run.get("passed") else "skipped" if run.get("skipped") else "failed"
-                links.append(f'<a href="{e("../" + conversation_path(exp, sid, it))}" class="run r-{mark[0]}">'
+                tone = "" if mark == "passed" else f" r-{mark[0]}"  # a passed run is the plain case
+                links.append(f'<a href="{e("../" + conversation_path(exp, sid, it))}" class="run{tone}">'
                              f'{e(it)}{"✓" if mark == "passed" else "✗"}</a>')
             passed = sum(1 for r in runs if r.get("passed"))
             counted = sum(1 for r in runs if not r.get("skipped"))

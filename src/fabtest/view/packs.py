@@ -1,9 +1,12 @@
 """An experiment's runs as one small compressed script, loaded by the pages that need it.
 
-``exp/<id>/runs.js`` sets ``window.fabtestData["runs:<id>"]`` to the base64 of the gzip of a JSON
-object keyed by :func:`run_key` (``<scenario slug>-r<iteration>``). A ``<script>`` file, not JSON:
-a static build opened from ``file://`` cannot ``fetch``, but it can load a script. ``view.js``
-unpacks it with the browser's ``DecompressionStream``.
+``exp/<id>/runs.js`` sets ``window.fabtestData["runs:<id>"]`` to the gzip of a JSON object keyed by
+:func:`run_key` (``<scenario slug>-r<iteration>``), 7 bits of it per ASCII character of a string
+(:func:`ascii7`: 8/7 of the gzip's size where base64 is 4/3; read as UTF-8, as the pages declare
+and the server sends it). A
+``<script>`` file, not JSON: a static build opened from ``file://`` cannot ``fetch``, but it can
+load a script. ``view.js`` unpacks it with the browser's ``DecompressionStream``;
+:func:`unpack_script` does the same in Python.
 
 - Served, each run's value is its searchable text (:func:`search_text`): the transcript search of
   the experiment's page and of every comparison it is in loads it on the first word typed, so no
@@ -17,7 +20,6 @@ unpacks it with the browser's ``DecompressionStream``.
 
 from __future__ import annotations
 
-import base64
 import gzip
 import json
 import re
@@ -27,8 +29,8 @@ from typing import Any
 from fabtest._internal import redaction
 from fabtest.view.layout import e, experiment_path, page, scenario_slug
 
-__all__ = ["RUNS", "SHELL", "pack_key", "pack_path", "pack_script", "packed_links", "run_key", "search_index",
-           "search_text", "shell_page"]
+__all__ = ["RUNS", "SHELL", "ascii7", "pack_key", "pack_path", "pack_script", "packed_links", "run_key", "search_index",
+           "search_text", "shell_page", "unpack_script"]
 
 RUNS = "runs.js"
 SHELL = "conversation.html"
@@ -71,12 +73,47 @@ def search_index(doc: Mapping[str, Any]) -> dict[str, str]:
 
 
 def pack_script(key: str, data: Any) -> bytes:
-    """A script that hands ``data`` (JSON, gzipped, base64) to ``view.js`` under ``key``."""
+    """A script that hands ``data`` (JSON, gzipped, :func:`ascii7`) to ``view.js`` under ``key``."""
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
     if redaction.secrets():  # the server redacts what it sends, but cannot see inside the gzip
         text = redaction.redact(text)
-    packed = base64.b64encode(gzip.compress(text.encode(), compresslevel=9, mtime=0)).decode()
+    packed = ascii7(gzip.compress(text.encode(), compresslevel=9, mtime=0)).translate(_ESCAPES)
     return f"(window.fabtestData=window.fabtestData||{{}})[{json.dumps(key)}]=\"{packed}\";\n".encode()
+
+
+#: the code points a string literal cannot hold as they are (NUL, line breaks, quote, backslash)
+#: move up by 128: two bytes of UTF-8 each, as an escape would take, and ``view.js`` keeps 7 bits
+_ESCAPES = {c: chr(0x80 | c) for c in (0, 10, 13, 34, 92)}
+
+
+def ascii7(data: bytes) -> str:
+    """``data`` 7 bits per character (code points 0-127, big-endian, the last one zero-padded):
+    ``ceil(8n / 7)`` characters, one byte of UTF-8 each; ``view.js`` reads ``floor(7 * length / 8)``
+    bytes back from their code points' low 7 bits."""
+    padded = data + bytes(-len(data) % 7)
+    chars: list[str] = []
+    for i in range(0, len(padded), 7):
+        n = int.from_bytes(padded[i:i + 7], "big")
+        chars.extend(chr((n >> shift) & 127) for shift in range(49, -1, -7))
+    return "".join(chars[: -(-len(data) * 8 // 7)])
+
+
+def unpack_script(script: str) -> Any:
+    """The data a :func:`pack_script` script holds (what ``view.js`` unpacks in the browser)."""
+    literal = script[script.index("=", script.index("]")) + 1: script.rindex('"') + 1]
+    text = json.loads(literal, strict=False)  # the raw control characters ascii7 uses
+    return json.loads(gzip.decompress(_bytes7(text)))
+
+
+def _bytes7(text: str) -> bytes:
+    out = bytearray()
+    acc = bits = 0
+    for c in text:
+        acc, bits = ((acc << 7) | (ord(c) & 127)) & 0x7FFF, bits + 7
+        if bits >= 8:
+            bits -= 8
+            out.append((acc >> bits) & 255)
+    return bytes(out)
 
 
 _CONVERSATION_LINK = re.compile(r'href="([^"]*?exp/[^/"]+/)([A-Za-z0-9_.-]+-r\d+)\.html"')

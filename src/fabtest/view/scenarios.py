@@ -13,7 +13,7 @@ from fabtest.experiment.fmt import num, pct, usd
 from fabtest.report.html import experiment_sections, page_header
 from fabtest.view.labels import judged_checks
 from fabtest.view.layout import as_dict, conversation_path, e, experiment_path, link, page
-from fabtest.view.packs import pack_key, pack_path, run_key
+from fabtest.view.packs import pack_key, pack_path
 
 __all__ = ["conversation_page", "conversation_parts", "data_attrs", "experiment_page", "run_filters"]
 
@@ -93,8 +93,10 @@ def experiment_page(doc: dict[str, Any], changed: Mapping[str, str] | None = Non
             attrs = data_attrs(flaky="1" if sid in flaky else "", failure=failure, changed="1" if change else "",
                           criteria=chr(10).join(failed_criteria[id(x)]), tools=chr(10).join(tools_of[id(x)]))
             rows.append(
-                f'<tr class="scn" data-status="{_status(x)}" data-runs="0:{e(run_key(sid, it))}"{attrs}>'
-                f"<td>{_badge(x)}</td><td>{link('../', conversation_path(exp_id, sid, it), f'{name} · run {it}')}</td>"
+                # no data-runs: view.js reads the run from its link (class run), as on a comparison
+                f'<tr class="scn" data-status="{_status(x)}"{attrs}>'
+                f"<td>{_badge(x)}</td>"
+                f"<td>{link('../', conversation_path(exp_id, sid, it), f'{name} · run {it}', 'run')}</td>"
                 f'<td class="num">{e(it)}</td><td class="num">{e(x.get("turns") or 0)}</td>'
                 f'<td class="num">{e(pct(ev.get("rate")))}</td><td>{e(x.get("failure_message") or "")}</td>'
                 '<td></td></tr>'
@@ -121,8 +123,8 @@ def run_filters(sources: list[tuple[str, str]], types: Sequence[str] = (), crite
                 failed: str = "failed only") -> str:
     """The filter bar over a table of runs (``tr.scn``; view.js applies it): search the transcripts
     of ``sources`` (experiment id, root prefix: their ``runs.js`` is loaded on the first word
-    typed; a row's ``data-runs`` names its runs as ``<source index>:<run key>``, else its
-    ``a.run`` links do), failed, flaky, changed (``changed``: the box's label), failure type,
+    typed; a row's ``a.run`` links name its runs: the link's folder is its experiment's, where
+    its pack is), failed, flaky, changed (``changed``: the box's label), failure type,
     failed criterion, called tool. The experiment page and the comparison page share it."""
     packs = [[root + pack_path(exp), pack_key(exp)] for exp, root in sources]
 

@@ -24,12 +24,16 @@
     apply();
   }
 
-  // data packs (packs.py): a script sets window.fabtestData[key] to base64 gzip JSON; loaded once,
-  // by a <script> element (a static build opened from file:// cannot fetch)
+  // data packs (packs.py): a script sets window.fabtestData[key] to gzip JSON, 7 bits per character
+  // (packs.ascii7); loaded once, by a <script> element (a static build opened from file:// cannot fetch)
   var packs = {};
-  function unpack(b64) {
-    var bin = atob(b64), bytes = new Uint8Array(bin.length);
-    for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+  function unpack(text) {
+    var bytes = new Uint8Array(Math.floor(text.length * 7 / 8)), acc = 0, bits = 0, n = 0;
+    for (var i = 0; i < text.length; i++) {
+      acc = ((acc << 7) | (text.charCodeAt(i) & 127)) & 0x7fff;  // NUL, \n, \r, ", \ came + 128
+      bits += 7;
+      if (bits >= 8) { bits -= 8; bytes[n++] = (acc >> bits) & 255; }
+    }
     return new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"))).json();
   }
   function loadPack(src, key) {
@@ -71,10 +75,9 @@
     var bar = $("scenario-filters"), sources = JSON.parse((bar && bar.dataset.sources) || "[]"), texts = null;
     var on = function (id) { return $(id) ? $(id).checked : false; };
     var val = function (id) { return $(id) ? $(id).value : ""; };
-    // a row's runs: "<source index>:<run key>" from data-runs (an experiment's row), else read
-    // from its run links (a comparison's): the link's folder is its experiment's, where its pack is
+    // a row's runs, "<source index>:<run key>", read from its run links: the link's folder is its
+    // experiment's, where its pack is
     var runsOf = function (r) {
-      if (r.dataset.runs) return r.dataset.runs.split(" ");
       return Array.prototype.map.call(r.querySelectorAll("a.run"), function (a) {
         var href = a.getAttribute("href"), cut = href.lastIndexOf("/") + 1, dir = href.slice(0, cut);
         var name = href.indexOf("#") >= 0 ? href.slice(href.indexOf("#") + 1) : href.slice(cut).replace(/\.html$/, "");
