@@ -30,3 +30,29 @@ def test_warm_up_imports_the_sdk_in_the_background() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "fabtest-llm-warm-up True"
+
+
+def test_a_run_shorter_than_the_warm_up_ends_after_it_not_during_it(pytester, monkeypatch) -> None:
+    """A daemon thread still importing the SDK's C extensions when the interpreter shuts down can
+    crash the process after the summary (SIGSEGV, seen once in CI): the session's close joins the
+    warm-up, so by the last unconfigure hook it has ended; a --collect-only run starts none."""
+    monkeypatch.setenv("GEMINI_API_KEY", "not-a-real-key")
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", "http://127.0.0.1:9")  # never the internet
+    pytester.makefile(".toml", pyproject='[tool.pytest.ini_options]\npythonpath = ["."]\n\n'
+                                         '[tool.fabtest]\nagent = "bot:build"\nresults_dir = "results"\n')
+    pytester.makepyfile(bot="def build(context):\n    return lambda messages: 'hello'\n")
+    pytester.makefile(".feature", hi='Feature: F\n  Scenario: Hi\n    When the user says "hi"\n'
+                                     '    Then the response must match "hello"\n')
+    pytester.makeconftest('''
+import threading, pytest
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    alive = [t.name for t in threading.enumerate() if t.name == "fabtest-llm-warm-up"]
+    print("WARM-UP ALIVE AT EXIT:", alive, flush=True)
+''')
+    ran = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider", "-s", "--fabtest-no-preflight")
+    assert ran.ret == 0, ran.stdout.str()
+    assert "WARM-UP ALIVE AT EXIT: []" in ran.stdout.str()
+    collected = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider", "-s", "--collect-only")
+    assert "WARM-UP ALIVE AT EXIT: []" in collected.stdout.str()

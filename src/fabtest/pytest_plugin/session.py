@@ -100,7 +100,8 @@ class FabtestSession:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         from fabtest.pytest_plugin import preflight
 
-        if session.items and self.config.getoption("--fabtest-fake-llm", None) is None:  # warm the LLMs meanwhile
+        if (session.items and self.config.getoption("--fabtest-fake-llm", None) is None
+                and not self.config.option.collectonly):  # warm the LLMs meanwhile (a --collect-only calls none)
             from fabtest.llm import warmup
 
             self.warm_up = warmup.start(self.settings, build=self.llms.llm_roles)
@@ -273,6 +274,12 @@ class FabtestSession:
         restore_sigterm(self._sigterm)
         self._streams.release()
         redaction.clear()
+        # a run shorter than the SDK's import (a second or two) must not exit with the warm-up thread
+        # still importing C extensions: a daemon thread inside an import at interpreter shutdown can
+        # crash the process (SIGSEGV after the summary was printed, seen once in CI)
+        warm_up = getattr(self, "warm_up", None)
+        if warm_up is not None:
+            warm_up.join(timeout=30)
         self.llms.close()
 
 
