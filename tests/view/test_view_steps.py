@@ -76,3 +76,15 @@ def test_the_conversation_page_shows_the_steps_beside_the_transcript(ran: Path) 
     assert '<b class="kw">And</b> the user says &quot;bye&quot;' in steps
     assert "hello there, a message on two lines\nsecond line" in steps  # the doc string under its step
     assert steps.index("the agent&#x27;s purpose") < steps.index("the transcript should contain")
+
+
+def test_the_html_report_shows_the_steps_above_each_transcript(ran: Path) -> None:
+    """``fabtest report``'s page shows the same list as the view, under each scenario."""
+    from fabtest.report.html import render_experiment_html
+
+    [path] = ran.glob("exp_*.json")
+    html = render_experiment_html(json.loads(path.read_text()))
+    long = html[html.index("A long message"):]
+    steps = long[long.index("<h3>Steps</h3>"):long.index("<h3>Transcript</h3>")]
+    assert '<b class="kw">And</b> the user says &quot;bye&quot;' in steps
+    assert "hello there, a message on two lines\nsecond line" in steps

@@ -21,7 +21,7 @@ from fabtest.experiment.diff import ConversationDiff, tool_summary
 from fabtest.experiment.fmt import git_line, llm_line, num, pct, pp, signed, timestamp, usd
 from fabtest.judging.render import split_note
 from fabtest.report.css import REPORT_CSS
-from fabtest.report.html_parts import _card, _e, _header, _Html, _page, _table
+from fabtest.report.html_parts import _card, _e, _header, _Html, _page, _table, steps_list
 from fabtest.report.robustness import robustness_html
 from fabtest.report.svg import delta_chart, paired_chart, rate_chart, rate_color
 
@@ -320,7 +320,8 @@ def _scenario(entry: dict[str, Any], anchor: str, opened: bool | None = None) ->
         f'<span class="name">{_e(entry.get("name"))}</span><span class="facts">{_e(facts)}</span></summary>'
         f'<div class="sbody"><p class="muted">{_e(entry.get("id"))}{" · " + where if where else ""}</p>'
         f"{failure}{path_html}"
-        f"<h3>Transcript</h3>{_transcript(entry)}"
+        + (f"<h3>Steps</h3>{steps}" if (steps := steps_list(entry)) else "")
+        + f"<h3>Transcript</h3>{_transcript(entry)}"
         f'{_checks("Evaluations (soft)", entry.get("evaluations"))}'
         f'{_checks("Expectations (hard)", entry.get("expectations"))}'
         "</div></details>"

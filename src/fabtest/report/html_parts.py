@@ -7,7 +7,7 @@ from escaped parts.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from html import escape
 from typing import Any
@@ -61,3 +61,25 @@ def _table(headers: list[str], rows: Iterable[Sequence[str]], numeric: AbstractS
         for row in rows
     )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def steps_list(entry: Mapping[str, Any]) -> str:
+    """The feature's steps as written (``entry.steps``: keyword, text, doc string or table; a
+    playbook's expected outcome), as an ordered list; empty for a result that recorded none. The
+    report and the view's conversation page show the same list."""
+    shown = []
+    for step in entry.get("steps") or []:
+        if not isinstance(step, dict):
+            continue
+        extra = ""
+        if step.get("docstring"):
+            extra += f'<pre class="data">{_e(step.get("docstring"))}</pre>'
+        table = step.get("table")
+        if isinstance(table, list) and table:
+            rows = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in row) + "</tr>"
+                           for row in table if isinstance(row, list))
+            extra += f'<table class="steptable">{rows}</table>'
+        if step.get("expected"):
+            extra += f'<div class="muted">expected: {_e(step.get("expected"))}</div>'
+        shown.append(f'<li><b class="kw">{_e(step.get("keyword"))}</b> {_e(step.get("text"))}{extra}</li>')
+    return f'<ol class="plain">{"".join(shown)}</ol>' if shown else ""

@@ -11,6 +11,7 @@ from typing import Any
 from fabtest.experiment.cost import agent_turn_lines, find_price, price_table
 from fabtest.experiment.fmt import num, pct, usd
 from fabtest.report.html import experiment_sections, page_header
+from fabtest.report.html_parts import steps_list
 from fabtest.view.labels import judged_checks
 from fabtest.view.layout import as_dict, conversation_path, e, experiment_path, link, page
 from fabtest.view.packs import pack_key, pack_path
@@ -239,23 +240,8 @@ def _simulated_user(entry: Mapping[str, Any]) -> str:
 def _steps(entry: Mapping[str, Any]) -> str:
     """The feature's steps as written (``entry.steps``), beside the transcript: what the scenario
     asked for, so a failing check reads against the line that declared it."""
-    shown = []
-    for step in entry.get("steps") or []:
-        if not isinstance(step, dict):
-            continue
-        extra = ""
-        if step.get("docstring"):
-            extra += f'<pre class="data">{e(step.get("docstring"))}</pre>'
-        table = step.get("table")
-        if isinstance(table, list) and table:
-            rows = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>"
-                           for row in table if isinstance(row, list))
-            extra += f'<table class="steptable">{rows}</table>'
-        if step.get("expected"):
-            extra += f'<div class="muted">expected: {e(step.get("expected"))}</div>'
-        shown.append(f'<li><b class="kw">{e(step.get("keyword"))}</b> {e(step.get("text"))}{extra}</li>')
-    return (f'<aside class="panel steps" id="steps"><h2>Steps</h2><ol class="plain">{"".join(shown)}</ol></aside>'
-            if shown else "")
+    shown = steps_list(entry)
+    return f'<aside class="panel steps" id="steps"><h2>Steps</h2>{shown}</aside>' if shown else ""
 
 
 def _run_label(entry: Mapping[str, Any], label: Mapping[str, Any] | None, editable: bool) -> str:
