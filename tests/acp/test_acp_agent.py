@@ -238,3 +238,15 @@ def test_an_agent_that_exports_traces_gets_the_turns_traceparent_in_the_prompts_
         assert plain.chat([Message("user", "meta")]).text == "traceparent: none"
     with pytest.raises(UsageError, match="traces: expected true or false"):
         make_agent({"acp": [sys.executable, ECHO], "traces": "yes"}, {}, where="agent")
+
+
+def test_close_leaves_no_loop_or_pipe_for_the_garbage_collector(tmp_path, marker):
+    """The agent's event loop and the process's transport are closed by close() itself: left to the
+    garbage collector, the loop closed first and the transport's __del__ then raised (a
+    PytestUnraisableExceptionWarning in a later, unrelated test)."""
+    agent = echo_agent(tmp_path, marker)
+    with agent.around():
+        talk(agent, "hello")
+        loop, proc = agent._loop, agent._proc
+    assert loop is not None and loop.is_closed()
+    assert proc is not None and proc._transport.is_closing()

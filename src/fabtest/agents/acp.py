@@ -204,6 +204,10 @@ class AcpAgent:
             loop.call_soon_threadsafe(loop.stop)
         if self._thread is not None:
             self._thread.join(5)
+        if loop is not None and not loop.is_running():
+            # closed here, on purpose: a loop left to the garbage collector closes itself first and
+            # the subprocess transport it held then fails in its own __del__ ("Event loop is closed")
+            loop.close()
         self._loop = self._thread = None
         if self._stderr_dir is not None:
             shutil.rmtree(self._stderr_dir, ignore_errors=True)
@@ -327,6 +331,9 @@ class AcpAgent:
         if self._proc is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._proc.wait(), 2)
+            transport = getattr(self._proc, "_transport", None)  # its pipes, closed while the loop runs
+            if transport is not None:
+                transport.close()
             with _LIVE_LOCK:
                 _LIVE_GROUPS.discard(self._proc.pid)
 
