@@ -121,6 +121,8 @@ def test_served_site_experiments_trend_point_comparison_and_conversation(page, s
 
     # compare two chosen experiments; the text filter narrows both lists to one branch's
     page.click("nav.viewnav >> text=Compare")
+    page.wait_for_url("**/compare.html")
+    page.wait_for_load_state("load")  # view.js (end of the body) has attached the filter's listener
     page.fill("#c-filter", "feature/tone")
     shown = page.eval_on_selector_all("#c-baseline option", "os => os.filter(o => !o.hidden).map(o => o.value)")
     assert shown == ["exp_008", "exp_004", "exp_000"] and page.locator("#c-count").text_content() == "3 of 12 experiments match"
@@ -164,6 +166,7 @@ def test_static_build_opens_from_files(page, results: Path, tmp_path: Path) -> N
     page.wait_for_function("document.title.indexOf('scenario 0') >= 0 && !!document.querySelector('section.turn')")
     assert "reply of experiment 2" in page.locator("section.turn >> nth=0").text_content()
     page.click("nav.viewnav >> text=Compare")
+    page.wait_for_url("**/compare.html")  # loaded: view.js handles the form's submit
     page.select_option("#c-baseline", "exp_000")
     page.select_option("#c-current", "exp_011")
     page.click("#compare-form button")
