@@ -25,6 +25,8 @@ from typing import Any
 from fabtest._internal.files import write_text_atomic
 from fabtest.engine.faults import FAULTS
 from fabtest.experiment.coverage import fault_coverage
+from fabtest.experiment.export import load_document
+from fabtest.experiment.spool import write_experiment
 
 __all__ = ["add_faults_args", "run_faults"]
 
@@ -122,9 +124,10 @@ def run_faults(args: argparse.Namespace, results_dir: str) -> int:
               "held": sum(r["outcome"] == "held" for r in rows), "broke": sum(r["outcome"] == "broke" for r in rows),
               "coverage": {"faults": fault_coverage(rows)}}
     write_text_atomic(out / f"{base}.faults.json", json.dumps(report, indent=2, ensure_ascii=False))
-    # the baseline experiment carries its matrix too: one file says what ran and what it withstood
-    doc["faults"] = {k: v for k, v in report.items() if k != "baseline"}
-    write_text_atomic(out / f"{base}.json", json.dumps(doc, indent=2, ensure_ascii=False))
+    # the baseline experiment carries its matrix too: one file says what ran and what it withstood,
+    # rewritten by the path that writes every experiment file (as rejudge and replay add their sections)
+    info, results, _ = load_document(out / f"{base}.json", out)
+    write_experiment(info, results, out, {"faults": {k: v for k, v in report.items() if k != "baseline"}})
     _print(report)
     print(f"\nwritten to {out / f'{base}.faults.json'} and the baseline experiment {out / f'{base}.json'}")
     rate = report["coverage"]["faults"]["rate"]
