@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from fabtest._internal.datafile import read_data_file
+from fabtest._internal.files import write_text_atomic
 from fabtest.errors import FabtestError
 from fabtest.experiment.stats import LLM_JUDGED_TYPES
 from fabtest.judging.agreement import cohen_kappa
@@ -155,9 +156,7 @@ def _save(results_dir: Path, doc_head: Mapping[str, Any], label: dict[str, Any])
                 "examples": examples}
         text = (f"# Labels of experiment {exp_id} made in fabtest view: fabtest calibrate {path.name}\n"
                 + yaml.safe_dump(body, sort_keys=False, allow_unicode=True))
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)  # a reader never sees half a file
+        write_text_atomic(path, text)  # a reader never sees half a file
 
 
 def agreement(examples: list[dict[str, Any]]) -> dict[str, Any]:
