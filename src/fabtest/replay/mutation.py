@@ -32,14 +32,10 @@ from fabtest.engine.judge import Judge
 from fabtest.experiment.model import CheckRecord, ScenarioResult, conversation_of
 from fabtest.judging.rejudge import recorded_criterion
 from fabtest.replay.mutants import OPERATORS, Hints, Mutant, mutants_of
-from fabtest.replay.recorded_checks import recheck
+from fabtest.replay.recorded_checks import JUDGED_ONE_BY_ONE, REJUDGED, recheck
 
 __all__ = ["CheckKey", "MutantOutcome", "Planned", "judge_calls", "mutation_table", "plan_mutants",
            "run_mutant", "run_mutants"]
-
-#: Check types the judge answers that :func:`recheck` asks again.
-_JUDGED = ("satisfy", "goal", "intent", "grounded_in")
-
 
 @dataclass(frozen=True)
 class CheckKey:
@@ -164,14 +160,15 @@ def _subject(check: CheckRecord, conversation: Conversation) -> str | None:
     return None
 
 
-def _to_recheck(result: ScenarioResult, mutant: Mutant) -> list[tuple[str, int]]:
-    before, after = conversation_of(result, result.transcript), conversation_of(result, mutant.transcript)
+def _to_recheck(result: ScenarioResult, before: Conversation, mutant: Mutant) -> list[tuple[str, int]]:
+    """The checks of ``result`` whose subject ``mutant`` changed (``before``: the recorded conversation)."""
+    after = conversation_of(result, mutant.transcript)
     chosen: list[tuple[str, int]] = []
     for where in ("evaluations", "expectations"):
         for index, check in enumerate(getattr(result, where)):
             if check.status == "skipped":
                 continue
-            if check.type in _JUDGED:
+            if check.type in REJUDGED:
                 # every satisfy check of a changed subject is asked, as the run batched them; the other
                 # judged checks only when they passed (one call each, and only a pass can be caught)
                 if check.type != "satisfy" and check.status != "passed":
@@ -199,8 +196,9 @@ def plan_mutants(results: Sequence[ScenarioResult], *, seed: int = 0, per_run: i
             continue
         rng = random.Random(f"{seed}:{result.id}:{result.iteration}")
         hints = Hints(_supported_claims(result), _tools(result, called))
+        recorded = conversation_of(result)
         for mutant in mutants_of(result.transcript, rng, hints, limit=per_run):
-            planned.append(Planned(result, mutant, _to_recheck(result, mutant)))
+            planned.append(Planned(result, mutant, _to_recheck(result, recorded, mutant)))
     return planned
 
 
@@ -217,7 +215,7 @@ def judge_calls(planned: Sequence[Planned], judge: Judge) -> int:
                 key = (str(scope), check.turn if scope == "response" else None)
                 samples = judge.samples_for(recorded_criterion(plan.result, check))
                 batches[key] = max(batches.get(key, 0), samples)
-            elif check.type in _JUDGED and check.type != "satisfy":  # a satisfy check without its scope is not asked
+            elif check.type in JUDGED_ONE_BY_ONE:  # a satisfy check without its scope is not asked
                 total += 1
         total += sum(batches.values())
     return total

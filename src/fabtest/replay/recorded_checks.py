@@ -27,9 +27,14 @@ from fabtest.experiment.fingerprint import canonical_json
 from fabtest.experiment.model import CheckRecord, ScenarioResult, TurnRecord
 from fabtest.judging.rejudge import recorded_criterion
 
-__all__ = ["calls_of", "outcome_of", "recheck", "same_turn"]
+__all__ = ["JUDGED_ONE_BY_ONE", "REJUDGED", "calls_of", "outcome_of", "recheck", "same_turn"]
 
 Status = Literal["passed", "failed", "inconclusive", "not_applicable", "skipped"]
+
+#: the judged check types :func:`recheck` asks one call each (``satisfy`` is asked in batches)
+JUDGED_ONE_BY_ONE = ("goal", "intent", "grounded_in")
+#: every check type :func:`recheck` sends to the judge
+REJUDGED = ("satisfy", *JUDGED_ONE_BY_ONE)
 
 
 def _norm(text: str) -> str:
@@ -80,7 +85,7 @@ def recheck(result: ScenarioResult, recorded: Sequence[TurnRecord], conversation
         elif check.type == "satisfy" and check.data.get("scope") in ("response", "conversation"):
             scope = str(check.data["scope"])
             batches.setdefault((scope, check.turn if scope == "response" else None), []).append(check)
-        elif check.type in ("goal", "intent", "grounded_in"):
+        elif check.type in JUDGED_ONE_BY_ONE:
             _judge_one(result, check, conversation, judge, judge_reason)
         else:
             _run_deterministic(check, conversation)
