@@ -8,21 +8,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from fabtest.view.layout import conversation_path, e
-from fabtest.view.scenarios import data_attrs, run_filters
+from fabtest.view.scenarios import data_attrs, failed_criteria_of, run_filters, tools_called
 
 __all__ = ["comparison_runs"]
-
-
-def _failed_criteria(run: Mapping[str, Any]) -> set[str]:
-    checks = [d for block in (run.get("evaluations"), run.get("expectations"))
-              for d in ((block or {}).get("details", []) if isinstance(block, dict) else block or [])
-              if isinstance(d, dict)]
-    return {str(c.get("criterion")) for c in checks if c.get("status") == "failed"}
-
-
-def _tools(run: Mapping[str, Any]) -> set[str]:
-    return {str(c.get("name")) for t in run.get("transcript") or [] if isinstance(t, dict)
-            for c in t.get("tool_calls") or [] if isinstance(c, dict)}
 
 
 def comparison_runs(base_id: str, cur_id: str, base_doc: Mapping[str, Any], cur_doc: Mapping[str, Any],
@@ -54,8 +42,8 @@ def comparison_runs(base_id: str, cur_id: str, base_doc: Mapping[str, Any], cur_
             counted = sum(1 for r in runs if not r.get("skipped"))
             cells.append(f'<td data-v="{passed / counted if counted else -1}">'
                          f'{f"{passed}/{counted} " if runs else "–"}{" ".join(links)}</td>')
-        failed_now = _failed_criteria_all(both[1])
-        used = set().union(*(_tools(r) for r in both[0] + both[1]))
+        failed_now = set().union(*(failed_criteria_of(r) for r in both[1]))
+        used = set().union(*(tools_called(r) for r in both[0] + both[1]))
         criteria |= failed_now
         tools |= used
         change = changed.get(sid, "")
@@ -76,6 +64,3 @@ def comparison_runs(base_id: str, cur_id: str, base_doc: Mapping[str, Any], cur_
             f'<div class="panel"><table id="scenarios" class="sortable"><thead><tr>{th}</tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table></div>')
 
-
-def _failed_criteria_all(runs: list[dict[str, Any]]) -> set[str]:
-    return set().union(*(_failed_criteria(r) for r in runs))

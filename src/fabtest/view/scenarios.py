@@ -16,7 +16,8 @@ from fabtest.view.labels import judged_checks
 from fabtest.view.layout import as_dict, conversation_path, e, experiment_path, link, page
 from fabtest.view.packs import pack_key, pack_path
 
-__all__ = ["conversation_page", "conversation_parts", "data_attrs", "experiment_page", "run_filters"]
+__all__ = ["conversation_page", "conversation_parts", "data_attrs", "experiment_page", "failed_criteria_of",
+           "run_filters", "tools_called"]
 
 _ICONS = {"passed": "✓", "failed": "✗", "inconclusive": "?", "not_applicable": "n/a", "skipped": "–"}
 
@@ -55,11 +56,8 @@ def experiment_page(doc: dict[str, Any], changed: Mapping[str, str] | None = Non
     entries = [x for x in doc.get("scenario_results") or [] if isinstance(x, dict)]
     flaky, causes = _flaky(doc)
     types = sorted({str(x.get("failure_type") or "assertion") for x in entries if _status(x) == "failed"})
-    failed_criteria = {id(x): sorted({str(c.get("criterion"))
-                                      for c in _details(x.get("evaluations")) + _details(x.get("expectations"))
-                                      if c.get("status") == "failed"}) for x in entries}
-    tools_of = {id(x): sorted({str(c.get("name")) for t in x.get("transcript") or [] if isinstance(t, dict)
-                               for c in t.get("tool_calls") or [] if isinstance(c, dict)}) for x in entries}
+    failed_criteria = {id(x): sorted(failed_criteria_of(x)) for x in entries}
+    tools_of = {id(x): sorted(tools_called(x)) for x in entries}
     all_criteria = sorted({c for v in failed_criteria.values() for c in v})
     all_tools = sorted({c for v in tools_of.values() for c in v})
     groups: dict[str, list[dict[str, Any]]] = {}
@@ -221,6 +219,18 @@ def _check_rows(checks: list[Mapping[str, Any]], labelable: Mapping[int, int] | 
 def _details(block: Any) -> list[Mapping[str, Any]]:
     details = block.get("details", []) if isinstance(block, dict) else block
     return [d for d in details or [] if isinstance(d, dict)]
+
+
+def failed_criteria_of(run: Mapping[str, Any]) -> set[str]:
+    """The criteria and checks a run failed (what the failed-criterion filter matches)."""
+    return {str(c.get("criterion")) for c in _details(run.get("evaluations")) + _details(run.get("expectations"))
+            if c.get("status") == "failed"}
+
+
+def tools_called(run: Mapping[str, Any]) -> set[str]:
+    """The tools a run called (what the tool filter matches)."""
+    return {str(c.get("name")) for t in run.get("transcript") or [] if isinstance(t, dict)
+            for c in t.get("tool_calls") or [] if isinstance(c, dict)}
 
 
 def _simulated_user(entry: Mapping[str, Any]) -> str:
