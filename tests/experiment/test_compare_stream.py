@@ -13,7 +13,8 @@ from fabtest.cli import compare_main
 from fabtest.compare.compute import compare
 from fabtest.compare.read import read_experiment
 from fabtest.experiment import export, scenario_index
-from fabtest.experiment.export import read_entries, write_document
+from fabtest.experiment.export import write_document
+from fabtest.experiment.reader import read_entries
 
 
 def _results(flip: int) -> list:

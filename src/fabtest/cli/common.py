@@ -62,7 +62,7 @@ def shown(text: str) -> str:
 def load_experiment(ref: str, results_dir: str, scenario: str | None = None) -> tuple[Any, list[Any], dict[str, Any]]:
     """The experiment ``ref`` (info, results, raw document); UsageError for a missing or bad file,
     or a ``scenario`` (id, id prefix or name) it does not have."""
-    from fabtest.experiment.export import ExperimentFileError, load_document
+    from fabtest.experiment.reader import ExperimentFileError, load_document
 
     try:
         info, results, doc = load_document(ref, results_dir)

@@ -19,7 +19,7 @@ from fabtest._internal.files import write_text_atomic
 from fabtest._internal.redaction import redact, register_llm_keys
 from fabtest._internal.terminal import inert
 from fabtest.cli.common import EXIT_OK, fail, results_dir_of, shown
-from fabtest.experiment.export import ExperimentFileError, read_document
+from fabtest.experiment.reader import ExperimentFileError, read_document
 
 if TYPE_CHECKING:
     from fabtest.cli.common import SubParsers
@@ -222,7 +222,7 @@ def _conversation_diffs(args: argparse.Namespace, results_dir: str, comparison: 
 def _entries_of(ref: str, results_dir: str, exp: Experiment, wanted: list[str]) -> dict[str, Any]:
     """A document holding the whole entries of the scenarios ``wanted`` names (id, id prefix or
     name, as ``diff_scenarios`` matches them), read without parsing the other entries."""
-    from fabtest.experiment.export import read_entries, resolve_experiment
+    from fabtest.experiment.reader import read_entries, resolve_experiment
 
     if not exp.doc.get("lean"):  # parsed whole already (the HTML report, or another layout)
         return exp.doc

@@ -26,7 +26,7 @@ from fabtest._internal.files import write_text_atomic
 from fabtest.cli.common import results_dir_of
 from fabtest.engine.faults import FAULTS
 from fabtest.experiment.coverage import fault_coverage
-from fabtest.experiment.export import load_document
+from fabtest.experiment.reader import load_document
 from fabtest.experiment.spool import write_experiment
 
 if TYPE_CHECKING:

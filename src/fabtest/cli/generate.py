@@ -68,7 +68,7 @@ def run_generate(args: argparse.Namespace, results_dir: str) -> int:
 
 def _experiment(ref: str | None, results_dir: str) -> dict[str, Any] | None:
     """The experiment whose coverage is aimed at: ``ref``, the latest one, or none."""
-    from fabtest.experiment.export import ExperimentFileError, list_experiment_files, read_document
+    from fabtest.experiment.reader import ExperimentFileError, list_experiment_files, read_document
 
     if ref == "none":
         return None

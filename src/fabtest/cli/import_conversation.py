@@ -100,7 +100,7 @@ def _resolve(ref: str, results_dir: str) -> Path:
     path = Path(ref)
     if path.exists():
         return path
-    from fabtest.experiment.export import ExperimentFileError, read_document
+    from fabtest.experiment.reader import ExperimentFileError, read_document
 
     try:
         found, _ = read_document(ref, results_dir, lean=True)

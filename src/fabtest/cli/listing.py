@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from fabtest._internal.terminal import inert
 from fabtest.cli.common import EXIT_OK, results_dir_of, shown
-from fabtest.experiment.export import ExperimentFileError, list_experiment_files, read_document
+from fabtest.experiment.reader import ExperimentFileError, list_experiment_files, read_document
 
 if TYPE_CHECKING:
     from fabtest.cli.common import SubParsers

@@ -96,7 +96,7 @@ def run_mutate(args: argparse.Namespace, results_dir: str) -> int:
     from fabtest._internal.files import write_text_atomic
     from fabtest.config.settings import Settings
     from fabtest.experiment.cost import price_table
-    from fabtest.experiment.export import MUTANTS_SUFFIX
+    from fabtest.experiment.reader import MUTANTS_SUFFIX
     from fabtest.replay.mutation import judge_calls, mutation_table, plan_mutants, run_mutants
     from fabtest.replay.mutation_report import estimate, render_mutation_text
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from fabtest._internal.files import write_text_atomic
 from fabtest._internal.redaction import redact
 from fabtest.cli.common import EXIT_OK, fail, results_dir_of
-from fabtest.experiment.export import ExperimentFileError, read_document
+from fabtest.experiment.reader import ExperimentFileError, read_document
 
 if TYPE_CHECKING:
     from fabtest.cli.common import SubParsers

@@ -7,7 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from fabtest.cli.common import EXIT_OK, fail, results_dir_of, shown
-from fabtest.experiment.export import ExperimentFileError, read_document
+from fabtest.experiment.reader import ExperimentFileError, read_document
 
 if TYPE_CHECKING:
     from fabtest.cli.common import SubParsers
