@@ -33,7 +33,7 @@ from fabtest.config.criteria import Criterion
 from fabtest.config.scenario_sets import ScenarioRecord
 from fabtest.config.settings import Settings
 from fabtest.conversation import Check, Conversation, Mode, Status, TokenUsage, Turn
-from fabtest.engine import budget, checks, judged, records, stubbing, topic_checks, transcript
+from fabtest.engine import budget, checks, judge_checks, records, stubbing, topic_checks, transcript
 from fabtest.engine.judge import CriterionVerdict, Judge, Scope
 from fabtest.engine.patterns import scenario_deadline
 from fabtest.engine.simulator import SimulatorConfig
@@ -392,8 +392,8 @@ class ScenarioState:
                               f"tool calls unknown: {reason}", turn=turn.number, data={"source": source})
             return
         calls = [c for t in self.conversation.turns for c in t.tool_calls if c.name == source]
-        self._run_llm_check(self._judged(lambda judge: judged.grounding_check(judge, turn, source, calls, mode)), mode,
-                            placeholder("grounded_in", f"grounded_in:{source}", turn.number))
+        self._run_llm_check(self._judged(lambda judge: judge_checks.grounding_check(judge, turn, source, calls, mode)),
+                            mode, placeholder("grounded_in", f"grounded_in:{source}", turn.number))
 
     def intent(self, intent: str, mode: Mode) -> None:
         turn = self.last_turn
@@ -402,8 +402,8 @@ class ScenarioState:
             return
         exchange = transcript.exchange_for_judge(self.conversation, turn.number,
                                                  context=self.settings.judge.context_turns)
-        self._run_llm_check(self._judged(lambda judge: judged.intent_check(judge, turn, exchange, intent, mode)), mode,
-                            placeholder("intent", f"intent:{intent}", turn.number))
+        self._run_llm_check(self._judged(lambda judge: judge_checks.intent_check(judge, turn, exchange, intent, mode)),
+                            mode, placeholder("intent", f"intent:{intent}", turn.number))
 
     def goal_achieved(self, mode: Mode) -> None:
         goal = self.simulator_config.goal
@@ -415,10 +415,10 @@ class ScenarioState:
             self._skip_llm_check("goal", mode, "goal achieved", turn=None)
             return
         text = transcript.for_judge(self.conversation)
-        self._run_llm_check(self._judged(lambda judge: judged.goal_check(judge, goal, text, mode)), mode,
+        self._run_llm_check(self._judged(lambda judge: judge_checks.goal_check(judge, goal, text, mode)), mode,
                             placeholder("goal", "goal achieved", None))
 
-    def _judged(self, ask: Callable[[Judge], judged.Judged]) -> Callable[[], Check]:
+    def _judged(self, ask: Callable[[Judge], judge_checks.Judged]) -> Callable[[], Check]:
         """The call that asks the judge (now or on a worker thread) and charges what it cost."""
         def run() -> Check:
             judge = self.judge
@@ -504,7 +504,7 @@ class ScenarioState:
             result = self.judge.evaluate_criteria(list(unique.values()), subject=subject, scope=scope)
             self._charge("judge", result.usage)
             by_name = {v.criterion: v for v in result.value}
-            return [judged.criterion_check(p.criterion, p.mode, by_name[p.criterion.name], scope, turn)
+            return [judge_checks.criterion_check(p.criterion, p.mode, by_name[p.criterion.name], scope, turn)
                     for p in pending]
 
         if block or self.llms.executor is None:
