@@ -484,6 +484,13 @@ def _problems(c: Comparison) -> list[str]:
         out.append("every shared scenario was skipped in the current experiment: nothing ran")
     elif not (comp.baseline_runs or (0, 0))[1]:
         out.append("every shared scenario was skipped in the baseline: nothing to compare with")
+    # a verdict that moved may be the instrument's, not the agent's: "not worse" cannot be shown
+    if c.comparability.judge_settings_changed:
+        out.append(f"the judge's settings changed ({'; '.join(c.comparability.judge_settings_changed)}): "
+                   "run both experiments with the same [tool.fabtest.judge] settings")
+    if c.comparability.simulator_settings_changed:
+        out.append(f"the simulated user's settings changed ({'; '.join(c.comparability.simulator_settings_changed)}): "
+                   "run both experiments with the same [tool.fabtest.simulator] temperature and simulator_fidelity")
     return out
 
 
