@@ -127,7 +127,8 @@ class ExperimentRecording:
                 roles = None
             judge = describe_llm(roles.judge if roles else None)
             sim = describe_llm(roles.simulator if roles else None)
-            judge_settings, simulator_settings = self.settings.verdict_settings()
+            judge_settings, simulator_settings = self.settings.verdict_settings(
+                judge=bool(roles and roles.judge), simulator=bool(roles and roles.simulator))
             self._recorder = Recorder(
                 results_dir=results_dir, name=opt("--fabtest-experiment"), tags=opt("--fabtest-tag") or [],
                 experiment_id=opt("--fabtest-experiment-id"), shard=self.shard(),
