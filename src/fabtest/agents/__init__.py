@@ -9,7 +9,7 @@ if TYPE_CHECKING:
     from fabtest.agents.acp import AcpAgent
     from fabtest.agents.http import HttpAgent
 
-from fabtest._internal import lazy as _lazy  # noqa: E402 - after the imports it reads
+from fabtest._internal import lazy as _lazy  # after the imports it reads
 
 # Every name above is exported; ``AcpAgent`` and ``HttpAgent`` are imported on first use: their
 # modules pull in asyncio and httpx, which most runs (and every ``pytest --collect-only``) never need.

@@ -242,7 +242,7 @@ class AcpAgent:
             if self._exited is not None and self._exited.done():
                 self.close()  # it crashed: whatever it left in its group goes too
             raise
-        except Exception as exc:  # noqa: BLE001 - a protocol error is the agent's failure, not ours
+        except Exception as exc:  # a protocol error is the agent's failure, not ours
             raise AgentError(f"ACP agent {Path(self.command[0]).name!r} failed {doing}: "
                              f"{_describe(exc)}{self._stderr_note()}") from exc
 
@@ -400,7 +400,7 @@ def _version() -> str:
         from importlib.metadata import version
 
         return version("pytest-fabtest")  # the distribution's name (fabtest on PyPI is another project)
-    except Exception:  # noqa: BLE001 - metadata is optional in a source checkout
+    except Exception:  # metadata is optional in a source checkout
         return "0"
 
 

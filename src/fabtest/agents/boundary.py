@@ -76,7 +76,7 @@ def guarded(failed: str, func: Callable[..., T], *args: Any, **kwargs: Any) -> T
         return func(*args, **kwargs)
     except _OURS:
         raise
-    except (Exception, SystemExit) as exc:  # noqa: BLE001 - user code: anything it raises is its failure
+    except (Exception, SystemExit) as exc:  # user code: anything it raises is its failure
         raise AgentError(excerpt(f"{failed} {describe(exc)}")) from exc
 
 
@@ -86,7 +86,7 @@ async def guarded_async(failed: str, awaitable: Awaitable[T]) -> T:
         return await awaitable
     except _OURS:
         raise
-    except (Exception, SystemExit) as exc:  # noqa: BLE001 - user code: anything it raises is its failure
+    except (Exception, SystemExit) as exc:  # user code: anything it raises is its failure
         raise AgentError(excerpt(f"{failed} {describe(exc)}")) from exc
 
 
@@ -263,7 +263,7 @@ def _within(timeout: float, what: str, func: Callable[[], T]) -> T:
     def run() -> None:
         try:
             box["value"] = func()
-        except BaseException as exc:  # noqa: BLE001 - re-raised on the caller's thread below
+        except BaseException as exc:  # re-raised on the caller's thread below
             box["error"] = exc
 
     worker = threading.Thread(target=run, name="fabtest-agent-hook", daemon=True)

@@ -169,7 +169,7 @@ class GeminiChat:
                 if is_retryable_status(exc.code):
                     raise TransientFailure(f"HTTP {exc.code}: {exc.message}", status=exc.code) from exc
                 raise LLMError(f"gemini {self.model}: HTTP {exc.code}: {exc.message}") from exc
-            except Exception as exc:  # noqa: BLE001 - classified here
+            except Exception as exc:  # classified here
                 if exception_is_timeout(exc):
                     raise TransientFailure(f"timed out after {self._settings.timeout_s:g}s", timeout=True) from exc
                 if exception_is_connection_error(exc):

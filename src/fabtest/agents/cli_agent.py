@@ -128,7 +128,7 @@ class CliAgent:
         return cls(**options)
 
     @classmethod
-    def factory(cls, *args: Any, **kwargs: Any):  # noqa: ANN206 - returns a context factory
+    def factory(cls, *args: Any, **kwargs: Any):  # returns a context factory
         """A ``factory(context) -> CliAgent`` with fixed options (context fills in the rest)."""
 
         def make(context: Mapping[str, Any] | None = None) -> CliAgent:

@@ -131,7 +131,7 @@ def _intercept(node: ToolNode) -> None:
     """Put fabtest's stub answer in front of ``node``'s tool calls, around the node's own wrappers."""
     if getattr(node, "_fabtest_stubs", False):
         return
-    own_sync, own_async = node._wrap_tool_call, node._awrap_tool_call  # noqa: SLF001 - the documented hooks, set late
+    own_sync, own_async = node._wrap_tool_call, node._awrap_tool_call  # the documented hooks, set late
 
     def answer(request: Any) -> tuple[float, ToolMessage | None]:
         call = request.tool_call
@@ -162,7 +162,7 @@ def _intercept(node: ToolNode) -> None:
             return message
         return await own_async(request, execute) if own_async is not None else await execute(request)
 
-    node._wrap_tool_call = wrap  # noqa: SLF001
+    node._wrap_tool_call = wrap
     if own_sync is None or own_async is not None:  # a sync-only wrapper of the graph's stays in the async path
-        node._awrap_tool_call = awrap  # noqa: SLF001
-    node._fabtest_stubs = True  # type: ignore[attr-defined]  # noqa: SLF001
+        node._awrap_tool_call = awrap
+    node._fabtest_stubs = True  # type: ignore[attr-defined]

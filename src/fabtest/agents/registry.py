@@ -148,7 +148,7 @@ def _expand(value: Any, where: str) -> Any:
     return value
 
 
-class with_context:  # noqa: N801 - reads like a function at the call site
+class with_context:  # reads like a function at the call site
     """A factory that adds keyword arguments to the scenario context before building ``target``.
 
     Return it from a ``fabtest_agent`` fixture to hand pytest fixtures (a DB session, a tenant) to

@@ -242,7 +242,7 @@ def _close_roles(roles: LLMRoles) -> None:
         if callable(close):
             try:
                 close()
-            except Exception:  # noqa: BLE001 - closing must not hide the run's outcome
+            except Exception:  # closing must not hide the run's outcome
                 pass
 
 

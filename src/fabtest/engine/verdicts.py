@@ -56,7 +56,7 @@ class Pending:
         """The verdict (waits for it); a judge failure becomes the check skipped with the reason."""
         try:
             value = self.future.result()
-        except Exception as exc:  # noqa: BLE001 - whatever the judge raised is this soft check's reason
+        except Exception as exc:  # whatever the judge raised is this soft check's reason
             return judge_failed(self.placeholder, exc)
         return value if self.index is None else value[self.index]
 

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from fabtest.experiment.reader import ExperimentFileError, load_document, read_document
     from fabtest.experiment.recorder import Recorder, pending_journals, recover
 
-from fabtest._internal import lazy as _lazy  # noqa: E402 - after the imports it reads
+from fabtest._internal import lazy as _lazy  # after the imports it reads
 
 # Every name above is exported; those under TYPE_CHECKING are imported on first use, so
 # ``import fabtest.experiment.stable_id`` (the collector's) does not load the report machinery.

@@ -179,7 +179,7 @@ class Spool:
         self.path = spill_path(results_dir, experiment_id)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._costing = costing
-        self._file: Any = open(self.path, "w+b")  # noqa: SIM115 - closed by close()
+        self._file: Any = open(self.path, "w+b")  # closed by close()
         self._shared = _Shared()
         #: briefs, in arrival order (see module docstring); ``results[i]`` is slot i
         self.results: list[ScenarioResult] = []

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from fabtest.llm.gemini import GeminiLLM
     from fabtest.llm.openai_compat import OpenAICompatLLM
 
-from fabtest._internal import lazy as _lazy  # noqa: E402 - after the imports it reads
+from fabtest._internal import lazy as _lazy  # after the imports it reads
 
 # Every name above is exported; those under TYPE_CHECKING are imported on first use: the providers
 # and the cache are not needed to collect or to run deterministic checks, and ``pytest

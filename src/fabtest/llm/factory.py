@@ -101,7 +101,7 @@ def load_llm_object(spec: str, *, where: str) -> LLM:
                              "nor a function returning one")
         try:
             obj = obj()
-        except Exception as exc:  # noqa: BLE001 - the user's factory: one line, not a traceback
+        except Exception as exc:  # the user's factory: one line, not a traceback
             raise UsageError(f"{where}: calling {spec!r} failed: {type(exc).__name__}: {exc}") from None
     if not (hasattr(obj, "complete_json") and hasattr(obj, "complete")):
         raise UsageError(f"{where}: {spec!r} gave {type(obj).__name__}, which has no complete/complete_json methods")

@@ -99,7 +99,7 @@ class GeminiLLM(ProviderBase):
         if client is not None:
             try:
                 client.close()
-            except Exception:  # noqa: BLE001 - closing is best effort
+            except Exception:  # closing is best effort
                 pass
 
     def warm(self) -> None:
@@ -123,7 +123,7 @@ class GeminiLLM(ProviderBase):
         def fetch() -> RawAnswer:
             try:
                 response = client.models.generate_content(model=self.model, contents=prompt, config=config)
-            except Exception as exc:  # noqa: BLE001 - classified below
+            except Exception as exc:  # classified below
                 raise self._classify(exc) from exc
             return _raw_answer(response, self.model)
 
@@ -143,7 +143,7 @@ class GeminiLLM(ProviderBase):
         config = types.GenerateContentConfig(max_output_tokens=16)
         try:
             self._get_client().models.generate_content(model=self.model, contents=PROBE_PROMPT, config=config)
-        except Exception as exc:  # noqa: BLE001 - classified below
+        except Exception as exc:  # classified below
             raise self._classify(exc) from exc
 
     def _timeout_ms(self) -> int:

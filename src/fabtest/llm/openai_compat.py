@@ -126,7 +126,7 @@ class OpenAICompatLLM(ProviderBase):
         """One POST to /chat/completions; a failure becomes TransientFailure (retry) or LLMError."""
         try:
             response = self._http.post("/chat/completions", json=body)
-        except Exception as exc:  # noqa: BLE001 - classified below
+        except Exception as exc:  # classified below
             if exception_is_timeout(exc):
                 raise TransientFailure(f"timed out after {self.settings.timeout_s:g}s", timeout=True) from exc
             if exception_is_connection_error(exc):

@@ -105,7 +105,7 @@ def validate_playbook(data: Any, *, source: str = "<playbook>") -> Playbook:
         raise PlaybookError(f"{source}: {describe_error(error)}")
     try:
         playbook = Playbook.model_validate({**data, "source": source})
-    except Exception as exc:  # noqa: BLE001 - schema and model should agree; be safe anyway
+    except Exception as exc:  # schema and model should agree; be safe anyway
         raise PlaybookError(f"{source}: {_one_line(str(exc))}") from None
     _check_workspace_paths(playbook, source)
     _check_bounds(playbook, source)

@@ -82,7 +82,7 @@ class _LogRouter(logging.Handler):
         if capture is not None:
             try:
                 capture.log.append(self.format(record))
-            except Exception:  # noqa: BLE001 - a bad log call must not fail the scenario
+            except Exception:  # a bad log call must not fail the scenario
                 self.handleError(record)
 
 
