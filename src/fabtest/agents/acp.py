@@ -274,7 +274,7 @@ class AcpAgent:
             raise AgentError(f"ACP agent could not start {self.command[0]!r}: {exc}") from None
         self._exited = asyncio.ensure_future(self._proc.wait())
         # Collector implements the SDK's Client protocol by its methods, not by subclassing it
-        self._conn = connect_to_agent(self._client, self._proc.stdin, self._proc.stdout,  # type: ignore[arg-type]
+        self._conn = connect_to_agent(self._client, self._proc.stdin, self._proc.stdout,  # type: ignore[arg-type, unused-ignore]
                                       observers=[self._client.observe])
         # No fs capability: the Gemini CLI would then read files through us, and a missing file
         # answered with an error breaks its write_file.

@@ -165,4 +165,4 @@ def _intercept(node: ToolNode) -> None:
     node._wrap_tool_call = wrap
     if own_sync is None or own_async is not None:  # a sync-only wrapper of the graph's stays in the async path
         node._awrap_tool_call = awrap
-    node._fabtest_stubs = True  # type: ignore[attr-defined]
+    vars(node)["_fabtest_stubs"] = True  # a mark on the node itself: typed alike with langgraph installed or not

@@ -232,7 +232,7 @@ class McpConnection:
             else:
                 params = StdioServerParameters(command=spec.command[0], args=list(spec.command[1:]),
                                                env=dict(spec.env) or None, cwd=spec.cwd)
-                transport = stdio_client(params, errlog=self._stderr)  # type: ignore[arg-type]  # binary file: the server's bytes as they come
+                transport = stdio_client(params, errlog=self._stderr)  # type: ignore[arg-type, unused-ignore]  # binary file: the server's bytes as they come
             async with Client(transport, read_timeout_seconds=spec.timeout) as client:
                 listed = await client.list_tools()
                 self.tools = [McpTool(t.name, t.description or "", dict(t.input_schema or {"type": "object"}))
