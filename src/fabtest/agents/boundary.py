@@ -26,7 +26,7 @@ import re
 import threading
 import traceback
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator
 
@@ -273,7 +273,7 @@ def _within(timeout: float, what: str, func: Callable[[], T]) -> T:
         raise AgentTimeout(f"{what} did not answer within {timeout:g}s (agent_timeout)")
     if "error" in box:
         raise box["error"]
-    return box["value"]
+    return cast(T, box["value"])
 
 
 def _metadata(value: Any, where: str) -> dict[str, Any]:
@@ -281,7 +281,7 @@ def _metadata(value: Any, where: str) -> dict[str, Any]:
         return {}
     if not isinstance(value, Mapping):
         raise AgentDataError(f"{where}: expected a mapping, got {type(value).__name__} ({_short(value)})")
-    return _plain({str(k): v for k, v in value.items()}, where)
+    return cast(dict[str, Any], _plain({str(k): v for k, v in value.items()}, where))
 
 
 def _plain(value: Any, where: str) -> Any:

@@ -48,7 +48,7 @@ class LangGraphAgent:
 
     declared_tools: list[str] | None = None  # the table's tools = [...], which wins over the ToolNodes'
 
-    def __init__(self, graph: Pregel, *, model: str | None = None) -> None:
+    def __init__(self, graph: Pregel[Any, Any, Any, Any], *, model: str | None = None) -> None:
         self.graph = graph
         self._model = model
         self._session = Session("langgraph")

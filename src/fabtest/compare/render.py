@@ -458,7 +458,7 @@ def render_markdown(comparison: Comparison) -> str:
             lines += _md_rows(shown[:_LISTED], "Check")
         if same:
             lines += ["", f"{same} check{'' if same == 1 else 's'} unchanged."]
-    for title, items, fmt in (
+    sections: tuple[tuple[str, Sequence[Any], Callable[[Any], str]], ...] = (
         ("Newly failing", c.newly_failing, lambda s: f"- ❌ {md_escape(s.name)} ({md_escape(s.note)})"),
         ("Newly passing", c.newly_passing, lambda s: f"- ✅ {md_escape(s.name)}"),
         ("Quality regressed", c.quality_regressed,
@@ -471,7 +471,8 @@ def render_markdown(comparison: Comparison) -> str:
          lambda o: f"- {md_escape(_scenario_label(o))}: {_outcome_text(o)}"),
         ("Removed scenarios (only in baseline)", c.removed,
          lambda o: f"- {md_escape(_scenario_label(o))}: {_outcome_text(o)}"),
-    ):
+    )
+    for title, items, fmt in sections:
         if items:
             lines += ["", f"### {title} ({len(items)})", ""]
             lines += [fmt(s) for s in items[:_LISTED]]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, cast
 
 from fabtest.conversation import Check, TokenUsage
 from fabtest.experiment.late import PENDING, PENDING_DETAILS
@@ -58,7 +58,7 @@ class Pending:
             value = self.future.result()
         except Exception as exc:  # whatever the judge raised is this soft check's reason
             return judge_failed(self.placeholder, exc)
-        return value if self.index is None else value[self.index]
+        return cast(Check, value if self.index is None else value[self.index])
 
 
 class LateVerdicts:

@@ -31,7 +31,7 @@ import sys
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from fabtest._internal.files import TEXT_ERRORS
 from fabtest.experiment.attribution import Attributions, Rejudge, attribute_variance, has_flaky_soft_check
@@ -80,7 +80,7 @@ class _Shared:
     def __call__(self, key: Any, make: Callable[[], _T]) -> _T:
         if key not in self._known:
             self._known[key] = make()
-        return self._known[key]
+        return cast(_T, self._known[key])
 
     def check(self, c: CheckRecord) -> CheckRecord:
         data = {k: c.data[k] for k in _GROUNDING_KEYS if k in c.data} if c.type == "grounded_in" else {}

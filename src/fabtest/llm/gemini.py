@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel
 
 from fabtest._internal import redaction
+from fabtest.errors import TransientFailure
 from fabtest.llm.base import Completion, LLMError, LLMNotConfigured, LLMSettings, json_schema
 from fabtest.llm.connect_timeout import connect_timeout, shorten_connect
 from fabtest.llm.limits import (
     PROBE_PROMPT,
     ProviderBase,
     RawAnswer,
-    TransientFailure,
     complete_validated,
     exception_is_connection_error,
     exception_is_timeout,

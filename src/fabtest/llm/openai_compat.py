@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel
 
 from fabtest._internal import redaction
+from fabtest.errors import TransientFailure
 from fabtest.llm.base import Completion, LLMError, LLMSettings
 from fabtest.llm.base import json_schema as base_json_schema
 from fabtest.llm.connect_timeout import connect_timeout
@@ -24,7 +25,6 @@ from fabtest.llm.limits import (
     PROBE_PROMPT,
     ProviderBase,
     RawAnswer,
-    TransientFailure,
     complete_validated,
     exception_is_connection_error,
     exception_is_timeout,

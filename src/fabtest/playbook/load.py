@@ -79,7 +79,8 @@ class Playbook(_Model):
 
 @lru_cache(maxsize=1)
 def playbook_schema() -> dict[str, Any]:
-    return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    schema: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    return schema
 
 
 def load_playbook(path: str | Path) -> Playbook:

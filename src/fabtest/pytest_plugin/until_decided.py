@@ -165,7 +165,7 @@ class UntilDecided:
         if not self.budget.usd:
             return len(scenario_ids)
         per = usd["per_scenario"]
-        return sum(per.get(sid, usd["mean"] or 0.0) for sid in scenario_ids)
+        return float(sum(per.get(sid, usd["mean"] or 0.0) for sid in scenario_ids))
 
     @staticmethod
     def _items(session: pytest.Session, recorder: Any, scenario_ids: set[str]) -> list[pytest.Function]:

@@ -60,7 +60,7 @@ class _Stream:
         capture = _CURRENT.get()
         if capture is None:
             return int(self._target.write(text) or 0)
-        return getattr(capture, self._which).write(text)
+        return int(getattr(capture, self._which).write(text) or 0)
 
     def writelines(self, lines: Any) -> None:
         for line in lines:
