@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field, create_model
 from fabtest.config.criteria import Criterion
 from fabtest.conversation import AgentResponse, TokenUsage, ToolCall, Turn
 from fabtest.engine import transcript
-from fabtest.llm.base import LLM, LLMBadOutput, LLMNotConfigured
+from fabtest.llm.base import LLM, LLMBadOutput, LLMError, LLMNotConfigured, with_spent
 from fabtest.llm.cache import sample_view
 from fabtest.llm.calls import LLMCall, llm_call
 from fabtest.llm.schema import ORDERED
@@ -532,7 +532,11 @@ class Judge:
         problems: list[str] = []
         attempt_prompt = prompt
         for attempt in range(1, MAX_RETRIES + 2):
-            completion = llm.complete_json(attempt_prompt, schema, system=system, temperature=self.temperature)
+            try:
+                completion = llm.complete_json(attempt_prompt, schema, system=system, temperature=self.temperature)
+            except LLMError as exc:  # what the failed attempts cost goes with the error (``spent``)
+                with_spent(exc, usage)
+                raise
             usage.add(completion.usage)
             parsed = completion.parsed
             try:
@@ -544,9 +548,9 @@ class Judge:
                 attempt_prompt = prompt + RETRY_NOTE.format(problem=exc)
                 continue
             return JudgeResult(value, usage, attempts=attempt)
-        raise LLMBadOutput(
+        raise with_spent(LLMBadOutput(
             f"judge ({what}) gave an unusable answer {MAX_RETRIES + 1} times; last problem: {problems[-1]}"
-        )
+        ), usage)
 
 
 class _Unusable(Exception):

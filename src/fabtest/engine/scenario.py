@@ -17,11 +17,11 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from fabtest import tracing
 from fabtest.agents import aio
@@ -39,12 +39,14 @@ from fabtest.engine.patterns import scenario_deadline
 from fabtest.engine.simulator import SimulatorConfig
 from fabtest.engine.topics import TopicGraph, TopicGraphError, TopicTracker
 from fabtest.engine.turns import ConversationRunner, cancel_agent
-from fabtest.engine.verdicts import LateVerdicts, Pending, placeholder
-from fabtest.errors import ExpectationFailed, NeedsLLM, UsageError
+from fabtest.engine.verdicts import LateVerdicts, Pending, judge_failed, placeholder
+from fabtest.errors import ExpectationFailed, JudgeFailed, LLMError, NeedsLLM, UsageError
 from fabtest.experiment.cost import price_table
-from fabtest.llm.base import LLM, LLMNotConfigured
+from fabtest.llm.base import LLM, LLMNotConfigured, spent
 
 __all__ = ["LLMRoles", "ScenarioState"]
+
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -423,11 +425,48 @@ class ScenarioState:
         def run() -> Check:
             judge = self.judge
             assert judge is not None  # the callers skip the check without a judge
-            check, usage = ask(judge)
+            with self._judge_failure():
+                check, usage = ask(judge)
             self._charge("judge", usage)
             return check
 
         return run
+
+    @contextlib.contextmanager
+    def _judge_failure(self) -> Iterator[None]:
+        """A judge call that failed for good: what its requests cost is charged all the same (the
+        summary's judge calls count every request), and the error goes on to the check's caller."""
+        try:
+            yield
+        except LLMNotConfigured:
+            raise
+        except LLMError as exc:
+            self._charge("judge", spent(exc))
+            raise
+
+    @staticmethod
+    def _soft_verdict(run: Callable[[], _T], waiting: Any) -> _T:
+        """A soft check judged on this thread (no executor): a judge that failed for good makes it
+        skipped with the reason, as a background verdict is (:func:`verdicts.judge_failed`), never
+        the scenario's error. ``waiting``: the placeholder check, or one per criterion of a batch."""
+        try:
+            return run()
+        except LLMNotConfigured:
+            raise
+        except LLMError as exc:
+            if isinstance(waiting, list):
+                return cast(_T, [judge_failed(w, exc) for w in waiting])
+            return cast(_T, judge_failed(waiting, exc))
+
+    def _hard_verdict(self, run: Callable[[], _T]) -> _T:
+        """A ``must`` check's verdict: a judge that failed for good ends the scenario as ``judge``
+        (:class:`~fabtest.errors.JudgeFailed`), not as the agent's ``error``."""
+        try:
+            return run()
+        except LLMNotConfigured:
+            raise
+        except LLMError as exc:
+            raise JudgeFailed(f"the judge failed for good on a must check: {exc}", where=self.where) from exc
 
     # -- topics ------------------------------------------------------------------------------------
     def check_reached(self, topic: str, mode: Mode) -> None:
@@ -452,7 +491,7 @@ class ScenarioState:
     def _run_llm_check(self, run: Callable[[], Check], mode: Mode, waiting: Check) -> None:
         slot = self._reserve()
         if mode == "must" or self.llms.executor is None:
-            check = run()
+            check = self._hard_verdict(run) if mode == "must" else self._soft_verdict(run, waiting)
             self._slots[slot] = check
             if mode == "must" and check.status in ("failed", "inconclusive"):
                 self._fail(check)
@@ -501,14 +540,16 @@ class ScenarioState:
 
         def run() -> list[Check]:
             assert self.judge is not None
-            result = self.judge.evaluate_criteria(list(unique.values()), subject=subject, scope=scope)
+            with self._judge_failure():
+                result = self.judge.evaluate_criteria(list(unique.values()), subject=subject, scope=scope)
             self._charge("judge", result.usage)
             by_name = {v.criterion: v for v in result.value}
             return [judged.criterion_check(p.criterion, p.mode, by_name[p.criterion.name], scope, turn)
                     for p in pending]
 
         if block or self.llms.executor is None:
-            results = run()
+            results = (self._hard_verdict(run) if any(p.mode == "must" for p in pending) else
+                       self._soft_verdict(run, [placeholder("satisfy", p.criterion.name, turn) for p in pending]))
             for p, check in zip(pending, results, strict=True):
                 self._slots[p.slot] = check
             if block:

@@ -7,7 +7,9 @@ a red-team attacker that would not attack, makes the run **invalid**. An invalid
 recorded with its reason (``ScenarioState.simulations``, the result's ``simulation``) and the
 conversation is run again from the start with a fresh agent, up to ``simulator_retries`` times;
 when every try was invalid the scenario ends with :class:`~fabtest.errors.InvalidSimulation`,
-reported as not run and never counted in completion, criteria or the gate.
+reported as not run and never counted in completion, criteria or the gate. A simulated user that
+fails for good (its LLM down, or agent-voiced or empty messages on every try) ends the scenario
+with :class:`~fabtest.errors.SimulatorFailed`: failure type ``simulator``, the agent not blamed.
 
 A conversation can be started again only when the simulation began it (no scripted turn and no
 check before it); otherwise the first invalid try ends the scenario. Starting again is the
@@ -25,8 +27,8 @@ from fabtest.engine import fidelity
 from fabtest.engine.simulator import STOPS, Simulator, SimulatorConfig
 from fabtest.engine.topics import TopicGraph
 from fabtest.engine.turns import ConversationRunner, UserStopped
-from fabtest.errors import InvalidSimulation, MaxTurnsReached, UsageError
-from fabtest.llm.base import LLM
+from fabtest.errors import InvalidSimulation, LLMError, LLMNotConfigured, MaxTurnsReached, SimulatorFailed, UsageError
+from fabtest.llm.base import LLM, spent
 
 __all__ = ["SimulatedState", "simulate"]
 
@@ -141,7 +143,13 @@ def _one_conversation(state: SimulatedState, first: str | None,
         if first is not None:
             state.simulated_text, first = first, None
             return state.simulated_text
-        result = simulator.next_message(conversation, opening=not conversation.turns)
+        try:
+            result = simulator.next_message(conversation, opening=not conversation.turns)
+        except LLMNotConfigured:
+            raise
+        except LLMError as exc:  # the simulated user's failure, charged and never the agent's
+            state.charge("simulator", spent(exc))
+            raise SimulatorFailed(f"the simulated user failed: {exc}", where=state.where) from exc
         state.simulated_text = result.text
         state.user_note(result.strategy)
         state.charge("simulator", result.usage)

@@ -2,8 +2,9 @@
 
 Configuration is inherited (project, Feature Background, Rule Background, scenario) with
 ``SimulatorConfig.merge``. The simulator writes one user message per call and never speaks for
-the agent: an empty or role-inverted reply is asked again, then raises ``LLMBadOutput`` (failure
-type ``error``), so the agent is never blamed for the simulator's mistake.
+the agent: an empty or role-inverted reply is asked again, then raises ``LLMBadOutput``, which the
+simulation turns into :class:`~fabtest.errors.SimulatorFailed` (failure type ``simulator``, not
+measured), so the agent is never blamed for the simulator's mistake.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pydantic import BaseModel, model_validator
 from fabtest.conversation import Conversation, TokenUsage
 from fabtest.engine.refusals import refusal
 from fabtest.errors import InvalidSimulation
-from fabtest.llm.base import LLM, LLMBadOutput, LLMNotConfigured
+from fabtest.llm.base import LLM, LLMBadOutput, LLMError, LLMNotConfigured, with_spent
 from fabtest.llm.calls import LLMCall, llm_call
 from fabtest.redteam import Attack, attack
 
@@ -307,8 +308,12 @@ class Simulator:
         system = ADVERSARIAL_SYSTEM_PROMPT if chosen is not None else SYSTEM_PROMPT
         schema: type[UserAnswer] | type[AttackerAnswer] = AttackerAnswer if chosen is not None else UserAnswer
         for attempt in range(1, MAX_RETRIES + 2):
-            with llm_call(call):
-                completion = self.llm.complete_json(attempt_prompt, schema, system=system)
+            try:
+                with llm_call(call):
+                    completion = self.llm.complete_json(attempt_prompt, schema, system=system)
+            except LLMError as exc:  # what the earlier attempts cost goes with the error
+                with_spent(exc, usage)
+                raise
             usage.add(completion.usage)
             result = self._read(completion.parsed, level, usage, attempt, opening=opening)
             if not isinstance(result, str):
@@ -317,7 +322,7 @@ class Simulator:
             attempt_prompt = prompt + RETRY_NOTE.format(problem=result)
         if chosen is not None and all(p.startswith("the attacker ") for p in problems):
             raise InvalidSimulation(f"{problems[-1]} {len(problems)} times in a row; the run tests nothing")
-        raise LLMBadOutput(_failure_message(problems))
+        raise with_spent(LLMBadOutput(_failure_message(problems)), usage)
 
     def _read(self, answer: Any, level: int, usage: TokenUsage, attempt: int, *, opening: bool) -> SimResult | str:
         """The answer as a :class:`SimResult`, or the problem that makes it unusable."""
