@@ -40,6 +40,7 @@ from fabtest.compare.read import Experiment, ScenarioTally, hard_criteria, merge
 from fabtest.experiment.cost import cost_delta_by_id
 from fabtest.experiment.coverage import changes as coverage_changes
 from fabtest.experiment.fmt import llm_line
+from fabtest.experiment.stats import unjudged
 
 __all__ = [
     "DEFAULT_ALPHA",
@@ -723,7 +724,7 @@ def _untested(base: Experiment, cur: Experiment, c: Comparison) -> list[str]:
         more = f"; and {len(unrun) - 3} more" if len(unrun) > 3 else ""
         out.append(f"{len(unrun)} shared scenario(s) have no measured run in the current experiment: {named}{more}; "
                    "untested is never a pass")
-    unrated = _judged_unrated(cur.doc)
+    unrated = unjudged(cur.doc)
     if unrated:
         out.append(f"nothing judged in the current experiment: its {unrated} judged check(s) were all skipped or "
                    "inconclusive (no judge LLM, a judge outage or unusable answers): untested is never a pass")
@@ -743,18 +744,6 @@ def _not_measured(a: ScenarioTally) -> str:
     if a.unmeasured:
         parts.append(f"{a.unmeasured} ended by the simulated user or the judge")
     return ", ".join(parts) or "not run"
-
-
-def _judged_unrated(doc: dict[str, Any]) -> int:
-    """The judged checks of ``doc`` that were all skipped or inconclusive (0 when any was rated or
-    none was asked for): a run that tested none of them."""
-    summary = doc.get("summary") if isinstance(doc.get("summary"), dict) else {}
-    results = doc.get("criteria_results") if isinstance(doc.get("criteria_results"), dict) else {}
-    if any(isinstance(e, dict) and (e.get("evaluated") or 0) > 0 for e in results.values()):
-        return 0
-    evaluations = summary.get("evaluations") if isinstance(summary.get("evaluations"), dict) else {}
-    counts = (summary.get("skipped_checks"), evaluations.get("inconclusive"))
-    return sum(n for n in counts if isinstance(n, int) and not isinstance(n, bool))
 
 
 def _simulated(doc: dict[str, Any]) -> bool:

@@ -225,7 +225,7 @@ class FabtestSession:
             return
         path, recorder = written
         if self.recording.unsaved:
-            self.summary.experiment_unsaved(recorder, interrupted)
+            self.summary.experiment_unsaved(session, recorder, interrupted)
             self.recording.discard()
             return
         self.summary.experiment_written(session, path, recorder, interrupted)
