@@ -47,8 +47,8 @@ from typing import ClassVar, Literal
 
 __all__ = ["MAX_MESSAGE_CHARS", "AgentError", "AgentTimeout", "CoverageFloorError", "ExpectationFailed",
            "ExperimentFileError", "FabtestError", "FailureType", "InvalidSimulation", "JournalError", "JudgeFailed",
-           "LLMError",
-           "LLMNotConfigured", "MaxTurnsReached", "MergeError", "NeedsLLM", "ScenarioTimeout", "SimulatorFailed", "TopicGraphError",
+           "LLMError", "LLMNotConfigured", "MaxTurnsReached", "MergeError", "NeedsLLM", "ScenarioTimeout",
+           "SimulatorFailed", "TopicGraphError",
            "ToolFailed", "TransientFailure", "TriggerError", "UsageError", "did_you_mean", "excerpt", "failure_type_of"]
 
 FailureType = Literal["assertion", "max_turns", "timeout", "error", "simulator", "judge"]

@@ -720,7 +720,8 @@ def _untested(base: Experiment, cur: Experiment, c: Comparison) -> list[str]:
     comparability = c.comparability
     unrun = [(a.name, b_shared[sid].runs, a) for sid, a in c_shared.items() if b_shared[sid].runs and not a.runs]
     if unrun and len(unrun) < len(c_shared):  # all of them unrun is the gate's own "nothing ran"
-        named = "; ".join(f"'{name}' ({_not_measured(a)}; {runs} run(s) in the baseline)" for name, runs, a in unrun[:3])
+        named = "; ".join(f"'{name}' ({_not_measured(a)}; {runs} run(s) in the baseline)"
+                          for name, runs, a in unrun[:3])
         more = f"; and {len(unrun) - 3} more" if len(unrun) > 3 else ""
         out.append(f"{len(unrun)} shared scenario(s) have no measured run in the current experiment: {named}{more}; "
                    "untested is never a pass")

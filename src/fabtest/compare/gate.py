@@ -527,8 +527,18 @@ def _verdict(gate: Gate, c: Comparison) -> str:
     if gate.outcome == "not worse":
         return (f"not worse: no gated metric dropped by more than {gate.margin * 100:g} points "
                 f"({len(gate.entries)} metric(s), each shown at alpha {gate.alpha:g})")
+    return "undecided: " + "; ".join(filter(None, (_worst_move(c), _undecided_because(gate, c))))
+
+
+def _worst_move(c: Comparison) -> str | None:
+    """What moved most for the worse (compare/moved.py): an undecided verdict says it first."""
+    return next((m.line for m in c.moved if m.change > 0), None)
+
+
+def _undecided_because(gate: Gate, c: Comparison) -> str:
+    """Why the gate is undecided, and what would decide it."""
     if gate.problems:
-        return f"undecided: {gate.problems[0]}"
+        return gate.problems[0]
     open_ = [e for e in gate.entries if e.decision == "undecided"]
     need = [e for e in open_ if e.runs_to_decide and e.baseline and e.current]
     if need:
@@ -536,12 +546,12 @@ def _verdict(gate: Gate, c: Comparison) -> str:
                     for e in need if e.baseline and e.current)
         its = max(1, math.ceil(extra / max(1.0, max(e.per_iteration for e in need))))
         names = ", ".join(e.label for e in open_[:3]) + (f" and {len(open_) - 3} more" if len(open_) > 3 else "")
-        return (f"undecided: about {extra} more runs per side (about {its} more iteration(s) of the "
+        return (f"about {extra} more runs per side (about {its} more iteration(s) of the "
                 f"{c.comparability.scenarios_shared} shared scenario(s)) would decide {names}")
     if not open_:
-        return "undecided: nothing was gated"
+        return "nothing was gated"
     names = ", ".join(e.label for e in open_[:3]) + (f" and {len(open_) - 3} more" if len(open_) > 3 else "")
-    return f"undecided: {names}: {open_[0].reason.removeprefix('undecided: ')}"
+    return f"{names}: {open_[0].reason.removeprefix('undecided: ')}"
 
 
 def _short(e: GateEntry) -> str:

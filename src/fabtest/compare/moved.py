@@ -72,5 +72,6 @@ def moves(b_shared: Mapping[str, ScenarioTally], c_shared: Mapping[str, Scenario
     """The moves of the shared scenarios, the largest rise in failures first, improvements after
     (at most :data:`MOVED_KEPT`), and how many there were in all."""
     found = [m for sid, b in b_shared.items() for m in _scenario_moves(sid, b, c_shared[sid])]
-    found.sort(key=lambda m: (m.change <= 0, -abs(m.change), m.scenario, m.kind != "completion", m.what))
+    # among equal moves, a check or criterion first: it says why the runs failed
+    found.sort(key=lambda m: (m.change <= 0, -abs(m.change), m.scenario, m.kind == "completion", m.what))
     return found[:MOVED_KEPT], len(found)

@@ -19,8 +19,8 @@ from typing import Any
 from fabtest.experiment.export import entry_topics, read_entries, read_index
 from fabtest.experiment.stats import entry_check_counts, is_criterion
 
-__all__ = ["NOT_MEASURED", "Experiment", "ScenarioTally", "criteria_definitions", "hard_criteria", "merge_counts", "no_gc",
-           "read_experiment", "run_level", "summarise"]
+__all__ = ["NOT_MEASURED", "Experiment", "ScenarioTally", "criteria_definitions", "hard_criteria", "merge_counts",
+           "no_gc", "read_experiment", "run_level", "summarise"]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -204,9 +204,9 @@ def unjudged(doc: dict[str, Any]) -> int:
     """The judged checks of an experiment document when not one of them was rated (every one skipped:
     no judge, a judge outage, unusable answers; or inconclusive), else 0. Such a run tested none of
     them, so neither pytest nor the gate may call it green (docs/gates.md, "What counts as untested")."""
-    summary = doc.get("summary") if isinstance(doc.get("summary"), dict) else {}
-    results = doc.get("criteria_results") if isinstance(doc.get("criteria_results"), dict) else {}
-    entries = [e for e in results.values() if isinstance(e, dict)]
+    summary, results = doc.get("summary"), doc.get("criteria_results")
+    summary = summary if isinstance(summary, dict) else {}
+    entries = [e for e in results.values() if isinstance(e, dict)] if isinstance(results, dict) else []
     if any(_count(e.get("evaluated")) for e in entries):
         return 0
     return _count(summary.get("skipped_checks")) + sum(_count(e.get("inconclusive")) for e in entries)

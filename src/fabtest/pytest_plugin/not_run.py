@@ -74,7 +74,8 @@ class NotRun:
 
     @property
     def fails_run(self) -> bool:
-        return any(kind not in self.allowed for kind in self.by_kind) or bool(self.unjudged and "llm" not in self.allowed)
+        unjudged = bool(self.unjudged) and "llm" not in self.allowed
+        return unjudged or any(kind not in self.allowed for kind in self.by_kind)
 
     def exit_status(self, status: int) -> int:
         """The run's exit status: :data:`EXIT_NOT_RUN` instead of a green 0 (or 5) when not allowed."""

@@ -16,8 +16,9 @@ from typing import Any
 from urllib.parse import unquote
 
 from fabtest.compare.gate import gate_lines, regression_gate
+from fabtest.compare.sections import ordered
 from fabtest.experiment.diff import ConversationDiff, diff_scenarios
-from fabtest.report.html import REPORT_CSS, comparison_sections
+from fabtest.report.html import REPORT_CSS, comparison_parts
 from fabtest.view.catalog import Catalog, ExperimentRow
 from fabtest.view.compare_runs import comparison_runs
 from fabtest.view.faults import FAULTS_PATH, faults_page, read_matrices
@@ -134,18 +135,21 @@ class Site:
         lines = "".join(f'<p class="{"down" if line.startswith("FAIL") else "muted"}">{e(line)}</p>'
                         for line in gate_lines(gate))
         tone = {"worse": "down", "not worse": "up", "undecided": "muted"}[gate.outcome]
-        verdict = (f'<p class="verdict {tone}" id="verdict"><b>{e(gate.verdict)}</b></p>'
-                   '<div class="panel" id="gate">'
-                   '<h3>Regression gate (<code>fabtest-compare --fail-on-regression</code>, '
-                   f'exit {gate.exit_code})</h3>' + lines + "</div>")
-        runs = comparison_runs(base.id, cur.id, self.catalog.document(base), self.catalog.document(cur),
-                               _change_labels(comparison))
-        body = (verdict + self._changed(base, cur, comparison, diffs) + runs
-                + comparison_sections(cur_doc, comparison, diffs))
+        parts = comparison_parts(cur_doc, comparison, diffs)
+        parts.update({  # the page's own: its verdict's tone, the changes with links to the runs, the gate, the runs
+            "verdict": f'<p class="verdict {tone}" id="verdict"><b>{e(gate.verdict)}</b></p>',
+            "changes": self._changed(base, cur, comparison, diffs),
+            "gate": ('<div class="panel" id="gate">'
+                     '<h3>Regression gate (<code>fabtest-compare --fail-on-regression</code>, '
+                     f'exit {gate.exit_code})</h3>' + lines + "</div>"),
+            "runs": comparison_runs(base.id, cur.id, self.catalog.document(base), self.catalog.document(cur),
+                                    _change_labels(comparison)),
+        })
         if changed:
             links = "".join(f'<li>{link("../", conversation_path(cur.id, s.id, 1), s.name)}</li>' for s in changed)
-            body += ('<h3>Conversations that changed outcome (current run)</h3>'
-                     f'<ul class="plain" id="changed">{links}</ul>')
+            parts["diffs"] += ('<h3>Conversations that changed outcome (current run)</h3>'
+                               f'<ul class="plain" id="changed">{links}</ul>')
+        body = "".join(ordered({name: [html] for name, html in parts.items()}))
         return page(f"fabtest view · {base.id} → {cur.id}", "../", body, head, "compare.html")
 
     def label(self, data: Any) -> dict[str, Any]:
