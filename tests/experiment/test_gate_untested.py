@@ -126,3 +126,13 @@ def test_a_judge_outage_on_must_criteria_is_never_worse(tmp_path, capsys):
     assert "'scenario a' (10 ended by the simulated user or the judge; 10 run(s) in the baseline)" in \
         data["gate"]["problems"][0]
     assert "FAIL " not in err
+
+
+def test_every_run_ended_by_the_simulated_user_says_so(tmp_path, capsys):
+    """Tried as a stranger: a simulated user that wrote the agent's lines in every run was reported
+    as "every shared scenario was skipped"; nothing was skipped, nothing was measured."""
+    cur = _runs(passed=lambda s, i: False, failure=lambda s, i: "simulator")
+    code, data, _ = _gate(tmp_path, _runs(), cur, capsys)
+    assert code == 3 and data["verdict"] == (
+        "undecided: no shared scenario has a measured run in the current experiment (30 run(s) ended by the "
+        "simulated user or the judge, the others skipped): nothing was measured")
