@@ -135,4 +135,4 @@ def test_every_run_ended_by_the_simulated_user_says_so(tmp_path, capsys):
     code, data, _ = _gate(tmp_path, _runs(), cur, capsys)
     assert code == 3 and data["verdict"] == (
         "undecided: no shared scenario has a measured run in the current experiment (30 run(s) ended by the "
-        "simulated user or the judge, the others skipped): nothing was measured")
+        "simulated user or the judge, 0 skipped): nothing was measured")

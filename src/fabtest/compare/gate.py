@@ -481,9 +481,10 @@ def _problems(c: Comparison) -> list[str]:
         out.append("no scenario both experiments ran (the current run may have failed every scenario before it "
                    "was recorded, or be empty)")
     elif not (comp.current_runs or (0, 0))[1]:
-        ended = sum(a.unmeasured for a in c.tallies[1].values()) if c.tallies is not None else 0
+        now = list(c.tallies[1].values()) if c.tallies is not None else []
+        ended, skipped = sum(a.unmeasured for a in now), sum(a.skipped for a in now)
         out.append(f"no shared scenario has a measured run in the current experiment ({ended} run(s) ended by the "
-                   "simulated user or the judge, the others skipped): nothing was measured" if ended else
+                   f"simulated user or the judge, {skipped} skipped): nothing was measured" if ended else
                    "every shared scenario was skipped in the current experiment: nothing ran")
     elif not (comp.baseline_runs or (0, 0))[1]:
         out.append("every shared scenario was skipped in the baseline: nothing to compare with")
