@@ -178,10 +178,11 @@ def _run_compare(args: argparse.Namespace, prog: str) -> int:
         return fail(str(exc.args[0]), prog)
 
     def text(c: Any) -> str:
-        return render_text(c, diffs)
+        return (f"Verdict: {c.verdict}\n\n" if c.verdict else "") + render_text(c, diffs)
 
     def markdown(c: Any) -> str:
-        return render_markdown(c, gating.gate_markdown(gate, warnings, md_escape))
+        head = f"**Verdict: {md_escape(c.verdict)}**\n\n" if c.verdict else ""
+        return head + render_markdown(c, gating.gate_markdown(gate, warnings, md_escape))
 
     renderer = {"text": text, "json": render_json, "markdown": markdown}[args.format]
     base, cur = b_exp.doc, c_exp.doc

@@ -242,8 +242,7 @@ def render_text(comparison: Comparison, diffs: Sequence[ConversationDiff] = ()) 
     c = comparison
     comp = c.comparability
     parts: dict[str, list[str]] = {}
-    head = [f"Verdict: {c.verdict}", ""] if c.verdict else []
-    head += [
+    head = [  # the verdict line itself is the caller's (fabtest-compare, fabtest ab), written before this
         "Experiment Comparison",
         RULE_HEAVY,
         "",
@@ -454,8 +453,8 @@ def render_markdown(comparison: Comparison, gate: Sequence[str] = ()) -> str:
     comp = c.comparability
     icon = {"HIGH": "🟢", "MEDIUM": "🟡", "LOW": "🔴"}[comp.validity]
     parts: dict[str, list[str]] = {}
-    parts["verdict"] = [*([f"**Verdict: {md_escape(c.verdict)}**", ""] if c.verdict else []),
-                        f"## fabtest: `{md_escape(c.baseline.id)}` → `{md_escape(c.current.id)}`"]
+    # the verdict line itself is the caller's (fabtest-compare, fabtest ab), written before this
+    parts["verdict"] = [f"## fabtest: `{md_escape(c.baseline.id)}` → `{md_escape(c.current.id)}`"]
     parts["moved"] = ["", "### What moved (shared scenarios, failing runs now and before)", "",
                       *_moved_lines(c, "- ", md_escape)]
     lines: list[str] = []
