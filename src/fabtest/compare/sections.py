@@ -16,7 +16,8 @@ __all__ = ["SECTIONS", "ordered"]
 #: every section a comparison can show, in the order every surface shows them (a surface leaves out
 #: what it does not have: the console's gate goes to stderr, the Markdown has no conversation pages)
 SECTIONS: tuple[str, ...] = (
-    "verdict",        # the one line: worse / not worse / undecided, and why
+    "verdict",        # the one line (worse / not worse / undecided, and why; on the console and in Markdown the
+                      # command writes it first), then which experiments
     "moved",          # "Checkout: 2/10 runs fail 'add_to_cart' now (was 0/10)"
     "changes",        # newly failing, quality regressed, newly passing, improved, changed
     "gate",           # each gated metric: counts, test, decision
