@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from fabtest._internal import redaction
 from fabtest.errors import UsageError
 
 __all__ = ["add_shrink_args", "run_shrink"]
@@ -132,7 +133,7 @@ def _shrink(args: argparse.Namespace, results_dir: str) -> int:
     text = regression_feature(result.name, outcome.messages, outcome.anchor, setup, step, comments=comments,
                               agent=args.agent if args.agent and ":" not in args.agent else None,
                               history=outcome.history)
-    write_feature(out, text)
+    write_feature(out, redaction.redact(text))  # a recorded line or failure message may quote a secret
     print(f"wrote {out}: {len(result.transcript)} user turns -> {len(outcome.messages)}, {spent}")
     return EXIT_OK
 
