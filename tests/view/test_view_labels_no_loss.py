@@ -5,6 +5,7 @@ written; a secret in the labelled text reaches neither the file nor the POST /la
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import threading
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ from fabtest._internal import redaction
 from fabtest.judging.calibrate import load_examples
 from fabtest.view.catalog import Catalog
 from fabtest.view.labels import LabelError, label_check, labels_path, read_labels
+from fabtest.view.packs import unpack_script
 from fabtest.view.server import make_server
 from fabtest.view.site import Site
 
@@ -117,3 +119,27 @@ def test_a_secret_in_the_labelled_text_reaches_neither_the_file_nor_the_answer(t
     assert answer.status_code == 200 and key not in answer.text and "***" in answer.text
     assert key not in path.read_text()
     assert deep.status_code == 400 and "nested too deeply" in deep.json()["error"]  # issue 38, 4: no dropped connection
+
+
+def test_the_view_command_masks_the_projects_var_values(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """``fabtest view`` registers the ``${VAR}`` values of [tool.fabtest]'s agent tables, as a run does:
+    before, only the LLM keys were masked in what it serves and builds."""
+    from fabtest.cli import main
+
+    token = "tok-view-0123456789"
+    results = results_dir(tmp_path, count=1)
+    path = results / "exp_000.json"
+    path.write_text(path.read_text().replace("reply of experiment 0", f"reply of experiment 0 {token}"))
+    (tmp_path / "pyproject.toml").write_text('[tool.fabtest.agents.remote]\ntype = "http"\n'
+                                             'url = "http://127.0.0.1:9/chat?token=${VIEW_TOKEN}"\n')
+    monkeypatch.setenv("VIEW_TOKEN", token)
+    monkeypatch.chdir(tmp_path)
+    try:
+        assert main(["view", str(results), "--build", str(tmp_path / "site")]) == 0
+    finally:
+        redaction.clear()
+    pages = [p.read_bytes() for p in (tmp_path / "site").rglob("*") if p.is_file()]
+    assert not any(token.encode() in page for page in pages)
+    runs = json.dumps(unpack_script((tmp_path / "site" / "exp" / "exp_000" / "runs.js").read_text()))
+    assert token not in runs and "reply of experiment 0 ***" in runs  # inside the gzipped pack too

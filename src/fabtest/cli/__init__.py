@@ -382,8 +382,10 @@ def _port(text: str) -> int:
 
 
 def _cmd_view(args: argparse.Namespace) -> int:
+    from fabtest._internal.redaction import register_project_secrets
     from fabtest.view import build_site, serve
 
+    register_project_secrets()  # ${VAR} values too: pages, labels and their answers never show them
     results_dir = args.results_dir or _default_results_dir()
     if not Path(results_dir).is_dir():
         return _fail("fabtest view", f"{results_dir}: no such directory (give the results directory: "

@@ -107,7 +107,8 @@ def _shrink(args: argparse.Namespace, results_dir: str) -> int:
                      progress=lambda line: print(f"  {line}", file=sys.stderr))
     spent = f"{outcome.replays} replay(s), {outcome.judge_calls} judge call(s)"
     if outcome.not_checkable:
-        print(f"fabtest shrink: the check cannot be re-run on a replay ({outcome.not_checkable}); {spent}; "
+        print(f"fabtest shrink: the check cannot be re-run on a replay ({redaction.redact(outcome.not_checkable)}); "
+              f"{spent}; "
               "nothing written",
               file=sys.stderr)
         return EXIT_NOT_REPRODUCED
