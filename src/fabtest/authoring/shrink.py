@@ -12,9 +12,9 @@ time under the same rule.
 
 The turn a check is about is always kept (a ``response`` check without its response means
 nothing), and a conversation check keeps at least one turn (a feature with no user turn fails with
-"there is no response yet", not the check's failure); the other turns, their sentences and the messages of a seeded history (``Given the
-conversation so far``) are what may go. Every replay counts against a budget,
-and the outcome says whether the failure reproduced at all: a failure that needed the simulated
+"there is no response yet", not the check's failure); the other turns, their sentences and the
+messages of a seeded history (``Given the conversation so far``) are what may go. Every replay
+counts against a budget, and the outcome says whether the failure reproduced at all: a failure that needed the simulated
 user's wording, or that the judge gives only now and then, is reported as not reproducing
 scripted rather than written as a test that passes.
 """

@@ -189,7 +189,7 @@ def _from_openai(messages: list[Mapping[str, Any]], path: Path) -> RecordedConve
         elif role == "assistant":
             calls = []
             for raw in _objects(m.get("tool_calls"), "tool_calls", path):
-                fn = raw.get("function") if isinstance(raw.get("function"), Mapping) else {}
+                fn = raw["function"] if isinstance(raw.get("function"), Mapping) else {}
                 call = ToolCall(str(fn.get("name", "")), _arguments(fn.get("arguments"), path))
                 by_id[raw.get("id")] = call
                 calls.append(call)
@@ -278,7 +278,7 @@ def _spans(data: Mapping[str, Any], path: Path) -> Iterable[tuple[int, dict[str,
     for resource in _objects(data.get("resourceSpans"), "resourceSpans", path):
         for scope in _objects(resource.get("scopeSpans"), "scopeSpans", path):
             for span in _objects(scope.get("spans"), "spans", path):
-                attributes = {a.get("key"): _attribute(a.get("value") or {})
+                attributes = {str(a.get("key")): _attribute(a.get("value") or {})
                               for a in _objects(span.get("attributes"), "attributes", path)}
                 yield int(span.get("endTimeUnixNano") or 0), attributes
 

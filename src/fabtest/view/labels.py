@@ -202,7 +202,9 @@ def _leading_comments(text: str) -> list[str]:
 
 
 def _kind(value: Any) -> str:
-    return {dict: "mapping", list: "list"}.get(type(value), f"scalar ({type(value).__name__})")
+    if isinstance(value, dict):
+        return "mapping"
+    return "list" if isinstance(value, list) else f"scalar ({type(value).__name__})"
 
 
 class _Dumper(yaml.SafeDumper):
