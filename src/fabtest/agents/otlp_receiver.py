@@ -161,6 +161,10 @@ def receiver(port: int = DEFAULT_PORT) -> Receiver:
 # -- the HTTP side -------------------------------------------------------------------------------------
 def _handler(target: Receiver) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
+        #: seconds a connection may sit without sending: a body shorter than its Content-Length ends
+        #: in a 400, not a thread waiting forever
+        timeout = 10
+
         def do_POST(self) -> None:  # noqa: N802 - the http.server name
             if self.path.split("?")[0].rstrip("/") != "/v1/traces":
                 return self._reply(404, b"only /v1/traces is received here", "text/plain")

@@ -22,6 +22,7 @@ __all__ = ["build_site", "make_server", "serve"]
 def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         server_version = "fabtest-view"
+        timeout = 10  # seconds a connection may sit silent: a body shorter than announced cannot hold a thread
 
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)
             if not _served_host(self.headers.get("Host"), int(getattr(self.server, "server_port", 0))):
