@@ -6,7 +6,8 @@ written; a secret in the labelled text reaches neither the file nor the POST /la
 from __future__ import annotations
 
 import json
-import multiprocessing
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,23 +36,26 @@ def _entry(agent: str = "Hello!") -> dict[str, Any]:
             "transcript": [{"number": 1, "user": "hi", "agent": agent}]}
 
 
-def _writer(results: str, first: int, ready: Any) -> None:
-    ready.wait()
-    for check in range(first, first + CHECKS):
-        label_check(Path(results), HEAD, _entry(), check, right=True)
+WRITER = """
+import json, sys
+from pathlib import Path
+from fabtest.view.labels import label_check
+results, head, entry, first, count = json.loads(sys.argv[1])
+sys.stdin.read()  # both writers start together
+for check in range(first, first + count):
+    label_check(Path(results), head, entry, check, right=True)
+"""
 
 
 def test_two_writers_at_once_keep_every_label(tmp_path: Path) -> None:
     """Two processes (two servers) each answered 12 marks: all 24 are in the file (the issue saw 16 of 40 lost)."""
-    ctx = multiprocessing.get_context("fork")
-    ready = ctx.Event()
-    writers = [ctx.Process(target=_writer, args=(str(tmp_path), first, ready)) for first in (0, CHECKS)]
+    writers = [subprocess.Popen([sys.executable, "-c", WRITER, json.dumps([str(tmp_path), HEAD, _entry(), first,
+                                                                           CHECKS])], stdin=subprocess.PIPE)
+               for first in (0, CHECKS)]
     for w in writers:
-        w.start()
-    ready.set()
-    for w in writers:
-        w.join(60)
-        assert w.exitcode == 0
+        assert w.stdin is not None
+        w.stdin.close()
+    assert [w.wait(60) for w in writers] == [0, 0]
     labels = read_labels(labels_path(tmp_path, "exp_many"))
     assert sorted(x["check"] for x in labels) == list(range(2 * CHECKS))
 
