@@ -50,7 +50,6 @@ SLOW_MODULES = (
 
 #: single tests (``module::function``, every parameter) of otherwise quick modules
 SLOW_TESTS = (
-    "view/test_view_labels_no_loss.py::test_two_writers_at_once_keep_every_label",
     "core/test_bounded_regex_and_off_graph.py::test_a_catastrophic_match_is_stopped_and_names_the_pattern",
     "core/test_bounded_regex_and_off_graph.py::test_triggers_and_argument_matchers_are_bounded",
     "cost/test_cost_unit.py::test_an_acp_agent_prices_its_quota_tokens_with_the_model_it_was_started_with",
@@ -60,6 +59,7 @@ SLOW_TESTS = (
     "plugin/test_plugin_bad_input.py::test_bad_input_fails_only_its_own_scenario",
     "plugin/test_plugin_checks.py::test_every_failing_must_fails_its_scenario_and_says_why",
     "plugin/test_plugin_collection.py::test_xdist_runs_features_and_results_reach_the_controller",
+    "view/test_view_labels_no_loss.py::test_two_writers_at_once_keep_every_label",
 )
 
 
