@@ -178,3 +178,14 @@ def test_a_flood_of_foreign_traces_does_not_push_out_a_turns_own_spans(
         seen(response)
     assert [c.name for c in response.tool_calls] == ["lookup"]
     assert len(receiver._traces) <= 20
+
+
+def test_a_body_shorter_than_announced_is_a_400_once_the_connection_is_silent(
+        receiver: Receiver, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before, the handler thread waited for the missing bytes forever (10 s now; 0.3 s here)."""
+    assert 0 < (receiver._server.RequestHandlerClass.timeout or 0) <= 30  # a bound of its own (None: forever)
+    monkeypatch.setattr(receiver._server.RequestHandlerClass, "timeout", 0.3)
+    with socket.create_connection(("127.0.0.1", receiver.port), timeout=10) as raw:
+        raw.sendall(f"POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1:{receiver.port}\r\nContent-Type: application/json"
+                    "\r\nContent-Length: 100\r\n\r\n{}".encode())
+        assert raw.recv(100).startswith(b"HTTP/1.0 400")
