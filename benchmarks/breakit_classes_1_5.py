@@ -290,6 +290,41 @@ def _secret_in_label(tmp: Path) -> bool:
         redaction.clear()
 
 
+def _secret_in_answer(tmp: Path) -> bool:
+    """A key the results file holds (written before it was one) is not in the POST /label answer."""
+    from fabtest._internal import redaction
+
+    server, port, results, entry = _view_server(tmp)
+    key = "sk-answer-0123456789"
+    redaction.register(key)
+    try:
+        body = {"experiment": "exp_000", "scenario": entry["id"], "iteration": 1, "check": 0, "verdict": "wrong",
+                "comment": f"leaked {key}"}
+        answer = httpx.post(f"http://127.0.0.1:{port}/label", json=body, timeout=30)
+        return answer.status_code == 200 and key not in answer.text
+    finally:
+        redaction.clear()
+        server.shutdown()
+        server.server_close()
+
+
+def _var_in_view_build(tmp: Path) -> bool:
+    """A ``${VAR}`` value of the project's agent tables, in a results file, is not in `fabtest view --build`."""
+    token = "tok-build-0123456789"
+    results = _results(tmp, 1)
+    path = results / "exp_000.json"
+    path.write_text(path.read_text().replace("reply of experiment 0", f"reply of experiment 0 {token}"))
+    (tmp / "pyproject.toml").write_text('[tool.fabtest.agents.remote]\ntype = "http"\n'
+                                        'url = "http://127.0.0.1:9/chat?token=${BUILD_TOKEN}"\n')
+    env = {**os.environ, "BUILD_TOKEN": token}
+    subprocess.run([sys.executable, "-m", "fabtest.cli", "view", str(results), "--build", str(tmp / "site")], cwd=tmp,
+                   env=env, capture_output=True, timeout=120)
+    from fabtest.view.packs import unpack_script
+
+    runs = json.dumps(unpack_script((tmp / "site" / "exp" / "exp_000" / "runs.js").read_text()))
+    return "reply of experiment 0" in runs and token not in runs
+
+
 # -- class 1: shrink (records through pytest in a subprocess) ------------------------------------------
 SHRINK_AGENT = '''
 import fabtest
@@ -338,7 +373,9 @@ def _shrink(tmp: Path) -> bool:
 
 PROBES: dict[str, list[Probe]] = {
     "1 shrink": [("8-turn simulated run, must not include a call", _shrink)],
-    "2 secrets": [("a key in a label, its file and answer", _secret_in_label)],
+    "2 secrets": [("a key in a label and its file", _secret_in_label),
+                  ("a key in the POST /label answer", _secret_in_answer),
+                  ("a ${VAR} value in fabtest view --build", _var_in_view_build)],
     "3 review labels": [("two fabtest view processes, 32 marks at once", _two_servers),
                         ("hand-written criterion, comment, NEL/LS/PS", _hand_written),
                         *((f"labels file: {n}", _view(n)) for n in ("a list", "examples as a mapping", "a scalar",
