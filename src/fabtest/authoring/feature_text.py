@@ -5,14 +5,16 @@ every tool call the agent made is a ``must call ... with:`` step (what the agent
 must keep doing), and the quality of the replies is left to a ``should`` criterion the author
 writes (a commented placeholder), since what made the recorded answer good or bad is the author's
 judgement. A shrunk one (:func:`regression_feature`) carries the check that failed, as a ``must``
-step. Text that a Gherkin line cannot hold (double quotes, newlines) goes into a doc string; table
-cells escape ``|`` and ``\\``.
+step. Text that a Gherkin line cannot hold (double quotes, newlines) goes into a doc string, and
+text neither keeps (a carriage return, indentation) into ``the user says exactly`` with JSON
+escapes; table cells escape ``|`` and ``\\``.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -95,8 +97,14 @@ def _line(text: str) -> str:
 
 
 def _user_step(text: str) -> list[str]:
-    if '"' not in text and "\n" not in text and text == text.strip() and text:
+    """The step that sends ``text`` as it was: quoted when it fits a line (spaces inside the quotes are
+    kept), a doc string for lines and quotes, and ``says exactly`` with JSON escapes for what neither
+    keeps: a carriage return (a feature file reads it as a line break) or indentation a doc string
+    removes."""
+    if text and '"' not in text and "\n" not in text and "\r" not in text:
         return [f'    When the user says "{text}"']
+    if "\r" in text or textwrap.dedent(text) != text or '\\"\\"\\"' in text:
+        return [f'    When the user says exactly "{json.dumps(text, ensure_ascii=False)[1:-1]}"']
     body = [("      " + line if line else "") for line in text.replace('"""', '\\"\\"\\"').split("\n")]
     return ["    When the user says:", '      """', *body, '      """']
 

@@ -11,9 +11,10 @@ A"), in at least ``k`` of ``n`` replays. It then shortens each kept message a se
 time under the same rule.
 
 The turn a check is about is always kept (a ``response`` check without its response means
-nothing); the other turns, their sentences and the messages of a seeded history (``Given the
-conversation so far``) are what may go. Every replay counts against a budget,
-and the outcome says whether the failure reproduced at all: a failure that needed the simulated
+nothing), and a conversation check keeps at least one turn (a feature with no user turn fails with
+"there is no response yet", not the check's failure); the other turns, their sentences and the
+messages of a seeded history (``Given the conversation so far``) are what may go. Every replay
+counts against a budget, and the outcome says whether the failure reproduced at all: a failure that needed the simulated
 user's wording, or that the judge gives only now and then, is reported as not reproducing
 scripted rather than written as a test that passes.
 """
@@ -134,6 +135,10 @@ class _Search:
         rechecked = new.expectations[0] if new.expectations else None
         if rechecked is None or outcome.error:
             return "error"
+        if rechecked.data.get("replay") == "kept":
+            # replay kept the recorded verdict because the subject looked unchanged (no turn at all): the
+            # check was not run on this candidate, so it is no evidence that the candidate fails
+            return "not rechecked"
         if rechecked.data.get("replay") == "not rechecked":
             self.outcome.not_checkable = rechecked.details
             return "not checkable"
@@ -176,7 +181,9 @@ def _fewer_turns(search: _Search, messages: list[str], anchor: int | None) -> tu
     def test(subset: Sequence[int]) -> bool:
         return search.fails(*_with_anchor(subset, anchor, messages))
 
-    if items and test([]):
+    # at least one user turn: a feature whose Then step comes before any When fails with "there is no
+    # response yet", another failure than the one being shrunk
+    if items and anchor and test([]):
         return _with_anchor([], anchor, messages)
     n = 2
     while len(items) >= 2:

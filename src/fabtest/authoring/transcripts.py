@@ -62,7 +62,19 @@ def read_conversation(path: Path, *, fmt: str | None = None, scenario: str | Non
     except (UnicodeDecodeError, ValueError) as exc:
         raise UsageError(f"{path}: not JSON ({exc}); expected a recorded conversation "
                          f"in one of the formats {', '.join(FORMATS)}") from None
+    except RecursionError:
+        raise UsageError(f"{path}: JSON nested too deeply to be a recorded conversation") from None
     fmt = fmt or _detect(data, path)
+    try:
+        return _read(data, fmt, path, scenario, run)
+    except (AttributeError, TypeError, KeyError, ValueError, RecursionError) as exc:
+        # a value of another shape than the format's (a string where a list of objects belongs) that the
+        # readers below do not name themselves: one line, never a traceback
+        what = "nested too deeply" if isinstance(exc, RecursionError) else f"{type(exc).__name__}: {exc}"
+        raise UsageError(f"{path}: not a valid recording in the {fmt!r} format ({what})") from None
+
+
+def _read(data: Any, fmt: str, path: Path, scenario: str | None, run: int | None) -> RecordedConversation:
     if fmt == "fabtest":
         return _from_experiment(data, path, scenario, run)
     if fmt == "otlp":
@@ -126,6 +138,21 @@ class _Turns:
         turn.tool_calls.extend(calls)
 
 
+def _objects(value: Any, key: str, path: Path) -> list[Mapping[str, Any]]:
+    """The objects of a list the format puts under ``key`` (none when it is absent); a value of
+    another kind is one line naming the key, not an AttributeError."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise UsageError(f"{path}: '{key}' is {type(value).__name__} {_short(value)}, expected a list of objects")
+    return [item for item in value if isinstance(item, Mapping)]
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _text(content: Any) -> str:
     """Message content as text: a string, or the text parts of a list of content parts."""
     if isinstance(content, str):
@@ -161,8 +188,8 @@ def _from_openai(messages: list[Mapping[str, Any]], path: Path) -> RecordedConve
             turns.user(_text(m.get("content")))
         elif role == "assistant":
             calls = []
-            for raw in m.get("tool_calls") or []:
-                fn = raw.get("function") or {}
+            for raw in _objects(m.get("tool_calls"), "tool_calls", path):
+                fn = raw["function"] if isinstance(raw.get("function"), Mapping) else {}
                 call = ToolCall(str(fn.get("name", "")), _arguments(fn.get("arguments"), path))
                 by_id[raw.get("id")] = call
                 calls.append(call)
@@ -200,7 +227,7 @@ def _from_plain(messages: list[Mapping[str, Any]], path: Path) -> RecordedConver
             turns.user(_text(m.get("content")))
         elif m.get("role") in ("agent", "assistant"):
             calls = [ToolCall(str(c.get("name", "")), _arguments(c.get("arguments"), path), c.get("result"))
-                     for c in m.get("tool_calls") or [] if isinstance(c, Mapping)]
+                     for c in _objects(m.get("tool_calls"), "tool_calls", path)]
             turns.agent(_text(m.get("content")), calls)
         else:
             turns.skipped += 1
@@ -246,12 +273,13 @@ def _attribute(value: Mapping[str, Any]) -> Any:
     return None
 
 
-def _spans(data: Mapping[str, Any]) -> Iterable[tuple[int, dict[str, Any]]]:
+def _spans(data: Mapping[str, Any], path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
     """Every span's end time and attributes."""
-    for resource in data.get("resourceSpans") or []:
-        for scope in resource.get("scopeSpans") or []:
-            for span in scope.get("spans") or []:
-                attributes = {a.get("key"): _attribute(a.get("value") or {}) for a in span.get("attributes") or []}
+    for resource in _objects(data.get("resourceSpans"), "resourceSpans", path):
+        for scope in _objects(resource.get("scopeSpans"), "scopeSpans", path):
+            for span in _objects(scope.get("spans"), "spans", path):
+                attributes = {str(a.get("key")): _attribute(a.get("value") or {})
+                              for a in _objects(span.get("attributes"), "attributes", path)}
                 yield int(span.get("endTimeUnixNano") or 0), attributes
 
 
@@ -267,7 +295,7 @@ def _json_attribute(value: Any) -> list[Any]:
 def _from_otlp(data: Mapping[str, Any], path: Path) -> RecordedConversation:
     """The chat span with the longest input history: its input messages and its output, in order."""
     best: tuple[int, int, list[Any]] | None = None
-    for end, attributes in _spans(data):
+    for end, attributes in _spans(data, path):
         history = _json_attribute(attributes.get("gen_ai.input.messages"))
         if not history:
             continue

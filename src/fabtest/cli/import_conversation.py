@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,7 +46,7 @@ def run_import(args: argparse.Namespace, results_dir: str) -> int:
     try:
         path = _resolve(args.file, results_dir)
         conversation = read_conversation(path, fmt=args.fmt, scenario=args.scenario, run=args.run)
-        _register_project_secrets(Path("pyproject.toml"))
+        redaction.register_project_secrets(Path("pyproject.toml"))
         out = regression_path(conversation.name, args.output, fallback="imported")
         if out.exists():
             raise UsageError(f"{out} exists; fabtest import never overwrites a file (choose another with -o PATH)")
@@ -107,16 +106,6 @@ def _resolve(ref: str, results_dir: str) -> Path:
     except ExperimentFileError:
         raise UsageError(f"{ref}: no such file, nor an experiment of that id in {results_dir}/") from None
     return found
-
-
-def _register_project_secrets(pyproject: Path) -> None:
-    """The secrets a run of this project would mask are masked in what import writes, too."""
-    redaction.register_llm_keys()
-    try:
-        table = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("tool", {}).get("fabtest", {})
-    except (OSError, ValueError):
-        return
-    redaction.register_configured_secrets(table)
 
 
 def register(sub: SubParsers) -> None:

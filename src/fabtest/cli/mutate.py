@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fabtest._internal import redaction
 from fabtest.cli.common import fail, load_experiment, results_dir_of
 from fabtest.errors import FabtestError, UsageError
 from fabtest.llm.base import LLM, LLMNotConfigured
@@ -122,6 +123,7 @@ def run_mutate(args: argparse.Namespace, results_dir: str) -> int:
     )
     from fabtest.replay.mutation_report import estimate, render_mutation_text
 
+    redaction.register_project_secrets()  # ${VAR} of the agent tables, as a run of the project masks them
     try:
         info, results, _doc = load_experiment(args.experiment, results_dir, args.scenario)
         planned = plan_mutants(results, seed=args.seed, per_run=args.mutants, scenario=args.scenario)
@@ -157,11 +159,14 @@ def run_mutate(args: argparse.Namespace, results_dir: str) -> int:
                      "output_tokens": sum(u.output_tokens for u in usages)},
            "estimate": cost.to_dict(), **table, "mutants": [o.to_dict() for o in outcomes]}
     path = Path(results_dir) / f"{info.id}{MUTANTS_SUFFIX}"
+    # a mutant quotes the recorded conversation (an older file, another tool's, may hold a key) and
+    # the judge's reasoning: both go through the one redaction path, in the file and on the console
+    doc = redaction.redact_obj(doc)
     write_text_atomic(path, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     if args.json:
         sys.stdout.write(json.dumps({**doc, "written_to": str(path)}, indent=2, ensure_ascii=False) + "\n")
     else:
-        sys.stdout.write(render_mutation_text(table, source=info.id, path=str(path)))
+        sys.stdout.write(redaction.redact(render_mutation_text(table, source=info.id, path=str(path))))
     return EXIT_OK
 
 
@@ -174,7 +179,7 @@ def _progress(total: int) -> Callable[[str], None]:
         nonlocal seen
         seen += 1
         if seen == 1 or seen % step == 0 or seen == total:
-            print(f"  mutant {seen}/{total}: {line}", file=sys.stderr, flush=True)
+            print(f"  mutant {seen}/{total}: {redaction.redact(line)}", file=sys.stderr, flush=True)
 
     return show
 

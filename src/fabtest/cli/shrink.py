@@ -12,6 +12,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from fabtest._internal import redaction
 from fabtest.cli.common import load_experiment, results_dir_of
 from fabtest.errors import UsageError
 
@@ -110,7 +111,8 @@ def _shrink(args: argparse.Namespace, results_dir: str) -> int:
                      progress=lambda line: print(f"  {line}", file=sys.stderr))
     spent = f"{outcome.replays} replay(s), {outcome.judge_calls} judge call(s)"
     if outcome.not_checkable:
-        print(f"fabtest shrink: the check cannot be re-run on a replay ({outcome.not_checkable}); {spent}; "
+        print(f"fabtest shrink: the check cannot be re-run on a replay ({redaction.redact(outcome.not_checkable)}); "
+              f"{spent}; "
               "nothing written",
               file=sys.stderr)
         return EXIT_NOT_REPRODUCED
@@ -136,7 +138,7 @@ def _shrink(args: argparse.Namespace, results_dir: str) -> int:
     text = regression_feature(result.name, outcome.messages, outcome.anchor, setup, step, comments=comments,
                               agent=args.agent if args.agent and ":" not in args.agent else None,
                               history=outcome.history)
-    write_feature(out, text)
+    write_feature(out, redaction.redact(text))  # a recorded line or failure message may quote a secret
     print(f"wrote {out}: {len(result.transcript)} user turns -> {len(outcome.messages)}, {spent}")
     return EXIT_OK
 

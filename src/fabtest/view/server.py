@@ -22,6 +22,7 @@ __all__ = ["build_site", "make_server", "serve"]
 def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         server_version = "fabtest-view"
+        timeout = 10  # seconds a connection may sit silent: a body shorter than announced cannot hold a thread
 
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)
             if not _served_host(self.headers.get("Host"), int(getattr(self.server, "server_port", 0))):
@@ -65,9 +66,12 @@ def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
             try:
                 answer = site.label(json.loads(self.rfile.read(length)))
             except (LabelError, ValueError, OSError) as exc:
-                self._send(400, json.dumps({"error": str(exc)}).encode(), "application/json")
+                self._send(400, _redacted(json.dumps({"error": str(exc)}).encode()), "application/json")
                 return
-            self._send(200, json.dumps(answer).encode(), "application/json")
+            except RecursionError:  # JSON nested deeper than Python's stack: a bad body like any other
+                self._send(400, b'{"error": "the JSON body is nested too deeply"}', "application/json")
+                return
+            self._send(200, _redacted(json.dumps(answer).encode()), "application/json")
 
         def _send(self, status: int, body: bytes, content_type: str) -> None:
             self.send_response(status)
