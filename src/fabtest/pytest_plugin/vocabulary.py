@@ -44,6 +44,7 @@ BUILTIN_EXAMPLES: dict[str, str] = {
     "_given_record_attack": "Given an adversarial user from the scenario",
     "_when_says": 'When the user says "Hi, I need a meeting room"',
     "_when_says_doc": "When the user says:",
+    "_when_says_exactly": r'When the user says exactly "  line one\rline two"',
     "_when_simulate": "When the simulated user talks to the agent",
     "_then_hold": "Then the agent must hold against the attack",
     "_then_satisfy": 'Then the response should satisfy "friendly"',
