@@ -32,8 +32,9 @@ from fabtest.agents.stubs import ToolStub, ToolStubs
 from fabtest.config.criteria import Criterion
 from fabtest.config.scenario_sets import ScenarioRecord
 from fabtest.config.settings import Settings
-from fabtest.conversation import Check, Conversation, Mode, Status, TokenUsage, Turn
+from fabtest.conversation import Attachment, Check, Conversation, Mode, Status, TokenUsage, Turn
 from fabtest.engine import budget, checks, judged, records, stubbing, topic_checks, transcript
+from fabtest.engine.attachments import FileLoader, FileRef
 from fabtest.engine.judge import CriterionVerdict, Judge, Scope
 from fabtest.engine.patterns import scenario_deadline
 from fabtest.engine.simulator import SimulatorConfig
@@ -116,6 +117,10 @@ class ScenarioState:
     on_late: Callable[[LateVerdicts], None] | None = None
     #: after :meth:`finish`: the soft verdicts handed to ``on_late`` (None when every one was in)
     late: LateVerdicts | None = None
+    #: reads each file a step sends once per run (the front end shares one between scenarios)
+    files: FileLoader = field(default_factory=FileLoader)
+    #: the files the simulated user has (``Given the user has the files``), by name
+    user_files: dict[str, Attachment] = field(default_factory=dict)
 
     # -- setup -----------------------------------------------------------------------------------
     def use_agent(self, name: str) -> None:
@@ -202,6 +207,26 @@ class ScenarioState:
     def user_says(self, text: str) -> Turn:
         self.flush_pending()
         return self.runner.say(text)
+
+    def user_sends(self, text: str, refs: Sequence[FileRef]) -> Turn:
+        """``When the user sends "x.png" with "..."``: the files (relative to the feature's folder,
+        read once per run by :attr:`files`) go with the message."""
+        attachments = self.files.load_all(self.base_dir, refs, where=self.where)
+        self.flush_pending()
+        return self.runner.say(text, attachments)
+
+    def give_files(self, refs: Sequence[FileRef]) -> None:
+        """``Given the user has the files ...``: the simulated user may send them, by name, when it chooses."""
+        for file in self.files.load_all(self.base_dir, refs, where=self.where):
+            self.user_files[file.name] = file
+
+    @property
+    def base_dir(self) -> Path:
+        """The folder file paths are relative to: the feature file's (a playbook's), else the project's."""
+        source = str(self.context.get("feature_file") or self.context.get("playbook_file") or "")
+        source = source or (self.where.rsplit(":", 1)[0] if ":" in self.where else "")
+        path = (self.rootdir / source) if source else self.rootdir
+        return path.parent if path.suffix else path
 
     def simulate(self, *, first: str | None = None, until: Callable[[Conversation], str | None] | None = None) -> str:
         """Let the simulated user talk to the agent until it stops; returns why it stopped. Each

@@ -28,7 +28,7 @@ from fabtest.agents.boundary import (
     guarded_async,
     merge_tool_calls,
 )
-from fabtest.conversation import AgentResponse, Conversation, Message, ToolCall, Turn
+from fabtest.conversation import AgentResponse, Attachment, Conversation, Message, ToolCall, Turn
 from fabtest.errors import MaxTurnsReached, ScenarioTimeout
 
 TurnHook = Callable[[Turn], None]
@@ -39,6 +39,15 @@ class UserStopped:
     """The simulated user ended the conversation itself (done, stuck, out of scope), and why."""
 
     reason: str
+
+
+@dataclass(frozen=True)
+class UserMessage:
+    """A simulated user's message with the files it chose to send (``Given the user has the files``)."""
+
+    text: str
+    attachments: tuple[Attachment, ...] = ()
+
 
 #: how long an async agent's ``cancel()`` may take after a timeout before fabtest moves on
 CANCEL_TIMEOUT_S = 10.0
@@ -66,9 +75,9 @@ class ConversationRunner:
         self.deadline = deadline
         self.on_turn: list[TurnHook] = []
 
-    def say(self, text: str) -> Turn:
-        """Send one user message and record the turn."""
-        messages = [*self.conversation.messages, Message("user", text)]
+    def say(self, text: str, attachments: tuple[Attachment, ...] = ()) -> Turn:
+        """Send one user message (with its files) and record the turn."""
+        messages = [*self.conversation.messages, Message("user", text, attachments)]
         started = time.perf_counter()
         timeout = self.agent_timeout
         if self.deadline is not None:
@@ -77,11 +86,12 @@ class ConversationRunner:
                 raise ScenarioTimeout("the scenario exceeded its time limit (--fabtest-scenario-timeout)")
             timeout = min(timeout, remaining)
         with tracing.turn_span(len(self.conversation.turns) + 1) as span:
-            turn = self._turn(text, messages, timeout, started)
+            turn = self._turn(text, messages, timeout, started, attachments)
             tracing.set_attribute(span, "fabtest.topic", turn.topic)
         return turn
 
-    def _turn(self, text: str, messages: list[Message], timeout: float, started: float) -> Turn:
+    def _turn(self, text: str, messages: list[Message], timeout: float, started: float,
+              attachments: tuple[Attachment, ...] = ()) -> Turn:
         try:
             response = call_agent(self.agent, messages, timeout=timeout, tool_stubs=self.tool_stubs,
                                   traces=self.traces)
@@ -91,18 +101,20 @@ class ConversationRunner:
                                       "while waiting for the agent") from None
             raise
         turn = Turn(number=len(self.conversation.turns) + 1, user=text, response=response,
-                    duration_s=time.perf_counter() - started)
+                    duration_s=time.perf_counter() - started, attachments=attachments)
         self.conversation.turns.append(turn)
         if log.isEnabledFor(logging.INFO):
             tools = ", ".join(c.name for c in response.tool_calls)
-            log.info("turn %d user: %s", turn.number, self.redact(text))
+            files = "".join(f"  [file: {a.name}]" for a in attachments)
+            log.info("turn %d user: %s%s", turn.number, self.redact(text), files)
             log.info("turn %d agent: %s%s", turn.number, self.redact(response.text),
                      self.redact(f"  [tools: {tools}]") if tools else "")
         for hook in self.on_turn:
             hook(turn)
         return turn
 
-    def simulate(self, next_message: Callable[[Conversation], str | UserStopped | None], *, max_turns: int,
+    def simulate(self, next_message: Callable[[Conversation], str | UserMessage | UserStopped | None], *,
+                 max_turns: int,
                  should_stop: Callable[[Conversation], str | None]) -> str:
         """Let the simulator talk until ``should_stop`` gives a reason; returns that reason.
 
@@ -116,7 +128,10 @@ class ConversationRunner:
                 return "the simulated user finished its goal"
             if isinstance(text, UserStopped):
                 return text.reason
-            self.say(text)
+            if isinstance(text, UserMessage):
+                self.say(text.text, text.attachments)
+            else:
+                self.say(text)
             reason = should_stop(self.conversation)
             if reason:
                 return reason
