@@ -19,8 +19,8 @@ from typing import Any
 from fabtest.conversation import Attachment, Message, guess_mime_type
 from fabtest.errors import UsageError
 
-__all__ = ["FILELESS", "b64", "data_uri", "from_base64", "from_data_uri", "openai_content", "openai_reply_files",
-           "refuse_files"]
+__all__ = ["FILELESS", "b64", "data_uri", "from_base64", "from_data_uri", "langchain_content", "langchain_files",
+           "openai_content", "openai_reply_files", "refuse_files", "responses_content"]
 
 #: the adapters whose protocol carries no file, as fabtest drives it: a scenario that sends one is refused
 FILELESS = {"acp": "an ACP agent (fabtest's ACP client sends text prompts only)"}
@@ -95,6 +95,49 @@ def openai_reply_files(content: Any, *, where: str) -> tuple[str, list[Attachmen
             if file is not None:
                 files.append(file)
     return "\n".join(texts), files
+
+
+def responses_content(message: Message) -> str | list[dict[str, Any]]:
+    """An OpenAI Responses-API input ``content`` (the OpenAI Agents SDK's input items): the text, or
+    ``input_text`` with ``input_image`` (a data URI) and ``input_file`` (``file_data``) parts."""
+    if not message.attachments:
+        return message.content
+    parts: list[dict[str, Any]] = [{"type": "input_text", "text": message.content}]
+    for file in message.attachments:
+        if file.is_image:
+            parts.append({"type": "input_image", "image_url": data_uri(file), "detail": "auto"})
+        else:
+            parts.append({"type": "input_file", "filename": file.name, "file_data": data_uri(file)})
+    return parts
+
+
+def langchain_content(message: Message) -> str | list[dict[str, Any]]:
+    """A LangChain message ``content``: the text, or standard content blocks (``text``, then
+    ``image`` / ``file`` blocks with ``base64`` and ``mime_type``; a file's name in ``extras``)."""
+    if not message.attachments:
+        return message.content
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": message.content}]
+    for file in message.attachments:
+        block: dict[str, Any] = {"type": "image" if file.is_image else "file", "base64": b64(file.data),
+                                 "mime_type": file.mime_type}
+        if not file.is_image:
+            block["extras"] = {"filename": file.name}
+        blocks.append(block)
+    return blocks
+
+
+def langchain_files(blocks: Any, *, where: str) -> list[Attachment]:
+    """The ``image`` / ``file`` content blocks with inline ``base64`` of a LangChain reply, as files."""
+    files: list[Attachment] = []
+    for block in blocks if isinstance(blocks, list) else []:
+        if not isinstance(block, Mapping) or block.get("type") not in ("image", "file") or not block.get("base64"):
+            continue
+        mime_type = str(block.get("mime_type") or "")
+        extras = block.get("extras")
+        extras = extras if isinstance(extras, Mapping) else {}
+        name = str(extras.get("filename") or f"{block['type']}-{len(files) + 1}{_extension(mime_type)}")
+        files.append(from_base64(str(block["base64"]), name=name, mime_type=mime_type or None, where=where))
+    return files
 
 
 def _extension(mime_type: str) -> str:
