@@ -105,3 +105,15 @@ def test_acp_refuses_files_naming_the_adapter() -> None:
     refuse_files("acp", ASKED[:2])  # no file: nothing to refuse
     with pytest.raises(UsageError, match="an ACP agent .* cannot be sent files"):
         refuse_files("acp", ASKED)
+
+
+def test_the_preflight_refuses_files_sent_to_an_acp_agent_naming_step_and_adapter() -> None:
+    from fabtest.config.settings import Settings
+    from fabtest.engine.preflight import Needs, _fileless_agents
+
+    settings = Settings(agents={"cli": {"acp": ["gemini", "--acp"]}, "bot": "mybot:build"})
+    needs = Needs()
+    needs.add_scenario([('the agent "cli"', "f.feature:3"), ('the user sends "a.png" with "hi"', "f.feature:4")])
+    needs.add_scenario([('the agent "bot"', "f.feature:8"), ('the user sends "a.png" with "hi"', "f.feature:9")])
+    [problem] = _fileless_agents(settings, needs)
+    assert problem.startswith("f.feature:4: this scenario sends files, but [tool.fabtest.agents] cli is an ACP agent")
