@@ -12,28 +12,19 @@ from __future__ import annotations
 
 import base64
 import binascii
-import functools
 from collections.abc import Mapping
 from typing import Any
 
 from fabtest.conversation import Attachment, Message, guess_mime_type
 from fabtest.errors import UsageError
+from fabtest.llm.inline_files import b64, data_uri
+from fabtest.llm.inline_files import openai_content as chat_content
 
 __all__ = ["FILELESS", "b64", "data_uri", "from_base64", "from_data_uri", "langchain_content", "langchain_files",
            "openai_content", "openai_reply_files", "refuse_files", "responses_content"]
 
 #: the adapters whose protocol carries no file, as fabtest drives it: a scenario that sends one is refused
 FILELESS = {"acp": "an ACP agent (fabtest's ACP client sends text prompts only)"}
-
-
-@functools.lru_cache(maxsize=32)
-def b64(data: bytes) -> str:
-    """The base64 text of ``data`` (memoised: a file resent with every turn's history is encoded once)."""
-    return base64.b64encode(data).decode("ascii")
-
-
-def data_uri(file: Attachment) -> str:
-    return f"data:{file.mime_type};base64,{b64(file.data)}"
 
 
 def from_base64(text: str, *, name: str, mime_type: str | None, where: str) -> Attachment:
@@ -58,15 +49,7 @@ def from_data_uri(uri: str, *, name: str, where: str) -> Attachment | None:
 
 def openai_content(message: Message) -> str | list[dict[str, Any]]:
     """A chat-completions ``content``: the text alone, or content parts when files go with it."""
-    if not message.attachments:
-        return message.content
-    parts: list[dict[str, Any]] = [{"type": "text", "text": message.content}]
-    for file in message.attachments:
-        if file.is_image:
-            parts.append({"type": "image_url", "image_url": {"url": data_uri(file)}})
-        else:
-            parts.append({"type": "file", "file": {"filename": file.name, "file_data": data_uri(file)}})
-    return parts
+    return chat_content(message.content, message.attachments)  # the text, then each file
 
 
 def openai_reply_files(content: Any, *, where: str) -> tuple[str, list[Attachment]]:

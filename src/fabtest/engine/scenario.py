@@ -208,6 +208,9 @@ class ScenarioState:
         self.flush_pending()
         return self.runner.say(text)
 
+    def _transcript_for_judge(self) -> transcript.JudgedText:
+        return transcript.for_judge(self.conversation, max_file_bytes=self.settings.judge_max_file_bytes)
+
     def user_sends(self, text: str, refs: Sequence[FileRef]) -> Turn:
         """``When the user sends "x.png" with "..."``: the files (relative to the feature's folder,
         read once per run by :attr:`files`) go with the message."""
@@ -426,7 +429,8 @@ class ScenarioState:
             self._skip_llm_check("intent", mode, f"intent:{intent}", turn=turn.number)
             return
         exchange = transcript.exchange_for_judge(self.conversation, turn.number,
-                                                 context=self.settings.judge.context_turns)
+                                                 context=self.settings.judge.context_turns,
+                                                 max_file_bytes=self.settings.judge_max_file_bytes)
         self._run_llm_check(self._judged(lambda judge: judged.intent_check(judge, turn, exchange, intent, mode)), mode,
                             placeholder("intent", f"intent:{intent}", turn.number))
 
@@ -439,7 +443,7 @@ class ScenarioState:
         if self.llms.judge is None:
             self._skip_llm_check("goal", mode, "goal achieved", turn=None)
             return
-        text = transcript.for_judge(self.conversation)
+        text = self._transcript_for_judge()
         self._run_llm_check(self._judged(lambda judge: judged.goal_check(judge, goal, text, mode)), mode,
                             placeholder("goal", "goal achieved", None))
 
@@ -497,12 +501,13 @@ class ScenarioState:
             return
         turn = self.conversation.turns[number - 1]
         subject = transcript.exchange_for_judge(self.conversation, turn.number,
-                                                context=self.settings.judge.context_turns)
+                                                context=self.settings.judge.context_turns,
+                                                 max_file_bytes=self.settings.judge_max_file_bytes)
         self._batch(pending, subject, "response", turn.number, block=block)
 
     def _flush_conversation(self, *, block: bool) -> None:
         pending, self._pending_conversation = self._pending_conversation, []
-        self._batch(pending, transcript.for_judge(self.conversation), "conversation", None, block=block)
+        self._batch(pending, self._transcript_for_judge(), "conversation", None, block=block)
 
     def _batch(self, pending: list[_Pending], subject: str, scope: Scope, turn: int | None, *, block: bool) -> None:
         """The judge calls for every criterion pending on one subject; fills their slots.
