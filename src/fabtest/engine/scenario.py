@@ -220,8 +220,10 @@ class ScenarioState:
 
     def give_files(self, refs: Sequence[FileRef]) -> None:
         """``Given the user has the files ...``: the simulated user may send them, by name, when it chooses."""
-        for file in self.files.load_all(self.base_dir, refs, where=self.where):
+        loaded = self.files.load_all(self.base_dir, refs, where=self.where)
+        for file in loaded:
             self.user_files[file.name] = file
+        self.configure_simulator(files=tuple(f.name for f in loaded))
 
     @property
     def base_dir(self) -> Path:

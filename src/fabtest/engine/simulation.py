@@ -16,15 +16,15 @@ state's own job (:meth:`fabtest.engine.scenario.ScenarioState.restart`): it owns
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from fabtest.config.settings import Settings
-from fabtest.conversation import Conversation, TokenUsage
+from fabtest.conversation import Attachment, Conversation, TokenUsage
 from fabtest.engine import fidelity
 from fabtest.engine.simulator import STOPS, Simulator, SimulatorConfig
 from fabtest.engine.topics import TopicGraph
-from fabtest.engine.turns import ConversationRunner, UserStopped
+from fabtest.engine.turns import ConversationRunner, UserMessage, UserStopped
 from fabtest.errors import InvalidSimulation, MaxTurnsReached, UsageError
 from fabtest.llm.base import LLM
 
@@ -63,6 +63,9 @@ class SimulatedState(Protocol):
 
     @property
     def simulator_config(self) -> SimulatorConfig: ...
+
+    @property
+    def user_files(self) -> Mapping[str, Attachment]: ...
 
     @property
     def conversation(self) -> Conversation: ...
@@ -130,12 +133,12 @@ def _one_conversation(state: SimulatedState, first: str | None,
     """One try: (why it stopped, the MaxTurnsReached it ended with or None, its fidelity check, and
     what the simulated user thought when it stopped the conversation itself)."""
     config = state.simulator_config
-    simulator = Simulator(state.llms.simulator, config, purpose=state.purpose)
+    simulator = Simulator(state.llms.simulator, config, purpose=state.purpose, files=state.user_files)
     simulated: set[int] = set()
     status: list[str] = []
     thinking: list[str] = []
 
-    def next_message(conversation: Conversation) -> str | UserStopped | None:
+    def next_message(conversation: Conversation) -> str | UserMessage | UserStopped | None:
         nonlocal first
         state.flush_pending()
         if first is not None:
@@ -150,6 +153,8 @@ def _one_conversation(state: SimulatedState, first: str | None,
             thinking.append(result.thinking)
             return _stopped(state, conversation, simulator, result.status)
         simulated.add(len(conversation.turns) + 1)
+        if result.files:  # the files it chose to attach, by name
+            return UserMessage(result.text, tuple(simulator.files[name] for name in result.files))
         return result.text
 
     max_turns = config.max_turns or DEFAULT_MAX_TURNS
