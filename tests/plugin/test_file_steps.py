@@ -78,6 +78,16 @@ def test_files_reach_the_agent_and_its_files_are_checked(project):
     hard = scenarios["The agent replies with a file"]["expectations"]["details"]
     assert [(d["type"], d["passed"]) for d in hard] == [("reply_file", True), ("file_contain", True),
                                                         ("file_match", True)]
+    # the record: name, type, size, sha256 per turn, never the bytes; the bytes once per content
+    [turn] = scenarios["One photo"]["transcript"]
+    assert turn["user_files"] == [{"name": "lamp.png", "mime_type": "image/png", "size": len(PNG), "sha256": sha}]
+    assert "agent_files" not in turn
+    [reply] = scenarios["The agent replies with a file"]["transcript"]
+    assert [f["name"] for f in reply["agent_files"]] == ["report.txt"] and "user_files" not in reply
+    kept = sorted(p.name for p in (project.results_dir / "files").iterdir())
+    assert sha in kept and len(kept) == 3  # lamp.png, note.txt and report.txt, each once
+    assert (project.results_dir / "files" / sha).read_bytes() == PNG
+    assert base64.b64encode(PNG).decode() not in json.dumps(project.experiment())
 
 
 def test_a_missing_file_is_one_line_at_collection_and_nothing_runs(project):

@@ -39,6 +39,20 @@ class ToolCallRecord(BaseModel):
     stubbed: bool = Field(default=False, exclude_if=lambda stubbed: not stubbed)
 
 
+class FileRecord(BaseModel):
+    """A file of the conversation as the experiment keeps it: never its bytes (they are kept once
+    per content under ``results/files/<sha256>``, :mod:`fabtest.experiment.file_store`)."""
+
+    name: str
+    mime_type: str
+    size: int
+    sha256: str
+
+
+def _no_files(files: list[FileRecord]) -> bool:
+    return not files
+
+
 class TurnRecord(BaseModel):
     number: int
     user: str
@@ -53,6 +67,10 @@ class TurnRecord(BaseModel):
     off_graph: bool = False
     #: the simulated user's note on its message: an adversarial user's tactic (README "Adversarial users")
     user_note: str | None = None
+    #: the files the user sent with its message, and those the agent replied with; written only when
+    #: there are some, so files without them read the same
+    user_files: list[FileRecord] = Field(default_factory=list, exclude_if=_no_files)
+    agent_files: list[FileRecord] = Field(default_factory=list, exclude_if=_no_files)
 
 
 class UsageRecord(BaseModel):
@@ -162,6 +180,8 @@ def turn_records(conversation: Conversation) -> list[TurnRecord]:
         TurnRecord(number=t.number, user=t.user, agent=t.response.text, topic=t.topic,
                    duration_s=round(t.duration_s, 4), metadata=jsonable(t.response.metadata),
                    off_graph=t.off_graph_from is not None, user_note=t.user_note,
+                   user_files=[FileRecord(**f.to_record()) for f in t.attachments],
+                   agent_files=[FileRecord(**f.to_record()) for f in t.response.attachments],
                    tool_calls=[ToolCallRecord(name=c.name, arguments=jsonable(c.arguments), result=jsonable(c.result),
                                               metadata=jsonable(c.metadata), stubbed=c.stubbed)
                                for c in t.tool_calls])
