@@ -204,9 +204,9 @@ class ScenarioState:
             self._runner.on_turn.append(self._after_turn)
         return self._runner
 
-    def user_says(self, text: str) -> Turn:
+    def user_says(self, text: str, attachments: tuple[Attachment, ...] = ()) -> Turn:
         self.flush_pending()
-        return self.runner.say(text)
+        return self.runner.say(text, attachments)
 
     def _transcript_for_judge(self) -> transcript.JudgedText:
         return transcript.for_judge(self.conversation, max_file_bytes=self.settings.judge_max_file_bytes)
@@ -214,9 +214,7 @@ class ScenarioState:
     def user_sends(self, text: str, refs: Sequence[FileRef]) -> Turn:
         """``When the user sends "x.png" with "..."``: the files (relative to the feature's folder,
         read once per run by :attr:`files`) go with the message."""
-        attachments = self.files.load_all(self.base_dir, refs, where=self.where)
-        self.flush_pending()
-        return self.runner.say(text, attachments)
+        return self.user_says(text, self.files.load_all(self.base_dir, refs, where=self.where))
 
     def give_files(self, refs: Sequence[FileRef]) -> None:
         """``Given the user has the files ...``: the simulated user may send them, by name, when it chooses."""

@@ -13,11 +13,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from fabtest._internal.files import write_bytes_atomic
 from fabtest.conversation import Attachment, Conversation
+from fabtest.errors import UsageError
 
-__all__ = ["FILES_DIR", "conversation_files", "file_path", "keep", "load"]
+__all__ = ["FILES_DIR", "conversation_files", "file_path", "keep", "load", "recorded"]
 
 #: the folder of the results directory that holds the files' bytes
 FILES_DIR = "files"
@@ -53,3 +55,16 @@ def load(results_dir: Path, *, name: str, mime_type: str, sha256: str) -> Attach
     except (OSError, ValueError):
         return None
     return Attachment(name=name, mime_type=mime_type, data=data, sha256=sha256)
+
+
+def recorded(results_dir: Path, records: Iterable[Any], *, where: str) -> tuple[Attachment, ...]:
+    """A turn's recorded files (``FileRecord``\\ s) with their kept bytes; a file whose bytes are not
+    there is a UsageError naming it (a replay without it would be another conversation)."""
+    files = []
+    for record in records:
+        file = load(results_dir, name=record.name, mime_type=record.mime_type, sha256=record.sha256)
+        if file is None:
+            raise UsageError(f"{where}: the bytes of the file {record.name!r} (sha256 {record.sha256[:12]}...) are not "
+                             f"under {results_dir / FILES_DIR}: copy that folder along with the experiment")
+        files.append(file)
+    return tuple(files)
