@@ -88,6 +88,30 @@ def test_files_reach_the_agent_and_its_files_are_checked(project):
     assert sha in kept and len(kept) == 3  # lamp.png, note.txt and report.txt, each once
     assert (project.results_dir / "files" / sha).read_bytes() == PNG
     assert base64.b64encode(PNG).decode() not in json.dumps(project.experiment())
+    _view_shows_them(project.results_dir, sha)
+
+
+def _view_shows_them(results_dir, sha):
+    """fabtest view: a thumbnail linking to the image, a download link for another file, and the
+    bytes served (an image as itself, anything else as a download); the static build copies them."""
+    from fabtest.view.catalog import Catalog
+    from fabtest.view.layout import conversation_path
+    from fabtest.view.server import build_site
+    from fabtest.view.site import Site
+
+    site = Site(Catalog(results_dir))
+    [row] = site.catalog.rows()
+    photo = next(x for x in site.catalog.document(row)["scenario_results"] if x["name"] == "One photo")
+    html = site.render(conversation_path(row.id, photo["id"], 1)).body.decode()
+    assert f'<img class="thumb" src="../../files/{sha}/lamp.png"' in html
+    image = site.render(f"files/{sha}/lamp.png")
+    assert (image.body, image.content_type) == (PNG, "image/png")
+    report = next(x for x in site.catalog.document(row)["scenario_results"] if x["name"].startswith("The agent"))
+    txt = report["transcript"][0]["agent_files"][0]["sha256"]
+    assert site.render(f"files/{txt}/report.txt").content_type == "application/octet-stream"  # never a page
+    out = results_dir.parent / "site"
+    build_site(results_dir, out)
+    assert (out / "files" / sha / "lamp.png").read_bytes() == PNG
 
 
 def test_a_missing_file_is_one_line_at_collection_and_nothing_runs(project):
