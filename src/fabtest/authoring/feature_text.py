@@ -19,7 +19,7 @@ from typing import Any
 
 from fabtest._internal.files import write_text_atomic
 from fabtest.authoring.draft_user import DraftedUser
-from fabtest.authoring.transcripts import RecordedConversation
+from fabtest.authoring.transcripts import RecordedConversation, RecordedTurn
 from fabtest.experiment.model import CheckRecord
 
 __all__ = ["check_steps", "feature_text", "regression_feature", "regression_path", "simulated_feature", "stub_steps",
@@ -30,8 +30,10 @@ _FORMAT_NAMES = {"fabtest": "a fabtest experiment", "openai": "OpenAI chat messa
                  "otlp": "OpenTelemetry GenAI traces"}
 
 
-def feature_text(conversation: RecordedConversation, *, source: str, agent: str | None = None) -> str:
-    """The feature file's text for ``conversation`` (read from ``source``)."""
+def feature_text(conversation: RecordedConversation, *, source: str, agent: str | None = None,
+                 files_dir: str = "files") -> str:
+    """The feature file's text for ``conversation`` (read from ``source``); a turn's files are sent
+    from ``files_dir`` (beside the feature, where :func:`write_files` puts them)."""
     name = _line(conversation.name) or "Imported conversation"
     lines = [f"# Imported by `fabtest import` from {_line(source)} ({_FORMAT_NAMES[conversation.source_format]})."]
     if conversation.origin:
@@ -47,7 +49,7 @@ def feature_text(conversation: RecordedConversation, *, source: str, agent: str 
     lines += stub_steps((c.name, c.result, bool(c.metadata.get("error"))) for t in conversation.turns
                         for c in t.tool_calls if c.metadata.get("stubbed"))
     for turn in conversation.turns:
-        lines += _user_step(turn.user)
+        lines += _user_step(turn.user, [f"{files_dir}/{name}" for name in file_names(turn)] if turn.files else ())
         for call in turn.tool_calls:
             lines += _call_step(call.name, call.arguments)
     lines += ["    # What must a good answer do here? Write the criterion, then uncomment:",
@@ -94,7 +96,30 @@ def _line(text: str) -> str:
     return " ".join(str(text).split())
 
 
-def _user_step(text: str) -> list[str]:
+def file_names(turn: RecordedTurn) -> list[str]:
+    """The turn's files' names as written beside the feature: safe, and unique within the turn."""
+    names: list[str] = []
+    for file in turn.files:
+        name = re.sub(r"[^A-Za-z0-9._-]", "_", Path(file.name).name).lstrip(".") or file.sha256[:12]
+        names.append(name if name not in names else f"{file.sha256[:8]}-{name}")
+    return names
+
+
+def write_files(conversation: RecordedConversation, folder: Path) -> int:
+    """Write every turn's files into ``folder`` (the feature's ``files_dir``); returns how many."""
+    written = 0
+    for turn in conversation.turns:
+        for name, file in zip(file_names(turn), turn.files, strict=True):
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_bytes(file.data)
+            written += 1
+    return written
+
+
+def _user_step(text: str, files: Sequence[str] = ()) -> list[str]:
+    if files:  # the text on one line, in quotes: the step's own form
+        sent = " and ".join(f'"{f}"' for f in files)
+        return [f'    When the user sends {sent} with "{" ".join(text.split())}"']
     if '"' not in text and "\n" not in text and text == text.strip() and text:
         return [f'    When the user says "{text}"']
     body = [("      " + line if line else "") for line in text.replace('"""', '\\"\\"\\"').split("\n")]
