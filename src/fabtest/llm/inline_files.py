@@ -4,9 +4,9 @@ A prompt that quotes a conversation with files names each file on a line of its 
 with ``[attached: file N]`` (:mod:`fabtest.engine.transcript`). The provider sends the prompt
 as parts: the text up to that line, the file itself (Gemini ``inline_data``, an OpenAI
 ``image_url`` / ``file`` part), then the rest of the text. Evidence sits beside the transcript
-line it belongs to, the way multimodal evaluation prompts place an image right after the text
-that refers to it (Gemini's and OpenAI's prompting guides for several images: label each, keep it
-next to its reference), rather than in a pile at the end where the judge must match names.
+line it belongs to, labelled (interleaved text and images, each next to the text that refers to
+it: a common recommendation for prompts with several images), rather than in a pile at the end
+where the judge would have to match names to files.
 
 The files travel with the call's tag (:class:`fabtest.llm.calls.LLMCall` ``files``), so the
 :class:`~fabtest.llm.base.LLM` protocol is unchanged and an LLM that ignores them still gets the
