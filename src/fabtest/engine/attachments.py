@@ -88,8 +88,8 @@ class FileLoader:
     _cache: dict[tuple[str, str | None], tuple[tuple[int, int], Attachment]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def load(self, base: Path, ref: FileRef, *, where: str) -> Attachment:
-        """The file ``ref`` names under ``base``; a problem is a UsageError naming the file and ``where``."""
+    def check(self, base: Path, ref: FileRef, *, where: str) -> tuple[Path, os.stat_result, str]:
+        """What :meth:`load` checks before it reads: the file exists, fits the cap, has a type."""
         path = (base / ref.path) if not os.path.isabs(ref.path) else Path(ref.path)
         shown = f'"{ref.path}"'
         if not ref.path.strip():
@@ -111,6 +111,12 @@ class FileLoader:
                              "extension (.png, .pdf, .txt, ...) or use the table form with a | type | column")
         if "/" not in mime_type:
             raise UsageError(f'{where}: the type "{mime_type}" of {shown} is not a MIME type like "image/png"')
+        return path, stat, mime_type
+
+    def load(self, base: Path, ref: FileRef, *, where: str) -> Attachment:
+        """The file ``ref`` names under ``base``; a problem is a UsageError naming the file and ``where``."""
+        path, stat, mime_type = self.check(base, ref, where=where)
+        shown = f'"{ref.path}"'
         key, version = (str(path.resolve()), ref.mime_type), (stat.st_size, stat.st_mtime_ns)
         with self._lock:
             cached = self._cache.get(key)

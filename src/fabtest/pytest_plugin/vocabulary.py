@@ -130,7 +130,8 @@ BUILTIN_VARIANTS |= {
 
 #: the modules of the built-in steps (``tool_steps`` holds the steps about tools, history and state,
 #: ``file_steps`` those about files)
-BUILTIN_MODULES = ("fabtest.pytest_plugin.steps", "fabtest.pytest_plugin.tool_steps", "fabtest.pytest_plugin.file_steps")
+BUILTIN_MODULES = ("fabtest.pytest_plugin.steps", "fabtest.pytest_plugin.tool_steps",
+                   "fabtest.pytest_plugin.file_steps")
 _STEP_LINE = re.compile(r"^\s*(Given|When|Then|And|But)\s+(.*?)\s*$")
 _KEYWORDS = {"given": "Given", "when": "When", "then": "Then"}
 
