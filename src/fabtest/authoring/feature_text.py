@@ -96,11 +96,16 @@ def _line(text: str) -> str:
     return " ".join(str(text).split())
 
 
+def safe_file_name(name: str, sha256: str) -> str:
+    """A file's name as written beside a feature: no folder, no character a path or a step would trip on."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", Path(name).name).lstrip(".") or sha256[:12]
+
+
 def file_names(turn: RecordedTurn) -> list[str]:
     """The turn's files' names as written beside the feature: safe, and unique within the turn."""
     names: list[str] = []
     for file in turn.files:
-        name = re.sub(r"[^A-Za-z0-9._-]", "_", Path(file.name).name).lstrip(".") or file.sha256[:12]
+        name = safe_file_name(file.name, file.sha256)
         names.append(name if name not in names else f"{file.sha256[:8]}-{name}")
     return names
 
@@ -205,9 +210,9 @@ def _trajectory_step(check: CheckRecord) -> tuple[list[str], str] | None:
 
 def regression_feature(name: str, messages: Sequence[str], anchor: int | None, setup: Sequence[str], step: str,
                        *, comments: Sequence[str], agent: str | None = None,
-                       history: Sequence[Mapping[str, str]] = ()) -> str:
+                       history: Sequence[Mapping[str, str]] = (), files_dir: str = "files") -> str:
     """A scripted feature: the seeded ``history``, ``messages`` as user turns, ``step`` after turn
-    ``anchor`` (or at the end)."""
+    ``anchor`` (or at the end). A message with files (shrink's ``Said``) sends them from ``files_dir``."""
     lines = [*(f"# {_line(c)}" for c in comments), "@regression", f"Feature: {_line(name)} (regression)", "",
              f"  Scenario: {_line(name)}"]
     if agent:
@@ -217,7 +222,8 @@ def regression_feature(name: str, messages: Sequence[str], anchor: int | None, s
         lines += ["    Given the conversation so far:", "      | role  | message |"]
         lines += [f"      | {h['role'].ljust(5)} | {_cell(_line(h['content']))} |" for h in history]
     for number, message in enumerate(messages, start=1):
-        lines += _user_step(message)
+        files = [f"{files_dir}/{safe_file_name(f.name, f.sha256)}" for f in getattr(message, "files", [])]
+        lines += _user_step(message, files)
         if number == anchor:
             lines.append(step)
     if anchor is None:
