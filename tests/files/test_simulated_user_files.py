@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from fabtest.config.settings import Settings
-from fabtest.conversation import AgentResponse, Attachment, Conversation
+from fabtest.conversation import AgentResponse, Attachment, Conversation, Turn
 from fabtest.engine.attachments import FileRef
 from fabtest.engine.scenario import LLMRoles, ScenarioState
 from fabtest.engine.simulator import FILES_JSON, Simulator, SimulatorConfig
@@ -76,3 +76,16 @@ def test_the_simulated_user_sends_the_file_it_chose(tmp_path: Path) -> None:
     assert agent.seen == [[], ["receipt.jpg"]]
     assert state.conversation.turns[1].attachments[0].sha256 == RECEIPT.sha256
     assert "You: here [attached: receipt.jpg]" in json.dumps([r.prompt for r in fake.requests]).replace("\\n", "\n")
+
+
+def test_an_offline_script_line_can_attach_files(tmp_path: Path) -> None:
+    from fabtest.testing.scripted import load_fake_llm
+
+    script = tmp_path / "fake.yaml"
+    script.write_text('simulated_user:\n  - "hi"\n  - {message: "here", files: ["receipt.jpg"]}\n')
+    fake = load_fake_llm(str(script), root=tmp_path)
+    simulator = Simulator(fake, SimulatorConfig(goal="refund", files=("receipt.jpg",)), files={"receipt.jpg": RECEIPT})
+    conversation = Conversation()
+    assert simulator.next_message(conversation, opening=True).files == ()
+    conversation.turns.append(Turn(1, "hi", AgentResponse("send it")))
+    assert simulator.next_message(conversation).files == ("receipt.jpg",)
