@@ -29,3 +29,17 @@ def test_bytes_are_kept_once_per_content_and_read_back_for_a_replay(tmp_path: Pa
     lost = turn_records(Conversation(turns=[Turn(1, "a", AgentResponse("b"), attachments=(other,))]))[0]
     with pytest.raises(UsageError, match="turn 1: the bytes of the file 'gone.pdf'"):
         env.recorded_files(lost.user_files, where="turn 1")
+
+
+def test_a_recorded_conversation_gets_its_files_back_for_the_judge(tmp_path: Path) -> None:
+    from fabtest.engine import transcript
+    from fabtest.experiment.model import ScenarioResult, conversation_of
+
+    conversation = Conversation(turns=[Turn(1, "look", AgentResponse("a lamp", attachments=[LAMP]),
+                                            attachments=(LAMP,))])
+    file_store.keep(tmp_path, [LAMP])
+    result = ScenarioResult(id="example:1", name="s", passed=True, transcript=turn_records(conversation))
+    back = conversation_of(result, files_dir=tmp_path)
+    assert back.turns[0].attachments == (LAMP,) and back.turns[0].response.attachments == [LAMP]
+    assert transcript.for_judge(back).files == (LAMP,)  # rejudge shows the judge the run's files again
+    assert conversation_of(result).turns[0].attachments == ()  # without the results directory: text only
