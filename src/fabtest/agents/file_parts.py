@@ -60,8 +60,11 @@ def openai_reply_files(content: Any, *, where: str) -> tuple[str, list[Attachmen
     texts: list[str] = []
     files: list[Attachment] = []
     for i, part in enumerate(content):
-        if not isinstance(part, Mapping):
-            continue
+        if not isinstance(part, Mapping) or not isinstance(part.get("type"), str):
+            from fabtest.agents.base import AgentError
+
+            raise AgentError(f"{where}: content[{i}] is {type(part).__name__}, expected a content part like "
+                             '{"type": "text", "text": "..."}')
         kind = part.get("type")
         if kind == "text" and isinstance(part.get("text"), str):
             texts.append(part["text"])
