@@ -355,8 +355,13 @@ def _side_lines(turn: dict[str, Any] | None, width: int) -> list[str]:
     if turn is None:
         return ["(no turn)"]
     lines: list[str] = []
-    for label, text in (("User", turn.get("user")), ("Agent", turn.get("agent"))):
+    for label, text, files in (("User", turn.get("user"), turn.get("user_files")),
+                               ("Agent", turn.get("agent"), turn.get("agent_files"))):
         lines += textwrap.wrap(f"{label}: {' '.join(str(text or '').split())}", width) or [f"{label}:"]
+        for file in files or []:  # where the run kept its bytes (results/files/<sha256>)
+            if isinstance(file, dict):
+                lines += textwrap.wrap(f"[file {file.get('name')} {file.get('mime_type')} {file.get('size')} B: "
+                                       f"results/files/{file.get('sha256')}]", width)
     for call in tool_summary(turn):
         lines += textwrap.wrap(f"-> {call}", width)
     return lines

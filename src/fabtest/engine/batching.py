@@ -71,6 +71,8 @@ class CheckSlots:
     fail: Callable[[Check], None]
     #: the scenario's place (``file:line``), for a judge that failed on a ``must``
     where: str = ""
+    #: the largest file the judge is shown inline (``[tool.fabtest] judge_max_file_bytes``)
+    max_file_bytes: int = transcript.JUDGE_MAX_FILE_BYTES
     slots: list[Check | Pending | None] = field(default_factory=list)
     _by_turn: dict[int, list[_Pending]] = field(default_factory=dict)
     _conversation: list[_Pending] = field(default_factory=list)
@@ -120,12 +122,14 @@ class CheckSlots:
         if not pending:
             return
         turn = conversation.turns[number - 1]
-        subject = transcript.exchange_for_judge(conversation, turn.number, context=context_turns)
+        subject = transcript.exchange_for_judge(conversation, turn.number, context=context_turns,
+                                                max_file_bytes=self.max_file_bytes)
         self._batch(pending, subject, "response", turn.number, block=block)
 
     def flush_conversation(self, conversation: Conversation, *, block: bool) -> None:
         pending, self._conversation = self._conversation, []
-        self._batch(pending, transcript.for_judge(conversation), "conversation", None, block=block)
+        subject = transcript.for_judge(conversation, max_file_bytes=self.max_file_bytes)
+        self._batch(pending, subject, "conversation", None, block=block)
 
     def _batch(self, pending: list[_Pending], subject: str, scope: Scope, turn: int | None, *, block: bool) -> None:
         """The judge calls for every criterion pending on one subject; fills their slots.

@@ -18,12 +18,12 @@ state's own job (:meth:`fabtest.engine.scenario.ScenarioState.restart`): it owns
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from fabtest.config.settings import Settings
-from fabtest.conversation import Conversation, TokenUsage
+from fabtest.conversation import Attachment, Conversation, TokenUsage
 from fabtest.engine import fidelity
 from fabtest.engine.simulator import STOPS, Simulator, SimulatorConfig
 from fabtest.engine.topics import TopicGraph
@@ -31,7 +31,7 @@ from fabtest.engine.turns import ConversationRunner
 from fabtest.errors import InvalidSimulation, LLMError, LLMNotConfigured, MaxTurnsReached, SimulatorFailed, UsageError
 from fabtest.llm.base import LLM, spent
 
-__all__ = ["SimulatedState", "UserStopped", "simulate"]
+__all__ = ["SimulatedState", "UserMessage", "UserStopped", "simulate"]
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,14 @@ class UserStopped:
     """The simulated user ended the conversation itself (done, stuck, out of scope), and why."""
 
     reason: str
+
+
+@dataclass(frozen=True)
+class UserMessage:
+    """A simulated user's message with the files it chose to send (``Given the user has the files``)."""
+
+    text: str
+    attachments: tuple[Attachment, ...] = ()
 
 
 class _Roles(Protocol):
@@ -73,6 +81,9 @@ class SimulatedState(Protocol):
 
     @property
     def simulator_config(self) -> SimulatorConfig: ...
+
+    @property
+    def user_files(self) -> Mapping[str, Attachment]: ...
 
     @property
     def conversation(self) -> Conversation: ...
@@ -140,12 +151,12 @@ def _one_conversation(state: SimulatedState, first: str | None,
     """One try: (why it stopped, the MaxTurnsReached it ended with or None, its fidelity check, and
     what the simulated user thought when it stopped the conversation itself)."""
     config = state.simulator_config
-    simulator = Simulator(state.llms.simulator, config, purpose=state.purpose)
+    simulator = Simulator(state.llms.simulator, config, purpose=state.purpose, files=state.user_files)
     simulated: set[int] = set()
     status: list[str] = []
     thinking: list[str] = []
 
-    def next_message(conversation: Conversation) -> str | UserStopped | None:
+    def next_message(conversation: Conversation) -> str | UserMessage | UserStopped | None:
         nonlocal first
         state.flush_pending()
         if first is not None:
@@ -166,6 +177,8 @@ def _one_conversation(state: SimulatedState, first: str | None,
             thinking.append(result.thinking)
             return _stopped(state, conversation, simulator, result.status)
         simulated.add(len(conversation.turns) + 1)
+        if result.files:  # the files it chose to attach, by name
+            return UserMessage(result.text, tuple(simulator.files[name] for name in result.files))
         return result.text
 
     max_turns = config.max_turns or DEFAULT_MAX_TURNS
@@ -201,7 +214,8 @@ def _stopped(state: SimulatedState, conversation: Conversation, simulator: Simul
     return UserStopped(reason)
 
 
-def _talk(runner: ConversationRunner, next_message: Callable[[Conversation], str | UserStopped | None], *,
+def _talk(runner: ConversationRunner,
+          next_message: Callable[[Conversation], str | UserMessage | UserStopped | None], *,
           max_turns: int, should_stop: Callable[[Conversation], str | None]) -> str:
     """Let the simulator talk until ``should_stop`` gives a reason; returns that reason.
 
@@ -215,7 +229,10 @@ def _talk(runner: ConversationRunner, next_message: Callable[[Conversation], str
             return "the simulated user finished its goal"
         if isinstance(text, UserStopped):
             return text.reason
-        runner.say(text)
+        if isinstance(text, UserMessage):
+            runner.say(text.text, text.attachments)
+        else:
+            runner.say(text)
         reason = should_stop(runner.conversation)
         if reason:
             return reason

@@ -22,6 +22,7 @@ from fabtest.report.html import REPORT_CSS, comparison_parts
 from fabtest.view.catalog import Catalog, ExperimentRow
 from fabtest.view.compare_runs import comparison_runs
 from fabtest.view.faults import FAULTS_PATH, faults_page, read_matrices
+from fabtest.view.files import FILE_PATH, file_page, referenced_files
 from fabtest.view.labels import LabelError, agreement, label_check, label_conversation, labels_path, read_labels
 from fabtest.view.layout import compare_path, conversation_path, e, experiment_path, link, page, scenario_slug
 from fabtest.view.listing import compare_chooser, experiments_page, trend_rows, trends_page, trends_path
@@ -77,6 +78,9 @@ class Site:
             data = (REPORT_CSS.encode() if path == "assets/report.css"  # the HTML report's, which inlines it
                     else resources.files("fabtest.view").joinpath("assets", path[7:]).read_bytes())
             return Page(data, f"{kind}; charset=utf-8")
+        if m := FILE_PATH.fullmatch(path):  # a conversation's file, from results/files/<sha256>
+            found = file_page(self.catalog.results_dir, m.group(1), m.group(2))
+            return Page(*found) if found else None
         rows = self.catalog.rows()
         if path == "index.html":
             return _html(experiments_page(rows, self.catalog, self.built_pairs))
@@ -274,6 +278,10 @@ class Site:
                     title, packed_links(header), packed_links(body), search_text(entry)]
             yield pack_path(row.id), _script(pack_key(row.id), packed)
             yield pack_path(row.id, SHELL), _html(shell_page(row.id))
+            for path in referenced_files(doc):  # the files its conversations show, when kept
+                found = self.render(path)
+                if found is not None:
+                    yield path, found
         for a, b in pairs.values():
             yield compare_path(a.id, b.id), _static(_html(self._comparison(a, b)))
 
