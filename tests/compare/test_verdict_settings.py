@@ -35,12 +35,14 @@ def _settings(**changes: Any) -> Settings:
     return Settings.model_validate(table)
 
 
-def _doc(experiment_id: str, settings: Settings | None, **kw: Any) -> dict[str, Any]:
+def _doc(experiment_id: str, settings: Settings | None, *, simulated: bool = False, **kw: Any) -> dict[str, Any]:
     recorded: dict[str, Any] = {}
     if settings is not None:
         judge, simulator = settings.verdict_settings()
         recorded = {"judge_settings": judge, "simulator_settings": simulator}
     runs = [make_result(f"scenario {s}", iteration=i + 1, evals=GOOD) for s in "abc" for i in range(ITERATIONS)]
+    for run in runs if simulated else []:  # a simulated user talked (one valid try each)
+        run.simulation = {"valid": True, "tries": [{"attempt": 1, "valid": True, "problems": []}]}
     return make_doc(experiment_id, runs, iterations=ITERATIONS, **recorded, **kw)
 
 
@@ -101,9 +103,10 @@ def test_settings_recorded_on_one_side_only_are_not_a_change() -> None:
     assert c.comparability.judge_settings_changed == [] and c.comparability.validity == "HIGH"
 
 
-def _gate(tmp_path: Path, capsys: pytest.CaptureFixture[str], current: Settings) -> tuple[int, dict[str, Any]]:
-    write_document(_doc("exp_base01", _settings()), tmp_path)
-    write_document(_doc("exp_curr01", current), tmp_path)
+def _gate(tmp_path: Path, capsys: pytest.CaptureFixture[str], current: Settings,
+          simulated: bool = False) -> tuple[int, dict[str, Any]]:
+    write_document(_doc("exp_base01", _settings(), simulated=simulated), tmp_path)
+    write_document(_doc("exp_curr01", current, simulated=simulated), tmp_path)
     code = compare_main(["exp_base01", "exp_curr01", "--results-dir", str(tmp_path), "--fail-on-regression",
                          "--format", "json"])
     return code, json.loads(capsys.readouterr().out)
@@ -121,7 +124,14 @@ def test_a_changed_judge_setting_makes_the_gate_undecided(tmp_path: Path,
     assert data["verdict"].startswith("undecided: the judge's settings changed (samples 1 → 3)")
 
 
-def test_a_changed_simulator_setting_makes_the_gate_undecided(tmp_path: Path,
-                                                              capsys: pytest.CaptureFixture[str]) -> None:
-    code, data = _gate(tmp_path, capsys, _settings(simulator__temperature=0.0))
+def test_a_changed_simulator_setting_makes_the_gate_undecided_when_users_were_simulated(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, data = _gate(tmp_path, capsys, _settings(simulator__temperature=0.0), simulated=True)
     assert code == 3 and "the simulated user's settings changed (temperature 0.7 → 0.0)" in data["verdict"]
+
+
+def test_a_changed_simulator_setting_does_not_matter_without_a_simulated_user(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Scripted conversations never met the simulator: where it does not matter, it is not a reason."""
+    code, data = _gate(tmp_path, capsys, _settings(simulator__temperature=0.0))
+    assert code == 0 and data["gate"]["outcome"] == "not worse"

@@ -82,7 +82,7 @@ def run_rejudge(args: argparse.Namespace, results_dir: str) -> int:
     try:
         llm = judge_llm(args.judge_model)
         new_results, rows = rejudge_experiment(results, llm, times=args.times, criterion=args.criterion,
-                                               scenario=args.scenario,
+                                               scenario=args.scenario, files_dir=Path(results_dir),
                                                progress=lambda line: print(f"re-judging {line}", file=sys.stderr))
     except (UsageError, LLMNotConfigured) as exc:
         return fail(str(exc))
