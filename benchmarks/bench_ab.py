@@ -7,9 +7,9 @@ Per-run outcomes are simulated (no pytest, no agent) and fed to the code ``fabte
 rounds loop (``fabtest.ab.rounds.run_rounds``: first pass, then one iteration at a time of the
 scenarios feeding undecided metrics, budget and futility stops) and its decision
 (``fabtest.compare.paired.decide_paired``). The two arms' runs are independent (no help from the
-shared seed: the worst case for pairing), except in the row that says otherwise. Each run: completion passes at its scenario's rate, each
-criterion at its own rate (its run-level rate: every rating passed), and the overall evaluation
-passes when every criterion does.
+shared seed: the worst case for pairing), except in the row that says otherwise. Each run: completion
+passes at its scenario's rate, each criterion at its own rate (its run-level rate: every rating
+passed), and the overall evaluation passes when every criterion does.
 
 First pass 8 scenarios x 5 iterations per arm (80 runs), budget 3x that (240 runs on both arms),
 alpha 0.05, margin 10 points. Every rate is printed with its 95 % Wilson interval, and the runs

@@ -46,7 +46,8 @@ def register(sub: Any) -> None:
     """The ``ab`` sub-command."""
     p = sub.add_parser("ab", help="A/B: run two git refs (or configurations) of the suite, buy runs on both until "
                                   "the gate decides; exit 1 worse, 0 not worse, 3 undecided")
-    p.add_argument("baseline", metavar="BASELINE", help="a git ref (origin/main, a tag, a commit) or . (the working tree)")
+    p.add_argument("baseline", metavar="BASELINE",
+                   help="a git ref (origin/main, a tag, a commit) or . (the working tree)")
     p.add_argument("current", metavar="CURRENT", help="a git ref or . (the working tree)")
     p.add_argument("pytest_args", nargs="*", metavar="-- PYTEST_ARGS",
                    help="after --: arguments for every pytest run of both arms (paths, -k, --fabtest-* options)")

@@ -35,7 +35,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     with open(path, encoding="utf-8") as handle:
         wanted = json.load(handle)
     nodeids, iterations = set(wanted["nodeids"]), set(wanted["iterations"])
-    keep, drop = [], []
+    keep: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
         iteration = int(params.get("fabtest_iteration", 1))

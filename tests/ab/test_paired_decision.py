@@ -1,0 +1,103 @@
+"""The A/B decision (compare/paired.py) and its rounds loop (ab/rounds.py), in process and seeded."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+
+from fabtest.ab.rounds import DECIDED, EXCEEDED, run_rounds
+from fabtest.compare.paired import Bet, Run, decide_paired
+
+
+def _runs(rates: dict[str, float], iterations: range, rng: random.Random, criterion: float | None = None) -> list[Run]:
+    out = []
+    for it in iterations:
+        for sid, rate in rates.items():
+            crit = {"polite": rng.random() < criterion} if criterion is not None else {}
+            out.append(Run(sid, it, rng.random() < rate, all(crit.values()) if crit else None, crit))
+    return out
+
+
+def _loop(base: dict[str, float], cur: dict[str, float], seed: int, budget: float = 240.0,
+          criterion: tuple[float, float] | None = None) -> tuple[str, str, int]:
+    rng = random.Random(seed)
+    b: list[Run] = []
+    c: list[Run] = []
+
+    def run_round(scenarios: Sequence[str] | None, iterations: range) -> float:
+        pick = list(scenarios or base)
+        b.extend(_runs({s: base[s] for s in pick}, iterations, rng, criterion and criterion[0]))
+        c.extend(_runs({s: cur[s] for s in pick}, iterations, rng, criterion and criterion[1]))
+        return 2.0 * len(pick) * len(iterations)
+
+    result = run_rounds(run_round, lambda: decide_paired(b, c), lambda s: 2.0 * len(s), iterations=5, budget=budget)
+    return result.decision.outcome, result.stopped, len(b) + len(c)
+
+
+def test_a_bet_that_only_loses_never_bets_and_an_even_one_bets_little() -> None:
+    bet = Bet(0.9, {-1.0: 0.5, 0.0: 3.0, 1.0: 0.5})
+    assert bet.stake() == 0.0  # the prior's mean is 0: nothing to gain
+    bet.add([1.0, 1.0, 0.0, 1.0])
+    assert 0 < bet.stake() <= 0.9
+    bet.add([-1.0] * 20)
+    assert bet.stake() == 0.0 and bet.log_wealth < bet.peak
+
+
+def test_an_identical_agent_is_not_worse_and_a_collapse_is_worse() -> None:
+    same = [Run(f"s{s}", it, True, True, {"polite": True}) for s in range(8) for it in range(1, 9)]
+    decision = decide_paired(same, same)
+    assert decision.outcome == "not worse"
+    assert {m.metric for m in decision.metrics if m.pooled} == {"completion", "evaluation", "criterion:polite"}
+    collapsed = [Run(r.scenario, r.iteration, r.scenario != "s0" or r.iteration % 4 == 0, True, {"polite": True})
+                 for r in same] + [Run("s0", it, it % 4 == 0, True, {"polite": True}) for it in range(9, 21)]
+    base = same + [Run("s0", it, True, True, {"polite": True}) for it in range(9, 21)]
+    worse = decide_paired(base, collapsed)
+    assert worse.outcome == "worse"
+    assert any(m.metric == "scenario:s0:completion" and m.outcome == "worse" for m in worse.metrics)
+
+
+def test_untested_is_never_not_worse() -> None:
+    base = [Run("s0", it, True, True, {"polite": True}) for it in range(1, 61)]
+    outage = [Run("s0", it, True, None, {}) for it in range(1, 61)]  # the judge rated nothing now
+    decision = decide_paired(base, outage)
+    assert decision.outcome == "undecided"
+    assert [m.metric for m in decision.undecided()] == ["evaluation", "criterion:polite"]
+    assert decide_paired(base, base, problems=["a damaged index"]).outcome == "undecided"
+    assert decide_paired(base, []).outcome == "undecided"
+
+
+def test_an_incomplete_iteration_is_left_out_of_a_pooled_metric() -> None:
+    base = [Run(s, 1, True) for s in ("a", "b")] + [Run("a", 2, True)]
+    decision = decide_paired(base, base)
+    completion = next(m for m in decision.metrics if m.metric == "completion")
+    assert completion.baseline == [2, 2]  # iteration 2 lacks b: not a batch of the pooled metric
+    assert next(m for m in decision.metrics if m.metric == "scenario:a:completion").baseline == [2, 2]
+
+
+def test_the_loop_buys_only_what_undecided_metrics_need_and_keeps_its_budget() -> None:
+    outcome, stopped, runs = _loop({f"s{i}": 1.0 for i in range(8)}, {f"s{i}": 1.0 for i in range(8)}, 1)
+    assert (outcome, stopped) == ("not worse", DECIDED) and runs <= 96
+    outcome, stopped, runs = _loop({f"s{i}": 0.95 for i in range(8)}, {f"s{i}": 0.95 for i in range(8)}, 2, budget=16)
+    assert stopped in (DECIDED, EXCEEDED) or stopped.startswith("the budget cannot decide")
+    assert runs <= 80 + 16
+
+
+def test_error_rates_hold_over_seeded_loops() -> None:
+    """An unchanged agent is rarely worse, one worse by more than the margin rarely not worse, and a
+    criterion 90 % -> 60 % is worse and never not worse."""
+    rates = {f"s{i}": 0.5 + 0.05 * i for i in range(8)}
+    unchanged = [_loop(rates, rates, seed)[0] for seed in range(12)]
+    assert unchanged.count("worse") <= 2
+    lower = {sid: rate - 0.15 for sid, rate in rates.items()}
+    assert [_loop(rates, lower, 50 + seed)[0] for seed in range(20)].count("not worse") <= 2
+    steady = {f"s{i}": 0.97 for i in range(8)}
+    dropped = [_loop(steady, steady, 100 + seed, criterion=(0.9, 0.6))[0] for seed in range(12)]
+    assert dropped.count("worse") >= 10 and "not worse" not in dropped
+
+
+def test_futility_stops_an_unchanged_mid_rate_agent_early() -> None:
+    rates = {f"s{i}": 0.6 for i in range(8)}
+    outcome, stopped, runs = _loop(rates, rates, 7)
+    assert outcome == "undecided" and stopped.startswith("the budget cannot decide") and runs < 320
+    assert math.isfinite(runs)
