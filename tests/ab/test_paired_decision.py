@@ -101,3 +101,40 @@ def test_futility_stops_an_unchanged_mid_rate_agent_early() -> None:
     outcome, stopped, runs = _loop(rates, rates, 7)
     assert outcome == "undecided" and stopped.startswith("the budget cannot decide") and runs < 320
     assert math.isfinite(runs)
+
+
+def test_the_verdict_line_and_markdown_say_what_decided() -> None:
+    from fabtest.compare.paired_text import combined_line, paired_markdown, paired_verdict
+
+    same = [Run(f"s{s}", it, True) for s in range(4) for it in range(1, 13)]
+    assert paired_verdict(decide_paired(same, same), "every metric decided").startswith(
+        "not worse: every pooled metric shown within 10 points and no scenario worse (1 pooled metric(s), 48 paired")
+    failing = [Run(r.scenario, r.iteration, r.scenario != "s0") for r in same]
+    worse = decide_paired(same, failing)
+    assert paired_verdict(worse, "x") == ("worse: completion 48/48 → 36/48 paired runs; completion of scenario 's0' "
+                                         "12/12 → 0/12 paired runs")
+    table = "\n".join(paired_markdown(worse, "every metric decided", 1, str))
+    assert "### A/B decision: ❌ worse (exit 1)" in table and "| completion of scenario 's0' |" in table
+    assert combined_line(worse).startswith("WORSE every metric together")
+    undecided = decide_paired(same[:8], same[:8])
+    assert paired_verdict(undecided, "the budget cannot decide").startswith(
+        "undecided: completion not shown within 10 points (the budget cannot decide)")
+
+
+def test_free_runs_stop_after_the_most_rounds() -> None:
+    def run_round(scenarios: Sequence[str] | None, iterations: range) -> float:
+        return 0.0
+
+    from fabtest.compare.paired import PairedDecision
+
+    open_ = decide_paired([Run("s", 1, True)], [Run("s", 1, True)])
+    assert open_.outcome == "undecided"
+    looks: list[PairedDecision] = []
+
+    def look() -> PairedDecision:
+        looks.append(open_)
+        open_.metrics[0].not_worse.pairs = 0  # type: ignore[union-attr]  # nothing seen: never futile
+        return open_
+
+    result = run_rounds(run_round, look, lambda s: 0.0, iterations=1, budget=5.0, max_rounds=4)
+    assert result.stopped == "4 rounds without a decision" and result.rounds == 4

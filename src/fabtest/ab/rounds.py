@@ -19,6 +19,9 @@ from fabtest.compare.paired import PairedDecision
 __all__ = ["DECIDED", "EXCEEDED", "RoundsResult", "run_rounds"]
 
 DECIDED = "every metric decided"
+#: the most rounds a run takes, whatever the budget: runs that cost nothing (an offline suite under a
+#: dollar budget) would otherwise go on as long as a metric stays open
+MAX_ROUNDS = 100
 EXCEEDED = "the budget would be exceeded by another iteration"
 
 
@@ -31,7 +34,8 @@ class RoundsResult:
 
 
 def run_rounds(run_round: Callable[[Sequence[str] | None, range], float], look: Callable[[], PairedDecision],
-               cost: Callable[[Sequence[str]], float], *, iterations: int, budget: float) -> RoundsResult:
+               cost: Callable[[Sequence[str]], float], *, iterations: int, budget: float,
+               max_rounds: int = MAX_ROUNDS) -> RoundsResult:
     """Run the first pass (``iterations`` of every scenario), then buy iterations while undecided.
 
     ``run_round`` returns what the round spent (runs or dollars, as ``budget`` counts). The loop
@@ -52,7 +56,10 @@ def run_rounds(run_round: Callable[[Sequence[str] | None, range], float], look: 
         left = budget - spent
         if price > left + 1e-9:
             return RoundsResult(decision, rounds, EXCEEDED, spent)
-        if decision.futile(int(left // price) if price > 0 else 1_000_000):
+        rounds_left = min(max_rounds - rounds, int(left // price) if price > 0 else max_rounds)
+        if rounds_left < 1:
+            return RoundsResult(decision, rounds, f"{max_rounds} rounds without a decision", spent)
+        if decision.futile(rounds_left):
             return RoundsResult(decision, rounds, decision.why_futile(), spent)
         spent += run_round(decision.rerun, range(next_iteration, next_iteration + 1))
         rounds, next_iteration = rounds + 1, next_iteration + 1

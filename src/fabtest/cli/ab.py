@@ -291,7 +291,7 @@ def _report(args: argparse.Namespace, sessions: list[ArmSession], result: Rounds
             usd: bool) -> int:
     from fabtest.compare import gate as gating
     from fabtest.compare.compute import compare
-    from fabtest.compare.paired_text import metric_line, paired_markdown, paired_verdict
+    from fabtest.compare.paired_text import combined_line, metric_line, paired_markdown, paired_verdict
     from fabtest.compare.read import read_experiment
     from fabtest.compare.render import md_escape, render_markdown, render_text
 
@@ -326,6 +326,7 @@ def _report(args: argparse.Namespace, sessions: list[ArmSession], result: Rounds
     for m in decision.metrics:
         if m.pooled or m.outcome == "worse":
             _say(metric_line(m))
+    _say(combined_line(decision))
     _say(f"stopped: {result.stopped}; {result.rounds} round(s), {base.runs_done} baseline and {cur.runs_done} "
          f"current runs; experiments {base.path} and {cur.path} (exit {code})")
     return code

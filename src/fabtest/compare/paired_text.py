@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from fabtest.compare.paired import PairedDecision, PairedMetric
 
-__all__ = ["metric_line", "paired_markdown", "paired_verdict"]
+__all__ = ["combined_line", "metric_line", "paired_markdown", "paired_verdict"]
 
 
 def _counts(m: PairedMetric) -> str:
@@ -25,6 +25,14 @@ def metric_line(m: PairedMetric) -> str:
     if m.decided_at is not None:
         text += f"; decided at iteration {m.decided_at}"
     return text
+
+
+def combined_line(d: PairedDecision) -> str:
+    """The metrics' worse evidence together: the weighted mean of their wealths against 1 / alpha."""
+    together = d.combined_worse >= 1.0 / d.alpha
+    return (f"{'WORSE' if together else 'undecided'} every metric together: weighted mean of the worse e-values "
+            f"{d.combined_worse:.4g} (needs {1.0 / d.alpha:.4g})"
+            + ("; together they show a drop" if together else ""))
 
 
 def paired_verdict(d: PairedDecision, stopped: str) -> str:
@@ -59,4 +67,7 @@ def paired_markdown(d: PairedDecision, stopped: str, exit_code: int, escape: Cal
         nw = f"{data['e_not_worse']} ({m.need_not_worse:.4g})" if m.not_worse is not None else "-"
         lines.append(f"| {escape(m.label)} | {_counts(m)} | {data['e_worse']} ({m.need_worse:.4g}) | {nw} | "
                      f"{m.outcome} |")
+    together = d.combined_worse >= 1.0 / d.alpha
+    lines.append(f"| every metric together (weighted mean) | | {d.combined_worse:.4g} ({1.0 / d.alpha:.4g}) | - | "
+                 f"{'worse' if together else 'undecided'} |")
     return lines
