@@ -138,3 +138,13 @@ def test_free_runs_stop_after_the_most_rounds() -> None:
 
     result = run_rounds(run_round, look, lambda s: 0.0, iterations=1, budget=5.0, max_rounds=4)
     assert result.stopped == "4 rounds without a decision" and result.rounds == 4
+
+
+def test_a_drop_shown_only_together_names_the_metrics_behind_it() -> None:
+    from fabtest.compare.paired_text import paired_verdict
+
+    base = [Run(s, i, True) for s in ("a", "b") for i in range(1, 8)]
+    decision = decide_paired(base, [Run(r.scenario, r.iteration, r.scenario == "a") for r in base])
+    assert decision.outcome == "worse" and not any(m.outcome == "worse" for m in decision.metrics)
+    assert paired_verdict(decision, "x").endswith(
+        "most of all completion 14/14 → 7/14 paired runs; completion of scenario 'b' 7/7 → 0/7 paired runs")

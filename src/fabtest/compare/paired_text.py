@@ -39,8 +39,11 @@ def paired_verdict(d: PairedDecision, stopped: str) -> str:
     """The one line every output of ``fabtest ab`` opens with."""
     if d.outcome == "worse":
         found = [m for m in d.metrics if m.outcome == "worse"]
-        parts = [f"{m.label} {_counts(m)}" for m in found[:3]] or [
-            f"the metrics together (weighted mean of their e-values {d.combined_worse:.3g} reached 1/alpha)"]
+        if not found:  # the weighted mean decided: name the metrics with the most evidence of a drop
+            lead = sorted(d.metrics, key=lambda m: -m.worse.peak)[:2]
+            return (f"worse: the metrics together (weighted mean of their e-values {d.combined_worse:.3g} reached "
+                    f"1/alpha), most of all " + "; ".join(f"{m.label} {_counts(m)}" for m in lead))
+        parts = [f"{m.label} {_counts(m)}" for m in found[:3]]
         more = f"; and {len(found) - 3} more" if len(found) > 3 else ""
         return f"worse: {'; '.join(parts)}{more}"
     pooled = [m for m in d.metrics if m.pooled]
