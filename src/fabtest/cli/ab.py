@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from fabtest._internal.redaction import redact
+from fabtest._internal.signals import restore_sigterm, sigterm_as_interrupt
 from fabtest._internal.subprocesses import Child, run_together
 from fabtest._internal.terminal import inert
 from fabtest.ab.arms import Arm, ArmSpec, checkout, remove
@@ -168,12 +169,10 @@ def run_ab(args: argparse.Namespace) -> int:
     specs = [ArmSpec(name, ref, getattr(args, f"{name}_agent"), tuple(getattr(args, f"{name}_arg")),
                      dict(getattr(args, f"{name}_env")))
              for name, ref in (("baseline", args.baseline), ("current", args.current))]
-    if specs[0].ref == specs[1].ref != "." and specs[0].agent == specs[1].agent and specs[0].args == specs[1].args \
-            and specs[0].env == specs[1].env:
-        pass  # the same ref twice: an A/A run, legitimate (it measures the gate's own noise)
     scratch = Path(tempfile.mkdtemp(prefix="fabtest-ab-"))
     arms: list[Arm] = []
     sessions: list[ArmSession] = []
+    installed = sigterm_as_interrupt()  # a cancelled CI job stops the arms and removes the checkout too
     try:
         for spec in specs:
             arms.append(checkout(spec, Path.cwd(), scratch))
@@ -206,6 +205,7 @@ def run_ab(args: argparse.Namespace) -> int:
         for arm in arms:
             remove(arm)
         shutil.rmtree(scratch, ignore_errors=True)
+        restore_sigterm(installed)
 
 
 def _rounds(args: argparse.Namespace, sessions: list[ArmSession], budget: float, usd: bool) -> RoundsResult:
