@@ -148,10 +148,16 @@ def test_bad_input_is_one_line_and_exit_2(repo: Path, tmp_path: Path, monkeypatc
         "main", ".", "--budget", "3")
 
 
+def _default_sigint() -> None:
+    """A test run in the background inherits SIGINT ignored; the command under test must not."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_keeps_both_experiments_and_removes_the_worktree(repo: Path, tmp_path: Path) -> None:
     _project(repo, "Sorry, no.", sleep=1.0)  # a slow agent: the first pass is still running at Ctrl-C
     proc = subprocess.Popen([sys.executable, "-m", "fabtest.cli", "ab", "main", ".", "--iterations", "20"], cwd=repo,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=_default_sigint)
     assert proc.stderr is not None
     first = proc.stderr.readline()  # "round 1: ...": collected, both arms' first pass started
     assert "round 1" in first, first
