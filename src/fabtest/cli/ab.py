@@ -33,6 +33,7 @@ from fabtest._internal.terminal import inert
 from fabtest.ab.arms import Arm, ArmSpec, checkout, remove
 from fabtest.ab.rounds import EXCEEDED, RoundsResult, run_rounds
 from fabtest.ab.session import ArmSession
+from fabtest.cli.common import results_dir_of
 from fabtest.compare.paired import PairedDecision, decide_paired
 from fabtest.errors import UsageError
 
@@ -122,21 +123,6 @@ def _budget(text: str | None, first_pass_runs: int) -> tuple[float, bool]:
     return budget.amount, budget.usd
 
 
-def _results_dir(given: str | None) -> Path:
-    if given:
-        return Path(given).resolve()
-    try:
-        import tomllib
-
-        with open("pyproject.toml", "rb") as handle:
-            value = tomllib.load(handle).get("tool", {}).get("fabtest", {}).get("results_dir")
-        if isinstance(value, str) and value:
-            return Path(value).resolve()
-    except (OSError, ValueError):
-        pass
-    return Path(os.environ.get("FABTEST_RESULTS_DIR") or "results").resolve()
-
-
 def _say(text: str) -> None:
     print(inert(f"{PROG}: {text}"), file=sys.stderr, flush=True)
 
@@ -188,7 +174,7 @@ def run_ab(args: argparse.Namespace) -> int:
                              f"scenario(s) on both arms ({2 * len(shared)} runs); give at least {2 * len(shared)}, or "
                              "0 for the first pass only")
         stamp = time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:4]
-        results = _results_dir(args.results_dir)
+        results = Path(results_dir_of(args)).resolve()
         sessions = [ArmSession(arm, f"ab-{stamp}-{arm.name}", scratch, results, args.pytest_args, os.environ)
                     for arm in arms]
         outcome = _rounds(args, sessions, budget, usd)
