@@ -20,8 +20,8 @@ from fabtest.ab.arms import Arm
 from fabtest.compare.paired import Run
 from fabtest.compare.read import read_experiment
 from fabtest.errors import ExperimentFileError, MergeError, UsageError
-from fabtest.experiment.reader import load_document, read_index
 from fabtest.experiment.merge import merge_parts
+from fabtest.experiment.reader import load_document, read_index
 from fabtest.experiment.spool import write_experiment
 from fabtest.pytest_plugin.ab_select import ENV, base_nodeid
 

@@ -43,8 +43,8 @@ COMMANDS = (init, listing, show, report, compare, ab, view, recover, merge, step
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``fabtest init | list | show | report | view | compare | ab | recover | rejudge | calibrate | replay | mutate | import
-    | shrink | faults | run | steps``."""
+    """``fabtest init | list | show | report | view | compare | ab | recover | rejudge | calibrate | replay | mutate
+    | import | shrink | faults | run | steps``."""
     raw = list(sys.argv[1:] if argv is None else argv)
     if raw and raw[0] == "run":  # the playbook runner parses its own options (argparse REMAINDER can't)
         return run.run_command(raw[1:])
