@@ -114,8 +114,10 @@ def test_a_ref_against_the_working_tree_runs_each_arms_own_agent(repo: Path, tmp
     base, cur = (json.loads(Path(section["experiments"][arm]).read_text())["experiment"]
                  for arm in ("baseline", "current"))
     head = _git(repo, "rev-parse", "HEAD")
-    assert base["ab"] == {"arm": "baseline", "ref": "main", "commit": head, "dirty": False}
-    assert cur["ab"] == {"arm": "current", "ref": ".", "commit": head, "dirty": True}
+    decided = {"outcome": "undecided", "verdict": data["verdict"], "stopped": section["stopped"], "rounds": 1}
+    assert base["ab"] == {"arm": "baseline", "ref": "main", "commit": head, "dirty": False,
+                          "other": cur["id"], **decided}
+    assert cur["ab"] == {"arm": "current", "ref": ".", "commit": head, "dirty": True, "other": base["id"], **decided}
     assert base["git_commit"] == head and cur["git_dirty"] is True
     assert data["gate"]["paired"]["outcome"] == "undecided" and data["gate"]["exit_code"] == 3
     assert _git(repo, "worktree", "list").count("\n") == 0  # the baseline's checkout is gone

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+import os
 import random
 from collections.abc import Sequence
+from pathlib import Path
 
 from fabtest.ab.rounds import DECIDED, EXCEEDED, run_rounds
 from fabtest.compare.paired import Bet, Run, decide_paired
@@ -148,3 +150,14 @@ def test_a_drop_shown_only_together_names_the_metrics_behind_it() -> None:
     assert decision.outcome == "worse" and not any(m.outcome == "worse" for m in decision.metrics)
     assert paired_verdict(decision, "x").endswith(
         "most of all completion 14/14 → 7/14 paired runs; completion of scenario 'b' 7/7 → 0/7 paired runs")
+
+
+def test_an_arm_puts_its_own_source_first(tmp_path: Path) -> None:
+    from fabtest.ab.arms import Arm, ArmSpec
+
+    (tmp_path / "src").mkdir()
+    arm = Arm(ArmSpec("baseline", "main", env={"SHOP_MODEL": "small"}), tmp_path, "abc", False)
+    env = arm.environment({"PYTHONPATH": os.pathsep.join(["/elsewhere/src", ""]), "SHOP_MODEL": "big"})
+    assert env["PYTHONPATH"].split(os.pathsep) == [str(tmp_path / "src"), str(tmp_path), "/elsewhere/src"]
+    assert env["SHOP_MODEL"] == "small"
+    assert arm.record() == {"arm": "baseline", "ref": "main", "commit": "abc", "dirty": False, "env": ["SHOP_MODEL"]}

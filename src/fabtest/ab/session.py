@@ -73,8 +73,9 @@ class ArmSession:
             raise UsageError(f"{self.arm.name} arm ({self.arm.spec.ref}): {code}"
                              + ("" if part.is_file() else ", no experiment written") + f": {why}")
 
-    def merge(self) -> Path | None:
-        """Merge the parts so far into ``<results>/<id>.json`` with ``experiment.ab`` (None: no part)."""
+    def merge(self, outcome: dict[str, Any] | None = None) -> Path | None:
+        """Merge the parts so far into ``<results>/<id>.json`` with ``experiment.ab`` (None: no part);
+        ``outcome`` (the decision, once made) is recorded there too."""
         if not self.parts:
             return None
         staged = self.work / "merged"
@@ -85,7 +86,8 @@ class ArmSession:
         except (MergeError, ExperimentFileError) as exc:
             raise UsageError(f"{self.arm.name} arm: its rounds could not be merged: {exc}") from None
         self.results_dir.mkdir(parents=True, exist_ok=True)
-        self.path = write_experiment(info.model_copy(update={"ab": self.arm.record()}), results, self.results_dir)
+        record = {**self.arm.record(), **(outcome or {})}
+        self.path = write_experiment(info.model_copy(update={"ab": record}), results, self.results_dir)
         self.runs_done = len(results)
         return self.path
 

@@ -294,6 +294,10 @@ def _report(args: argparse.Namespace, sessions: list[ArmSession], result: Rounds
     code = _EXIT[decision.outcome]
     comparison.gate["exit_code"] = code
     comparison.verdict = paired_verdict(decision, result.stopped)
+    for s in sessions:  # each experiment says what its A/B decided, and against which
+        other = cur if s is base else base
+        s.merge({"other": other.id, "outcome": decision.outcome, "verdict": comparison.verdict,
+                 "stopped": result.stopped, "rounds": result.rounds})
     section = {"runs": {"baseline": base.runs_done, "current": cur.runs_done}, "rounds": result.rounds,
                "stopped": result.stopped, "experiments": {"baseline": str(base.path), "current": str(cur.path)},
                "budget": f"${budget:g}" if usd else int(budget),
