@@ -108,7 +108,7 @@ def test_a_ref_against_the_working_tree_runs_each_arms_own_agent(repo: Path, tmp
     assert data["verdict"].startswith("undecided")
     section = data["ab"]
     assert section["runs"] == {"baseline": 4, "current": 4} and section["rounds"] == 1
-    assert section["stopped"] == "the budget would be exceeded by another iteration"
+    assert section["stopped"] == "no budget beyond the first pass"
     completion = next(m for m in section["decision"]["metrics"] if m["metric"] == "completion")
     assert completion["baseline"] == [4, 4] and completion["current"] == [0, 4]  # each arm ran its own agent
     base, cur = (json.loads(Path(section["experiments"][arm]).read_text())["experiment"]

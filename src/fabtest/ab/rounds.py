@@ -16,13 +16,14 @@ from dataclasses import dataclass
 
 from fabtest.compare.paired import PairedDecision
 
-__all__ = ["DECIDED", "EXCEEDED", "RoundsResult", "run_rounds"]
+__all__ = ["DECIDED", "EXCEEDED", "FIRST_PASS_ONLY", "RoundsResult", "run_rounds"]
 
 DECIDED = "every metric decided"
 #: the most rounds a run takes, whatever the budget: runs that cost nothing (an offline suite under a
 #: dollar budget) would otherwise go on as long as a metric stays open
 MAX_ROUNDS = 100
 EXCEEDED = "the budget would be exceeded by another iteration"
+FIRST_PASS_ONLY = "no budget beyond the first pass"
 
 
 @dataclass(slots=True)
@@ -55,7 +56,7 @@ def run_rounds(run_round: Callable[[Sequence[str] | None, range], float], look: 
         price = cost(decision.rerun)
         left = budget - spent
         if price > left + 1e-9:
-            return RoundsResult(decision, rounds, EXCEEDED, spent)
+            return RoundsResult(decision, rounds, FIRST_PASS_ONLY if budget <= 0 else EXCEEDED, spent)
         rounds_left = min(max_rounds - rounds, int(left // price) if price > 0 else max_rounds)
         if rounds_left < 1:
             return RoundsResult(decision, rounds, f"{max_rounds} rounds without a decision", spent)
