@@ -161,3 +161,14 @@ def test_an_arm_puts_its_own_source_first(tmp_path: Path) -> None:
     assert env["PYTHONPATH"].split(os.pathsep) == [str(tmp_path / "src"), str(tmp_path), "/elsewhere/src"]
     assert env["SHOP_MODEL"] == "small"
     assert arm.record() == {"arm": "baseline", "ref": "main", "commit": "abc", "dirty": False, "env": ["SHOP_MODEL"]}
+
+
+def test_a_run_whose_simulated_user_failed_is_no_run_of_the_agent() -> None:
+    from fabtest.ab.session import _runs_of_entries
+
+    entries = [{"id": "s", "name": "S", "iteration": 1, "passed": True, "nodeid": "f.feature::test_s[iter1]"},
+               {"id": "s", "name": "S", "iteration": 2, "passed": False, "simulation": {"valid": False}},
+               {"id": "s", "name": "S", "iteration": 3, "passed": False, "skipped": True}]
+    runs, names, nodeids = _runs_of_entries(entries)
+    assert [(r.iteration, r.passed) for r in runs] == [(1, True)]
+    assert names == {"s": "S"} and nodeids == {"s": "f.feature::test_s"}

@@ -21,7 +21,7 @@ from fabtest.compare.paired import Run
 from fabtest.compare.read import read_experiment
 from fabtest.errors import ExperimentFileError, MergeError, UsageError
 from fabtest.experiment.merge import merge_parts
-from fabtest.experiment.reader import load_document, read_index
+from fabtest.experiment.reader import load_document, read_document
 from fabtest.experiment.spool import write_experiment
 from fabtest.pytest_plugin.ab_select import ENV, base_nodeid
 
@@ -92,20 +92,13 @@ class ArmSession:
         return self.path
 
     def runs(self) -> tuple[list[Run], dict[str, str], dict[str, str]]:
-        """The merged experiment's runs (skipped ones left out), scenario names and base node ids by id."""
+        """The merged experiment's runs, scenario names and base node ids by scenario id. Skipped runs
+        and runs whose simulated user never held its role (``simulation.valid`` false) are left out:
+        neither says anything about the agent, and a pair missing a side decides nothing."""
         if self.path is None:
             return [], {}, {}
-        rows: list[Sequence[Any]] = []
-        _, doc = read_index(self.path, self.results_dir, rows.extend)
-        if not doc.get("lean"):
-            return _runs_of_entries(doc.get("scenario_results") or [])
-        out, names = [], {}
-        for sid, name, iteration, passed, skipped, _t, _f, ev_p, ev_t, _top, criteria, _checks, _u, _c in rows:
-            names[str(sid)] = str(name or sid)
-            if not skipped:
-                out.append(Run(str(sid), int(iteration), bool(passed), (ev_p >= ev_t) if ev_t else None,
-                               {n: pair[0] >= pair[1] for n, pair in criteria.items() if pair[1]}))
-        return out, names, self.nodeids()
+        _, doc = read_document(self.path, self.results_dir)
+        return _runs_of_entries(doc.get("scenario_results") or [])
 
     def nodeids(self) -> dict[str, str]:
         """Scenario id → node id without the iteration, from the merged experiment's entries."""
@@ -139,7 +132,8 @@ def _runs_of_entries(entries: Sequence[dict[str, Any]]) -> tuple[list[Run], dict
         names[sid] = str(e.get("name") or sid)
         if e.get("nodeid"):
             nodeids[sid] = base_nodeid(str(e["nodeid"]))
-        if e.get("skipped"):
+        simulation = e.get("simulation")
+        if e.get("skipped") or (isinstance(simulation, dict) and simulation.get("valid") is False):
             continue
         ev = e.get("evaluations") or {}
         criteria, _ = entry_check_counts(e)
