@@ -15,7 +15,8 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="process groups"
 
 # a child that starts a grandchild and both sleep: stopping the child must end the grandchild too
 SCRIPT = """
-import subprocess, sys, time
+import signal, subprocess, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)  # a test run in the background starts with it ignored
 grand = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
 print(grand.pid, flush=True)
 time.sleep(60)
