@@ -308,8 +308,8 @@ def _report(args: argparse.Namespace, sessions: list[ArmSession], result: Rounds
         data["ab"] = section
         out = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     elif args.format == "markdown":
-        out = (f"**Verdict: {md_escape(comparison.verdict)}**\n\n" + render_markdown(comparison)
-               + "".join(line + "\n" for line in paired_markdown(decision, result.stopped, code, md_escape)))
+        out = (f"**Verdict: {md_escape(comparison.verdict)}**\n\n"
+               + render_markdown(comparison, paired_markdown(decision, result.stopped, code, md_escape)))
     else:
         out = f"Verdict: {comparison.verdict}\n\n" + render_text(comparison, [])
     sys.stdout.write(inert(redact(out)))
