@@ -121,6 +121,8 @@ def test_the_verdict_line_and_markdown_say_what_decided() -> None:
     undecided = decide_paired(same[:8], same[:8])
     assert paired_verdict(undecided, "the budget cannot decide").startswith(
         "undecided: completion not shown within 10 points (the budget cannot decide)")
+    assert paired_verdict(undecided, "x", "Cart: 2/10 runs fail now (was 0/10)").startswith(
+        "undecided: Cart: 2/10 runs fail now (was 0/10); completion not shown")
 
 
 def test_free_runs_stop_after_the_most_rounds() -> None:

@@ -293,7 +293,8 @@ def _report(args: argparse.Namespace, sessions: list[ArmSession], result: Rounds
     comparison.gate["paired"] = decision.to_dict()
     code = _EXIT[decision.outcome]
     comparison.gate["exit_code"] = code
-    comparison.verdict = paired_verdict(decision, result.stopped)
+    worst = next((m.line for m in comparison.moved if m.change > 0), None)  # what moved first, as everywhere
+    comparison.verdict = paired_verdict(decision, result.stopped, worst)
     for s in sessions:  # each experiment says what its A/B decided, and against which
         other = cur if s is base else base
         s.merge({"other": other.id, "outcome": decision.outcome, "verdict": comparison.verdict,

@@ -35,8 +35,9 @@ def combined_line(d: PairedDecision) -> str:
             + ("; together they show a drop" if together else ""))
 
 
-def paired_verdict(d: PairedDecision, stopped: str) -> str:
-    """The one line every output of ``fabtest ab`` opens with."""
+def paired_verdict(d: PairedDecision, stopped: str, moved: str | None = None) -> str:
+    """The one line every output of ``fabtest ab`` opens with; undecided, it says first what moved
+    most for the worse (``moved``, compare/moved.py's line), as the fixed gate's does."""
     if d.outcome == "worse":
         found = [m for m in d.metrics if m.outcome == "worse"]
         if not found:  # the weighted mean decided: name the metrics with the most evidence of a drop
@@ -50,11 +51,13 @@ def paired_verdict(d: PairedDecision, stopped: str) -> str:
     if d.outcome == "not worse":
         return (f"not worse: every pooled metric shown within {d.margin * 100:g} points and no scenario worse "
                 f"({len(pooled)} pooled metric(s), {d.pairs} paired runs, alpha {d.alpha:g})")
+    first = f"{moved}; " if moved else ""
     if d.problems:
-        return f"undecided: {d.problems[0]}"
+        return f"undecided: {first}{d.problems[0]}"
     open_ = d.undecided()
     names = ", ".join(m.label for m in open_[:3]) + (f" and {len(open_) - 3} more" if len(open_) > 3 else "")
-    return f"undecided: {names or 'nothing was compared'} not shown within {d.margin * 100:g} points ({stopped})"
+    return (f"undecided: {first}{names or 'nothing was compared'} not shown within {d.margin * 100:g} points "
+            f"({stopped})")
 
 
 def paired_markdown(d: PairedDecision, stopped: str, exit_code: int, escape: Callable[[str], str]) -> list[str]:
