@@ -15,6 +15,7 @@ SLOW_DIRS = (
 
 #: modules (under tests/) whose every test is slow
 SLOW_MODULES = (
+    "ab/test_ab_cli.py",
     "builtin_agent/test_builtin_feature.py",
     "builtin_agent/test_builtin_mcp.py",
     "compare/test_gate_family.py",

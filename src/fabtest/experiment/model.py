@@ -177,6 +177,8 @@ class ExperimentInfo(BaseModel):
     prices: dict[str, dict[str, float]] = Field(default_factory=dict)
     #: ``--fabtest-until-decided``: the baseline, the budget, the runs added and the sequential decision
     until_decided: dict[str, Any] | None = Field(default=None, exclude_if=lambda value: value is None)
+    #: ``fabtest ab``: this experiment's arm (``baseline`` or ``current``), its ref, commit and options
+    ab: dict[str, Any] | None = Field(default=None, exclude_if=lambda value: value is None)
 
 
 def turn_records(conversation: Conversation) -> list[TurnRecord]:
