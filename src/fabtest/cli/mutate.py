@@ -4,7 +4,8 @@ The mutants and the checks are :mod:`fabtest.replay.mutation`'s; here are the op
 (``[tool.fabtest.judge]`` of ./pyproject.toml, as ``rejudge`` builds it), the cost line and the
 question before anything is spent, the file ``<results>/<id>.mutants.json`` and the exit codes:
 0 done (whatever the score), 1 the question was answered no, 2 bad input, a judge that is needed
-but not configured or that failed, or no terminal to ask on without ``--yes``.
+but not configured or that failed, or no terminal to ask on without ``--yes``; 130 when interrupted
+while the mutants are judged (Ctrl-C or SIGTERM: one line, nothing written, an older file kept).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from fabtest.llm.base import LLM, LLMNotConfigured
 
 __all__ = ["EXIT_DECLINED", "add_mutate_args", "run_mutate"]
 
-EXIT_OK, EXIT_DECLINED, EXIT_ERROR = 0, 1, 2
+EXIT_OK, EXIT_DECLINED, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def _count_arg(text: str) -> int:
@@ -83,7 +84,12 @@ def _confirm(args: argparse.Namespace) -> int | None:
         print("fabtest: error: mutate spends judge calls: run again with --yes to go on "
               "(stdin is not a terminal to ask on)", file=sys.stderr)
         return EXIT_ERROR
-    if input("Go on? [y/N] ").strip().lower() not in ("y", "yes"):
+    try:
+        answer = input("Go on? [y/N] ")
+    except (KeyboardInterrupt, EOFError):  # Ctrl-C or Ctrl-D at the question is a no
+        answer = ""
+        print(file=sys.stderr)
+    if answer.strip().lower() not in ("y", "yes"):
         print("fabtest mutate: nothing run", file=sys.stderr)
         return EXIT_DECLINED
     return None
@@ -114,11 +120,25 @@ def run_mutate(args: argparse.Namespace, results_dir: str) -> int:
         stop = _confirm(args)
         if stop is not None:
             return stop
+    from fabtest._internal.signals import restore_sigterm, sigterm_as_interrupt
+
+    show, checked = _progress(len(planned)), [0]
+
+    def progress(line: str) -> None:
+        checked[0] += 1
+        show(line)
+
+    sigterm = sigterm_as_interrupt()  # SIGTERM stops the judging as Ctrl-C does
     try:
-        outcomes = run_mutants(planned, judge if llm else None, judge_reason=reason,
-                               progress=_progress(len(planned)))
+        outcomes = run_mutants(planned, judge if llm else None, judge_reason=reason, progress=progress)
     except FabtestError as exc:  # LLMError included: the judge failed for good
         return fail(f"the judge failed: {exc}")
+    except KeyboardInterrupt:  # a score over some of the mutants would mislead: write none, keep an older file
+        print(f"fabtest mutate: interrupted after {checked[0]} of {len(planned)} mutants; nothing written",
+              file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
+    finally:
+        restore_sigterm(sigterm)
     table = mutation_table(outcomes, results)
     spent = sum(o.judge.calls for o in outcomes)
     doc = {"experiment": info.id, "seed": args.seed, "mutants_per_run": args.mutants, "scenario": args.scenario,
