@@ -35,6 +35,7 @@ SLOW_MODULES = (
     "onboarding/test_never_green.py",
     "onboarding/test_wheel_quick_start.py",
     "otel/test_otel.py",
+    "plugin/test_fault_matrix.py",
     "plugin/test_lazy_imports.py",
     "plugin/test_parallel_limits.py",
     "plugin/test_plugin_entry_point.py",
