@@ -24,7 +24,7 @@ from fabtest.testing import FakeLLM
     ({"coverage": []}, "coverage is a list"),
     ({"coverage": {"tools": "book_venue"}}, "coverage.tools is a str"),
     ({"coverage": {"tools": {"never_called": "book_venue"}}}, "coverage.tools.never_called is a str"),
-    ({"coverage": {"topics": {"never_reached": [1, 2]}}}, "coverage.topics.never_reached[0] is a int"),
+    ({"coverage": {"topics": {"never_reached": [1, 2]}}}, "coverage.topics.never_reached[0] is an int"),
     ({"coverage": {"tools": {"called": ["a"]}}}, "coverage.tools.called is a list"),
     ({"configuration": {"topics": [{"name": "a", "successors": "b"}]}}, "configuration.topics[0].successors is a str"),
 ])

@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, Field
 
+from fabtest._internal.words import article
 from fabtest.config.scenario_sets import EXTENSIONS, ScenarioRecord, ScenarioSetError, parse_scenario_set
 from fabtest.errors import UsageError
 from fabtest.llm.base import LLM
@@ -137,7 +138,7 @@ def declared_from(settings_criteria: Mapping[str, str], settings_topics: Sequenc
 
 
 def _kind(value: Any) -> str:
-    return "null" if value is None else f"a {type(value).__name__}"
+    return "null" if value is None else article(type(value).__name__)
 
 
 def _table(parent: Mapping[str, Any], key: str, where: str = "") -> Mapping[str, Any]:

@@ -24,6 +24,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fabtest._internal.words import article
 from fabtest.errors import UsageError
 
 __all__ = ["InitPlan", "plan_init", "write_init"]
@@ -184,7 +185,7 @@ def plan_init(root: Path, *, agent: str | None = None) -> InitPlan:
             raise UsageError(f"{pyproject}: cannot read it ({exc.strerror or exc}); nothing was written") from None
         tool = data.get("tool", {})
         if not isinstance(tool, dict):
-            raise UsageError(f"{pyproject}: 'tool' is a {type(tool).__name__}, not a table, so it cannot hold "
+            raise UsageError(f"{pyproject}: 'tool' is {article(type(tool).__name__)}, not a table, so it cannot hold "
                              "[tool.fabtest]; nothing was written")
         if "fabtest" in tool:
             raise UsageError(f"{pyproject}: already has a [tool.fabtest] table; nothing was written")
