@@ -15,6 +15,7 @@ SLOW_DIRS = (
 
 #: modules (under tests/) whose every test is slow
 SLOW_MODULES = (
+    "benchmarks/test_benchmarks_quick.py",
     "builtin_agent/test_builtin_feature.py",
     "builtin_agent/test_builtin_mcp.py",
     "cost/test_cost_e2e.py",
