@@ -69,14 +69,14 @@ def test_a_newline_in_aims_at_injects_no_record(tmp_path: Path) -> None:
 def test_a_record_written_with_a_key_left_out_is_not_said_to_be_dropped(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """It printed "dropped rec-1: unknown key(s) 'tags' ..." of the one record it wrote."""
-    import fabtest.cli.judging as judging
+    import fabtest.cli.llms as llms
     from fabtest.cli import main
 
     (tmp_path / "pyproject.toml").write_text('[tool.fabtest]\nagent = "shop:build"\n')
     monkeypatch.chdir(tmp_path)
     fake = FakeLLM().scenarios([{"id": "rec-1", "goal": "Get a refund", "tags": ["refund"]},
                                 {"id": "rec-1", "goal": "Something else"}])
-    monkeypatch.setattr(judging, "configured_llm", lambda *args, **kwargs: fake)
+    monkeypatch.setattr(llms, "configured_llm", lambda *args, **kwargs: fake)
     assert main(["generate", "--from", "none", "--count", "2"]) == 0
     out = capsys.readouterr().out
     assert [r["id"] for r in yaml.safe_load((tmp_path / "scenarios" / "generated.yaml").read_text())] == ["rec-1"]
