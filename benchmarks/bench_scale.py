@@ -74,7 +74,7 @@ from _common import (  # noqa: E402
 )
 
 from fabtest.demo.offline_llm import answer as offline_answer  # noqa: E402
-from fabtest.testing import FakeGemini, fake_gemini  # noqa: E402
+from fabtest.testing import FakeGemini, gemini_wire  # noqa: E402
 from fabtest.testing.fake_gemini import FakeRequest  # noqa: E402
 
 TURNS = 3
@@ -223,11 +223,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-target", action="store_true", help="leave out the 200 ms sequential target run")
     args = parser.parse_args(argv)
     if args.quick:
-        args.latency = min(args.latency, 0.2)
-        args.seq_k = min(args.seq_k, 2)
+        args.latency = min(args.latency, 0.05)
+        args.seq_k = min(args.seq_k, 1)
         args.skip_target = True
-    rows_spec = args.rows or ("8x8,n2x4x8,n2x1x4" if args.quick else "8x32,32x32,96x96,n2x48x96")
-    fake_gemini._Handler.disable_nagle_algorithm = True  # as bench_suite: the fake answers like a real server
+    rows_spec = args.rows or ("2x2" if args.quick else "8x32,32x32,96x96,n2x48x96")
+    gemini_wire.Handler.disable_nagle_algorithm = True  # as bench_suite: the fake answers like a real server
     out: list[dict[str, Any]] = []
     notes: list[str] = []
     started = time.time()

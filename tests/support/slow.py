@@ -16,6 +16,7 @@ SLOW_DIRS = (
 #: modules (under tests/) whose every test is slow
 SLOW_MODULES = (
     "ab/test_ab_cli.py",
+    "benchmarks/test_benchmarks_quick.py",
     "builtin_agent/test_builtin_feature.py",
     "builtin_agent/test_builtin_mcp.py",
     "compare/test_gate_family.py",
@@ -36,6 +37,7 @@ SLOW_MODULES = (
     "onboarding/test_never_green.py",
     "onboarding/test_wheel_quick_start.py",
     "otel/test_otel.py",
+    "plugin/test_fault_matrix.py",
     "plugin/test_lazy_imports.py",
     "plugin/test_parallel_limits.py",
     "plugin/test_plugin_entry_point.py",

@@ -89,9 +89,10 @@ def regression_path(name: str, output: str | None, *, fallback: str) -> Path:
 
 
 def write_feature(path: Path, text: str) -> None:
-    """Write a feature atomically, making its folder: a crash never leaves half a feature."""
+    """Write a feature atomically, making its folder: a crash never leaves half a feature. Never over
+    another file: one that appeared at ``path`` since the caller looked raises ``FileExistsError``."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(path, text)
+    write_text_atomic(path, text, exclusive=True)
 
 
 def _line(text: str) -> str:

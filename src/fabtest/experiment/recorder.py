@@ -56,6 +56,7 @@ __all__ = [
     "ExperimentInUse",
     "JOURNAL_FORMAT_VERSION",
     "JournalError",
+    "NothingToRecover",
     "Recorder",
     "cannot_save_message",
     "check_experiment_id",
@@ -75,6 +76,13 @@ EXPERIMENT_ID_HELP = "use letters, digits, '_', '.' and '-' (at most 128; it nam
 
 class ExperimentInUse(UsageError):
     """Another live run is recording an experiment with the same id."""
+
+
+class NothingToRecover(JournalError):
+    """A journal with no scenario result (the run died before one finished): no experiment to write.
+
+    An empty experiment would list a run that recorded nothing among the real ones, and a header-only
+    journal is the whole record of that run's configuration, so the journal is left as it is."""
 
 
 def valid_experiment_id(experiment_id: object) -> bool:
@@ -205,7 +213,10 @@ class Recorder:
             raise ExperimentInUse(in_use_message(self.results_dir, self.info.id)) from None
         if self.journal.stat().st_size:  # a journal left by a killed run with this id: recover it first
             self._journal.close()
-            recover(self.journal)
+            try:
+                recover(self.journal)
+            except NothingToRecover:  # that run recorded no scenario: this run takes its id over
+                os.truncate(self.journal, 0)
             self._journal = _open_journal(self.journal)
             fcntl.flock(self._journal.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         _append_line(self._journal, {"kind": "header", "format_version": JOURNAL_FORMAT_VERSION,
@@ -381,7 +392,8 @@ def recover(journal: str | os.PathLike[str]) -> Path:
     The file goes next to the journal (never elsewhere: the id must be a plain name); the journal
     is removed once the file is safely written. An experiment file that already has the journal's
     id is never overwritten: the partial one is written as ``<id>.recovered`` (see
-    :func:`_free_id`). Raises :class:`JournalError` when it cannot be.
+    :func:`_free_id`). Raises :class:`JournalError` when it cannot be
+    (:class:`NothingToRecover` when the journal holds no scenario result).
     """
     path = Path(journal)
     _check_journal_file(path)
@@ -390,10 +402,11 @@ def recover(journal: str | os.PathLike[str]) -> Path:
     info: ExperimentInfo | None = None
     spool: Spool | None = None
     late: _LateMerge | None = None
-    read = 0
+    read = results = 0
     try:
         for kind, value in _journal_records(path):
             read += 1
+            results += kind == "result"
             if kind == "header" and spool is None:
                 info = value if valid_experiment_id(value.id) else value.model_copy(update={"id": fallback})
                 continue
@@ -408,6 +421,10 @@ def recover(journal: str | os.PathLike[str]) -> Path:
         if not read and path.stat().st_size:
             raise JournalError(f"{path}: not one journal line could be read (random bytes, or not a fabtest "
                                "journal); left as it is, no experiment written")
+        if not results:
+            raise NothingToRecover(f"{path}: nothing to recover: its run stopped before any scenario finished "
+                                   f"(the journal holds {'only its header' if read else 'nothing'}); left as it "
+                                   "is, no experiment written (delete it once you no longer need it)")
         info = info or ExperimentInfo(id=fallback, timestamp=utc_timestamp())
         spool = spool or Spool(path.parent, info.id, costing_of(info))
         if late is not None:

@@ -129,6 +129,9 @@ class _Unconfigured:
     def __init__(self, settings: LLMSettings, reason: str) -> None:
         self.provider = settings.provider
         self.model = settings.model
+        # the cache key reads the configured temperature from here (CachedLLM._default_temperature),
+        # as it does from the provider that recorded: without it a keyless replay missed every entry
+        self.settings = settings
         self._reason = reason
 
     def complete(self, prompt: str, **_: Any) -> Completion[Any]:

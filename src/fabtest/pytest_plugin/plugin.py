@@ -283,9 +283,12 @@ def _tags(template: Any) -> set[str]:
 
 
 def pytest_bdd_before_scenario(request: pytest.FixtureRequest, feature: Any, scenario: Any) -> None:
-    """Skip before the first step when a scenario cannot run without an LLM that is not configured."""
+    """Before the first step: fail at a step no definition matches (found only when reached, it came
+    after the agent had run the turns above it); skip when the scenario needs an LLM not configured."""
     if not _active(request.config):
         return
+    hints.fail_on_unmatched_step(request, feature, scenario,
+                                 f"{relative_to_root(request.config, feature.filename)}:")
     needs = steps.needed_llms([step.name for step in scenario.steps])
     if not needs:
         return
