@@ -47,7 +47,7 @@ def fail_on_unmatched_step(request: pytest.FixtureRequest, feature: Any, scenari
     from pytest_bdd.exceptions import StepDefinitionNotFoundError
     from pytest_bdd.scenario import find_fixturedefs_for_step
 
-    manager = request._fixturemanager  # noqa: SLF001 - as pytest-bdd finds a step's definition
+    manager = request._fixturemanager  # as pytest-bdd finds a step's definition
     for step in scenario.steps:
         if next(iter(find_fixturedefs_for_step(step, manager, request.node)), None) is None:
             message = unmatched_step_message(request, f"{where}{step.line_number}", step)
