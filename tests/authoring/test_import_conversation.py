@@ -335,3 +335,29 @@ def test_every_user_line_comes_back_as_it_was_written(project: Path, pytester: p
     result = pytester.runpytest("bad.feature", "-p", "no:randomly", "--fabtest-no-preflight")
     result.assert_outcomes(failed=1)
     assert "bad.feature:3: the user says exactly" in result.stdout.str() and "Invalid \\escape" in result.stdout.str()
+
+
+def test_files_in_openai_and_gemini_logs_are_kept_beside_the_feature(project: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    import base64
+
+    png = base64.b64encode(b"\x89PNG fake").decode()
+    openai = {"messages": [{"role": "user", "content": [
+        {"type": "text", "text": "Is this covered?"},
+        {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{png}"}},
+        {"type": "file", "file": {"filename": "policy.pdf", "file_data": "data:application/pdf;base64,JVBERg=="}}]},
+        {"role": "assistant", "content": "Yes."}]}
+    gemini = {"contents": [{"role": "user", "parts": [{"text": "And this?"},
+                                                      {"inlineData": {"mimeType": "image/png", "data": png}}]},
+                           {"role": "model", "parts": [{"text": "No."}]}]}
+    for name, log in (("openai", openai), ("gemini", gemini)):
+        (project / f"{name}.json").write_text(json.dumps(log))
+        code, _, err = _import(project, f"{name}.json", "-o", f"features/{name}.feature", capsys=capsys)
+        assert code == 0, err
+    text = (project / "features" / "openai.feature").read_text()
+    assert ('    When the user sends "openai_files/image-2.png" and "openai_files/policy.pdf" with "Is this covered?"'
+            in text)
+    assert (project / "features" / "openai_files" / "image-2.png").read_bytes() == b"\x89PNG fake"
+    assert (project / "features" / "openai_files" / "policy.pdf").read_bytes() == b"%PDF"
+    assert '    When the user sends "gemini_files/file-1.png" with "And this?"' in (
+        project / "features" / "gemini.feature").read_text()

@@ -339,3 +339,40 @@ def test_a_conversation_check_shrinks_to_a_turn_that_fails_it_the_same_way(
     result = pytester.runpytest("bank.feature", "-p", "no:randomly", "--fabtest-no-preflight")
     result.assert_outcomes(failed=1)  # for the same reason: the forbidden call was made
     assert "failed: called delete_account" in result.stdout.str() and "no response yet" not in result.stdout.str()
+
+
+FILES_AGENT = '''
+def build(context):
+    seen = {"vip": False}
+    def chat(messages):
+        if any(a.name == "vip.png" for a in messages[-1].attachments):
+            seen["vip"] = True
+        if "price" in messages[-1].content.lower():
+            return "The price is 90 EUR" + (" (internal code STAFF50 for you)" if seen["vip"] else "") + "."
+        return "Noted."
+    return chat
+'''
+
+FILES_FEATURE = '''
+Feature: Cards
+  Scenario: A member card photo
+    When the user sends "files/vip.png" with "Hello there. Here is my card."
+    When the user says "Berlin, please."
+    When the user says "What is the price?"
+    Then the response must not match "STAFF\\d+"
+'''
+
+
+def test_a_failure_a_file_caused_shrinks_with_the_file(project: Path, pytester: pytest.Pytester,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    pytester.makepyfile(shop=FILES_AGENT)
+    (project / "features" / "files").mkdir(parents=True)
+    (project / "features" / "files" / "vip.png").write_bytes(b"\x89PNG member card")
+    exp = _record(pytester, "cards", FILES_FEATURE)
+    assert main(["shrink", exp, "A member card photo", "-o", "features/card.feature"]) == 0, capsys.readouterr().err
+    text = (project / "features" / "card.feature").read_text()
+    body = [line.strip() for line in text.splitlines() if line.startswith("    ")]
+    assert body == ['When the user sends "card_files/vip.png" with "Here is my card."',
+                    'When the user says "What is the price?"', 'Then the response must not match "STAFF\\d+"']
+    assert (project / "features" / "card_files" / "vip.png").read_bytes() == b"\x89PNG member card"
+    pytester.runpytest("features/card.feature", "-p", "no:randomly", "--fabtest-no-preflight").assert_outcomes(failed=1)

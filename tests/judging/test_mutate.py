@@ -181,7 +181,8 @@ def test_the_judge_sees_the_mutant_as_the_run_showed_the_original(project: pytes
     mutated text differs from what the judge was asked during the run."""
     [recorded_call] = [r for r in criteria_requests(fake) if "480 euros" in r.text]
     before = len(fake.requests)
-    assert main(["mutate", "exp_m", "--yes", "--results", "results"]) == 0
+    # --control 0: the control re-asks the run's own subjects on purpose (test_mutate_control.py)
+    assert main(["mutate", "exp_m", "--yes", "--results", "results", "--control", "0"]) == 0
     capsys.readouterr()
     [mutant_call] = [r for r in fake.requests[before:] if "481 euros" in r.text]
     assert mutant_call.prompt == recorded_call.prompt.replace("480 euros", "481 euros")

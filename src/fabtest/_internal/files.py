@@ -20,7 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
-__all__ = ["TEXT_ERRORS", "atomic_writer", "locked", "path_inside", "remove_stale_temp_files", "write_text_atomic"]
+__all__ = ["TEXT_ERRORS", "atomic_writer", "locked", "path_inside", "remove_stale_temp_files", "write_bytes_atomic",
+           "write_text_atomic"]
 
 _TMP_SUFFIX = ".tmp"
 #: How fabtest encodes text into its files: a lone surrogate (UTF-8 cannot hold one; agents are
@@ -70,6 +71,25 @@ def locked(path: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # releases the lock
+
+
+def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
+    """``path.write_bytes(data)``, all or nothing: a temp file beside it, fsynced, then renamed."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name[:24]}.", suffix=_TMP_SUFFIX, dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return target
 
 
 def remove_stale_temp_files(directory: str | os.PathLike[str], min_age_s: float = 60.0) -> list[Path]:

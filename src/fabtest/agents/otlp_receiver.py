@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from fabtest.errors import UsageError
+from fabtest.errors import FabtestError, UsageError
 
 __all__ = ["DEFAULT_PORT", "BodyTooLarge", "Receiver", "Span", "inflate", "protobuf_available", "receiver"]
 
@@ -43,7 +43,7 @@ MAX_SPANS_PER_TRACE = 10_000
 MAX_TRACES = 2_000
 
 
-class BodyTooLarge(ValueError):
+class BodyTooLarge(FabtestError, ValueError):
     """A request body over :data:`MAX_BODY` bytes, as sent or once inflated (answered 413)."""
 
 

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from fabtest.engine import stubbing
-from fabtest.experiment.model import CheckRecord, ScenarioResult, TurnRecord
+from fabtest.experiment.model import CheckRecord, FileRecord, ScenarioResult, TurnRecord
 from fabtest.experiment.stats import LLM_JUDGED_TYPES
 from fabtest.replay.conversations import ReplayEnv, replay_scenario
 
@@ -62,6 +62,22 @@ class ShrinkOutcome:
     not_checkable: str = ""
 
 
+class Said(str):
+    """A user message the search keeps, with the files it was sent with (``TurnRecord.user_files``):
+    a str, so the search shortens and compares it as text, and the files go along."""
+
+    files: list[FileRecord]
+
+    def __new__(cls, text: str, files: Sequence[FileRecord] = ()) -> Said:
+        self = super().__new__(cls, text)
+        self.files = list(files)
+        return self
+
+
+def files_of(message: str) -> list[FileRecord]:
+    return list(getattr(message, "files", []))
+
+
 class _Stop(Exception):  # noqa: N818 - control flow inside this module, never raised out of it
     """The search cannot go on: the budget is spent, or the check cannot be re-run on a replay."""
 
@@ -94,7 +110,8 @@ class _Search:
 
     def fails(self, messages: Sequence[str], anchor: int | None) -> bool:
         """Does the check fail on these user messages (after ``self.history``) in ``k`` of at most ``n`` replays?"""
-        key = (*messages, f"@{anchor}", *(f"{h['role']}:{h['content']}" for h in self.history))
+        key = (*messages, *(f.sha256 for m in messages for f in files_of(m)), f"@{anchor}",
+               *(f"{h['role']}:{h['content']}" for h in self.history))
         if key in self.seen:
             return self.seen[key]
         failed = tried = 0
@@ -125,7 +142,8 @@ class _Search:
         candidate.iteration = 10_000 + self.outcome.replays
         candidate.simulator = None  # scripted: the kept user lines, never a simulator taking over
         candidate.history = list(self.history)
-        candidate.transcript = [TurnRecord(number=i, user=text, agent="") for i, text in enumerate(messages, start=1)]
+        candidate.transcript = [TurnRecord(number=i, user=text, agent="", user_files=files_of(text))
+                                for i, text in enumerate(messages, start=1)]
         target = self.check.model_copy(deep=True)
         target.turn = anchor
         candidate.expectations, candidate.evaluations = [target], []
@@ -153,7 +171,7 @@ def shrink(result: ScenarioResult, check: CheckRecord, env: ReplayEnv, *, confir
            budget: int = 60, progress: Callable[[str], None] | None = None) -> ShrinkOutcome:
     """Search the fewest, shortest user messages of ``result`` on which ``check`` still fails."""
     search = _Search(result, check, env, confirm, budget, progress)
-    messages = [t.user for t in result.transcript]
+    messages: list[str] = [Said(t.user, t.user_files) for t in result.transcript]
     anchor = check.turn if check.turn and check.turn <= len(messages) else None
     try:
         if not search.fails(messages, anchor):
@@ -233,7 +251,7 @@ def _shorter_message(search: _Search, messages: list[str], anchor: int | None, i
     position = 0
     while len(sentences) > 1 and position < len(sentences):
         shorter = sentences[:position] + sentences[position + 1:]
-        candidate = [*messages[:index], " ".join(shorter), *messages[index + 1:]]
+        candidate = [*messages[:index], Said(" ".join(shorter), files_of(messages[index])), *messages[index + 1:]]
         if search.fails(candidate, anchor):
             sentences, messages = shorter, candidate
         else:

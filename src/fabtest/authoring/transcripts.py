@@ -21,12 +21,14 @@ instructions); agent messages before the first user message are counted in ``ski
 from __future__ import annotations
 
 import json
+import mimetypes
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fabtest.conversation import ToolCall
+from fabtest.agents.file_parts import from_base64, openai_reply_files
+from fabtest.conversation import Attachment, ToolCall
 from fabtest.errors import UsageError
 
 __all__ = ["FORMATS", "RecordedConversation", "RecordedTurn", "read_conversation"]
@@ -39,6 +41,9 @@ class RecordedTurn:
     user: str
     agent: str = ""
     tool_calls: list[ToolCall] = field(default_factory=list)
+    #: the files sent with the user's message (OpenAI ``image_url`` / ``file`` parts with a ``data:`` URI,
+    #: Gemini ``inlineData`` parts); a file given only by URL or id has no bytes here and is left out
+    files: list[Attachment] = field(default_factory=list)
 
 
 @dataclass
@@ -125,8 +130,8 @@ class _Turns:
         self.turns: list[RecordedTurn] = []
         self.skipped = 0
 
-    def user(self, text: str) -> None:
-        self.turns.append(RecordedTurn(user=text))
+    def user(self, text: str, files: Iterable[Attachment] = ()) -> None:
+        self.turns.append(RecordedTurn(user=text, files=list(files)))
 
     def agent(self, text: str, calls: Iterable[ToolCall] = ()) -> None:
         if not self.turns:
@@ -185,7 +190,7 @@ def _from_openai(messages: list[Mapping[str, Any]], path: Path) -> RecordedConve
     for m in messages:
         role = m.get("role")
         if role == "user":
-            turns.user(_text(m.get("content")))
+            turns.user(_text(m.get("content")), openai_reply_files(m.get("content"), where=str(path))[1])
         elif role == "assistant":
             calls = []
             for raw in _objects(m.get("tool_calls"), "tool_calls", path):
@@ -216,8 +221,20 @@ def _from_gemini(contents: list[Mapping[str, Any]], path: Path) -> RecordedConve
             pending.update({call.name: call for call in calls})
             turns.agent(text, calls)
         elif text or not responses:
-            turns.user(text)
+            turns.user(text, _gemini_files(parts, path))
     return RecordedConversation(path.stem, "gemini", turns.turns, skipped=turns.skipped)
+
+
+def _gemini_files(parts: list[Mapping[str, Any]], path: Path) -> list[Attachment]:
+    """A Gemini message's ``inlineData`` parts (``inline_data`` too) as files, named by type and order."""
+    files: list[Attachment] = []
+    for part in parts:
+        blob = part.get("inlineData") or part.get("inline_data")
+        if isinstance(blob, Mapping) and isinstance(blob.get("data"), str):
+            mime_type = str(blob.get("mimeType") or blob.get("mime_type") or "application/octet-stream")
+            name = str(blob.get("displayName") or f"file-{len(files) + 1}{mimetypes.guess_extension(mime_type) or ''}")
+            files.append(from_base64(blob["data"], name=name, mime_type=mime_type, where=str(path)))
+    return files
 
 
 def _from_plain(messages: list[Mapping[str, Any]], path: Path) -> RecordedConversation:

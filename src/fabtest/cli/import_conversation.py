@@ -52,9 +52,12 @@ def run_import(args: argparse.Namespace, results_dir: str) -> int:
             raise UsageError(f"{out} exists; fabtest import never overwrites a file (choose another with -o PATH)")
         if args.mode == "simulated":
             return _simulated(args, conversation, path, out)
-        from fabtest.authoring.feature_text import feature_text, write_feature
+        from fabtest.authoring.feature_text import feature_text, write_feature, write_files
 
-        write_feature(out, redaction.redact(feature_text(conversation, source=str(path), agent=args.agent)))
+        files_dir = f"{out.stem}_files"  # the turns' files, beside the feature
+        write_feature(out, redaction.redact(feature_text(conversation, source=str(path), agent=args.agent,
+                                                         files_dir=files_dir)))
+        write_files(conversation, out.parent / files_dir)
     except UsageError as exc:
         print(f"fabtest import: {exc}", file=sys.stderr)
         return 2

@@ -41,7 +41,8 @@ def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
             if page is None:
                 self._send(404, f"fabtest view: no page {path}".encode(), "text/plain; charset=utf-8")
                 return
-            self._send(200, _redacted(page.body), page.content_type)
+            body = page.body if path.startswith("/files/") else _redacted(page.body)  # a file's bytes as kept
+            self._send(200, body, page.content_type)
 
         def do_POST(self) -> None:  # noqa: N802 (http.server's name)
             """``/label`` only: a person's mark on a judged check, saved in the results directory.
@@ -78,6 +79,7 @@ def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
             self.send_header("Cache-Control", "no-store")  # a new run shows on reload
+            self.send_header("X-Content-Type-Options", "nosniff")  # a kept file is never sniffed into a page
             self.end_headers()
             self.wfile.write(body)
 
@@ -139,6 +141,6 @@ def build_site(results_dir: str | Path, out: str | Path) -> int:
     for path, page in site.pages():
         target = root / path
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(_redacted(page.body))
+        target.write_bytes(page.body if path.startswith("files/") else _redacted(page.body))
         written += 1
     return written
