@@ -590,6 +590,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     shrink.add_shrink_args(p)
     p.set_defaults(func=lambda a: shrink.run_shrink(a, a.results_dir or _default_results_dir()))
 
+    from fabtest.cli import score
+
+    score.register(sub)
+
     p = sub.add_parser("run", help="run playbook files", add_help=False)
     p.add_argument("args", nargs=argparse.REMAINDER, metavar="FILE")
     p.set_defaults(func=_cmd_run)

@@ -233,6 +233,7 @@ def document_head(info: ExperimentInfo, results: Sequence[ScenarioResult],
             **({"shard": info.shard} if info.shard else {}),  # one shard's part of a CI run (fabtest merge)
             # --fabtest-until-decided: the baseline, the budget, the runs added and the sequential decision
             **({"until_decided": info.until_decided} if info.until_decided else {}),
+            **({"source": info.source} if info.source else {}),  # "production": fabtest score's logged conversations
         },
         "summary": {**_summary(results), "cost": cost.experiment_cost(results, *costing)},
         "criteria_results": {
