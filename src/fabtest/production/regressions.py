@@ -1,0 +1,96 @@
+"""Every logged conversation as a scripted regression feature (``fabtest import LOGS --all --out DIR``).
+
+Each conversation is written as ``fabtest import FILE`` writes one (:func:`fabtest.authoring.feature_text.feature_text`:
+the user's lines replayed, the agent's tool calls asserted as ``must call`` steps to review), after
+personal data is masked. Word-for-word duplicates (the same user lines, replies and calls) are
+written once. Conversations that failed a ``must`` in a scored experiment (``--failing-in EXP``)
+come first, numbered ``0001_...``; a file that exists is never overwritten. Which feature holds
+which conversation is kept in ``<results>/production/imported.jsonl`` for ``fabtest view``'s link
+from a failing production run to its regression scenario.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fabtest._internal import redaction
+from fabtest._internal.redaction import PersonalData
+from fabtest.authoring.feature_text import feature_text, write_feature
+from fabtest.authoring.transcripts import RecordedConversation, RecordedTurn
+from fabtest.production.logged import LoggedConversation
+from fabtest.production.selection import masked
+
+__all__ = ["ImportReport", "import_all", "imported_index"]
+
+
+@dataclass
+class ImportReport:
+    written: list[tuple[str, Path, bool]] = field(default_factory=list)  # (conversation, feature, failing)
+    duplicates: int = 0
+    existing: list[Path] = field(default_factory=list)
+
+
+def _stem(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")[:50] or "conversation"
+
+
+def _recorded(conversation: LoggedConversation) -> RecordedConversation:
+    first_line = conversation.turns[0].user.split("\n")[0][:60]
+    return RecordedConversation(
+        name=f"{conversation.id}: {first_line}", source_format=conversation.format,
+        turns=[RecordedTurn(t.user, t.agent, list(t.tool_calls)) for t in conversation.turns],
+        origin=(f"conversation {conversation.id}" + (f" of {conversation.timestamp}" if conversation.timestamp else "")
+                + "; the tool calls are what the agent did in production: review each one before keeping it"))
+
+
+def imported_index(results_dir: str | Path) -> dict[str, str]:
+    """conversation id -> the feature written for it (the latest import wins)."""
+    path = Path(results_dir) / "production" / "imported.jsonl"
+    out: dict[str, str] = {}
+    try:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                row = json.loads(line)
+                out[str(row["conversation"])] = str(row["feature"])
+            except (ValueError, KeyError, TypeError):
+                continue
+    except OSError:
+        pass
+    return out
+
+
+def import_all(conversations: Iterable[LoggedConversation], out_dir: Path, *, mask: PersonalData,
+               failing: set[str], results_dir: str | Path, agent: str | None = None) -> ImportReport:
+    """Write one feature per distinct conversation into ``out_dir``, failing ones first."""
+    report = ImportReport()
+    seen: set[str] = set()
+    first: list[LoggedConversation] = []
+    later: list[LoggedConversation] = []
+    for raw in conversations:
+        conversation = masked(raw, mask)
+        digest = conversation.content_hash()
+        if digest in seen:
+            report.duplicates += 1
+            continue
+        seen.add(digest)
+        (first if conversation.id in failing else later).append(conversation)
+    index_rows = []
+    for number, conversation in enumerate([*first, *later], start=1):
+        path = out_dir / f"{number:04d}_{_stem(conversation.id)}.feature"
+        if path.exists():
+            report.existing.append(path)
+            continue
+        text = feature_text(_recorded(conversation), source=conversation.source, agent=agent)
+        write_feature(path, redaction.redact(text))
+        report.written.append((conversation.id, path, conversation.id in failing))
+        index_rows.append(json.dumps({"conversation": conversation.id, "feature": str(path)}))
+    if index_rows:
+        index = Path(results_dir) / "production" / "imported.jsonl"
+        index.parent.mkdir(parents=True, exist_ok=True)
+        with index.open("a", encoding="utf-8") as handle:
+            handle.write("\n".join(index_rows) + "\n")
+    return report
