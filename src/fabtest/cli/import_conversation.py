@@ -142,6 +142,7 @@ def _import_all(args: argparse.Namespace, results_dir: str) -> int:
         print(f"wrote {path}" + (" (failed in production)" if failed else "") + f": {conversation}")
     print(f"{len(report.written)} feature(s) written to {out}"
           + (f"; {report.duplicates} word-for-word duplicate(s) left out" if report.duplicates else "")
+          + (f"; {report.already_imported} imported before (left as they are)" if report.already_imported else "")
           + (f"; {len(report.existing)} existing file(s) kept as they were" if report.existing else ""))
     if report.written:
         print(f"next: review the tool calls each one asserts, then: pytest {out}")

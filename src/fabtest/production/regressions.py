@@ -4,9 +4,10 @@ Each conversation is written as ``fabtest import FILE`` writes one (:func:`fabte
 the user's lines replayed, the agent's tool calls asserted as ``must call`` steps to review), after
 personal data is masked. Word-for-word duplicates (the same user lines, replies and calls) are
 written once. Conversations that failed a ``must`` in a scored experiment (``--failing-in EXP``)
-come first, numbered ``0001_...``; a file that exists is never overwritten. Which feature holds
-which conversation is kept in ``<results>/production/imported.jsonl`` for ``fabtest view``'s link
-from a failing production run to its regression scenario.
+come first, numbered ``0001_...`` after the features already in the folder; a file that exists is
+never overwritten. Which feature holds which conversation (and its content hash) is kept in
+``<results>/production/imported.jsonl``: importing the same logs again writes only what is new,
+and ``fabtest view`` links a failing production run to its regression scenario.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class ImportReport:
     written: list[tuple[str, Path, bool]] = field(default_factory=list)  # (conversation, feature, failing)
     duplicates: int = 0
     existing: list[Path] = field(default_factory=list)
+    already_imported: int = 0
 
 
 def _stem(text: str) -> str:
@@ -47,26 +49,37 @@ def _recorded(conversation: LoggedConversation) -> RecordedConversation:
                 + "; the tool calls are what the agent did in production: review each one before keeping it"))
 
 
-def imported_index(results_dir: str | Path) -> dict[str, str]:
-    """conversation id -> the feature written for it (the latest import wins)."""
+def _index_rows(results_dir: str | Path) -> list[dict[str, str]]:
     path = Path(results_dir) / "production" / "imported.jsonl"
-    out: dict[str, str] = {}
+    rows = []
     try:
         for line in path.read_text(encoding="utf-8").splitlines():
             try:
                 row = json.loads(line)
-                out[str(row["conversation"])] = str(row["feature"])
+                rows.append({"conversation": str(row["conversation"]), "feature": str(row["feature"]),
+                             "hash": str(row.get("hash", ""))})
             except (ValueError, KeyError, TypeError):
                 continue
     except OSError:
         pass
-    return out
+    return rows
+
+
+def imported_index(results_dir: str | Path) -> dict[str, str]:
+    """conversation id -> the feature written for it (the latest import wins)."""
+    return {row["conversation"]: row["feature"] for row in _index_rows(results_dir)}
+
+
+def _next_number(out_dir: Path) -> int:
+    numbers = [int(p.name[:4]) for p in out_dir.glob("[0-9][0-9][0-9][0-9]_*.feature")] if out_dir.is_dir() else []
+    return max(numbers, default=0) + 1
 
 
 def import_all(conversations: Iterable[LoggedConversation], out_dir: Path, *, mask: PersonalData,
                failing: set[str], results_dir: str | Path, agent: str | None = None) -> ImportReport:
     """Write one feature per distinct conversation into ``out_dir``, failing ones first."""
     report = ImportReport()
+    done = {(row["conversation"], row["hash"]) for row in _index_rows(results_dir) if Path(row["feature"]).exists()}
     seen: set[str] = set()
     first: list[LoggedConversation] = []
     later: list[LoggedConversation] = []
@@ -77,9 +90,12 @@ def import_all(conversations: Iterable[LoggedConversation], out_dir: Path, *, ma
             report.duplicates += 1
             continue
         seen.add(digest)
+        if (conversation.id, digest) in done:
+            report.already_imported += 1
+            continue
         (first if conversation.id in failing else later).append(conversation)
     index_rows = []
-    for number, conversation in enumerate([*first, *later], start=1):
+    for number, conversation in enumerate([*first, *later], start=_next_number(out_dir)):
         path = out_dir / f"{number:04d}_{_stem(conversation.id)}.feature"
         if path.exists():
             report.existing.append(path)
@@ -87,7 +103,8 @@ def import_all(conversations: Iterable[LoggedConversation], out_dir: Path, *, ma
         text = feature_text(_recorded(conversation), source=conversation.source, agent=agent)
         write_feature(path, redaction.redact(text))
         report.written.append((conversation.id, path, conversation.id in failing))
-        index_rows.append(json.dumps({"conversation": conversation.id, "feature": str(path)}))
+        index_rows.append(json.dumps({"conversation": conversation.id, "feature": str(path),
+                                      "hash": conversation.content_hash()}))
     if index_rows:
         index = Path(results_dir) / "production" / "imported.jsonl"
         index.parent.mkdir(parents=True, exist_ok=True)
