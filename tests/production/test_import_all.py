@@ -58,6 +58,9 @@ def test_every_conversation_becomes_a_feature_that_runs_green(pytester: pytest.P
     assert '"conversation": "conv-91bc"' in index
     result = pytester.runpytest("features/imported", "-p", "no:randomly", "--fabtest-no-preflight")
     result.assert_outcomes(passed=8)
+    ran = {r["id"] for path in (pytester.path / "results").glob("exp_*.json")
+           for r in json.loads(path.read_text())["scenario_results"]}
+    assert {json.loads(line)["scenario_id"] for line in index.splitlines()} == ran  # fabtest view links them
     again = main(["import", "logs", "--all", "--out", "features/imported"])
     assert again == 0 and "0 feature(s) written" in capsys.readouterr()[0]
     assert len(list((pytester.path / "features" / "imported").glob("*.feature"))) == 8

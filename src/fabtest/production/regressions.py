@@ -22,6 +22,7 @@ from fabtest._internal import redaction
 from fabtest._internal.redaction import PersonalData
 from fabtest.authoring.feature_text import feature_text, write_feature
 from fabtest.authoring.transcripts import RecordedConversation, RecordedTurn
+from fabtest.experiment.stable_id import stable_id
 from fabtest.production.logged import LoggedConversation
 from fabtest.production.selection import masked
 
@@ -57,7 +58,7 @@ def _index_rows(results_dir: str | Path) -> list[dict[str, str]]:
             try:
                 row = json.loads(line)
                 rows.append({"conversation": str(row["conversation"]), "feature": str(row["feature"]),
-                             "hash": str(row.get("hash", ""))})
+                             "hash": str(row.get("hash", "")), "scenario_id": str(row.get("scenario_id", ""))})
             except (ValueError, KeyError, TypeError):
                 continue
     except OSError:
@@ -65,9 +66,9 @@ def _index_rows(results_dir: str | Path) -> list[dict[str, str]]:
     return rows
 
 
-def imported_index(results_dir: str | Path) -> dict[str, str]:
-    """conversation id -> the feature written for it (the latest import wins)."""
-    return {row["conversation"]: row["feature"] for row in _index_rows(results_dir)}
+def imported_index(results_dir: str | Path) -> dict[str, dict[str, str]]:
+    """conversation id -> ``{"feature": path, "scenario_id": its stable id}`` (the latest import wins)."""
+    return {row["conversation"]: row for row in _index_rows(results_dir)}
 
 
 def _next_number(out_dir: Path) -> int:
@@ -100,11 +101,13 @@ def import_all(conversations: Iterable[LoggedConversation], out_dir: Path, *, ma
         if path.exists():
             report.existing.append(path)
             continue
-        text = feature_text(_recorded(conversation), source=conversation.source, agent=agent)
+        recorded = _recorded(conversation)
+        text = feature_text(recorded, source=conversation.source, agent=agent)
         write_feature(path, redaction.redact(text))
         report.written.append((conversation.id, path, conversation.id in failing))
+        name = " ".join(recorded.name.split())  # the Feature's and the Scenario's name, as feature_text writes them
         index_rows.append(json.dumps({"conversation": conversation.id, "feature": str(path),
-                                      "hash": conversation.content_hash()}))
+                                      "hash": conversation.content_hash(), "scenario_id": stable_id(name, None, name)}))
     if index_rows:
         index = Path(results_dir) / "production" / "imported.jsonl"
         index.parent.mkdir(parents=True, exist_ok=True)
