@@ -74,3 +74,13 @@ def _scored_with_failure() -> dict:
     runs = [ScenarioResult(id="example:000000000009", name="Safe", iteration=i, passed=conv != "conv-91bc",
                            production={"conversation": conv}) for i, conv in enumerate(["chat-001", "conv-91bc"], 1)]
     return build_document(ExperimentInfo(id="week", timestamp="2026-01-05T00:00:00Z", source="production"), runs)
+
+
+def test_pytest_skips_production_scenarios(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".toml", pyproject='[tool.fabtest]\nagent = "bot:build"\n')
+    pytester.makepyfile(bot="def build(context):\n    return lambda messages: 'hi'\n")
+    pytester.makefile(".feature", live='@production\nFeature: Live\n  Scenario: Judged on logs\n'
+                                       '    Then the conversation must not include a call to "delete_account"\n')
+    result = pytester.runpytest("-p", "no:randomly", "--fabtest-no-preflight", "-rs")
+    result.assert_outcomes(skipped=1)
+    assert "judged on logged conversations by fabtest score" in result.stdout.str()

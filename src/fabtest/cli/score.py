@@ -231,9 +231,10 @@ def _report(args: argparse.Namespace, outcome: dict[str, Any], counts: Any, env:
     else:
         lines.append(f"Judged {len(outcome['scored'])} conversation(s): {outcome['runs']} run(s), "
                      f"{len(outcome['failing'])} failed" + (f"; judge cost ${cost:.4f}" if cost else "") + ".")
-        for fail in outcome["failing"][:10]:
-            message = (fail["message"] or "").splitlines()
-            lines.append(f"  FAILED {fail['conversation']} / {fail['scenario']}: {message[-1] if message else ''}")
+        for fail in outcome["failing"][:10]:  # the step (file:line and words), and what the conversation did
+            message = [line.strip() for line in (fail["message"] or "").splitlines() if line.strip()]
+            said = f"{message[0]} ({message[-1]})" if len(message) > 1 else "".join(message)
+            lines.append(f"  FAILED {fail['conversation']} / {fail['scenario']}: {said}")
         if len(outcome["failing"]) > 10:
             lines.append(f"  ... and {len(outcome['failing']) - 10} more (fabtest view, fabtest show {outcome['id']})")
         lines.append(f"Experiment: {outcome['id']} ({outcome['path']}); compare weeks with fabtest-compare OLD "
