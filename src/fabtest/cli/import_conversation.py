@@ -121,13 +121,13 @@ def _import_all(args: argparse.Namespace, results_dir: str) -> int:
     from fabtest.config.settings import Settings
     from fabtest.production.logs import read_logs
     from fabtest.production.regressions import import_all
+    from fabtest.production.selection import mask_of
 
     try:
         if args.output or args.mode != "scripted":
             raise UsageError("--all writes scripted features into --out DIR (not -o, not --as simulated)")
         settings = Settings.load(Path.cwd())
-        mask = redaction.PersonalData([k for k in ("emails", "phones", "cards") if getattr(settings.redact, k)],
-                                      settings.redact.patterns)
+        mask = mask_of(settings)
         failing = _failing_conversations(args.failing_in, results_dir)
         out = Path(args.out or "features/regressions/production")
         logs = read_logs([args.file], warn=lambda line: print(f"fabtest import: warning: {line}", file=sys.stderr))

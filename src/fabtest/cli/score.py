@@ -106,13 +106,12 @@ def _progress() -> Any:
 
 
 def run_score(args: argparse.Namespace, results_dir: str) -> int:
-    from fabtest._internal.redaction import PersonalData
     from fabtest.config.settings import Settings
     from fabtest.experiment.export import document_path, new_experiment_id
     from fabtest.experiment.recorder import check_experiment_id
     from fabtest.production.features import load_features
     from fabtest.production.logs import read_logs
-    from fabtest.production.selection import Counts, select
+    from fabtest.production.selection import Counts, mask_of, select
     from fabtest.production.state import ScoredState, checks_fingerprint
 
     root = Path.cwd()
@@ -128,8 +127,7 @@ def run_score(args: argparse.Namespace, results_dir: str) -> int:
         counts = Counts()
         state = ScoredState(results_dir)
         checks = checks_fingerprint(scenarios)
-        mask = PersonalData([k for k in ("emails", "phones", "cards") if getattr(settings.redact, k)],
-                            settings.redact.patterns)
+        mask = mask_of(settings)
         logs = read_logs([args.logs], warn=lambda line: print(f"fabtest score: warning: {line}", file=sys.stderr),
                          formats=counts.formats)
         chosen = select(logs, mask=mask, state=None if args.all else state, checks=checks, since=args.since,
@@ -196,7 +194,10 @@ def _score(chosen: Any, scenarios: list[Any], env: Any, settings: Any, results_d
             runs[0] += 1
             yield result
 
-    section: dict[str, Any] = {"logs": args.logs, "features": list(args.features), "sample": None}
+    sample = args.sample and (f"{args.sample.fraction:.0%}" if args.sample.fraction is not None else args.sample.count)
+    section: dict[str, Any] = {"logs": args.logs, "features": list(args.features), "all": args.all, "sample": sample,
+                               "seed": args.seed if sample else None,
+                               "since": args.since.isoformat() if args.since else None}
     path = write_experiment(info, every(), results_dir, {"production": section})
     return {"path": path, "id": experiment_id, "scored": scored, "failing": failing, "runs": runs[0]}
 

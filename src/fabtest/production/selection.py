@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from fabtest._internal.redaction import PersonalData
+from fabtest.config.settings import Settings
 from fabtest.production.logged import LoggedConversation, LoggedTurn
 from fabtest.production.state import ScoredState
 
-__all__ = ["Counts", "Sample", "masked", "parse_since", "select"]
+__all__ = ["Counts", "Sample", "mask_of", "masked", "parse_since", "select"]
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,12 @@ class Counts:
     before_since: int = 0
     not_sampled: int = 0
     formats: dict[str, int] = field(default_factory=dict)
+
+
+def mask_of(settings: Settings) -> PersonalData:
+    """The masking ``[tool.fabtest.redact]`` asks for."""
+    redact = settings.redact
+    return PersonalData([k for k in ("emails", "phones", "cards") if getattr(redact, k)], redact.patterns)
 
 
 def masked(conversation: LoggedConversation, mask: PersonalData) -> LoggedConversation:

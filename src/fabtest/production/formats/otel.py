@@ -12,29 +12,17 @@ span with neither id is filed under its trace, which another span may name a con
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
+from fabtest.agents.otlp_receiver import spans_from_json
+from fabtest.errors import UsageError
 from fabtest.production.events import Msg, arguments, event, first, genai_messages, result, seconds, text
 from fabtest.production.formats.base import Format
 from fabtest.production.grouping import Grouper
 from fabtest.production.records import Record
 
 __all__ = ["OTLP", "PHOENIX", "span_events"]
-
-
-def _any_value(value: Mapping[str, Any]) -> Any:
-    """An OTLP JSON ``AnyValue`` as plain data."""
-    for key in ("stringValue", "boolValue", "doubleValue"):
-        if key in value:
-            return value[key]
-    if "intValue" in value:
-        return int(value["intValue"])
-    if "arrayValue" in value:
-        return [_any_value(v) for v in value["arrayValue"].get("values") or []]
-    if "kvlistValue" in value:
-        return {kv.get("key"): _any_value(kv.get("value") or {}) for kv in value["kvlistValue"].get("values") or []}
-    return None
 
 
 def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
@@ -124,20 +112,16 @@ def _otlp_probe(value: Any) -> str | None:
     return None
 
 
-def _otlp_spans(value: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
-    for resource in value.get("resourceSpans") or []:
-        for scope in resource.get("scopeSpans") or resource.get("instrumentationLibrarySpans") or []:
-            yield from scope.get("spans") or []
-
-
 def _otlp_read(record: Record, grouper: Grouper) -> None:
-    for span in _otlp_spans(record.value):
-        attrs = {a.get("key"): _any_value(a.get("value") or {}) for a in span.get("attributes") or []}
-        status = span.get("status") or {}
-        error = status.get("message") or None if status.get("code") in (2, "STATUS_CODE_ERROR") else None
-        span_events(str(span.get("traceId", "")), attrs, seconds(span.get("startTimeUnixNano")),
-                    seconds(span.get("endTimeUnixNano")), name=str(span.get("name", "")),
-                    root=not span.get("parentSpanId"), error=error, where=record.where, grouper=grouper)
+    """The spans as the OTLP receiver of black-box agents reads them (``agents/otlp_receiver.py``)."""
+    try:
+        spans = spans_from_json(record.value)
+    except (TypeError, ValueError, KeyError) as exc:
+        raise UsageError(f"{record.where}: not OTLP/JSON spans ({exc})") from None
+    for span in spans:
+        span_events(span.trace_id, span.attributes, seconds(span.start_ns), seconds(span.end_ns), name=span.name,
+                    root=not span.parent_id, error="the span's status is ERROR" if span.error else None,
+                    where=record.where, grouper=grouper)
 
 
 OTLP = Format("otlp", "OpenTelemetry OTLP/JSON spans", _otlp_probe, _otlp_read)
