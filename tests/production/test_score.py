@@ -173,3 +173,21 @@ def test_personal_data_never_reaches_the_judge_nor_the_results(project: Path, mo
                    key):
         assert secret not in seen and secret not in written
     assert "[email]" in written and "[phone]" in written and "[card]" in written and "[redacted]" in written
+
+
+def test_a_dollar_budget_stops_starting_conversations(project: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    from fabtest.demo.offline_llm import offline_gemini
+
+    (project / "pyproject.toml").write_text("[tool.fabtest]\nmax_concurrency = 1\n")
+    with offline_gemini() as server:  # a priced model (gemini-2.5-flash) reporting its tokens
+        for name, value in server.env().items():
+            monkeypatch.setenv(name, value)
+        code, out, err = _score(capsys, "logs", "features/live.feature", "--budget", "$0.0001", "--format", "json")
+        summary = json.loads(out)
+        assert summary["budget_spent"] and 0 < summary["conversations_scored"] < 9 and summary["judge_cost_usd"] > 0
+        code, out, err = _score(capsys, "logs", "features/live.feature", "--budget", "1usd")
+    assert "Judged" in out and "already scored" in out  # the next run goes on where the budget stopped
+    with pytest.raises(SystemExit) as bad:
+        main(["score", "logs", "features/live.feature", "--budget", "five"])
+    assert bad.value.code == 2 and "expected dollars" in capsys.readouterr().err

@@ -210,9 +210,8 @@ def _report(args: argparse.Namespace, outcome: dict[str, Any], counts: Any, env:
         left.append(f"{counts.before_since} before --since")
     if counts.not_sampled:
         left.append(f"{counts.not_sampled} not in the sample")
-    unscored = counts.read - counts.already_scored - counts.before_since - counts.not_sampled - len(outcome["scored"])
-    if unscored > 0:
-        left.append(f"{unscored} left for the next run (the --budget was spent)")
+    if env.spent:  # reading stopped with the judging: how many are left is not known
+        left.append(f"the rest of the logs: the --budget of ${env.budget_usd:g} was spent (the next run goes on)")
     cost = None if env.judge is None else round(env.spent_usd, 4)
     if args.format == "json":
         sys.stdout.write(json.dumps({
@@ -220,7 +219,7 @@ def _report(args: argparse.Namespace, outcome: dict[str, Any], counts: Any, env:
             "formats": counts.formats, "conversations_read": counts.read,
             "conversations_scored": len(outcome["scored"]),
             "runs": outcome["runs"], "already_scored": counts.already_scored, "before_since": counts.before_since,
-            "not_sampled": counts.not_sampled, "left_by_budget": max(unscored, 0), "judge_cost_usd": cost,
+            "not_sampled": counts.not_sampled, "budget_spent": env.spent, "judge_cost_usd": cost,
             "judge_cost_unpriced": env.unpriced, "failing": outcome["failing"]}, indent=2, ensure_ascii=False) + "\n")
         return
     formats = ", ".join(f"{n} file(s) {name}" for name, n in sorted(counts.formats.items())) or "no file"
