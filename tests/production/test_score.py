@@ -91,6 +91,7 @@ def test_scoring_again_judges_nothing_already_scored(project: Path, capsys: pyte
         handle.write(json.dumps(more) + "\n")
     code, out, _ = _score(capsys, "logs", "features/live.feature", "--experiment-id", "third")
     assert code == 0 and "Judged 1 conversation(s)" in out
+    assert "Compare with the score before it: fabtest-compare first third" in out
     assert [r["production"]["conversation"] for r in _doc(project, "third")["scenario_results"]] == ["chat-new"]
     code, out, _ = _score(capsys, "logs", "features/live.feature", "--experiment-id", "again", "--all")
     assert code == 1 and "Judged 10 conversation(s)" in out

@@ -136,9 +136,10 @@ def run_score(args: argparse.Namespace, results_dir: str) -> int:
     except UsageError as exc:
         print(f"fabtest score: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    previous = state.latest_experiment
     if outcome["path"] is not None:
         state.record(outcome["scored"], checks, experiment_id)
-    _report(args, outcome, counts, env)
+    _report(args, outcome, counts, env, previous)
     return EXIT_FAILED if outcome["failing"] else EXIT_OK
 
 
@@ -202,7 +203,7 @@ def _score(chosen: Any, scenarios: list[Any], env: Any, settings: Any, results_d
     return {"path": path, "id": experiment_id, "scored": scored, "failing": failing, "runs": runs[0]}
 
 
-def _report(args: argparse.Namespace, outcome: dict[str, Any], counts: Any, env: Any) -> None:
+def _report(args: argparse.Namespace, outcome: dict[str, Any], counts: Any, env: Any, previous: str | None) -> None:
     left = []
     if counts.already_scored:
         left.append(f"{counts.already_scored} already scored (--all scores them again)")
@@ -216,6 +217,7 @@ def _report(args: argparse.Namespace, outcome: dict[str, Any], counts: Any, env:
     if args.format == "json":
         sys.stdout.write(json.dumps({
             "experiment": outcome["id"], "path": str(outcome["path"]) if outcome["path"] else None,
+            "previous": previous,
             "formats": counts.formats, "conversations_read": counts.read,
             "conversations_scored": len(outcome["scored"]),
             "runs": outcome["runs"], "already_scored": counts.already_scored, "before_since": counts.before_since,
@@ -237,8 +239,9 @@ def _report(args: argparse.Namespace, outcome: dict[str, Any], counts: Any, env:
             lines.append(f"  FAILED {fail['conversation']} / {fail['scenario']}: {said}")
         if len(outcome["failing"]) > 10:
             lines.append(f"  ... and {len(outcome['failing']) - 10} more (fabtest view, fabtest show {outcome['id']})")
-        lines.append(f"Experiment: {outcome['id']} ({outcome['path']}); compare weeks with fabtest-compare OLD "
-                     f"{outcome['id']}")
+        lines.append(f"Experiment: {outcome['id']} ({outcome['path']})")
+        lines.append(f"Compare with the score before it: fabtest-compare {previous} {outcome['id']}" if previous
+                     else f"Compare it with a later score: fabtest-compare {outcome['id']} NEXT")
     from fabtest._internal.redaction import redact
     from fabtest._internal.terminal import inert
 

@@ -32,12 +32,15 @@ class ScoredState:
     def __init__(self, results_dir: str | os.PathLike[str]) -> None:
         self.path = Path(results_dir) / "production" / "scored.jsonl"
         self._keys: set[tuple[str, str, str]] = set()
+        #: the experiment the last scored conversation went to: the score before this one
+        self.latest_experiment: str | None = None
         try:
             with self.path.open(encoding="utf-8") as handle:
                 for line in handle:
                     try:
                         row = json.loads(line)
                         self._keys.add((str(row["conversation"]), str(row["hash"]), str(row["checks"])))
+                        self.latest_experiment = str(row.get("experiment") or "") or self.latest_experiment
                     except (ValueError, KeyError, TypeError):
                         continue  # a torn last line (a crash mid-append) is read past
         except FileNotFoundError:
