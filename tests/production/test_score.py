@@ -192,3 +192,27 @@ def test_a_dollar_budget_stops_starting_conversations(project: Path, monkeypatch
     with pytest.raises(SystemExit) as bad:
         main(["score", "logs", "features/live.feature", "--budget", "five"])
     assert bad.value.code == 2 and "expected dollars" in capsys.readouterr().err
+
+
+def test_ctrl_c_keeps_what_was_judged(project: Path, monkeypatch: pytest.MonkeyPatch,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    from fabtest.production import scoring
+
+    real, calls = scoring.score_conversation, []
+
+    def interrupted_at_the_fourth(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(scoring, "score_conversation", interrupted_at_the_fourth)
+    code, out, err = _score(capsys, "logs", "features/live.feature", "--experiment-id", "cut", "--format", "json")
+    assert code == 130 and "interrupted" in err
+    doc = _doc(project, "cut")
+    judged = {r["production"]["conversation"] for r in doc["scenario_results"]}
+    assert doc["experiment"]["interrupted"] and 0 < len(judged) < 9
+    monkeypatch.setattr(scoring, "score_conversation", real)
+    code, out, _ = _score(capsys, "logs", "features/live.feature", "--experiment-id", "rest", "--format", "json")
+    summary = json.loads(out)
+    assert summary["already_scored"] == len(judged) and summary["conversations_scored"] == 9 - len(judged)

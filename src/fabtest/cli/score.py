@@ -2,7 +2,8 @@
 
 Argument handling, the judge, the experiment file and the summary; the reading, selecting and
 judging live in :mod:`fabtest.production`. No agent is called. Exit codes: 0 every run passed,
-1 a ``must`` failed in some conversation (or the judge failed a run), 2 bad input (one line).
+1 a ``must`` failed in some conversation (or the judge failed a run), 2 bad input (one line),
+130 interrupted (Ctrl-C): what was judged is written, marked interrupted, and counted as scored.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from fabtest.errors import UsageError
 
 __all__ = ["register", "run_score"]
 
-EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
 _DOLLARS = re.compile(r"^\s*(?:\$\s*(?P<a>\d+(?:\.\d+)?)|(?P<b>\d+(?:\.\d+)?)\s*usd)\s*$", re.IGNORECASE)
 
 
@@ -136,10 +137,17 @@ def run_score(args: argparse.Namespace, results_dir: str) -> int:
     except UsageError as exc:
         print(f"fabtest score: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("fabtest score: interrupted before any conversation was judged; nothing written", file=sys.stderr)
+        return EXIT_INTERRUPTED
     previous = state.latest_experiment
     if outcome["path"] is not None:
         state.record(outcome["scored"], checks, experiment_id)
     _report(args, outcome, counts, env, previous)
+    if outcome["interrupted"]:
+        print(f"fabtest score: interrupted; the {len(outcome['scored'])} conversation(s) judged are saved in "
+              f"{outcome['id']} (marked interrupted) and will not be judged again", file=sys.stderr)
+        return EXIT_INTERRUPTED
     return EXIT_FAILED if outcome["failing"] else EXIT_OK
 
 
@@ -179,7 +187,7 @@ def _score(chosen: Any, scenarios: list[Any], env: Any, settings: Any, results_d
     results = score_all(chosen, scenarios, env, workers=settings.max_concurrency, on_done=done)
     first = next(results, None)
     if first is None:
-        return {"path": None, "id": None, "scored": scored, "failing": failing, "runs": 0}
+        return {"path": None, "id": None, "scored": scored, "failing": failing, "runs": 0, "interrupted": False}
     git = git_info(Path.cwd())
     provider, model, note = describe_llm(env.judge)
     info = ExperimentInfo(id=experiment_id, timestamp=utc_timestamp(), name=f"production: {args.logs}",
@@ -189,18 +197,23 @@ def _score(chosen: Any, scenarios: list[Any], env: Any, settings: Any, results_d
     runs = [0]
 
     def every() -> Any:
+        """The results as they finish; Ctrl-C ends them, and what was judged is still written."""
         yield first
         runs[0] += 1
-        for result in results:
-            runs[0] += 1
-            yield result
+        try:
+            for result in results:
+                runs[0] += 1
+                yield result
+        except KeyboardInterrupt:
+            info.interrupted = True
 
     sample = args.sample and (f"{args.sample.fraction:.0%}" if args.sample.fraction is not None else args.sample.count)
     section: dict[str, Any] = {"logs": args.logs, "features": list(args.features), "all": args.all, "sample": sample,
                                "seed": args.seed if sample else None,
                                "since": args.since.isoformat() if args.since else None}
     path = write_experiment(info, every(), results_dir, {"production": section})
-    return {"path": path, "id": experiment_id, "scored": scored, "failing": failing, "runs": runs[0]}
+    return {"path": path, "id": experiment_id, "scored": scored, "failing": failing, "runs": runs[0],
+            "interrupted": info.interrupted}
 
 
 def _report(args: argparse.Namespace, outcome: dict[str, Any], counts: Any, env: Any, previous: str | None) -> None:
