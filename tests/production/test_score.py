@@ -216,3 +216,14 @@ def test_ctrl_c_keeps_what_was_judged(project: Path, monkeypatch: pytest.MonkeyP
     code, out, _ = _score(capsys, "logs", "features/live.feature", "--experiment-id", "rest", "--format", "json")
     summary = json.loads(out)
     assert summary["already_scored"] == len(judged) and summary["conversations_scored"] == 9 - len(judged)
+
+
+def test_progress_lines_go_to_stderr(project: Path, monkeypatch: pytest.MonkeyPatch,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    from fabtest.cli import score
+
+    monkeypatch.setattr(score, "PROGRESS_EVERY_S", 0.0)
+    code, out, err = _score(capsys, "logs", "features/live.feature", "--format", "json")
+    lines = [line for line in err.splitlines() if line.startswith("fabtest score: ")]
+    assert len(lines) == 9 and lines[-1] == "fabtest score: 9 conversation(s) judged, 1 failed a must"
+    assert json.loads(out)["conversations_scored"] == 9  # stdout stays the JSON alone

@@ -21,6 +21,8 @@ from fabtest.errors import UsageError
 __all__ = ["register", "run_score"]
 
 EXIT_OK, EXIT_FAILED, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
+#: seconds between two progress lines on stderr
+PROGRESS_EVERY_S = 5.0
 _DOLLARS = re.compile(r"^\s*(?:\$\s*(?P<a>\d+(?:\.\d+)?)|(?P<b>\d+(?:\.\d+)?)\s*usd)\s*$", re.IGNORECASE)
 
 
@@ -93,13 +95,13 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _progress() -> Any:
-    """A callback that prints a line on stderr at most every 5 seconds."""
+    """A callback that prints a line on stderr at most every :data:`PROGRESS_EVERY_S` seconds."""
     state = {"last": time.monotonic(), "done": 0, "failed": 0}
 
     def tick(_conversation: Any, results: list[Any]) -> None:
         state["done"] += 1
         state["failed"] += any(not r.passed and not r.skipped for r in results)
-        if time.monotonic() - state["last"] >= 5:
+        if time.monotonic() - state["last"] >= PROGRESS_EVERY_S:
             state["last"] = time.monotonic()
             print(f"fabtest score: {state['done']} conversation(s) judged, {state['failed']} failed a must",
                   file=sys.stderr, flush=True)
