@@ -84,3 +84,10 @@ def test_pytest_skips_production_scenarios(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("-p", "no:randomly", "--fabtest-no-preflight", "-rs")
     result.assert_outcomes(skipped=1)
     assert "judged on logged conversations by fabtest score" in result.stdout.str()
+
+
+def test_importing_one_log_file_points_at_all(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["import", str(FIXTURES / "mlflow_traces.json")]) == 2
+    assert "it reads as mlflow logs: fabtest import" in capsys.readouterr().err

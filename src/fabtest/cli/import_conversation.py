@@ -62,7 +62,7 @@ def run_import(args: argparse.Namespace, results_dir: str) -> int:
 
         write_feature(out, redaction.redact(feature_text(conversation, source=str(path), agent=args.agent)))
     except UsageError as exc:
-        print(f"fabtest import: {exc}", file=sys.stderr)
+        print(f"fabtest import: {exc}{_logs_hint(args.file)}", file=sys.stderr)
         return 2
     except OSError as exc:
         print(f"fabtest import: cannot write the feature: {exc}", file=sys.stderr)
@@ -99,6 +99,19 @@ def _simulated(args: argparse.Namespace, conversation: Any, path: Path, out: Pat
     write_feature(out, text)
     print(f"wrote {out}: a simulated user drafted from {len(conversation.turns)} recorded user turn(s)")
     return 0
+
+
+def _logs_hint(ref: str) -> str:
+    """When FILE is production logs (Langfuse, MLflow, Phoenix, ...): say that ``--all`` reads them."""
+    from fabtest.production.logs import detect
+    from fabtest.production.records import records
+
+    try:
+        head = next(records(Path(ref)), None) if Path(ref).is_file() else None
+    except UsageError:
+        return ""
+    name = detect(head.value)[0] if head is not None else None
+    return f" (it reads as {name} logs: fabtest import {ref} --all writes each of their conversations)" if name else ""
 
 
 def _failing_conversations(ref: str | None, results_dir: str) -> set[str]:

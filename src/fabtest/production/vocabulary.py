@@ -164,14 +164,17 @@ def is_definition(text: str) -> bool:
 
 def define(state: ScenarioState, step: Step) -> None:
     """Define the criteria of a definition step (:func:`is_definition`)."""
-    if match := _CRITERION.fullmatch(step.text):
-        state.define_criterion(Criterion(match["name"], match["description"]))
-        return
-    rows = step.table
-    if not rows or [c.strip().lower() for c in rows[0]][:2] != ["criterion", "description"]:
-        raise UsageError(f"{step.where}: the criteria table needs the header | criterion | description |")
-    for row in rows[1:]:
-        state.define_criterion(Criterion(row[0].strip(), row[1].strip()))
+    try:
+        if match := _CRITERION.fullmatch(step.text):
+            state.define_criterion(Criterion(match["name"], match["description"]))
+            return
+        rows = step.table
+        if not rows or [c.strip().lower() for c in rows[0]][:2] != ["criterion", "description"]:
+            raise UsageError(f"{step.where}: the criteria table needs the header | criterion | description |")
+        for row in rows[1:]:
+            state.define_criterion(Criterion(row[0].strip(), row[1].strip()))
+    except ValueError as exc:
+        raise UsageError(f"{step.where}: {exc}") from None
 
 
 def matching(text: str) -> Callable[[ScenarioState, Mapping[str, Any], Step], None] | None:
