@@ -107,7 +107,7 @@ def span_events(trace: str, attrs: Mapping[str, Any], t0: float, t1: float, *, n
 
 # -- OTLP/JSON -------------------------------------------------------------------------------------
 def _otlp_probe(value: Any) -> str | None:
-    if not isinstance(value, dict) or not isinstance(value.get("resourceSpans"), list):
+    if not isinstance(value, dict) or not isinstance(value.get("resourceSpans", value.get("resource_spans")), list):
         return "no 'resourceSpans' list"
     return None
 
