@@ -43,3 +43,20 @@ def test_every_production_step_is_a_step_of_the_plugin(text: str) -> None:
 def test_every_production_pattern_has_an_example() -> None:
     for pattern, _check in STEPS:
         assert any(pattern.fullmatch(text) for text in EXAMPLES), pattern.pattern
+
+
+def test_the_cli_reference_names_every_option_of_score_and_import() -> None:
+    import argparse
+    from pathlib import Path
+
+    from fabtest.cli import import_conversation, score
+
+    reference = (Path(__file__).resolve().parents[2] / "docs" / "reference" / "cli.md").read_text()
+    sub = argparse.ArgumentParser().add_subparsers()
+    for module in (score, import_conversation):
+        module.register(sub)
+    for name, parser in sub.choices.items():
+        for action in parser._actions:
+            for option in action.option_strings:
+                if option not in ("-h", "--help", "--results-dir"):
+                    assert option in reference, f"fabtest {name} {option} is not in docs/reference/cli.md"

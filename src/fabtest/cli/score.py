@@ -14,9 +14,13 @@ import re
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from fabtest.cli.common import results_dir_of
 from fabtest.errors import UsageError
+
+if TYPE_CHECKING:
+    from fabtest.cli.common import SubParsers
 
 __all__ = ["register", "run_score"]
 
@@ -63,7 +67,7 @@ def _since(text: str) -> Any:
                                          f"got {text!r}") from None
 
 
-def register(sub: Any) -> None:
+def register(sub: SubParsers) -> None:
     """``fabtest score``'s sub-parser."""
     p = sub.add_parser("score", help="judge logged production conversations with the Then steps of @production "
                                      "features (no agent call): an experiment of one run per conversation")
@@ -89,9 +93,7 @@ def register(sub: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from fabtest.cli import _default_results_dir
-
-    return run_score(args, args.results_dir or _default_results_dir())
+    return run_score(args, results_dir_of(args))
 
 
 def _progress() -> Any:
@@ -154,7 +156,7 @@ def run_score(args: argparse.Namespace, results_dir: str) -> int:
 
 
 def _env(settings: Any, root: Path, budget: float | None) -> Any:
-    from fabtest.cli.judging import configured_llm
+    from fabtest.cli.llms import configured_llm
     from fabtest.llm.base import LLMNotConfigured
     from fabtest.production.scoring import ScoreEnv
 

@@ -62,7 +62,7 @@ def _files(paths: Sequence[str]) -> list[Path]:
 
 
 def _experiment(path: Path) -> Iterator[LoggedConversation]:
-    from fabtest.experiment.export import ExperimentFileError, load_document
+    from fabtest.experiment.reader import ExperimentFileError, load_document
 
     try:
         info, results, _doc = load_document(path, path.parent)
