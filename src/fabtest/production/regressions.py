@@ -4,8 +4,9 @@ Each conversation is written as ``fabtest import FILE`` writes one (:func:`fabte
 the user's lines replayed, the agent's tool calls asserted as ``must call`` steps to review), after
 personal data is masked. Word-for-word duplicates (the same user lines, replies and calls) are
 written once. Conversations that failed a ``must`` in a scored experiment (``--failing-in EXP``)
-come first, numbered ``0001_...`` after the features already in the folder; a file that exists is
-never overwritten. Which feature holds which conversation (and its content hash) is kept in
+come first, numbered ``0001_...`` after the features already in the folder (each feature is written
+as its conversation is read: memory stays flat); a file that exists is never overwritten. Which
+feature holds which conversation (and its content hash) is kept in
 ``<results>/production/imported.jsonl``: importing the same logs again writes only what is new,
 and ``fabtest view`` links a failing production run to its regression scenario.
 """
@@ -78,39 +79,39 @@ def _next_number(out_dir: Path) -> int:
 
 def import_all(conversations: Iterable[LoggedConversation], out_dir: Path, *, mask: PersonalData,
                failing: set[str], results_dir: str | Path, agent: str | None = None) -> ImportReport:
-    """Write one feature per distinct conversation into ``out_dir``, failing ones first."""
+    """Write one feature per distinct conversation into ``out_dir`` as it is read, the failing ones
+    numbered first (numbers kept for them, whether or not each is in the logs); nothing but the
+    hashes of the conversations seen is held in memory."""
     report = ImportReport()
     done = {(row["conversation"], row["hash"]) for row in _index_rows(results_dir) if Path(row["feature"]).exists()}
     seen: set[str] = set()
-    first: list[LoggedConversation] = []
-    later: list[LoggedConversation] = []
-    for raw in conversations:
-        conversation = masked(raw, mask)
-        digest = conversation.content_hash()
-        if digest in seen:
-            report.duplicates += 1
-            continue
-        seen.add(digest)
-        if (conversation.id, digest) in done:
-            report.already_imported += 1
-            continue
-        (first if conversation.id in failing else later).append(conversation)
-    index_rows = []
-    for number, conversation in enumerate([*first, *later], start=_next_number(out_dir)):
-        path = out_dir / f"{number:04d}_{_stem(conversation.id)}.feature"
-        if path.exists():
-            report.existing.append(path)
-            continue
-        recorded = _recorded(conversation)
-        text = feature_text(recorded, source=conversation.source, agent=agent)
-        write_feature(path, redaction.redact(text))
-        report.written.append((conversation.id, path, conversation.id in failing))
-        name = " ".join(recorded.name.split())  # the Feature's and the Scenario's name, as feature_text writes them
-        index_rows.append(json.dumps({"conversation": conversation.id, "feature": str(path),
-                                      "hash": conversation.content_hash(), "scenario_id": stable_id(name, None, name)}))
-    if index_rows:
-        index = Path(results_dir) / "production" / "imported.jsonl"
-        index.parent.mkdir(parents=True, exist_ok=True)
-        with index.open("a", encoding="utf-8") as handle:
-            handle.write("\n".join(index_rows) + "\n")
+    start = _next_number(out_dir)
+    numbers = {"failing": start, "other": start + len(failing)}
+    index = Path(results_dir) / "production" / "imported.jsonl"
+    index.parent.mkdir(parents=True, exist_ok=True)
+    with index.open("a", encoding="utf-8") as handle:
+        for raw in conversations:
+            conversation = masked(raw, mask)
+            digest = conversation.content_hash()
+            if digest in seen:
+                report.duplicates += 1
+                continue
+            seen.add(digest)
+            if (conversation.id, digest) in done:
+                report.already_imported += 1
+                continue
+            kind = "failing" if conversation.id in failing else "other"
+            path = out_dir / f"{numbers[kind]:04d}_{_stem(conversation.id)}.feature"
+            numbers[kind] += 1
+            if path.exists():
+                report.existing.append(path)
+                continue
+            recorded = _recorded(conversation)
+            write_feature(path, redaction.redact(feature_text(recorded, source=conversation.source, agent=agent)))
+            report.written.append((conversation.id, path, kind == "failing"))
+            name = " ".join(recorded.name.split())  # the Feature's and the Scenario's name, as feature_text writes
+            handle.write(json.dumps({"conversation": conversation.id, "feature": str(path), "hash": digest,
+                                     "scenario_id": stable_id(name, None, name)}) + "\n")
+            handle.flush()
+    report.written.sort(key=lambda row: row[1].name)
     return report
