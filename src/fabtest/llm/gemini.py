@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from fabtest._internal import redaction
 from fabtest.llm.base import Completion, LLMError, LLMNotConfigured, LLMSettings, json_schema
 from fabtest.llm.connect_timeout import connect_timeout, shorten_connect
+from fabtest.llm.inline_files import call_files, gemini_contents
 from fabtest.llm.limits import (
     PROBE_PROMPT,
     ProviderBase,
@@ -119,10 +120,11 @@ class GeminiLLM(ProviderBase):
             response_mime_type="application/json" if schema is not None else None,
             response_json_schema=json_schema(schema) if schema is not None else None,
         )
+        contents = gemini_contents(prompt, call_files())  # a transcript's files, beside the lines naming them
 
         def fetch() -> RawAnswer:
             try:
-                response = client.models.generate_content(model=self.model, contents=prompt, config=config)
+                response = client.models.generate_content(model=self.model, contents=contents, config=config)
             except Exception as exc:  # noqa: BLE001 - classified below
                 raise self._classify(exc) from exc
             return _raw_answer(response, self.model)
