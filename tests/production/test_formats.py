@@ -116,3 +116,12 @@ def test_a_json_array_is_read_item_by_item_with_a_growing_window(tmp_path: Path,
     (tmp_path / "array.json").write_text(" [\n" + ",\n".join(json.dumps(i) for i in items) + "\n]\n")
     read = list(records.records(tmp_path / "array.json"))
     assert [r.value for r in read] == items and read[3].where.endswith("array.json[3]")
+
+
+def test_json_nested_too_deeply_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(UsageError, match="nested too deeply"):
+        list(read_logs([str(tmp_path / "deep.json")]))
+    (tmp_path / "deep.jsonl").write_text('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+    with pytest.raises(UsageError, match="nested too deeply"):
+        list(read_logs([str(tmp_path / "deep.jsonl")]))

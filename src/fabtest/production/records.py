@@ -40,13 +40,16 @@ def records(path: Path) -> Iterator[Record]:
         raise UsageError(f"{path}: cannot read it ({exc.strerror or exc})") from None
     with handle:
         first = _first_char(handle)
-        if first == "[":
-            yield from _array_items(handle, path)
-        elif first == "{":
-            yield from _object_or_lines(handle, path)
-        elif first:
-            raise UsageError(f"{path}:1: not JSON (starts with {first!r}); expected JSON Lines, a JSON array "
-                             "or a JSON object")
+        try:
+            if first == "[":
+                yield from _array_items(handle, path)
+            elif first == "{":
+                yield from _object_or_lines(handle, path)
+            elif first:
+                raise UsageError(f"{path}:1: not JSON (starts with {first!r}); expected JSON Lines, a JSON array "
+                                 "or a JSON object")
+        except RecursionError:
+            raise UsageError(f"{path}: JSON nested too deeply to be a log") from None
 
 
 def _first_char(handle: IO[str]) -> str:
