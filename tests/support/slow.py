@@ -45,6 +45,7 @@ SLOW_MODULES = (
     "plugin/test_progress.py",
     "plugin/test_spare_hypothesis.py",
     "preflight/test_preflight.py",
+    "production/test_import_all.py",
     "properties/test_fuzz_inputs.py",
     "secrets/test_secrets_everywhere.py",
     "view/test_view_browser.py",

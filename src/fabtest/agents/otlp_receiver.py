@@ -56,6 +56,7 @@ class Span:
     parent_id: str  # "" for a root span
     name: str
     start_ns: int = 0
+    end_ns: int = 0
     attributes: Mapping[str, Any] = field(default_factory=dict)
     error: bool = False  # status code ERROR
     scope: str = ""  # the instrumentation scope's name
@@ -249,6 +250,7 @@ def spans_from_json(data: Any) -> list[Span]:
                     parent_id=_hex(span.get("parentSpanId", span.get("parent_span_id")) or ""),
                     name=str(span.get("name", "")),
                     start_ns=int(span.get("startTimeUnixNano", span.get("start_time_unix_nano")) or 0),
+                    end_ns=int(span.get("endTimeUnixNano", span.get("end_time_unix_nano")) or 0),
                     attributes={a["key"]: _json_value(a.get("value") or {}) for a in _list(span, "attributes")},
                     error=code in (2, "STATUS_CODE_ERROR"),
                     scope=str(scope.get("name", "")) if isinstance(scope, Mapping) else "",

@@ -29,7 +29,8 @@ __all__ = ["check_steps", "feature_text", "regression_feature", "regression_path
 
 _FORMAT_NAMES = {"fabtest": "a fabtest experiment", "openai": "OpenAI chat messages",
                  "gemini": "Gemini contents", "messages": "a list of messages",
-                 "otlp": "OpenTelemetry GenAI traces"}
+                 "otlp": "OpenTelemetry GenAI traces", "phoenix": "Phoenix / OpenInference spans",
+                 "langfuse": "Langfuse traces", "mlflow": "MLflow traces"}
 
 
 def feature_text(conversation: RecordedConversation, *, source: str, agent: str | None = None,

@@ -106,6 +106,18 @@ class TraceSettings(BaseModel):
     wait: float = Field(default=10.0, gt=0, le=MAX_SECONDS)  # seconds a turn waits for its spans at most
 
 
+class RedactSettings(BaseModel):
+    """``[tool.fabtest.redact]``: personal data masked in logged conversations before they are judged or
+    written (``fabtest score``, ``fabtest import LOGS``; docs/how-to/production.md, "Privacy")."""
+
+    model_config = ConfigDict(extra="forbid")
+    emails: bool = True
+    phones: bool = True
+    cards: bool = True
+    #: more regular expressions, each match replaced by ``[redacted]``
+    patterns: list[str] = Field(default_factory=list)
+
+
 class TopicRow(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
     topic: str
@@ -156,6 +168,7 @@ class Settings(BaseModel):
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
     definitions_file: str | None = None  # YAML/JSON with `criteria:` and `topics:` shared by every feature
     traces: TraceSettings = Field(default_factory=TraceSettings)
+    redact: RedactSettings = Field(default_factory=RedactSettings)
     otel: bool = False  # OpenTelemetry traces of every scenario (pytest-fabtest[otel], docs/otel.md)
     # files in the conversation (docs/how-to/files.md): the largest a step may send, and the largest
     # the judge is shown inline (a bigger one is described to it by name, type and size only)

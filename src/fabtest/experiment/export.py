@@ -222,6 +222,7 @@ def document_head(info: ExperimentInfo, results: Sequence[ScenarioResult],
             # --fabtest-until-decided: the baseline, the budget, the runs added and the sequential decision
             **({"until_decided": info.until_decided} if info.until_decided else {}),
             **({"ab": info.ab} if info.ab else {}),  # fabtest ab: this experiment's arm, ref and commit
+            **({"source": info.source} if info.source else {}),  # "production": fabtest score's logged conversations
         },
         "summary": {**_summary(results), "cost": cost.experiment_cost(results, *costing)},
         "criteria_results": {

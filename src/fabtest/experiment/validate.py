@@ -67,6 +67,7 @@ class _Experiment(_Doc):
     iterations: int = Field(default=1, ge=1)
     interrupted: bool = False
     shard: str | None = Field(default=None, pattern=r"^[1-9][0-9]*/[1-9][0-9]*$")  # one CI shard's part (fabtest merge)
+    source: str | None = None  # "production": fabtest score's logged conversations
 
 
 class _Spread(_Doc):
@@ -162,6 +163,16 @@ class _Step(_Doc):
     table: list[list[str]] | None = None
 
 
+class _Production(_Doc):
+    """``fabtest score``: the logged conversation a run judged."""
+
+    conversation: str
+    timestamp: str | None = None
+    source: str | None = None
+    format: str | None = None
+    content_hash: str | None = None
+
+
 class _Scenario(_Doc):
     id: str
     name: str | None = None
@@ -182,6 +193,7 @@ class _Scenario(_Doc):
     transcript: list[_Turn] = Field(default_factory=list)
     steps: list[_Step] = Field(default_factory=list)
     duration_s: float | None = Field(default=None, ge=0)
+    production: _Production | None = None
 
 
 class _Run(_Doc):
