@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from fabtest._internal import redaction
 from fabtest.llm.base import Completion, LLMError, LLMNotConfigured, LLMSettings, json_schema
 from fabtest.llm.connect_timeout import connect_timeout, shorten_connect
+from fabtest.llm.gemini_rest import LeanTransport, lean_transport, raw_answer, request_body
 from fabtest.llm.limits import (
     PROBE_PROMPT,
     ProviderBase,
@@ -90,12 +91,13 @@ class GeminiLLM(ProviderBase):
         self._setup(settings, gemini_base_url(settings), backoff_base_s=backoff_base_s, backoff_max_s=backoff_max_s,
                     bad_output_retries=bad_output_retries, retry_budget=retry_budget)
         self._client: genai.Client | None = None
+        self._lean: LeanTransport | None = None
         self._client_lock = threading.Lock()
 
     def close(self) -> None:
         """Release the SDK client's connections (optional; the process exit does it too)."""
         with self._client_lock:
-            client, self._client = self._client, None
+            client, self._client, self._lean = self._client, None, None
         if client is not None:
             try:
                 client.close()
@@ -110,22 +112,34 @@ class GeminiLLM(ProviderBase):
 
     def _call(self, prompt: str, schema: type[T] | None, system: str | None,
               temperature: float | None) -> Completion[Any]:
-        from google.genai import types
-
         client = self._get_client()
-        config = types.GenerateContentConfig(
-            system_instruction=system or None,
-            temperature=temperature if temperature is not None else self.settings.temperature,
-            response_mime_type="application/json" if schema is not None else None,
-            response_json_schema=json_schema(schema) if schema is not None else None,
-        )
+        temperature = temperature if temperature is not None else self.settings.temperature
+        lean = self._lean
+        if lean is not None:  # the REST body written here, sent on the SDK's client (gemini_rest.py)
+            body = request_body(prompt, system=system, temperature=temperature,
+                                schema=json_schema(schema) if schema is not None else None)
 
-        def fetch() -> RawAnswer:
-            try:
-                response = client.models.generate_content(model=self.model, contents=prompt, config=config)
-            except Exception as exc:  # noqa: BLE001 - classified below
-                raise self._classify(exc) from exc
-            return _raw_answer(response, self.model)
+            def fetch() -> RawAnswer:
+                try:
+                    return raw_answer(lean.generate(self.model, body), self.model)
+                except Exception as exc:  # noqa: BLE001 - classified below
+                    raise self._classify(exc) from exc
+        else:
+            from google.genai import types
+
+            config = types.GenerateContentConfig(
+                system_instruction=system or None,
+                temperature=temperature,
+                response_mime_type="application/json" if schema is not None else None,
+                response_json_schema=json_schema(schema) if schema is not None else None,
+            )
+
+            def fetch() -> RawAnswer:
+                try:
+                    response = client.models.generate_content(model=self.model, contents=prompt, config=config)
+                except Exception as exc:  # noqa: BLE001 - classified below
+                    raise self._classify(exc) from exc
+                return _raw_answer(response, self.model)
 
         return complete_validated(
             fetch,
@@ -163,6 +177,7 @@ class GeminiLLM(ProviderBase):
                 # a dropped SYN is retried after seconds, not after the whole answer timeout
                 shorten_connect(getattr(getattr(self._client, "_api_client", None), "_httpx_client", None),
                                 connect_timeout(self.settings.timeout_s))
+                self._lean = lean_transport(self._client)
             return self._client
 
     def _classify(self, exc: Exception) -> Exception:
