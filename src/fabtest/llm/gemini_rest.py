@@ -76,12 +76,14 @@ class LeanTransport:
         self._api_error = api_error
         self._model_path = model_path
 
-    def generate(self, model: str, body: dict[str, Any]) -> dict[str, Any]:
-        """POST ``<model>:generateContent``; the answer's JSON, or the SDK's ``APIError``."""
+    def generate(self, model: str, body: dict[str, Any], *, timeout: float | None = None) -> dict[str, Any]:
+        """POST ``<model>:generateContent``; the answer's JSON, or the SDK's ``APIError``. ``timeout``
+        shortens the SDK client's (a first attempt's stall limit, :mod:`fabtest.llm.stalls`)."""
         path = f"{self._model_path(self._api, model)}:generateContent"  # "models/<model>", as the SDK names it
         request = self._api._build_request("post", path, body)
         sent = self._http.build_request(method=request.method, url=self._api._httpx_url(request.url, is_async=False),
-                                        content=json.dumps(body), headers=request.headers, timeout=request.timeout)
+                                        content=json.dumps(body), headers=request.headers,
+                                        timeout=request.timeout if timeout is None else timeout)
         response = self._http.send(sent)
         self._api_error.raise_for_response(response)
         answer: dict[str, Any] = response.json()
