@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from fabtest.llm import GeminiLLM, LLMSettings, stalls
+from fabtest.llm.openai_compat import OpenAICompatLLM
 from fabtest.llm.retry_budget import RetryBudget
 from fabtest.testing import FakeGemini
 
@@ -44,6 +45,16 @@ def test_nothing_is_cut_before_the_endpoint_has_a_recent_latency(fake: FakeGemin
     fake.add_fault("timeout", times=1, delay_s=0.6)
     assert llm.complete("hello").text == "OK"
     assert fake.request_count == 1 and llm._latency.cut == 0
+
+
+def test_an_openai_compatible_call_that_hangs_once_is_cut_too(fake_openai, quick_stalls: None) -> None:
+    llm = OpenAICompatLLM(LLMSettings(provider="openai", base_url=fake_openai.base_url, timeout_s=30, max_retries=2),
+                          backoff_base_s=0.01, backoff_max_s=0.02)
+    for _ in range(stalls.MIN_SAMPLES):
+        llm._latency.record(0.01)
+    fake_openai.replies.append(3.0)  # hangs for ten times the stall limit
+    assert llm.complete("hello").text == "hello from openai"
+    assert len(fake_openai.requests) == 2 and llm._latency.cut == 1
 
 
 def test_the_limit_is_a_multiple_of_the_p95_with_a_floor() -> None:

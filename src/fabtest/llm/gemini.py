@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
@@ -29,7 +28,7 @@ from fabtest.llm.limits import (
     is_retryable_status,
 )
 from fabtest.llm.retry_budget import RetryBudget
-from fabtest.llm.stalls import stalled_message
+from fabtest.llm.stalls import cut_when_stalled
 
 if TYPE_CHECKING:  # pragma: no cover
     from google import genai
@@ -121,22 +120,13 @@ class GeminiLLM(ProviderBase):
             body = request_body(prompt, system=system, temperature=temperature,
                                 schema=json_schema(schema) if schema is not None else None)
 
-            attempt = 0
-
-            def fetch() -> RawAnswer:
-                nonlocal attempt
-                attempt += 1  # only a first attempt is cut when it stalls (llm/stalls.py)
-                stall = self._latency.stall_after(self.settings.timeout_s) if attempt == 1 else None
-                started = time.monotonic()
+            def send(limit: float | None) -> RawAnswer:
                 try:
-                    data = lean.generate(self.model, body, timeout=stall)
+                    return raw_answer(lean.generate(self.model, body, timeout=limit), self.model)
                 except Exception as exc:  # noqa: BLE001 - classified below
-                    if stall is not None and exception_is_timeout(exc):
-                        self._latency.stalled()
-                        raise TransientFailure(stalled_message(stall), timeout=True) from exc
                     raise self._classify(exc) from exc
-                self._latency.record(time.monotonic() - started)
-                return raw_answer(data, self.model)
+
+            fetch = cut_when_stalled(self._latency, self.settings.timeout_s, send)
         else:
             from google.genai import types
 

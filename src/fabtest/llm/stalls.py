@@ -17,9 +17,17 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from collections import deque
+from collections.abc import Callable
+from typing import TypeVar
 
-__all__ = ["FLOOR_S", "MIN_SAMPLES", "MULTIPLE", "WINDOW", "LatencyTracker", "latency_tracker", "stalled_message"]
+from fabtest.errors import TransientFailure
+
+R = TypeVar("R")
+
+__all__ = ["FLOOR_S", "MIN_SAMPLES", "MULTIPLE", "WINDOW", "LatencyTracker", "cut_when_stalled", "latency_tracker",
+           "stalled_message"]
 
 #: how many times the recent p95 a first attempt may take before it counts as stalled
 MULTIPLE = 4.0
@@ -89,3 +97,28 @@ def stalled_message(limit_s: float) -> str:
     """Why a first attempt was cut (a retry's reason, and the last error if every attempt failed)."""
     return (f"timed out: no answer after {limit_s:.1f}s, {MULTIPLE:g}x the endpoint's recent p95 latency "
             f"(at least {FLOOR_S:g}s); asked again")
+
+
+def cut_when_stalled(tracker: LatencyTracker, timeout_s: float, send: Callable[[float | None], R]) -> Callable[[], R]:
+    """One logical call's attempt function: ``send(limit)`` makes one attempt, ``limit`` being the
+    seconds it may take (None: the role's own timeout) and a timeout being raised as a
+    :class:`TransientFailure` with ``timeout`` set. The first attempt gets the tracker's stall limit;
+    answered attempts feed the tracker."""
+    attempts = 0
+
+    def attempt() -> R:
+        nonlocal attempts
+        attempts += 1
+        limit = tracker.stall_after(timeout_s) if attempts == 1 else None
+        started = time.monotonic()
+        try:
+            result = send(limit)
+        except TransientFailure as failure:
+            if limit is not None and failure.timeout:
+                tracker.stalled()
+                raise TransientFailure(stalled_message(limit), timeout=True) from failure
+            raise
+        tracker.record(time.monotonic() - started)
+        return result
+
+    return attempt
