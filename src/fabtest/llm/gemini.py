@@ -167,6 +167,9 @@ class GeminiLLM(ProviderBase):
         return max(1, int(self.settings.timeout_s * 1000))
 
     def _get_client(self) -> genai.Client:
+        client = self._client
+        if client is not None:  # built: no lock (hundreds of threads calling at once queued on it)
+            return client
         with self._client_lock:
             if self._client is None:
                 from google import genai
@@ -176,11 +179,12 @@ class GeminiLLM(ProviderBase):
                                             client_args={"limits": _pool_limits(self.settings.max_concurrency)})
                 if self.base_url:
                     options.base_url = self.base_url
-                self._client = genai.Client(api_key=self._api_key, http_options=options)
+                built = genai.Client(api_key=self._api_key, http_options=options)
                 # a dropped SYN is retried after seconds, not after the whole answer timeout
-                shorten_connect(getattr(getattr(self._client, "_api_client", None), "_httpx_client", None),
+                shorten_connect(getattr(getattr(built, "_api_client", None), "_httpx_client", None),
                                 connect_timeout(self.settings.timeout_s))
-                self._lean = lean_transport(self._client)
+                self._lean = lean_transport(built)
+                self._client = built  # last: a caller that sees the client sees its lean path too
             return self._client
 
     def _classify(self, exc: Exception) -> Exception:
