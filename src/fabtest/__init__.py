@@ -10,7 +10,6 @@ without pytest or Gherkin (docs/how-to/python-api.md). Every other module is int
 from fabtest._internal import rewrite as _rewrite  # noqa: F401 - first: pytest need not rewrite the modules below (see its docstring)
 
 # isort: split
-from fabtest._internal import moved as _moved
 from fabtest.agents.base import Agent, AgentError, AgentTimeout
 from fabtest.agents.registry import with_context
 from fabtest.agents.stubs import ToolFailed, tool
@@ -22,8 +21,6 @@ from fabtest.errors import ExpectationFailed, FabtestError, UsageError
 # last: the engine imports the modules above
 from fabtest.engine.entry import SimulatedUser, run  # noqa: E402  isort: skip
 from fabtest.engine.custom_steps import Scenario  # noqa: E402  isort: skip
-
-_moved.install()  # fabtest.settings, fabtest.judge, ... still import, with a DeprecationWarning
 
 __version__ = "0.1.0"
 

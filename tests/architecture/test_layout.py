@@ -1,16 +1,10 @@
 """The house's rules hold (docs/explanation/architecture.md): a small top level, every folder in a
-layer, and the paths of modules that moved in 0.2 still importable, with a warning naming the new one."""
+layer, and every path the architecture page names exists."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
-
-import pytest
-
-from fabtest._internal.moved import MOVED
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "fabtest"
 PYPROJECT = SRC.parents[1] / "pyproject.toml"
@@ -28,32 +22,6 @@ def test_every_top_level_folder_and_module_sits_in_a_layer() -> None:
     tops = {f"fabtest.{p.stem}" for p in SRC.glob("*.py") if p.stem != "__init__"}
     tops |= {f"fabtest.{p.parent.name}" for p in SRC.glob("*/__init__.py")}
     assert sorted(tops - named) == []
-
-
-@pytest.mark.parametrize("old", sorted(MOVED))
-def test_an_old_import_path_still_works_and_says_where_the_module_went(old: str) -> None:
-    code = ("import importlib, warnings\n"
-            "warnings.simplefilter('always')\n"
-            "with warnings.catch_warnings(record=True) as seen:\n"
-            f"    old = importlib.import_module({old!r})\n"
-            f"new = importlib.import_module({MOVED[old]!r})\n"
-            "assert old is new, (old, new)\n"
-            "print([str(w.message) for w in seen if w.category is DeprecationWarning])\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    assert f"{old} moved to {MOVED[old]}" in proc.stdout
-
-
-def test_the_new_paths_import_without_any_warning() -> None:
-    code = ("import importlib, warnings\nwarnings.filterwarnings('error', message='.* moved to ', category=DeprecationWarning)\n"
-            f"for name in {sorted(set(MOVED.values()))!r}:\n    importlib.import_module(name)\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-
-
-def test_a_name_that_never_existed_is_still_an_import_error() -> None:
-    with pytest.raises(ModuleNotFoundError):
-        __import__("fabtest.no_such_module")
 
 
 def test_every_path_the_architecture_page_names_exists() -> None:

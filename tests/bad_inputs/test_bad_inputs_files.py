@@ -402,7 +402,8 @@ def test_yaml_aliases_within_the_limits_still_work(tmp_path: Path) -> None:
 
 
 def test_a_whole_experiment_is_still_read_lean_and_in_full(tmp_path: Path) -> None:
-    from fabtest.experiment.export import build_document, read_document, write_document
+    from fabtest.experiment.export import build_document, write_document
+    from fabtest.experiment.reader import read_document
     from fabtest.experiment.model import ExperimentInfo, ScenarioResult
 
     results = [ScenarioResult(id=f"example:{i:012x}", name=f"s{i}", passed=True) for i in range(3)]

@@ -14,7 +14,7 @@ import pytest
 import fabtest.errors as errors
 from fabtest.engine.topics import TopicGraph, TopicGraphError, TriggerError
 from fabtest.experiment.coverage import CoverageFloorError, parse_floor
-from fabtest.experiment.export import ExperimentFileError
+from fabtest.experiment.reader import ExperimentFileError
 from fabtest.experiment.merge import MergeError
 from fabtest.experiment.recorder import JournalError
 from fabtest.llm.limits import TransientFailure

@@ -11,7 +11,8 @@ from fabtest.conversation import AgentResponse, Conversation, TokenUsage, Turn
 from fabtest.compare.compute import compare
 from fabtest.compare.render import render_markdown, render_text
 from fabtest.experiment.cost import DEFAULT_PRICES, PRICES_TAKEN, price_table
-from fabtest.experiment.export import build_document, read_document, write_document
+from fabtest.experiment.export import build_document, write_document
+from fabtest.experiment.reader import read_document
 from fabtest.experiment.model import TurnRecord, UsageRecord, usage_records
 from fabtest.report.console import render_summary
 from fabtest.config.settings import Settings

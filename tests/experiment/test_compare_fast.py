@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from fabtest.compare.compute import compare, drop_p_value
-from fabtest.experiment.export import ExperimentFileError, read_document, read_entries, write_document
+from fabtest.experiment.export import write_document
+from fabtest.experiment.reader import ExperimentFileError, read_document, read_entries
 
 from exp_factory import make_doc, make_result
 

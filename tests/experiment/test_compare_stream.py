@@ -12,8 +12,9 @@ from exp_factory import make_doc, make_result
 from fabtest.cli import compare_main
 from fabtest.compare.compute import compare
 from fabtest.compare.read import read_experiment
-from fabtest.experiment import export, scenario_index
-from fabtest.experiment.export import read_entries, write_document
+from fabtest.experiment import reader, scenario_index
+from fabtest.experiment.export import write_document
+from fabtest.experiment.reader import read_entries
 
 
 def _results(flip: int) -> list:
@@ -84,7 +85,7 @@ def test_read_entries_finds_lines_that_span_blocks(tmp_path: Path, monkeypatch: 
     raw = (tmp_path / "exp_str_a.json").read_bytes()
     at_line = raw.index(b'\n{"id": "' + entries[5]["id"].encode()) + 1  # a block that ends just before a wanted line
     for block in (7, 300, at_line, 1 << 22):  # smaller than a line, about a line, on a line's start, the whole file
-        monkeypatch.setattr(export, "_BLOCK", block)
+        monkeypatch.setattr(reader, "_BLOCK", block)
         assert read_entries(tmp_path / "exp_str_a.json", wanted) == expected
         assert read_entries(tmp_path / "exp_str_a.json", set()) == []
     truncated = tmp_path / "cut.json"

@@ -121,7 +121,8 @@ def test_variance_comparison_with_iterations():
 
 
 def test_lean_read_gives_the_same_comparison(tmp_path):
-    from fabtest.experiment.export import read_document, write_document
+    from fabtest.experiment.export import write_document
+    from fabtest.experiment.reader import read_document
 
     base, cur = _docs()
     write_document(base, tmp_path)

@@ -6,14 +6,8 @@ from hypothesis import strategies as st
 
 from exp_factory import check, make_doc, make_info, make_result
 from fabtest.experiment import export
-from fabtest.experiment.export import (
-    ExperimentFileError,
-    build_document,
-    load_document,
-    new_experiment_id,
-    read_document,
-    write_document,
-)
+from fabtest.experiment.export import build_document, new_experiment_id, write_document
+from fabtest.experiment.reader import ExperimentFileError, load_document, read_document
 from fabtest.experiment.recorder import Recorder, journal_path, pending_journals, recover
 
 

@@ -11,7 +11,8 @@ from fabtest.cli import compare_main, main
 from fabtest.experiment import stats
 from fabtest.compare.compute import compare
 from fabtest.compare.render import render_json, render_markdown, render_text
-from fabtest.experiment.export import load_document, read_document, write_document
+from fabtest.experiment.export import write_document
+from fabtest.experiment.reader import load_document, read_document
 from fabtest.report.console import render_summary
 
 # deterministic checks beside two declared criteria

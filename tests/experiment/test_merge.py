@@ -50,7 +50,7 @@ def test_parts_merge_into_one_experiment_with_a_recomputed_summary(tmp_path: Pat
 
 
 def json_info(doc: dict) -> object:
-    from fabtest.experiment.export import info_from_experiment
+    from fabtest.experiment.reader import info_from_experiment
 
     return info_from_experiment(doc["experiment"]).model_copy(update={"config_hash": "", "criteria_hash": "", "topic_graph_hash": ""})
 

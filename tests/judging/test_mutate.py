@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from fabtest.cli import main
-from fabtest.experiment.export import list_experiment_files, load_document
+from fabtest.experiment.reader import list_experiment_files, load_document
 from fabtest.experiment.model import CheckRecord, ScenarioResult, TurnRecord, conversation_of
 from fabtest.replay.mutants import OPERATORS, POLICY_VIOLATIONS, REFUSAL, Hints, key_fact, mutants_of
 from fabtest.replay.mutation import plan_mutants

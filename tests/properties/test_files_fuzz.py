@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fabtest.cli import main
-from fabtest.experiment.export import ExperimentFileError, read_document
+from fabtest.experiment.reader import ExperimentFileError, read_document
 from fabtest.playbook.load import PlaybookError, load_playbook
 from fabtest.config.scenario_sets import ScenarioSetError, parse_scenario_set
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from fabtest._internal.terminal import inert
 from fabtest.agents.boundary import coerce_response
 from fabtest.errors import excerpt
-from fabtest.experiment.export import read_document
+from fabtest.experiment.reader import read_document
 from fabtest.experiment.model import ScenarioResult
 from fabtest.experiment.recorder import Recorder, recover
 from fabtest._internal.redaction import Redactor

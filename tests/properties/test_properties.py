@@ -14,7 +14,8 @@ from typing import Any
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from fabtest.experiment.export import build_document, load_document, read_document, write_document
+from fabtest.experiment.export import build_document, write_document
+from fabtest.experiment.reader import load_document, read_document
 from fabtest.experiment.fingerprint import experiment_fingerprints, topic_graph_hash
 from fabtest.experiment.model import (
     CheckRecord,

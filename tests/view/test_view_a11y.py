@@ -18,7 +18,7 @@ from view_fixtures import results_dir
 
 from fabtest.compare.compute import compare
 from fabtest.experiment.diff import diff_scenarios
-from fabtest.experiment.export import read_document
+from fabtest.experiment.reader import read_document
 from fabtest.report.html import render_comparison_html, render_experiment_html
 from fabtest.view.catalog import Catalog
 from fabtest.view.layout import compare_path, conversation_path, experiment_path

@@ -209,7 +209,7 @@ def test_find_things_in_an_experiment_search_changed_grouped_sorted(page, result
     page.uncheck("#f-changed")
 
     # a failed criterion, a called tool: the runs counted from the file
-    from fabtest.experiment.export import read_document
+    from fabtest.experiment.reader import read_document
 
     runs = read_document(results / "exp_008.json", results)[1]["scenario_results"]
     unfriendly = sum(any(c["criterion"] == "friendly" and c["status"] == "failed" for c in r["evaluations"]["details"]) for r in runs)

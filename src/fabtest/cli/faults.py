@@ -20,15 +20,19 @@ import sys
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fabtest._internal.files import write_text_atomic
+from fabtest.cli.common import results_dir_of
 from fabtest.engine.faults import FAULTS
 from fabtest.experiment.coverage import fault_coverage
-from fabtest.experiment.export import load_document
+from fabtest.experiment.reader import load_document
 from fabtest.experiment.spool import write_experiment
 
-__all__ = ["add_faults_args", "run_faults"]
+if TYPE_CHECKING:
+    from fabtest.cli.common import SubParsers
+
+__all__ = ["add_faults_args", "register", "run_faults"]
 
 
 def add_faults_args(p: argparse.ArgumentParser) -> None:
@@ -148,3 +152,12 @@ def _print(report: dict[str, Any]) -> None:
     if faults["declared"]:
         print(f"faults coverage: {faults['rate']:.0%} of {faults['declared']} tool x fault pair(s) held"
               + (f"; broke: {', '.join(faults['broke'])}" if faults["broke"] else ""))
+
+
+def register(sub: SubParsers) -> None:
+    """``fabtest faults``."""
+    p = sub.add_parser("faults",
+                       help="the fault matrix: re-run each passing scenario with each tool it called failing, "
+                            "timing out, empty, malformed or injected; prints held / broke")
+    add_faults_args(p)
+    p.set_defaults(func=lambda a: run_faults(a, results_dir_of(a)))

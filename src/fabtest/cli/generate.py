@@ -5,12 +5,16 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from fabtest.cli.common import fail, results_dir_of
 from fabtest.errors import UsageError
 from fabtest.llm.base import LLMError
 
-__all__ = ["add_generate_args", "run_generate"]
+if TYPE_CHECKING:
+    from fabtest.cli.common import SubParsers
+
+__all__ = ["add_generate_args", "register", "run_generate"]
 
 
 def _count_arg(text: str) -> int:
@@ -35,7 +39,7 @@ def add_generate_args(p: argparse.ArgumentParser) -> None:
 
 def run_generate(args: argparse.Namespace, results_dir: str) -> int:
     from fabtest.authoring.generate import declared_from, draft_records, write_records
-    from fabtest.cli.judging import configured_llm, fail
+    from fabtest.cli.llms import configured_llm
     from fabtest.config.settings import Settings
 
     root = Path.cwd()
@@ -64,7 +68,7 @@ def run_generate(args: argparse.Namespace, results_dir: str) -> int:
 
 def _experiment(ref: str | None, results_dir: str) -> dict[str, Any] | None:
     """The experiment whose coverage is aimed at: ``ref``, the latest one, or none."""
-    from fabtest.experiment.export import ExperimentFileError, list_experiment_files, read_document
+    from fabtest.experiment.reader import ExperimentFileError, list_experiment_files, read_document
 
     if ref == "none":
         return None
@@ -79,3 +83,10 @@ def _experiment(ref: str | None, results_dir: str) -> dict[str, Any] | None:
         return read_document(ref, results_dir, lean=True)[1]
     except ExperimentFileError as exc:
         raise UsageError(str(exc)) from None
+
+
+def register(sub: SubParsers) -> None:
+    """``fabtest generate``."""
+    p = sub.add_parser("generate", help="draft scenario-set records aimed at what the last run never exercised")
+    add_generate_args(p)
+    p.set_defaults(func=lambda a: run_generate(a, results_dir_of(a)))

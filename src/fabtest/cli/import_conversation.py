@@ -12,12 +12,16 @@ import argparse
 import sys
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fabtest._internal import redaction
+from fabtest.cli.common import results_dir_of
 from fabtest.errors import UsageError
 
-__all__ = ["add_import_args", "run_import"]
+if TYPE_CHECKING:
+    from fabtest.cli.common import SubParsers
+
+__all__ = ["add_import_args", "register", "run_import"]
 
 def add_import_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar="FILE", help="the recorded conversation (JSON), or an experiment id")
@@ -69,7 +73,7 @@ def _simulated(args: argparse.Namespace, conversation: Any, path: Path, out: Pat
     """Draft the user with the judge LLM, show it, and write it once a person said yes."""
     from fabtest.authoring.draft_user import draft_user
     from fabtest.authoring.feature_text import simulated_feature, write_feature
-    from fabtest.cli.judging import judge_llm
+    from fabtest.cli.llms import judge_llm
     from fabtest.llm.base import LLMError, LLMNotConfigured
 
     try:
@@ -96,7 +100,7 @@ def _resolve(ref: str, results_dir: str) -> Path:
     path = Path(ref)
     if path.exists():
         return path
-    from fabtest.experiment.export import ExperimentFileError, read_document
+    from fabtest.experiment.reader import ExperimentFileError, read_document
 
     try:
         found, _ = read_document(ref, results_dir, lean=True)
@@ -114,3 +118,11 @@ def _register_project_secrets(pyproject: Path) -> None:
         return
     redaction.register_configured_secrets(table)
 
+
+def register(sub: SubParsers) -> None:
+    """``fabtest import``."""
+    p = sub.add_parser("import", help="turn a recorded conversation (a fabtest run, OpenAI or Gemini messages) "
+                                      "into a scripted regression feature")
+    add_import_args(p)
+    p.add_argument("--results-dir", default=None)
+    p.set_defaults(func=lambda a: run_import(a, results_dir_of(a)))

@@ -14,6 +14,7 @@ none, and never through a link that leads out of the project.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import errno
 import json
@@ -23,8 +24,13 @@ import tempfile
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from fabtest.cli.common import EXIT_OK, fail
 from fabtest.errors import UsageError
+
+if TYPE_CHECKING:
+    from fabtest.cli.common import SubParsers
 
 __all__ = ["InitPlan", "plan_init", "write_init"]
 
@@ -311,3 +317,27 @@ def next_steps(plan: InitPlan) -> str:
             "  fabtest view                      every run in your browser: what failed, and each conversation\n"
             + ("" if plan.agent != STUB_TARGET else
                f"  Plug in your agent: set agent = \"module:attr\" in pyproject.toml (now {STUB_TARGET!r})\n"))
+
+
+def _cmd_init(args: argparse.Namespace) -> int:
+    from fabtest.errors import UsageError
+
+    try:
+        plan = plan_init(Path(args.dir), agent=args.agent)
+        lines = write_init(plan)
+    except UsageError as exc:
+        return fail(str(exc), "fabtest init")
+    print(f"fabtest init: wrote in {plan.root}:")
+    print("\n".join(lines))
+    print(next_steps(plan), end="")
+    return EXIT_OK
+
+
+def register(sub: SubParsers) -> None:
+    """``fabtest init``."""
+    p = sub.add_parser("init", help="set up fabtest in this project: a [tool.fabtest] table, first features, an "
+                                    "offline script (pytest features/ is green with no key); never overwrites")
+    p.add_argument("--agent", metavar="MODULE:ATTR", default=None,
+                   help="use this existing agent (must import from the project directory) instead of a stub")
+    p.add_argument("--dir", default=".", help="the project directory (default: the current directory)")
+    p.set_defaults(func=_cmd_init)

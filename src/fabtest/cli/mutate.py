@@ -14,13 +14,16 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from fabtest.cli.judging import fail, load_experiment
+from fabtest.cli.common import fail, load_experiment, results_dir_of
 from fabtest.errors import FabtestError, UsageError
 from fabtest.llm.base import LLM, LLMNotConfigured
 
-__all__ = ["EXIT_DECLINED", "add_mutate_args", "run_mutate"]
+if TYPE_CHECKING:
+    from fabtest.cli.common import SubParsers
+
+__all__ = ["EXIT_DECLINED", "add_mutate_args", "register", "run_mutate"]
 
 EXIT_OK, EXIT_DECLINED, EXIT_ERROR = 0, 1, 2
 
@@ -58,7 +61,7 @@ def add_mutate_args(p: argparse.ArgumentParser) -> None:
 def _judge() -> tuple[Any, LLM | None, str]:
     """The judge as a run builds it (its samples, temperature and purpose); no LLM and the reason
     when none is configured."""
-    from fabtest.cli.judging import configured_llm
+    from fabtest.cli.llms import configured_llm
     from fabtest.config.settings import Settings
     from fabtest.engine.judge import Judge
     from fabtest.llm.cache import salted
@@ -93,7 +96,7 @@ def run_mutate(args: argparse.Namespace, results_dir: str) -> int:
     from fabtest._internal.files import write_text_atomic
     from fabtest.config.settings import Settings
     from fabtest.experiment.cost import price_table
-    from fabtest.experiment.export import MUTANTS_SUFFIX
+    from fabtest.experiment.reader import MUTANTS_SUFFIX
     from fabtest.replay.mutation import judge_calls, mutation_table, plan_mutants, run_mutants
     from fabtest.replay.mutation_report import estimate, render_mutation_text
 
@@ -147,3 +150,11 @@ def _progress(total: int) -> Callable[[str], None]:
             print(f"  mutant {seen}/{total}: {line}", file=sys.stderr, flush=True)
 
     return show
+
+
+def register(sub: SubParsers) -> None:
+    """``fabtest mutate``."""
+    p = sub.add_parser("mutate", help="the suite's mutation score: mutate the agent's recorded behaviour, re-run the "
+                                      "checks and the judge on each mutant (no agent call), list vacuous checks")
+    add_mutate_args(p)
+    p.set_defaults(func=lambda a: run_mutate(a, results_dir_of(a)))

@@ -11,7 +11,8 @@ import argparse
 import json
 import sys
 
-from fabtest.cli.judging import EXIT_OK, experiment_to_rejudge, fail, judge_llm
+from fabtest.cli.common import EXIT_OK, experiment_to_rejudge, fail
+from fabtest.cli.llms import judge_llm
 from fabtest.errors import UsageError
 from fabtest.llm.base import LLMError, LLMNotConfigured
 

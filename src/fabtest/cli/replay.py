@@ -11,13 +11,16 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from fabtest.cli.judging import fail, load_experiment
+from fabtest.cli.common import fail, load_experiment, results_dir_of
 from fabtest.errors import UsageError
 from fabtest.llm.base import LLMNotConfigured
 
-__all__ = ["add_replay_args", "render_replay_text", "replay_env", "run_replay"]
+if TYPE_CHECKING:
+    from fabtest.cli.common import SubParsers
+
+__all__ = ["add_replay_args", "register", "render_replay_text", "replay_env", "run_replay"]
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # a run could not be replayed (the agent raised, timed out ...): the answer is incomplete
@@ -52,7 +55,7 @@ def add_replay_args(p: argparse.ArgumentParser) -> None:
 def replay_env(args: argparse.Namespace) -> Any:
     """The settings, LLMs and options every replayed scenario shares; UsageError on bad input."""
     from fabtest._internal.targets import import_object
-    from fabtest.cli.judging import configured_llm
+    from fabtest.cli.llms import configured_llm
     from fabtest.config.settings import Settings
     from fabtest.replay.conversations import MatchRule, ReplayEnv
 
@@ -176,3 +179,11 @@ def render_replay_text(outcomes: list[Any], *, source: str, new_id: str | None, 
     if new_id:
         lines.append(f"Replayed experiment: {new_id} (compare: fabtest-compare {source} {new_id})")
     return "\n".join(lines) + "\n"
+
+
+def register(sub: SubParsers) -> None:
+    """``fabtest replay``."""
+    p = sub.add_parser("replay", help="re-run recorded conversations against the current agent, branching at the "
+                                      "first turn that differs")
+    add_replay_args(p)
+    p.set_defaults(func=lambda a: run_replay(a, results_dir_of(a)))

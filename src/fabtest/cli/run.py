@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fabtest._internal.redaction import redact
 from fabtest._internal.terminal import inert
@@ -22,6 +22,11 @@ from fabtest.engine.llms import configured_llms
 from fabtest.engine.scenario import LLMRoles
 from fabtest.errors import UsageError
 from fabtest.experiment.recorder import cannot_save_message
+
+if TYPE_CHECKING:
+    from fabtest.cli.common import SubParsers
+
+__all__ = ["register", "run_cli", "run_command"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 PROG = "fabtest run"
@@ -245,3 +250,15 @@ def _relative(path: str, root: Path) -> str:
     except ValueError:
         return path
     return path if rel.startswith("..") else rel
+
+
+def run_command(argv: Sequence[str]) -> int:
+    """``fabtest run ...``: the playbook runner parses its own options (argparse's REMAINDER can't)."""
+    return int(run_cli(list(argv)) or 0)
+
+
+def register(sub: SubParsers) -> None:
+    """``fabtest run`` in the command list and its help; ``main`` hands the words after it to :func:`run_command`."""
+    p = sub.add_parser("run", help="run playbook files", add_help=False)
+    p.add_argument("args", nargs=argparse.REMAINDER, metavar="FILE")
+    p.set_defaults(func=lambda a: run_command(a.args))

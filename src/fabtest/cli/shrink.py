@@ -10,10 +10,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
+from fabtest.cli.common import load_experiment, results_dir_of
 from fabtest.errors import UsageError
 
-__all__ = ["add_shrink_args", "run_shrink"]
+if TYPE_CHECKING:
+    from fabtest.cli.common import SubParsers
+
+__all__ = ["add_shrink_args", "register", "run_shrink"]
 
 EXIT_OK, EXIT_NOT_REPRODUCED, EXIT_USAGE = 0, 1, 2
 
@@ -72,7 +77,6 @@ def _shrink(args: argparse.Namespace, results_dir: str) -> int:
         write_feature,
     )
     from fabtest.authoring.shrink import Confirm, failing_checks, shrink
-    from fabtest.cli.judging import load_experiment
     from fabtest.cli.replay import replay_env
 
     info, results, _ = load_experiment(args.experiment, results_dir, args.scenario)
@@ -141,3 +145,10 @@ def _short(text: str, limit: int = 160) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
+
+def register(sub: SubParsers) -> None:
+    """``fabtest shrink``."""
+    p = sub.add_parser("shrink", help="cut a failed run down to the fewest user turns that still fail its check, "
+                                      "and write it as a regression feature")
+    add_shrink_args(p)
+    p.set_defaults(func=lambda a: run_shrink(a, results_dir_of(a)))

@@ -34,17 +34,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fabtest.compare.compute import DEFAULT_ALPHA, Comparison, CriterionDelta, drop_p_value
-from fabtest.compare.gate_text import (
-    DEFAULT_MARGIN,
-    Gate,
-    GateEntry,
-    Outcome,
-    entry_line,
-    gate_dict,
-    gate_lines,
-    gate_markdown,
-    p_text,
-)
+from fabtest.compare.gate_model import DEFAULT_MARGIN, Gate, GateEntry, Outcome
+from fabtest.compare.gate_text import entry_line, gate_dict, gate_lines, gate_markdown, p_text
 from fabtest.compare.inference import (
     adjust,
     newcombe_lower,

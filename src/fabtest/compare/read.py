@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fabtest.experiment.export import entry_topics, read_entries, read_index
+from fabtest.experiment.export import entry_topics
+from fabtest.experiment.reader import read_entries, read_index
 from fabtest.experiment.stats import entry_check_counts, is_criterion
 
 __all__ = ["Experiment", "ScenarioTally", "criteria_definitions", "hard_criteria", "merge_counts", "no_gc",

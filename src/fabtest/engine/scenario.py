@@ -5,10 +5,9 @@ configuration in force (criteria, topics, simulator settings, accumulated level 
 Background and scenario steps run), the agent, the conversation and the judge, and it records
 every check: ``should`` as a soft evaluation, ``must`` as a hard expectation that fails at once.
 
-Soft LLM criteria are batched: every criterion due on one turn goes to the judge in one call,
-submitted in the background when the next turn starts (or the scenario ends), so the conversation
-waits only for the agent and the simulator; verdicts still out when the scenario ends follow it
-(:mod:`fabtest.engine.verdicts`). A scenario that cannot run without an LLM that is
+Soft LLM criteria are batched, one judge call per turn in the background
+(:mod:`fabtest.engine.batching`, which keeps every check in step order); verdicts still out when
+the scenario ends follow it (:mod:`fabtest.engine.verdicts`). A scenario that cannot run without an LLM that is
 not configured raises :class:`fabtest.errors.NeedsLLM`; the pytest plugin reports it as a skip.
 """
 
@@ -23,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fabtest import tracing
 from fabtest.agents import aio
 from fabtest.agents.base import STAND_IN_KEY, Agent, AgentError, agent_metadata
 from fabtest.agents.boundary import guarded
@@ -33,7 +31,8 @@ from fabtest.config.criteria import Criterion
 from fabtest.config.scenario_sets import ScenarioRecord
 from fabtest.config.settings import Settings
 from fabtest.conversation import Check, Conversation, Mode, Status, TokenUsage, Turn
-from fabtest.engine import budget, checks, judged, records, stubbing, topic_checks, transcript
+from fabtest.engine import budget, checks, judge_checks, records, stubbing, topic_checks, transcript
+from fabtest.engine.batching import CheckSlots
 from fabtest.engine.judge import CriterionVerdict, Judge, Scope
 from fabtest.engine.patterns import scenario_deadline
 from fabtest.engine.simulator import SimulatorConfig
@@ -58,15 +57,6 @@ class LLMRoles:
     executor: ThreadPoolExecutor | None = None
     #: the run's scripted fake for built-in agents' models (agents.builtin_models.StandInModel), if any
     agent_model: Any = None
-
-
-@dataclass
-class _Pending:
-    """A soft response criterion waiting for its turn's batch."""
-
-    slot: int
-    criterion: Criterion
-    mode: Mode
 
 
 @dataclass
@@ -108,9 +98,8 @@ class ScenarioState:
     _tracker: TopicTracker | None = None
     _exit: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
     _usage_lock: threading.Lock = field(default_factory=threading.Lock)
-    _slots: list[Check | Pending | None] = field(default_factory=list)
-    _pending: dict[int, list[_Pending]] = field(default_factory=dict)
-    _pending_conversation: list[_Pending] = field(default_factory=list)
+    #: every check in step order, and the judge calls that decide the LLM-backed ones (engine/batching.py)
+    _checks: CheckSlots = field(init=False)
     #: who takes the soft verdicts still with the judge when the scenario finishes (the front end
     #: carries them to the experiment); None: :meth:`finish` waits for them
     on_late: Callable[[LateVerdicts], None] | None = None
@@ -131,6 +120,8 @@ class ScenarioState:
     def __post_init__(self) -> None:
         if self.purpose is None:
             self.purpose = self.settings.agent_description
+        self._checks = CheckSlots(judge=lambda: self.judge, executor=lambda: self.llms.executor, charge=self._charge,
+                                  fail=self._fail)
 
     def define_purpose(self, text: str) -> None:
         """``Given the agent's purpose is "..."``: the judge, simulated user and attacker are told it."""
@@ -219,7 +210,7 @@ class ScenarioState:
     def restartable(self) -> bool:
         """The conversation can start again from nothing: no turn and no check yet (a simulation
         that began the scenario may be re-run when its simulated user left its role)."""
-        return not self.conversation.turns and not self._slots and not self._pending
+        return not self.conversation.turns and self._checks.empty
 
     def restart(self) -> None:
         """Forget the conversation so far and start again with a fresh agent (its cost stays spent)."""
@@ -288,7 +279,7 @@ class ScenarioState:
                      *, turn: int | None = None, data: dict[str, Any] | None = None) -> Check:
         """Record an outcome; a failed ``must`` raises ExpectationFailed naming the turn and reply."""
         check = Check(type=kind, mode=mode, criterion=label, status=status, turn=turn, details=details, data=data or {})
-        self._slots.append(check)
+        self._checks.add(check)
         if mode == "must" and status in ("failed", "inconclusive"):
             self._fail(check)
         return check
@@ -300,7 +291,7 @@ class ScenarioState:
     def add_check(self, check: Check) -> None:
         """Record a finished check whose failure the caller words itself (a playbook lists every unmet
         success criterion in one message)."""
-        self._slots.append(check)
+        self._checks.add(check)
 
     def deterministic(self, kind: str, mode: Mode, label: str, result: checks.Result, *, turn: int | None,
                       data: dict[str, Any] | None = None) -> None:
@@ -358,18 +349,18 @@ class ScenarioState:
             return
         if scope == "conversation":
             self._last_turn_required()
-            self._pending_conversation.append(_Pending(self._reserve(), criterion, mode))
+            self._checks.queue_conversation(criterion, mode)
             if mode == "must":
-                self._flush_conversation(block=True)
+                self._checks.flush_conversation(self.conversation, block=True)
             return
         turns = self.conversation.turns if scope == "every" else [self.last_turn]
         if not turns:
             raise UsageError(f"{self.where}: there is no response yet: add a When step before this assertion")
         for turn in turns:
-            self._pending.setdefault(turn.number, []).append(_Pending(self._reserve(), criterion, mode))
+            self._checks.queue_turn(turn.number, criterion, mode)
         if mode == "must":
             for turn in turns:
-                self._flush_turn(turn.number, block=True)
+                self._checks.flush_turn(self.conversation, turn.number, self.settings.judge.context_turns, block=True)
 
     def judge_criteria(self, criteria: Sequence[Criterion], subject: str, scope: Scope) -> list[CriterionVerdict]:
         """One blocking judge call over ``subject``, its cost charged to the conversation: for front
@@ -392,8 +383,8 @@ class ScenarioState:
                               f"tool calls unknown: {reason}", turn=turn.number, data={"source": source})
             return
         calls = [c for t in self.conversation.turns for c in t.tool_calls if c.name == source]
-        self._run_llm_check(self._judged(lambda judge: judged.grounding_check(judge, turn, source, calls, mode)), mode,
-                            placeholder("grounded_in", f"grounded_in:{source}", turn.number))
+        self._checks.run(self._judged(lambda judge: judge_checks.grounding_check(judge, turn, source, calls, mode)),
+                            mode, placeholder("grounded_in", f"grounded_in:{source}", turn.number))
 
     def intent(self, intent: str, mode: Mode) -> None:
         turn = self.last_turn
@@ -402,8 +393,8 @@ class ScenarioState:
             return
         exchange = transcript.exchange_for_judge(self.conversation, turn.number,
                                                  context=self.settings.judge.context_turns)
-        self._run_llm_check(self._judged(lambda judge: judged.intent_check(judge, turn, exchange, intent, mode)), mode,
-                            placeholder("intent", f"intent:{intent}", turn.number))
+        self._checks.run(self._judged(lambda judge: judge_checks.intent_check(judge, turn, exchange, intent, mode)),
+                            mode, placeholder("intent", f"intent:{intent}", turn.number))
 
     def goal_achieved(self, mode: Mode) -> None:
         goal = self.simulator_config.goal
@@ -415,10 +406,10 @@ class ScenarioState:
             self._skip_llm_check("goal", mode, "goal achieved", turn=None)
             return
         text = transcript.for_judge(self.conversation)
-        self._run_llm_check(self._judged(lambda judge: judged.goal_check(judge, goal, text, mode)), mode,
+        self._checks.run(self._judged(lambda judge: judge_checks.goal_check(judge, goal, text, mode)), mode,
                             placeholder("goal", "goal achieved", None))
 
-    def _judged(self, ask: Callable[[Judge], judged.Judged]) -> Callable[[], Check]:
+    def _judged(self, ask: Callable[[Judge], judge_checks.Judged]) -> Callable[[], Check]:
         """The call that asks the judge (now or on a worker thread) and charges what it cost."""
         def run() -> Check:
             judge = self.judge
@@ -436,11 +427,7 @@ class ScenarioState:
     def check_follows(self, sequence: Sequence[str], mode: Mode) -> None:
         topic_checks.check_follows(self, sequence, mode)
 
-    # -- batching and background work ------------------------------------------------------------
-    def _reserve(self) -> int:
-        self._slots.append(None)
-        return len(self._slots) - 1
-
+    # -- checks without a judge -----------------------------------------------------------------
     def _skip_llm_check(self, kind: str, mode: Mode, label: str, *, turn: int | None) -> None:
         if mode == "must":
             self.require_llm("judge", f'the must expectation "{label}"')
@@ -449,76 +436,9 @@ class ScenarioState:
     def _last_turn_required(self) -> None:
         _ = self.last_turn
 
-    def _run_llm_check(self, run: Callable[[], Check], mode: Mode, waiting: Check) -> None:
-        slot = self._reserve()
-        if mode == "must" or self.llms.executor is None:
-            check = run()
-            self._slots[slot] = check
-            if mode == "must" and check.status in ("failed", "inconclusive"):
-                self._fail(check)
-        else:
-            self._slots[slot] = Pending(self.llms.executor.submit(tracing.carry(run)), None, waiting)
-
     def flush_pending(self) -> None:
         """Send the judge what is due before the next turn (a simulated user's message is one)."""
-        for number in list(self._pending):
-            self._flush_turn(number, block=False)
-        if self._pending_conversation:
-            self._flush_conversation(block=False)
-
-    def _flush_turn(self, number: int, *, block: bool) -> None:
-        pending = self._pending.pop(number, [])
-        if not pending:
-            return
-        turn = self.conversation.turns[number - 1]
-        subject = transcript.exchange_for_judge(self.conversation, turn.number,
-                                                context=self.settings.judge.context_turns)
-        self._batch(pending, subject, "response", turn.number, block=block)
-
-    def _flush_conversation(self, *, block: bool) -> None:
-        pending, self._pending_conversation = self._pending_conversation, []
-        self._batch(pending, transcript.for_judge(self.conversation), "conversation", None, block=block)
-
-    def _batch(self, pending: list[_Pending], subject: str, scope: Scope, turn: int | None, *, block: bool) -> None:
-        """The judge calls for every criterion pending on one subject; fills their slots.
-
-        Soft criteria share one call (judge calls per turn stay 1.00); each hard (``must``)
-        criterion gets a call of its own, so its verdict is not swayed by the others judged beside
-        it (the halo effect G-Eval and DeepEval avoid by one metric per call). ``block`` waits for
-        the hard verdicts (one was just asserted) and fails on one that is not met.
-        """
-        soft = [p for p in pending if p.mode != "must"]
-        hard = [p for p in pending if p.mode == "must"]
-        if soft:
-            self._judge_group(soft, subject, scope, turn, block=block and self.llms.executor is None)
-        for one in hard:
-            self._judge_group([one], subject, scope, turn, block=block)
-
-    def _judge_group(self, pending: list[_Pending], subject: str, scope: Scope, turn: int | None, *,
-                     block: bool) -> None:
-        """One judge call for ``pending`` (now, or in the background); fills their slots."""
-        unique: dict[str, Criterion] = {p.criterion.name: p.criterion for p in pending}
-
-        def run() -> list[Check]:
-            assert self.judge is not None
-            result = self.judge.evaluate_criteria(list(unique.values()), subject=subject, scope=scope)
-            self._charge("judge", result.usage)
-            by_name = {v.criterion: v for v in result.value}
-            return [judged.criterion_check(p.criterion, p.mode, by_name[p.criterion.name], scope, turn)
-                    for p in pending]
-
-        if block or self.llms.executor is None:
-            results = run()
-            for p, check in zip(pending, results, strict=True):
-                self._slots[p.slot] = check
-            if block:
-                for check in results:
-                    if check.mode == "must" and check.status in ("failed", "inconclusive"):
-                        self._fail(check)
-            return
-        future = self.llms.executor.submit(tracing.carry(run))
-        for index, p in enumerate(pending):
-            self._slots[p.slot] = Pending(future, index, placeholder("satisfy", p.criterion.name, turn))
+        self._checks.flush(self.conversation, self.settings.judge.context_turns)
 
     def use_record(self) -> None:
         """``Given a simulated user from the scenario``: goal, persona and facts from the set's record."""
@@ -548,7 +468,7 @@ class ScenarioState:
         self.conversation.evaluations.clear()
         self.conversation.expectations.clear()
         waiting: list[tuple[int, Pending]] = []
-        for slot in self._slots:
+        for slot in self._checks.slots:
             if isinstance(slot, Pending) and self.on_late is not None and not slot.done():
                 waiting.append((len(self.conversation.evaluations), slot))
                 slot = slot.placeholder

@@ -17,6 +17,7 @@ state's own job (:meth:`fabtest.engine.scenario.ScenarioState.restart`): it owns
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from fabtest.config.settings import Settings
@@ -24,11 +25,18 @@ from fabtest.conversation import Conversation, TokenUsage
 from fabtest.engine import fidelity
 from fabtest.engine.simulator import STOPS, Simulator, SimulatorConfig
 from fabtest.engine.topics import TopicGraph
-from fabtest.engine.turns import ConversationRunner, UserStopped
+from fabtest.engine.turns import ConversationRunner
 from fabtest.errors import InvalidSimulation, MaxTurnsReached, UsageError
 from fabtest.llm.base import LLM
 
-__all__ = ["SimulatedState", "simulate"]
+__all__ = ["SimulatedState", "UserStopped", "simulate"]
+
+
+@dataclass(frozen=True)
+class UserStopped:
+    """The simulated user ended the conversation itself (done, stuck, out of scope), and why."""
+
+    reason: str
 
 
 class _Roles(Protocol):
@@ -155,8 +163,8 @@ def _one_conversation(state: SimulatedState, first: str | None,
     max_turns = config.max_turns or DEFAULT_MAX_TURNS
     ending: Any = None
     try:
-        reason = state.runner.simulate(
-            next_message, max_turns=max_turns,
+        reason = _talk(
+            state.runner, next_message, max_turns=max_turns,
             should_stop=lambda conv: (until(conv) if until else None) or simulator.should_stop(conv, state.topics))
     except InvalidSimulation as exc:  # the attacker refused on every try
         return "", None, fidelity.Fidelity([str(exc)]), ""
@@ -183,3 +191,27 @@ def _stopped(state: SimulatedState, conversation: Conversation, simulator: Simul
         last = conversation.turns[-1].response.text[:200] if conversation.turns else ""
         raise MaxTurnsReached(f"{reason} before the simulation reached its stop condition (last agent reply: {last!r})")
     return UserStopped(reason)
+
+
+def _talk(runner: ConversationRunner, next_message: Callable[[Conversation], str | UserStopped | None], *,
+          max_turns: int, should_stop: Callable[[Conversation], str | None]) -> str:
+    """Let the simulator talk until ``should_stop`` gives a reason; returns that reason.
+
+    ``next_message`` returning None means the simulated user considers its goal done, a
+    :class:`UserStopped` that it ended the conversation for the reason given. Raises
+    MaxTurnsReached when ``max_turns`` turns pass without a stop reason.
+    """
+    for _ in range(max_turns):
+        text = next_message(runner.conversation)
+        if text is None:
+            return "the simulated user finished its goal"
+        if isinstance(text, UserStopped):
+            return text.reason
+        runner.say(text)
+        reason = should_stop(runner.conversation)
+        if reason:
+            return reason
+    raise MaxTurnsReached(
+        f"the simulation took {max_turns} turns without reaching its stop condition"
+        f" (last agent reply: {runner.conversation.turns[-1].response.text[:200]!r})"
+        if runner.conversation.turns else f"the simulation took {max_turns} turns without a stop condition")

@@ -1,8 +1,8 @@
-"""The turn loop: send a user message, get the agent's response, classify the topic, record it.
+"""One turn: send a user message, get the agent's response, classify the topic, record it.
 
 Scripted mode calls :meth:`ConversationRunner.say` per ``When the user says``; simulated mode calls
-:meth:`ConversationRunner.simulate`, which asks the simulator for each user message until a stop
-condition, the turn limit, or an error. Agent failures become explicit exceptions (AgentError,
+it once per message the simulator writes (that loop, with its stop conditions and turn limit, is
+:mod:`fabtest.engine.simulation`'s). Agent failures become explicit exceptions (AgentError,
 AgentTimeout) that the pytest plugin maps to failure types.
 """
 
@@ -13,7 +13,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from fabtest import tracing
@@ -29,16 +28,10 @@ from fabtest.agents.boundary import (
     merge_tool_calls,
 )
 from fabtest.conversation import AgentResponse, Conversation, Message, ToolCall, Turn
-from fabtest.errors import MaxTurnsReached, ScenarioTimeout
+from fabtest.errors import ScenarioTimeout
 
 TurnHook = Callable[[Turn], None]
 
-
-@dataclass(frozen=True)
-class UserStopped:
-    """The simulated user ended the conversation itself (done, stuck, out of scope), and why."""
-
-    reason: str
 
 #: how long an async agent's ``cancel()`` may take after a timeout before fabtest moves on
 CANCEL_TIMEOUT_S = 10.0
@@ -101,29 +94,6 @@ class ConversationRunner:
         for hook in self.on_turn:
             hook(turn)
         return turn
-
-    def simulate(self, next_message: Callable[[Conversation], str | UserStopped | None], *, max_turns: int,
-                 should_stop: Callable[[Conversation], str | None]) -> str:
-        """Let the simulator talk until ``should_stop`` gives a reason; returns that reason.
-
-        ``next_message`` returning None means the simulated user considers its goal done, a
-        :class:`UserStopped` that it ended the conversation for the reason given. Raises
-        MaxTurnsReached when ``max_turns`` turns pass without a stop reason.
-        """
-        for _ in range(max_turns):
-            text = next_message(self.conversation)
-            if text is None:
-                return "the simulated user finished its goal"
-            if isinstance(text, UserStopped):
-                return text.reason
-            self.say(text)
-            reason = should_stop(self.conversation)
-            if reason:
-                return reason
-        raise MaxTurnsReached(
-            f"the simulation took {max_turns} turns without reaching its stop condition"
-            f" (last agent reply: {self.conversation.turns[-1].response.text[:200]!r})"
-            if self.conversation.turns else f"the simulation took {max_turns} turns without a stop condition")
 
 
 def call_agent(agent: Agent, messages: list[Message], *, timeout: float,

@@ -10,14 +10,7 @@ from typing import TYPE_CHECKING
 from fabtest.experiment.stable_id import stable_id
 
 if TYPE_CHECKING:
-    from fabtest.experiment.export import (
-        ExperimentFileError,
-        build_document,
-        load_document,
-        new_experiment_id,
-        read_document,
-        write_document,
-    )
+    from fabtest.experiment.export import build_document, new_experiment_id, write_document
     from fabtest.experiment.fingerprint import experiment_fingerprints
     from fabtest.experiment.gitinfo import GitInfo, git_info
     from fabtest.experiment.model import (
@@ -29,6 +22,7 @@ if TYPE_CHECKING:
         TurnRecord,
         UsageRecord,
     )
+    from fabtest.experiment.reader import ExperimentFileError, load_document, read_document
     from fabtest.experiment.recorder import Recorder, pending_journals, recover
 
 from fabtest._internal import lazy as _lazy  # noqa: E402 - after the imports it reads

@@ -26,16 +26,16 @@ from typing import Any
 from pydantic import ValidationError
 
 from fabtest.errors import MergeError
-from fabtest.experiment.export import (
+from fabtest.experiment.export import costing_of
+from fabtest.experiment.fingerprint import canonical_json
+from fabtest.experiment.model import ExperimentInfo, ScenarioResult
+from fabtest.experiment.reader import (
     ExperimentFileError,
-    costing_of,
     info_from_experiment,
     load_document,
     read_index,
     result_from_entry,
 )
-from fabtest.experiment.fingerprint import canonical_json
-from fabtest.experiment.model import ExperimentInfo, ScenarioResult
 from fabtest.experiment.spool import Spool
 
 __all__ = ["MergeError", "merge_parts", "parse_shard", "shard_from_options"]

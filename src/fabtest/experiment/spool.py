@@ -42,12 +42,12 @@ from fabtest.experiment.export import (
     document_head,
     dump_json,
     index_row,
-    result_from_entry,
     scenario_entry,
     write_streamed,
 )
 from fabtest.experiment.fingerprint import canonical_json
 from fabtest.experiment.model import CheckRecord, ExperimentInfo, ScenarioResult, TurnRecord, UsageRecord
+from fabtest.experiment.reader import result_from_entry
 from fabtest.llm.retry_budget import BUDGET_SPENT_MARKER
 
 __all__ = ["MESSAGE_CHARS", "ResultKey", "Spool", "result_key", "spill_path", "write_experiment"]

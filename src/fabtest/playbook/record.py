@@ -60,7 +60,7 @@ def turn_data(turn: Turn) -> dict[str, Any]:
 def write_trace(results: Path, outcome: PlaybookOutcome, trace: dict[str, Any], redactor: Redactor, *,
                 experiment_id: str | None, iteration: int, agent_meta: dict[str, Any]) -> Path:
     """Write a failed run's trace (redacted) and return its path."""
-    from fabtest.experiment.export import traces_dir
+    from fabtest.experiment.reader import traces_dir
 
     path = traces_dir(results) / trace_file_name(outcome.name, experiment_id, iteration)
     outcome.trace_path = path

@@ -14,8 +14,8 @@ from tabulate import tabulate
 
 from fabtest.experiment.cost import summary_cost, total_text, unpriced_note
 from fabtest.experiment.coverage_text import coverage_lines
-from fabtest.experiment.export import list_experiment_files
 from fabtest.experiment.fmt import RULE_HEAVY, RULE_LIGHT, count, git_line, llm_line, num, pct, timestamp, usd
+from fabtest.experiment.reader import list_experiment_files
 from fabtest.experiment.stats import low_confidence_count
 from fabtest.llm.retry_budget import budget_line
 from fabtest.report.console_scale import failure_lines, rate_histogram

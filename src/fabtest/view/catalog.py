@@ -20,7 +20,7 @@ from fabtest._internal.terminal import inert
 from fabtest.compare.compute import Comparison, compare
 from fabtest.compare.gate import regression_gate
 from fabtest.compare.read import Experiment, read_experiment
-from fabtest.experiment.export import ExperimentFileError, list_experiment_files, read_document, read_entries
+from fabtest.experiment.reader import ExperimentFileError, list_experiment_files, read_document, read_entries
 from fabtest.experiment.robustness import attach_robustness
 from fabtest.view.layout import as_dict
 
