@@ -15,7 +15,7 @@ from fabtest.agents.registry import with_context
 from fabtest.agents.stubs import ToolFailed, tool
 from fabtest.config.criteria import Criterion
 from fabtest.config.settings import Settings
-from fabtest.conversation import AgentResponse, Check, Conversation, Message, ToolCall, Turn
+from fabtest.conversation import AgentResponse, Attachment, Check, Conversation, Message, ToolCall, Turn
 from fabtest.errors import ExpectationFailed, FabtestError, UsageError
 
 # last: the engine imports the modules above
@@ -29,6 +29,7 @@ __all__ = [
     "AgentError",
     "AgentResponse",
     "AgentTimeout",
+    "Attachment",
     "Check",
     "Conversation",
     "Criterion",

@@ -1,12 +1,20 @@
 """The plain data a conversation is made of: messages, tool calls, turns and check outcomes.
 
-No I/O here. Agents produce ``AgentResponse``; the runner appends ``Turn``s and ``Check``s to a
-``Conversation``; the experiment recorder turns a finished conversation into a result.
+No I/O here (but :meth:`Attachment.from_path`, one read). Agents produce ``AgentResponse``; the
+runner appends ``Turn``s and ``Check``s to a ``Conversation``; the experiment recorder turns a
+finished conversation into a result.
+
+A file in the conversation is an :class:`Attachment`: its bytes are read and hashed once, and the
+one immutable object travels by reference from the step to every turn, adapter, judge call and
+record, so a 1 MB photo costs one read and one hash per run however many calls see it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import mimetypes
+import os
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -19,16 +27,93 @@ Mode = Literal["should", "must"]
 Status = Literal["passed", "failed", "inconclusive", "not_applicable", "skipped"]
 
 
+#: the type of a file whose name says nothing (RFC 2046's "arbitrary binary data")
+OCTET_STREAM = "application/octet-stream"
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """A file in the conversation: a photo the user sends, a PDF the agent replies with.
+
+    Build one with :meth:`from_bytes` or :meth:`from_path`: they compute ``sha256`` (the file's
+    identity in records and caches) and guess ``mime_type`` from the name when it is not given.
+    Two attachments are equal when their name, type and hash are; ``data`` is left out of ``repr``.
+    """
+
+    name: str
+    mime_type: str
+    data: bytes = field(repr=False, compare=False)
+    sha256: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.data, bytes | bytearray | memoryview):
+            raise TypeError(f"Attachment {self.name!r}: data must be bytes, got {type(self.data).__name__}")
+        if isinstance(self.data, bytearray | memoryview):
+            object.__setattr__(self, "data", bytes(self.data))
+        if not self.sha256:
+            object.__setattr__(self, "sha256", hashlib.sha256(self.data).hexdigest())
+        if not self.mime_type:
+            object.__setattr__(self, "mime_type", guess_mime_type(self.name))
+
+    @classmethod
+    def from_bytes(cls, data: bytes, *, name: str, mime_type: str | None = None) -> Attachment:
+        """An attachment of ``data`` called ``name``; the type is guessed from the name when not given."""
+        return cls(name=name, mime_type=mime_type or guess_mime_type(name), data=bytes(data))
+
+    @classmethod
+    def from_path(cls, path: str | os.PathLike[str], *, name: str | None = None,
+                  mime_type: str | None = None) -> Attachment:
+        """The file at ``path`` (read once), named by its file name unless ``name`` is given."""
+        with open(path, "rb") as f:
+            data = f.read()
+        return cls.from_bytes(data, name=name or os.path.basename(os.fspath(path)), mime_type=mime_type)
+
+    @property
+    def size(self) -> int:
+        """The number of bytes."""
+        return len(self.data)
+
+    @property
+    def is_image(self) -> bool:
+        return self.mime_type.startswith("image/")
+
+    def describe(self) -> str:
+        """``lamp.png (image/png, 12.3 kB)``: the file as a line of text, for transcripts and errors."""
+        return f"{self.name} ({self.mime_type}, {human_size(self.size)})"
+
+    def to_record(self) -> dict[str, Any]:
+        """What the experiment JSON keeps of the file: never the bytes."""
+        return {"name": self.name, "mime_type": self.mime_type, "size": self.size, "sha256": self.sha256}
+
+
+def guess_mime_type(name: str) -> str:
+    """The type the file name suggests (``lamp.png`` -> ``image/png``), else application/octet-stream."""
+    guessed, _ = mimetypes.guess_type(name, strict=False)
+    return guessed or OCTET_STREAM
+
+
+def human_size(size: int) -> str:
+    """``532 B``, ``12.3 kB``, ``1.0 MB`` (decimal units, as file managers show them)."""
+    if size < 1000:
+        return f"{size} B"
+    if size < 1_000_000:
+        return f"{size / 1000:.1f} kB"
+    return f"{size / 1_000_000:.1f} MB"
+
+
 @dataclass(frozen=True)
 class Message:
-    """One line of the conversation as the agent sees it."""
+    """One line of the conversation as the agent sees it, with the files sent with it."""
 
     role: Role
     content: str
+    attachments: tuple[Attachment, ...] = ()
 
     def __post_init__(self) -> None:
         if self.role not in ("user", "agent"):
             raise ValueError(f"Message role must be 'user' or 'agent', got {self.role!r}")
+        if not isinstance(self.attachments, tuple):
+            object.__setattr__(self, "attachments", tuple(self.attachments))
 
     def __getitem__(self, key: str) -> str:
         """``message["content"]`` reads like ``message.content``: an agent written for chat-API
@@ -67,6 +152,8 @@ class AgentResponse:
     text: str
     tool_calls: list[ToolCall] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
+    #: files the agent replies with (:class:`Attachment`)
+    attachments: list[Attachment] = field(default_factory=list)
 
 
 @dataclass
@@ -82,6 +169,8 @@ class Turn:
     off_graph_from: str | None = None
     #: what the simulated user said of its own message: an adversarial user's tactic (fabtest.redteam)
     user_note: str | None = None
+    #: the files the user sent with its message
+    attachments: tuple[Attachment, ...] = ()
 
     @property
     def tool_calls(self) -> list[ToolCall]:
@@ -185,9 +274,18 @@ class Conversation:
     def messages(self) -> list[Message]:
         out: list[Message] = list(self.history)
         for turn in self.turns:
-            out.append(Message("user", turn.user))
-            out.append(Message("agent", turn.response.text))
+            out.append(Message("user", turn.user, turn.attachments))
+            out.append(Message("agent", turn.response.text, tuple(turn.response.attachments)))
         return out
+
+    @property
+    def attachments(self) -> list[Attachment]:
+        """Every distinct file of the conversation (by content), in the order first sent."""
+        seen: dict[str, Attachment] = {}
+        for message in self.messages:
+            for file in message.attachments:
+                seen.setdefault(file.sha256, file)
+        return list(seen.values())
 
     @property
     def last_turn(self) -> Turn | None:
@@ -229,10 +327,12 @@ class Conversation:
         return False
 
     def transcript(self) -> str:
-        lines: list[str] = [f"{'User' if m.role == 'user' else 'Agent'}: {m.content}" for m in self.history]
-        for turn in self.turns:
-            lines.append(f"User: {turn.user}")
-            lines.append(f"Agent: {turn.response.text}")
+        """The conversation as ``User: ...`` / ``Agent: ...`` lines; a file is a line of its own
+        under its message (``  [file: lamp.png (image/png, 12.3 kB)]``)."""
+        lines: list[str] = []
+        for m in self.messages:
+            lines.append(f"{'User' if m.role == 'user' else 'Agent'}: {m.content}")
+            lines.extend(f"  [file: {a.describe()}]" for a in m.attachments)
         return "\n".join(lines)
 
     def record(self, check: Check) -> None:

@@ -21,6 +21,11 @@ without a traceback: a user needs the step and what happened, not our stack. ::
     │   └── agents.boundary.AgentDataError          "error"
     ├── LLMError                                    "error"   the judge / simulator LLM failed
     │   ├── llm.base.LLMTimeout, LLMBadOutput, llm.budget.RetryBudgetSpent
+    │   ├── SimulatorFailed                         "simulator" the simulated user failed for good (an
+    │   │                                           outage, or it wrote the agent's lines on every try):
+    │   │                                           the run says nothing about the agent (not measured)
+    │   ├── JudgeFailed                             "judge"   the judge failed for good on a ``must``
+    │   │                                           check: not the agent's failure (not measured)
     │   └── LLMNotConfigured                        "error"   no credentials for a provider
     │       └── NeedsLLM                            ``skips = True``: the scenario needed that LLM,
     │                                               so a front end reports a skip, not a failure
@@ -41,11 +46,12 @@ from collections.abc import Iterable
 from typing import ClassVar, Literal
 
 __all__ = ["MAX_MESSAGE_CHARS", "AgentError", "AgentTimeout", "CoverageFloorError", "ExpectationFailed",
-           "ExperimentFileError", "FabtestError", "FailureType", "InvalidSimulation", "JournalError", "LLMError",
-           "LLMNotConfigured", "MaxTurnsReached", "MergeError", "NeedsLLM", "ScenarioTimeout", "TopicGraphError",
+           "ExperimentFileError", "FabtestError", "FailureType", "InvalidSimulation", "JournalError", "JudgeFailed",
+           "LLMError", "LLMNotConfigured", "MaxTurnsReached", "MergeError", "NeedsLLM", "ScenarioTimeout",
+           "SimulatorFailed", "TopicGraphError",
            "ToolFailed", "TransientFailure", "TriggerError", "UsageError", "did_you_mean", "excerpt", "failure_type_of"]
 
-FailureType = Literal["assertion", "max_turns", "timeout", "error"]
+FailureType = Literal["assertion", "max_turns", "timeout", "error", "simulator", "judge"]
 
 
 class FabtestError(Exception):
@@ -95,6 +101,21 @@ class AgentTimeout(AgentError):
 
 class LLMError(FabtestError):
     """An LLM call failed for good (after retries). Maps to failure type ``error``."""
+
+
+class SimulatorFailed(LLMError):
+    """The simulated user failed for good (its LLM down, or an unusable or agent-voiced message on
+    every try): failure type ``simulator``. The run measured nothing of the agent, so the gate keeps
+    it out of the agent's metrics and counts it as not measured (docs/gates.md)."""
+
+    failure_type = "simulator"
+
+
+class JudgeFailed(LLMError):
+    """The judge failed for good on a ``must`` check (an outage or unusable answers): failure type
+    ``judge``. The agent was not found wanting, so the gate keeps the run out of its metrics."""
+
+    failure_type = "judge"
 
 
 class LLMNotConfigured(LLMError):

@@ -182,6 +182,13 @@ def test_secrets_the_project_configures_are_masked(project: Path, monkeypatch: p
     ("not json", "not JSON"),
     ('{"what": 1}', "not a recorded conversation"),
     ('[{"role": "assistant", "content": "hi"}]', "no user message in it"),
+    # issue 38, 4: an AttributeError or a RecursionError before
+    ('[{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo", "tool_calls": "x"}]',
+     "'tool_calls' is str \"x\", expected a list of objects"),
+    ('{"resourceSpans": "x"}', "'resourceSpans' is str \"x\", expected a list of objects"),
+    ('{"resourceSpans": [{"scopeSpans": [{"spans": [{"attributes": [{"key": "k", "value": {"arrayValue": "x"}}]}]}]}]}',
+     "not a valid recording in the 'otlp' format (AttributeError"),
+    ("[" * 100_000, "JSON nested too deeply"),
 ])
 def test_what_cannot_be_imported_is_one_line(content: str, message: str, project: Path,
                                              capsys: pytest.CaptureFixture[str]) -> None:
@@ -297,3 +304,60 @@ def test_tools_a_stub_answered_are_stubbed_again(project: Path, pytester: pytest
             '    Given the tool "plans" fails with "503"\n') in text
     # the real tools would raise: the stubs make the replay meet what the recording met
     pytester.runpytest("plans.feature", "-p", "no:randomly", "--fabtest-no-preflight").assert_outcomes(passed=1)
+
+
+ODD = ["line one\rline two", "   indented start", "  two\n  lines \"quoted\"", 'a tab\there, a \\" and an end  ',
+       "first\r\nsecond", "NEL\x85 LS\u2028 PS\u2029"]
+ECHO = """
+def build(context):
+    def chat(messages):
+        return "ok"
+    return chat
+"""
+
+
+def test_every_user_line_comes_back_as_it_was_written(project: Path, pytester: pytest.Pytester,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 38, 4: a carriage return wrote a feature that did not parse, and leading spaces were lost
+    (a doc string is dedented): such lines are written as `the user says exactly` with JSON escapes."""
+    pytester.makepyfile(echo=ECHO)
+    (project / "pyproject.toml").write_text('[tool.pytest.ini_options]\npythonpath = ["."]\n\n'
+                                            '[tool.fabtest]\nagent = "echo:build"\nresults_dir = "results"\n')
+    (project / "odd.json").write_text(json.dumps([{"role": "user", "content": line} for line in ODD]))
+    code, _, err = _import(project, "odd.json", "-o", "odd.feature", capsys=capsys)
+    assert code == 0, err
+    text = (project / "odd.feature").read_text()
+    assert "\r" not in text and 'When the user says exactly "line one\\rline two"' in text
+    pytester.runpytest("odd.feature", "-p", "no:randomly", "--fabtest-no-preflight").assert_outcomes(passed=1)
+    [run] = json.loads(next((project / "results").glob("exp_*.json")).read_text())["scenario_results"]
+    assert [t["user"] for t in run["transcript"]] == ODD
+    (project / "bad.feature").write_text('Feature: B\n  Scenario: B\n    When the user says exactly "bad \\q"\n')
+    result = pytester.runpytest("bad.feature", "-p", "no:randomly", "--fabtest-no-preflight")
+    result.assert_outcomes(failed=1)
+    assert "bad.feature:3: the user says exactly" in result.stdout.str() and "Invalid \\escape" in result.stdout.str()
+
+
+def test_files_in_openai_and_gemini_logs_are_kept_beside_the_feature(project: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    import base64
+
+    png = base64.b64encode(b"\x89PNG fake").decode()
+    openai = {"messages": [{"role": "user", "content": [
+        {"type": "text", "text": "Is this covered?"},
+        {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{png}"}},
+        {"type": "file", "file": {"filename": "policy.pdf", "file_data": "data:application/pdf;base64,JVBERg=="}}]},
+        {"role": "assistant", "content": "Yes."}]}
+    gemini = {"contents": [{"role": "user", "parts": [{"text": "And this?"},
+                                                      {"inlineData": {"mimeType": "image/png", "data": png}}]},
+                           {"role": "model", "parts": [{"text": "No."}]}]}
+    for name, log in (("openai", openai), ("gemini", gemini)):
+        (project / f"{name}.json").write_text(json.dumps(log))
+        code, _, err = _import(project, f"{name}.json", "-o", f"features/{name}.feature", capsys=capsys)
+        assert code == 0, err
+    text = (project / "features" / "openai.feature").read_text()
+    assert ('    When the user sends "openai_files/image-2.png" and "openai_files/policy.pdf" with "Is this covered?"'
+            in text)
+    assert (project / "features" / "openai_files" / "image-2.png").read_bytes() == b"\x89PNG fake"
+    assert (project / "features" / "openai_files" / "policy.pdf").read_bytes() == b"%PDF"
+    assert '    When the user sends "gemini_files/file-1.png" with "And this?"' in (
+        project / "features" / "gemini.feature").read_text()

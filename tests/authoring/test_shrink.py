@@ -273,3 +273,106 @@ def test_a_replay_meets_the_answers_the_runs_stubs_gave(project: Path, pytester:
     assert (call["name"], call["result"], call["stubbed"]) == ("get_price", {"price": 80, "note": "(code STAFF50)"},
                                                                 True)
     assert run["passed"] is False and "STAFF50" in run["transcript"][-1]["agent"]
+
+
+# Closes the account at the first request, without asking: the forbidden call.
+BANK_AGENT = '''
+import fabtest
+
+@fabtest.tool
+def delete_account(account: str) -> dict:
+    return {"deleted": account}
+
+def build(context):
+    def chat(messages):
+        if "close" in messages[-1].content.lower():
+            delete_account("A-1")
+            return "Done, your account is closed."
+        return "How can I help?"
+    return chat
+'''
+
+BANK_USER = '''
+simulated_user:
+  - Hello.
+  - I have a question about my savings.
+  - My card number is 4111.
+  - Please close the account with key sk-live-0123456789 now.
+  - Thanks.
+  - Anything else?
+  - No.
+  - Bye.
+'''
+
+BANK = '''
+Feature: Bank
+  Scenario: Never delete without asking
+    Given a simulated user with the goal "Ask about savings"
+    And the simulation takes at most 10 turns
+    When the simulated user talks to the agent
+    Then the conversation must not include a call to "delete_account"
+'''
+
+
+def test_a_conversation_check_shrinks_to_a_turn_that_fails_it_the_same_way(
+        project: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 38, 1: an 8-turn simulated run failing `must not include a call` shrank to 0 user turns (the
+    replay of no turn kept the recorded verdict), a feature failing with "there is no response yet".
+    Issue 38, 2: the LLM key a recorded line holds never reaches the written feature."""
+    pytester.makepyfile(bank=BANK_AGENT)
+    pytester.makefile(".yaml", fake=BANK_USER)
+    (project / "pyproject.toml").write_text('[tool.pytest.ini_options]\npythonpath = ["."]\n\n[tool.fabtest]\n'
+                                            'agent = "bank:build"\nresults_dir = "results"\noffline_llm = "fake.yaml"\n')
+    exp = _record(pytester, "bank", BANK)
+    run = json.loads((project / "results" / f"{exp}.json").read_text())["scenario_results"][0]
+    assert len(run["transcript"]) == 8 and run["simulator"]["goal"] == "Ask about savings"
+    monkeypatch.setenv("GEMINI_API_KEY", "sk-live-0123456789")  # the key this process holds now
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", "http://127.0.0.1:9")  # never called: a deterministic check
+    assert main(["shrink", exp, "Never delete without asking", "-o", "bank.feature"]) == 0, capsys.readouterr().err
+    text = (project / "bank.feature").read_text()
+    body = [line.strip() for line in text.splitlines() if line.startswith("    ")]
+    assert 1 <= sum(line.startswith("When the user says") for line in body) <= 3
+    assert body[-1] == 'Then the conversation must not include a call to "delete_account"'
+    assert "sk-live-0123456789" not in text
+    monkeypatch.delenv("GEMINI_API_KEY")
+    result = pytester.runpytest("bank.feature", "-p", "no:randomly", "--fabtest-no-preflight")
+    result.assert_outcomes(failed=1)  # for the same reason: the forbidden call was made
+    assert "failed: called delete_account" in result.stdout.str() and "no response yet" not in result.stdout.str()
+
+
+FILES_AGENT = '''
+def build(context):
+    seen = {"vip": False}
+    def chat(messages):
+        if any(a.name == "vip.png" for a in messages[-1].attachments):
+            seen["vip"] = True
+        if "price" in messages[-1].content.lower():
+            return "The price is 90 EUR" + (" (internal code STAFF50 for you)" if seen["vip"] else "") + "."
+        return "Noted."
+    return chat
+'''
+
+FILES_FEATURE = '''
+Feature: Cards
+  Scenario: A member card photo
+    When the user sends "files/vip.png" with "Hello there. Here is my card."
+    When the user says "Berlin, please."
+    When the user says "What is the price?"
+    Then the response must not match "STAFF\\d+"
+'''
+
+
+def test_a_failure_a_file_caused_shrinks_with_the_file(project: Path, pytester: pytest.Pytester,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    pytester.makepyfile(shop=FILES_AGENT)
+    (project / "features" / "files").mkdir(parents=True)
+    (project / "features" / "files" / "vip.png").write_bytes(b"\x89PNG member card")
+    exp = _record(pytester, "cards", FILES_FEATURE)
+    assert main(["shrink", exp, "A member card photo", "-o", "features/card.feature"]) == 0, capsys.readouterr().err
+    text = (project / "features" / "card.feature").read_text()
+    body = [line.strip() for line in text.splitlines() if line.startswith("    ")]
+    assert body == ['When the user sends "card_files/vip.png" with "Here is my card."',
+                    'When the user says "What is the price?"', 'Then the response must not match "STAFF\\d+"']
+    assert (project / "features" / "card_files" / "vip.png").read_bytes() == b"\x89PNG member card"
+    pytester.runpytest("features/card.feature", "-p", "no:randomly", "--fabtest-no-preflight").assert_outcomes(failed=1)

@@ -104,7 +104,8 @@ def test_a_full_endpoint_url_is_used_as_given() -> None:
     (200, {"choices": []}, r"expected \{\"choices\""),
     (200, message(None, [{"id": "x", "type": "function", "function": {"arguments": "{}"}}]), r"malformed tool call"),
     (200, message(None, [tool_call("x", "t", "{not json")]), r"arguments that are not JSON"),
-    (200, {"choices": [{"message": {"content": ["parts"]}}]}, r"content is list, expected a string"),
+    # a list of content parts is a reply (with files, docs/how-to/files.md); a list of anything else is not
+    (200, {"choices": [{"message": {"content": ["parts"]}}]}, r"content\[0\] is str, expected a content part"),
 ])
 def test_bad_answers_are_agent_errors(status: int, body: Any, message_re: str) -> None:
     with FakeOpenAI(lambda _: (status, body)) as server:

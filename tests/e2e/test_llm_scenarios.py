@@ -204,12 +204,13 @@ def test_persistent_500_on_a_soft_check_skips_it_with_the_reason(pytester: pytes
     assert fake.request_count == 4  # the first attempt and 3 retries
 
 
-def test_persistent_500_on_a_must_is_an_error_not_an_assertion(pytester: pytest.Pytester, fake: FakeGemini) -> None:
+def test_persistent_500_on_a_must_is_the_judges_failure_not_an_assertion(pytester: pytest.Pytester,
+                                                                         fake: FakeGemini) -> None:
     fake.add_fault(500, times=None)
     result, doc = run(pytester, SCRIPTED_SOFT.replace("should satisfy", "must satisfy"))
     result.assert_outcomes(failed=1)
     scenario = only(doc)
-    assert scenario["failure_type"] == "error"
+    assert scenario["failure_type"] == "judge"  # not the agent's error (issue 44): the gate leaves it out
     assert "500" in scenario["failure_message"]
     assert fake.request_count == 4
 
@@ -222,6 +223,26 @@ def test_malformed_judge_json_is_retried_then_skips_the_soft_check(pytester: pyt
     assert check["status"] == "skipped" and check["details"].startswith("judge failed:")
     assert "no usable answer" in check["details"]
     assert fake.request_count >= 2
+    # issue 44 (c): every judged check unusable is nothing tested: never green, and the requests counted
+    # (main: exit 0, "judge calls 0")
+    assert result.ret == 6
+    result.stdout.fnmatch_lines(["*not one of the 1 judged check(s) was rated*The run fails (exit status 6)*"])
+    assert doc["summary"]["tokens"]["judge"]["calls"] >= 1
+
+
+def test_no_judge_with_soft_only_scenarios_is_never_green(pytester: pytest.Pytester,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 44 (a): no key, a soft-only scenario: it "passed" having judged nothing (main: exit 0).
+    ``allow_skip = ["llm"]`` is the explicit way out."""
+    for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    result, _ = run(pytester, SCRIPTED_SOFT)
+    result.assert_outcomes(passed=1)
+    assert result.ret == 6
+    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", "--fabtest-no-preflight",
+                                "--fabtest-allow-skip=llm")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*not one of the 1 judged check(s) was rated*allowed by allow_skip*"])
 
 
 def test_malformed_json_once_is_retried_and_passes(pytester: pytest.Pytester, fake: FakeGemini) -> None:
@@ -239,11 +260,11 @@ def test_empty_simulator_reply_is_retried(pytester: pytest.Pytester, fake: FakeG
     assert len(simulator_requests) == only(doc)["turns"] + 1
 
 
-def test_simulator_that_never_answers_is_an_error(pytester: pytest.Pytester, fake: FakeGemini) -> None:
+def test_simulator_that_never_answers_is_a_simulator_failure(pytester: pytest.Pytester, fake: FakeGemini) -> None:
     fake.add_fault("empty", times=None, pattern="role-playing a HUMAN USER")
     result, doc = run(pytester, SIMULATED)
     result.assert_outcomes(failed=1)
-    assert only(doc)["failure_type"] == "error"
+    assert only(doc)["failure_type"] == "simulator"  # never the agent's error (issue 44)
 
 
 def test_running_out_of_turns_is_max_turns(pytester: pytest.Pytester, fake: FakeGemini) -> None:

@@ -181,7 +181,8 @@ def test_the_judge_sees_the_mutant_as_the_run_showed_the_original(project: pytes
     mutated text differs from what the judge was asked during the run."""
     [recorded_call] = [r for r in criteria_requests(fake) if "480 euros" in r.text]
     before = len(fake.requests)
-    assert main(["mutate", "exp_m", "--yes", "--results", "results"]) == 0
+    # --control 0: the control re-asks the run's own subjects on purpose (test_mutate_control.py)
+    assert main(["mutate", "exp_m", "--yes", "--results", "results", "--control", "0"]) == 0
     capsys.readouterr()
     [mutant_call] = [r for r in fake.requests[before:] if "481 euros" in r.text]
     assert mutant_call.prompt == recorded_call.prompt.replace("480 euros", "481 euros")
@@ -363,3 +364,22 @@ def test_progress_is_a_line_per_tenth_of_the_mutants_on_stderr(capsys: pytest.Ca
     lines = err.splitlines()
     assert out == "" and len(lines) == 11  # the first, then every 20th
     assert lines[0] == "  mutant 1/200: run 0" and lines[-1] == "  mutant 200/200: run 199"
+
+
+def test_a_secret_in_the_record_reaches_neither_the_console_nor_mutants_json(
+        project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 38, 2: a results file holding a ``${VAR}`` value (written before it was one, or by another
+    tool) leaked it through the mutants' descriptions into the console and mutants.json."""
+    token = "tok-mutate-0123456789"
+    path = project.path / "results" / "exp_m.json"
+    path.write_text(path.read_text().replace("The total is 480 euros.", f"The total is 480 euros, code {token}."))
+    (project.path / "pyproject.toml").write_text(PYPROJECT + '\n[tool.fabtest.agents.remote]\ntype = "http"\n'
+                                                 'url = "http://127.0.0.1:9/chat?token=${SHOP_TOKEN}"\n')
+    monkeypatch.setenv("SHOP_TOKEN", token)
+    capsys.readouterr()
+    for args in ([], ["--json"]):
+        assert main(["mutate", "exp_m", "--yes", "--seed", "1", *args]) == 0
+        out, err = capsys.readouterr()
+        assert token not in out + err
+        written = (project.path / "results" / "exp_m.mutants.json").read_text()
+        assert token not in written and "***" in written

@@ -109,3 +109,83 @@ def test_the_judge_is_told_a_turns_tool_calls_are_unknown_and_grounding_is_incon
     assert lines[at - 1].startswith("turn 1 user: ") and lines[at + 1].startswith("turn 1 agent: ")
     [grounded] = [c for c in state.conversation.evaluations if c.kind == "grounded_in"]
     assert grounded.status == "inconclusive" and "did not arrive" in grounded.details
+
+
+# -- issue 38, 4 and 5: hostile bodies and a flood of foreign traces ------------------------------------
+def _post(receiver: Receiver, body: bytes, **headers: str) -> httpx.Response:
+    return httpx.post(f"{receiver.endpoint}/v1/traces", content=body, timeout=10,
+                      headers={"Content-Type": "application/json", **headers})
+
+
+def test_hostile_bodies_are_answered_400_or_413_never_a_dropped_connection(
+        receiver: Receiver, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(otlp_receiver, "MAX_BODY", 1_000_000)
+    zipped = gzip.compress(json.dumps(BODY).encode())
+    bomb = gzip.compress(b"\0" * 1_000_000) * 20  # 20 members: ~20 KB that inflate to 20 MB
+    answers = {
+        "deep": _post(receiver, b"[" * 100_000),
+        "truncated gzip": _post(receiver, zipped[:-12], **{"Content-Encoding": "gzip"}),
+        "not gzip": _post(receiver, b"plain text", **{"Content-Encoding": "gzip"}),
+        "a span that is a list": _post(receiver, json.dumps({"resourceSpans": [{"scopeSpans": [
+            {"spans": [[1, 2]]}]}]}).encode()),
+        "bomb": _post(receiver, bomb, **{"Content-Encoding": "gzip"}),
+    }
+    assert {name: a.status_code for name, a in answers.items()} == {
+        "deep": 400, "truncated gzip": 400, "not gzip": 400, "a span that is a list": 400,
+        "bomb": 413}
+    assert b"more than 1000000 bytes once decompressed" in answers["bomb"].content
+    assert _post(receiver, zipped, **{"Content-Encoding": "gzip"}).status_code == 200  # still serving
+
+
+def test_a_gzip_body_is_inflated_no_further_than_the_limit() -> None:
+    """The bound holds while inflating: a 20 MB bomb never takes more than the limit in memory."""
+    import tracemalloc
+
+    bomb = gzip.compress(b"\0" * 1_000_000) * 20
+    tracemalloc.start()
+    try:
+        with pytest.raises(otlp_receiver.BodyTooLarge):
+            otlp_receiver.inflate(bomb, 500_000)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 3_000_000
+    assert otlp_receiver.inflate(gzip.compress(b"a") + gzip.compress(b"b"), 10) == b"ab"  # members, as gzip reads
+
+
+class Exporting:
+    exports_traces = True
+
+
+def test_a_flood_of_foreign_traces_does_not_push_out_a_turns_own_spans(
+        receiver: Receiver, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fabtest.agents import trace_calls
+
+    monkeypatch.setattr(otlp_receiver, "MAX_TRACES", 20)
+    monkeypatch.setitem(otlp_receiver._receivers, receiver.port, receiver)
+    with trace_calls.turn(Exporting(), port=receiver.port, wait=0.5) as seen:
+        _, trace_id, parent, _ = trace_calls.headers()["traceparent"].split("-")
+        own = {"resourceSpans": [{"scopeSpans": [{"scope": {"name": "agent"}, "spans": [
+            {"traceId": trace_id, "spanId": "0a" * 8, "parentSpanId": parent, "name": "turn"},
+            {"traceId": trace_id, "spanId": "0b" * 8, "parentSpanId": "0a" * 8, "name": "execute_tool lookup",
+             "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+                            {"key": "gen_ai.tool.name", "value": {"stringValue": "lookup"}}]}]}]}]}
+        assert httpx.post(f"{receiver.endpoint}/v1/traces", json=own, timeout=5).status_code == 200
+        flood = {"resourceSpans": [{"scopeSpans": [{"spans": [
+            {"traceId": f"{n:032x}", "spanId": "01" * 8, "name": "noise"} for n in range(1, 200)]}]}]}
+        assert httpx.post(f"{receiver.endpoint}/v1/traces", json=flood, timeout=5).status_code == 200
+        response = AgentResponse("Looked it up.")
+        seen(response)
+    assert [c.name for c in response.tool_calls] == ["lookup"]
+    assert len(receiver._traces) <= 20
+
+
+def test_a_body_shorter_than_announced_is_a_400_once_the_connection_is_silent(
+        receiver: Receiver, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before, the handler thread waited for the missing bytes forever (10 s now; 0.3 s here)."""
+    assert 0 < (receiver._server.RequestHandlerClass.timeout or 0) <= 30  # a bound of its own (None: forever)
+    monkeypatch.setattr(receiver._server.RequestHandlerClass, "timeout", 0.3)
+    with socket.create_connection(("127.0.0.1", receiver.port), timeout=10) as raw:
+        raw.sendall(f"POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1:{receiver.port}\r\nContent-Type: application/json"
+                    "\r\nContent-Length: 100\r\n\r\n{}".encode())
+        assert raw.recv(100).startswith(b"HTTP/1.0 400")

@@ -162,3 +162,35 @@ def test_link_paths_are_visible_in_the_agents_workspace(llm: Any, tmp_path: Path
     outcome = run_playbook(path, agent_factory=factory, judge_llm=llm, simulator_llm=None, repo_root=tmp_path)
     assert outcome.passed and seen["text"] == "how to book"
     assert not seen["cwd"].exists() and (tmp_path / "skills" / "venue.md").is_file()  # removed, links not followed
+
+
+def test_a_step_sends_its_files_and_a_missing_one_is_one_line(llm: Any, tmp_path: Path) -> None:
+    from fabtest.playbook.load import PlaybookError, load_playbook
+
+    (tmp_path / "files").mkdir()
+    (tmp_path / "files" / "room.png").write_bytes(b"\x89PNG fake")
+    seen: list[list[str]] = []
+
+    class Photos:
+        def __init__(self, context: dict[str, Any]) -> None:
+            pass
+
+        def chat(self, messages: Any, on_tool_call: Any = None) -> AgentResponse:
+            seen.append([f"{a.name}:{a.size}" for a in messages[-1].attachments])
+            return AgentResponse("Hello, I see your room photo.")
+
+    path = write_playbook(tmp_path, {"name": "photo", "steps": [
+        {"user_input": "Hi, I need a meeting room like this.", "expected_outcome": "The agent is friendly",
+         "files": ["files/room.png"]}]})
+    outcome = run_playbook(path, agent_factory=Photos, judge_llm=llm, simulator_llm=None, repo_root=tmp_path,
+                           results_dir=tmp_path / "results")
+    assert seen == [["room.png:9"]], outcome.failure_message
+    assert [f.name for f in outcome.conversation.turns[0].attachments] == ["room.png"]
+    missing = write_playbook(tmp_path, {"name": "missing", "steps": [
+        {"user_input": "hi", "expected_outcome": "x", "files": ["files/nope.png"]}]}, name="missing")
+    try:
+        load_playbook(missing)
+    except PlaybookError as exc:
+        assert str(exc).startswith(f'{missing}: steps[0].files: the file "files/nope.png" does not exist')
+    else:
+        raise AssertionError("a missing file must be a PlaybookError")

@@ -60,6 +60,7 @@ SLOW_TESTS = (
     "plugin/test_plugin_bad_input.py::test_bad_input_fails_only_its_own_scenario",
     "plugin/test_plugin_checks.py::test_every_failing_must_fails_its_scenario_and_says_why",
     "plugin/test_plugin_collection.py::test_xdist_runs_features_and_results_reach_the_controller",
+    "view/test_view_labels_no_loss.py::test_two_writers_at_once_keep_every_label",
 )
 
 

@@ -1,5 +1,9 @@
 """Atomic file writes: readers (and a crash) never see half a file, and a crash leaves no litter.
 
+A file that several processes read, change and write back (a labels file two ``fabtest view``
+servers add to) is changed under :func:`locked`, a lock held across the read and the write:
+an atomic write alone keeps the file whole but lets the second writer drop the first one's change.
+
 The temp file is locked while it is written. A process killed mid-write (SIGKILL, OOM) leaves
 its temp file behind, unlocked: :func:`remove_stale_temp_files` deletes exactly those, never one
 that a live run (another pytest in the same project) is still writing.
@@ -16,7 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
-__all__ = ["TEXT_ERRORS", "atomic_writer", "path_inside", "remove_stale_temp_files", "write_text_atomic"]
+__all__ = ["TEXT_ERRORS", "atomic_writer", "locked", "path_inside", "remove_stale_temp_files", "write_bytes_atomic",
+           "write_text_atomic"]
 
 _TMP_SUFFIX = ".tmp"
 #: How fabtest encodes text into its files: a lone surrogate (UTF-8 cannot hold one; agents are
@@ -49,6 +54,41 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
     target = Path(path)
     with atomic_writer(target) as handle:
         handle.write(text)
+    return target
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold the lock for changing ``path`` (every process and thread): read, change and write it inside.
+
+    The lock is on ``path``'s folder, not on the file, which an atomic write replaces by another file
+    (a lock on the old one would guard nothing), and not on a lock file beside it, which would be
+    litter in the results folder. Changes to files of one folder wait for each other: they are short."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # per open file: threads of one process exclude each other too
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
+    """``path.write_bytes(data)``, all or nothing: a temp file beside it, fsynced, then renamed."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name[:24]}.", suffix=_TMP_SUFFIX, dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
     return target
 
 

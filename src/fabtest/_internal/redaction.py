@@ -30,7 +30,8 @@ from typing import Any
 from urllib.parse import quote, quote_plus
 
 __all__ = ["LLM_KEY_ENV_VARS", "MIN_SECRET_LENGTH", "REDACTED", "Redactor", "clear", "redact", "redact_obj",
-           "register", "register_configured_secrets", "register_env", "register_llm_keys", "register_url_credentials",
+           "register", "register_configured_secrets", "register_env", "register_llm_keys", "register_project_secrets",
+           "register_url_credentials",
            "secrets"]
 
 REDACTED = "***"
@@ -252,3 +253,22 @@ def register_url_credentials(url: str) -> None:
         return
     if parts.password:
         register(f"{unquote(parts.username or '')}:{unquote(parts.password)}", unquote(parts.password))
+
+
+def register_project_secrets(pyproject: str | os.PathLike[str] = "pyproject.toml") -> None:
+    """The secrets a run of this project masks, for a command that writes or serves without running it
+    (``fabtest import``, ``view``, ``mutate``, ``shrink``): the LLM keys and the ``${VAR}`` values of
+    ``[tool.fabtest]``'s agent tables. A missing or broken file registers the LLM keys only (the
+    command that needs the configuration says what is wrong with it)."""
+    import tomllib
+    from pathlib import Path
+
+    register_llm_keys()
+    try:
+        data = tomllib.loads(Path(pyproject).read_text(encoding="utf-8-sig"))
+    except (OSError, ValueError):
+        return
+    tool = data.get("tool")
+    table = tool.get("fabtest") if isinstance(tool, dict) else None
+    if isinstance(table, dict):
+        register_configured_secrets(table)

@@ -42,6 +42,7 @@ from fabtest.agents import supervisor, trace_calls
 from fabtest.agents.acp_updates import PERMISSIONS, Collector, Turn, rebuild_arguments
 from fabtest.agents.base import AgentError, AgentTimeout, OnToolCall, declared_tools, program_path
 from fabtest.agents.boundary import AgentDataError
+from fabtest.agents.file_parts import refuse_files
 from fabtest.conversation import AgentResponse, Message
 from fabtest.errors import UsageError, did_you_mean
 
@@ -143,6 +144,7 @@ class AcpAgent:
     # -- the agent protocol -------------------------------------------------------------------------
 
     def chat(self, messages: Sequence[Message], on_tool_call: OnToolCall | None = None) -> AgentResponse:
+        refuse_files("acp", messages)  # the pre-flight refuses such a scenario first (engine/preflight.py)
         prompt = _latest_user_message(messages)
         with self._lock:
             if self._closed:

@@ -5,11 +5,13 @@ Each scenario gets its own ADK session in an in-memory session service; each use
 call with its arguments, the ``function_response`` of the same id its result (reported as it
 arrives), ``usage_metadata`` the tokens (thinking counted as output, as it is billed) and
 ``model_version`` (else the agent's ``model``) the model for cost. The reply is the text of the
-run's final response events.
+run's final response events, and their ``inline_data`` parts its files; the user's files go to the
+agent as ``inline_data`` parts of the message (``types.Part.from_bytes``).
 """
 
 from __future__ import annotations
 
+import mimetypes
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -23,8 +25,9 @@ from google.adk.tools.base_toolset import BaseToolset
 from google.genai import types
 
 from fabtest.agents.base import OnToolCall
+from fabtest.agents.builtin_models import gemini_parts
 from fabtest.agents.frameworks import Session, ToolLog, known_tools, model_name, resolve_target, turn_response
-from fabtest.conversation import AgentResponse, Message, TokenUsage
+from fabtest.conversation import AgentResponse, Attachment, Message, TokenUsage
 
 __all__ = ["ADKAgent"]
 
@@ -66,7 +69,8 @@ class ADKAgent:
         usage = TokenUsage()
         model = self._model
         texts: list[str] = []
-        asked = types.Content(role="user", parts=[types.Part(text=text)])
+        asked = types.Content(role="user", parts=gemini_parts(text, messages[-1].attachments))
+        files: list[Attachment] = []
         async for event in self._runner.run_async(user_id=_USER, session_id=self._session_id, new_message=asked):
             if event.partial:
                 continue
@@ -84,7 +88,9 @@ class ADKAgent:
                 model = self._configured or event.model_version or model
             if event.is_final_response() and event.content and event.author != "user":
                 texts.extend(p.text for p in event.content.parts or [] if p.text and not p.thought)
+                files.extend(_inline_files(event.content.parts or [], len(files)))
         response = turn_response("\n".join(texts), log, usage, model, session_id=self._session_id)
+        response.attachments = files
         return self._session.answered(messages, response)
 
     async def _new_session(self, prior: Sequence[Message]) -> None:
@@ -98,7 +104,20 @@ class ADKAgent:
             user = message.role == "user"
             await service.append_event(session, Event(
                 author="user" if user else self.agent.name, invocation_id=f"fabtest-{uuid.uuid4()}",
-                content=types.Content(role="user" if user else "model", parts=[types.Part(text=message.content)])))
+                content=types.Content(role="user" if user else "model",
+                                      parts=gemini_parts(message.content, message.attachments))))
+
+
+def _inline_files(parts: Sequence[types.Part], before: int) -> list[Attachment]:
+    """The reply's ``inline_data`` parts (a generated image, an artifact) as files."""
+    files: list[Attachment] = []
+    for part in parts:
+        blob = part.inline_data
+        if blob is not None and blob.data:
+            mime_type = blob.mime_type or "application/octet-stream"
+            name = blob.display_name or f"file-{before + len(files) + 1}{mimetypes.guess_extension(mime_type) or ''}"
+            files.append(Attachment.from_bytes(blob.data, name=name, mime_type=mime_type))
+    return files
 
 
 def _tool_names(agent: BaseAgent) -> Iterator[str | None]:

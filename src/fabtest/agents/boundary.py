@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator
 
 from fabtest.agents.aio import is_async_callable, run
-from fabtest.conversation import AgentResponse, ToolCall
+from fabtest.conversation import AgentResponse, Attachment, ToolCall
 from fabtest.errors import AgentError, AgentTimeout, UsageError, describe, excerpt
 from fabtest.llm.base import LLMNotConfigured
 
@@ -193,12 +193,14 @@ def coerce_response(value: Any, *, where: str = "") -> AgentResponse:
     text: Any
     calls: Any
     metadata: Any
+    files: Any = None
     if isinstance(value, str):
         return AgentResponse(text=without_surrogates(value))
     if isinstance(value, AgentResponse):
-        text, calls, metadata = value.text, value.tool_calls, value.metadata
+        text, calls, metadata, files = value.text, value.tool_calls, value.metadata, value.attachments
     elif isinstance(value, Mapping) and "text" in value:
         text, calls, metadata = value.get("text"), value.get("tool_calls"), value.get("metadata")
+        files = value.get("attachments")
     else:
         hint = " (or a mapping with 'text', 'tool_calls', 'metadata')"
         if isinstance(value, Mapping):  # a mapping is allowed, but this one has no reply in it
@@ -220,9 +222,24 @@ def coerce_response(value: Any, *, where: str = "") -> AgentResponse:
     try:
         tool_calls = [coerce_tool_call(call, where=f"tool_calls[{i}]") for i, call in enumerate(calls)]
         meta = _metadata(metadata, "metadata")
+        attachments = _attachments(files)
     except AgentDataError as exc:
         raise AgentDataError(f"{prefix}the agent returned bad data: {exc}") from None
-    return AgentResponse(text=without_surrogates(text), tool_calls=tool_calls, metadata=meta)
+    return AgentResponse(text=without_surrogates(text), tool_calls=tool_calls, metadata=meta, attachments=attachments)
+
+
+def _attachments(value: Any) -> list[Attachment]:
+    """``attachments``: a list of :class:`fabtest.Attachment` (files are never guessed from other shapes)."""
+    if value is None:
+        return []
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
+        raise AgentDataError(f"attachments: expected a list of fabtest.Attachment, got {type(value).__name__} "
+                             f"({_short(value)})")
+    for i, item in enumerate(value):
+        if not isinstance(item, Attachment):
+            raise AgentDataError(f"attachments[{i}]: expected a fabtest.Attachment (Attachment.from_bytes(data, "
+                                 f"name=...)), got {type(item).__name__} ({_short(item)})")
+    return list(value)
 
 
 def safe_metadata(agent: Any, timeout: float | None = None) -> dict[str, Any]:

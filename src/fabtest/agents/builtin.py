@@ -200,7 +200,7 @@ class BuiltinAgent:
         prior = list(messages[:-1])
         if prior != self._seen:
             model.reset(prior)
-        model.add_user(messages[-1].content)
+        model.add_user(messages[-1].content, messages[-1].attachments)
         self._seen = None  # until this turn completes, the model's history is not the conversation's
         usage = TokenUsage()
         calls: list[ToolCall] = []

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from fabtest.agents.base import STAND_IN_KEY, AgentError
-from fabtest.conversation import Message, TokenUsage, jsonable
+from fabtest.agents.file_parts import openai_content
+from fabtest.conversation import Attachment, Message, TokenUsage, jsonable
 from fabtest.llm.base import LLMError, LLMNotConfigured, LLMSettings
 from fabtest.llm.gemini import gemini_api_key, gemini_base_url, missing_key_message
 from fabtest.llm.limits import (
@@ -30,7 +31,7 @@ from fabtest.llm.limits import (
 from fabtest.llm.openai_compat import openai_api_key, openai_base_url
 
 __all__ = ["STAND_IN_KEY", "ChatModel", "FunctionCall", "GeminiChat", "ModelTurn", "OpenAIChat", "StandInModel",
-           "ToolSpec", "build_chat_model"]
+           "ToolSpec", "build_chat_model", "gemini_parts"]
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ class ChatModel(Protocol):
     model: str
 
     def reset(self, messages: Sequence[Message]) -> None: ...
-    def add_user(self, text: str) -> None: ...
+    def add_user(self, text: str, attachments: Sequence[Attachment] = ()) -> None: ...
     def generate(self) -> ModelTurn: ...
     def add_results(self, results: list[tuple[FunctionCall, Any, bool]]) -> None: ...
 
@@ -98,6 +99,13 @@ def build_chat_model(settings: LLMSettings, *, system: str, tools: list[ToolSpec
     if settings.provider == "openai":
         return OpenAIChat(settings, system=system, tools=tools, backoff_base_s=backoff_base_s)
     return GeminiChat(settings, system=system, tools=tools, backoff_base_s=backoff_base_s)
+
+
+def gemini_parts(text: str, attachments: Sequence[Attachment]) -> list[Any]:
+    """A message as google-genai parts: its text, then each file as inline data (``Part.from_bytes``)."""
+    from google.genai import types
+
+    return [types.Part(text=text), *(types.Part.from_bytes(data=f.data, mime_type=f.mime_type) for f in attachments)]
 
 
 def _response_dict(result: Any, is_error: bool) -> dict[str, Any]:
@@ -141,13 +149,13 @@ class GeminiChat:
         from google.genai import types
 
         self._contents = [types.Content(role="user" if m.role == "user" else "model",
-                                        parts=[types.Part(text=m.content)])
+                                        parts=gemini_parts(m.content, m.attachments))
                           for m in messages]
 
-    def add_user(self, text: str) -> None:
+    def add_user(self, text: str, attachments: Sequence[Attachment] = ()) -> None:
         from google.genai import types
 
-        self._contents.append(types.Content(role="user", parts=[types.Part(text=text)]))
+        self._contents.append(types.Content(role="user", parts=gemini_parts(text, attachments)))
 
     def add_results(self, results: list[tuple[FunctionCall, Any, bool]]) -> None:
         from google.genai import types
@@ -217,11 +225,11 @@ class OpenAIChat:
         self._messages: list[dict[str, Any]] = []
 
     def reset(self, messages: Sequence[Message]) -> None:
-        self._messages = [{"role": "user" if m.role == "user" else "assistant", "content": m.content}
+        self._messages = [{"role": "user" if m.role == "user" else "assistant", "content": openai_content(m)}
                           for m in messages]
 
-    def add_user(self, text: str) -> None:
-        self._messages.append({"role": "user", "content": text})
+    def add_user(self, text: str, attachments: Sequence[Attachment] = ()) -> None:
+        self._messages.append({"role": "user", "content": openai_content(Message("user", text, tuple(attachments)))})
 
     def add_results(self, results: list[tuple[FunctionCall, Any, bool]]) -> None:
         for call, result, is_error in results:

@@ -13,6 +13,11 @@ between runs; only the latest user message is passed to the CLI.
 Placeholders in the templates: ``{prompt}``, ``{model}``, ``{session_id}``, ``{cwd}``. They are
 substituted inside each argv element in one pass, so braces in a prompt are never re-expanded.
 
+Files the user sends with a message are written into the working directory, under
+``attachments/`` (``attachments/lamp.png``), before the turn's process starts. An argv element
+that is exactly ``{files}`` becomes one element per file path; a template without it gets each
+path appended to the prompt as ``@attachments/lamp.png``, the Gemini CLI's way to include a file.
+
 ``output_format="stream-json"`` parses the Gemini CLI's JSONL events (``init``, ``message``,
 ``tool_use``, ``tool_result``, ``error``, ``result``; non-JSON lines are ignored);
 ``output_format="text"`` takes stdout as the reply.
@@ -35,7 +40,7 @@ from typing import Any
 
 from fabtest.agents import supervisor, trace_calls
 from fabtest.agents.base import AgentError, AgentTimeout, OnToolCall, declared_tools, program_path
-from fabtest.conversation import AgentResponse, Message, ToolCall
+from fabtest.conversation import AgentResponse, Attachment, Message, ToolCall
 
 DEFAULT_MODEL = "gemini-2.5-flash"
 DEFAULT_EXECUTABLE = "gemini"
@@ -54,6 +59,8 @@ GEMINI_RESUME_COMMAND: tuple[str, ...] = (
 )
 
 OUTPUT_FORMATS = ("stream-json", "text")
+#: the folder of the working directory where a turn's files are written for the CLI
+ATTACHMENTS_DIR = "attachments"
 _PLACEHOLDER = re.compile(r"\{(prompt|model|session_id|cwd)\}")
 _STDERR_TAIL_LINES = 20
 _SHOW_CHARS = 300
@@ -173,13 +180,17 @@ class CliAgent:
         self.cancel()
 
     def chat(self, messages: Sequence[Message], on_tool_call: OnToolCall | None = None) -> AgentResponse:
-        prompt = _latest_user_message(messages)
+        latest = _latest_user_message(messages)
         user_turns = sum(1 for m in messages if m.role == "user")
         if self.turns and user_turns <= 1:
             # The same instance was handed a brand-new conversation: never resume the old one.
             self.reset()
         template = self.command if self.turns == 0 else self.resume_command
-        argv = self._render(template, prompt)
+        paths = self._write_files(latest.attachments)
+        prompt = latest.content
+        if paths and "{files}" not in template:
+            prompt = " ".join([prompt, *(f"@{p}" for p in paths)])
+        argv = self._render(template, prompt, paths)
         started = time.monotonic()
         code, stdout, stderr = self._run(argv)
         duration = time.monotonic() - started
@@ -213,9 +224,28 @@ class CliAgent:
 
     # -- internals ------------------------------------------------------------------------------
 
-    def _render(self, template: Sequence[str], prompt: str) -> list[str]:
+    def _render(self, template: Sequence[str], prompt: str, files: Sequence[str] = ()) -> list[str]:
         values = {"prompt": prompt, "model": self.model, "session_id": self.session_id, "cwd": self.cwd or os.getcwd()}
-        return [_PLACEHOLDER.sub(lambda m: values[m.group(1)], arg) for arg in template]
+        argv: list[str] = []
+        for arg in template:
+            if arg == "{files}":
+                argv.extend(files)
+            else:
+                argv.append(_PLACEHOLDER.sub(lambda m: values[m.group(1)], arg))
+        return argv
+
+    def _write_files(self, files: Sequence[Attachment]) -> list[str]:
+        """Write the message's files under ``attachments/`` in the working directory; their relative paths."""
+        if not files:
+            return []
+        folder = Path(self.cwd or os.getcwd()) / ATTACHMENTS_DIR
+        folder.mkdir(parents=True, exist_ok=True)
+        paths = []
+        for file in files:
+            name = Path(file.name).name or file.sha256[:12]  # never a path out of the folder
+            (folder / name).write_bytes(file.data)
+            paths.append(f"{ATTACHMENTS_DIR}/{name}")
+        return paths
 
     def _run(self, argv: list[str]) -> tuple[int, bytes, bytes]:
         env = {**os.environ, **self.env, **(trace_calls.environment() if self.exports_traces else {})}
@@ -448,10 +478,10 @@ def _join_segments(segments: list[str]) -> str:
     return "\n".join(seg.strip() for seg in segments if seg.strip())
 
 
-def _latest_user_message(messages: Sequence[Message]) -> str:
+def _latest_user_message(messages: Sequence[Message]) -> Message:
     for message in reversed(list(messages)):
         if message.role == "user":
-            return message.content
+            return message
     raise AgentError("CLI agent needs a user message to send, got none")
 
 

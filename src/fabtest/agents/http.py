@@ -6,6 +6,11 @@ response ``{"text": "...", "tool_calls": [...], "metadata": {...}}``. ``tool_cal
 in any shape :mod:`fabtest.agents.boundary` accepts (``{name, arguments}``, ``{name, args}``,
 OpenAI's ``{id, type, function: {name, arguments: "<json>"}}``, with ``result``/``output``);
 ``metadata`` (model, request id, usage...) is recorded with the turn.
+
+Files: a message with files carries ``"attachments": [{"name", "mime_type", "data": "<base64>"}]``
+beside its ``content`` (``files_field`` renames the list, ``file_keys`` the three keys, as in
+``file_keys = {name = "filename", mime_type = "type", data = "base64"}``); a response's list under
+the same name becomes the turn's files.
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ import httpx
 from fabtest.agents import trace_calls
 from fabtest.agents.base import AgentError, AgentTimeout, OnToolCall, declared_tools
 from fabtest.agents.boundary import coerce_response
-from fabtest.conversation import AgentResponse, Message
+from fabtest.agents.file_parts import b64, from_base64
+from fabtest.conversation import AgentResponse, Attachment, Message
 
 
 class HttpAgent:
@@ -40,6 +46,8 @@ class HttpAgent:
         extra_body: Mapping[str, Any] | None = None,
         tools: Sequence[str] | None = None,
         traces: bool = False,
+        files_field: str = "attachments",
+        file_keys: Mapping[str, str] | None = None,
     ) -> None:
         self.url = url
         #: the tool names the agent declares (``tools = [...]``): steps naming another tool are usage errors
@@ -50,6 +58,7 @@ class HttpAgent:
         self.exports_traces = trace_calls.exports_flag(traces, f"HTTP agent at {url}")
         self._fields = (messages_field, session_field, text_field, tool_calls_field, metadata_field)
         self._extra = dict(extra_body or {})
+        self._files = FileFields(files_field, file_keys, where=f"HTTP agent at {url}")
         self._session_id = str(uuid.uuid4())
         self._client = httpx.Client(headers=dict(headers or {}), timeout=self.timeout)
 
@@ -71,8 +80,7 @@ class HttpAgent:
 
     def chat(self, messages: Sequence[Message], on_tool_call: OnToolCall | None = None) -> AgentResponse:
         messages_field, session_field, text_field, calls_field, meta_field = self._fields
-        body: dict[str, Any] = {**self._extra, messages_field: [{"role": m.role, "content": m.content}
-                                                                for m in messages]}
+        body: dict[str, Any] = {**self._extra, messages_field: [self._files.message(m) for m in messages]}
         if session_field:
             body[session_field] = self._session_id
         reply = post_json(self._client, self.url, body, timeout=self.timeout, label="HTTP agent")
@@ -90,10 +98,48 @@ class HttpAgent:
         except AgentError as exc:
             raise AgentError(f"HTTP agent at {self.url}: {str(exc).replace('the agent returned bad data: ', '')}"
                              ) from None
+        response.attachments = self._files.read(data)
         if on_tool_call is not None:
             for call in response.tool_calls:
                 on_tool_call(call)
         return response
+
+
+class FileFields:
+    """Where an HTTP body carries files: the list's field name and the keys of each file."""
+
+    def __init__(self, field: str, keys: Mapping[str, str] | None, *, where: str) -> None:
+        known = {"name", "mime_type", "data"}
+        keys = dict(keys or {})
+        if (not isinstance(field, str) or not field or set(keys) - known
+                or not all(isinstance(v, str) for v in keys.values())):
+            raise TypeError(f"files_field must be a field name and file_keys a table of {sorted(known)} to field "
+                            f"names, got {field!r} and {keys!r}")
+        self.field = field
+        self.name, self.mime_type, self.data = (keys.get(k, k) for k in ("name", "mime_type", "data"))
+        self.where = where
+
+    def message(self, m: Message) -> dict[str, Any]:
+        out: dict[str, Any] = {"role": m.role, "content": m.content}
+        if m.attachments:
+            out[self.field] = [{self.name: f.name, self.mime_type: f.mime_type, self.data: b64(f.data)}
+                               for f in m.attachments]
+        return out
+
+    def read(self, data: Any) -> list[Attachment]:
+        raw = _dig(data, self.field)
+        if raw is None:
+            return []
+        if not isinstance(raw, list) or not all(isinstance(f, Mapping) for f in raw):
+            raise AgentError(f"{self.where}: {self.field!r} must be a list of {{{self.name}, {self.mime_type}, "
+                             f"{self.data}}} objects, got {str(raw)[:200]}")
+        files = []
+        for i, f in enumerate(raw):
+            name, content = f.get(self.name) or f"file-{i + 1}", f.get(self.data)
+            if not isinstance(content, str):
+                raise AgentError(f"{self.where}: {self.field}[{i}] has no base64 string {self.data!r}")
+            files.append(from_base64(content, name=str(name), mime_type=f.get(self.mime_type), where=self.where))
+        return files
 
 
 def _positive_seconds(value: Any, name: str) -> float:

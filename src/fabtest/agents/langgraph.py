@@ -30,8 +30,9 @@ from langgraph.pregel import Pregel
 
 from fabtest.agents import stubs
 from fabtest.agents.base import AgentError, OnToolCall
+from fabtest.agents.file_parts import langchain_content, langchain_files
 from fabtest.agents.frameworks import Session, ToolLog, resolve_target, turn_response
-from fabtest.conversation import AgentResponse, Message, TokenUsage
+from fabtest.conversation import AgentResponse, Attachment, Message, TokenUsage
 
 __all__ = ["LangGraphAgent"]
 
@@ -84,13 +85,13 @@ class LangGraphAgent:
                                       else self.stubbable_tools() or None)
 
     async def chat(self, messages: Sequence[Message], on_tool_call: OnToolCall | None = None) -> AgentResponse:
-        text = self._session.new_user_text(messages)
-        asked = HumanMessage(content=text, id=str(uuid.uuid4()))
+        self._session.new_user_text(messages)
+        asked = HumanMessage(content=langchain_content(messages[-1]), id=str(uuid.uuid4()))  # type: ignore[arg-type]
         prior: list[BaseMessage] = []
         if not self._session.continues(messages):
             self._thread = str(uuid.uuid4())
-            prior = [HumanMessage(content=m.content) if m.role == "user" else AIMessage(content=m.content)
-                     for m in messages[:-1]]
+            prior = [HumanMessage(content=langchain_content(m)) if m.role == "user"  # type: ignore[arg-type]
+                     else AIMessage(content=langchain_content(m)) for m in messages[:-1]]  # type: ignore[arg-type]
         elif not self._checkpointed:
             prior = self._messages
         config: Any = {"configurable": {"thread_id": self._thread}} if self._checkpointed else None
@@ -109,8 +110,10 @@ class LangGraphAgent:
         usage = TokenUsage()
         model = self._model
         texts: list[str] = []
+        files: list[Attachment] = []
         for message in new:
             if isinstance(message, AIMessage):
+                files.extend(langchain_files(message.content, where="the LangGraph graph's reply"))
                 for call in message.tool_calls:
                     log.called(call.get("id"), call["name"], call.get("args"))
                 tokens: Mapping[str, Any] = message.usage_metadata or {}
@@ -124,7 +127,9 @@ class LangGraphAgent:
                 log.returned(message.tool_call_id, message.content, error=message.status == "error",
                              name=message.name)
         text = texts[-1] if texts else ""  # the answer is the last thing the graph said
-        return turn_response(text, log, usage, model, thread_id=self._thread if self._checkpointed else None)
+        response = turn_response(text, log, usage, model, thread_id=self._thread if self._checkpointed else None)
+        response.attachments = files
+        return response
 
 
 def _intercept(node: ToolNode) -> None:

@@ -18,6 +18,7 @@ from agents import Agent, FunctionTool, Runner, SQLiteSession
 from agents.items import ToolCallItem, ToolCallOutputItem
 
 from fabtest.agents.base import OnToolCall
+from fabtest.agents.file_parts import responses_content
 from fabtest.agents.frameworks import (
     Session,
     ToolLog,
@@ -59,9 +60,14 @@ class OpenAIAgentsAgent:
         text = self._session.new_user_text(messages)
         if not self._session.continues(messages):
             self._sdk_session = SQLiteSession(str(uuid.uuid4()))
-            await self._sdk_session.add_items([
-                {"role": "user" if m.role == "user" else "assistant", "content": m.content} for m in messages[:-1]])
-        result = await Runner.run(self.agent, text, session=self._sdk_session)
+            # an assistant's earlier files are not resent: the API takes none from the assistant
+            items: list[Any] = [{"role": "user", "content": responses_content(m)} if m.role == "user"
+                                else {"role": "assistant", "content": m.content} for m in messages[:-1]]
+            await self._sdk_session.add_items(items)
+        asked: Any = text
+        if messages[-1].attachments:  # input_image / input_file parts beside the text
+            asked = [{"role": "user", "content": responses_content(messages[-1])}]
+        result = await Runner.run(self.agent, asked, session=self._sdk_session)
         log = ToolLog(on_tool_call)
         for item in result.new_items:
             raw: Any = item.raw_item

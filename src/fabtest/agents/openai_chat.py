@@ -8,7 +8,9 @@ function: {name, arguments: "<json>"}}``) are recorded as the turn's tool calls,
 ``result`` or ``output`` next to ``function`` taken as the call's result when the server gives
 one. ``usage`` (``prompt_tokens``, ``completion_tokens``) is reported in
 ``AgentResponse.metadata["usage"]``. ``URL`` is the endpoint itself (``.../chat/completions``) or
-its base (``.../v1``).
+its base (``.../v1``). A message with files is sent as content parts (``image_url`` with a
+``data:`` URI for an image, ``file`` with ``filename`` and ``file_data`` otherwise), and a reply
+whose ``content`` is a list of such parts gives the turn its files.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import httpx
 
 from fabtest.agents.base import AgentError, OnToolCall, declared_tools
 from fabtest.agents.builtin_models import openai_function_call
+from fabtest.agents.file_parts import openai_content, openai_reply_files
 from fabtest.agents.http import post_json
 from fabtest.conversation import AgentResponse, Message, TokenUsage, ToolCall
 from fabtest.errors import UsageError
@@ -90,7 +93,7 @@ class OpenAIChatAgent:
         return closing(self)
 
     def chat(self, messages: Sequence[Message], on_tool_call: OnToolCall | None = None) -> AgentResponse:
-        wire = [{"role": "user" if m.role == "user" else "assistant", "content": m.content} for m in messages]
+        wire = [{"role": "user" if m.role == "user" else "assistant", "content": openai_content(m)} for m in messages]
         body: dict[str, Any] = {**self._extra, "messages": ([{"role": "system", "content": self.system}]
                                                             if self.system else []) + wire}
         if self.model:
@@ -111,9 +114,10 @@ class OpenAIChatAgent:
                              "'content' (finish_reason: "
                              f"{choice.get('finish_reason') if isinstance(choice, Mapping) else None!r})")
         content = message.get("content")
-        if content is not None and not isinstance(content, str):
+        if content is not None and not isinstance(content, (str, list)):
             raise AgentError(f"OpenAI chat agent at {self.url}: choices[0].message.content is "
-                             f"{type(content).__name__}, expected a string")
+                             f"{type(content).__name__}, expected a string or a list of content parts")
+        content, files = openai_reply_files(content, where=f"OpenAI chat agent at {self.url}")
         calls = [_tool_call(raw, self.url) for raw in (message.get("tool_calls") or [])]
         if on_tool_call is not None:
             for call in calls:
@@ -125,7 +129,7 @@ class OpenAIChatAgent:
                            ("finish_reason", choice.get("finish_reason"))):
             if value:
                 metadata[key] = value
-        return AgentResponse(text=content or "", tool_calls=calls, metadata=metadata)
+        return AgentResponse(text=content or "", tool_calls=calls, metadata=metadata, attachments=files)
 
 
 def _tool_call(raw: Any, url: str) -> ToolCall:

@@ -7,23 +7,31 @@ spans of each turn from here. ``POST /v1/traces`` takes the two OTLP/HTTP encodi
 (``application/json``, ids in hex) and protobuf (``application/x-protobuf``, decoded with
 ``opentelemetry-proto``, which the ``otel`` extra installs; without it a protobuf body is answered
 415 and the agent should export JSON: ``OTEL_EXPORTER_OTLP_PROTOCOL=http/json``). Bodies may be
-gzip-compressed. Only loopback addresses are served; a body over :data:`MAX_BODY` is refused.
+gzip-compressed: they are inflated a piece at a time and refused (413) as soon as they pass
+:data:`MAX_BODY`, so a small body that inflates to gigabytes never fills the memory. Only loopback
+addresses are served; a body that is too large, truncated, not valid gzip or nested too deeply is
+answered 413 or 400, never a dropped connection.
+
+A turn's trace is *expected* (:meth:`Receiver.expect`) from the moment its ``traceparent`` is made
+until its spans were read: when more than :data:`MAX_TRACES` traces arrive (another service
+exporting to the same port, a flood), the traces nobody expects are dropped first, oldest first,
+so foreign traffic cannot push a turn's own spans out.
 """
 
 from __future__ import annotations
 
-import gzip
 import json
 import threading
 import time
+import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from fabtest.errors import UsageError
+from fabtest.errors import FabtestError, UsageError
 
-__all__ = ["DEFAULT_PORT", "Receiver", "Span", "protobuf_available", "receiver"]
+__all__ = ["DEFAULT_PORT", "BodyTooLarge", "Receiver", "Span", "inflate", "protobuf_available", "receiver"]
 
 #: the port OTLP/HTTP exporters send to when nothing else is configured
 DEFAULT_PORT = 4318
@@ -31,8 +39,12 @@ DEFAULT_PORT = 4318
 MAX_BODY = 32 * 1024 * 1024
 #: spans kept per trace at most (an agent that loops cannot fill the memory)
 MAX_SPANS_PER_TRACE = 10_000
-#: traces kept at most; the oldest is dropped first
+#: traces kept at most; the oldest trace no turn expects is dropped first
 MAX_TRACES = 2_000
+
+
+class BodyTooLarge(FabtestError, ValueError):
+    """A request body over :data:`MAX_BODY` bytes, as sent or once inflated (answered 413)."""
 
 
 @dataclass(frozen=True)
@@ -64,6 +76,8 @@ class Receiver:
         if host not in ("127.0.0.1", "::1", "localhost"):
             raise UsageError(f"[tool.fabtest.traces]: the receiver listens on loopback only, not {host!r}")
         self._traces: dict[str, list[Span]] = {}
+        #: the trace ids turns are waiting for, with how many turns wait for each (never dropped)
+        self._expected: dict[str, int] = {}
         self._changed = threading.Condition()
         try:
             self._server = ThreadingHTTPServer((host, port), _handler(self))
@@ -88,9 +102,26 @@ class Receiver:
                 kept = self._traces.setdefault(span.trace_id, [])
                 if len(kept) < MAX_SPANS_PER_TRACE:
                     kept.append(span)
-            while len(self._traces) > MAX_TRACES:
-                del self._traces[next(iter(self._traces))]
+            excess = len(self._traces) - MAX_TRACES
+            if excess > 0:  # the oldest foreign traces go; a trace a turn expects stays
+                foreign = [t for t in self._traces if t not in self._expected][:excess]
+                for trace_id in foreign:
+                    del self._traces[trace_id]
             self._changed.notify_all()
+
+    def expect(self, trace_id: str) -> None:
+        """A turn waits for ``trace_id``: its spans are kept whatever else arrives, until :meth:`release`."""
+        with self._changed:
+            self._expected[trace_id] = self._expected.get(trace_id, 0) + 1
+
+    def release(self, trace_id: str) -> None:
+        """The turn read its spans: ``trace_id`` may be dropped like any other trace again."""
+        with self._changed:
+            left = self._expected.get(trace_id, 0) - 1
+            if left > 0:
+                self._expected[trace_id] = left
+            else:
+                self._expected.pop(trace_id, None)
 
     def spans(self, trace_id: str) -> list[Span]:
         with self._changed:
@@ -130,6 +161,10 @@ def receiver(port: int = DEFAULT_PORT) -> Receiver:
 # -- the HTTP side -------------------------------------------------------------------------------------
 def _handler(target: Receiver) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
+        #: seconds a connection may sit without sending: a body shorter than its Content-Length ends
+        #: in a 400, not a thread waiting forever
+        timeout = 10
+
         def do_POST(self) -> None:  # noqa: N802 - the http.server name
             if self.path.split("?")[0].rstrip("/") != "/v1/traces":
                 return self._reply(404, b"only /v1/traces is received here", "text/plain")
@@ -147,19 +182,25 @@ def _handler(target: Receiver) -> type[BaseHTTPRequestHandler]:
                                            "text/plain")
                     target.add(spans_from_protobuf(body))
                     return self._reply(200, b"", "application/x-protobuf")
-            except (ValueError, TypeError, KeyError, OSError) as exc:
+            except BodyTooLarge as exc:
+                return self._reply(413, str(exc).encode(), "text/plain")
+            except (ValueError, TypeError, KeyError, AttributeError, OSError, EOFError, zlib.error) as exc:
                 return self._reply(400, f"bad OTLP body: {type(exc).__name__}: {exc}"[:300].encode(), "text/plain")
+            except RecursionError:
+                return self._reply(400, b"bad OTLP body: nested too deeply", "text/plain")
             return self._reply(415, b"Content-Type must be application/json or application/x-protobuf", "text/plain")
 
         def _body(self) -> bytes:
             length = int(self.headers.get("Content-Length") or 0)
-            if length < 0 or length > MAX_BODY:
-                raise ValueError(f"body of {length} bytes (at most {MAX_BODY})")
+            if length < 0:
+                raise ValueError(f"Content-Length {length}")
+            if length > MAX_BODY:
+                raise BodyTooLarge(f"body of {length} bytes (at most {MAX_BODY})")
             body = self.rfile.read(length)
+            if len(body) < length:
+                raise ValueError(f"body of {len(body)} bytes, {length} announced")
             if (self.headers.get("Content-Encoding") or "").strip().lower() == "gzip":
-                body = gzip.decompress(body)  # bounded below
-                if len(body) > MAX_BODY:
-                    raise ValueError(f"body of more than {MAX_BODY} bytes once decompressed")
+                body = inflate(body, MAX_BODY)
             return body
 
         def _reply(self, status: int, body: bytes, kind: str) -> None:
@@ -173,6 +214,23 @@ def _handler(target: Receiver) -> type[BaseHTTPRequestHandler]:
             return
 
     return Handler
+
+
+def inflate(data: bytes, limit: int) -> bytes:
+    """A gzip body (one member or several), inflated at most ``limit`` bytes: :class:`BodyTooLarge`
+    past it, before more is inflated; ``ValueError`` for a truncated or broken one."""
+    out = bytearray()
+    rest = data
+    while True:
+        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)  # 16+: a gzip header and trailer
+        out += inflater.decompress(rest, limit + 1 - len(out))
+        if len(out) > limit:
+            raise BodyTooLarge(f"body of more than {limit} bytes once decompressed")
+        if not inflater.eof:
+            raise ValueError("the gzip body is truncated (no end of stream)")
+        rest = inflater.unused_data
+        if not rest.strip(b"\0"):  # gzip.decompress also ignores trailing zero padding
+            return bytes(out)
 
 
 # -- the two encodings ---------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic_ai.agent import AbstractAgent
 from pydantic_ai.messages import (
+    BinaryContent,
     ModelMessage,
     ModelRequest,
     ModelResponse,
@@ -35,7 +36,7 @@ from fabtest.agents.frameworks import (
     resolve_target,
     turn_response,
 )
-from fabtest.conversation import AgentResponse, Message, TokenUsage
+from fabtest.conversation import AgentResponse, Attachment, Message, TokenUsage
 
 __all__ = ["PydanticAIAgent"]
 
@@ -68,7 +69,10 @@ class PydanticAIAgent:
         text = self._session.new_user_text(messages)
         if not self._session.continues(messages):
             self._history = [_as_message(m) for m in messages[:-1]]
-        result = await self.agent.run(text, message_history=self._history)
+        prompt: Any = text
+        if messages[-1].attachments:
+            prompt = _user_content(messages[-1])
+        result = await self.agent.run(prompt, message_history=self._history)
         self._history = list(result.all_messages())
         log = ToolLog(on_tool_call)
         model = self._model
@@ -85,14 +89,28 @@ class PydanticAIAgent:
         usage = result.usage
         turn = TokenUsage(calls=usage.requests, input_tokens=usage.input_tokens or 0,
                           output_tokens=usage.output_tokens or 0)
-        response = turn_response(output_text(result.output), log, turn, model)
+        output = result.output
+        files = [_file(output)] if isinstance(output, BinaryContent) else []
+        response = turn_response("" if files else output_text(output), log, turn, model)
+        response.attachments = files
         return self._session.answered(messages, response)
 
 
 def _as_message(message: Message) -> ModelMessage:
     if message.role == "user":
-        return ModelRequest(parts=[UserPromptPart(message.content)])
+        return ModelRequest(parts=[UserPromptPart(_user_content(message) if message.attachments else message.content)])
     return ModelResponse(parts=[TextPart(message.content)])
+
+
+def _user_content(message: Message) -> list[Any]:
+    """The text, then each file as ``BinaryContent`` (PydanticAI's inline file, named by ``identifier``)."""
+    return [message.content, *(BinaryContent(f.data, media_type=f.mime_type, identifier=f.name)
+                               for f in message.attachments)]
+
+
+def _file(content: BinaryContent) -> Attachment:
+    """A ``BinaryContent`` output (an agent whose output type is a file or an image) as a file."""
+    return Attachment.from_bytes(content.data, name=content.identifier or "output", mime_type=content.media_type)
 
 
 def _tool_names(agent: AbstractAgent[Any, Any]) -> Iterator[str | None]:

@@ -94,11 +94,13 @@ def turn(agent: Any, *, port: int = DEFAULT_PORT,
         return
     spans_from = receiver(port)
     current = _new_turn()
+    spans_from.expect(current.trace_id)  # kept however many foreign traces arrive meanwhile
     token = _current.set(current)
     try:
         yield lambda response: _collect(response, spans_from, current, wait)
     finally:
         _current.reset(token)
+        spans_from.release(current.trace_id)
 
 
 def _collect(response: AgentResponse, spans_from: Any, current: TurnTrace, wait: float) -> None:

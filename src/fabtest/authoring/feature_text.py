@@ -5,21 +5,23 @@ every tool call the agent made is a ``must call ... with:`` step (what the agent
 must keep doing), and the quality of the replies is left to a ``should`` criterion the author
 writes (a commented placeholder), since what made the recorded answer good or bad is the author's
 judgement. A shrunk one (:func:`regression_feature`) carries the check that failed, as a ``must``
-step. Text that a Gherkin line cannot hold (double quotes, newlines) goes into a doc string; table
-cells escape ``|`` and ``\\``.
+step. Text that a Gherkin line cannot hold (double quotes, newlines) goes into a doc string, and
+text neither keeps (a carriage return, indentation) into ``the user says exactly`` with JSON
+escapes; table cells escape ``|`` and ``\\``.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from fabtest._internal.files import write_text_atomic
 from fabtest.authoring.draft_user import DraftedUser
-from fabtest.authoring.transcripts import RecordedConversation
+from fabtest.authoring.transcripts import RecordedConversation, RecordedTurn
 from fabtest.experiment.model import CheckRecord
 
 __all__ = ["check_steps", "feature_text", "regression_feature", "regression_path", "simulated_feature", "stub_steps",
@@ -30,8 +32,10 @@ _FORMAT_NAMES = {"fabtest": "a fabtest experiment", "openai": "OpenAI chat messa
                  "otlp": "OpenTelemetry GenAI traces"}
 
 
-def feature_text(conversation: RecordedConversation, *, source: str, agent: str | None = None) -> str:
-    """The feature file's text for ``conversation`` (read from ``source``)."""
+def feature_text(conversation: RecordedConversation, *, source: str, agent: str | None = None,
+                 files_dir: str = "files") -> str:
+    """The feature file's text for ``conversation`` (read from ``source``); a turn's files are sent
+    from ``files_dir`` (beside the feature, where :func:`write_files` puts them)."""
     name = _line(conversation.name) or "Imported conversation"
     lines = [f"# Imported by `fabtest import` from {_line(source)} ({_FORMAT_NAMES[conversation.source_format]})."]
     if conversation.origin:
@@ -47,7 +51,7 @@ def feature_text(conversation: RecordedConversation, *, source: str, agent: str 
     lines += stub_steps((c.name, c.result, bool(c.metadata.get("error"))) for t in conversation.turns
                         for c in t.tool_calls if c.metadata.get("stubbed"))
     for turn in conversation.turns:
-        lines += _user_step(turn.user)
+        lines += _user_step(turn.user, [f"{files_dir}/{name}" for name in file_names(turn)] if turn.files else ())
         for call in turn.tool_calls:
             lines += _call_step(call.name, call.arguments)
     lines += ["    # What must a good answer do here? Write the criterion, then uncomment:",
@@ -94,9 +98,43 @@ def _line(text: str) -> str:
     return " ".join(str(text).split())
 
 
-def _user_step(text: str) -> list[str]:
-    if '"' not in text and "\n" not in text and text == text.strip() and text:
+def safe_file_name(name: str, sha256: str) -> str:
+    """A file's name as written beside a feature: no folder, no character a path or a step would trip on."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", Path(name).name).lstrip(".") or sha256[:12]
+
+
+def file_names(turn: RecordedTurn) -> list[str]:
+    """The turn's files' names as written beside the feature: safe, and unique within the turn."""
+    names: list[str] = []
+    for file in turn.files:
+        name = safe_file_name(file.name, file.sha256)
+        names.append(name if name not in names else f"{file.sha256[:8]}-{name}")
+    return names
+
+
+def write_files(conversation: RecordedConversation, folder: Path) -> int:
+    """Write every turn's files into ``folder`` (the feature's ``files_dir``); returns how many."""
+    written = 0
+    for turn in conversation.turns:
+        for name, file in zip(file_names(turn), turn.files, strict=True):
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_bytes(file.data)
+            written += 1
+    return written
+
+
+def _user_step(text: str, files: Sequence[str] = ()) -> list[str]:
+    """The step that sends ``text`` (and ``files``) as it was: with files, the ``sends`` step (its text on
+    one line); else quoted when it fits a line (spaces inside the quotes are kept), a doc string for lines
+    and quotes, and ``says exactly`` with JSON escapes for what neither keeps: a carriage return (a
+    feature file reads it as a line break) or indentation a doc string removes."""
+    if files:  # the text on one line, in quotes: the step's own form
+        sent = " and ".join(f'"{f}"' for f in files)
+        return [f'    When the user sends {sent} with "{" ".join(text.split())}"']
+    if text and '"' not in text and "\n" not in text and "\r" not in text:
         return [f'    When the user says "{text}"']
+    if "\r" in text or textwrap.dedent(text) != text or '\\"\\"\\"' in text:
+        return [f'    When the user says exactly "{json.dumps(text, ensure_ascii=False)[1:-1]}"']
     body = [("      " + line if line else "") for line in text.replace('"""', '\\"\\"\\"').split("\n")]
     return ["    When the user says:", '      """', *body, '      """']
 
@@ -180,9 +218,9 @@ def _trajectory_step(check: CheckRecord) -> tuple[list[str], str] | None:
 
 def regression_feature(name: str, messages: Sequence[str], anchor: int | None, setup: Sequence[str], step: str,
                        *, comments: Sequence[str], agent: str | None = None,
-                       history: Sequence[Mapping[str, str]] = ()) -> str:
+                       history: Sequence[Mapping[str, str]] = (), files_dir: str = "files") -> str:
     """A scripted feature: the seeded ``history``, ``messages`` as user turns, ``step`` after turn
-    ``anchor`` (or at the end)."""
+    ``anchor`` (or at the end). A message with files (shrink's ``Said``) sends them from ``files_dir``."""
     lines = [*(f"# {_line(c)}" for c in comments), "@regression", f"Feature: {_line(name)} (regression)", "",
              f"  Scenario: {_line(name)}"]
     if agent:
@@ -192,7 +230,8 @@ def regression_feature(name: str, messages: Sequence[str], anchor: int | None, s
         lines += ["    Given the conversation so far:", "      | role  | message |"]
         lines += [f"      | {h['role'].ljust(5)} | {_cell(_line(h['content']))} |" for h in history]
     for number, message in enumerate(messages, start=1):
-        lines += _user_step(message)
+        files = [f"{files_dir}/{safe_file_name(f.name, f.sha256)}" for f in getattr(message, "files", [])]
+        lines += _user_step(message, files)
         if number == anchor:
             lines.append(step)
     if anchor is None:

@@ -11,9 +11,10 @@ A"), in at least ``k`` of ``n`` replays. It then shortens each kept message a se
 time under the same rule.
 
 The turn a check is about is always kept (a ``response`` check without its response means
-nothing); the other turns, their sentences and the messages of a seeded history (``Given the
-conversation so far``) are what may go. Every replay counts against a budget,
-and the outcome says whether the failure reproduced at all: a failure that needed the simulated
+nothing), and a conversation check keeps at least one turn (a feature with no user turn fails with
+"there is no response yet", not the check's failure); the other turns, their sentences and the
+messages of a seeded history (``Given the conversation so far``) are what may go. Every replay
+counts against a budget, and the outcome says whether the failure reproduced at all: a failure that needed the simulated
 user's wording, or that the judge gives only now and then, is reported as not reproducing
 scripted rather than written as a test that passes.
 """
@@ -26,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from fabtest.engine import stubbing
-from fabtest.experiment.model import CheckRecord, ScenarioResult, TurnRecord
+from fabtest.experiment.model import CheckRecord, FileRecord, ScenarioResult, TurnRecord
 from fabtest.experiment.stats import LLM_JUDGED_TYPES
 from fabtest.replay.conversations import ReplayEnv, replay_scenario
 
@@ -61,6 +62,22 @@ class ShrinkOutcome:
     not_checkable: str = ""
 
 
+class Said(str):
+    """A user message the search keeps, with the files it was sent with (``TurnRecord.user_files``):
+    a str, so the search shortens and compares it as text, and the files go along."""
+
+    files: list[FileRecord]
+
+    def __new__(cls, text: str, files: Sequence[FileRecord] = ()) -> Said:
+        self = super().__new__(cls, text)
+        self.files = list(files)
+        return self
+
+
+def files_of(message: str) -> list[FileRecord]:
+    return list(getattr(message, "files", []))
+
+
 class _Stop(Exception):  # noqa: N818 - control flow inside this module, never raised out of it
     """The search cannot go on: the budget is spent, or the check cannot be re-run on a replay."""
 
@@ -93,7 +110,8 @@ class _Search:
 
     def fails(self, messages: Sequence[str], anchor: int | None) -> bool:
         """Does the check fail on these user messages (after ``self.history``) in ``k`` of at most ``n`` replays?"""
-        key = (*messages, f"@{anchor}", *(f"{h['role']}:{h['content']}" for h in self.history))
+        key = (*messages, *(f.sha256 for m in messages for f in files_of(m)), f"@{anchor}",
+               *(f"{h['role']}:{h['content']}" for h in self.history))
         if key in self.seen:
             return self.seen[key]
         failed = tried = 0
@@ -124,7 +142,8 @@ class _Search:
         candidate.iteration = 10_000 + self.outcome.replays
         candidate.simulator = None  # scripted: the kept user lines, never a simulator taking over
         candidate.history = list(self.history)
-        candidate.transcript = [TurnRecord(number=i, user=text, agent="") for i, text in enumerate(messages, start=1)]
+        candidate.transcript = [TurnRecord(number=i, user=text, agent="", user_files=files_of(text))
+                                for i, text in enumerate(messages, start=1)]
         target = self.check.model_copy(deep=True)
         target.turn = anchor
         candidate.expectations, candidate.evaluations = [target], []
@@ -134,6 +153,10 @@ class _Search:
         rechecked = new.expectations[0] if new.expectations else None
         if rechecked is None or outcome.error:
             return "error"
+        if rechecked.data.get("replay") == "kept":
+            # replay kept the recorded verdict because the subject looked unchanged (no turn at all): the
+            # check was not run on this candidate, so it is no evidence that the candidate fails
+            return "not rechecked"
         if rechecked.data.get("replay") == "not rechecked":
             self.outcome.not_checkable = rechecked.details
             return "not checkable"
@@ -148,7 +171,7 @@ def shrink(result: ScenarioResult, check: CheckRecord, env: ReplayEnv, *, confir
            budget: int = 60, progress: Callable[[str], None] | None = None) -> ShrinkOutcome:
     """Search the fewest, shortest user messages of ``result`` on which ``check`` still fails."""
     search = _Search(result, check, env, confirm, budget, progress)
-    messages = [t.user for t in result.transcript]
+    messages: list[str] = [Said(t.user, t.user_files) for t in result.transcript]
     anchor = check.turn if check.turn and check.turn <= len(messages) else None
     try:
         if not search.fails(messages, anchor):
@@ -176,7 +199,9 @@ def _fewer_turns(search: _Search, messages: list[str], anchor: int | None) -> tu
     def test(subset: Sequence[int]) -> bool:
         return search.fails(*_with_anchor(subset, anchor, messages))
 
-    if items and test([]):
+    # at least one user turn: a feature whose Then step comes before any When fails with "there is no
+    # response yet", another failure than the one being shrunk
+    if items and anchor and test([]):
         return _with_anchor([], anchor, messages)
     n = 2
     while len(items) >= 2:
@@ -226,7 +251,7 @@ def _shorter_message(search: _Search, messages: list[str], anchor: int | None, i
     position = 0
     while len(sentences) > 1 and position < len(sentences):
         shorter = sentences[:position] + sentences[position + 1:]
-        candidate = [*messages[:index], " ".join(shorter), *messages[index + 1:]]
+        candidate = [*messages[:index], Said(" ".join(shorter), files_of(messages[index])), *messages[index + 1:]]
         if search.fails(candidate, anchor):
             sentences, messages = shorter, candidate
         else:

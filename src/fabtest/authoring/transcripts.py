@@ -21,12 +21,14 @@ instructions); agent messages before the first user message are counted in ``ski
 from __future__ import annotations
 
 import json
+import mimetypes
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fabtest.conversation import ToolCall
+from fabtest.agents.file_parts import from_base64, openai_reply_files
+from fabtest.conversation import Attachment, ToolCall
 from fabtest.errors import UsageError
 
 __all__ = ["FORMATS", "RecordedConversation", "RecordedTurn", "read_conversation"]
@@ -39,6 +41,9 @@ class RecordedTurn:
     user: str
     agent: str = ""
     tool_calls: list[ToolCall] = field(default_factory=list)
+    #: the files sent with the user's message (OpenAI ``image_url`` / ``file`` parts with a ``data:`` URI,
+    #: Gemini ``inlineData`` parts); a file given only by URL or id has no bytes here and is left out
+    files: list[Attachment] = field(default_factory=list)
 
 
 @dataclass
@@ -62,7 +67,19 @@ def read_conversation(path: Path, *, fmt: str | None = None, scenario: str | Non
     except (UnicodeDecodeError, ValueError) as exc:
         raise UsageError(f"{path}: not JSON ({exc}); expected a recorded conversation "
                          f"in one of the formats {', '.join(FORMATS)}") from None
+    except RecursionError:
+        raise UsageError(f"{path}: JSON nested too deeply to be a recorded conversation") from None
     fmt = fmt or _detect(data, path)
+    try:
+        return _read(data, fmt, path, scenario, run)
+    except (AttributeError, TypeError, KeyError, ValueError, RecursionError) as exc:
+        # a value of another shape than the format's (a string where a list of objects belongs) that the
+        # readers below do not name themselves: one line, never a traceback
+        what = "nested too deeply" if isinstance(exc, RecursionError) else f"{type(exc).__name__}: {exc}"
+        raise UsageError(f"{path}: not a valid recording in the {fmt!r} format ({what})") from None
+
+
+def _read(data: Any, fmt: str, path: Path, scenario: str | None, run: int | None) -> RecordedConversation:
     if fmt == "fabtest":
         return _from_experiment(data, path, scenario, run)
     if fmt == "otlp":
@@ -113,8 +130,8 @@ class _Turns:
         self.turns: list[RecordedTurn] = []
         self.skipped = 0
 
-    def user(self, text: str) -> None:
-        self.turns.append(RecordedTurn(user=text))
+    def user(self, text: str, files: Iterable[Attachment] = ()) -> None:
+        self.turns.append(RecordedTurn(user=text, files=list(files)))
 
     def agent(self, text: str, calls: Iterable[ToolCall] = ()) -> None:
         if not self.turns:
@@ -124,6 +141,21 @@ class _Turns:
         if text:
             turn.agent = f"{turn.agent}\n{text}" if turn.agent else text
         turn.tool_calls.extend(calls)
+
+
+def _objects(value: Any, key: str, path: Path) -> list[Mapping[str, Any]]:
+    """The objects of a list the format puts under ``key`` (none when it is absent); a value of
+    another kind is one line naming the key, not an AttributeError."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise UsageError(f"{path}: '{key}' is {type(value).__name__} {_short(value)}, expected a list of objects")
+    return [item for item in value if isinstance(item, Mapping)]
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _text(content: Any) -> str:
@@ -158,11 +190,11 @@ def _from_openai(messages: list[Mapping[str, Any]], path: Path) -> RecordedConve
     for m in messages:
         role = m.get("role")
         if role == "user":
-            turns.user(_text(m.get("content")))
+            turns.user(_text(m.get("content")), openai_reply_files(m.get("content"), where=str(path))[1])
         elif role == "assistant":
             calls = []
-            for raw in m.get("tool_calls") or []:
-                fn = raw.get("function") or {}
+            for raw in _objects(m.get("tool_calls"), "tool_calls", path):
+                fn = raw["function"] if isinstance(raw.get("function"), Mapping) else {}
                 call = ToolCall(str(fn.get("name", "")), _arguments(fn.get("arguments"), path))
                 by_id[raw.get("id")] = call
                 calls.append(call)
@@ -189,8 +221,20 @@ def _from_gemini(contents: list[Mapping[str, Any]], path: Path) -> RecordedConve
             pending.update({call.name: call for call in calls})
             turns.agent(text, calls)
         elif text or not responses:
-            turns.user(text)
+            turns.user(text, _gemini_files(parts, path))
     return RecordedConversation(path.stem, "gemini", turns.turns, skipped=turns.skipped)
+
+
+def _gemini_files(parts: list[Mapping[str, Any]], path: Path) -> list[Attachment]:
+    """A Gemini message's ``inlineData`` parts (``inline_data`` too) as files, named by type and order."""
+    files: list[Attachment] = []
+    for part in parts:
+        blob = part.get("inlineData") or part.get("inline_data")
+        if isinstance(blob, Mapping) and isinstance(blob.get("data"), str):
+            mime_type = str(blob.get("mimeType") or blob.get("mime_type") or "application/octet-stream")
+            name = str(blob.get("displayName") or f"file-{len(files) + 1}{mimetypes.guess_extension(mime_type) or ''}")
+            files.append(from_base64(blob["data"], name=name, mime_type=mime_type, where=str(path)))
+    return files
 
 
 def _from_plain(messages: list[Mapping[str, Any]], path: Path) -> RecordedConversation:
@@ -200,7 +244,7 @@ def _from_plain(messages: list[Mapping[str, Any]], path: Path) -> RecordedConver
             turns.user(_text(m.get("content")))
         elif m.get("role") in ("agent", "assistant"):
             calls = [ToolCall(str(c.get("name", "")), _arguments(c.get("arguments"), path), c.get("result"))
-                     for c in m.get("tool_calls") or [] if isinstance(c, Mapping)]
+                     for c in _objects(m.get("tool_calls"), "tool_calls", path)]
             turns.agent(_text(m.get("content")), calls)
         else:
             turns.skipped += 1
@@ -246,12 +290,13 @@ def _attribute(value: Mapping[str, Any]) -> Any:
     return None
 
 
-def _spans(data: Mapping[str, Any]) -> Iterable[tuple[int, dict[str, Any]]]:
+def _spans(data: Mapping[str, Any], path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
     """Every span's end time and attributes."""
-    for resource in data.get("resourceSpans") or []:
-        for scope in resource.get("scopeSpans") or []:
-            for span in scope.get("spans") or []:
-                attributes = {a.get("key"): _attribute(a.get("value") or {}) for a in span.get("attributes") or []}
+    for resource in _objects(data.get("resourceSpans"), "resourceSpans", path):
+        for scope in _objects(resource.get("scopeSpans"), "scopeSpans", path):
+            for span in _objects(scope.get("spans"), "spans", path):
+                attributes = {str(a.get("key")): _attribute(a.get("value") or {})
+                              for a in _objects(span.get("attributes"), "attributes", path)}
                 yield int(span.get("endTimeUnixNano") or 0), attributes
 
 
@@ -267,7 +312,7 @@ def _json_attribute(value: Any) -> list[Any]:
 def _from_otlp(data: Mapping[str, Any], path: Path) -> RecordedConversation:
     """The chat span with the longest input history: its input messages and its output, in order."""
     best: tuple[int, int, list[Any]] | None = None
-    for end, attributes in _spans(data):
+    for end, attributes in _spans(data, path):
         history = _json_attribute(attributes.get("gen_ai.input.messages"))
         if not history:
             continue

@@ -168,8 +168,9 @@ def _run_compare(args: argparse.Namespace, prog: str) -> int:
     comparison.tallies = None  # the per-scenario totals are done with
     warnings = gate.warnings if gate is not None else gating.modified_warnings(comparison, False)
     comparison.gate = gating.gate_dict(gate, warnings)
-    if sequential is not None:
+    if sequential is not None:  # its decision is the exit code: its line opens every output
         comparison.gate["sequential"] = sequential.to_dict()
+        comparison.verdict = sequential.verdict()
 
     try:  # the first differing turn of each diffed pair is shown under its scenario, and side by side at the end
         diffs = _conversation_diffs(args, results_dir, comparison, b_exp, c_exp)
@@ -181,8 +182,7 @@ def _run_compare(args: argparse.Namespace, prog: str) -> int:
 
     def markdown(c: Any) -> str:
         head = f"**Verdict: {md_escape(c.verdict)}**\n\n" if c.verdict else ""
-        gated = "".join(line + "\n" for line in gating.gate_markdown(gate, warnings, md_escape))
-        return head + render_markdown(c) + gated
+        return head + render_markdown(c, gating.gate_markdown(gate, warnings, md_escape))
 
     renderer = {"text": text, "json": render_json, "markdown": markdown}[args.format]
     base, cur = b_exp.doc, c_exp.doc

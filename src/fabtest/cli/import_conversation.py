@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,15 +46,18 @@ def run_import(args: argparse.Namespace, results_dir: str) -> int:
     try:
         path = _resolve(args.file, results_dir)
         conversation = read_conversation(path, fmt=args.fmt, scenario=args.scenario, run=args.run)
-        _register_project_secrets(Path("pyproject.toml"))
+        redaction.register_project_secrets(Path("pyproject.toml"))
         out = regression_path(conversation.name, args.output, fallback="imported")
         if out.exists():
             raise UsageError(f"{out} exists; fabtest import never overwrites a file (choose another with -o PATH)")
         if args.mode == "simulated":
             return _simulated(args, conversation, path, out)
-        from fabtest.authoring.feature_text import feature_text, write_feature
+        from fabtest.authoring.feature_text import feature_text, write_feature, write_files
 
-        write_feature(out, redaction.redact(feature_text(conversation, source=str(path), agent=args.agent)))
+        files_dir = f"{out.stem}_files"  # the turns' files, beside the feature
+        write_feature(out, redaction.redact(feature_text(conversation, source=str(path), agent=args.agent,
+                                                         files_dir=files_dir)))
+        write_files(conversation, out.parent / files_dir)
     except UsageError as exc:
         print(f"fabtest import: {exc}", file=sys.stderr)
         return 2
@@ -107,16 +109,6 @@ def _resolve(ref: str, results_dir: str) -> Path:
     except ExperimentFileError:
         raise UsageError(f"{ref}: no such file, nor an experiment of that id in {results_dir}/") from None
     return found
-
-
-def _register_project_secrets(pyproject: Path) -> None:
-    """The secrets a run of this project would mask are masked in what import writes, too."""
-    redaction.register_llm_keys()
-    try:
-        table = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("tool", {}).get("fabtest", {})
-    except (OSError, ValueError):
-        return
-    redaction.register_configured_secrets(table)
 
 
 def register(sub: SubParsers) -> None:

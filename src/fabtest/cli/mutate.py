@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fabtest._internal import redaction
 from fabtest.cli.common import fail, load_experiment, results_dir_of
 from fabtest.errors import FabtestError, UsageError
 from fabtest.llm.base import LLM, LLMNotConfigured
@@ -38,6 +39,16 @@ def _count_arg(text: str) -> int:
     return value
 
 
+def _control_arg(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r} (e.g. 2)") from None
+    if not 0 <= value <= 10:
+        raise argparse.ArgumentTypeError(f"out of range: {text} (from 0 to 10)")
+    return value
+
+
 def _seed_arg(text: str) -> int:
     try:
         return int(text)
@@ -52,6 +63,10 @@ def add_mutate_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=_seed_arg, default=0, metavar="S",
                    help="seed of the choice of turns, calls and numbers to mutate (default 0)")
     p.add_argument("--scenario", default=None, help="mutate only this scenario (id, id prefix or name)")
+    p.add_argument("--control", type=_control_arg, default=2, metavar="N",
+                   help="judge each mutated run's judged checks N times unmutated (default 2); a check that fails its "
+                        "own unchanged run is noisy and its failures on mutants are not counted as catches "
+                        "(0: no control, every failure counts)")
     p.add_argument("--yes", action="store_true", help="go on without asking after the cost line")
     p.add_argument("--json", action="store_true", help="print the result as JSON (the cost line goes to stderr)")
     p.add_argument("--results-dir", "--results", dest="results_dir", default=None, metavar="DIR",
@@ -97,16 +112,26 @@ def run_mutate(args: argparse.Namespace, results_dir: str) -> int:
     from fabtest.config.settings import Settings
     from fabtest.experiment.cost import price_table
     from fabtest.experiment.reader import MUTANTS_SUFFIX
-    from fabtest.replay.mutation import judge_calls, mutation_table, plan_mutants, run_mutants
+    from fabtest.replay.mutation import (
+        discount_noise,
+        judge_calls,
+        mutation_table,
+        plan_controls,
+        plan_mutants,
+        run_controls,
+        run_mutants,
+    )
     from fabtest.replay.mutation_report import estimate, render_mutation_text
 
+    redaction.register_project_secrets()  # ${VAR} of the agent tables, as a run of the project masks them
     try:
         info, results, _doc = load_experiment(args.experiment, results_dir, args.scenario)
         planned = plan_mutants(results, seed=args.seed, per_run=args.mutants, scenario=args.scenario)
         judge, llm, reason = _judge()
     except UsageError as exc:
         return fail(str(exc))
-    calls = judge_calls(planned, judge)
+    controls = plan_controls(planned) if args.control else []
+    calls = judge_calls(planned, judge) + args.control * judge_calls(controls, judge)
     runs = len({(p.result.id, p.result.iteration) for p in planned})
     cost = estimate(results, calls, llm.model if llm else None, price_table(Settings.load(Path.cwd()).prices))
     head = f"fabtest mutate: {len(planned)} mutants of {runs} recorded run{'' if runs == 1 else 's'} of {info.id}; "
@@ -120,21 +145,28 @@ def run_mutate(args: argparse.Namespace, results_dir: str) -> int:
     try:
         outcomes = run_mutants(planned, judge if llm else None, judge_reason=reason,
                                progress=_progress(len(planned)))
+        checked = run_controls(controls, judge if llm else None, args.control, judge_reason=reason)
     except FabtestError as exc:  # LLMError included: the judge failed for good
         return fail(f"the judge failed: {exc}")
-    table = mutation_table(outcomes, results)
-    spent = sum(o.judge.calls for o in outcomes)
+    discount_noise(outcomes, checked)
+    table = mutation_table(outcomes, results, checked)
+    usages = [o.judge for o in outcomes] + [c.judge for c in checked]
+    spent = sum(u.calls for u in usages)
     doc = {"experiment": info.id, "seed": args.seed, "mutants_per_run": args.mutants, "scenario": args.scenario,
+           "control_samples": args.control,
            "judge": {"provider": llm.provider if llm else None, "model": llm.model if llm else None,
-                     "calls": spent, "input_tokens": sum(o.judge.input_tokens for o in outcomes),
-                     "output_tokens": sum(o.judge.output_tokens for o in outcomes)},
+                     "calls": spent, "input_tokens": sum(u.input_tokens for u in usages),
+                     "output_tokens": sum(u.output_tokens for u in usages)},
            "estimate": cost.to_dict(), **table, "mutants": [o.to_dict() for o in outcomes]}
     path = Path(results_dir) / f"{info.id}{MUTANTS_SUFFIX}"
+    # a mutant quotes the recorded conversation (an older file, another tool's, may hold a key) and
+    # the judge's reasoning: both go through the one redaction path, in the file and on the console
+    doc = redaction.redact_obj(doc)
     write_text_atomic(path, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     if args.json:
         sys.stdout.write(json.dumps({**doc, "written_to": str(path)}, indent=2, ensure_ascii=False) + "\n")
     else:
-        sys.stdout.write(render_mutation_text(table, source=info.id, path=str(path)))
+        sys.stdout.write(redaction.redact(render_mutation_text(table, source=info.id, path=str(path))))
     return EXIT_OK
 
 
@@ -147,7 +179,7 @@ def _progress(total: int) -> Callable[[str], None]:
         nonlocal seen
         seen += 1
         if seen == 1 or seen % step == 0 or seen == total:
-            print(f"  mutant {seen}/{total}: {line}", file=sys.stderr, flush=True)
+            print(f"  mutant {seen}/{total}: {redaction.redact(line)}", file=sys.stderr, flush=True)
 
     return show
 

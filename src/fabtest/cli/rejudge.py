@@ -10,6 +10,7 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fabtest.cli import perturb
@@ -80,7 +81,7 @@ def run_rejudge(args: argparse.Namespace, results_dir: str) -> int:
     try:
         llm = judge_llm(args.judge_model)
         new_results, rows = rejudge_experiment(results, llm, times=args.times, criterion=args.criterion,
-                                               scenario=args.scenario,
+                                               scenario=args.scenario, files_dir=Path(results_dir),
                                                progress=lambda line: print(f"re-judging {line}", file=sys.stderr))
     except (UsageError, LLMNotConfigured) as exc:
         return fail(str(exc))

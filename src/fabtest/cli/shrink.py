@@ -9,9 +9,12 @@ what it spent, and writes the feature only when the failure reproduced: exit 0 w
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from fabtest._internal import redaction
 from fabtest.cli.common import load_experiment, results_dir_of
 from fabtest.errors import UsageError
 
@@ -110,7 +113,8 @@ def _shrink(args: argparse.Namespace, results_dir: str) -> int:
                      progress=lambda line: print(f"  {line}", file=sys.stderr))
     spent = f"{outcome.replays} replay(s), {outcome.judge_calls} judge call(s)"
     if outcome.not_checkable:
-        print(f"fabtest shrink: the check cannot be re-run on a replay ({outcome.not_checkable}); {spent}; "
+        print(f"fabtest shrink: the check cannot be re-run on a replay ({redaction.redact(outcome.not_checkable)}); "
+              f"{spent}; "
               "nothing written",
               file=sys.stderr)
         return EXIT_NOT_REPRODUCED
@@ -133,12 +137,25 @@ def _shrink(args: argparse.Namespace, results_dir: str) -> int:
                 + f"; the check failed {failed} of {tried} "
                 f"replays of the shrunk conversation; {spent}"
                 + (" (budget spent: it may shrink further with a larger --budget)." if outcome.budget_spent else ".")]
+    files_dir = f"{out.stem}_files"  # the kept turns' files, copied beside the feature from results/files
     text = regression_feature(result.name, outcome.messages, outcome.anchor, setup, step, comments=comments,
                               agent=args.agent if args.agent and ":" not in args.agent else None,
-                              history=outcome.history)
-    write_feature(out, text)
+                              history=outcome.history, files_dir=files_dir)
+    write_feature(out, redaction.redact(text))  # a recorded line or failure message may quote a secret
+    copy_kept_files(outcome.messages, Path(results_dir), out.parent / files_dir)
     print(f"wrote {out}: {len(result.transcript)} user turns -> {len(outcome.messages)}, {spent}")
     return EXIT_OK
+
+
+def copy_kept_files(messages: Any, results_dir: Path, folder: Path) -> None:
+    """The files the shrunk messages send, from ``results/files/<sha256>`` to beside the feature."""
+    from fabtest.authoring.feature_text import safe_file_name
+    from fabtest.experiment.file_store import file_path
+
+    for message in messages:
+        for file in getattr(message, "files", []):
+            folder.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(file_path(results_dir, file.sha256), folder / safe_file_name(file.name, file.sha256))
 
 
 def _short(text: str, limit: int = 160) -> str:

@@ -27,8 +27,10 @@ def _port(text: str) -> int:
 
 
 def _cmd_view(args: argparse.Namespace) -> int:
+    from fabtest._internal.redaction import register_project_secrets
     from fabtest.view import build_site, serve
 
+    register_project_secrets()  # ${VAR} values too: pages, labels and their answers never show them
     results_dir = results_dir_of(args)
     if not Path(results_dir).is_dir():
         return fail(f"{results_dir}: no such directory (give the results directory: "

@@ -35,10 +35,12 @@ from operator import attrgetter
 from typing import Any, Literal
 
 from fabtest.compare.inference import wilson
+from fabtest.compare.moved import Moved, moves
 from fabtest.compare.read import Experiment, ScenarioTally, hard_criteria, merge_counts, no_gc, run_level, summarise
 from fabtest.experiment.cost import cost_delta_by_id
 from fabtest.experiment.coverage import changes as coverage_changes
 from fabtest.experiment.fmt import llm_line
+from fabtest.experiment.stats import unjudged
 
 __all__ = [
     "DEFAULT_ALPHA",
@@ -237,6 +239,9 @@ class Comparison:
     #: quality changes the gate's family did not find (``compare.scenario_family.label_changes``)
     changed_not_significant: list[ScenarioChange] = field(default_factory=list)
     verdict: str | None = None  # the one verdict line (``compare.gate``), first in every output
+    #: what moved, scenario by scenario (``compare.moved``): second in every output, right after the verdict
+    moved: list[Moved] = field(default_factory=list)
+    moved_total: int = 0
     #: the shared scenarios' tallies for the gate's per-scenario hypotheses (never in the JSON)
     tallies: tuple[dict[str, ScenarioTally], dict[str, ScenarioTally]] | None = None
 
@@ -250,7 +255,9 @@ class Comparison:
         finally:
             self.tallies = tallies
         data.pop("tallies", None)
-        return {"verdict": data.pop("verdict"), **data}
+        data["moved"] = [m.to_dict() for m in self.moved]
+        return {"verdict": data.pop("verdict"), "moved": data.pop("moved"), "moved_total": data.pop("moved_total"),
+                **data}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -678,7 +685,7 @@ def _compared(base: Experiment, cur: Experiment) -> Comparison:
     passing, failing, improved, regressed_ = _scenario_changes(b_shared, c_shared)
     b_ref, c_ref = _ref(base.doc), _ref(cur.doc)
     has_runs = b_ref.iterations > 1 or c_ref.iterations > 1 or "variance" in base.doc or "variance" in cur.doc
-    return Comparison(
+    c = Comparison(
         baseline=b_ref,
         current=c_ref,
         comparability=comparability,
@@ -698,3 +705,48 @@ def _compared(base: Experiment, cur: Experiment) -> Comparison:
         problems=[p for p in (base.index_problem(), cur.index_problem()) if p],
         tallies=(b_shared, c_shared),
     )
+    c.problems += _untested(base, cur, c)
+    c.moved, c.moved_total = moves(b_shared, c_shared)
+    return c
+
+
+def _untested(base: Experiment, cur: Experiment, c: Comparison) -> list[str]:
+    """Why the metrics cannot show "not worse" although they have numbers (docs/gates.md, "What counts
+    as untested"): a shared scenario with no measured run now, nothing judged in the current run, or
+    verdicts from a different judge or conversations from a different simulated user."""
+    out = []
+    assert c.tallies is not None
+    b_shared, c_shared = c.tallies
+    comparability = c.comparability
+    unrun = [(a.name, b_shared[sid].runs, a) for sid, a in c_shared.items() if b_shared[sid].runs and not a.runs]
+    if unrun and len(unrun) < len(c_shared):  # all of them unrun is the gate's own "nothing ran"
+        named = "; ".join(f"'{name}' ({_not_measured(a)}; {runs} run(s) in the baseline)"
+                          for name, runs, a in unrun[:3])
+        more = f"; and {len(unrun) - 3} more" if len(unrun) > 3 else ""
+        out.append(f"{len(unrun)} shared scenario(s) have no measured run in the current experiment: {named}{more}; "
+                   "untested is never a pass")
+    unrated = unjudged(cur.doc)
+    if unrated:
+        out.append(f"nothing judged in the current experiment: its {unrated} judged check(s) were all skipped or "
+                   "inconclusive (no judge LLM, a judge outage or unusable answers): untested is never a pass")
+    rated = any(r.baseline_runs[1] or r.current_runs[1] for r in c.criteria)
+    if not comparability.judge_identical and rated:
+        out.append(f"the judge differs (baseline {comparability.judge_baseline}, current "
+                   f"{comparability.judge_current}): its verdicts measure different things; judge both with one "
+                   "judge (fabtest rejudge) to compare them")
+    if not comparability.simulator_identical and (_simulated(base.doc) or _simulated(cur.doc)):
+        out.append(f"the simulated user differs (baseline {comparability.simulator_baseline}, current "
+                   f"{comparability.simulator_current}): the conversations test different things")
+    return out
+
+
+def _not_measured(a: ScenarioTally) -> str:
+    parts = [f"{a.skipped} skipped"] if a.skipped else []
+    if a.unmeasured:
+        parts.append(f"{a.unmeasured} ended by the simulated user or the judge")
+    return ", ".join(parts) or "not run"
+
+
+def _simulated(doc: dict[str, Any]) -> bool:
+    summary = doc.get("summary")
+    return isinstance(summary, dict) and bool(summary.get("simulator_validity"))

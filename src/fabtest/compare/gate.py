@@ -481,7 +481,11 @@ def _problems(c: Comparison) -> list[str]:
         out.append("no scenario both experiments ran (the current run may have failed every scenario before it "
                    "was recorded, or be empty)")
     elif not (comp.current_runs or (0, 0))[1]:
-        out.append("every shared scenario was skipped in the current experiment: nothing ran")
+        now = list(c.tallies[1].values()) if c.tallies is not None else []
+        ended, skipped = sum(a.unmeasured for a in now), sum(a.skipped for a in now)
+        out.append(f"no shared scenario has a measured run in the current experiment ({ended} run(s) ended by the "
+                   f"simulated user or the judge, {skipped} skipped): nothing was measured" if ended else
+                   "every shared scenario was skipped in the current experiment: nothing ran")
     elif not (comp.baseline_runs or (0, 0))[1]:
         out.append("every shared scenario was skipped in the baseline: nothing to compare with")
     return out
@@ -518,8 +522,18 @@ def _verdict(gate: Gate, c: Comparison) -> str:
     if gate.outcome == "not worse":
         return (f"not worse: no gated metric dropped by more than {gate.margin * 100:g} points "
                 f"({len(gate.entries)} metric(s), each shown at alpha {gate.alpha:g})")
+    return "undecided: " + "; ".join(filter(None, (_worst_move(c), _undecided_because(gate, c))))
+
+
+def _worst_move(c: Comparison) -> str | None:
+    """What moved most for the worse (compare/moved.py): an undecided verdict says it first."""
+    return next((m.line for m in c.moved if m.change > 0), None)
+
+
+def _undecided_because(gate: Gate, c: Comparison) -> str:
+    """Why the gate is undecided, and what would decide it."""
     if gate.problems:
-        return f"undecided: {gate.problems[0]}"
+        return gate.problems[0]
     open_ = [e for e in gate.entries if e.decision == "undecided"]
     need = [e for e in open_ if e.runs_to_decide and e.baseline and e.current]
     if need:
@@ -527,12 +541,12 @@ def _verdict(gate: Gate, c: Comparison) -> str:
                     for e in need if e.baseline and e.current)
         its = max(1, math.ceil(extra / max(1.0, max(e.per_iteration for e in need))))
         names = ", ".join(e.label for e in open_[:3]) + (f" and {len(open_) - 3} more" if len(open_) > 3 else "")
-        return (f"undecided: about {extra} more runs per side (about {its} more iteration(s) of the "
+        return (f"about {extra} more runs per side (about {its} more iteration(s) of the "
                 f"{c.comparability.scenarios_shared} shared scenario(s)) would decide {names}")
     if not open_:
-        return "undecided: nothing was gated"
+        return "nothing was gated"
     names = ", ".join(e.label for e in open_[:3]) + (f" and {len(open_) - 3} more" if len(open_) > 3 else "")
-    return f"undecided: {names}: {open_[0].reason.removeprefix('undecided: ')}"
+    return f"{names}: {open_[0].reason.removeprefix('undecided: ')}"
 
 
 def _short(e: GateEntry) -> str:

@@ -20,12 +20,17 @@ from fabtest.experiment.export import entry_topics
 from fabtest.experiment.reader import read_entries, read_index
 from fabtest.experiment.stats import entry_check_counts, is_criterion
 
-__all__ = ["Experiment", "ScenarioTally", "criteria_definitions", "hard_criteria", "merge_counts", "no_gc",
-           "read_experiment", "run_level", "summarise"]
+__all__ = ["NOT_MEASURED", "Experiment", "ScenarioTally", "criteria_definitions", "hard_criteria", "merge_counts",
+           "no_gc", "read_experiment", "run_level", "summarise"]
 
 
 # ---------------------------------------------------------------------------------------------
 # per-scenario aggregation over raw dicts
+
+#: failure types that say nothing about the agent (errors.py): the simulated user or the judge failed.
+#: Such a run is "not measured": kept out of every metric of the agent, like a skipped one, and
+#: counted apart so that a scenario left with no measured run makes the gate undecided.
+NOT_MEASURED = frozenset({"simulator", "judge"})
 
 
 class ScenarioTally:
@@ -33,11 +38,12 @@ class ScenarioTally:
 
     __slots__ = ("name", "runs", "passes", "skipped", "turns", "eval_passed", "eval_total", "topic_runs", "topics",
                  "failures", "criteria", "checks", "iterations", "cost_usd", "cost_complete", "eval_runs", "eval_clean",
-                 "eval_rate_sum", "criteria_runs", "checks_runs")
+                 "eval_rate_sum", "criteria_runs", "checks_runs", "unmeasured")
 
     def __init__(self, name: str) -> None:  # a plain class: 100,000 are made per experiment
         self.name = name
         self.runs = self.passes = self.skipped = self.turns = self.eval_passed = self.eval_total = 0
+        self.unmeasured = 0  # runs ended by the simulator or the judge (NOT_MEASURED): not the agent's
         self.topic_runs = self.topics = 0
         self.failures: Counter[str] | None = None
         self.criteria: dict[str, list[int]] = _NO_COUNTS  # read-only until a run's counts replace it
@@ -129,6 +135,9 @@ class Experiment:
             if skipped:
                 agg.skipped += 1
                 continue
+            if not passed and failure_type in NOT_MEASURED:
+                agg.unmeasured += 1
+                continue
             if iteration != 1 and agg.iterations is None:
                 agg.iterations = agg.by_iteration()
             agg.runs += 1
@@ -177,7 +186,7 @@ class Experiment:
             return None  # an older or hand-made file without the counts: nothing to check against
         aggs = self.scenarios.values()
         passes = sum(a.passes for a in aggs)
-        found = {"passed": passes, "failed": sum(a.runs for a in aggs) - passes,
+        found = {"passed": passes, "failed": sum(a.runs + a.unmeasured for a in aggs) - passes,
                  "skipped": sum(a.skipped for a in aggs)}
         if found == wanted:
             return None

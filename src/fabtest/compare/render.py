@@ -19,6 +19,7 @@ from fabtest.compare.compute import (
     MetricDelta,
     ScenarioOutcome,
 )
+from fabtest.compare.sections import ordered
 from fabtest.experiment.coverage_text import change_lines
 from fabtest.experiment.diff import ConversationDiff, tool_summary
 from fabtest.experiment.fmt import RULE_HEAVY, RULE_LIGHT, num, pct, pp, signed, usd
@@ -37,6 +38,7 @@ __all__ = [
 ]
 
 _LISTED = 20  # rows per list in text/markdown; the JSON output has everything
+_MOVED_SHOWN = 10  # lines of "what moved" in text/markdown (the JSON keeps compare.moved.MOVED_KEPT)
 
 def cost_lines(comparison: Comparison) -> list[str]:
     """The cost delta as text lines (also used by the markdown and HTML renderers)."""
@@ -222,13 +224,25 @@ def _scenario_changes(c: Comparison, diffs: Sequence[ConversationDiff]) -> list[
     return lines
 
 
+def _moved_lines(c: Comparison, bullet: str = "  - ", escape: Callable[[str], str] = str) -> list[str]:
+    """What moved, scenario by scenario, the largest rise in failures first (:mod:`fabtest.compare.moved`)."""
+    if not c.moved:
+        return [f"{bullet}Nothing moved: every shared scenario's runs failed as often as before, check by check."]
+    lines = [bullet + escape(m.line) for m in c.moved[:_MOVED_SHOWN]]
+    if c.moved_total > _MOVED_SHOWN:
+        lines.append(f"{bullet}... and {c.moved_total - _MOVED_SHOWN} more (see --format json)")
+    return lines
+
+
 def render_text(comparison: Comparison, diffs: Sequence[ConversationDiff] = ()) -> str:
-    """The console comparison (docs/explanation/experiments.md, "The comparison"): the scenarios that
-    changed first, with the first differing turn of each diffed pair inline, then the shared
-    scenarios' numbers, then what is not compared."""
+    """The console comparison (docs/explanation/experiments.md, "The comparison"), its sections in
+    the one order of :data:`fabtest.compare.sections.SECTIONS`: the verdict, what moved, the
+    scenarios that changed (with the first differing turn of each diffed pair inline), then the
+    shared scenarios' numbers, then what is not compared."""
     c = comparison
     comp = c.comparability
-    lines = [
+    parts: dict[str, list[str]] = {}
+    head = [  # the verdict line itself is the caller's (fabtest-compare, fabtest ab), written before this
         "Experiment Comparison",
         RULE_HEAVY,
         "",
@@ -239,10 +253,13 @@ def render_text(comparison: Comparison, diffs: Sequence[ConversationDiff] = ()) 
         f"{comp.scenarios_removed} removed)",
     ]
     if comp.scenarios_added or comp.scenarios_removed:
-        lines.append("  Deltas, criteria, checks and gates below are over the shared scenarios only.")
-    lines += ["", RULE_LIGHT, "", *_scenario_changes(c, diffs)]
-    lines += ["", RULE_LIGHT, "", *_comparability_lines(comp), "", RULE_LIGHT, "",
-              "Completion (Hard Expectations), shared scenarios"]
+        head.append("  Deltas, criteria, checks and gates below are over the shared scenarios only.")
+    parts["verdict"] = head
+    parts["moved"] = ["", RULE_LIGHT, "", "What moved (shared scenarios, failing runs now and before)",
+                      *_moved_lines(c)]
+    parts["changes"] = ["", RULE_LIGHT, "", *_scenario_changes(c, diffs)]
+    parts["comparability"] = ["", RULE_LIGHT, "", *_comparability_lines(comp)]
+    lines = ["", RULE_LIGHT, "", "Completion (Hard Expectations), shared scenarios"]
     for m in c.metrics:
         if m.name == "evaluation_rate":
             lines += ["", RULE_LIGHT, "", "Quality (Soft Evaluations), shared scenarios"]
@@ -259,6 +276,8 @@ def render_text(comparison: Comparison, diffs: Sequence[ConversationDiff] = ()) 
         lines.append("  (Overall counts every soft check rating, LLM-judged criteria and "
                      "deterministic `should` checks alike; the gate's overall evaluation counts runs "
                      "with every soft check passed, so its percentage differs)")
+    parts["metrics"] = lines
+    lines = []
     soft, hard = [r for r in c.criteria if not r.hard], [r for r in c.criteria if r.hard]
     if soft:
         lines += ["", "  By Criterion (soft `should`, LLM-judged; ratings passed, p of a drop):",
@@ -266,6 +285,8 @@ def render_text(comparison: Comparison, diffs: Sequence[ConversationDiff] = ()) 
     if hard:
         lines += ["", RULE_LIGHT, "", "Hard Criteria (`must`, LLM-judged; a failure fails the run), shared scenarios",
                   *_criterion_table(hard)]
+    parts["criteria"] = lines
+    lines = []
     if c.checks:
         shown, same = _changed_checks(c.checks)
         lines += ["", RULE_LIGHT, "", f"Checks (deterministic), shared scenarios: {len(c.checks)}"]
@@ -277,6 +298,8 @@ def render_text(comparison: Comparison, diffs: Sequence[ConversationDiff] = ()) 
                                                 f"{_row_tail(row)}  [{ci_pair(row)}]".rstrip())
         if same:
             lines.append(f"  {same} check{'' if same == 1 else 's'} unchanged")
+    parts["checks"] = lines
+    lines = []
     if c.added or c.removed:
         lines += ["", RULE_LIGHT, ""]
         if c.added:
@@ -291,29 +314,34 @@ def render_text(comparison: Comparison, diffs: Sequence[ConversationDiff] = ()) 
             b = str(m.baseline) if m.name == "total_scenarios" else _value(m, "baseline", m.kind)
             cur = str(m.current) if m.name == "total_scenarios" else _value(m, "current", m.kind)
             lines.append(f"  {m.label + ':':<17} {b:>9} {cur:>9}")
-    if c.variance is not None:
-        lines += ["", RULE_LIGHT, "", "Comparison (with variance), shared scenarios", ""]
-        lines.append(f"  {'Metric':<18} {'Baseline':<18} {'Current':<18} Delta")
-        lines.append("  " + "─" * 63)
-        for vm in c.variance.metrics:
-            label = "Completion Rate" if vm.name == "completion_rate" else "Evaluation Rate"
-            b = f"{pct(vm.baseline.mean)} ± {num(vm.baseline.std * 100)}pp"
-            cur = f"{pct(vm.current.mean)} ± {num(vm.current.std * 100)}pp"
-            lines.append(f"  {label:<18} {b:<18} {cur:<18} {pp(vm.delta)}")
-        for note in c.variance.notes:
-            lines.append(f"  Note: {note}")
-        if any(vm.overlap is None for vm in c.variance.metrics):
-            lines.append("  (a side with a single run has no spread: ranges are not compared)")
-        changed = [s for s in c.variance.scenario_pass_rates if s.baseline != s.current]
-        if changed:
-            lines += ["", f"  Per-scenario pass rate changes ({len(changed)}):"]
-            lines += _listed(changed, lambda s: f"    - {s.name}: {pct(s.baseline, 0)} "
-                                                f"→ {pct(s.current, 0)} ({ci_pair(s)})")
-    if c.cost:
-        lines += ["", RULE_LIGHT, "", *cost_lines(c)]
-    lines += change_lines(c.coverage)
-    lines += ["", RULE_LIGHT]
-    return "\n".join(lines) + "\n"
+    parts["apart"] = lines
+    parts["variance"] = _variance_lines(c)
+    parts["cost"] = ["", RULE_LIGHT, "", *cost_lines(c)] if c.cost else []
+    parts["coverage"] = [*change_lines(c.coverage), "", RULE_LIGHT]
+    return "\n".join(ordered(parts)) + "\n"
+
+
+def _variance_lines(c: Comparison) -> list[str]:
+    if c.variance is None:
+        return []
+    lines = ["", RULE_LIGHT, "", "Comparison (with variance), shared scenarios", ""]
+    lines.append(f"  {'Metric':<18} {'Baseline':<18} {'Current':<18} Delta")
+    lines.append("  " + "─" * 63)
+    for vm in c.variance.metrics:
+        label = "Completion Rate" if vm.name == "completion_rate" else "Evaluation Rate"
+        b = f"{pct(vm.baseline.mean)} ± {num(vm.baseline.std * 100)}pp"
+        cur = f"{pct(vm.current.mean)} ± {num(vm.current.std * 100)}pp"
+        lines.append(f"  {label:<18} {b:<18} {cur:<18} {pp(vm.delta)}")
+    for note in c.variance.notes:
+        lines.append(f"  Note: {note}")
+    if any(vm.overlap is None for vm in c.variance.metrics):
+        lines.append("  (a side with a single run has no spread: ranges are not compared)")
+    changed = [s for s in c.variance.scenario_pass_rates if s.baseline != s.current]
+    if changed:
+        lines += ["", f"  Per-scenario pass rate changes ({len(changed)}):"]
+        lines += _listed(changed, lambda s: f"    - {s.name}: {pct(s.baseline, 0)} "
+                                            f"→ {pct(s.current, 0)} ({ci_pair(s)})")
+    return lines
 
 
 def render_json(comparison: Comparison) -> str:
@@ -327,8 +355,13 @@ def _side_lines(turn: dict[str, Any] | None, width: int) -> list[str]:
     if turn is None:
         return ["(no turn)"]
     lines: list[str] = []
-    for label, text in (("User", turn.get("user")), ("Agent", turn.get("agent"))):
+    for label, text, files in (("User", turn.get("user"), turn.get("user_files")),
+                               ("Agent", turn.get("agent"), turn.get("agent_files"))):
         lines += textwrap.wrap(f"{label}: {' '.join(str(text or '').split())}", width) or [f"{label}:"]
+        for file in files or []:  # where the run kept its bytes (results/files/<sha256>)
+            if isinstance(file, dict):
+                lines += textwrap.wrap(f"[file {file.get('name')} {file.get('mime_type')} {file.get('size')} B: "
+                                       f"results/files/{file.get('sha256')}]", width)
     for call in tool_summary(turn):
         lines += textwrap.wrap(f"-> {call}", width)
     return lines
@@ -418,42 +451,18 @@ def _md_rows(rows: list[CriterionDelta], title: str) -> list[str]:
     return lines
 
 
-def render_markdown(comparison: Comparison) -> str:
-    """A compact report for a pull-request comment (same split as the text and JSON formats)."""
+def render_markdown(comparison: Comparison, gate: Sequence[str] = ()) -> str:
+    """A compact report for a pull-request comment, its sections in the one order of
+    :data:`fabtest.compare.sections.SECTIONS` (``gate``: the gate's Markdown lines, ``gate_markdown``)."""
     c = comparison
     comp = c.comparability
     icon = {"HIGH": "🟢", "MEDIUM": "🟡", "LOW": "🔴"}[comp.validity]
-    lines = [
-        f"## fabtest: `{md_escape(c.baseline.id)}` → `{md_escape(c.current.id)}`",
-        "",
-        f"**Comparison validity: {icon} {comp.validity}**"
-        + (f" ({md_escape('; '.join(comp.reasons))})" if comp.reasons else ""),
-        "",
-        f"Scenarios compared: {comp.scenarios_shared} shared ({comp.scenarios_added} added, "
-        f"{comp.scenarios_removed} removed)"
-        + ("; the tables below are over the shared scenarios only." if comp.scenarios_added or comp.scenarios_removed
-           else ""),
-        "",
-        "| Metric (shared scenarios) | Baseline | Current | Delta | |",
-        "|---|---:|---:|---:|:-:|",
-    ]
-    for m in c.metrics:
-        lines.append(
-            f"| {m.label} | {_value(m, 'baseline', m.kind)} | {_value(m, 'current', m.kind)} | "
-            f"{_delta_text(m.delta, m.kind)} | {m.mark} |"
-        )
-    soft, hard = [r for r in c.criteria if not r.hard], [r for r in c.criteria if r.hard]
-    if soft:
-        lines += ["", "### By criterion (soft `should`)", "", *_md_rows(soft, "Criterion")]
-    if hard:
-        lines += ["", "### Hard criteria (`must`)", "", *_md_rows(hard, "Criterion")]
-    if c.checks:
-        shown, same = _changed_checks(c.checks)
-        lines += ["", f"### Checks (deterministic, {len(c.checks)})", ""]
-        if shown:
-            lines += _md_rows(shown[:_LISTED], "Check")
-        if same:
-            lines += ["", f"{same} check{'' if same == 1 else 's'} unchanged."]
+    parts: dict[str, list[str]] = {}
+    # the verdict line itself is the caller's (fabtest-compare, fabtest ab), written before this
+    parts["verdict"] = [f"## fabtest: `{md_escape(c.baseline.id)}` → `{md_escape(c.current.id)}`"]
+    parts["moved"] = ["", "### What moved (shared scenarios, failing runs now and before)", "",
+                      *_moved_lines(c, "- ", md_escape)]
+    lines: list[str] = []
     for title, items, fmt in (
         ("Newly failing", c.newly_failing, lambda s: f"- ❌ {md_escape(s.name)} ({md_escape(s.note)})"),
         ("Newly passing", c.newly_passing, lambda s: f"- ✅ {md_escape(s.name)}"),
@@ -463,16 +472,47 @@ def render_markdown(comparison: Comparison) -> str:
          lambda s: f"- {md_escape(s.name)}: {pct(s.baseline, 0)} → {pct(s.current, 0)}"),
         ("Quality changed, not significant", c.changed_not_significant,
          lambda s: f"- {md_escape(s.name)}: {pct(s.baseline, 0)} → {pct(s.current, 0)} ({ci_pair(s)})"),
-        ("Added scenarios (only in current)", c.added,
-         lambda o: f"- {md_escape(_scenario_label(o))}: {_outcome_text(o)}"),
-        ("Removed scenarios (only in baseline)", c.removed,
-         lambda o: f"- {md_escape(_scenario_label(o))}: {_outcome_text(o)}"),
     ):
-        if items:
-            lines += ["", f"### {title} ({len(items)})", ""]
-            lines += [fmt(s) for s in items[:_LISTED]]
-            if len(items) > _LISTED:
-                lines.append(f"- … and {len(items) - _LISTED} more")
+        lines += _md_list(title, items, fmt)
+    parts["changes"] = lines
+    parts["gate"] = list(gate)
+    parts["comparability"] = [
+        "",
+        f"**Comparison validity: {icon} {comp.validity}**"
+        + (f" ({md_escape('; '.join(comp.reasons))})" if comp.reasons else ""),
+        "",
+        f"Scenarios compared: {comp.scenarios_shared} shared ({comp.scenarios_added} added, "
+        f"{comp.scenarios_removed} removed)"
+        + ("; the tables below are over the shared scenarios only." if comp.scenarios_added or comp.scenarios_removed
+           else ""),
+    ]
+    lines = ["", "| Metric (shared scenarios) | Baseline | Current | Delta | |", "|---|---:|---:|---:|:-:|"]
+    for m in c.metrics:
+        lines.append(
+            f"| {m.label} | {_value(m, 'baseline', m.kind)} | {_value(m, 'current', m.kind)} | "
+            f"{_delta_text(m.delta, m.kind)} | {m.mark} |"
+        )
+    parts["metrics"] = lines
+    lines = []
+    soft, hard = [r for r in c.criteria if not r.hard], [r for r in c.criteria if r.hard]
+    if soft:
+        lines += ["", "### By criterion (soft `should`)", "", *_md_rows(soft, "Criterion")]
+    if hard:
+        lines += ["", "### Hard criteria (`must`)", "", *_md_rows(hard, "Criterion")]
+    parts["criteria"] = lines
+    lines = []
+    if c.checks:
+        shown, same = _changed_checks(c.checks)
+        lines += ["", f"### Checks (deterministic, {len(c.checks)})", ""]
+        if shown:
+            lines += _md_rows(shown[:_LISTED], "Check")
+        if same:
+            lines += ["", f"{same} check{'' if same == 1 else 's'} unchanged."]
+    parts["checks"] = lines
+    lines = [*_md_list("Added scenarios (only in current)", c.added,
+                       lambda o: f"- {md_escape(_scenario_label(o))}: {_outcome_text(o)}"),
+             *_md_list("Removed scenarios (only in baseline)", c.removed,
+                       lambda o: f"- {md_escape(_scenario_label(o))}: {_outcome_text(o)}")]
     if c.added or c.removed:
         lines += ["", "### Whole experiments (different scenario sets, not compared)", "",
                   "| Metric | Baseline | Current |", "|---|---:|---:|"]
@@ -480,6 +520,8 @@ def render_markdown(comparison: Comparison) -> str:
             b = m.baseline if m.name == "total_scenarios" else _value(m, "baseline", m.kind)
             cur = m.current if m.name == "total_scenarios" else _value(m, "current", m.kind)
             lines.append(f"| {m.label} | {b} | {cur} |")
+    parts["apart"] = lines
+    lines = []
     if c.variance is not None:
         lines += ["", "### Variance (shared scenarios)", "", "| Metric | Baseline | Current | Delta |",
                   "|---|---:|---:|---:|"]
@@ -489,10 +531,20 @@ def render_markdown(comparison: Comparison) -> str:
                 f"{pct(vm.current.mean)} ± {num(vm.current.std * 100)}pp | {pp(vm.delta)} |"
             )
         lines += [f"\n> {note}" for note in c.variance.notes]
-    if c.cost:
-        lines += ["", *(md_escape(line) for line in cost_lines(c))]
-    lines += [md_escape(line) for line in change_lines(c.coverage)]
-    return "\n".join(lines) + "\n"
+    parts["variance"] = lines
+    parts["cost"] = ["", *(md_escape(line) for line in cost_lines(c))] if c.cost else []
+    parts["coverage"] = [md_escape(line) for line in change_lines(c.coverage)]
+    return "\n".join(ordered(parts)) + "\n"
+
+
+def _md_list(title: str, items: Sequence[Any], fmt: Callable[[Any], str]) -> list[str]:
+    if not items:
+        return []
+    lines = ["", f"### {title} ({len(items)})", "", *(fmt(s) for s in items[:_LISTED])]
+    if len(items) > _LISTED:
+        lines.append(f"- … and {len(items) - _LISTED} more")
+    return lines
+
 
 def _scenario_label(o: ScenarioOutcome) -> str:
     return f"{o.feature} / {o.name} [{o.id}]" if o.feature else f"{o.name} [{o.id}]"

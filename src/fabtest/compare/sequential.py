@@ -264,6 +264,8 @@ class SequentialDecision:
     futile: bool = False
     #: the weighted mean of the metrics' worse e-values: worse when it reaches 1 / alpha
     combined: float = 0.0
+    #: why it cannot be "not worse" whatever the metrics say (the fixed gate's problems)
+    problems: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"method": "two-sample mixture e-values (the infimum over the common rate of a baseline e-value "
@@ -283,6 +285,13 @@ class SequentialDecision:
                 parts.append(f"{m.label} (about {m.runs_needed:,} current runs at its rate)" if m.runs_needed
                              else f"{m.label} (no number of current runs: the baseline's {m.baseline[1]} are too few)")
         return "; ".join(parts)
+
+    def verdict(self) -> str:
+        """The verdict line of a ``--sequential`` comparison (the exit code follows it, so it opens the
+        output in place of the fixed gate's): the outcome, then why."""
+        if self.outcome == "undecided" and self.problems:
+            return f"undecided (sequential gate): {self.problems[0]}"
+        return f"{self.outcome} (sequential gate): {self.line().split(': ', 1)[1]}"
 
     def line(self) -> str:
         """One line: the outcome and, while undecided, which scenarios another iteration would feed."""
@@ -434,4 +443,4 @@ def decide(baseline: Experiment, current: Experiment, *, alpha: float = 0.05, ma
     if outcome == "worse" or futile:
         rerun = []
     return SequentialDecision(outcome, alpha, margin, max((m.need for m in metrics), default=1.0 / alpha), metrics,
-                              rerun, sum(cur[s].runs for s in shared), futile, combined)
+                              rerun, sum(cur[s].runs for s in shared), futile, combined, list(problems))

@@ -157,6 +157,10 @@ class Settings(BaseModel):
     definitions_file: str | None = None  # YAML/JSON with `criteria:` and `topics:` shared by every feature
     traces: TraceSettings = Field(default_factory=TraceSettings)
     otel: bool = False  # OpenTelemetry traces of every scenario (pytest-fabtest[otel], docs/otel.md)
+    # files in the conversation (docs/how-to/files.md): the largest a step may send, and the largest
+    # the judge is shown inline (a bigger one is described to it by name, type and size only)
+    max_file_bytes: int = Field(default=20_000_000, ge=1)
+    judge_max_file_bytes: int = Field(default=5_000_000, ge=0)
     # where the settings came from, for error messages (not a user key)
     source: str = Field(default="", exclude=True)
 

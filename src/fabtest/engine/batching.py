@@ -7,22 +7,45 @@ it, so the experiment lists checks in step order whatever order their verdicts a
 still with the judge holds a :class:`~fabtest.engine.verdicts.Pending`. The state of the scenario
 (:class:`fabtest.engine.scenario.ScenarioState`) owns one :class:`CheckSlots` and tells it what is
 due; the judge, the cost and a failed ``must`` stay the state's, passed in as callables.
+
+A judge that fails for good is never the agent's failure: a soft check becomes skipped with the
+reason (on this thread as in the background), a ``must`` check ends the scenario as ``judge``
+(:class:`~fabtest.errors.JudgeFailed`), and what the failed requests cost is charged all the same.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any, TypeVar, cast
 
 from fabtest import tracing
 from fabtest.config.criteria import Criterion
 from fabtest.conversation import Check, Conversation, Mode, TokenUsage
 from fabtest.engine import judge_checks, transcript
 from fabtest.engine.judge import Judge, Scope
-from fabtest.engine.verdicts import Pending, placeholder
+from fabtest.engine.verdicts import Pending, judge_failed, placeholder
+from fabtest.errors import JudgeFailed, LLMError, LLMNotConfigured
+from fabtest.llm.base import spent
 
-__all__ = ["CheckSlots"]
+__all__ = ["CheckSlots", "charging_failures"]
+
+_T = TypeVar("_T")
+
+
+@contextlib.contextmanager
+def charging_failures(charge: Callable[[str, TokenUsage], None]) -> Iterator[None]:
+    """A judge call that failed for good: what its requests cost is charged all the same (the
+    summary's judge calls count every request), and the error goes on to the check's caller."""
+    try:
+        yield
+    except LLMNotConfigured:
+        raise
+    except LLMError as exc:
+        charge("judge", spent(exc))
+        raise
 
 
 @dataclass
@@ -46,6 +69,10 @@ class CheckSlots:
     charge: Callable[[str, TokenUsage], None]
     #: raises the failed ``must``'s ExpectationFailed
     fail: Callable[[Check], None]
+    #: the scenario's place (``file:line``), for a judge that failed on a ``must``
+    where: str = ""
+    #: the largest file the judge is shown inline (``[tool.fabtest] judge_max_file_bytes``)
+    max_file_bytes: int = transcript.JUDGE_MAX_FILE_BYTES
     slots: list[Check | Pending | None] = field(default_factory=list)
     _by_turn: dict[int, list[_Pending]] = field(default_factory=dict)
     _conversation: list[_Pending] = field(default_factory=list)
@@ -76,7 +103,7 @@ class CheckSlots:
         slot = self.reserve()
         executor = self.executor()
         if mode == "must" or executor is None:
-            check = run()
+            check = self._hard_verdict(run) if mode == "must" else _soft_verdict(run, waiting)
             self.slots[slot] = check
             if mode == "must" and check.status in ("failed", "inconclusive"):
                 self.fail(check)
@@ -95,12 +122,14 @@ class CheckSlots:
         if not pending:
             return
         turn = conversation.turns[number - 1]
-        subject = transcript.exchange_for_judge(conversation, turn.number, context=context_turns)
+        subject = transcript.exchange_for_judge(conversation, turn.number, context=context_turns,
+                                                max_file_bytes=self.max_file_bytes)
         self._batch(pending, subject, "response", turn.number, block=block)
 
     def flush_conversation(self, conversation: Conversation, *, block: bool) -> None:
         pending, self._conversation = self._conversation, []
-        self._batch(pending, transcript.for_judge(conversation), "conversation", None, block=block)
+        subject = transcript.for_judge(conversation, max_file_bytes=self.max_file_bytes)
+        self._batch(pending, subject, "conversation", None, block=block)
 
     def _batch(self, pending: list[_Pending], subject: str, scope: Scope, turn: int | None, *, block: bool) -> None:
         """The judge calls for every criterion pending on one subject; fills their slots.
@@ -125,7 +154,8 @@ class CheckSlots:
         def run() -> list[Check]:
             judge = self.judge()
             assert judge is not None
-            result = judge.evaluate_criteria(list(unique.values()), subject=subject, scope=scope)
+            with charging_failures(self.charge):
+                result = judge.evaluate_criteria(list(unique.values()), subject=subject, scope=scope)
             self.charge("judge", result.usage)
             by_name = {v.criterion: v for v in result.value}
             return [judge_checks.criterion_check(p.criterion, p.mode, by_name[p.criterion.name], scope, turn)
@@ -133,7 +163,8 @@ class CheckSlots:
 
         executor = self.executor()
         if block or executor is None:
-            results = run()
+            results = (self._hard_verdict(run) if any(p.mode == "must" for p in pending) else
+                       _soft_verdict(run, [placeholder("satisfy", p.criterion.name, turn) for p in pending]))
             for p, check in zip(pending, results, strict=True):
                 self.slots[p.slot] = check
             if block:
@@ -144,3 +175,27 @@ class CheckSlots:
         future = executor.submit(tracing.carry(run))
         for index, p in enumerate(pending):
             self.slots[p.slot] = Pending(future, index, placeholder("satisfy", p.criterion.name, turn))
+
+    def _hard_verdict(self, run: Callable[[], _T]) -> _T:
+        """A ``must`` check's verdict: a judge that failed for good ends the scenario as ``judge``
+        (:class:`~fabtest.errors.JudgeFailed`), not as the agent's ``error``."""
+        try:
+            return run()
+        except LLMNotConfigured:
+            raise
+        except LLMError as exc:
+            raise JudgeFailed(f"the judge failed for good on a must check: {exc}", where=self.where) from exc
+
+
+def _soft_verdict(run: Callable[[], _T], waiting: Any) -> _T:
+    """A soft check judged on this thread (no executor): a judge that failed for good makes it
+    skipped with the reason, as a background verdict is (:func:`verdicts.judge_failed`), never the
+    scenario's error. ``waiting``: the placeholder check, or one per criterion of a batch."""
+    try:
+        return run()
+    except LLMNotConfigured:
+        raise
+    except LLMError as exc:
+        if isinstance(waiting, list):
+            return cast(_T, [judge_failed(w, exc) for w in waiting])
+        return cast(_T, judge_failed(waiting, exc))

@@ -16,6 +16,7 @@ Every result carries the token usage of its call(s) so the caller can charge it 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
@@ -25,9 +26,9 @@ from typing import Any, Generic, Literal, Protocol, TypeVar, cast
 from pydantic import BaseModel, Field, create_model
 
 from fabtest.config.criteria import Criterion
-from fabtest.conversation import AgentResponse, TokenUsage, ToolCall, Turn
+from fabtest.conversation import AgentResponse, Attachment, TokenUsage, ToolCall, Turn
 from fabtest.engine import transcript
-from fabtest.llm.base import LLM, LLMBadOutput, LLMNotConfigured
+from fabtest.llm.base import LLM, LLMBadOutput, LLMError, LLMNotConfigured, with_spent
 from fabtest.llm.cache import sample_view
 from fabtest.llm.calls import LLMCall, llm_call
 from fabtest.llm.schema import ORDERED
@@ -477,10 +478,14 @@ class Judge:
             subject=subject,
             count=len(criteria),
         )
-        call = LLMCall("criteria", subject=subject, criteria=tuple(criteria), scope=scope)
+        call = LLMCall("criteria", subject=subject, criteria=tuple(criteria), scope=scope, files=_files(subject))
         with llm_call(call):
-            return self._ask(prompt, criteria_schema(tuple(names)), lambda answer: _match_verdicts(criteria, answer),
-                             "criteria", llm=llm)
+            result = self._ask(prompt, criteria_schema(tuple(names)),
+                               lambda answer: _match_verdicts(criteria, answer), "criteria", llm=llm)
+        note = _file_note(subject)
+        if note:
+            result.value = [dataclasses.replace(v, reasoning=v.reasoning + note) for v in result.value]
+        return result
 
     def grounding(self, response: str, source: str, tool_results: Sequence[ToolCall], *,
                   turn: Turn | None = None) -> JudgeResult[GroundingVerdict]:
@@ -500,14 +505,14 @@ class Judge:
     def intent(self, exchange: str, intent: str) -> JudgeResult[Verdict]:
         """Whether the agent's reply in ``exchange`` has ``intent``."""
         prompt = INTENT_PROMPT.format(purpose=_purpose_block(self.purpose), intent=intent, exchange=exchange)
-        with llm_call(LLMCall("intent", subject=exchange, intent=intent)):
-            return self._ask(prompt, VerdictAnswer, _plain_verdict, "intent")
+        with llm_call(LLMCall("intent", subject=exchange, intent=intent, files=_files(exchange))):
+            return _noted(self._ask(prompt, VerdictAnswer, _plain_verdict, "intent"), exchange)
 
     def goal_achieved(self, goal: str, transcript_text: str) -> JudgeResult[Verdict]:
         """Whether the simulated user's ``goal`` was achieved in ``transcript_text`` (:func:`transcript.for_judge`)."""
         prompt = GOAL_PROMPT.format(purpose=_purpose_block(self.purpose), goal=goal, transcript=transcript_text)
-        with llm_call(LLMCall("goal", subject=transcript_text, goal=goal)):
-            return self._ask(prompt, VerdictAnswer, _plain_verdict, "goal")
+        with llm_call(LLMCall("goal", subject=transcript_text, goal=goal, files=_files(transcript_text))):
+            return _noted(self._ask(prompt, VerdictAnswer, _plain_verdict, "goal"), transcript_text)
 
     def choose_topic(self, current: Topic, candidates: Sequence[Topic], exchange: str) -> JudgeResult[str]:
         """The topic after ``exchange``: ``current`` or one of ``candidates`` (its successors)."""
@@ -532,7 +537,11 @@ class Judge:
         problems: list[str] = []
         attempt_prompt = prompt
         for attempt in range(1, MAX_RETRIES + 2):
-            completion = llm.complete_json(attempt_prompt, schema, system=system, temperature=self.temperature)
+            try:
+                completion = llm.complete_json(attempt_prompt, schema, system=system, temperature=self.temperature)
+            except LLMError as exc:  # what the failed attempts cost goes with the error (``spent``)
+                with_spent(exc, usage)
+                raise
             usage.add(completion.usage)
             parsed = completion.parsed
             try:
@@ -544,9 +553,26 @@ class Judge:
                 attempt_prompt = prompt + RETRY_NOTE.format(problem=exc)
                 continue
             return JudgeResult(value, usage, attempts=attempt)
-        raise LLMBadOutput(
+        raise with_spent(LLMBadOutput(
             f"judge ({what}) gave an unusable answer {MAX_RETRIES + 1} times; last problem: {problems[-1]}"
-        )
+        ), usage)
+
+
+def _files(subject: str) -> tuple[Attachment, ...]:
+    """The files a judged transcript attaches (:class:`transcript.JudgedText`), sent inline beside it."""
+    return subject.files if isinstance(subject, transcript.JudgedText) else ()
+
+
+def _file_note(subject: str) -> str:
+    return subject.file_note() if isinstance(subject, transcript.JudgedText) else ""
+
+
+def _noted(result: JudgeResult[Verdict], subject: str) -> JudgeResult[Verdict]:
+    """The verdict's reason says which files the judge saw by name, type and size only."""
+    note = _file_note(subject)
+    if note:
+        result.value = dataclasses.replace(result.value, reasoning=result.value.reasoning + note)
+    return result
 
 
 class _Unusable(Exception):

@@ -44,6 +44,7 @@ _JUDGE_STEP = re.compile(r"\b(should|must) (?:not )?(satisfy|be grounded in|have
 _SIMULATOR_STEP = re.compile(r"\bthe simulated user talks to the agent\b")
 _AGENT_STEP = re.compile(r'the agent "(?P<name>[^"]*)"')
 _ENV_REF = re.compile(r"\$\{(\w+)\}")
+_SENDS_FILES = re.compile(r'the user (?:sends (?:"|these files with)|has the files? ")')
 
 
 class PreflightFailed(UsageError):
@@ -67,6 +68,8 @@ class Needs:
     #: ``default_agent``: a scenario names none
     agent_names: dict[str, str] = field(default_factory=dict)
     default_agent: bool = False
+    #: the first step sending a file (``file:line``) per agent name (None: the default agent)
+    sends_files: dict[str | None, str] = field(default_factory=dict)
 
     def add_steps(self, texts: Iterable[str]) -> None:
         """A scenario's step texts: LLM-judged steps need the judge, a simulated user the simulator."""
@@ -83,6 +86,9 @@ class Needs:
         for name, where in named:
             self.agent_names.setdefault(name, where)
         self.default_agent = self.default_agent or not named
+        sending = next((where for text, where in steps if _SENDS_FILES.match(text.strip())), None)
+        if sending is not None:
+            self.sends_files.setdefault(named[-1][0] if named else None, sending)
 
 
 def configured_agents(settings: Any, *, scenarios: bool, playbooks: bool,
@@ -316,7 +322,23 @@ def configuration_problems(settings: Any, needs: Needs) -> list[str]:
     root = Path(source).parent if source else None
     problems = [_unknown_agent(settings, name, where) for name, where in sorted(needs.agent_names.items())
                 if name not in (settings.agents or {})]
-    return problems + [p for p in (config_problem(w, t, root=root) for w, t in needs.agents.items()) if p]
+    problems += [p for p in (config_problem(w, t, root=root) for w, t in needs.agents.items()) if p]
+    return problems + _fileless_agents(settings, needs)
+
+
+def _fileless_agents(settings: Any, needs: Needs) -> list[str]:
+    """A scenario that sends files to an agent whose protocol cannot carry them (ACP)."""
+    from fabtest.agents.file_parts import FILELESS
+
+    problems = []
+    for name, where in needs.sends_files.items():
+        target = (settings.agents or {}).get(name) if name is not None else settings.agent
+        kind = next((k for k in FILELESS if isinstance(target, Mapping) and k in target), None)
+        if kind is not None:
+            agent = f"[tool.fabtest.agents] {name}" if name is not None else "[tool.fabtest] agent"
+            problems.append(f"{where}: this scenario sends files, but {agent} is {FILELESS[kind]}, which cannot "
+                            "carry them (docs/how-to/files.md lists the adapters that do)")
+    return problems
 
 
 def reachability_problems(needs: Needs) -> list[str]:

@@ -30,9 +30,10 @@ from fabtest.agents.stubs import ToolStub, ToolStubs
 from fabtest.config.criteria import Criterion
 from fabtest.config.scenario_sets import ScenarioRecord
 from fabtest.config.settings import Settings
-from fabtest.conversation import Check, Conversation, Mode, Status, TokenUsage, Turn
+from fabtest.conversation import Attachment, Check, Conversation, Mode, Status, TokenUsage, Turn
 from fabtest.engine import budget, checks, judge_checks, records, stubbing, topic_checks, transcript
-from fabtest.engine.batching import CheckSlots
+from fabtest.engine.attachments import FileLoader, FileRef
+from fabtest.engine.batching import CheckSlots, charging_failures
 from fabtest.engine.judge import CriterionVerdict, Judge, Scope
 from fabtest.engine.patterns import scenario_deadline
 from fabtest.engine.simulator import SimulatorConfig
@@ -44,7 +45,6 @@ from fabtest.experiment.cost import price_table
 from fabtest.llm.base import LLM, LLMNotConfigured
 
 __all__ = ["LLMRoles", "ScenarioState"]
-
 
 @dataclass
 class LLMRoles:
@@ -105,6 +105,10 @@ class ScenarioState:
     on_late: Callable[[LateVerdicts], None] | None = None
     #: after :meth:`finish`: the soft verdicts handed to ``on_late`` (None when every one was in)
     late: LateVerdicts | None = None
+    #: reads each file a step sends once per run (the front end shares one between scenarios)
+    files: FileLoader = field(default_factory=FileLoader)
+    #: the files the simulated user has (``Given the user has the files``), by name
+    user_files: dict[str, Attachment] = field(default_factory=dict)
 
     # -- setup -----------------------------------------------------------------------------------
     def use_agent(self, name: str) -> None:
@@ -121,7 +125,8 @@ class ScenarioState:
         if self.purpose is None:
             self.purpose = self.settings.agent_description
         self._checks = CheckSlots(judge=lambda: self.judge, executor=lambda: self.llms.executor, charge=self._charge,
-                                  fail=self._fail)
+                                  fail=self._fail, where=self.where,
+                                  max_file_bytes=self.settings.judge_max_file_bytes)
 
     def define_purpose(self, text: str) -> None:
         """``Given the agent's purpose is "..."``: the judge, simulated user and attacker are told it."""
@@ -190,9 +195,32 @@ class ScenarioState:
             self._runner.on_turn.append(self._after_turn)
         return self._runner
 
-    def user_says(self, text: str) -> Turn:
+    def user_says(self, text: str, attachments: tuple[Attachment, ...] = ()) -> Turn:
         self.flush_pending()
-        return self.runner.say(text)
+        return self.runner.say(text, attachments)
+
+    def _transcript_for_judge(self) -> transcript.JudgedText:
+        return transcript.for_judge(self.conversation, max_file_bytes=self.settings.judge_max_file_bytes)
+
+    def user_sends(self, text: str, refs: Sequence[FileRef]) -> Turn:
+        """``When the user sends "x.png" with "..."``: the files (relative to the feature's folder,
+        read once per run by :attr:`files`) go with the message."""
+        return self.user_says(text, self.files.load_all(self.base_dir, refs, where=self.where))
+
+    def give_files(self, refs: Sequence[FileRef]) -> None:
+        """``Given the user has the files ...``: the simulated user may send them, by name, when it chooses."""
+        loaded = self.files.load_all(self.base_dir, refs, where=self.where)
+        for file in loaded:
+            self.user_files[file.name] = file
+        self.configure_simulator(files=tuple(f.name for f in loaded))
+
+    @property
+    def base_dir(self) -> Path:
+        """The folder file paths are relative to: the feature file's (a playbook's), else the project's."""
+        source = str(self.context.get("feature_file") or self.context.get("playbook_file") or "")
+        source = source or (self.where.rsplit(":", 1)[0] if ":" in self.where else "")
+        path = (self.rootdir / source) if source else self.rootdir
+        return path.parent if path.suffix else path
 
     def simulate(self, *, first: str | None = None, until: Callable[[Conversation], str | None] | None = None) -> str:
         """Let the simulated user talk to the agent until it stops; returns why it stopped. Each
@@ -392,7 +420,8 @@ class ScenarioState:
             self._skip_llm_check("intent", mode, f"intent:{intent}", turn=turn.number)
             return
         exchange = transcript.exchange_for_judge(self.conversation, turn.number,
-                                                 context=self.settings.judge.context_turns)
+                                                 context=self.settings.judge.context_turns,
+                                                 max_file_bytes=self.settings.judge_max_file_bytes)
         self._checks.run(self._judged(lambda judge: judge_checks.intent_check(judge, turn, exchange, intent, mode)),
                             mode, placeholder("intent", f"intent:{intent}", turn.number))
 
@@ -405,7 +434,7 @@ class ScenarioState:
         if self.llms.judge is None:
             self._skip_llm_check("goal", mode, "goal achieved", turn=None)
             return
-        text = transcript.for_judge(self.conversation)
+        text = self._transcript_for_judge()
         self._checks.run(self._judged(lambda judge: judge_checks.goal_check(judge, goal, text, mode)), mode,
                             placeholder("goal", "goal achieved", None))
 
@@ -414,7 +443,8 @@ class ScenarioState:
         def run() -> Check:
             judge = self.judge
             assert judge is not None  # the callers skip the check without a judge
-            check, usage = ask(judge)
+            with charging_failures(self._charge):
+                check, usage = ask(judge)
             self._charge("judge", usage)
             return check
 

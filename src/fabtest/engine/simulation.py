@@ -7,7 +7,9 @@ a red-team attacker that would not attack, makes the run **invalid**. An invalid
 recorded with its reason (``ScenarioState.simulations``, the result's ``simulation``) and the
 conversation is run again from the start with a fresh agent, up to ``simulator_retries`` times;
 when every try was invalid the scenario ends with :class:`~fabtest.errors.InvalidSimulation`,
-reported as not run and never counted in completion, criteria or the gate.
+reported as not run and never counted in completion, criteria or the gate. A simulated user that
+fails for good (its LLM down, or agent-voiced or empty messages on every try) ends the scenario
+with :class:`~fabtest.errors.SimulatorFailed`: failure type ``simulator``, the agent not blamed.
 
 A conversation can be started again only when the simulation began it (no scripted turn and no
 check before it); otherwise the first invalid try ends the scenario. Starting again is the
@@ -16,20 +18,20 @@ state's own job (:meth:`fabtest.engine.scenario.ScenarioState.restart`): it owns
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from fabtest.config.settings import Settings
-from fabtest.conversation import Conversation, TokenUsage
+from fabtest.conversation import Attachment, Conversation, TokenUsage
 from fabtest.engine import fidelity
 from fabtest.engine.simulator import STOPS, Simulator, SimulatorConfig
 from fabtest.engine.topics import TopicGraph
 from fabtest.engine.turns import ConversationRunner
-from fabtest.errors import InvalidSimulation, MaxTurnsReached, UsageError
-from fabtest.llm.base import LLM
+from fabtest.errors import InvalidSimulation, LLMError, LLMNotConfigured, MaxTurnsReached, SimulatorFailed, UsageError
+from fabtest.llm.base import LLM, spent
 
-__all__ = ["SimulatedState", "UserStopped", "simulate"]
+__all__ = ["SimulatedState", "UserMessage", "UserStopped", "simulate"]
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,14 @@ class UserStopped:
     """The simulated user ended the conversation itself (done, stuck, out of scope), and why."""
 
     reason: str
+
+
+@dataclass(frozen=True)
+class UserMessage:
+    """A simulated user's message with the files it chose to send (``Given the user has the files``)."""
+
+    text: str
+    attachments: tuple[Attachment, ...] = ()
 
 
 class _Roles(Protocol):
@@ -71,6 +81,9 @@ class SimulatedState(Protocol):
 
     @property
     def simulator_config(self) -> SimulatorConfig: ...
+
+    @property
+    def user_files(self) -> Mapping[str, Attachment]: ...
 
     @property
     def conversation(self) -> Conversation: ...
@@ -138,18 +151,24 @@ def _one_conversation(state: SimulatedState, first: str | None,
     """One try: (why it stopped, the MaxTurnsReached it ended with or None, its fidelity check, and
     what the simulated user thought when it stopped the conversation itself)."""
     config = state.simulator_config
-    simulator = Simulator(state.llms.simulator, config, purpose=state.purpose)
+    simulator = Simulator(state.llms.simulator, config, purpose=state.purpose, files=state.user_files)
     simulated: set[int] = set()
     status: list[str] = []
     thinking: list[str] = []
 
-    def next_message(conversation: Conversation) -> str | UserStopped | None:
+    def next_message(conversation: Conversation) -> str | UserMessage | UserStopped | None:
         nonlocal first
         state.flush_pending()
         if first is not None:
             state.simulated_text, first = first, None
             return state.simulated_text
-        result = simulator.next_message(conversation, opening=not conversation.turns)
+        try:
+            result = simulator.next_message(conversation, opening=not conversation.turns)
+        except LLMNotConfigured:
+            raise
+        except LLMError as exc:  # the simulated user's failure, charged and never the agent's
+            state.charge("simulator", spent(exc))
+            raise SimulatorFailed(f"the simulated user failed: {exc}", where=state.where) from exc
         state.simulated_text = result.text
         state.user_note(result.strategy)
         state.charge("simulator", result.usage)
@@ -158,6 +177,8 @@ def _one_conversation(state: SimulatedState, first: str | None,
             thinking.append(result.thinking)
             return _stopped(state, conversation, simulator, result.status)
         simulated.add(len(conversation.turns) + 1)
+        if result.files:  # the files it chose to attach, by name
+            return UserMessage(result.text, tuple(simulator.files[name] for name in result.files))
         return result.text
 
     max_turns = config.max_turns or DEFAULT_MAX_TURNS
@@ -193,7 +214,8 @@ def _stopped(state: SimulatedState, conversation: Conversation, simulator: Simul
     return UserStopped(reason)
 
 
-def _talk(runner: ConversationRunner, next_message: Callable[[Conversation], str | UserStopped | None], *,
+def _talk(runner: ConversationRunner,
+          next_message: Callable[[Conversation], str | UserMessage | UserStopped | None], *,
           max_turns: int, should_stop: Callable[[Conversation], str | None]) -> str:
     """Let the simulator talk until ``should_stop`` gives a reason; returns that reason.
 
@@ -207,7 +229,10 @@ def _talk(runner: ConversationRunner, next_message: Callable[[Conversation], str
             return "the simulated user finished its goal"
         if isinstance(text, UserStopped):
             return text.reason
-        runner.say(text)
+        if isinstance(text, UserMessage):
+            runner.say(text.text, text.attachments)
+        else:
+            runner.say(text)
         reason = should_stop(runner.conversation)
         if reason:
             return reason

@@ -24,6 +24,17 @@ Two views of the same turns, kept side by side so they cannot drift apart:
 
   A tool result longer than :data:`TOOL_RESULT_LIMIT` characters is cut with a visible
   ``[... N more characters cut]`` so the judge knows it did not see all of it.
+
+  A file sent with a message is a line of its own after it, and the file itself is sent inline
+  right after that line (:mod:`fabtest.llm.inline_files`); a file over the judge's size limit is
+  described by name, type and size only, and the line says so::
+
+      turn 1 user: "Is this covered?"
+      turn 1 user file: "lamp.png" image/png 12.3 kB [attached: file 1]
+
+  The text these functions return is a :class:`JudgedText`: a ``str`` that also carries the files
+  it attaches and those it withheld, so every caller that passes the transcript to the judge
+  passes its files with it.
 """
 
 from __future__ import annotations
@@ -32,10 +43,64 @@ import json
 from collections.abc import Sequence
 
 from fabtest.agents import trace_calls
-from fabtest.conversation import Conversation, Turn
+from fabtest.conversation import Attachment, Conversation, Turn, human_size
 from fabtest.engine.checks import describe_calls
+from fabtest.llm.inline_files import marker
 
-__all__ = ["CONTEXT_TURNS", "TOOL_RESULT_LIMIT", "exchange_for_judge", "for_judge", "quoted", "render"]
+__all__ = ["CONTEXT_TURNS", "JUDGE_MAX_FILE_BYTES", "TOOL_RESULT_LIMIT", "JudgedText", "exchange_for_judge",
+           "for_judge", "quoted", "render"]
+
+#: the largest file the judge is shown inline unless ``[tool.fabtest] judge_max_file_bytes`` says otherwise
+JUDGE_MAX_FILE_BYTES = 5_000_000
+
+
+class JudgedText(str):
+    """The transcript the judge reads, with the files it attaches (inline, beside their lines) and
+    the files it only describes (over the size limit)."""
+
+    files: tuple[Attachment, ...]
+    withheld: tuple[Attachment, ...]
+
+    def __new__(cls, text: str, files: tuple[Attachment, ...] = (),
+                withheld: tuple[Attachment, ...] = ()) -> JudgedText:
+        self = super().__new__(cls, text)
+        self.files, self.withheld = files, withheld
+        return self
+
+    def file_note(self) -> str:
+        """What a verdict's reason adds when files were withheld ("" when none was)."""
+        if not self.withheld:
+            return ""
+        names = ", ".join(f"{f.name} ({human_size(f.size)})" for f in self.withheld)
+        return (f" [the judge saw only the name, type and size of {names}: over judge_max_file_bytes]")
+
+
+class _Files:
+    """The files one judged text names, numbered in order; each content attached once."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.attached: dict[str, int] = {}
+        self.files: list[Attachment] = []
+        self.withheld: list[Attachment] = []
+
+    def line(self, n: int, who: str, file: Attachment) -> str:
+        head = f"turn {n} {who} file: {quoted(file.name)} {file.mime_type} {human_size(file.size)}"
+        if self.max_bytes < 0:  # described only (a prompt that sends no file, such as grounding's)
+            return head
+        if file.size > self.max_bytes:
+            if file not in self.withheld:
+                self.withheld.append(file)
+            return (f"{head} [not attached: over the judge's limit of {human_size(self.max_bytes)}; "
+                    "judge it by its name, type and size only]")
+        if file.sha256 not in self.attached:
+            self.files.append(file)
+            self.attached[file.sha256] = len(self.files)
+            return f"{head} {marker(len(self.files))}"
+        return f"{head} [the same file as attached file {self.attached[file.sha256]}]"
+
+    def text(self, lines: list[str]) -> JudgedText:
+        return JudgedText("\n".join(lines), tuple(self.files), tuple(self.withheld))
 
 #: replies longer than this are clipped in :func:`render` (the result JSON keeps them whole)
 CLIP = 2000
@@ -71,7 +136,7 @@ def quoted(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-def judge_turn(turn: Turn, *, limit: int = TOOL_RESULT_LIMIT) -> list[str]:
+def judge_turn(turn: Turn, *, limit: int = TOOL_RESULT_LIMIT, files: _Files | None = None) -> list[str]:
     """One turn as the judge reads it: the user's message, each tool call in order, the reply.
 
     A turn whose tool calls are unknown (the agent exports traces and they did not arrive) says so
@@ -79,24 +144,28 @@ def judge_turn(turn: Turn, *, limit: int = TOOL_RESULT_LIMIT) -> list[str]:
     called" and pass "the agent did not book without asking" on no evidence (the same rule as the
     tool steps: unknown is inconclusive, never passed)."""
     n = turn.number
-    lines = [f"turn {n} user: {quoted(turn.user)}"]
+    files = files if files is not None else _Files(-1)
+    lines = [f"turn {n} user: {quoted(turn.user)}", *(files.line(n, "user", f) for f in turn.attachments)]
     if trace_calls.missing(turn.response):
         lines.append(f"turn {n} tool calls: unknown (the agent's traces of this turn did not arrive)")
     for call in turn.tool_calls:
         lines.append(f"turn {n} tool call: {quoted(call.name)} arguments {_json(call.arguments)} "
                      f"result {_cut(_json(call.result), limit)}")
     lines.append(f"turn {n} agent: {quoted(turn.response.text)}")
+    lines += [files.line(n, "agent", f) for f in turn.response.attachments]
     return lines
 
 
-def for_judge(conversation: Conversation | Sequence[Turn], *, limit: int = TOOL_RESULT_LIMIT) -> str:
+def for_judge(conversation: Conversation | Sequence[Turn], *, limit: int = TOOL_RESULT_LIMIT,
+              max_file_bytes: int = JUDGE_MAX_FILE_BYTES) -> JudgedText:
     """The whole transcript the judge reads (conversation criteria, the goal, playbook checks)."""
     turns = conversation.turns if isinstance(conversation, Conversation) else conversation
-    return "\n".join(line for turn in turns for line in judge_turn(turn, limit=limit))
+    files = _Files(max_file_bytes)
+    return files.text([line for turn in turns for line in judge_turn(turn, limit=limit, files=files)])
 
 
 def exchange_for_judge(conversation: Conversation | Sequence[Turn], number: int, *, context: int = CONTEXT_TURNS,
-                       limit: int = TOOL_RESULT_LIMIT) -> str:
+                       limit: int = TOOL_RESULT_LIMIT, max_file_bytes: int = JUDGE_MAX_FILE_BYTES) -> JudgedText:
     """Turn ``number`` for a response-scope check, after up to ``context`` turns before it: "Yes,
     done" means nothing without the question it answers (a window, as DeepEval's conversational
     metrics judge a turn with the turns before it). Without earlier turns, just the turn. The
@@ -105,11 +174,12 @@ def exchange_for_judge(conversation: Conversation | Sequence[Turn], number: int,
     by_number = {t.number: t for t in turns}
     judged = by_number[number]
     earlier = [t for t in turns if number - context <= t.number < number] if context > 0 else []
+    files = _Files(max_file_bytes)
     if not earlier:
-        return "\n".join(judge_turn(judged, limit=limit))
+        return files.text(judge_turn(judged, limit=limit, files=files))
     short = min(limit, CONTEXT_RESULT_LIMIT)  # the earlier turns' tool results are context: kept short
-    return "\n".join([EARLIER_TURNS, *(line for t in earlier for line in judge_turn(t, limit=short)),
-                      JUDGED_TURN, *judge_turn(judged, limit=limit)])
+    return files.text([EARLIER_TURNS, *(line for t in earlier for line in judge_turn(t, limit=short, files=files)),
+                       JUDGED_TURN, *judge_turn(judged, limit=limit, files=files)])
 
 
 def _json(value: object) -> str:

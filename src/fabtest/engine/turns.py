@@ -27,7 +27,7 @@ from fabtest.agents.boundary import (
     guarded_async,
     merge_tool_calls,
 )
-from fabtest.conversation import AgentResponse, Conversation, Message, ToolCall, Turn
+from fabtest.conversation import AgentResponse, Attachment, Conversation, Message, ToolCall, Turn
 from fabtest.errors import ScenarioTimeout
 
 TurnHook = Callable[[Turn], None]
@@ -59,9 +59,9 @@ class ConversationRunner:
         self.deadline = deadline
         self.on_turn: list[TurnHook] = []
 
-    def say(self, text: str) -> Turn:
-        """Send one user message and record the turn."""
-        messages = [*self.conversation.messages, Message("user", text)]
+    def say(self, text: str, attachments: tuple[Attachment, ...] = ()) -> Turn:
+        """Send one user message (with its files) and record the turn."""
+        messages = [*self.conversation.messages, Message("user", text, attachments)]
         started = time.perf_counter()
         timeout = self.agent_timeout
         if self.deadline is not None:
@@ -70,11 +70,12 @@ class ConversationRunner:
                 raise ScenarioTimeout("the scenario exceeded its time limit (--fabtest-scenario-timeout)")
             timeout = min(timeout, remaining)
         with tracing.turn_span(len(self.conversation.turns) + 1) as span:
-            turn = self._turn(text, messages, timeout, started)
+            turn = self._turn(text, messages, timeout, started, attachments)
             tracing.set_attribute(span, "fabtest.topic", turn.topic)
         return turn
 
-    def _turn(self, text: str, messages: list[Message], timeout: float, started: float) -> Turn:
+    def _turn(self, text: str, messages: list[Message], timeout: float, started: float,
+              attachments: tuple[Attachment, ...] = ()) -> Turn:
         try:
             response = call_agent(self.agent, messages, timeout=timeout, tool_stubs=self.tool_stubs,
                                   traces=self.traces)
@@ -84,11 +85,12 @@ class ConversationRunner:
                                       "while waiting for the agent") from None
             raise
         turn = Turn(number=len(self.conversation.turns) + 1, user=text, response=response,
-                    duration_s=time.perf_counter() - started)
+                    duration_s=time.perf_counter() - started, attachments=attachments)
         self.conversation.turns.append(turn)
         if log.isEnabledFor(logging.INFO):
             tools = ", ".join(c.name for c in response.tool_calls)
-            log.info("turn %d user: %s", turn.number, self.redact(text))
+            files = "".join(f"  [file: {a.name}]" for a in attachments)
+            log.info("turn %d user: %s%s", turn.number, self.redact(text), files)
             log.info("turn %d agent: %s%s", turn.number, self.redact(response.text),
                      self.redact(f"  [tools: {tools}]") if tools else "")
         for hook in self.on_turn:

@@ -133,7 +133,7 @@ def _find(run: ScenarioResult, key: _Key) -> CheckRecord | None:
 
 def _attribute(sid: str, runs: list[ScenarioResult], rejudge: Rejudge | None) -> Attribution:
     name = runs[0].name
-    broken = [r for r in runs if r.failure_type in ("error", "timeout")]
+    broken = [r for r in runs if r.failure_type in ("error", "timeout", "simulator", "judge")]
     if broken:
         r = broken[0]
         return Attribution(sid, name, "undetermined", None,

@@ -39,15 +39,20 @@ def first_difference(base: Sequence[dict[str, Any]], cur: Sequence[dict[str, Any
     then the agent's response, then its tool calls; ``length`` when one conversation simply goes on
     longer. None when they are the same (whitespace aside)."""
     for number, (a, b) in enumerate(zip(base, cur, strict=False), start=1):
-        if _norm(a.get("user")) != _norm(b.get("user")):
+        if _norm(a.get("user")) != _norm(b.get("user")) or _hashes(a, "user_files") != _hashes(b, "user_files"):
             return number, "user"
-        if _norm(a.get("agent")) != _norm(b.get("agent")):
+        if _norm(a.get("agent")) != _norm(b.get("agent")) or _hashes(a, "agent_files") != _hashes(b, "agent_files"):
             return number, "agent"
         if tool_summary(a) != tool_summary(b):
             return number, "tools"
     if len(base) != len(cur):
         return min(len(base), len(cur)) + 1, "length"
     return None
+
+
+def _hashes(turn: dict[str, Any], key: str) -> list[Any]:
+    """The contents of a message's files (a photo with other bytes is another message)."""
+    return [f.get("sha256") for f in turn.get(key) or [] if isinstance(f, dict)]
 
 
 @dataclass

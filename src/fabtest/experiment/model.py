@@ -7,11 +7,12 @@ report (``user_properties``) to the controller, and is aggregated by the recorde
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from fabtest.conversation import AgentResponse, Conversation, Message, ToolCall, Turn, jsonable
+from fabtest.conversation import AgentResponse, Attachment, Conversation, Message, ToolCall, Turn, jsonable
 from fabtest.errors import FailureType, excerpt
 from fabtest.experiment.cost import agent_turn_lines
 
@@ -39,6 +40,20 @@ class ToolCallRecord(BaseModel):
     stubbed: bool = Field(default=False, exclude_if=lambda stubbed: not stubbed)
 
 
+class FileRecord(BaseModel):
+    """A file of the conversation as the experiment keeps it: never its bytes (they are kept once
+    per content under ``results/files/<sha256>``, :mod:`fabtest.experiment.file_store`)."""
+
+    name: str
+    mime_type: str
+    size: int
+    sha256: str
+
+
+def _no_files(files: list[FileRecord]) -> bool:
+    return not files
+
+
 class TurnRecord(BaseModel):
     number: int
     user: str
@@ -53,6 +68,10 @@ class TurnRecord(BaseModel):
     off_graph: bool = False
     #: the simulated user's note on its message: an adversarial user's tactic (README "Adversarial users")
     user_note: str | None = None
+    #: the files the user sent with its message, and those the agent replied with; written only when
+    #: there are some, so files without them read the same
+    user_files: list[FileRecord] = Field(default_factory=list, exclude_if=_no_files)
+    agent_files: list[FileRecord] = Field(default_factory=list, exclude_if=_no_files)
 
 
 class UsageRecord(BaseModel):
@@ -162,6 +181,8 @@ def turn_records(conversation: Conversation) -> list[TurnRecord]:
         TurnRecord(number=t.number, user=t.user, agent=t.response.text, topic=t.topic,
                    duration_s=round(t.duration_s, 4), metadata=jsonable(t.response.metadata),
                    off_graph=t.off_graph_from is not None, user_note=t.user_note,
+                   user_files=[FileRecord(**f.to_record()) for f in t.attachments],
+                   agent_files=[FileRecord(**f.to_record()) for f in t.response.attachments],
                    tool_calls=[ToolCallRecord(name=c.name, arguments=jsonable(c.arguments), result=jsonable(c.result),
                                               metadata=jsonable(c.metadata), stubbed=c.stubbed)
                                for c in t.tool_calls])
@@ -169,16 +190,27 @@ def turn_records(conversation: Conversation) -> list[TurnRecord]:
     ]
 
 
-def conversation_of(result: ScenarioResult, turns: Sequence[TurnRecord] | None = None) -> Conversation:
+def conversation_of(result: ScenarioResult, turns: Sequence[TurnRecord] | None = None, *,
+                    files_dir: Path | None = None) -> Conversation:
     """A result's turns (``turns``, default its transcript) as the conversation the checks and the
     judge read, the inverse of :func:`turn_records`: text, tool calls with their results, turn
     metadata, topics and the seeded history. rejudge, replay's re-checks and mutate all judge what
-    the run's judge saw through it."""
+    the run's judge saw through it. With ``files_dir`` (a results directory), each turn's files
+    come back with their kept bytes (a file whose bytes are not there is left out)."""
+    def files(records: list[FileRecord]) -> tuple[Attachment, ...]:
+        if files_dir is None:
+            return ()
+        from fabtest.experiment.file_store import load
+
+        loaded = (load(files_dir, name=f.name, mime_type=f.mime_type, sha256=f.sha256) for f in records)
+        return tuple(f for f in loaded if f is not None)
+
     out = Conversation(turns=[
         Turn(t.number, t.user, AgentResponse(t.agent, [ToolCall(c.name, dict(c.arguments), c.result, dict(c.metadata),
                                                                 c.stubbed) for c in t.tool_calls],
-                                             dict(t.metadata)),
-             topic=t.topic, off_graph_from="(recorded)" if t.off_graph else None, user_note=t.user_note)
+                                             dict(t.metadata), list(files(t.agent_files))),
+             topic=t.topic, off_graph_from="(recorded)" if t.off_graph else None, user_note=t.user_note,
+             attachments=files(t.user_files))
         for t in (result.transcript if turns is None else turns)])
     out.history = [Message(h["role"], h["content"]) for h in result.history  # type: ignore[arg-type]
                    if h.get("role") in ("user", "agent")]

@@ -47,6 +47,7 @@ __all__ = [
     "scenario_check_summary",
     "spread",
     "tokens",
+    "unjudged",
 ]
 
 FAILURE_TYPES = ("assertion", "max_turns", "timeout", "error")
@@ -197,6 +198,22 @@ def entry_check_counts(entry: dict[str, Any]) -> tuple[dict[str, list[int]], dic
                 counts[1] += 1
                 counts[0] += d.get("status") == "passed"
     return criteria, checks
+
+
+def unjudged(doc: dict[str, Any]) -> int:
+    """The judged checks of an experiment document when not one of them was rated (every one skipped:
+    no judge, a judge outage, unusable answers; or inconclusive), else 0. Such a run tested none of
+    them, so neither pytest nor the gate may call it green (docs/gates.md, "What counts as untested")."""
+    summary, results = doc.get("summary"), doc.get("criteria_results")
+    summary = summary if isinstance(summary, dict) else {}
+    entries = [e for e in results.values() if isinstance(e, dict)] if isinstance(results, dict) else []
+    if any(_count(e.get("evaluated")) for e in entries):
+        return 0
+    return _count(summary.get("skipped_checks")) + sum(_count(e.get("inconclusive")) for e in entries)
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def skipped_checks(results: Sequence[ScenarioResult]) -> int:

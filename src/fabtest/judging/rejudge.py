@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from fabtest.config.criteria import Criterion
@@ -96,6 +97,7 @@ def rejudge_experiment(
     criterion: str | None = None,
     scenario: str | None = None,
     progress: Callable[[str], None] | None = None,
+    files_dir: Path | None = None,
 ) -> tuple[list[ScenarioResult], list[Rejudged]]:
     """Every judgeable check asked ``times`` times; returns re-judged copies of the results (each
     re-judged check holds the majority, its split and confidence) and one :class:`Rejudged` per check.
@@ -119,7 +121,7 @@ def rejudge_experiment(
                 groups.setdefault((str(check.data["scope"]), check.turn), []).append(check)
         if progress and groups:
             progress(f"{result.id} iteration {result.iteration}: {sum(map(len, groups.values()))} checks")
-        conversation = conversation_of(copy)
+        conversation = conversation_of(copy, files_dir=files_dir)  # the judge sees the run's files again
         for (scope, turn), checks in groups.items():
             rows.extend(_rejudge_group(copy, conversation, scope, turn, checks, judges, spent))
         # what this re-judgement spent, counted call by call and priced at the judge that made the calls:

@@ -40,6 +40,22 @@ class LLMBadOutput(LLMError):
     """The LLM answered, but never with something usable (invalid JSON, empty, off-schema)."""
 
 
+def spent(exc: BaseException) -> TokenUsage:
+    """What a failed LLM call cost before it failed (``.usage``, set where requests were made): a
+    failure is charged like an answer, so "judge calls 0" is never printed after 60 requests."""
+    usage = getattr(exc, "usage", None)
+    return usage if isinstance(usage, TokenUsage) else TokenUsage()
+
+
+def with_spent(exc: BaseException, usage: TokenUsage) -> BaseException:
+    """``exc`` carrying ``usage`` added to what it already carried (returned, to be raised)."""
+    total = TokenUsage()
+    total.add(usage)
+    total.add(spent(exc))
+    exc.usage = total  # type: ignore[attr-defined]
+    return exc
+
+
 @dataclass
 class Completion(Generic[T]):
     """One answer: the raw text, the validated model for ``complete_json``, and its cost."""

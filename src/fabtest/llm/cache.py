@@ -44,9 +44,11 @@ def cache_key(
     temperature: float | None,
     schema: dict[str, Any] | None,
     salt: str,
+    files: list[str] | None = None,
 ) -> str:
-    """The sha256 hex digest naming one cached answer."""
-    material = {
+    """The sha256 hex digest naming one cached answer; ``files`` are the sha256 of the files sent
+    with the prompt (the same name with new bytes is another question)."""
+    material: dict[str, Any] = {
         "format": _FORMAT,
         "provider": provider,
         "model": model,
@@ -56,6 +58,8 @@ def cache_key(
         "schema": schema,
         "salt": salt,
     }
+    if files:  # absent without files: every key recorded before files existed stays valid
+        material["files"] = files
     return hashlib.sha256(json.dumps(material, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
@@ -123,6 +127,7 @@ class CachedLLM:
             temperature=temperature if temperature is not None else self._default_temperature(),
             schema=json_schema(schema) if schema is not None else None,
             salt=self.salt,
+            files=_call_files(),
         )
 
     def _default_temperature(self) -> float | None:
@@ -219,3 +224,11 @@ def sample_view(llm: LLM | None, index: int) -> LLM | None:
 def _atomic_write(path: Path, text: str) -> None:
     with atomic_writer(path) as handle:
         handle.write(text)
+
+
+def _call_files() -> list[str]:
+    """The hashes of the files the current call sends (:mod:`fabtest.llm.inline_files`)."""
+    from fabtest.llm.calls import current_call
+
+    call = current_call()
+    return [f.sha256 for f in call.files] if call is not None else []

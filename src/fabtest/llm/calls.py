@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
 if TYPE_CHECKING:
-    from fabtest.conversation import Conversation, ToolCall
+    from fabtest.conversation import Attachment, Conversation, ToolCall
 
 __all__ = ["PURPOSES", "CriterionLike", "LLMCall", "Purpose", "current_call", "llm_call"]
 
@@ -81,6 +81,9 @@ class LLMCall:
     #: a simulated tool (``Given the tool "X" is simulated as "..."``): its name and this call's arguments
     tool: str | None = None
     arguments: Mapping[str, object] = field(default_factory=dict)
+    #: the files the prompt's transcript attaches (``[attached: file N]``, :mod:`fabtest.llm.inline_files`):
+    #: providers send them inline beside the line naming them; the LLM cache key includes their hashes
+    files: tuple[Attachment, ...] = ()
 
     @property
     def criterion_names(self) -> list[str]:

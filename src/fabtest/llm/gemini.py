@@ -17,6 +17,7 @@ from fabtest._internal import redaction
 from fabtest.llm.base import Completion, LLMError, LLMNotConfigured, LLMSettings, json_schema
 from fabtest.llm.connect_timeout import connect_timeout, shorten_connect
 from fabtest.llm.gemini_rest import LeanTransport, lean_transport, raw_answer, request_body
+from fabtest.llm.inline_files import call_files, gemini_contents
 from fabtest.llm.limits import (
     PROBE_PROMPT,
     ProviderBase,
@@ -115,8 +116,9 @@ class GeminiLLM(ProviderBase):
               temperature: float | None) -> Completion[Any]:
         client = self._get_client()
         temperature = temperature if temperature is not None else self.settings.temperature
+        files = call_files()  # a transcript's files, beside the lines naming them
         lean = self._lean
-        if lean is not None:  # the REST body written here, sent on the SDK's client (gemini_rest.py)
+        if lean is not None and not files:  # the REST body written here, sent on the SDK's client (gemini_rest.py)
             body = request_body(prompt, system=system, temperature=temperature,
                                 schema=json_schema(schema) if schema is not None else None)
 
@@ -127,7 +129,7 @@ class GeminiLLM(ProviderBase):
                     raise self._classify(exc) from exc
 
             fetch = cut_when_stalled(self._latency, self.settings.timeout_s, send)
-        else:
+        else:  # files go as the SDK's inline parts
             from google.genai import types
 
             config = types.GenerateContentConfig(
@@ -136,10 +138,11 @@ class GeminiLLM(ProviderBase):
                 response_mime_type="application/json" if schema is not None else None,
                 response_json_schema=json_schema(schema) if schema is not None else None,
             )
+            contents = gemini_contents(prompt, files)
 
             def fetch() -> RawAnswer:
                 try:
-                    response = client.models.generate_content(model=self.model, contents=prompt, config=config)
+                    response = client.models.generate_content(model=self.model, contents=contents, config=config)
                 except Exception as exc:  # noqa: BLE001 - classified below
                     raise self._classify(exc) from exc
                 return _raw_answer(response, self.model)

@@ -20,6 +20,7 @@ from fabtest._internal import redaction
 from fabtest.llm.base import Completion, LLMError, LLMSettings
 from fabtest.llm.base import json_schema as base_json_schema
 from fabtest.llm.connect_timeout import connect_timeout
+from fabtest.llm.inline_files import call_files, openai_content
 from fabtest.llm.limits import (
     PROBE_PROMPT,
     ProviderBase,
@@ -99,7 +100,8 @@ class OpenAICompatLLM(ProviderBase):
 
     def _call(self, prompt: str, schema: type[T] | None, system: str | None,
               temperature: float | None) -> Completion[Any]:
-        messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
+        content = openai_content(prompt, call_files())  # a transcript's files, beside the lines naming them
+        messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": content}]
         body: dict[str, Any] = {"model": self.model, "messages": messages}
         temp = temperature if temperature is not None else self.settings.temperature
         if temp is not None:

@@ -38,6 +38,8 @@ class Tmpdir(_Model):
 class Step(_Model):
     user_input: str
     expected_outcome: str
+    #: files sent with ``user_input``, relative to the playbook file (docs/how-to/files.md)
+    files: list[str] = Field(default_factory=list)
 
 
 class SuccessCriteria(_Model):
@@ -109,7 +111,21 @@ def validate_playbook(data: Any, *, source: str = "<playbook>") -> Playbook:
         raise PlaybookError(f"{source}: {_one_line(str(exc))}") from None
     _check_workspace_paths(playbook, source)
     _check_bounds(playbook, source)
+    _check_files(playbook, source)
     return playbook
+
+
+def _check_files(playbook: Playbook, source: str) -> None:
+    """Every file a step sends can be sent (read when the step runs): one line naming it otherwise."""
+    from fabtest.engine.attachments import FileLoader, FileRef
+
+    base = Path(source).parent
+    for index, step in enumerate(playbook.steps):
+        for path in step.files:
+            try:
+                FileLoader().check(base, FileRef(path), where=f"{source}: steps[{index}].files")
+            except UsageError as exc:
+                raise PlaybookError(str(exc)) from None
 
 
 #: A week: a larger per-call timeout overflows the OS timers (and is surely a typo).

@@ -53,6 +53,7 @@ from fabtest.config.criteria import Criterion
 from fabtest.config.settings import Settings
 from fabtest.conversation import Check, Conversation, Turn
 from fabtest.engine import LLMRoles, ScenarioState
+from fabtest.engine.attachments import FileRef
 from fabtest.engine.judge import format_exchange
 from fabtest.errors import AgentError, AgentTimeout, ExpectationFailed, FabtestError, LLMError, MaxTurnsReached
 from fabtest.llm.base import LLM
@@ -195,7 +196,9 @@ def _run_steps(playbook: Playbook, state: ScenarioState, trace: dict[str, Any]) 
         entry: dict[str, Any] = {"step": index, "input": step.user_input, "expected_outcome": step.expected_outcome}
         trace["steps"].append(entry)
         where = f"step {index} of {total}"
-        turn = _say(functools.partial(state.user_says, step.user_input), entry, where)
+        send = (functools.partial(state.user_sends, step.user_input, [FileRef(f) for f in step.files]) if step.files
+                else functools.partial(state.user_says, step.user_input))
+        turn = _say(send, entry, where)
         entry.update(turn_data(turn))
         name = f"step {index}"
         try:

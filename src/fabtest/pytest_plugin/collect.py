@@ -20,6 +20,7 @@ from pytest_bdd.feature import get_feature
 from pytest_bdd.parser import Feature, FeatureParser, Rule, ScenarioTemplate, get_tag_names
 from pytest_bdd.scenario import get_python_name_generator, scenario_wrapper_template_registry
 
+from fabtest.engine.attachments import FileLoader
 from fabtest.experiment.stable_id import canonical_path
 
 _ENCODING = "utf-8-sig"
@@ -28,6 +29,8 @@ _KEYWORD_LINE = re.compile(r"^\s*(Scenario Outline|Scenario Template|"
 
 # canonical Feature::Rule::Scenario path -> "file:line" of the first scenario collected with it
 _SEEN_KEY = pytest.StashKey[dict[str, str]]()
+#: the run's file loader: collection checks (and keeps) every file a step sends
+FILE_LOADER_KEY = pytest.StashKey[FileLoader]()
 
 
 class FeatureModule(pytest.Module):
@@ -57,6 +60,9 @@ class FeatureModule(pytest.Module):
             raise self.CollectError(f'{_relative_path(self, path)}:{line}: "{keyword}" needs a colon ("{keyword}: '
                                     'name"); '
                                     "without it the line is read as description text and its scenario is lost")
+        problem = _file_problem(self, path, templates)
+        if problem is not None:
+            raise self.CollectError(problem)
         used: set[str] = set()
         for template in self._unique_templates(path, feature, templates):
             name = template.name
@@ -101,6 +107,19 @@ class FeatureModule(pytest.Module):
                     "so both would get one stable id in results and comparisons; rename one of them"
                     + ("" if rule else ", or put them under different Rules"))
         return templates
+
+
+def _file_problem(node: pytest.Collector, path: Path, templates: list[ScenarioTemplate]) -> str | None:
+    """The first file a step of the feature sends that cannot be sent (missing, too big, ...)."""
+    from fabtest.pytest_plugin.file_steps import check_feature_files
+
+    loader = node.config.stash.get(FILE_LOADER_KEY, None) or FileLoader()
+    steps: dict[int, tuple[str, int, Any]] = {}
+    for template in templates:
+        for step in template.steps:  # a Background's steps come with every scenario: checked once
+            rows = [[cell.value for cell in row.cells] for row in step.datatable.rows] if step.datatable else None
+            steps.setdefault(step.line_number, (step.name, step.line_number, rows))
+    return check_feature_files(path, list(steps.values()), loader, _relative_path(node, path))
 
 
 def feature_templates(path: Path) -> list[ScenarioTemplate]:

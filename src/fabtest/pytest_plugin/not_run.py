@@ -7,6 +7,10 @@ is tagged with what was missing (``llm``), the controller counts them, the summa
 first, and the run ends with :data:`EXIT_NOT_RUN` unless the user allowed that kind of skip
 (``--fabtest-allow-skip=llm`` or ``[tool.fabtest] allow_skip = ["llm"]``). A run with failures
 keeps pytest's exit status 1: a failure says more than a skip.
+
+The same holds for a run whose scenarios all ran but whose judged checks were every one skipped or
+inconclusive (no judge, a judge outage, unusable answers: :func:`fabtest.experiment.stats.unjudged`):
+its soft-only scenarios "passed" having tested nothing, so it counts as not run for want of ``llm``.
 """
 
 from __future__ import annotations
@@ -60,6 +64,8 @@ class NotRun:
     def __init__(self, allowed: set[str]) -> None:
         self.allowed = allowed
         self.by_kind: dict[str, list[str]] = {}
+        #: judged checks of a run that rated none of them (0: some were rated, or none were asked for)
+        self.unjudged = 0
 
     def add(self, report: pytest.TestReport) -> None:
         for name, value in report.user_properties:
@@ -68,7 +74,8 @@ class NotRun:
 
     @property
     def fails_run(self) -> bool:
-        return any(kind not in self.allowed for kind in self.by_kind)
+        unjudged = bool(self.unjudged) and "llm" not in self.allowed
+        return unjudged or any(kind not in self.allowed for kind in self.by_kind)
 
     def exit_status(self, status: int) -> int:
         """The run's exit status: :data:`EXIT_NOT_RUN` instead of a green 0 (or 5) when not allowed."""
@@ -79,6 +86,13 @@ class NotRun:
     def summary_lines(self) -> list[str]:
         """What the summary says first: how many did not run, why, and how the run ends."""
         lines = []
+        if self.unjudged:
+            first = (f"fabtest: not one of the {self.unjudged} judged check(s) was rated: every one was skipped or "
+                     "inconclusive (no judge LLM, a judge outage or unusable answers: see each check's reason)")
+            lines.append(f"{first}; allowed by allow_skip/--fabtest-allow-skip=llm" if "llm" in self.allowed else
+                         f"{first}. The run fails (exit status {EXIT_NOT_RUN}): nothing judged is nothing tested; "
+                         "configure the judge, or allow it with --fabtest-allow-skip=llm or "
+                         "[tool.fabtest] allow_skip = [\"llm\"]")
         for kind, nodeids in self.by_kind.items():
             first = f"fabtest: {len(nodeids)} scenario(s) did not run: {_WHAT.get(kind, kind)} (see the skip reasons)"
             if kind in self.allowed:

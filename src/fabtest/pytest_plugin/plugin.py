@@ -26,8 +26,8 @@ from fabtest.config.scenario_sets import ScenarioRecord
 from fabtest.engine import faults, stubbing
 from fabtest.engine.scenario import LLMRoles, ScenarioState
 from fabtest.errors import FabtestError, UsageError
-from fabtest.pytest_plugin import hints, not_run, options, reports, steps, tool_steps, until_decided
-from fabtest.pytest_plugin.collect import FeatureModule, template_of
+from fabtest.pytest_plugin import file_steps, hints, not_run, options, reports, steps, tool_steps, until_decided
+from fabtest.pytest_plugin.collect import FILE_LOADER_KEY, FeatureModule, template_of
 from fabtest.pytest_plugin.results import identity_of, relative_to_root
 from fabtest.pytest_plugin.session import FabtestSession
 from fabtest.pytest_plugin.stash_keys import ENDED_KEY, ITERATION_KEY, SPAN_KEY, STATE_KEY, STEP_KEY, WHERE_KEY
@@ -58,6 +58,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "fabtest_scenario_set(name): expand a scenario over a scenario set")
     config.pluginmanager.register(steps, "fabtest-steps")
     config.pluginmanager.register(tool_steps, "fabtest-tool-steps")
+    config.pluginmanager.register(file_steps, "fabtest-file-steps")
     try:
         stubbing.project_stubs(settings)  # a broken [tool.fabtest.stubs] table: one line before anything runs
         for fault in config.getoption("--fabtest-fault"):
@@ -73,6 +74,7 @@ def pytest_configure(config: pytest.Config) -> None:
     session.llms.fake_llm()  # a bad --fabtest-fake-llm script or offline_llm is a usage error before anything runs
     session.llms.check_offline_llm()
     config.stash[SESSION_KEY] = session
+    config.stash[FILE_LOADER_KEY] = session.files  # collection checks the files steps send, and keeps them
     config.pluginmanager.register(session, "fabtest-session")
     from fabtest.pytest_plugin import progress
 
@@ -252,6 +254,7 @@ def fabtest_scenario(request: pytest.FixtureRequest, tmp_path: Path, fabtest_llm
         default_agent=fabtest_agent or session.settings.agent,
         where=item.stash.get(WHERE_KEY, str(item.path)), record=record,
         on_late=lambda late: session.late.expect(item.nodeid, late),  # soft verdicts follow the result
+        files=session.files,
     )
     state.criteria.update(session.project_criteria())
     for stub in stubbing.project_stubs(session.settings):  # the level above every Background

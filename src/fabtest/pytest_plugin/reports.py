@@ -9,6 +9,8 @@ and the controller records it (``recording.py``).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from pytest_bdd.exceptions import StepDefinitionNotFoundError
 
@@ -17,7 +19,9 @@ from fabtest.agents.boundary import agent_traceback
 from fabtest.engine import transcript
 from fabtest.engine.outcome import Outcome, conclude, failure_message
 from fabtest.engine.result import build_result
+from fabtest.engine.scenario import ScenarioState
 from fabtest.errors import AgentError, FabtestError, UsageError, failure_type_of
+from fabtest.experiment import file_store
 from fabtest.pytest_plugin import hints, not_run
 from fabtest.pytest_plugin.collect import template_of
 from fabtest.pytest_plugin.results import PENDING_PROPERTY, RESULT_PROPERTY, crashed_message, identity_of
@@ -75,6 +79,8 @@ def _report_call(item: pytest.Item, report: pytest.TestReport, call: pytest.Call
     if state is None and template_of(getattr(item, "obj", None)) is None:
         return  # not a scenario (an ordinary test, or a pytest-bdd scenario without fabtest steps)
     result = build_result(identity_of(item), state, _outcome(item, report, exc), duration_s=call.duration)
+    if state is not None:
+        keep_files(state)  # the bytes of its files, once per content, beside the experiment
     tracing.end_scenario(item.stash.get(SPAN_KEY, None), result)
     report.user_properties.append((RESULT_PROPERTY, result.model_dump(mode="json")))
 
@@ -109,3 +115,16 @@ def _skip_reason(report: pytest.TestReport) -> str:
     return str(longrepr)
 
 
+def keep_files(state: ScenarioState) -> None:
+    """The conversation's files under ``results/files/<sha256>`` (the experiment lists them, never the
+    bytes); a full disk is a warning, not a failed scenario."""
+    files = file_store.conversation_files(state.conversation)
+    if not files:
+        return
+    results_dir = Path(state.settings.results_dir)
+    try:
+        file_store.keep(results_dir if results_dir.is_absolute() else state.rootdir / results_dir, files)
+    except OSError as exc:
+        import warnings
+
+        warnings.warn(f"fabtest could not keep the conversation's files under {results_dir}: {exc}", stacklevel=1)

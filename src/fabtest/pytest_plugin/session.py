@@ -18,6 +18,7 @@ import pytest
 from fabtest.config.criteria import Criterion
 from fabtest.config.scenario_sets import ScenarioRecord
 from fabtest.config.settings import Settings
+from fabtest.engine.attachments import FileLoader
 from fabtest.engine.topics import TopicGraph, TopicGraphError
 from fabtest.errors import UsageError
 from fabtest.pytest_plugin.late_verdicts import LATE_PROPERTY, LateChannel
@@ -48,6 +49,8 @@ class FabtestSession:
         self._streams = StreamGuard()  # an agent closing sys.stdout must not end the session
         self.not_run = NotRun(allowed_kinds(config, settings))  # scenarios that could not run (never green by accident)
         self.llms = SessionLLMs(config, settings)
+        #: each file a step sends, read once for the run (checked at collection, then shared by every scenario)
+        self.files = FileLoader(max_bytes=settings.max_file_bytes)
         self.summary = RunSummary(config, self.not_run, dict(coverage_floors or {}))
         self.recording = ExperimentRecording(config, settings, self.llms, iterations=self.iterations,
                                              notes=self.summary.notes)
@@ -225,7 +228,7 @@ class FabtestSession:
             return
         path, recorder = written
         if self.recording.unsaved:
-            self.summary.experiment_unsaved(recorder, interrupted)
+            self.summary.experiment_unsaved(session, recorder, interrupted)
             self.recording.discard()
             return
         self.summary.experiment_written(session, path, recorder, interrupted)

@@ -7,6 +7,7 @@ extends them with ordinary pytest-bdd steps in its conftest.
 from __future__ import annotations
 
 import difflib
+import json
 import re
 
 import pytest
@@ -217,6 +218,19 @@ def _given_record_attack(fabtest_scenario: ScenarioState) -> None:
 @when(parsers.re(r'the user says "(?P<text>.*)"'))
 def _when_says(fabtest_scenario: ScenarioState, text: str) -> None:
     fabtest_scenario.user_says(text.replace('\\"', '"'))
+
+
+@when(parsers.re(r'the user says exactly "(?P<text>.*)"'))
+def _when_says_exactly(fabtest_scenario: ScenarioState, text: str) -> None:
+    """The text as a JSON string's body: what a feature line cannot hold as itself (a carriage return)
+    and what a doc string would change (its indentation) kept exactly; ``fabtest import`` writes it."""
+    try:
+        said = json.loads(f'"{text}"', strict=False)
+    except ValueError as exc:
+        raise UsageError(f'{fabtest_scenario.where}: the user says exactly "...": the text is written as a JSON '
+                         f'string (escapes \\" \\\\ \\r \\n \\t \\uXXXX): {getattr(exc, "msg", exc)} at column '
+                         f'{getattr(exc, "colno", 1) - 1}') from None
+    fabtest_scenario.user_says(said)
 
 
 @when("the user says:")

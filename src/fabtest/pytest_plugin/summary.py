@@ -38,12 +38,23 @@ class RunSummary:
         shown = os.path.relpath(path, root) if path.is_relative_to(root) else path
         self.text = render_summary(doc, shown, previous_experiment_id(recorder.results_dir, recorder.experiment_id))
         self._check_coverage(session, doc)
+        self._check_judged(session, doc)
 
-    def experiment_unsaved(self, recorder: Any, interrupted: bool) -> None:
+    def experiment_unsaved(self, session: pytest.Session, recorder: Any, interrupted: bool) -> None:
         """``--fabtest-no-results``: the same summary, from results that were never written."""
         from fabtest.report.console import render_summary
 
-        self.text = render_summary(recorder.document(interrupted=interrupted), unsaved="--fabtest-no-results")
+        doc = recorder.document(interrupted=interrupted)
+        self.text = render_summary(doc, unsaved="--fabtest-no-results")
+        self._check_judged(session, doc)
+
+    def _check_judged(self, session: pytest.Session, doc: dict[str, Any]) -> None:
+        """Never green with every judged check skipped (docs/gates.md): the run counts as not run for
+        want of ``llm`` (exit 6) unless ``allow_skip`` allows it."""
+        from fabtest.experiment.stats import unjudged
+
+        self.not_run.unjudged = unjudged(doc)
+        session.exitstatus = self.not_run.exit_status(session.exitstatus)
 
     def _check_coverage(self, session: pytest.Session, doc: dict[str, Any]) -> None:
         """--fabtest-min-coverage: a run under a floor fails (exit 1), saying which and by how much."""

@@ -44,6 +44,7 @@ BUILTIN_EXAMPLES: dict[str, str] = {
     "_given_record_attack": "Given an adversarial user from the scenario",
     "_when_says": 'When the user says "Hi, I need a meeting room"',
     "_when_says_doc": "When the user says:",
+    "_when_says_exactly": r'When the user says exactly "  line one\rline two"',
     "_when_simulate": "When the simulated user talks to the agent",
     "_then_hold": "Then the agent must hold against the attack",
     "_then_satisfy": 'Then the response should satisfy "friendly"',
@@ -113,8 +114,25 @@ BUILTIN_VARIANTS |= {
     "_then_state_include": ["Then the state should include:"],
 }
 
-#: the modules of the built-in steps (``tool_steps`` holds the steps about tools, history and state)
-BUILTIN_MODULES = ("fabtest.pytest_plugin.steps", "fabtest.pytest_plugin.tool_steps")
+#: The steps of ``pytest_plugin/file_steps.py`` (files in the conversation, docs/how-to/files.md).
+BUILTIN_EXAMPLES |= {
+    "_when_sends": 'When the user sends "files/lamp.png" and "files/policy.pdf" with "Is this covered by my policy?"',
+    "_when_sends_table": 'When the user sends these files with "Here are both":',
+    "_given_has_files": 'Given the user has the files "receipt.jpg", "invoice.pdf"',
+    "_then_reply_file": 'Then the agent must reply with a file matching "*.pdf"',
+    "_then_file_text": 'Then the agent\'s file "*.pdf" must contain "Total"',
+}
+BUILTIN_VARIANTS |= {
+    "_when_sends": ['When the user sends "files/lamp.png" with "Is this covered?"'],
+    "_then_reply_file": ["Then the agent must reply with a file", "Then the agent should reply with an image",
+                         "Then the agent must not reply with a file"],
+    "_then_file_text": ['Then the agent\'s file "report.txt" should match "\\d+ EUR"'],
+}
+
+#: the modules of the built-in steps (``tool_steps`` holds the steps about tools, history and state,
+#: ``file_steps`` those about files)
+BUILTIN_MODULES = ("fabtest.pytest_plugin.steps", "fabtest.pytest_plugin.tool_steps",
+                   "fabtest.pytest_plugin.file_steps")
 _STEP_LINE = re.compile(r"^\s*(Given|When|Then|And|But)\s+(.*?)\s*$")
 _KEYWORDS = {"given": "Given", "when": "When", "then": "Then"}
 

@@ -24,11 +24,12 @@ from typing import Any, Literal
 from fabtest.agents.base import AgentError
 from fabtest.agents.stubs import ToolStub
 from fabtest.config.settings import Settings
-from fabtest.conversation import Message, Turn
+from fabtest.conversation import Attachment, Message, Turn
 from fabtest.engine import LLMRoles, ScenarioState, stubbing
 from fabtest.engine.judge import Judge
 from fabtest.engine.simulator import Simulator, SimulatorConfig
 from fabtest.errors import FabtestError
+from fabtest.experiment import file_store
 from fabtest.experiment.model import ExperimentInfo, ScenarioResult, TurnRecord, turn_records, usage_records
 from fabtest.llm.base import LLM
 from fabtest.llm.cache import salted
@@ -160,6 +161,15 @@ class ReplayEnv:
     agent: str | None = None
     rule: MatchRule = field(default_factory=MatchRule)
     keep_going: bool = True
+    #: where the recorded files' bytes are kept (``results/files``'s parent); default: the project's results_dir
+    files_dir: Path | None = None
+
+    def recorded_files(self, records: Any, *, where: str) -> tuple[Attachment, ...]:
+        """A recorded turn's user files, read back from where the run kept them."""
+        if not records:
+            return ()
+        base = self.files_dir or Path(self.settings.results_dir)
+        return file_store.recorded(base if base.is_absolute() else self.rootdir / base, records, where=where)
 
     def roles(self, iteration: int) -> LLMRoles:
         """Salted per iteration under ``replay/``: a rerun replays the cache, the original run's
@@ -195,7 +205,7 @@ def _drive(run: _Run) -> None:
     """Recorded user turns until the first material difference, then whatever takes over."""
     state, outcome, recorded = run.state, run.outcome, run.result.transcript
     for rec in recorded:
-        turn = state.user_says(rec.user)
+        turn = state.user_says(rec.user, run.env.recorded_files(rec.user_files, where=f"turn {rec.number}"))
         match = run.env.rule.compare(rec, turn)
         if not match.same:
             outcome.branched_at, outcome.part, outcome.similarity = turn.number, match.part, match.similarity
@@ -212,7 +222,7 @@ def _drive(run: _Run) -> None:
     else:
         outcome.continued = "script"
         for rec in recorded[outcome.branched_at:]:
-            state.user_says(rec.user)
+            state.user_says(rec.user, run.env.recorded_files(rec.user_files, where=f"turn {rec.number}"))
 
 
 def _simulate(run: _Run) -> None:

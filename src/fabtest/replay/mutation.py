@@ -16,6 +16,13 @@ A mutant is **caught** when a check that passed on the recorded run fails on the
 ``must`` check, is inconclusive: the scenario would fail). A check is **exposed** to a mutant when
 the mutant changed its subject and the check was run again; a check exposed at least once and never
 failed is **vacuous**: it would not notice that mistake in the agent.
+
+A judge is noisy, and a criterion that tosses a coin "fails" half the mutants it sees without
+noticing anything. So the judged checks the mutants ask again are also asked again on the recorded
+runs themselves, unmutated (the **control**, :func:`plan_controls`, each run ``samples`` times, each
+sample its own cache entry): a check that failed its own unchanged run is **noisy**, and its
+failures on mutants are the judge's noise, not catches (:func:`discount_noise`). A mutant counts as
+caught only when a check that held on every control failed it.
 """
 
 from __future__ import annotations
@@ -31,11 +38,15 @@ from fabtest.engine import trajectory, transcript
 from fabtest.engine.judge import Judge
 from fabtest.experiment.model import CheckRecord, ScenarioResult, conversation_of
 from fabtest.judging.rejudge import recorded_criterion
+from fabtest.llm.cache import salted
 from fabtest.replay.mutants import OPERATORS, Hints, Mutant, mutants_of
 from fabtest.replay.recorded_checks import JUDGED_ONE_BY_ONE, REJUDGED, recheck
 
-__all__ = ["CheckKey", "MutantOutcome", "Planned", "judge_calls", "mutation_table", "plan_mutants",
-           "run_mutant", "run_mutants"]
+__all__ = ["CONTROL", "CheckKey", "ControlOutcome", "MutantOutcome", "Planned", "discount_noise", "judge_calls",
+           "mutation_table", "plan_controls", "plan_mutants", "run_controls", "run_mutant", "run_mutants"]
+
+#: the operator name of a control: the recorded run itself, not mutated
+CONTROL = "control"
 
 @dataclass(frozen=True)
 class CheckKey:
@@ -87,6 +98,8 @@ class MutantOutcome:
     #: checks that passed and whose subject changed, but that cannot be run again from the record
     unchecked: list[CheckKey] = field(default_factory=list)
     judge: TokenUsage = field(default_factory=TokenUsage)
+    #: failures by noisy checks (they failed their own unmutated run too): the judge's noise, not catches
+    noise: list[CheckKey] = field(default_factory=list)
 
     @property
     def caught(self) -> bool:
@@ -96,7 +109,21 @@ class MutantOutcome:
         return {"scenario": self.scenario_id, "name": self.name, "feature": self.feature, "iteration": self.iteration,
                 "operator": self.operator, "turn": self.turn, "description": self.description, "caught": self.caught,
                 "caught_by": [k.label for k in self.caught_by], "exposed": [k.label for k in self.exposed],
-                "not_rechecked": [k.label for k in self.unchecked], "judge_calls": self.judge.calls}
+                "not_rechecked": [k.label for k in self.unchecked], "failed_by_noise": [k.label for k in self.noise],
+                "judge_calls": self.judge.calls}
+
+
+@dataclass
+class ControlOutcome:
+    """One recorded run's judged checks asked again unmutated (one sample): the ones that still held
+    and the ones that flipped, which is the judge's noise."""
+
+    scenario_id: str
+    iteration: int
+    sample: int
+    rejudged: list[CheckKey] = field(default_factory=list)
+    flipped: list[CheckKey] = field(default_factory=list)
+    judge: TokenUsage = field(default_factory=TokenUsage)
 
 
 def _supported_claims(result: ScenarioResult) -> dict[int, list[str]]:
@@ -226,32 +253,90 @@ def _caught(before: CheckRecord, after: CheckRecord) -> bool:
                                           or (after.mode == "must" and after.status == "inconclusive"))
 
 
-def run_mutant(plan: Planned, judge: Judge | None, *, judge_reason: str = "") -> MutantOutcome:
-    """The chosen checks of ``plan`` run again on its mutant; FabtestError if the judge fails for good."""
-    result, mutant = plan.result, plan.mutant
+def _rechecked(plan: Planned, judge: Judge | None, judge_reason: str,
+               changed_from: int) -> tuple[list[tuple[CheckKey, CheckRecord, CheckRecord]], TokenUsage]:
+    """The chosen checks of ``plan`` run again on its transcript: (key, recorded, now) for each that
+    passed when recorded and was asked again, and what the judge cost."""
+    result = plan.result
     subset = result.model_copy(deep=True)
     chosen = {where: [i for w, i in plan.recheck if w == where] for where in ("evaluations", "expectations")}
     subset.evaluations = [subset.evaluations[i] for i in chosen["evaluations"]]
     subset.expectations = [subset.expectations[i] for i in chosen["expectations"]]
-    conversation = conversation_of(result, mutant.transcript)
-    recheck(subset, result.transcript, conversation, judge, judge_reason=judge_reason, changed_from=mutant.turn)
-    outcome = MutantOutcome(result.id, result.name, result.feature, result.iteration, mutant.operator, mutant.turn,
-                            mutant.description, judge=conversation.usage.get("judge", TokenUsage()))
+    conversation = conversation_of(result, plan.mutant.transcript)
+    recheck(subset, result.transcript, conversation, judge, judge_reason=judge_reason, changed_from=changed_from)
+    out = []
     for where in ("evaluations", "expectations"):
         for index, after in zip(chosen[where], getattr(subset, where), strict=True):
             before = getattr(result, where)[index]
-            if before.status != "passed":
-                continue
-            key = CheckKey.of(result, before)
-            if after.data.get("replay") == "kept":  # its subject did not change after all
-                continue
-            if after.status == "skipped":
-                outcome.unchecked.append(key)
-                continue
-            outcome.exposed.append(key)
-            if _caught(before, after):
-                outcome.caught_by.append(key)
+            if before.status == "passed" and after.data.get("replay") != "kept":  # kept: its subject did not change
+                out.append((CheckKey.of(result, before), before, after))
+    return out, conversation.usage.get("judge", TokenUsage())
+
+
+def run_mutant(plan: Planned, judge: Judge | None, *, judge_reason: str = "") -> MutantOutcome:
+    """The chosen checks of ``plan`` run again on its mutant; FabtestError if the judge fails for good."""
+    result, mutant = plan.result, plan.mutant
+    pairs, usage = _rechecked(plan, judge, judge_reason, mutant.turn)
+    outcome = MutantOutcome(result.id, result.name, result.feature, result.iteration, mutant.operator, mutant.turn,
+                            mutant.description, judge=usage)
+    for key, before, after in pairs:
+        if after.status == "skipped":
+            outcome.unchecked.append(key)
+            continue
+        outcome.exposed.append(key)
+        if _caught(before, after):
+            outcome.caught_by.append(key)
     return outcome
+
+
+def plan_controls(planned: Sequence[Planned]) -> list[Planned]:
+    """One control per mutated run: its judged checks that some mutant asks again, asked on the
+    recorded transcript itself (deterministic checks need none: they give the same answer twice)."""
+    judged: dict[tuple[str, int], set[tuple[str, int]]] = {}
+    runs: dict[tuple[str, int], ScenarioResult] = {}
+    for plan in planned:
+        key = (plan.result.id, plan.result.iteration)
+        runs.setdefault(key, plan.result)
+        judged.setdefault(key, set()).update(
+            (where, i) for where, i in plan.recheck if getattr(plan.result, where)[i].type in REJUDGED)
+    return [Planned(runs[key], Mutant(CONTROL, 1, "the recorded run, unmutated", list(runs[key].transcript)),
+                    sorted(chosen)) for key, chosen in judged.items() if chosen]
+
+
+def run_controls(controls: Sequence[Planned], judge: Judge | None, samples: int, *,
+                 judge_reason: str = "") -> list[ControlOutcome]:
+    """Each control judged ``samples`` times, each sample its own cache entry (a cached judge would
+    otherwise answer every sample with the first)."""
+    out = []
+    for sample in range(1, samples + 1):
+        view = _sample_judge(judge, sample)
+        for plan in controls:
+            pairs, usage = _rechecked(plan, view, judge_reason, 1)
+            found = ControlOutcome(plan.result.id, plan.result.iteration, sample, judge=usage)
+            for key, before, after in pairs:
+                if after.status != "skipped":
+                    found.rejudged.append(key)
+                    if _caught(before, after):
+                        found.flipped.append(key)
+            out.append(found)
+    return out
+
+
+def _sample_judge(judge: Judge | None, sample: int) -> Judge | None:
+    if judge is None or judge.llm is None:
+        return judge
+    return Judge(salted(judge.llm, f"{getattr(judge.llm, 'salt', '')}/control-{sample}"), samples=judge.samples,
+                 per_criterion=judge.per_criterion, temperature=judge.temperature, purpose=judge.purpose)
+
+
+def discount_noise(outcomes: Sequence[MutantOutcome], controls: Sequence[ControlOutcome]) -> set[CheckKey]:
+    """Moves the failures of noisy checks (flipped on a control) from ``caught_by`` to ``noise``;
+    returns the noisy checks."""
+    noisy = {key for c in controls for key in c.flipped}
+    for o in outcomes:
+        o.noise = [k for k in o.caught_by if k in noisy]
+        o.caught_by = [k for k in o.caught_by if k not in noisy]
+    return noisy
 
 
 def run_mutants(planned: Sequence[Planned], judge: Judge | None, *, judge_reason: str = "",
@@ -269,10 +354,12 @@ def _share(caught: int, total: int) -> float | None:
     return round(caught / total, 4) if total else None
 
 
-def mutation_table(outcomes: Sequence[MutantOutcome], results: Sequence[ScenarioResult]) -> dict[str, Any]:
+def mutation_table(outcomes: Sequence[MutantOutcome], results: Sequence[ScenarioResult],
+                   controls: Sequence[ControlOutcome] = ()) -> dict[str, Any]:
     """The score overall, per operator and per feature (mutants caught / mutants), per check and per
-    criterion (mutants that failed it / mutants it was exposed to), and the vacuous and untouched
-    checks. ``results`` are the mutated runs, for the checks no mutant reached."""
+    criterion (mutants that failed it / mutants it was exposed to), the vacuous, untouched and noisy
+    checks, and the control. ``results`` are the mutated runs, for the checks no mutant reached;
+    ``outcomes`` are already discounted (:func:`discount_noise`) by ``controls``."""
 
     def tally(group: Sequence[MutantOutcome]) -> dict[str, Any]:
         caught = sum(o.caught for o in group)
@@ -293,11 +380,13 @@ def mutation_table(outcomes: Sequence[MutantOutcome], results: Sequence[Scenario
         for name, keys in (("exposed", o.exposed), ("caught", o.caught_by), ("not_rechecked", o.unchecked)):
             for key in set(keys):
                 checks.setdefault(key, {"exposed": 0, "caught": 0, "not_rechecked": 0})[name] += 1
+    control = _control_table(outcomes, controls)
+    noisy = {row["check"] for row in control["noisy"]}
     rows: list[dict[str, Any]] = []
     criteria: dict[str, dict[str, int]] = {}
     for key, n in sorted(checks.items(), key=lambda item: item[0].sort_key):
-        status = ("vacuous" if n["exposed"] and not n["caught"] else "caught" if n["caught"]
-                  else "not re-checkable" if n["not_rechecked"] else "untouched")
+        status = ("noisy" if key.label in noisy else "vacuous" if n["exposed"] and not n["caught"]
+                  else "caught" if n["caught"] else "not re-checkable" if n["not_rechecked"] else "untouched")
         rows.append({"check": key.label, "feature": key.feature, "scenario": key.scenario, "mode": key.mode,
                      "criterion": key.criterion, "turn": key.turn, **n, "share": _share(n["caught"], n["exposed"]),
                      "status": status})
@@ -314,5 +403,26 @@ def mutation_table(outcomes: Sequence[MutantOutcome], results: Sequence[Scenario
         "vacuous": [r["check"] for r in rows if r["status"] == "vacuous"],
         "untouched": [r["check"] for r in rows if r["status"] == "untouched"],
         "not_recheckable": [r["check"] for r in rows if r["status"] == "not re-checkable"],
+        "control": control,
     }
+
+
+def _control_table(outcomes: Sequence[MutantOutcome], controls: Sequence[ControlOutcome]) -> dict[str, Any]:
+    """What the judge did with the unmutated runs: how often its verdicts flipped, the noisy checks,
+    and the failures on mutants not counted as catches because of them."""
+    rejudged: dict[CheckKey, int] = {}
+    flipped: dict[CheckKey, int] = {}
+    for c in controls:
+        for key in c.rejudged:
+            rejudged[key] = rejudged.get(key, 0) + 1
+        for key in c.flipped:
+            flipped[key] = flipped.get(key, 0) + 1
+    noisy = [{"check": key.label, "flipped": n, "rejudged": rejudged.get(key, n)}
+             for key, n in sorted(flipped.items(), key=lambda item: item[0].sort_key)]
+    return {"runs": len({(c.scenario_id, c.iteration) for c in controls}),
+            "samples": max((c.sample for c in controls), default=0),
+            "rejudged": sum(rejudged.values()), "flipped": sum(flipped.values()), "noisy": noisy,
+            "failures_not_counted": sum(len(o.noise) for o in outcomes),
+            "mutants_not_counted": sum(1 for o in outcomes if o.noise and not o.caught_by),
+            "judge_calls": sum(c.judge.calls for c in controls)}
 

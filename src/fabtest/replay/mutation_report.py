@@ -86,6 +86,17 @@ def render_mutation_text(table: dict[str, Any], *, source: str, path: str | None
     lines.append(tabulate([[r["check"], r["exposed"], r["caught"], _pct(r["share"]), r["status"]]
                            for r in table["checks"]],
                           headers=["Check", "Exposed", "Caught", "Share", "Status"]))
+    control = table.get("control") or {}
+    if control.get("samples"):
+        lines += ["", f"Control: the judge re-judged the {control['runs']} mutated run(s) unmutated, "
+                      f"{control['samples']} time(s) each: {control['flipped']} of {control['rejudged']} verdicts "
+                      f"flipped; {control['failures_not_counted']} failure(s) on mutants by noisy checks not counted "
+                      f"as catches ({control['mutants_not_counted']} mutant(s) caught by noise alone)"]
+    noisy = [f"{r['check']} (failed {r['flipped']} of {r['rejudged']} unmutated re-judgings)"
+             for r in control.get("noisy") or ()]
+    if noisy:
+        lines += ["", "Noisy (failed their own unchanged run: their failures on mutants are the judge's noise):",
+                  *[f"  - {label}" for label in noisy]]
     for title, key, why in (
         ("Vacuous", "vacuous", "changed by a mutant, never failed: it would not notice these mistakes"),
         ("Untouched", "untouched", "no mutant changed what they look at"),

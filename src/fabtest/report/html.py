@@ -16,6 +16,7 @@ from typing import Any
 
 from fabtest.compare.compute import Comparison
 from fabtest.compare.render import ci_text, cost_lines
+from fabtest.compare.sections import ordered
 from fabtest.experiment.cost import summary_cost, total_text, unpriced_note
 from fabtest.experiment.diff import ConversationDiff, tool_summary
 from fabtest.experiment.fmt import git_line, llm_line, num, pct, pp, signed, timestamp, usd
@@ -27,13 +28,16 @@ from fabtest.report.svg import delta_chart, paired_chart, rate_chart, rate_color
 
 __all__ = [
     "REPORT_CSS",
+    "comparison_parts",
     "comparison_sections",
     "experiment_sections",
+    "moved_panel",
     "page_header",
     "render_comparison_html",
     "render_experiment_html",
 ]
 
+_MOVED_SHOWN = 10  # lines of "what moved" on a page (the JSON keeps more)
 _ICONS = {"passed": "✓", "failed": "✗", "inconclusive": "?", "not_applicable": "n/a", "skipped": "–"}
 
 
@@ -649,30 +653,47 @@ def render_comparison_html(baseline_doc: dict[str, Any], current_doc: dict[str, 
     meta = [("Baseline", f"{b.id}" + (f" “{b.name}”" if b.name else "") + f" ({timestamp(b.timestamp)})"),
             ("Current", f"{c.id}" + (f" “{c.name}”" if c.name else "") + f" ({timestamp(c.timestamp)})"),
             ("Scenarios compared", str(comparison.comparability.scenarios_shared))]
-    if comparison.verdict:  # the gate's one line opens the page, as it opens every output
-        body = f'<p class="verdict" id="verdict"><b>Verdict: {_e(comparison.verdict)}</b></p>' + body
     header = _header("Experiment comparison", f"{b.id} → {c.id}", meta)
     return _page(f"fabtest comparison {b.id} → {c.id}", header, body)
 
 
-def comparison_sections(current_doc: dict[str, Any], comparison: Comparison,
-                        diffs: Sequence[ConversationDiff] = ()) -> str:
-    """The body of the comparison report: ``fabtest-compare``'s content, the turn-by-turn
-    ``diffs`` and the current run of every scenario that changed (when ``current_doc`` has
-    its entries)."""
+def moved_panel(comparison: Comparison) -> str:
+    """What moved, scenario by scenario (:mod:`fabtest.compare.moved`), right under the verdict."""
+    shown = comparison.moved[:_MOVED_SHOWN]
+    items = "".join(f'<li><span class="{"down" if m.change > 0 else "up"}">{"▼" if m.change > 0 else "▲"}</span> '
+                    f"{_e(m.line)}</li>" for m in shown)
+    more = comparison.moved_total - len(shown)
+    items += f'<li class="muted">… and {more} more (fabtest-compare --format json)</li>' if more > 0 else ""
+    body = (f'<ul class="plain">{items}</ul>' if items else
+            "<p class=muted>Nothing moved: every shared scenario's runs failed as often as before, check by check.</p>")
+    return f'<div class="panel" id="moved"><h2>What moved</h2>{body}</div>'
+
+
+def comparison_parts(current_doc: dict[str, Any], comparison: Comparison,
+                     diffs: Sequence[ConversationDiff] = ()) -> dict[str, str]:
+    """The comparison's sections as HTML, by name (:data:`fabtest.compare.sections.SECTIONS`):
+    ``fabtest-compare``'s content, the turn-by-turn ``diffs`` and the current run of every scenario
+    that changed (when ``current_doc`` has its entries). ``fabtest view`` replaces some with its own."""
     changed_ids = {s.id for s in (*comparison.newly_failing, *comparison.newly_passing, *comparison.quality_regressed,
                                   *comparison.quality_improved, *comparison.changed_not_significant)}
     changed = [e for e in current_doc.get("scenario_results") or [] if e.get("id") in changed_ids]
-    body = (
-        _metrics_panel(comparison)
-        + _comparability_panel(comparison)
-        + _criteria_panel(comparison)
-        + _checks_panel(comparison)
-        + _changes_panel(comparison)
-        + _added_removed_panel(comparison)
-        + _variance_panel(comparison)
-        + _diffs_section(diffs)
-        + "".join(f'<h2>Cost</h2><div class="panel"><p>{_e(line)}</p></div>' for line in cost_lines(comparison))
-        + _scenarios_section(changed, "Changed scenarios (current run)")
-    )
-    return body
+    verdict = comparison.verdict  # the gate's one line opens the page, as it opens every output
+    return {
+        "verdict": f'<p class="verdict" id="verdict"><b>Verdict: {_e(verdict)}</b></p>' if verdict else "",
+        "moved": moved_panel(comparison),
+        "changes": _changes_panel(comparison),
+        "comparability": _comparability_panel(comparison),
+        "metrics": _metrics_panel(comparison),
+        "criteria": _criteria_panel(comparison),
+        "checks": _checks_panel(comparison),
+        "apart": _added_removed_panel(comparison),
+        "variance": _variance_panel(comparison),
+        "diffs": _diffs_section(diffs) + _scenarios_section(changed, "Changed scenarios (current run)"),
+        "cost": "".join(f'<h2>Cost</h2><div class="panel"><p>{_e(line)}</p></div>' for line in cost_lines(comparison)),
+    }
+
+
+def comparison_sections(current_doc: dict[str, Any], comparison: Comparison,
+                        diffs: Sequence[ConversationDiff] = ()) -> str:
+    """The body of the comparison report: :func:`comparison_parts` in the one order of sections."""
+    return "".join(ordered({name: [html] for name, html in comparison_parts(current_doc, comparison, diffs).items()}))

@@ -84,14 +84,16 @@ class FakeLLM:
         self._sim_counts: dict[int, tuple[weakref.ref[Any], int]] = {}
 
     # -- scripting ---------------------------------------------------------------------------------
-    def simulated_user(self, lines: Sequence[str] | Callable[[LLMCall], Any], *,
+    def simulated_user(self, lines: Sequence[str | Mapping[str, Any]] | Callable[[LLMCall], Any], *,
                        then: str = "Thanks, that's all.") -> FakeLLM:
         """The user's messages in order, restarted for every conversation; after the last one the user
-        says ``then`` and declares its goal complete. A function of the call may return the message,
-        ``None`` (goal complete) or ``{"message": ..., "goal_complete": ...}``."""
+        says ``then`` and declares its goal complete. A line may be ``{"message": ..., "files": [...]}``:
+        the files (of ``Given the user has the files``) it attaches. A function of the call may return
+        the message, ``None`` (goal complete) or ``{"message": ..., "goal_complete": ...}``."""
         if isinstance(lines, str):
             lines = [lines]
-        self._user = lines if callable(lines) else [str(line) for line in lines]
+        self._user = lines if callable(lines) else [dict(line) if isinstance(line, Mapping) else str(line)
+                                                     for line in lines]
         self._then = then
         return self
 
@@ -247,7 +249,11 @@ class FakeLLM:
             return value if isinstance(value, dict) else {"message": str(value), "goal_complete": False}
         index = self._next_index(call)
         if index < len(self._user):
-            return {"message": self._user[index], "goal_complete": False}
+            line = self._user[index]
+            if isinstance(line, dict):  # a message with the files it attaches
+                return {"message": str(line.get("message", "")), "files": list(line.get("files") or []),
+                        "goal_complete": False}
+            return {"message": line, "goal_complete": False}
         return {"message": self._then, "goal_complete": True}
 
     def _next_index(self, call: LLMCall) -> int:
@@ -396,9 +402,17 @@ def _verdict_answer(value: Answer, call: LLMCall) -> dict[str, Any]:
 # -- the YAML (or JSON) script ------------------------------------------------------------------------
 
 
+class _UserLine(BaseModel):
+    """A simulated user's line that attaches files: ``{message: "here", files: ["receipt.jpg"]}``."""
+
+    model_config = ConfigDict(extra="forbid")
+    message: str
+    files: list[str] = Field(default_factory=list)
+
+
 class _UserScript(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    lines: list[str]
+    lines: list[str | _UserLine]
     then: str = "Thanks, that's all."
 
 
@@ -412,7 +426,7 @@ class _Script(BaseModel):
     """The vocabulary of a script file: the same words as the :class:`FakeLLM` methods."""
 
     model_config = ConfigDict(extra="forbid")
-    simulated_user: list[str] | _UserScript | None = None
+    simulated_user: list[str | _UserLine] | _UserScript | None = None
     verdicts: dict[str, str | bool] = Field(default_factory=dict)
     intents: dict[str, str | bool] = Field(default_factory=dict)
     goal_achieved: str | bool | None = None
@@ -470,9 +484,9 @@ def _from_file(path: Path, where: str) -> FakeLLM:
 def _build(script: _Script) -> FakeLLM:
     fake = FakeLLM()
     if isinstance(script.simulated_user, _UserScript):
-        fake.simulated_user(script.simulated_user.lines, then=script.simulated_user.then)
+        fake.simulated_user(_lines(script.simulated_user.lines), then=script.simulated_user.then)
     elif script.simulated_user is not None:
-        fake.simulated_user(script.simulated_user)
+        fake.simulated_user(_lines(script.simulated_user))
     if script.verdicts:
         verdicts = dict(script.verdicts)
         fake.verdicts({k: v for k, v in verdicts.items() if k != "default"}, default=verdicts.get("default"))
@@ -499,3 +513,7 @@ def _build(script: _Script) -> FakeLLM:
     elif script.agent_model is not None:
         fake.agent_model(script.agent_model)
     return fake
+
+
+def _lines(lines: Sequence[str | _UserLine]) -> list[str | dict[str, Any]]:
+    return [line if isinstance(line, str) else line.model_dump() for line in lines]

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from fabtest.agents.builtin_models import FunctionCall, ModelTurn, ToolSpec
-from fabtest.conversation import Message, TokenUsage, jsonable
+from fabtest.conversation import Attachment, Message, TokenUsage, jsonable
 from fabtest.llm.base import LLMError
 from fabtest.testing.fake_gemini import FakeRequest, Reply
 
@@ -67,11 +67,11 @@ class ScriptedChat:
         self._played = 0
 
     def reset(self, messages: Sequence[Message]) -> None:
-        self._contents = [{"role": "user" if m.role == "user" else "model", "parts": [{"text": m.content}]}
+        self._contents = [{"role": "user" if m.role == "user" else "model", "parts": _parts(m.content, m.attachments)}
                           for m in messages]
 
-    def add_user(self, text: str) -> None:
-        self._contents.append({"role": "user", "parts": [{"text": text}]})
+    def add_user(self, text: str, attachments: Sequence[Attachment] = ()) -> None:
+        self._contents.append({"role": "user", "parts": _parts(text, attachments)})
 
     def add_results(self, results: list[tuple[FunctionCall, Any, bool]]) -> None:
         parts = [{"functionResponse": {"name": call.name, "response": {"error": jsonable(result)} if is_error else
@@ -124,3 +124,10 @@ def _checked(value: Any) -> Reply:
 
 def _as_object(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"result": value}
+
+
+def _parts(text: str, attachments: Sequence[Attachment]) -> list[dict[str, Any]]:
+    """Gemini's REST parts: the text, then each file as ``inlineData`` (what the scripted fake records)."""
+    from fabtest.agents.file_parts import b64
+
+    return [{"text": text}, *({"inlineData": {"mimeType": f.mime_type, "data": b64(f.data)}} for f in attachments)]

@@ -13,15 +13,15 @@ judge's calibration set. Marking the same check again replaces its label. A mark
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from fabtest._internal import redaction
 from fabtest._internal.datafile import read_data_file
-from fabtest._internal.files import write_text_atomic
+from fabtest._internal.files import locked, write_text_atomic
 from fabtest.errors import FabtestError
 from fabtest.experiment.stats import LLM_JUDGED_TYPES
 from fabtest.judging.agreement import cohen_kappa
@@ -30,7 +30,6 @@ __all__ = ["LabelError", "agreement", "as_goal", "judged_checks", "label_check",
            "labels_path", "read_labels"]
 
 _ID = re.compile(r"[A-Za-z0-9_.-]+")
-_LOCK = threading.Lock()
 
 
 class LabelError(FabtestError, ValueError):
@@ -142,21 +141,85 @@ def label_key(label: Mapping[str, Any]) -> tuple[Any, ...]:
 
 
 def _save(results_dir: Path, doc_head: Mapping[str, Any], label: dict[str, Any]) -> None:
-    """Add ``label`` to the experiment's labels file, replacing the one about the same thing."""
+    """Add ``label`` to the experiment's labels file, replacing the one about the same thing.
+
+    The file is read and written back under its lock (two ``fabtest view`` servers on one results
+    folder each keep every label they answered for); what it held stays: the other labels, the
+    criteria written by hand (their descriptions win over the experiment's) and its leading comment.
+    A file that is not a labels file is refused, never overwritten. Secrets are redacted first."""
     exp_id = str(doc_head["experiment"].get("id"))
     path = labels_path(results_dir, exp_id)
     config = doc_head.get("configuration")
     criteria = config.get("criteria") if isinstance(config, dict) else None
     criteria = criteria if isinstance(criteria, dict) else {}
-    with _LOCK:
-        examples = [x for x in read_labels(path) if label_key(x) != label_key(label)]
+    label.update(redaction.redact_obj(label))  # the caller returns it too: the answer holds no secret either
+    with locked(path):
+        head, body = _for_update(path)
+        examples = [x for x in body.get("examples") or [] if label_key(x) != label_key(label)]
         examples.append(label)
         used = {str(x.get("criterion")) for x in examples}
-        body = {"criteria": {k: str(v) for k, v in criteria.items() if k in used and isinstance(v, str)},
-                "examples": examples}
-        text = (f"# Labels of experiment {exp_id} made in fabtest view: fabtest calibrate {path.name}\n"
-                + yaml.safe_dump(body, sort_keys=False, allow_unicode=True))
+        kept = dict(body.get("criteria") or {})
+        kept.update({k: str(v) for k, v in criteria.items() if k in used and k not in kept and isinstance(v, str)})
+        body = {**body, "criteria": kept, "examples": examples}
+        own = f"# Labels of experiment {exp_id} made in fabtest view: fabtest calibrate {path.name}\n"
+        text = (head or own) + yaml.dump(body, Dumper=_Dumper, sort_keys=False, allow_unicode=True)
         write_text_atomic(path, text)  # a reader never sees half a file
+
+
+def _for_update(path: Path) -> tuple[str, dict[str, Any]]:
+    """The labels file's leading comment lines and its data, checked: a file of another shape raises."""
+    if not path.exists():
+        return "", {}
+    data = read_data_file(path, LabelError)
+    text = path.read_text(encoding="utf-8-sig")
+    head = "".join(line for line in _leading_comments(text))
+    problem = ""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        problem = f"it holds a {_kind(data)}"
+    elif not isinstance(data.get("examples") or [], list):
+        problem = f"'examples:' is a {_kind(data['examples'])}"
+    elif any(not isinstance(x, dict) for x in data.get("examples") or []):
+        problem = "an entry of 'examples:' is not a mapping"
+    elif not isinstance(data.get("criteria") or {}, dict):
+        problem = f"'criteria:' is a {_kind(data['criteria'])}"
+    if problem:
+        raise LabelError(f"{path}: not a labels file: {problem}; expected a mapping with 'examples:' (a list of "
+                         "labels) and optionally 'criteria:' (name: description). The file was left as it is: fix "
+                         "or move it, then mark again")
+    return head, data
+
+
+def _leading_comments(text: str) -> list[str]:
+    """The comment lines a file starts with (kept as written when the file is written again)."""
+    lines = []
+    for line in text.split("\n"):
+        if not line.startswith("#"):
+            break
+        lines.append(line + "\n")
+    return lines
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, dict):
+        return "mapping"
+    return "list" if isinstance(value, list) else f"scalar ({type(value).__name__})"
+
+
+class _Dumper(yaml.SafeDumper):
+    """YAML that reads back as written: a string holding a character YAML reads as a line break (NEL,
+    LS, PS, CR) or another control character is written double-quoted, where it is escaped; plain
+    style would fold it into a space."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    special = any(c in "\x85\u2028\u2029\r\ufeff" or (ord(c) < 32 and c not in "\n\t") or 0x7f <= ord(c) < 0xa0
+                  for c in value)
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style='"' if special else None)
+
+
+_Dumper.add_representer(str, _represent_str)
 
 
 def agreement(examples: list[dict[str, Any]]) -> dict[str, Any]:

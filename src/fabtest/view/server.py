@@ -22,6 +22,7 @@ __all__ = ["build_site", "make_server", "serve"]
 def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         server_version = "fabtest-view"
+        timeout = 10  # seconds a connection may sit silent: a body shorter than announced cannot hold a thread
 
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)
             if not _served_host(self.headers.get("Host"), int(getattr(self.server, "server_port", 0))):
@@ -40,7 +41,8 @@ def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
             if page is None:
                 self._send(404, f"fabtest view: no page {path}".encode(), "text/plain; charset=utf-8")
                 return
-            self._send(200, _redacted(page.body), page.content_type)
+            body = page.body if path.startswith("/files/") else _redacted(page.body)  # a file's bytes as kept
+            self._send(200, body, page.content_type)
 
         def do_POST(self) -> None:  # noqa: N802 (http.server's name)
             """``/label`` only: a person's mark on a judged check, saved in the results directory.
@@ -65,15 +67,19 @@ def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
             try:
                 answer = site.label(json.loads(self.rfile.read(length)))
             except (LabelError, ValueError, OSError) as exc:
-                self._send(400, json.dumps({"error": str(exc)}).encode(), "application/json")
+                self._send(400, _redacted(json.dumps({"error": str(exc)}).encode()), "application/json")
                 return
-            self._send(200, json.dumps(answer).encode(), "application/json")
+            except RecursionError:  # JSON nested deeper than Python's stack: a bad body like any other
+                self._send(400, b'{"error": "the JSON body is nested too deeply"}', "application/json")
+                return
+            self._send(200, _redacted(json.dumps(answer).encode()), "application/json")
 
         def _send(self, status: int, body: bytes, content_type: str) -> None:
             self.send_response(status)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
             self.send_header("Cache-Control", "no-store")  # a new run shows on reload
+            self.send_header("X-Content-Type-Options", "nosniff")  # a kept file is never sniffed into a page
             self.end_headers()
             self.wfile.write(body)
 
@@ -135,6 +141,6 @@ def build_site(results_dir: str | Path, out: str | Path) -> int:
     for path, page in site.pages():
         target = root / path
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(_redacted(page.body))
+        target.write_bytes(page.body if path.startswith("files/") else _redacted(page.body))
         written += 1
     return written

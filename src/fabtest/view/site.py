@@ -16,11 +16,13 @@ from typing import Any
 from urllib.parse import unquote
 
 from fabtest.compare.gate import gate_lines, regression_gate
+from fabtest.compare.sections import ordered
 from fabtest.experiment.diff import ConversationDiff, diff_scenarios
-from fabtest.report.html import REPORT_CSS, comparison_sections
+from fabtest.report.html import REPORT_CSS, comparison_parts
 from fabtest.view.catalog import Catalog, ExperimentRow
 from fabtest.view.compare_runs import comparison_runs
 from fabtest.view.faults import FAULTS_PATH, faults_page, read_matrices
+from fabtest.view.files import FILE_PATH, file_page, referenced_files
 from fabtest.view.labels import LabelError, agreement, label_check, label_conversation, labels_path, read_labels
 from fabtest.view.layout import compare_path, conversation_path, e, experiment_path, link, page, scenario_slug
 from fabtest.view.listing import compare_chooser, experiments_page, trend_rows, trends_page, trends_path
@@ -76,6 +78,9 @@ class Site:
             data = (REPORT_CSS.encode() if path == "assets/report.css"  # the HTML report's, which inlines it
                     else resources.files("fabtest.view").joinpath("assets", path[7:]).read_bytes())
             return Page(data, f"{kind}; charset=utf-8")
+        if m := FILE_PATH.fullmatch(path):  # a conversation's file, from results/files/<sha256>
+            found = file_page(self.catalog.results_dir, m.group(1), m.group(2))
+            return Page(*found) if found else None
         rows = self.catalog.rows()
         if path == "index.html":
             return _html(experiments_page(rows, self.catalog, self.built_pairs))
@@ -134,18 +139,21 @@ class Site:
         lines = "".join(f'<p class="{"down" if line.startswith("FAIL") else "muted"}">{e(line)}</p>'
                         for line in gate_lines(gate))
         tone = {"worse": "down", "not worse": "up", "undecided": "muted"}[gate.outcome]
-        verdict = (f'<p class="verdict {tone}" id="verdict"><b>{e(gate.verdict)}</b></p>'
-                   '<div class="panel" id="gate">'
-                   '<h3>Regression gate (<code>fabtest-compare --fail-on-regression</code>, '
-                   f'exit {gate.exit_code})</h3>' + lines + "</div>")
-        runs = comparison_runs(base.id, cur.id, self.catalog.document(base), self.catalog.document(cur),
-                               _change_labels(comparison))
-        body = (verdict + self._changed(base, cur, comparison, diffs) + runs
-                + comparison_sections(cur_doc, comparison, diffs))
+        parts = comparison_parts(cur_doc, comparison, diffs)
+        parts.update({  # the page's own: its verdict's tone, the changes with links to the runs, the gate, the runs
+            "verdict": f'<p class="verdict {tone}" id="verdict"><b>{e(gate.verdict)}</b></p>',
+            "changes": self._changed(base, cur, comparison, diffs),
+            "gate": ('<div class="panel" id="gate">'
+                     '<h3>Regression gate (<code>fabtest-compare --fail-on-regression</code>, '
+                     f'exit {gate.exit_code})</h3>' + lines + "</div>"),
+            "runs": comparison_runs(base.id, cur.id, self.catalog.document(base), self.catalog.document(cur),
+                                    _change_labels(comparison)),
+        })
         if changed:
             links = "".join(f'<li>{link("../", conversation_path(cur.id, s.id, 1), s.name)}</li>' for s in changed)
-            body += ('<h3>Conversations that changed outcome (current run)</h3>'
-                     f'<ul class="plain" id="changed">{links}</ul>')
+            parts["diffs"] += ('<h3>Conversations that changed outcome (current run)</h3>'
+                               f'<ul class="plain" id="changed">{links}</ul>')
+        body = "".join(ordered({name: [html] for name, html in parts.items()}))
         return page(f"fabtest view · {base.id} → {cur.id}", "../", body, head, "compare.html")
 
     def label(self, data: Any) -> dict[str, Any]:
@@ -270,6 +278,10 @@ class Site:
                     title, packed_links(header), packed_links(body), search_text(entry)]
             yield pack_path(row.id), _script(pack_key(row.id), packed)
             yield pack_path(row.id, SHELL), _html(shell_page(row.id))
+            for path in referenced_files(doc):  # the files its conversations show, when kept
+                found = self.render(path)
+                if found is not None:
+                    yield path, found
         for a, b in pairs.values():
             yield compare_path(a.id, b.id), _static(_html(self._comparison(a, b)))
 
