@@ -26,6 +26,7 @@ SLOW_MODULES = (
     "docs/test_docs_examples.py",
     "experiment/test_exp_report_html.py",
     "experiment/test_gate_family.py",
+    "experiment/test_shard_processes.py",
     "frameworks/test_examples.py",
     "judging/test_replay.py",
     "judging/test_samples_per_criterion.py",
