@@ -26,6 +26,7 @@ SLOW_MODULES = (
     "coverage/test_redteam.py",
     "docs/test_docs_examples.py",
     "experiment/test_exp_report_html.py",
+    "experiment/test_shard_processes.py",
     "frameworks/test_examples.py",
     "judging/test_replay.py",
     "judging/test_samples_per_criterion.py",
