@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from fabtest.llm import LLMSettings
+from fabtest.llm.base import LLMSettings
 from fabtest.testing import FakeGemini
 
 _ENV = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL")

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from fabtest.llm import GeminiLLM, LLMSettings
+from fabtest.llm.base import LLMSettings
+from fabtest.llm.gemini import GeminiLLM
 from fabtest.llm.gemini import _raw_answer
 from fabtest.llm.gemini_rest import raw_answer
 from fabtest.testing import FakeGemini

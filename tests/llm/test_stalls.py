@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from fabtest.llm import GeminiLLM, LLMSettings, stalls
+from fabtest.llm import stalls
+from fabtest.llm.base import LLMSettings
+from fabtest.llm.gemini import GeminiLLM
 from fabtest.llm.openai_compat import OpenAICompatLLM
 from fabtest.llm.retry_budget import RetryBudget
 from fabtest.testing import FakeGemini

@@ -142,7 +142,7 @@ class _LogFilter(logging.Filter):
         if _current:
             try:
                 message = record.getMessage()
-            except Exception:  # noqa: BLE001 - a bad format string is logging's problem, not ours
+            except Exception:  # a bad format string is logging's problem, not ours
                 return True
             record.msg, record.args = _current.redact(message), None
         return True

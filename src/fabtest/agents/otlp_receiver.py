@@ -166,7 +166,7 @@ def _handler(target: Receiver) -> type[BaseHTTPRequestHandler]:
         #: in a 400, not a thread waiting forever
         timeout = 10
 
-        def do_POST(self) -> None:  # noqa: N802 - the http.server name
+        def do_POST(self) -> None:  # the http.server name
             if self.path.split("?")[0].rstrip("/") != "/v1/traces":
                 return self._reply(404, b"only /v1/traces is received here", "text/plain")
             kind = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
@@ -211,7 +211,7 @@ def _handler(target: Receiver) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - quiet
+        def log_message(self, format: str, *args: object) -> None:  # quiet
             return
 
     return Handler

@@ -177,6 +177,17 @@ class Settings(BaseModel):
     # where the settings came from, for error messages (not a user key)
     source: str = Field(default="", exclude=True)
 
+    def verdict_settings(self, judge: bool = True, simulator: bool = True) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The judge's and the simulator's settings that can change a verdict, as the experiment
+        records them (``experiment.judge.settings`` / ``experiment.simulator.settings``) and its
+        ``config_hash`` covers them: a comparison sees a judge that samples or reads differently.
+        ``judge`` / ``simulator`` False (that LLM is not configured, nothing it decides): {} for it."""
+        role = self.judge
+        return ({"temperature": role.temperature, "samples": role.samples,
+                 "samples_per_criterion": dict(sorted(role.samples_per_criterion.items())),
+                 "context_turns": role.context_turns} if judge else {},
+                {"temperature": self.simulator.temperature, "fidelity": self.simulator_fidelity} if simulator else {})
+
     @classmethod
     def load(cls, root: Path, environ: dict[str, str] | None = None) -> Settings:
         """Read ``root/pyproject.toml`` (missing file or table means defaults) and apply env overrides."""

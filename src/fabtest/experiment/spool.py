@@ -86,7 +86,7 @@ class _Shared:
     def __call__(self, key: Any, make: Callable[[], _T]) -> _T:
         if key not in self._known:
             self._known[key] = make()
-        return self._known[key]
+        return cast(_T, self._known[key])
 
     def check(self, c: CheckRecord) -> CheckRecord:
         data = {k: c.data[k] for k in _GROUNDING_KEYS if k in c.data} if c.type == "grounded_in" else {}
@@ -188,7 +188,7 @@ class Spool:
         self.path = spill_path(results_dir, experiment_id)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._costing = costing
-        self._file: Any = open(self.path, "w+b")  # noqa: SIM115 - closed by close()
+        self._file: Any = open(self.path, "w+b")  # closed by close()
         self._shared = _Shared()
         #: briefs, in arrival order (see module docstring); ``results[i]`` is slot i
         self.results: list[ScenarioResult] = []

@@ -35,9 +35,20 @@ def _rate(value: float | None) -> float | None:
     return value
 
 
+class _RoleSettings(_Doc):
+    temperature: float | None = None
+    samples: int | None = Field(default=None, ge=1)
+    samples_per_criterion: dict[str, int] = Field(default_factory=dict)
+    context_turns: int | None = Field(default=None, ge=0)
+    fidelity: str | None = None
+
+
 class _Role(_Doc):
     provider: str | None = None
     model: str | None = None
+    #: what can change a verdict: the judge's temperature, samples, samples_per_criterion and
+    #: context_turns; the simulator's temperature and fidelity mode
+    settings: _RoleSettings | None = None
 
 
 class _Experiment(_Doc):

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel
 
 from fabtest._internal import redaction
+from fabtest.errors import TransientFailure
 from fabtest.llm.base import Completion, LLMError, LLMNotConfigured, LLMSettings, json_schema
 from fabtest.llm.connect_timeout import connect_timeout, shorten_connect
 from fabtest.llm.gemini_rest import LeanTransport, lean_transport, raw_answer, request_body
@@ -22,7 +23,6 @@ from fabtest.llm.limits import (
     PROBE_PROMPT,
     ProviderBase,
     RawAnswer,
-    TransientFailure,
     complete_validated,
     exception_is_connection_error,
     exception_is_timeout,
@@ -103,7 +103,7 @@ class GeminiLLM(ProviderBase):
         if client is not None:
             try:
                 client.close()
-            except Exception:  # noqa: BLE001 - closing is best effort
+            except Exception:  # closing is best effort
                 pass
 
     def warm(self) -> None:
@@ -125,7 +125,7 @@ class GeminiLLM(ProviderBase):
             def send(limit: float | None) -> RawAnswer:
                 try:
                     return raw_answer(lean.generate(self.model, body, timeout=limit), self.model)
-                except Exception as exc:  # noqa: BLE001 - classified below
+                except Exception as exc:  # classified below
                     raise self._classify(exc) from exc
 
             fetch = cut_when_stalled(self._latency, self.settings.timeout_s, send)
@@ -143,7 +143,7 @@ class GeminiLLM(ProviderBase):
             def fetch() -> RawAnswer:
                 try:
                     response = client.models.generate_content(model=self.model, contents=contents, config=config)
-                except Exception as exc:  # noqa: BLE001 - classified below
+                except Exception as exc:  # classified below
                     raise self._classify(exc) from exc
                 return _raw_answer(response, self.model)
 
@@ -163,7 +163,7 @@ class GeminiLLM(ProviderBase):
         config = types.GenerateContentConfig(max_output_tokens=16)
         try:
             self._get_client().models.generate_content(model=self.model, contents=PROBE_PROMPT, config=config)
-        except Exception as exc:  # noqa: BLE001 - classified below
+        except Exception as exc:  # classified below
             raise self._classify(exc) from exc
 
     def _timeout_ms(self) -> int:

@@ -53,7 +53,7 @@ class RetryPolicy:
         delay = cap / 2 + random.uniform(0, cap / 2)
         if retry_after_s is not None:
             delay = max(delay, min(retry_after_s, self.backoff_max_s))
-        return max(0.0, delay)
+        return float(max(0.0, delay))
 
 
 def call_with_retries(

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel
 
 from fabtest._internal import redaction
+from fabtest.errors import TransientFailure
 from fabtest.llm.base import Completion, LLMError, LLMSettings
 from fabtest.llm.base import json_schema as base_json_schema
 from fabtest.llm.connect_timeout import connect_timeout
@@ -25,7 +26,6 @@ from fabtest.llm.limits import (
     PROBE_PROMPT,
     ProviderBase,
     RawAnswer,
-    TransientFailure,
     complete_validated,
     exception_is_connection_error,
     exception_is_timeout,
@@ -135,7 +135,7 @@ class OpenAICompatLLM(ProviderBase):
             extra["timeout"] = httpx.Timeout(timeout, connect=connect_timeout(timeout))
         try:
             response = self._http.post("/chat/completions", json=body, **extra)
-        except Exception as exc:  # noqa: BLE001 - classified below
+        except Exception as exc:  # classified below
             if exception_is_timeout(exc):
                 raise TransientFailure(f"timed out after {timeout or self.settings.timeout_s:g}s",
                                        timeout=True) from exc

@@ -87,7 +87,7 @@ def score_conversation(conversation: LoggedConversation, scenario: ProductionSce
             apply(state, step)
     except UsageError:
         raise
-    except Exception as error:  # noqa: BLE001 - how the run ended (a failed must, the judge down): its outcome
+    except Exception as error:  # how the run ended (a failed must, the judge down): its outcome
         exc = error
     exc = conclude(state, exc)
     identity = ScenarioIdentity(feature=scenario.feature, name=scenario.name, rule=scenario.rule, iteration=iteration,
