@@ -29,7 +29,7 @@ def report_unmatched_steps(config: pytest.Config, items: list[pytest.Item]) -> i
 
     errors: dict[str, tuple[pytest.Collector | None, list[str]]] = {}
     matched: dict[tuple[str, str, str], bool] = {}
-    reported: set[tuple[str, int, str]] = set()
+    reported: set[tuple[str, int]] = set()  # an Outline's step line once, for its first Examples row
     for item in items:
         template = template_of(getattr(item, "obj", None))
         if template is None or any(item.get_closest_marker(name) for name in _NOT_EXPECTED_TO_PASS):
@@ -44,9 +44,9 @@ def report_unmatched_steps(config: pytest.Config, items: list[pytest.Item]) -> i
             if key not in matched:  # the definitions a step sees are the same for every item of a module
                 found = find_fixturedefs_for_step(step, item.session._fixturemanager, item)  # noqa: SLF001
                 matched[key] = next(iter(found), None) is not None
-            if matched[key] or (where, step.line_number, step.name) in reported:
+            if matched[key] or (where, step.line_number) in reported:
                 continue
-            reported.add((where, step.line_number, step.name))
+            reported.add((where, step.line_number))
             lines = errors.setdefault(where, (owner if isinstance(owner, pytest.Collector) else None, []))[1]
             lines.append(hints.unmatched_step_message(item, f"{where}:{step.line_number}", step))
     for where, (owner, lines) in errors.items():
