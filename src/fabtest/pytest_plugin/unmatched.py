@@ -12,6 +12,8 @@ expected to pass: a step not written yet is their business) are not checked.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from fabtest.pytest_plugin import hints
@@ -25,10 +27,8 @@ _NOT_EXPECTED_TO_PASS = ("skip", "skipif", "xfail")
 
 def report_unmatched_steps(config: pytest.Config, items: list[pytest.Item]) -> int:
     """Report a collection error per file with a step no definition matches; the number of files."""
-    from pytest_bdd.scenario import find_fixturedefs_for_step
-
     errors: dict[str, tuple[pytest.Collector | None, list[str]]] = {}
-    matched: dict[tuple[str, str, str], bool] = {}
+    visible: dict[str, list[Any]] = {}  # the step definitions a module's scenarios see, looked up once
     reported: set[tuple[str, int]] = set()  # an Outline's step line once, for its first Examples row
     for item in items:
         template = template_of(getattr(item, "obj", None))
@@ -38,13 +38,12 @@ def report_unmatched_steps(config: pytest.Config, items: list[pytest.Item]) -> i
         example = callspec.params.get("_pytest_bdd_example", {}) if callspec is not None else {}
         where = relative_to_root(config, template.feature.filename)
         owner = item.getparent(pytest.Module) or item.parent
-        visibility = owner.nodeid if owner is not None else ""
+        key = owner.nodeid if owner is not None else item.nodeid
+        if key not in visible:
+            visible[key] = _step_definitions(item)
         for step in template.render(example or {}).steps:
-            key = (visibility, str(step.type), step.name)
-            if key not in matched:  # the definitions a step sees are the same for every item of a module
-                found = find_fixturedefs_for_step(step, item.session._fixturemanager, item)  # noqa: SLF001
-                matched[key] = next(iter(found), None) is not None
-            if matched[key] or (where, step.line_number) in reported:
+            if (where, step.line_number) in reported or any(
+                    ctx.type in (None, step.type) and ctx.parser.is_matching(step.name) for ctx in visible[key]):
                 continue
             reported.add((where, step.line_number))
             lines = errors.setdefault(where, (owner if isinstance(owner, pytest.Collector) else None, []))[1]
@@ -54,3 +53,18 @@ def report_unmatched_steps(config: pytest.Config, items: list[pytest.Item]) -> i
         config.hook.pytest_collectreport(report=report)
     return len(errors)
 
+
+def _step_definitions(item: pytest.Item) -> list[Any]:
+    """Every step definition visible to ``item``, as pytest-bdd's ``find_fixturedefs_for_step`` finds
+    them (pytest decides the visibility), without going through every fixture again for each step."""
+    from pytest_bdd.compat import get_fixture_names, getfixturedefs
+    from pytest_bdd.steps import step_function_context_registry
+
+    manager = item.session._fixturemanager  # noqa: SLF001 - as pytest-bdd finds a step's definition
+    found = []
+    for name in get_fixture_names(manager):
+        for fixturedef in getfixturedefs(manager, name, item) or ():
+            ctx = step_function_context_registry.get(fixturedef.func)
+            if ctx is not None:
+                found.append(ctx)
+    return found
