@@ -10,7 +10,9 @@ import pytest
 from pydantic import BaseModel
 
 from fabtest.conversation import TokenUsage
-from fabtest.llm import CachedLLM, Completion, GeminiLLM, LLMError, LLMSettings, salted
+from fabtest.llm.base import Completion, LLMError, LLMSettings
+from fabtest.llm.cache import CachedLLM, salted
+from fabtest.llm.gemini import GeminiLLM
 from fabtest.llm.base import LLM
 from fabtest.testing import FakeGemini
 

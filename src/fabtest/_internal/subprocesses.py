@@ -41,7 +41,7 @@ class Child:
     def __init__(self, args: Sequence[str], *, cwd: str | os.PathLike[str] | None = None,
                  env: Mapping[str, str] | None = None, output: Path | None = None) -> None:
         self.output = output
-        handle = open(output, "wb") if output is not None else subprocess.DEVNULL  # noqa: SIM115
+        handle = open(output, "wb") if output is not None else subprocess.DEVNULL
         try:
             self.process = subprocess.Popen(
                 list(args), cwd=cwd, env=dict(env) if env is not None else None, stdin=subprocess.DEVNULL,

@@ -178,7 +178,7 @@ def framework_key_of(target: Any, context: Mapping[str, Any] | None = None) -> s
         return None
     try:
         built = target(dict(context or {})) if factory else target()
-    except Exception:  # noqa: BLE001 - not a factory we can call here: the caller treats it as a plain agent
+    except Exception:  # not a factory we can call here: the caller treats it as a plain agent
         return None
     return _key_of_object(built)
 

@@ -140,7 +140,7 @@ def _collect(arms: Sequence[Arm], pytest_args: Sequence[str], scratch: Path) -> 
         ids = {base_nodeid(line.strip()) for line in Path(scratch / f"{arm.name}-collect.log").read_text(
             encoding="utf-8", errors="replace").splitlines() if "::" in line and not line.startswith(" ")}
         if done.returncode not in (0, 5):
-            from fabtest.ab.session import _last_line  # noqa: PLC0415
+            from fabtest.ab.session import _last_line
 
             raise UsageError(f"{arm.name} arm ({arm.spec.ref}): pytest could not collect the suite "
                              f"(exit {done.returncode}): {_last_line(done.tail) or 'no output'}")

@@ -140,7 +140,7 @@ def _open_journal(path: Path) -> Any:
         if path.is_symlink():
             raise OSError(errno.ELOOP, "is a link, not a journal fabtest wrote: remove it", str(path)) from None
         raise exc from None
-    return open(fd, "a", encoding="utf-8", errors=TEXT_ERRORS)  # noqa: SIM115 - closed by the Recorder
+    return open(fd, "a", encoding="utf-8", errors=TEXT_ERRORS)  # closed by the Recorder
 
 
 def _append_line(handle: Any, record: dict[str, Any]) -> None:
@@ -173,6 +173,8 @@ class Recorder:
         cwd: str | os.PathLike[str] | None = None,
         prices: dict[str, dict[str, float]] | None = None,
         shard: str | None = None,
+        judge_settings: dict[str, Any] | None = None,
+        simulator_settings: dict[str, Any] | None = None,
     ) -> None:
         self.results_dir = Path(results_dir)
         # Git state is taken at the start: that is the code the scenarios run against.
@@ -188,6 +190,8 @@ class Recorder:
             simulator_model=simulator_model,
             judge_note=judge_note,
             simulator_note=simulator_note,
+            judge_settings=dict(judge_settings or {}),
+            simulator_settings=dict(simulator_settings or {}),
             iterations=iterations,
             git_commit=git.commit,
             git_branch=git.branch,
@@ -347,7 +351,7 @@ def _journal_records(path: Path) -> Iterator[tuple[str, Any]]:
     crash and is dropped, a line damaged in place is skipped and the others still count.
     """
     try:
-        handle = open(path, "rb")  # noqa: SIM115 - closed by the with below
+        handle = open(path, "rb")  # closed by the with below
     except OSError as exc:
         raise JournalError(f"{path}: cannot read ({exc.strerror or exc})") from None
     with handle:
@@ -476,7 +480,7 @@ def recover_pending(results_dir: str | os.PathLike[str]) -> list[tuple[Path, Pat
             done.append((journal, recover(journal), ""))
         except JournalError as exc:
             done.append((journal, None, str(exc)))
-        except Exception as exc:  # noqa: BLE001 - a damaged journal must not stop the others
+        except Exception as exc:  # a damaged journal must not stop the others
             done.append((journal, None, f"{journal}: cannot recover ({type(exc).__name__}: {exc})"))
     return done
 

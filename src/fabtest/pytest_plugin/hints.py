@@ -36,7 +36,7 @@ def unmatched_step_message(node: pytest.Item, where: str, step: Any) -> str:
     keyword = str(step.keyword).strip() or _KEYWORDS.get(step.type, "Step")
     try:
         hint = "; ".join(_hints(node, keyword, step))
-    except Exception:  # noqa: BLE001 - a user's step parser that raises must not hide the real error
+    except Exception:  # a user's step parser that raises must not hide the real error
         hint = ""
     return (f"{where}: no step definition matches this step ({keyword} {step.name})"
             + (f"; {hint}" if hint else "") + f". {_TAIL}")
@@ -48,7 +48,7 @@ def fail_on_unmatched_step(request: pytest.FixtureRequest, feature: Any, scenari
     from pytest_bdd.exceptions import StepDefinitionNotFoundError
     from pytest_bdd.scenario import find_fixturedefs_for_step
 
-    manager = request._fixturemanager  # noqa: SLF001 - as pytest-bdd finds a step's definition
+    manager = request._fixturemanager  # as pytest-bdd finds a step's definition
     for step in scenario.steps:
         if next(iter(find_fixturedefs_for_step(step, manager, request.node)), None) is None:
             message = unmatched_step_message(request.node, f"{where}{step.line_number}", step)
@@ -176,7 +176,7 @@ def _visible_steps(node: pytest.Item) -> Iterator[Any]:
     from pytest_bdd.compat import get_fixture_names, getfixturedefs
     from pytest_bdd.steps import StepNamePrefix, step_function_context_registry
 
-    manager = node.session._fixturemanager  # noqa: SLF001 - pytest-bdd looks its steps up the same way
+    manager = node.session._fixturemanager  # pytest-bdd looks its steps up the same way
     seen: set[int] = set()
     for name in get_fixture_names(manager):
         if not name.startswith(StepNamePrefix.step_def.value):

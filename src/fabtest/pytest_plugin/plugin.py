@@ -174,6 +174,9 @@ def pytest_bdd_apply_tag(tag: str, function: Any) -> Any:
         return None  # dormant: pytest-bdd's own tag handling
     if tag.startswith("scenario_set:"):
         return pytest.mark.fabtest_scenario_set(tag.split(":", 1)[1])(function)
+    if tag == "production":  # only Then steps: fabtest score applies them to logged conversations
+        function = pytest.mark.skip(reason="@production: judged on logged conversations by fabtest score "
+                                           "(docs/how-to/production.md), not run against the agent")(function)
     name, _, value = tag.partition(":")  # @owner:alice becomes the marker owner("alice"): -m owner works
     if not name or name.startswith("_") or name in _NOT_MARKERS:  # "" from a lone "@"
         # pytest refuses these as markers (private names; marks that need arguments): the tag still

@@ -19,8 +19,8 @@ from fabtest.config.criteria import Criterion
 from fabtest.config.scenario_sets import ScenarioRecord
 from fabtest.config.settings import Settings
 from fabtest.engine.attachments import FileLoader
-from fabtest.engine.topics import TopicGraph, TopicGraphError
-from fabtest.errors import UsageError
+from fabtest.engine.topics import TopicGraph
+from fabtest.errors import TopicGraphError, UsageError
 from fabtest.pytest_plugin.late_verdicts import LATE_PROPERTY, LateChannel
 from fabtest.pytest_plugin.llm_roles import LLM_SLOTS_KEY, SessionLLMs
 from fabtest.pytest_plugin.not_run import NotRun, allowed_kinds

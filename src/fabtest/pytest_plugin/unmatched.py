@@ -60,7 +60,7 @@ def _step_definitions(item: pytest.Item) -> list[Any]:
     from pytest_bdd.compat import get_fixture_names, getfixturedefs
     from pytest_bdd.steps import step_function_context_registry
 
-    manager = item.session._fixturemanager  # noqa: SLF001 - as pytest-bdd finds a step's definition
+    manager = item.session._fixturemanager  # as pytest-bdd finds a step's definition
     found = []
     for name in get_fixture_names(manager):
         for fixturedef in getfixturedefs(manager, name, item) or ():

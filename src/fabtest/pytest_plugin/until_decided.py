@@ -104,7 +104,7 @@ class UntilDecided:
             return
         try:
             self._more(session)
-        except Exception as exc:  # noqa: BLE001 - the suite's own results still stand and are saved
+        except Exception as exc:  # the suite's own results still stand and are saved
             self.notes.append(f"fabtest: error: --fabtest-until-decided stopped: {exc}")
 
     def _more(self, session: pytest.Session) -> None:
@@ -171,7 +171,7 @@ class UntilDecided:
         if not self.budget.usd:
             return len(scenario_ids)
         per = usd["per_scenario"]
-        return sum(per.get(sid, usd["mean"] or 0.0) for sid in scenario_ids)
+        return float(sum(per.get(sid, usd["mean"] or 0.0) for sid in scenario_ids))
 
     @staticmethod
     def _items(session: pytest.Session, recorder: Any, scenario_ids: set[str]) -> list[pytest.Function]:
@@ -219,6 +219,6 @@ def _clone(item: pytest.Function, iteration: int) -> pytest.Function:
     """The same scenario as a new item, run as iteration ``iteration``."""
     clone = pytest.Function.from_parent(item.parent, name=f"{item.name}@iteration{iteration}",
                                         callspec=getattr(item, "callspec", None), callobj=item.obj,
-                                        fixtureinfo=item._fixtureinfo, originalname=item.originalname)  # noqa: SLF001
+                                        fixtureinfo=item._fixtureinfo, originalname=item.originalname)
     clone.stash[ITERATION_KEY] = iteration
     return clone
