@@ -20,8 +20,8 @@ from fabtest.compare.sections import ordered
 from fabtest.experiment.diff import ConversationDiff, diff_scenarios
 from fabtest.production.regressions import imported_index
 from fabtest.report.html import REPORT_CSS, comparison_parts
-from fabtest.view.catalog import Catalog, ExperimentRow
 from fabtest.view.ab_pair import ab_pairs, ab_panel
+from fabtest.view.catalog import Catalog, ExperimentRow
 from fabtest.view.compare_runs import comparison_runs
 from fabtest.view.faults import FAULTS_PATH, faults_page, read_matrices
 from fabtest.view.files import FILE_PATH, file_page, referenced_files
