@@ -93,6 +93,10 @@ def conditions(rng: random.Random) -> list[tuple[str, str, Callable[[], tuple[Su
         base = _suite(lambda s: rng.uniform(0.9, 1.0), lambda s, j: 0.9 if j == 0 else rng.uniform(0.95, 1.0), 2)
         return base, {sid: (c, {**crits, "c0": 0.6}) for sid, (c, crits) in base.items()}
 
+    def drop() -> tuple[Suite, Suite]:  # the null of "not worse" at its edge: every scenario 10 points down
+        base = _suite(lambda s: rng.uniform(0.9, 1.0), lambda s, j: rng.uniform(0.95, 1.0), 2)
+        return base, {sid: (c - MARGIN, crits) for sid, (c, crits) in base.items()}
+
     return [
         ("unchanged agent, steady suite (completion 90-100 %, 2 criteria at 95-100 % a scenario)",
          "worse <= 5 %, not worse >= 90 %, median runs <= 240", steady, 0.0),
@@ -102,6 +106,8 @@ def conditions(rng: random.Random) -> list[tuple[str, str, Callable[[], tuple[Su
          "worse <= 5 % (not worse: see docs/gates.md)", mid, 0.0),
         ("one scenario 100 % -> 30 % among 7 steady at 100 %", "worse >= 95 %", collapse, 0.0),
         ("one criterion 90 % -> 60 % in every scenario (completion 90-100 %)", "worse >= 90 %", criterion, 0.0),
+        ("completion 10 points down in every scenario (90-100 % -> 80-90 %): the margin itself",
+         "not worse <= 5 % (alpha)", drop, 0.0),
     ]
 
 

@@ -54,6 +54,8 @@ class ExperimentRow:
     shard: str | None
     #: ``"production"`` for ``fabtest score``'s experiments, "" for test runs
     source: str = ""
+    #: ``experiment.ab`` of an arm of ``fabtest ab`` (arm, ref, commit, other, outcome, verdict, stopped, rounds)
+    ab: dict[str, Any] | None = None
 
 
 def _spread(variance: Any, key: str) -> tuple[float, float] | None:
@@ -86,6 +88,7 @@ def row_of(path: Path, doc: dict[str, Any]) -> ExperimentRow:
         cost_usd=_number(cost.get("total_usd")),
         latency_s=duration / counted if duration is not None and counted else None,
         interrupted=bool(exp.get("interrupted")), shard=exp.get("shard"), source=str(exp.get("source") or ""),
+        ab=exp.get("ab") if isinstance(exp.get("ab"), dict) else None,
     )
 
 

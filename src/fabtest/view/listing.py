@@ -10,6 +10,7 @@ from datetime import datetime
 from functools import partial
 
 from fabtest.experiment.fmt import pct, usd
+from fabtest.view.ab_pair import ab_tag
 from fabtest.view.catalog import Catalog, ExperimentRow
 from fabtest.view.chart import Point, Series, line_chart
 from fabtest.view.layout import compare_path, e, experiment_path, link, page, scenario_slug
@@ -49,7 +50,8 @@ def experiments_page(rows: Sequence[ExperimentRow], catalog: Catalog | None = No
                      built: Sequence[tuple[str, str]] | None = None) -> str:
     """The table of every experiment, newest first, with filters by tag, branch and name; with
     ``catalog``, each marked worse / not worse / undecided against the one before it on its branch.
-    Two ticked rows open their comparison, older as baseline (``built``: the pairs a static build has)."""
+    Two ticked rows open their comparison, older as baseline (``built``: the pairs a static build has).
+    The two arms of one ``fabtest ab`` are marked as a pair, linked to their A/B decision."""
     rows = list(rows)
     tags = sorted({t for r in rows for t in r.tags})
     branches = sorted({r.branch for r in rows if r.branch})
@@ -58,7 +60,7 @@ def experiments_page(rows: Sequence[ExperimentRow], catalog: Catalog | None = No
     for r in reversed(rows):
         name = r.name + (" (interrupted)" if r.interrupted else "") + (f" (shard {r.shard})" if r.shard else "")
         source = '<span class="badge b-skip">production</span> ' if r.source == "production" else ""
-        tags_html = "".join(f'<span class="topic">{e(t)}</span>' for t in r.tags)
+        tags_html = "".join(f'<span class="topic">{e(t)}</span>' for t in r.tags) + ab_tag(r, rows)
         change, outcome = _against_previous(catalog, rows, r)
         body_rows.append(
             f'<tr class="exp" data-id="{e(r.id)}" data-name="{e(r.name.lower())}" data-branch="{e(r.branch)}" '

@@ -20,6 +20,7 @@ from fabtest.compare.sections import ordered
 from fabtest.experiment.diff import ConversationDiff, diff_scenarios
 from fabtest.production.regressions import imported_index
 from fabtest.report.html import REPORT_CSS, comparison_parts
+from fabtest.view.ab_pair import ab_pairs, ab_panel
 from fabtest.view.catalog import Catalog, ExperimentRow
 from fabtest.view.compare_runs import comparison_runs
 from fabtest.view.faults import FAULTS_PATH, faults_page, read_matrices
@@ -156,7 +157,7 @@ class Site:
             links = "".join(f'<li>{link("../", conversation_path(cur.id, s.id, 1), s.name)}</li>' for s in changed)
             parts["diffs"] += ('<h3>Conversations that changed outcome (current run)</h3>'
                                f'<ul class="plain" id="changed">{links}</ul>')
-        body = "".join(ordered({name: [html] for name, html in parts.items()}))
+        body = ab_panel(base, cur) + "".join(ordered({name: [html] for name, html in parts.items()}))
         return page(f"fabtest view · {base.id} → {cur.id}", "../", body, head, "compare.html")
 
     def label(self, data: Any) -> dict[str, Any]:
@@ -275,6 +276,7 @@ class Site:
         # each experiment against the one before it, overall and on its branch (the trends' regressions link them)
         lines = [ordered, *([r for r in ordered if r.branch == b] for b in branches)]
         pairs = {(a.id, b.id): (a, b) for line in lines for a, b in zip(line, line[1:], strict=False)}
+        pairs.update({(a.id, b.id): (a, b) for a, b in ab_pairs(rows)})  # each fabtest ab's arms, its decision first
         self.built_pairs = sorted(pairs)
         self._previous = {r.id: self.catalog.previous(r, rows) for r in rows}
         self._imported = imported_index(self.catalog.results_dir)
