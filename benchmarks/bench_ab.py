@@ -139,10 +139,10 @@ def measure(pairs: int, seed: int) -> list[list[Any]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--pairs", type=int, default=400, help="simulated A/B runs per condition (default 400)")
-    parser.add_argument("--quick", action="store_true", help="50 per condition: a smoke run of a few seconds")
+    parser.add_argument("--quick", action="store_true", help="10 per condition: a smoke run of a few seconds")
     parser.add_argument("--seed", type=int, default=44)
     args = parser.parse_args(argv)
-    pairs = 50 if args.quick else args.pairs
+    pairs = 10 if args.quick else args.pairs
     started = time.perf_counter()
     rows = measure(pairs, args.seed)
     print(f"fabtest ab: {SCENARIOS} scenarios x {ITERATIONS} iterations a side first ({FIRST_PASS} runs), budget "

@@ -116,7 +116,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="fabtest-bench-prod-") as tmp:
         work = Path(tmp)
         rows = []
-        for mb in ((2, 10) if args.quick else (10, 100)):
+        for mb in ((1, 3) if args.quick else (10, 100)):
             path = work / f"export-{mb}.jsonl"
             write_export(path, mb)
             rows.append(parse_row(path))
@@ -126,7 +126,7 @@ def main() -> None:
         size = [float(str(r[0]).split()[0]) for r in rows]
         print(f"\nRSS growth / size growth: {(rss[1] - rss[0]) / (size[1] - size[0]):.3f} MiB per MB "
               f"(flat: near 0; whole-file parsing: above 1)\n")
-        scored = [score_row(work, 40 if args.quick else 200, 0.2, c) for c in ((4, 16) if args.quick else (8, 32))]
+        scored = [score_row(work, 12 if args.quick else 200, 0.2, c) for c in ((4,) if args.quick else (8, 32))]
         print(tabulate(scored, headers=["conversations", "max_concurrency", "judge latency", "judge calls",
                                         "max in flight", "wall", "calls/s", "ideal calls/s", "ratio"]))
 
