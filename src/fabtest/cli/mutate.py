@@ -143,9 +143,11 @@ def run_mutate(args: argparse.Namespace, results_dir: str) -> int:
         if stop is not None:
             return stop
     try:
+        # the judge sees the conversation's files again (their bytes kept under results/files), as rejudge shows them
         outcomes = run_mutants(planned, judge if llm else None, judge_reason=reason,
-                               progress=_progress(len(planned)))
-        checked = run_controls(controls, judge if llm else None, args.control, judge_reason=reason)
+                               progress=_progress(len(planned)), files_dir=Path(results_dir))
+        checked = run_controls(controls, judge if llm else None, args.control, judge_reason=reason,
+                               files_dir=Path(results_dir))
     except FabtestError as exc:  # LLMError included: the judge failed for good
         return fail(f"the judge failed: {exc}")
     discount_noise(outcomes, checked)

@@ -31,6 +31,7 @@ import json
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from fabtest.conversation import Conversation, TokenUsage, Turn
@@ -253,16 +254,17 @@ def _caught(before: CheckRecord, after: CheckRecord) -> bool:
                                           or (after.mode == "must" and after.status == "inconclusive"))
 
 
-def _rechecked(plan: Planned, judge: Judge | None, judge_reason: str,
-               changed_from: int) -> tuple[list[tuple[CheckKey, CheckRecord, CheckRecord]], TokenUsage]:
+def _rechecked(plan: Planned, judge: Judge | None, judge_reason: str, changed_from: int,
+               files_dir: Path | None) -> tuple[list[tuple[CheckKey, CheckRecord, CheckRecord]], TokenUsage]:
     """The chosen checks of ``plan`` run again on its transcript: (key, recorded, now) for each that
-    passed when recorded and was asked again, and what the judge cost."""
+    passed when recorded and was asked again, and what the judge cost. With ``files_dir`` (the
+    results directory) the judge sees the conversation's files again, as rejudge shows them."""
     result = plan.result
     subset = result.model_copy(deep=True)
     chosen = {where: [i for w, i in plan.recheck if w == where] for where in ("evaluations", "expectations")}
     subset.evaluations = [subset.evaluations[i] for i in chosen["evaluations"]]
     subset.expectations = [subset.expectations[i] for i in chosen["expectations"]]
-    conversation = conversation_of(result, plan.mutant.transcript)
+    conversation = conversation_of(result, plan.mutant.transcript, files_dir=files_dir)
     recheck(subset, result.transcript, conversation, judge, judge_reason=judge_reason, changed_from=changed_from)
     out = []
     for where in ("evaluations", "expectations"):
@@ -273,10 +275,12 @@ def _rechecked(plan: Planned, judge: Judge | None, judge_reason: str,
     return out, conversation.usage.get("judge", TokenUsage())
 
 
-def run_mutant(plan: Planned, judge: Judge | None, *, judge_reason: str = "") -> MutantOutcome:
-    """The chosen checks of ``plan`` run again on its mutant; FabtestError if the judge fails for good."""
+def run_mutant(plan: Planned, judge: Judge | None, *, judge_reason: str = "",
+               files_dir: Path | None = None) -> MutantOutcome:
+    """The chosen checks of ``plan`` run again on its mutant (the judge shown the run's files from
+    ``files_dir``); FabtestError if the judge fails for good."""
     result, mutant = plan.result, plan.mutant
-    pairs, usage = _rechecked(plan, judge, judge_reason, mutant.turn)
+    pairs, usage = _rechecked(plan, judge, judge_reason, mutant.turn, files_dir)
     outcome = MutantOutcome(result.id, result.name, result.feature, result.iteration, mutant.operator, mutant.turn,
                             mutant.description, judge=usage)
     for key, before, after in pairs:
@@ -304,14 +308,14 @@ def plan_controls(planned: Sequence[Planned]) -> list[Planned]:
 
 
 def run_controls(controls: Sequence[Planned], judge: Judge | None, samples: int, *,
-                 judge_reason: str = "") -> list[ControlOutcome]:
+                 judge_reason: str = "", files_dir: Path | None = None) -> list[ControlOutcome]:
     """Each control judged ``samples`` times, each sample its own cache entry (a cached judge would
     otherwise answer every sample with the first)."""
     out = []
     for sample in range(1, samples + 1):
         view = _sample_judge(judge, sample)
         for plan in controls:
-            pairs, usage = _rechecked(plan, view, judge_reason, 1)
+            pairs, usage = _rechecked(plan, view, judge_reason, 1, files_dir)
             found = ControlOutcome(plan.result.id, plan.result.iteration, sample, judge=usage)
             for key, before, after in pairs:
                 if after.status != "skipped":
@@ -340,13 +344,13 @@ def discount_noise(outcomes: Sequence[MutantOutcome], controls: Sequence[Control
 
 
 def run_mutants(planned: Sequence[Planned], judge: Judge | None, *, judge_reason: str = "",
-                progress: Callable[[str], None] | None = None) -> list[MutantOutcome]:
-    """Every planned mutant, in order."""
+                progress: Callable[[str], None] | None = None, files_dir: Path | None = None) -> list[MutantOutcome]:
+    """Every planned mutant, in order (``files_dir``: the results directory the run's files are read from)."""
     out = []
     for plan in planned:
         if progress:
             progress(f"{plan.result.name} (iteration {plan.result.iteration}): {plan.mutant.description}")
-        out.append(run_mutant(plan, judge, judge_reason=judge_reason))
+        out.append(run_mutant(plan, judge, judge_reason=judge_reason, files_dir=files_dir))
     return out
 
 

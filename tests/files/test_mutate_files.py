@@ -1,0 +1,58 @@
+"""``fabtest mutate`` shows the judge the conversation's files (issue 39): the mutants and the
+control are judged on the recorded turns with their files read back from results/files, as
+``fabtest rejudge`` shows them, through the real google-genai client against FakeGemini."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fabtest.cli import main
+from fabtest.conversation import AgentResponse, Attachment, Conversation, Turn
+from fabtest.experiment import file_store
+from fabtest.experiment.model import CheckRecord, ExperimentInfo, ScenarioResult, turn_records
+from fabtest.experiment.spool import write_experiment
+from fabtest.testing import FakeGemini
+
+PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
+LAMP = Attachment.from_bytes(PNG, name="lamp.png")
+
+
+def _passed(request: Any) -> dict[str, Any]:
+    names = [line.split("name: ", 1)[1].strip() for line in request.text.splitlines() if ". name: " in line]
+    return {"verdicts": [{"criterion": n, "verdict": "passed", "reasoning": "scripted"} for n in names]}
+
+
+def test_mutants_and_control_are_judged_with_the_runs_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.fabtest]\nresults_dir = "results"\n\n'
+                                             "[tool.fabtest.judge]\nmax_retries = 0\ntimeout = 5\n")
+    conversation = Conversation(turns=[Turn(1, "Is this lamp covered?",
+                                            AgentResponse("Yes, the lamp is covered. The excess is 50 euros."),
+                                            attachments=(LAMP,))])
+    check = CheckRecord(type="satisfy", mode="should", criterion="The reply is about the photographed lamp",
+                        status="passed", turn=1, data={"scope": "response"})
+    result = ScenarioResult(id="claims:1", name="Lamp", feature="Claims", passed=True,
+                            transcript=turn_records(conversation), evaluations=[check])
+    results = tmp_path / "results"
+    file_store.keep(results, [LAMP])
+    write_experiment(ExperimentInfo(id="exp_f", timestamp="2026-01-01T00:00:00Z"), [result], results)
+    monkeypatch.chdir(tmp_path)
+    with FakeGemini(handler=_passed) as fake:
+        for name, value in fake.env().items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+        assert main(["mutate", "exp_f", "--yes", "--control", "1"]) == 0
+        requests = list(fake.requests)
+    capsys.readouterr()
+    doc = json.loads((results / "exp_f.mutants.json").read_text())
+    assert doc["mutants"] and doc["control"]["rejudged"] == 1  # the mutants, then the unmutated run once
+    assert len(requests) == doc["judge"]["calls"] == len([m for m in doc["mutants"] if m["exposed"]]) + 1
+    for request in requests:  # every judge call got the photo inline, right after the line naming it
+        parts = request.contents[0]["parts"]
+        assert parts[0]["text"].endswith('turn 1 user file: "lamp.png" image/png 70 B [attached: file 1]\n')
+        assert base64.b64decode(parts[1]["inlineData"]["data"]) == PNG
