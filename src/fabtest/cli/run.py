@@ -144,6 +144,7 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
                 judge_provider=judge[0], judge_model=judge[1], judge_note=judge[2],
                 simulator_provider=sim[0], simulator_model=sim[1], simulator_note=sim[2], cwd=str(root),
                 prices={m: p.model_dump() for m, p in settings.prices.items()},
+                judge_settings=settings.verdict_settings(judge=roles.judge is not None)[0],
             )
         except UsageError as exc:  # another live run records this id
             _close_roles(roles)

@@ -164,6 +164,13 @@ class Settings(BaseModel):
     # where the settings came from, for error messages (not a user key)
     source: str = Field(default="", exclude=True)
 
+    def verdict_settings(self, judge: bool = True, simulator: bool = True) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The judge's and the simulator's settings that can change a verdict, as the experiment
+        records them (``experiment.judge.settings``) and its ``config_hash`` covers them: the
+        judge's ``max_file_bytes`` (``judge_max_file_bytes``: over it the judge sees a file's name,
+        type and size only). ``judge`` False (no judge LLM, nothing it decides): {} for it."""
+        return ({"max_file_bytes": self.judge_max_file_bytes} if judge else {}), {}
+
     @classmethod
     def load(cls, root: Path, environ: dict[str, str] | None = None) -> Settings:
         """Read ``root/pyproject.toml`` (missing file or table means defaults) and apply env overrides."""

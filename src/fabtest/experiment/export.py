@@ -193,7 +193,7 @@ def document_head(info: ExperimentInfo, results: Sequence[ScenarioResult],
     config_h, criteria_h, topic_h = (
         (info.config_hash, info.criteria_hash, info.topic_graph_hash)
         if info.config_hash and info.criteria_hash and info.topic_graph_hash
-        else experiment_fingerprints(configs)
+        else experiment_fingerprints(configs, {"judge": info.judge_settings} if info.judge_settings else None)
     )
     iterations = max([info.iterations, *(r.iteration for r in results)]) if results else info.iterations
     criteria, topics, simulators = merge_configuration(configs)
@@ -211,7 +211,7 @@ def document_head(info: ExperimentInfo, results: Sequence[ScenarioResult],
             "config_hash": config_h,
             "criteria_hash": criteria_h,
             "topic_graph_hash": topic_h,
-            "judge": _llm_entry(info.judge_provider, info.judge_model, info.judge_note),
+            "judge": _llm_entry(info.judge_provider, info.judge_model, info.judge_note, info.judge_settings),
             "simulator": _llm_entry(info.simulator_provider, info.simulator_model, info.simulator_note),
             "iterations": iterations,
             "interrupted": info.interrupted,
@@ -314,9 +314,13 @@ def _fsync_dir(directory: Path) -> None:
     finally:
         os.close(fd)
 
-def _llm_entry(provider: str | None, model: str | None, note: str | None) -> dict[str, Any]:
-    """``{provider, model}``, plus ``note`` when the role is a demo or scripted stand-in."""
+def _llm_entry(provider: str | None, model: str | None, note: str | None,
+               settings: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``{provider, model}``, plus ``note`` when the role is a demo or scripted stand-in and
+    ``settings`` when they were recorded (what can change a verdict: ``Settings.verdict_settings``)."""
     entry: dict[str, Any] = {"provider": provider, "model": model}
     if note:
         entry["note"] = note
+    if settings:
+        entry["settings"] = dict(settings)
     return entry

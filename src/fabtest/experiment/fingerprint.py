@@ -84,9 +84,13 @@ def topic_graph_hash(topics: Sequence[TopicRecord]) -> str:
     return _sha(canonical_json(rows))
 
 
-def config_hash(criteria_digest: str, topic_digest: str, simulator: Any) -> str:
-    """Hash over both fingerprints and the simulator configuration as canonical JSON."""
-    return _sha(criteria_digest + topic_digest + canonical_json(simulator))
+def config_hash(criteria_digest: str, topic_digest: str, simulator: Any,
+                settings: Mapping[str, Any] | None = None) -> str:
+    """Hash over both fingerprints, the simulator configuration and the judge's settings that can
+    change a verdict (``judge_max_file_bytes``), as canonical JSON. Without recorded settings (an
+    older file, a hand-built experiment) the hash is what it always was."""
+    recorded = canonical_json(settings) if settings else ""
+    return _sha(criteria_digest + topic_digest + canonical_json(simulator) + recorded)
 
 
 def _merge_text(old: str, new: str) -> str:
@@ -125,9 +129,11 @@ def merge_configuration(
     return dict(sorted(criteria.items())), [topics[n] for n in sorted(topics)], sorted(simulators)
 
 
-def experiment_fingerprints(results: Sequence[ScenarioResult]) -> tuple[str, str, str]:
-    """``(config_hash, criteria_hash, topic_graph_hash)`` over the union of all scenarios."""
+def experiment_fingerprints(results: Sequence[ScenarioResult],
+                            settings: Mapping[str, Any] | None = None) -> tuple[str, str, str]:
+    """``(config_hash, criteria_hash, topic_graph_hash)`` over the union of all scenarios; ``settings``:
+    the judge's recorded settings (``{"judge": ...}``)."""
     criteria, topics, simulators = merge_configuration(results)
     c_hash = criteria_hash(criteria)
     t_hash = topic_graph_hash(topics)
-    return config_hash(c_hash, t_hash, simulators), c_hash, t_hash
+    return config_hash(c_hash, t_hash, simulators, settings), c_hash, t_hash

@@ -165,6 +165,8 @@ class ExperimentInfo(BaseModel):
     #: What the judge/simulator is when it is no real model (a demo or scripted stand-in).
     judge_note: str | None = None
     simulator_note: str | None = None
+    #: the judge's settings that can change a verdict (``Settings.verdict_settings``); {} unknown
+    judge_settings: dict[str, Any] = Field(default_factory=dict)
     iterations: int = 1
     interrupted: bool = False
     #: ``i/n`` when this experiment is one shard's part of a CI run (``fabtest merge`` combines them)

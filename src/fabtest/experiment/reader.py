@@ -247,6 +247,7 @@ def info_from_experiment(experiment: dict[str, Any]) -> ExperimentInfo:
     data.setdefault("simulator_model", simulator.get("model"))
     data.setdefault("judge_note", judge.get("note"))
     data.setdefault("simulator_note", simulator.get("note"))
+    data.setdefault("judge_settings", judge.get("settings") or {})
     return ExperimentInfo.model_validate(data)
 
 

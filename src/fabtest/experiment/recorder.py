@@ -165,6 +165,7 @@ class Recorder:
         cwd: str | os.PathLike[str] | None = None,
         prices: dict[str, dict[str, float]] | None = None,
         shard: str | None = None,
+        judge_settings: dict[str, Any] | None = None,
     ) -> None:
         self.results_dir = Path(results_dir)
         # Git state is taken at the start: that is the code the scenarios run against.
@@ -180,6 +181,7 @@ class Recorder:
             simulator_model=simulator_model,
             judge_note=judge_note,
             simulator_note=simulator_note,
+            judge_settings=dict(judge_settings or {}),
             iterations=iterations,
             git_commit=git.commit,
             git_branch=git.branch,

@@ -35,9 +35,15 @@ def _rate(value: float | None) -> float | None:
     return value
 
 
+class _RoleSettings(_Doc):
+    max_file_bytes: int | None = Field(default=None, ge=0)
+
+
 class _Role(_Doc):
     provider: str | None = None
     model: str | None = None
+    #: what can change a verdict: the judge's max_file_bytes (judge_max_file_bytes)
+    settings: _RoleSettings | None = None
 
 
 class _Experiment(_Doc):
