@@ -258,7 +258,9 @@ def test_a_real_key_takes_precedence_over_offline_llm(pytester: pytest.Pytester,
     pytester.makefile(".feature", demo=DEMO_FEATURE)
     result, doc = run(pytester)
     result.assert_outcomes(passed=1)
-    assert doc["experiment"]["judge"] == {"provider": "gemini", "model": "gemini-2.5-flash"}
+    judge = doc["experiment"]["judge"]
+    assert (judge["provider"], judge["model"]) == ("gemini", "gemini-2.5-flash")
+    assert judge["settings"] == {"max_file_bytes": 5_000_000}  # what can change a verdict is recorded
     assert gemini.request_count > 0  # the google-genai client did the judging, not the demo
 
 
