@@ -52,7 +52,8 @@ def build(context):
 '''
 
 
-BASE_ARGS = ["-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:hypothesispytest", "-q"]
+# hypothesis and langsmith (the [langgraph] extra) load seconds of pytest plugins no benchmark uses
+BASE_ARGS = ["-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:hypothesispytest", "-p", "no:langsmith_plugin", "-q"]
 
 
 def write(root: Path, relative: str, text: str) -> Path:

@@ -58,7 +58,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=4)
     parser.add_argument("--latency", type=float, default=0.2, help="seconds FakeGemini waits per call")
+    parser.add_argument("--quick", action="store_true", help="smoke test in seconds (tests/benchmarks runs it)")
     args = parser.parse_args()
+    if args.quick:
+        args.turns, args.latency = 2, 0.0
     if not GEMINI:
         print("the Gemini CLI is not installed: npm install -g @google/gemini-cli@0.61", file=sys.stderr)
         return 2

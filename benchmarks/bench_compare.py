@@ -163,7 +163,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--child-recorder", nargs=2, metavar=("DIR", "COUNT"), help=argparse.SUPPRESS)
     parser.add_argument("--skip-recorder", action="store_true")
     parser.add_argument("--baseline", metavar="REF", help="also run against this git ref's src/ (e.g. main)")
+    parser.add_argument("--quick", action="store_true", help="smoke test in seconds: 200 results (tests/benchmarks)")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.scenarios = min(args.scenarios, 200)
     if args.child_recorder:
         return child_recorder(args.child_recorder[0], int(args.child_recorder[1]))
 

@@ -57,7 +57,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--scenarios", type=int, default=20)
     parser.add_argument("--jobs", default="1,2,4")
+    parser.add_argument("--faults", default=None, help="comma-separated fault kinds (default: all)")
+    parser.add_argument("--quick", action="store_true", help="smoke test in seconds (tests/benchmarks runs it)")
     args = parser.parse_args()
+    if args.quick:
+        args.scenarios, args.jobs, args.faults = 1, "2", "error"
     rows = []
     base_wall = None
     for jobs in [int(j) for j in args.jobs.split(",")]:
@@ -71,7 +75,8 @@ def main() -> None:
                                           f'    Then the response must match "done"' for i in range(args.scenarios)]
             (root / "features" / "suite.feature").write_text("\n".join(lines) + "\n")
             started = time.perf_counter()
-            proc = subprocess.run([sys.executable, "-m", "fabtest.cli", "faults", "features", "--jobs", str(jobs),
+            kinds = ["--faults", args.faults] if args.faults else []
+            proc = subprocess.run([sys.executable, "-m", "fabtest.cli", "faults", "features", "--jobs", str(jobs), *kinds,
                                    "--pytest-arg=--fabtest-no-preflight", "--pytest-arg=-p", "--pytest-arg=no:randomly"],
                                   cwd=root, capture_output=True, text=True, env={**os.environ})
             wall = time.perf_counter() - started

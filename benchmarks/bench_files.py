@@ -54,7 +54,10 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--iterations", type=int, default=10)
     parser.add_argument("--scenarios", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="smoke test in seconds (tests/benchmarks runs it)")
     args = parser.parse_args()
+    if args.quick:
+        args.iterations, args.scenarios = 1, 1
     verdict = {"verdicts": [{"criterion": "looks", "reasoning": "ok", "verdict": "passed"}]}
     judged = [0]
 

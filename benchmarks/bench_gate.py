@@ -233,7 +233,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-scale", action="store_true")
     parser.add_argument("--sequential-pairs", type=int, default=200,
                         help="simulated --fabtest-until-decided runs per sequential row (0: skip them)")
+    parser.add_argument("--quick", action="store_true",
+                        help="smoke test in seconds: few comparisons, 200 results to compare (tests/benchmarks)")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.pairs, args.sequential_pairs, args.scale = 5, 2, 200
     started = time.perf_counter()
     rows = unchanged(args.pairs) + one_scenario_collapse(args.pairs) + criterion_drop(args.pairs) + power_hints(args.pairs)
     if args.sequential_pairs:

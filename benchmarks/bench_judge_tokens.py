@@ -97,7 +97,10 @@ def measure(name: str, fake: FakeGemini, root: Path) -> list[Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenarios", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="smoke test in seconds (tests/benchmarks runs it)")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.scenarios = 1
     rows = []
     with FakeGemini(handler=handler) as fake:
         with tempfile.TemporaryDirectory(prefix="fabtest-bench-") as tmp:

@@ -113,7 +113,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenarios", type=int, default=200)
     parser.add_argument("--turns", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="smoke test in seconds (tests/benchmarks runs it)")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.scenarios, args.turns = 2, 1
     rows = []
     plain = measure("plain", args.scenarios, args.turns, None)
     det = measure("deterministic", args.scenarios, args.turns, None)

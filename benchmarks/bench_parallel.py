@@ -294,7 +294,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trace", action="store_true", help="print each run's event trace")
     parser.add_argument("--baseline", metavar="CHECKOUT",
                         help="also run another checkout of fabtest (its src/ first on PYTHONPATH), interleaved")
+    parser.add_argument("--quick", action="store_true", help="smoke test in seconds (tests/benchmarks runs it)")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.iterations, args.latency, args.workers = 2, 0.0, "0"
     variants: list[tuple[str, str | None]] = [("", None)]
     if args.baseline:
         variants = [("baseline ", str(Path(args.baseline).resolve() / "src")), ("this ", None)]

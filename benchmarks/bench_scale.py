@@ -53,6 +53,7 @@ import argparse
 import json
 import math
 import os
+import resource
 import sys
 import tempfile
 import time
@@ -74,7 +75,7 @@ from _common import (  # noqa: E402
 )
 
 from fabtest.demo.offline_llm import answer as offline_answer  # noqa: E402
-from fabtest.testing import FakeGemini, fake_gemini  # noqa: E402
+from fabtest.testing import FakeGemini, gemini_wire  # noqa: E402
 from fabtest.testing.fake_gemini import FakeRequest  # noqa: E402
 
 TURNS = 3
@@ -109,6 +110,26 @@ def _rss_kb():
     return 0
 
 
+_SLOWEST = [0.0]  # the longest logical LLM call (retries included), as the judge or simulator waited for it
+
+
+def pytest_configure(config):
+    import time
+
+    import fabtest.llm.gemini as gemini
+
+    plain = gemini.complete_validated
+
+    def timed(*args, **kwargs):
+        started = time.monotonic()
+        try:
+            return plain(*args, **kwargs)
+        finally:
+            _SLOWEST[0] = max(_SLOWEST[0], time.monotonic() - started)
+
+    gemini.complete_validated = timed
+
+
 def pytest_runtest_logstart(nodeid, location):
     if "kb" not in _BASE:
         import google.genai.types  # noqa: F401 - the baseline has the LLM SDK loaded (the warm-up may still be at it)
@@ -121,7 +142,7 @@ def pytest_unconfigure(config):
         who = getattr(config, "workerinput", {}).get("workerid", "main")
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         with open(_PATH, "a", encoding="utf-8") as fh:
-            fh.write(f"{os.getpid()} {who} {_BASE['kb']} {peak}\\n")
+            fh.write(f"{os.getpid()} {who} {_BASE['kb']} {peak} {_SLOWEST[0]:.3f}\\n")
 '''
 
 LATENCY = {"s": 2.0}
@@ -141,7 +162,7 @@ def handler(request: FakeRequest) -> Any:
 
 def make_project(root: Path) -> None:
     write(root, "pyproject.toml", SIM_PYPROJECT.replace('results_dir = "results"',
-                                                       'results_dir = "results"\nmax_concurrency = 512'))
+                                                       'results_dir = "results"\nmax_concurrency = 8192'))
     write(root, "benchagent.py", finishing_agent(TURNS))
     write(root, "features/scale.feature", FEATURE)
     write(root, "conftest.py", RSS_CONFTEST)
@@ -158,12 +179,19 @@ def _args(workers: int, concurrency: int) -> list[str]:
     return args + (["--fabtest-concurrency", str(concurrency)] if concurrency > 1 else [])
 
 
-def startup(root: Path, env: dict[str, str], workers: int, concurrency: int) -> float:
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def startup(root: Path, env: dict[str, str], workers: int, concurrency: int) -> tuple[float, float]:
+    """(wall, CPU) of the same command with every scenario deselected."""
+    cpu = _children_cpu()
     wall, proc = run_pytest(root, ["features", "-k", "not Three", "--fabtest-no-results", *_args(workers, concurrency)],
                             env)
     if proc.returncode != 5:  # pytest: no tests ran
         raise SystemExit(f"start-up run failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}")
-    return wall
+    return wall, _children_cpu() - cpu
 
 
 def run_row(root: Path, fake: FakeGemini, env: dict[str, str], *, label: str, k: int, workers: int,
@@ -174,7 +202,9 @@ def run_row(root: Path, fake: FakeGemini, env: dict[str, str], *, label: str, k:
     exp_id = f"bench_{label.replace(' ', '_')}"
     args = ["features", "--fabtest-iterations", str(k), "--fabtest-experiment-id", exp_id, "--fabtest-progress", "off",
             *_args(workers, concurrency)]
+    cpu = _children_cpu()
     wall, proc = run_pytest(root, args, {**env, "BENCH_RSS": str(rss_file)})
+    cpu = _children_cpu() - cpu
     if proc.returncode != 0:
         raise SystemExit(f"{label}: pytest failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}")
     results = json.loads((root / "results" / f"{exp_id}.json").read_text())["scenario_results"]
@@ -187,8 +217,11 @@ def run_row(root: Path, fake: FakeGemini, env: dict[str, str], *, label: str, k:
     per_process = max(1, workers)
     in_flight_per_process = min(concurrency, math.ceil(k / per_process))
     above = max((int(p[3]) - int(p[2]) for p in processes), default=0)
+    start_wall, start_cpu = startup(root, env, workers, concurrency)
+    calls = len(fake.requests)
     return {"label": label, "k": k, "workers": workers, "concurrency": concurrency, "wall": wall,
-            "startup": startup(root, env, workers, concurrency),
+            "startup": start_wall, "calls": calls, "cpu_per_call_ms": (cpu - start_cpu) * 1000 / max(1, calls),
+            "slowest_call": max((float(p[4]) for p in processes if len(p) > 4), default=0.0),
             "waves": math.ceil(k / (concurrency * max(1, workers))),
             "sim": kinds.get("simulator", 0), "judge": kinds.get("criteria", 0), "other": kinds.get("other", 0),
             "in_flight": fake.max_in_flight, "peak_mib": peak_kb / 1024, "above_kib": above,
@@ -223,11 +256,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-target", action="store_true", help="leave out the 200 ms sequential target run")
     args = parser.parse_args(argv)
     if args.quick:
-        args.latency = min(args.latency, 0.2)
-        args.seq_k = min(args.seq_k, 2)
+        args.latency = min(args.latency, 0.05)
+        args.seq_k = min(args.seq_k, 1)
         args.skip_target = True
-    rows_spec = args.rows or ("8x8,n2x4x8,n2x1x4" if args.quick else "8x32,32x32,96x96,n2x48x96")
-    fake_gemini._Handler.disable_nagle_algorithm = True  # as bench_suite: the fake answers like a real server
+    rows_spec = args.rows or ("2x2" if args.quick else "8x32,32x32,96x96,n2x48x96")
+    gemini_wire.Handler.disable_nagle_algorithm = True  # as bench_suite: the fake answers like a real server
     out: list[dict[str, Any]] = []
     notes: list[str] = []
     started = time.time()
@@ -272,6 +305,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{seq_per_conv * r['k'] / max(1e-9, r['wall'] - r['startup']):.1f}x",
             r["in_flight"], f"{r['peak_mib']:.0f}", f"{r['rss_per_conv_kib']:.0f}", marginal,
             f"{r['judge'] / turns:.2f}", "yes" if r["sim"] == turns and r["judge"] == turns else "NO",
+            f"{r['calls'] / max(1e-9, r['wall'] - r['startup']):.0f}", f"{r['cpu_per_call_ms']:.1f}",
+            f"{r['slowest_call']:.2f} ({r['slowest_call'] / args.latency:.2f}x)",
         ])
     print(f"Scale: a simulated {TURNS}-turn scenario, 1 soft criterion per turn, every LLM call answered after "
           f"{args.latency * 1000:.0f} ms (a plain google-genai call: {call_s * 1000:.0f} ms), instant agent; "
@@ -279,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
           f"({time.time() - started:.0f} s in all)")
     print(tabulate(table, headers=["run", "K", "wall s", "start-up s", "crit path s", "wall/(crit+start-up)",
                                    "speed-up", "max in flight", "peak RSS MiB", "RSS/conv KiB", "marginal KiB", "judge/turn",
-                                   "calls ok"]))
+                                   "calls ok", "calls/s", "CPU ms/call", "p100 call s"]))
     for note in notes:
         print(note)
     if target is not None:

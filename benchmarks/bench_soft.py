@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import bench_suite  # noqa: E402
 from _common import SIM_PYPROJECT, clean_env, finishing_agent, kind_of, plain_call_s, run_pytest, write  # noqa: E402
 
-from fabtest.testing import FakeGemini, fake_gemini  # noqa: E402
+from fabtest.testing import FakeGemini, gemini_wire  # noqa: E402
 from fabtest.testing.fake_gemini import FakeRequest  # noqa: E402
 
 TURNS = 3
@@ -95,9 +95,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", default="1", help="comma-separated worker counts (1 = no xdist)")
     parser.add_argument("--fabtest-src", default=None, help="run this src/ directory's fabtest (PYTHONPATH)")
     parser.add_argument("--as-shipped", action="store_true", help="keep FakeGemini's Nagle stall (see README)")
+    parser.add_argument("--quick", action="store_true", help="smoke test in seconds (tests/benchmarks runs it)")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.iterations, args.latency, args.workers = 1, 0.0, "1"
     bench_suite.LATENCY.update(simulator=args.latency, judge=args.latency)
-    fake_gemini._Handler.disable_nagle_algorithm = not args.as_shipped
+    gemini_wire.Handler.disable_nagle_algorithm = not args.as_shipped
     rows = []
     with tempfile.TemporaryDirectory(prefix="fabtest-bench-soft-") as tmp, FakeGemini(handler=handler) as fake:
         root = Path(tmp)

@@ -41,7 +41,9 @@ def lookup(phone: str) -> dict[str, str]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=20000)
-    calls = parser.parse_args().calls
+    parser.add_argument("--quick", action="store_true", help="smoke test in seconds (tests/benchmarks runs it)")
+    args = parser.parse_args()
+    calls = 200 if args.quick else args.calls
     decorated = fabtest.tool(lookup)
     answer = ToolStubs()
     answer.define(ToolStub("lookup", "bench", result={"plan": "basic"}))

@@ -43,7 +43,7 @@ from _common import (  # noqa: E402
 from fabtest.demo.offline_llm import answer as offline_answer  # noqa: E402
 from fabtest.testing import (
     FakeGemini,  # noqa: E402
-    fake_gemini,  # noqa: E402
+    gemini_wire,  # noqa: E402
 )
 from fabtest.testing.fake_gemini import FakeRequest  # noqa: E402
 
@@ -138,13 +138,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--judge-latency", type=float, default=None, help="judge latency (default: --latency)")
     parser.add_argument("--as-shipped", action="store_true",
                         help="keep FakeGemini's Nagle/delayed-ACK stall (~40 ms per call, see README)")
+    parser.add_argument("--quick", action="store_true", help="smoke test in seconds (tests/benchmarks runs it)")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.scenarios, args.latency, args.workers = 1, 0.0, "1"
     LATENCY["simulator"] = args.latency
     LATENCY["judge"] = args.latency if args.judge_latency is None else args.judge_latency
     # FakeGemini writes the response headers and body in two send() calls without TCP_NODELAY, so
     # every answer waits for the client's delayed ACK (~40 ms on Linux). Real Gemini does not do
     # that; unless --as-shipped, switch Nagle off in this process (where the server runs).
-    fake_gemini._Handler.disable_nagle_algorithm = not args.as_shipped
+    gemini_wire.Handler.disable_nagle_algorithm = not args.as_shipped
     rows = []
     with tempfile.TemporaryDirectory(prefix="fabtest-bench-") as tmp, FakeGemini(handler=handler) as fake:
         root = Path(tmp)

@@ -55,7 +55,10 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--experiments", type=int, default=300)
     parser.add_argument("--scenarios", type=int, default=100)
+    parser.add_argument("--quick", action="store_true", help="smoke test in seconds (tests/benchmarks runs it)")
     args = parser.parse_args()
+    if args.quick:
+        args.experiments, args.scenarios = 2, 2
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         made = _timed(lambda: _write(root, args.experiments, args.scenarios))

@@ -127,7 +127,10 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=4)
     parser.add_argument("--words", type=float, default=1.0, help="message length factor (0.5: half as long)")
     parser.add_argument("--keep", type=Path, help="build the site here and keep it (default: a temporary directory)")
+    parser.add_argument("--quick", action="store_true", help="smoke test in seconds (tests/benchmarks runs it)")
     args = parser.parse_args()
+    if args.quick:
+        args.experiments, args.scenarios, args.iterations, args.turns = 2, 2, 1, 1
     with tempfile.TemporaryDirectory() as tmp:
         results, out = Path(tmp) / "results", args.keep or Path(tmp) / "site"
         if args.keep and out.exists():

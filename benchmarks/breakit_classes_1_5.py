@@ -258,6 +258,15 @@ def _two_servers(tmp: Path) -> bool:
     return statuses.count(200) == len(marks) == 32 and len(kept) == len(marks)
 
 
+def _broken_file_build(tmp: Path) -> bool:
+    """An invalid labels file: `fabtest view --build` still writes the experiment's pages."""
+    results = _results(tmp, 1)
+    (results / "exp_000.labels.yaml").write_text("examples: [\n")
+    done = subprocess.run([sys.executable, "-m", "fabtest.cli", "view", str(results), "--build", str(tmp / "site")],
+                          cwd=tmp, capture_output=True, text=True, timeout=120)
+    return done.returncode == 0 and "Traceback" not in done.stderr and (tmp / "site/exp/exp_000.html").exists()
+
+
 def _hand_written(tmp: Path) -> bool:
     from fabtest.judging.calibrate import load_examples
     from fabtest.view.labels import label_check
@@ -378,6 +387,7 @@ PROBES: dict[str, list[Probe]] = {
                   ("a ${VAR} value in fabtest view --build", _var_in_view_build)],
     "3 review labels": [("two fabtest view processes, 32 marks at once", _two_servers),
                         ("hand-written criterion, comment, NEL/LS/PS", _hand_written),
+                        ("view --build over an invalid labels file", _broken_file_build),
                         *((f"labels file: {n}", _view(n)) for n in ("a list", "examples as a mapping", "a scalar",
                                                                     "examples of strings", "criteria as a list",
                                                                     "invalid YAML"))],

@@ -19,8 +19,8 @@ from fabtest.conversation import AgentResponse, Attachment, Check, Conversation,
 from fabtest.errors import ExpectationFailed, FabtestError, UsageError
 
 # last: the engine imports the modules above
-from fabtest.engine.entry import SimulatedUser, run  # noqa: E402  isort: skip
-from fabtest.engine.custom_steps import Scenario  # noqa: E402  isort: skip
+from fabtest.engine.entry import SimulatedUser, run  # isort: skip
+from fabtest.engine.custom_steps import Scenario  # isort: skip
 
 __version__ = "0.1.0"
 

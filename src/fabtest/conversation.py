@@ -194,7 +194,7 @@ class Check:
     details: str = ""
     data: dict[str, Any] = field(default_factory=dict)
 
-    def __init__(self, type: str | None = None, mode: Mode | None = None, criterion: str | None = None,  # noqa: A002
+    def __init__(self, type: str | None = None, mode: Mode | None = None, criterion: str | None = None,
                  status: Status | None = None, turn: int | None = None, details: str = "",
                  data: dict[str, Any] | None = None, *, kind: str | None = None, label: str | None = None) -> None:
         # ``kind=`` / ``label=`` are the keywords before 0.2: accepted for one release, with a warning

@@ -139,7 +139,7 @@ class InvalidSimulation(FabtestError):
     not_run_kind: ClassVar[str] = "simulator"
 
 
-class ToolFailed(FabtestError):  # noqa: N818 - reads as what happened: the tool failed
+class ToolFailed(FabtestError):  # reads as what happened: the tool failed
     """What a stubbed Python tool raises for ``fails with "..."``: the agent sees its tool raise. It
     reaches fabtest only through the agent (wrapped as the agent's error, like anything it raises)."""
 
@@ -211,13 +211,13 @@ def exception_text(exc: BaseException) -> str:
         text = str(exc)
         if isinstance(text, str):
             return text
-    except Exception as failure:  # noqa: BLE001 - user code: its __str__ may raise anything
+    except Exception as failure:  # user code: its __str__ may raise anything
         problem = f"{type(failure).__name__} in its __str__"
     else:
         problem = "its __str__ returned no string"
     try:
         args = repr(exc.args)
-    except Exception:  # noqa: BLE001 - so may the repr of its arguments
+    except Exception:  # so may the repr of its arguments
         args = "(arguments that cannot be shown)"
     return f"{args} [{problem}]"
 

@@ -19,7 +19,8 @@ from fabtest.agents.base import AgentError
 from fabtest.agents.openai_chat import OpenAIChatAgent
 from fabtest.cli import main
 from fabtest.conversation import Message
-from fabtest.llm import GeminiLLM, LLMBadOutput, LLMSettings
+from fabtest.llm.base import LLMBadOutput, LLMSettings
+from fabtest.llm.gemini import GeminiLLM
 from fabtest.testing import FakeGemini
 from fabtest.testing.fake_gemini import Reply
 

@@ -46,11 +46,33 @@ def test_a_journal_that_is_a_link_is_refused_and_its_target_untouched(tmp_path: 
     assert target.read_text(encoding="utf-8") == "root:x:0:0:root:/root:/bin/bash\n"
 
 
-def test_an_empty_or_valid_journal_is_still_recovered(tmp_path: Path, capsys) -> None:
+def test_a_valid_journal_is_still_recovered(tmp_path: Path, capsys) -> None:
     results = tmp_path / "results"
     recorder = Recorder(results_dir=results, experiment_id="exp_ok", cwd=str(tmp_path))
     recorder.add(ScenarioResult(id="f:000000000001", name="n", passed=True))
     recorder._journal.close()  # killed: the journal stays behind
-    journal_path(results, "exp_empty").write_bytes(b"")
     assert main(["recover", "--results-dir", str(results)]) == 0
-    assert _experiments(results) == ["exp_empty.json", "exp_ok.json"]
+    assert _experiments(results) == ["exp_ok.json"]
+
+
+@pytest.mark.parametrize("header", [True, False])
+def test_a_journal_with_no_result_is_nothing_to_recover_and_is_kept(tmp_path: Path, capsys, header: bool) -> None:
+    """A run killed before its first scenario finished left its header (or not even that): an empty
+    experiment was written and listed with the real ones."""
+    results = tmp_path / "results"
+    recorder = Recorder(results_dir=results, experiment_id="exp_none", cwd=str(tmp_path))
+    recorder._journal.close()  # killed before any result
+    journal = journal_path(results, "exp_none")
+    if not header:
+        journal.write_bytes(b"")
+    before = journal.read_bytes()
+    assert main(["recover", "--results-dir", str(results)]) == 2
+    err = capsys.readouterr().err
+    assert "nothing to recover: its run stopped before any scenario finished" in err, err
+    assert len(err.strip().splitlines()) == 1 and ("only its header" in err) == header
+    assert _experiments(results) == [] and journal.read_bytes() == before
+    # a run that takes the id over starts a journal of its own, and finishes as usual
+    again = Recorder(results_dir=results, experiment_id="exp_none", cwd=str(tmp_path))
+    again.add(ScenarioResult(id="f:000000000001", name="n", passed=True))
+    again.finalise()
+    assert _experiments(results) == ["exp_none.json"] and not journal.exists()

@@ -22,7 +22,7 @@ from fabtest.engine.simulator import (
     UserAnswer,
 )
 from fabtest.errors import InvalidSimulation, MaxTurnsReached
-from fabtest.llm import GeminiLLM
+from fabtest.llm.gemini import GeminiLLM
 from fabtest.testing import FakeGemini
 
 from .fake_llm import FakeLLM

@@ -17,7 +17,7 @@ from fabtest.experiment.model import TurnRecord, UsageRecord, usage_records
 from fabtest.report.console import render_summary
 from fabtest.config.settings import Settings
 from fabtest.errors import UsageError
-from tests.experiment.exp_factory import make_info, make_result
+from support.experiments import make_info, make_result
 
 
 def _with_agent(result, *, model: str | None, inp: int, out: int):

@@ -7,7 +7,7 @@ import random
 import re
 from pathlib import Path
 
-from exp_factory import make_doc, make_result
+from support.experiments import make_doc, make_result
 
 from fabtest.experiment.model import ScenarioResult
 from fabtest.experiment.recorder import Recorder

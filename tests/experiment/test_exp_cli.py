@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from exp_factory import make_doc, make_result
+from support.experiments import make_doc, make_result
 from fabtest.cli import compare_main, main
 from fabtest.cli import run as run_command
 from fabtest.experiment.export import write_document

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from exp_factory import check, make_doc, make_info, make_result
+from support.experiments import check, make_doc, make_info, make_result
 from fabtest.experiment import export
 from fabtest.experiment.export import build_document, new_experiment_id, write_document
 from fabtest.experiment.reader import ExperimentFileError, load_document, read_document
@@ -186,7 +186,7 @@ def test_a_result_journaled_just_before_an_interrupt_still_reaches_the_experimen
     is removed once the file is written, so leaving it out would lose a finished scenario)."""
     import json
 
-    from exp_factory import make_result
+    from support.experiments import make_result
 
     rec = Recorder(tmp_path, experiment_id="exp_intr01", cwd=tmp_path)
     rec.add(make_result("first"))

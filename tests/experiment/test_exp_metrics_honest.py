@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from exp_factory import check, make_doc, make_result
+from support.experiments import check, make_doc, make_result
 from fabtest.cli import compare_main, main
 from fabtest.experiment import stats
 from fabtest.compare.compute import compare

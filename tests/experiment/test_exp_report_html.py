@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from exp_factory import check, make_doc, make_result
+from support.experiments import check, make_doc, make_result
 from fabtest.compare.compute import compare
 from fabtest.report.console import render_summary
 from fabtest.report.html import render_comparison_html, render_experiment_html
@@ -80,7 +80,7 @@ def test_chromium_screenshot(tmp_path):
 
 
 def test_comparison_html_keeps_shared_added_and_checks_apart():
-    from exp_factory import check
+    from support.experiments import check
 
     match = check("match:/venue/", "passed", type_="match")
     base = make_doc("exp_hb", [make_result(n, extra_checks=[match]) for n in "ab"])

@@ -3,7 +3,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exp_factory import CRITERIA, TOPICS, make_result
+from support.experiments import CRITERIA, TOPICS, make_result
 from fabtest.experiment.fingerprint import (
     config_hash,
     criteria_hash,

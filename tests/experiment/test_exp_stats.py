@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from exp_factory import check, make_result
+from support.experiments import check, make_result
 from fabtest.experiment import stats
 
 

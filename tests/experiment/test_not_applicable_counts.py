@@ -1,7 +1,7 @@
 """Issue 27 point 5: not-applicable verdicts are counted apart and shown, never rated; inconclusive
 ones are shown beside the rates they are left out of (JSON and the console summary)."""
 
-from exp_factory import make_doc, make_result
+from support.experiments import make_doc, make_result
 
 from fabtest.report.console import render_summary
 

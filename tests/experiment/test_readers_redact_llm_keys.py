@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from exp_factory import make_doc, make_result
+from support.experiments import make_doc, make_result
 
 from fabtest.experiment.export import write_document
 

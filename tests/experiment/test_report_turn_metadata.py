@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from exp_factory import make_doc, make_result
+from support.experiments import make_doc, make_result
 
 from fabtest.experiment.model import ToolCallRecord, TurnRecord
 from fabtest.report.html import render_experiment_html

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from exp_factory import make_doc, make_result
+from support.experiments import make_doc, make_result
 
 from fabtest.cli import compare_main, main
 from fabtest.experiment.export import write_document

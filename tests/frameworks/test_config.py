@@ -47,6 +47,9 @@ def test_the_supported_ranges_are_the_extras_pins() -> None:
 def test_unknown_keys_and_two_frameworks_are_named() -> None:
     with pytest.raises(UsageError, match=r"unknown key 'modle' for a PydanticAI agent \(allowed: pydantic_ai, model, tools\)"):
         build("pydantic_ai", "shop:agent", modle="x")
+    # the article is the name's: "for a the OpenAI Agents SDK agent" was the pre-flight's line
+    with pytest.raises(UsageError, match=r"unknown key 'modle' for an OpenAI Agents SDK agent \("):
+        build("openai_agents", "shop:agent", modle="x")
     with pytest.raises(UsageError, match=r"give one of adk, langgraph, openai_agents, pydantic_ai, got adk and langgraph"):
         build("adk", "a:b", langgraph="c:d")
     with pytest.raises(UsageError, match=r"model must be a string"):
@@ -68,8 +71,15 @@ def test_a_feature_run_without_the_extra_says_which_extra_to_install(pytester: p
             "pip install 'pytest-fabtest[langgraph]'") in out
 
 
-def test_a_misspelt_target_stops_the_run_in_the_preflight_with_a_did_you_mean(pytester: pytest.Pytester) -> None:
-    """Before, every scenario failed one by one and a 0 % experiment was written (issue 31)."""
+def test_a_misspelt_target_stops_the_run_in_the_preflight_with_a_did_you_mean(pytester: pytest.Pytester,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before, every scenario failed one by one and a 0 % experiment was written (issue 31).
+
+    The target is checked before LangGraph is imported, so this runs without the langgraph extra (with
+    only '.[dev]' it said "needs LangGraph" instead, and failed the README's test command): the
+    installed version is stubbed as the lowest supported one."""
+    framework = frameworks.FRAMEWORKS["langgraph"]
+    monkeypatch.setattr(frameworks, "installed_version", lambda dist: framework.minimum if dist == framework.dist else None)
     pytester.makefile(".toml", pyproject='[tool.pytest.ini_options]\npythonpath = ["."]\n\n'
                                          '[tool.fabtest]\nresults_dir = "results"\n'
                                          '[tool.fabtest.agents.shop]\nlanggraph = "shop:grpah"\n')

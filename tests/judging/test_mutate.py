@@ -366,6 +366,48 @@ def test_progress_is_a_line_per_tenth_of_the_mutants_on_stderr(capsys: pytest.Ca
     assert lines[0] == "  mutant 1/200: run 0" and lines[-1] == "  mutant 200/200: run 199"
 
 
+def test_ctrl_c_while_judging_is_one_line_and_writes_nothing(project: pytest.Pytester, fake: FakeGemini,
+                                                              monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    import fabtest.replay.mutation as mutation
+
+    real = mutation.run_mutants
+
+    def pressed_after_two(*args: Any, progress: Any, **kwargs: Any) -> Any:
+        def tick(line: str) -> None:
+            progress(line)
+            if tick.seen == 1:  # type: ignore[attr-defined]
+                raise KeyboardInterrupt  # as SIGINT does, between two mutants' judge calls
+            tick.seen += 1  # type: ignore[attr-defined]
+
+        tick.seen = 0  # type: ignore[attr-defined]
+        return real(*args, progress=tick, **kwargs)
+
+    monkeypatch.setattr(mutation, "run_mutants", pressed_after_two)
+    capsys.readouterr()
+    assert main(["mutate", "exp_m", "--yes"]) == 130  # a KeyboardInterrupt escaping main is the traceback
+    err = capsys.readouterr().err
+    assert [line for line in err.splitlines() if line.startswith("fabtest mutate:")] == [
+        "fabtest mutate: interrupted after 2 of 13 mutants; nothing written"]
+    assert not (project.path / "results" / "exp_m.mutants.json").exists()
+
+
+def test_ctrl_c_at_the_question_is_a_no(project: pytest.Pytester, fake: FakeGemini, monkeypatch: pytest.MonkeyPatch,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+        def readline(self, *args: Any) -> str:
+            raise KeyboardInterrupt
+
+    before = len(fake.requests)
+    monkeypatch.setattr("sys.stdin", Terminal())
+    assert main(["mutate", "exp_m"]) == 1
+    assert "fabtest mutate: nothing run" in capsys.readouterr().err
+    assert len(fake.requests) == before
+
+
 def test_a_secret_in_the_record_reaches_neither_the_console_nor_mutants_json(
         project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """Issue 38, 2: a results file holding a ``${VAR}`` value (written before it was one, or by another

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -11,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from fabtest.llm import LLMSettings
+from fabtest.llm.base import LLMSettings
 from fabtest.testing import FakeGemini
 
 _ENV = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL")
@@ -41,7 +42,8 @@ def settings(fake: FakeGemini, monkeypatch: pytest.MonkeyPatch) -> LLMSettings:
 class FakeOpenAI:
     """A minimal OpenAI-compatible /v1/chat/completions server on 127.0.0.1."""
 
-    replies: list[Any] = field(default_factory=list)  # int status, or str content, popped in order
+    # int status, str content, or float: answer the default after that many seconds; popped in order
+    replies: list[Any] = field(default_factory=list)
     default: str = "hello from openai"
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
@@ -67,6 +69,9 @@ def _openai_handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             if self.path != "/v1/chat/completions":
                 return self._send(404, {"error": {"message": f"no route {self.path}"}})
             reply = server.next_reply(body, {k.lower(): v for k, v in self.headers.items()})
+            if isinstance(reply, float):
+                time.sleep(reply)
+                reply = server.default
             if isinstance(reply, int):
                 return self._send(reply, {"error": {"message": f"injected {reply}"}})
             self._send(

@@ -10,7 +10,9 @@ import pytest
 from pydantic import BaseModel
 
 from fabtest.conversation import TokenUsage
-from fabtest.llm import CachedLLM, Completion, GeminiLLM, LLMError, LLMSettings, salted
+from fabtest.llm.base import Completion, LLMError, LLMSettings
+from fabtest.llm.cache import CachedLLM, salted
+from fabtest.llm.gemini import GeminiLLM
 from fabtest.llm.base import LLM
 from fabtest.testing import FakeGemini
 
@@ -123,6 +125,28 @@ def test_cache_over_gemini(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
         assert fake.request_count == 1
     assert first.usage.calls == 1 and first.usage.input_tokens > 0
     assert second.parsed == first.parsed and second.usage == TokenUsage()
+
+
+@pytest.mark.parametrize("temperature", [None, 0.7])
+def test_what_was_recorded_with_a_key_replays_without_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          temperature: float | None) -> None:
+    """The documented offline CI flow (docs/how-to/record-replay.md): record with a key and
+    ``on``, replay with no key. The key of an answer is what decides it, never whether a key is set:
+    the configured temperature used to come from the provider object, which a keyless replay does
+    not build, so every call that gave no temperature of its own missed."""
+    from fabtest.llm.factory import build_llm
+
+    settings = {"temperature": temperature} if temperature is not None else {}
+    monkeypatch.setenv("GEMINI_API_KEY", "k")
+    with FakeGemini() as fake:
+        fake.add_rule("Judge", json={"passed": True, "reason": "good"})
+        recorded = build_llm(LLMSettings(base_url=fake.base_url, **settings), cache_mode="on", cache_dir=tmp_path)
+        first = salted(recorded, 1).complete_json("Judge", Verdict)
+    monkeypatch.delenv("GEMINI_API_KEY")
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    replayed = build_llm(LLMSettings(**settings), cache_mode="replay", cache_dir=tmp_path)
+    again = salted(replayed, 1).complete_json("Judge", Verdict)
+    assert again.metadata["cached"] is True and again.parsed == first.parsed
 
 
 def test_cache_files_never_hold_a_secret_but_keys_still_tell_secrets_apart(tmp_path: Path) -> None:

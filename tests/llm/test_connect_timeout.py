@@ -11,7 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from fabtest.llm import GeminiLLM, LLMError, LLMSettings
+from fabtest.llm.base import LLMError, LLMSettings
+from fabtest.llm.gemini import GeminiLLM
 from fabtest.llm import connect_timeout as ct
 from fabtest.llm.openai_compat import OpenAICompatLLM
 

@@ -9,7 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from fabtest.llm import CachedLLM, GeminiLLM, LLMError, LLMNotConfigured, LLMSettings, OpenAICompatLLM, build_llm, llm_available
+from fabtest.llm.base import LLMError, LLMNotConfigured, LLMSettings
+from fabtest.llm.cache import CachedLLM
+from fabtest.llm.factory import build_llm, llm_available
+from fabtest.llm.gemini import GeminiLLM
+from fabtest.llm.openai_compat import OpenAICompatLLM
 
 
 def test_unknown_provider() -> None:

@@ -10,7 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from pydantic import BaseModel
 
-from fabtest.llm import GeminiLLM, LLMBadOutput, LLMError, LLMNotConfigured, LLMSettings, LLMTimeout
+from fabtest.llm.base import LLMBadOutput, LLMError, LLMNotConfigured, LLMSettings, LLMTimeout
+from fabtest.llm.gemini import GeminiLLM
 from fabtest.llm.base import LLM
 from fabtest.testing import FakeGemini
 

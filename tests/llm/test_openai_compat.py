@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel
 
-from fabtest.llm import LLMBadOutput, LLMError, LLMSettings, OpenAICompatLLM, build_llm
+from fabtest.llm.base import LLMBadOutput, LLMError, LLMSettings
+from fabtest.llm.factory import build_llm
+from fabtest.llm.openai_compat import OpenAICompatLLM
 from fabtest.llm.openai_compat import DEFAULT_OPENAI_BASE_URL
 
 FAST = {"backoff_base_s": 0.01, "backoff_max_s": 0.05}

@@ -7,7 +7,9 @@ from __future__ import annotations
 import pytest
 
 from fabtest.report.console import render_summary
-from fabtest.llm import GeminiLLM, LLMBadOutput, LLMError, LLMSettings, OpenAICompatLLM
+from fabtest.llm.base import LLMBadOutput, LLMError, LLMSettings
+from fabtest.llm.gemini import GeminiLLM
+from fabtest.llm.openai_compat import OpenAICompatLLM
 from fabtest.llm.retry_budget import BUDGET_SPENT_MARKER, RetryBudget, RetryBudgetSpent, budget_line
 from fabtest.llm.limits import PROBE_PROMPT
 from fabtest.testing import FakeGemini

@@ -109,6 +109,11 @@ def test_a_users_own_feature_runs_offline_with_a_script(pytester: pytest.Pyteste
     assert doc["criteria_results"]["friendly"]["passed"] == 0  # the scripted verdict reached the results
     assert doc["experiment"]["judge"]["provider"] == "fake"
     assert "not a real model" in doc["experiment"]["judge"]["note"]
+    # what can change a verdict is recorded (issue 37): the defaults of [tool.fabtest.judge] / .simulator
+    assert doc["experiment"]["judge"]["settings"] == {"temperature": 0.0, "samples": 1, "samples_per_criterion": {},
+                                                      "max_file_bytes": 5_000_000,
+                                                      "context_turns": 2}
+    assert doc["experiment"]["simulator"]["settings"] == {"temperature": 0.7, "fidelity": "judge"}
     result.stdout.fnmatch_lines(["Judge:*fake / scripted (scripted fake LLM*"])
 
 
@@ -259,8 +264,7 @@ def test_a_real_key_takes_precedence_over_offline_llm(pytester: pytest.Pytester,
     result, doc = run(pytester)
     result.assert_outcomes(passed=1)
     judge = doc["experiment"]["judge"]
-    assert (judge["provider"], judge["model"]) == ("gemini", "gemini-2.5-flash")
-    assert judge["settings"] == {"max_file_bytes": 5_000_000}  # what can change a verdict is recorded
+    assert (judge["provider"], judge["model"]) == ("gemini", "gemini-2.5-flash") and judge["settings"]["samples"] == 1
     assert gemini.request_count > 0  # the google-genai client did the judging, not the demo
 
 

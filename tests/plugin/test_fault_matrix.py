@@ -124,3 +124,43 @@ def test_the_matrix_reruns_each_passing_scenario_per_tool_and_fault(project, mon
     with pytest.raises(SystemExit) as bad:
         main(["faults", "features", "--min-coverage", "1.5"])
     assert bad.value.code == 2 and "expected a share between 0 and 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("jobs", ["0", "-1", "two"])
+def test_a_number_of_jobs_below_one_is_a_usage_error(jobs: str, tmp_path, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)  # were it accepted, the runs would find nothing here
+    with pytest.raises(SystemExit) as bad:
+        main(["faults", "features", "--jobs", jobs])
+    assert bad.value.code == 2 and "--jobs" in capsys.readouterr().err
+
+
+REPORTED_ONLY = '''
+from fabtest import AgentResponse, ToolCall
+
+
+def build(context):
+    def chat(messages):
+        calls = [ToolCall(name, {"q": 1}, {"ok": True}) for name in ("search", "book", "pay")]
+        return AgentResponse(text="Booked.", tool_calls=calls)
+    return chat
+'''
+
+
+def test_an_agent_whose_tools_no_fault_reaches_is_refused_after_one_fault_run(
+        project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """It only reports its tool calls: every fault run failed "cannot be stubbed", 15 runs (3 min under
+    load) reported as 15 pairs that "broke"."""
+    project.pyproject()
+    project.agent(REPORTED_ONLY)
+    project.feature("features/b.feature", 'Feature: B\n  Scenario: Books\n    When the user says "book it"\n'
+                                          '    Then the response must match "Booked"\n')
+    monkeypatch.chdir(project.path)
+    code = main(["faults", "features", "--pytest-arg=--fabtest-no-preflight", "--results-dir", "results"])
+    captured = capsys.readouterr()
+    assert code == 2, captured.out
+    [line] = [x for x in captured.err.splitlines() if x.startswith("fabtest faults:")]
+    assert line.startswith('fabtest faults: no fault can be injected: the tool "book" cannot be stubbed: the agent')
+    assert "@fabtest.tool" in line and "the other 14 fault run(s) not made, nothing written" in line
+    assert not list((project.path / "results" / "faults").glob("*.faults.json"))
+    assert len(list((project.path / "results" / "faults").glob("faults_*.json"))) == 2  # the baseline, one fault run

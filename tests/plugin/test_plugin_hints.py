@@ -96,3 +96,40 @@ def test_unmatched_steps_get_a_hint(project):
     assert all("\n" not in m for m in msgs.values())
     recorded = project.scenarios()["And after When"]["failure_message"]
     assert recorded == and_step
+
+
+COUNTING_AGENT = '''
+from pathlib import Path
+
+
+def build(context):
+    def chat(messages):
+        with Path("calls.txt").open("a") as calls:
+            calls.write(messages[-1].content + "\\n")
+        return "hello"
+    return chat
+'''
+
+TYPO_LATE = '''
+Feature: A typo three turns in
+  Scenario: Must mach
+    When the user says "one"
+    Then the response must match "hello"
+    When the user says "two"
+    When the user says "three"
+    Then the response must mach "x"
+'''
+
+
+def test_a_step_no_definition_matches_fails_before_the_agent_is_called(project):
+    """The typo in the last step was found only after the agent had run the three turns above it; and
+    ``must mach`` was told its closest step is ``must not match``."""
+    project.pyproject()
+    project.agent(COUNTING_AGENT)
+    project.feature("features/late.feature", TYPO_LATE)
+    result = project.run("features", "--fabtest-no-preflight", "-p", "no:randomly")
+    result.assert_outcomes(failed=1)
+    [message] = _messages(project.output(result).replace("features/late.feature", "features/hints.feature")).values()
+    assert message.startswith(f"features/hints.feature:{project.line_of(TYPO_LATE, 'must mach')}: no step definition")
+    assert 'closest step: Then the response must match "(?i)sorry"' in message
+    assert not (project.path / "calls.txt").exists(), "the agent ran before the unmatched step was found"

@@ -164,3 +164,25 @@ def test_a_malformed_budget_is_a_usage_error(project, value):
     out = project.output(result)
     assert result.ret == 4 and "--fabtest-budget" in out, out
     assert "expected" in out and ("scenario run" in out or "$0" in out), out
+
+
+def test_a_dollar_budget_cannot_buy_runs_that_cost_nothing_recorded(project):
+    """An agent that reports no token usage, and no judge: every run is priced $0, so any dollar budget
+    would buy runs without end (81 were bought of $0.0000001). It says so and buys none."""
+    _project(project)
+    project.write("reply.txt", "no")
+    result = project.run("features", "--fabtest-no-preflight", "--fabtest-experiment-id", "exp_cur",
+                         "--fabtest-until-decided", "--fabtest-baseline", "exp_base", "--fabtest-budget", "$0.0000001")
+    record = _read(project, "exp_cur")["experiment"]["until_decided"]
+    assert record["runs_added"] == 0, {k: v for k, v in record.items() if k != "metrics"}
+    assert record["stopped"].startswith("the runs so far cost $0 as recorded"), record["stopped"]
+    assert "use a budget in runs" in project.output(result)
+
+
+def test_a_dollar_budget_too_large_to_be_a_number_is_a_usage_error(project):
+    _project(project)
+    result = project.run("features", "--fabtest-until-decided", "--fabtest-baseline", "exp_base",
+                         "--fabtest-budget", "$" + "9" * 400)
+    out = project.output(result)
+    assert result.ret == 4 and "--fabtest-budget" in out and "too large" in out, out
+    assert not list(project.results_dir.glob("exp_*.json"))[1:], "nothing ran"

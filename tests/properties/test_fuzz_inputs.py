@@ -207,7 +207,7 @@ def _valid_doc() -> dict[str, Any]:
     import sys
 
     sys.path.insert(0, str(Path(__file__).parents[1] / "experiment"))
-    from exp_factory import make_doc, make_result  # type: ignore[import-not-found]
+    from support.experiments import make_doc, make_result
 
     return make_doc("exp_fuzz01", [make_result("a"), make_result("b", passed=False), make_result("c", turns=4)])
 

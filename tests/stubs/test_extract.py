@@ -10,7 +10,8 @@ import pytest
 
 from fabtest.conversation import TokenUsage
 from fabtest.engine.extract import EXTRACT_SYSTEM_PROMPT, extract
-from fabtest.llm import LLMSettings, build_llm
+from fabtest.llm.base import LLMSettings
+from fabtest.llm.factory import build_llm
 from fabtest.testing import FakeGemini
 
 

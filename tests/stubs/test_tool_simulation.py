@@ -15,7 +15,8 @@ import fabtest
 from fabtest.agents.stubs import ToolStub, ToolStubs, session
 from fabtest.conversation import TokenUsage
 from fabtest.engine.tool_simulation import TOOL_SYSTEM_PROMPT, ToolSimulator
-from fabtest.llm import LLMSettings, build_llm
+from fabtest.llm.base import LLMSettings
+from fabtest.llm.factory import build_llm
 from fabtest.testing import FakeGemini, FakeLLM
 
 

@@ -147,3 +147,14 @@ def test_the_view_command_masks_the_projects_var_values(tmp_path: Path, monkeypa
     assert not any(token.encode() in page for page in pages)
     runs = json.dumps(unpack_script((tmp_path / "site" / "exp" / "exp_000" / "runs.js").read_text()))
     assert token not in runs and "reply of experiment 0 ***" in runs  # inside the gzipped pack too
+
+
+def test_a_broken_labels_file_takes_no_page_down(tmp_path: Path) -> None:
+    """An invalid labels file made `fabtest view --build` end in a traceback and every served page of
+    the experiment a 500; now they show no labels, and a click says what is wrong (above)."""
+    from fabtest.view.server import build_site
+
+    results = results_dir(tmp_path, count=1)
+    labels_path(results, "exp_000").write_text("examples: [\n")
+    assert build_site(results, tmp_path / "site") > 0
+    assert (tmp_path / "site" / "exp" / "exp_000.html").exists()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from exp_factory import make_doc, make_result
+from support.experiments import make_doc, make_result
 
 from fabtest.experiment.export import write_document
 from fabtest.experiment.model import ToolCallRecord, TurnRecord

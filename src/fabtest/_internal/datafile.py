@@ -33,7 +33,7 @@ class _CountingComposer(yaml.SafeLoader):
         super().__init__(stream)
         self.aliases = 0
 
-    def compose_node(self, parent: Any, index: Any) -> Any:  # noqa: ANN401 - yaml's own signature
+    def compose_node(self, parent: Any, index: Any) -> Any:  # yaml's own signature
         if self.check_event(yaml.AliasEvent):
             self.aliases += 1
             if self.aliases > MAX_ALIASES:

@@ -82,6 +82,6 @@ def _watch() -> None:
               f"own them (an agent's executor or thread)", file=sys.stderr)
         sys.stdout.flush()
         sys.stderr.flush()
-    except Exception:  # noqa: BLE001 - closed streams must not keep the process alive
+    except Exception:  # closed streams must not keep the process alive
         pass
     os._exit(_state.get("status", 1))

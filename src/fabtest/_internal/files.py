@@ -31,8 +31,13 @@ TEXT_ERRORS = "backslashreplace"
 
 
 @contextlib.contextmanager
-def atomic_writer(path: Path) -> Iterator[TextIO]:
-    """Write to a temp file beside ``path``; on success fsync it and ``os.replace`` it into place."""
+def atomic_writer(path: Path, *, exclusive: bool = False) -> Iterator[TextIO]:
+    """Write to a temp file beside ``path``; on success fsync it and ``os.replace`` it into place.
+
+    ``exclusive``: never replace a file that is there when the write ends (one a person or another
+    process made while a long command ran): the finished temp file is hard-linked to ``path``, which
+    fails with ``FileExistsError`` if the name is taken, and the temp file goes either way.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:24]}.", suffix=_TMP_SUFFIX, dir=path.parent)
     try:
@@ -42,17 +47,24 @@ def atomic_writer(path: Path) -> Iterator[TextIO]:
             handle.flush()
             os.fsync(handle.fileno())
             os.chmod(tmp, 0o644)  # mkstemp makes 0600; results are meant to be shared
-            os.replace(tmp, path)  # still locked: the name never points at an unlocked half file
+            if exclusive:
+                os.link(tmp, path)  # atomic, and refuses a name that exists
+                os.unlink(tmp)
+            else:
+                os.replace(tmp, path)  # still locked: the name never points at an unlocked half file
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
 
 
-def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
-    """``path.write_text(text)`` that never leaves half a file (a full disk, a kill): all or nothing."""
+def write_text_atomic(path: str | os.PathLike[str], text: str, *, exclusive: bool = False) -> Path:
+    """``path.write_text(text)`` that never leaves half a file (a full disk, a kill): all or nothing.
+
+    ``exclusive``: raise ``FileExistsError`` rather than replace a file at ``path`` (see :func:`atomic_writer`).
+    """
     target = Path(path)
-    with atomic_writer(target) as handle:
+    with atomic_writer(target, exclusive=exclusive) as handle:
         handle.write(text)
     return target
 

@@ -29,9 +29,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import quote, quote_plus
 
-__all__ = ["LLM_KEY_ENV_VARS", "MIN_SECRET_LENGTH", "REDACTED", "Redactor", "clear", "redact", "redact_obj",
-           "register", "register_configured_secrets", "register_env", "register_llm_keys", "register_project_secrets",
-           "register_url_credentials",
+__all__ = ["LLM_KEY_ENV_VARS", "MIN_SECRET_LENGTH", "PERSONAL_DATA", "REDACTED", "PersonalData", "Redactor", "clear",
+           "redact", "redact_obj", "register", "register_configured_secrets", "register_env", "register_llm_keys",
+           "register_project_secrets", "register_url_credentials",
            "secrets"]
 
 REDACTED = "***"
@@ -142,7 +142,7 @@ class _LogFilter(logging.Filter):
         if _current:
             try:
                 message = record.getMessage()
-            except Exception:  # noqa: BLE001 - a bad format string is logging's problem, not ours
+            except Exception:  # a bad format string is logging's problem, not ours
                 return True
             record.msg, record.args = _current.redact(message), None
         return True
@@ -272,3 +272,52 @@ def register_project_secrets(pyproject: str | os.PathLike[str] = "pyproject.toml
     table = tool.get("fabtest") if isinstance(tool, dict) else None
     if isinstance(table, dict):
         register_configured_secrets(table)
+
+
+#: The personal data masked by default in logged conversations (``[tool.fabtest.redact]``), each with
+#: the placeholder its matches become. Phone numbers: a leading ``+`` or ``0`` and 7 to 15 digits with
+#: spaces, dots, dashes or brackets between them; cards: 13 to 19 digits in groups, checked by Luhn.
+PERSONAL_DATA: dict[str, tuple[str, str]] = {
+    "emails": (r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}", "[email]"),
+    "cards": (r"(?<!\d)(?:\d[ -]?){12,18}\d(?!\d)", "[card]"),
+    "phones": (r"(?<![\w+])(?:\+|0)\d(?:[\s.()/-]{0,2}\d){6,14}(?!\d)", "[phone]"),
+}
+
+
+def _luhn(digits: str) -> bool:
+    total = 0
+    for index, char in enumerate(reversed(digits)):
+        value = int(char) * (2 if index % 2 else 1)
+        total += value - 9 if value > 9 else value
+    return total % 10 == 0
+
+
+class PersonalData:
+    """Masks personal data (not secrets: values fabtest never held) in text and JSON-like data: the
+    kinds of :data:`PERSONAL_DATA` that are on, then ``extra`` regular expressions (``[redacted]``).
+    Logged conversations pass through it before the judge sees them or anything is written, and
+    through :func:`redact` too, so a secret in a log is masked like one in a run."""
+
+    def __init__(self, kinds: Iterable[str] = tuple(PERSONAL_DATA), extra: Iterable[str] = ()) -> None:
+        self._rules = [(re.compile(PERSONAL_DATA[k][0]), PERSONAL_DATA[k][1], k == "cards") for k in PERSONAL_DATA
+                       if k in set(kinds)]
+        self._rules += [(re.compile(p), "[redacted]", False) for p in extra]
+
+    def text(self, value: str) -> str:
+        for pattern, placeholder, luhn in self._rules:
+            if luhn:
+                value = pattern.sub(lambda m, p=placeholder: p if _luhn(re.sub(r"\D", "", m.group()))  # type: ignore[misc]
+                                    else m.group(), value)
+            else:
+                value = pattern.sub(placeholder, value)
+        return redact(value)
+
+    def obj(self, value: Any) -> Any:
+        """A copy of JSON-like data with every string masked (keys kept: they are names, not data)."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, Mapping):
+            return {k: self.obj(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self.obj(v) for v in value]
+        return value

@@ -24,7 +24,7 @@ def import_object(spec: str, *, where: str, what: str = "agent") -> Any:
         raise UsageError(f"{where}: {what} {spec!r} is not of the form 'module:attribute'")
     try:
         module = importlib.import_module(module_name)
-    except Exception as exc:  # noqa: BLE001 - any import failure is the user's config problem
+    except Exception as exc:  # any import failure is the user's config problem
         raise UsageError(f"{where}: {what} {spec!r} does not import: {describe(exc)}") from None
     obj: Any = module
     for part in attr.split("."):

@@ -244,7 +244,7 @@ class AcpAgent:
             if self._exited is not None and self._exited.done():
                 self.close()  # it crashed: whatever it left in its group goes too
             raise
-        except Exception as exc:  # noqa: BLE001 - a protocol error is the agent's failure, not ours
+        except Exception as exc:  # a protocol error is the agent's failure, not ours
             raise AgentError(f"ACP agent {Path(self.command[0]).name!r} failed {doing}: "
                              f"{_describe(exc)}{self._stderr_note()}") from exc
 
@@ -276,7 +276,7 @@ class AcpAgent:
             raise AgentError(f"ACP agent could not start {self.command[0]!r}: {exc}") from None
         self._exited = asyncio.ensure_future(self._proc.wait())
         # Collector implements the SDK's Client protocol by its methods, not by subclassing it
-        self._conn = connect_to_agent(self._client, self._proc.stdin, self._proc.stdout,  # type: ignore[arg-type]
+        self._conn = connect_to_agent(self._client, self._proc.stdin, self._proc.stdout,  # type: ignore[arg-type, unused-ignore]
                                       observers=[self._client.observe])
         # No fs capability: the Gemini CLI would then read files through us, and a missing file
         # answered with an error breaks its write_file.
@@ -402,7 +402,7 @@ def _version() -> str:
         from importlib.metadata import version
 
         return version("pytest-fabtest")  # the distribution's name (fabtest on PyPI is another project)
-    except Exception:  # noqa: BLE001 - metadata is optional in a source checkout
+    except Exception:  # metadata is optional in a source checkout
         return "0"
 
 

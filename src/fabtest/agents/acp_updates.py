@@ -131,8 +131,8 @@ def _tool_name(call_id: str, fields: dict[str, Any]) -> str:
     meta = fields.get("field_meta") or {}
     for value in [meta, *(v for v in meta.values() if isinstance(v, dict))]:
         for key in ("toolName", "tool_name"):
-            if isinstance(value.get(key), str):
-                return value[key]
+            if isinstance(name := value.get(key), str):
+                return name
     if m := _GEMINI_CALL_ID.match(call_id):
         return m.group("name")
     return str(fields.get("title") or fields.get("kind") or call_id)

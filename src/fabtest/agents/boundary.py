@@ -26,7 +26,7 @@ import re
 import threading
 import traceback
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator
 
@@ -76,7 +76,7 @@ def guarded(failed: str, func: Callable[..., T], *args: Any, **kwargs: Any) -> T
         return func(*args, **kwargs)
     except _OURS:
         raise
-    except (Exception, SystemExit) as exc:  # noqa: BLE001 - user code: anything it raises is its failure
+    except (Exception, SystemExit) as exc:  # user code: anything it raises is its failure
         raise AgentError(excerpt(f"{failed} {describe(exc)}")) from exc
 
 
@@ -86,7 +86,7 @@ async def guarded_async(failed: str, awaitable: Awaitable[T]) -> T:
         return await awaitable
     except _OURS:
         raise
-    except (Exception, SystemExit) as exc:  # noqa: BLE001 - user code: anything it raises is its failure
+    except (Exception, SystemExit) as exc:  # user code: anything it raises is its failure
         raise AgentError(excerpt(f"{failed} {describe(exc)}")) from exc
 
 
@@ -280,7 +280,7 @@ def _within(timeout: float, what: str, func: Callable[[], T]) -> T:
     def run() -> None:
         try:
             box["value"] = func()
-        except BaseException as exc:  # noqa: BLE001 - re-raised on the caller's thread below
+        except BaseException as exc:  # re-raised on the caller's thread below
             box["error"] = exc
 
     worker = threading.Thread(target=run, name="fabtest-agent-hook", daemon=True)
@@ -290,7 +290,7 @@ def _within(timeout: float, what: str, func: Callable[[], T]) -> T:
         raise AgentTimeout(f"{what} did not answer within {timeout:g}s (agent_timeout)")
     if "error" in box:
         raise box["error"]
-    return box["value"]
+    return cast(T, box["value"])
 
 
 def _metadata(value: Any, where: str) -> dict[str, Any]:
@@ -298,7 +298,7 @@ def _metadata(value: Any, where: str) -> dict[str, Any]:
         return {}
     if not isinstance(value, Mapping):
         raise AgentDataError(f"{where}: expected a mapping, got {type(value).__name__} ({_short(value)})")
-    return _plain({str(k): v for k, v in value.items()}, where)
+    return cast(dict[str, Any], _plain({str(k): v for k, v in value.items()}, where))
 
 
 def _plain(value: Any, where: str) -> Any:

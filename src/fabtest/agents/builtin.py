@@ -273,7 +273,7 @@ class BuiltinAgent:
                                                    backoff_base_s=self.config.backoff)
             except LLMNotConfigured:
                 raise
-            except Exception as exc:  # noqa: BLE001 - the SDK refusing a declaration, say
+            except Exception as exc:  # the SDK refusing a declaration, say
                 raise AgentError(f"{self._where}: could not set up the model: {type(exc).__name__}: {exc}") from exc
         return self._model
 
@@ -296,7 +296,7 @@ class BuiltinAgent:
             meta["source"] = "python"
             try:
                 result, is_error = jsonable(route[1](request.arguments)), False
-            except Exception as exc:  # noqa: BLE001 - the model sees the error and may recover
+            except Exception as exc:  # the model sees the error and may recover
                 result, is_error = f"{type(exc).__name__}: {exc}", True
         else:
             meta["source"] = route[0]

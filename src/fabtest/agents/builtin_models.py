@@ -12,16 +12,16 @@ import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from fabtest.agents.base import STAND_IN_KEY, AgentError
 from fabtest.agents.file_parts import openai_content
 from fabtest.conversation import Attachment, Message, TokenUsage, jsonable
+from fabtest.errors import TransientFailure
 from fabtest.llm.base import LLMError, LLMNotConfigured, LLMSettings
 from fabtest.llm.gemini import gemini_api_key, gemini_base_url, missing_key_message
 from fabtest.llm.limits import (
     RetryPolicy,
-    TransientFailure,
     call_with_retries,
     exception_is_connection_error,
     exception_is_timeout,
@@ -90,7 +90,7 @@ class StandInModel:
         return settings.provider == "gemini" and not gemini_api_key(settings)[0]
 
     def build(self, settings: LLMSettings, *, system: str, tools: list[ToolSpec]) -> ChatModel:
-        return self.llm.chat_model(settings, system=system, tools=tools)
+        return cast(ChatModel, self.llm.chat_model(settings, system=system, tools=tools))
 
 
 def build_chat_model(settings: LLMSettings, *, system: str, tools: list[ToolSpec],
@@ -177,7 +177,7 @@ class GeminiChat:
                 if is_retryable_status(exc.code):
                     raise TransientFailure(f"HTTP {exc.code}: {exc.message}", status=exc.code) from exc
                 raise LLMError(f"gemini {self.model}: HTTP {exc.code}: {exc.message}") from exc
-            except Exception as exc:  # noqa: BLE001 - classified here
+            except Exception as exc:  # classified here
                 if exception_is_timeout(exc):
                     raise TransientFailure(f"timed out after {self._settings.timeout_s:g}s", timeout=True) from exc
                 if exception_is_connection_error(exc):
@@ -267,7 +267,7 @@ class OpenAIChat:
             except (ValueError, KeyError, IndexError, TypeError) as exc:
                 raise LLMError(f"openai {self.model} at {self._base_url}: no choices[0].message object in "
                                f"{reply.text[:200]!r}") from exc
-            return payload
+            return cast(dict[str, Any], payload)
 
         payload = call_with_retries(attempt, policy=self._policy, what=f"built-in agent openai {self.model}")
         message = payload["choices"][0]["message"]

@@ -73,7 +73,7 @@ def _python_tool(name: str | None, func: Any, *, where: str) -> PythonTool:
     try:
         params = create_model(f"{name}_arguments", **fields)
         schema = params.model_json_schema()
-    except Exception as exc:  # noqa: BLE001 - an annotation pydantic cannot describe
+    except Exception as exc:  # an annotation pydantic cannot describe
         raise UsageError(f"{where}: tool {name!r}: cannot describe its parameters as JSON schema: {exc}") from None
     schema.pop("title", None)
     description = inspect.cleandoc(func.__doc__ or "") or name

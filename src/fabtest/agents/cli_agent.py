@@ -34,7 +34,7 @@ import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -135,7 +135,7 @@ class CliAgent:
         return cls(**options)
 
     @classmethod
-    def factory(cls, *args: Any, **kwargs: Any):  # noqa: ANN206 - returns a context factory
+    def factory(cls, *args: Any, **kwargs: Any) -> Callable[[Mapping[str, Any] | None], CliAgent]:
         """A ``factory(context) -> CliAgent`` with fixed options (context fills in the rest)."""
 
         def make(context: Mapping[str, Any] | None = None) -> CliAgent:

@@ -26,6 +26,7 @@ from packaging.version import InvalidVersion, Version
 
 from fabtest._internal.extras import install_command
 from fabtest._internal.targets import import_object
+from fabtest._internal.words import article
 from fabtest.agents.base import OnToolCall, declared_tools
 from fabtest.conversation import AgentResponse, Message, TokenUsage, ToolCall, jsonable
 from fabtest.errors import UsageError
@@ -40,7 +41,7 @@ class Framework:
     """One supported framework: the table key, the extra that installs it and the tested range."""
 
     key: str
-    label: str
+    label: str  # the name alone, no article: messages add theirs (_internal/words.py)
     extra: str
     dist: str
     minimum: str  # the lowest version tested (pinned in the extra)
@@ -60,7 +61,7 @@ FRAMEWORKS: dict[str, Framework] = {f.key: f for f in (
     Framework("adk", "Google ADK", "adk", "google-adk", "2.13", "3", "fabtest.agents.adk:ADKAgent"),
     Framework("langgraph", "LangGraph", "langgraph", "langgraph", "1.2", "2",
               "fabtest.agents.langgraph:LangGraphAgent"),
-    Framework("openai_agents", "the OpenAI Agents SDK", "openai-agents", "openai-agents", "0.24", "0.25",
+    Framework("openai_agents", "OpenAI Agents SDK", "openai-agents", "openai-agents", "0.24", "0.25",
               "fabtest.agents.openai_agents:OpenAIAgentsAgent"),
     Framework("pydantic_ai", "PydanticAI", "pydantic-ai", "pydantic-ai-slim", "2.68", "3",
               "fabtest.agents.pydantic_ai:PydanticAIAgent"),
@@ -103,7 +104,7 @@ def _checked(table: Mapping[str, Any], where: str) -> tuple[Framework, str, str 
     framework = FRAMEWORKS[keys[0]]
     unknown = sorted(set(table) - _OPTIONS - {framework.key})
     if unknown:
-        raise UsageError(f"{where}: unknown key {unknown[0]!r} for a {framework.label} agent "
+        raise UsageError(f"{where}: unknown key {unknown[0]!r} for {article(framework.label)} agent "
                          f"(allowed: {framework.key}, {', '.join(sorted(_OPTIONS))})")
     spec, model = table[framework.key], table.get("model")
     if not isinstance(spec, str):
@@ -177,7 +178,7 @@ def framework_key_of(target: Any, context: Mapping[str, Any] | None = None) -> s
         return None
     try:
         built = target(dict(context or {})) if factory else target()
-    except Exception:  # noqa: BLE001 - not a factory we can call here: the caller treats it as a plain agent
+    except Exception:  # not a factory we can call here: the caller treats it as a plain agent
         return None
     return _key_of_object(built)
 

@@ -49,7 +49,7 @@ class LangGraphAgent:
 
     declared_tools: list[str] | None = None  # the table's tools = [...], which wins over the ToolNodes'
 
-    def __init__(self, graph: Pregel, *, model: str | None = None) -> None:
+    def __init__(self, graph: Pregel[Any, Any, Any, Any], *, model: str | None = None) -> None:
         self.graph = graph
         self._model = model
         self._session = Session("langgraph")
@@ -86,12 +86,12 @@ class LangGraphAgent:
 
     async def chat(self, messages: Sequence[Message], on_tool_call: OnToolCall | None = None) -> AgentResponse:
         self._session.new_user_text(messages)
-        asked = HumanMessage(content=langchain_content(messages[-1]), id=str(uuid.uuid4()))  # type: ignore[arg-type]
+        asked = HumanMessage(content=langchain_content(messages[-1]), id=str(uuid.uuid4()))  # type: ignore[arg-type, unused-ignore]
         prior: list[BaseMessage] = []
         if not self._session.continues(messages):
             self._thread = str(uuid.uuid4())
-            prior = [HumanMessage(content=langchain_content(m)) if m.role == "user"  # type: ignore[arg-type]
-                     else AIMessage(content=langchain_content(m)) for m in messages[:-1]]  # type: ignore[arg-type]
+            prior = [HumanMessage(content=langchain_content(m)) if m.role == "user"  # type: ignore[arg-type, unused-ignore]
+                     else AIMessage(content=langchain_content(m)) for m in messages[:-1]]  # type: ignore[arg-type, unused-ignore]
         elif not self._checkpointed:
             prior = self._messages
         config: Any = {"configurable": {"thread_id": self._thread}} if self._checkpointed else None
@@ -136,7 +136,7 @@ def _intercept(node: ToolNode) -> None:
     """Put fabtest's stub answer in front of ``node``'s tool calls, around the node's own wrappers."""
     if getattr(node, "_fabtest_stubs", False):
         return
-    own_sync, own_async = node._wrap_tool_call, node._awrap_tool_call  # noqa: SLF001 - the documented hooks, set late
+    own_sync, own_async = node._wrap_tool_call, node._awrap_tool_call  # the documented hooks, set late
 
     def answer(request: Any) -> tuple[float, ToolMessage | None]:
         call = request.tool_call
@@ -167,7 +167,7 @@ def _intercept(node: ToolNode) -> None:
             return message
         return await own_async(request, execute) if own_async is not None else await execute(request)
 
-    node._wrap_tool_call = wrap  # noqa: SLF001
+    node._wrap_tool_call = wrap
     if own_sync is None or own_async is not None:  # a sync-only wrapper of the graph's stays in the async path
-        node._awrap_tool_call = awrap  # noqa: SLF001
-    node._fabtest_stubs = True  # type: ignore[attr-defined]  # noqa: SLF001
+        node._awrap_tool_call = awrap
+    vars(node)["_fabtest_stubs"] = True  # a mark on the node itself: typed alike with langgraph installed or not

@@ -207,7 +207,7 @@ class McpConnection:
             tail = self._stderr_tail()
             self.close()
             raise AgentError(f"{exc}{tail}") from None
-        except Exception as exc:  # noqa: BLE001 - the SDK and the server can fail in many ways
+        except Exception as exc:  # the SDK and the server can fail in many ways
             tail = self._stderr_tail()
             self.close()
             raise AgentError(f"MCP server {spec.label!r} failed to start: {_describe(exc)}{tail}") from exc
@@ -232,7 +232,7 @@ class McpConnection:
             else:
                 params = StdioServerParameters(command=spec.command[0], args=list(spec.command[1:]),
                                                env=dict(spec.env) or None, cwd=spec.cwd)
-                transport = stdio_client(params, errlog=self._stderr)  # type: ignore[arg-type]  # binary file: the server's bytes as they come
+                transport = stdio_client(params, errlog=self._stderr)  # type: ignore[arg-type, unused-ignore]  # binary file: the server's bytes as they come
             async with Client(transport, read_timeout_seconds=spec.timeout) as client:
                 listed = await client.list_tools()
                 self.tools = [McpTool(t.name, t.description or "", dict(t.input_schema or {"type": "object"}))
@@ -259,7 +259,7 @@ class McpConnection:
         except TimeoutError:
             raise AgentTimeout(f"MCP tool {name!r} of {self.spec.label!r} did not answer within "
                                f"{self.spec.timeout:g}s (timeout)") from None
-        except Exception as exc:  # noqa: BLE001 - a protocol error, a dead server
+        except Exception as exc:  # a protocol error, a dead server
             raise AgentError(f"MCP tool {name!r} of {self.spec.label!r} failed: {_describe(exc)}"
                              f"{self._stderr_tail()}") from exc
         return _result_value(result), bool(getattr(result, "is_error", False))
@@ -274,7 +274,7 @@ class McpConnection:
             loop.call_soon_threadsafe(self._stop.set)
             try:
                 self._task.result(10)
-            except Exception:  # noqa: BLE001 - closing is best effort; the group kill below still runs
+            except Exception:  # closing is best effort; the group kill below still runs
                 self._task.cancel()
         if self._process is not None:
             _kill_group(self._process)
@@ -313,7 +313,7 @@ def close_all() -> None:
     for connection in live:
         try:
             connection.close()
-        except Exception:  # noqa: BLE001 - at exit, keep closing the others
+        except Exception:  # at exit, keep closing the others
             pass
 
 

@@ -56,6 +56,7 @@ class Span:
     parent_id: str  # "" for a root span
     name: str
     start_ns: int = 0
+    end_ns: int = 0
     attributes: Mapping[str, Any] = field(default_factory=dict)
     error: bool = False  # status code ERROR
     scope: str = ""  # the instrumentation scope's name
@@ -165,7 +166,7 @@ def _handler(target: Receiver) -> type[BaseHTTPRequestHandler]:
         #: in a 400, not a thread waiting forever
         timeout = 10
 
-        def do_POST(self) -> None:  # noqa: N802 - the http.server name
+        def do_POST(self) -> None:  # the http.server name
             if self.path.split("?")[0].rstrip("/") != "/v1/traces":
                 return self._reply(404, b"only /v1/traces is received here", "text/plain")
             kind = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
@@ -210,7 +211,7 @@ def _handler(target: Receiver) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - quiet
+        def log_message(self, format: str, *args: object) -> None:  # quiet
             return
 
     return Handler
@@ -249,6 +250,7 @@ def spans_from_json(data: Any) -> list[Span]:
                     parent_id=_hex(span.get("parentSpanId", span.get("parent_span_id")) or ""),
                     name=str(span.get("name", "")),
                     start_ns=int(span.get("startTimeUnixNano", span.get("start_time_unix_nano")) or 0),
+                    end_ns=int(span.get("endTimeUnixNano", span.get("end_time_unix_nano")) or 0),
                     attributes={a["key"]: _json_value(a.get("value") or {}) for a in _list(span, "attributes")},
                     error=code in (2, "STATUS_CODE_ERROR"),
                     scope=str(scope.get("name", "")) if isinstance(scope, Mapping) else "",

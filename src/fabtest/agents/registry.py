@@ -13,7 +13,7 @@ import inspect
 import os
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from fabtest._internal import redaction
 from fabtest._internal.targets import import_object
@@ -53,7 +53,7 @@ def make_agent(target: Any, context: Mapping[str, Any], *, where: str) -> Agent:
     if hasattr(target, "build") and not hasattr(target, "chat"):
         return _as_agent(target.build(dict(context)), where=where)
     if hasattr(target, "chat"):
-        return target
+        return cast(Agent, target)
     if callable(target):
         if is_factory_callable(target):
             return _as_agent(target(dict(context)), where=where)
@@ -77,7 +77,7 @@ def _as_agent(obj: Any, *, where: str) -> Agent:
     if inspect.isawaitable(obj):
         obj = aio.run(obj)
     if hasattr(obj, "chat"):
-        return obj
+        return cast(Agent, obj)
     if callable(obj) and not inspect.isclass(obj):
         return callable_agent(obj)
     raise UsageError(f"{where}: the agent factory returned {type(obj).__name__}, which has no chat() method")
@@ -109,11 +109,11 @@ def _from_table(table: Mapping[str, Any], context: Mapping[str, Any], *, where: 
         from fabtest.agents.acp import from_table
 
         try:
-            return from_table(table, context, where=where)
+            return cast(Agent, from_table(table, context, where=where))
         except (TypeError, ValueError) as exc:
             raise UsageError(f"{where}: bad options for the ACP agent {table['acp']!r}: {exc}") from None
     if FRAMEWORKS.keys() & table.keys():
-        return build_framework_agent(table, context, where=where)
+        return cast(Agent, build_framework_agent(table, context, where=where))
     if "factory" in table:
         target = import_object(str(table["factory"]), where=where)
         extra = {k: v for k, v in table.items() if k != "factory"}
@@ -148,7 +148,7 @@ def _expand(value: Any, where: str) -> Any:
     return value
 
 
-class with_context:  # noqa: N801 - reads like a function at the call site
+class with_context:  # reads like a function at the call site
     """A factory that adds keyword arguments to the scenario context before building ``target``.
 
     Return it from a ``fabtest_agent`` fixture to hand pytest fixtures (a DB session, a tenant) to

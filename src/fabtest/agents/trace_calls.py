@@ -26,8 +26,8 @@ from fabtest.agents.boundary import merge_tool_calls
 from fabtest.agents.otlp_receiver import DEFAULT_PORT, Span, iter_descendants, receiver
 from fabtest.conversation import AgentResponse, ToolCall, jsonable
 
-__all__ = ["DEFAULT_WAIT_S", "METADATA_KEY", "TurnTrace", "environment", "exports_flag", "headers", "missing",
-           "tool_calls", "turn"]
+__all__ = ["DEFAULT_PORT", "DEFAULT_WAIT_S", "METADATA_KEY", "TurnTrace", "environment", "exports_flag", "headers",
+           "missing", "tool_calls", "turn"]
 
 #: seconds fabtest waits for a turn's spans by default (an SDK's batch exporter sends every 5 s)
 DEFAULT_WAIT_S = 10.0

@@ -29,7 +29,8 @@ __all__ = ["check_steps", "feature_text", "regression_feature", "regression_path
 
 _FORMAT_NAMES = {"fabtest": "a fabtest experiment", "openai": "OpenAI chat messages",
                  "gemini": "Gemini contents", "messages": "a list of messages",
-                 "otlp": "OpenTelemetry GenAI traces"}
+                 "otlp": "OpenTelemetry GenAI traces", "phoenix": "Phoenix / OpenInference spans",
+                 "langfuse": "Langfuse traces", "mlflow": "MLflow traces"}
 
 
 def feature_text(conversation: RecordedConversation, *, source: str, agent: str | None = None,
@@ -89,9 +90,10 @@ def regression_path(name: str, output: str | None, *, fallback: str) -> Path:
 
 
 def write_feature(path: Path, text: str) -> None:
-    """Write a feature atomically, making its folder: a crash never leaves half a feature."""
+    """Write a feature atomically, making its folder: a crash never leaves half a feature. Never over
+    another file: one that appeared at ``path`` since the caller looked raises ``FileExistsError``."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(path, text)
+    write_text_atomic(path, text, exclusive=True)
 
 
 def _line(text: str) -> str:
@@ -156,13 +158,12 @@ def _value(value: Any) -> str | None:
         return "true" if value else "false"
     if isinstance(value, (int, float)):
         return repr(value)
-    if not isinstance(value, str):
-        value = json.dumps(value, ensure_ascii=False)
-    if "\n" in value or not value.strip() or value != value.strip():
+    text: str = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    if "\n" in text or not text.strip() or text != text.strip():
         return None
-    if (value.startswith("/") and value.endswith("/")) or value[:1] in "<>=!":
+    if (text.startswith("/") and text.endswith("/")) or text[:1] in "<>=!":
         return None  # would read as a regex or a comparison
-    return value
+    return text
 
 
 def _cell(text: str) -> str:

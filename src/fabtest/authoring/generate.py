@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, Field
 
+from fabtest._internal.words import article
 from fabtest.config.scenario_sets import EXTENSIONS, ScenarioRecord, ScenarioSetError, parse_scenario_set
 from fabtest.errors import UsageError
 from fabtest.llm.base import LLM
@@ -137,7 +138,7 @@ def declared_from(settings_criteria: Mapping[str, str], settings_topics: Sequenc
 
 
 def _kind(value: Any) -> str:
-    return "null" if value is None else f"a {type(value).__name__}"
+    return "null" if value is None else article(type(value).__name__)
 
 
 def _table(parent: Mapping[str, Any], key: str, where: str = "") -> Mapping[str, Any]:
@@ -194,9 +195,11 @@ def build_prompt(declared: Declared, description: str, count: int) -> str:
 
 
 def draft_records(llm: LLM, declared: Declared, *, description: str = "",
-                  count: int = 5) -> tuple[list[dict[str, Any]], list[str]]:
-    """Ask ``llm`` for ``count`` drafts; returns the new records (scenario-set dicts) and one line per
-    draft dropped (a duplicate, or an expected tool/topic the project does not declare)."""
+                  count: int = 5) -> tuple[list[dict[str, Any]], list[str], list[str]]:
+    """Ask ``llm`` for ``count`` drafts; returns the new records (scenario-set dicts), one line per
+    draft dropped (a duplicate, or beyond ``count``), and one line per part of a kept record left out
+    (an unknown key, an expected tool or topic the project does not declare): apart, so that a record
+    that is written is never reported as dropped."""
     prompt = build_prompt(declared, description, count)
     call = LLMCall("scenarios", subject=prompt, goal=description or None)
     with llm_call(call):
@@ -205,22 +208,23 @@ def draft_records(llm: LLM, declared: Declared, *, description: str = "",
         raise UsageError("the LLM gave no usable scenarios (its answer did not fit the records schema)")
     kept: list[dict[str, Any]] = []
     dropped: list[str] = []
+    notes: list[str] = []
     ids = {r.id for r in declared.existing}
     goals = [_norm(r.goal) for r in declared.existing]
     unknown = _unknown_keys(completion.text)
     for i, draft in enumerate(completion.parsed.records):
         record_id = _slug(draft.id or draft.name or draft.goal)
-        if unknown.get(i):  # said, not dropped silently: the schema (docs/coverage.md) has no such field
-            keys = ", ".join(repr(k) for k in unknown[i])
-            dropped.append(f"{record_id}: unknown key(s) {keys} in the draft (not in the draft schema); left out")
         why = _duplicate(record_id, draft.goal, ids, goals) or _beyond(len(kept), count)
         if why:
             dropped.append(f"{record_id}: {why}")
             continue
+        if unknown.get(i):  # said, not dropped silently: the schema (docs/coverage.md) has no such field
+            keys = ", ".join(repr(k) for k in unknown[i])
+            notes.append(f"{record_id}: unknown key(s) {keys} in the draft (not in the draft schema); left out")
         ids.add(record_id)
         goals.append(_norm(draft.goal))
-        kept.append(_record(draft, record_id, declared, dropped))
-    return kept, dropped
+        kept.append(_record(draft, record_id, declared, notes))
+    return kept, dropped, notes
 
 
 _FENCE = re.compile(r"^\s*```(?:json|JSON)?\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)

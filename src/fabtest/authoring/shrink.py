@@ -78,7 +78,7 @@ def files_of(message: str) -> list[FileRecord]:
     return list(getattr(message, "files", []))
 
 
-class _Stop(Exception):  # noqa: N818 - control flow inside this module, never raised out of it
+class _Stop(Exception):  # control flow inside this module, never raised out of it
     """The search cannot go on: the budget is spent, or the check cannot be re-run on a replay."""
 
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from fabtest._internal.redaction import register_llm_keys
 from fabtest.cli import (
+    ab,
     calibrate,
     compare,
     faults,
@@ -27,6 +28,7 @@ from fabtest.cli import (
     replay,
     report,
     run,
+    score,
     show,
     shrink,
     steps,
@@ -37,13 +39,13 @@ from fabtest.cli.compare import compare_main
 __all__ = ["COMMANDS", "compare_main", "main"]
 
 #: every ``fabtest`` command, in the order of ``fabtest --help``
-COMMANDS = (init, listing, show, report, compare, view, recover, merge, steps, rejudge, calibrate, replay, mutate,
-            faults, generate, import_conversation, shrink, run)
+COMMANDS = (init, listing, show, report, compare, ab, view, recover, merge, steps, rejudge, calibrate, replay, mutate,
+            faults, generate, import_conversation, score, shrink, run)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``fabtest init | list | show | report | view | compare | recover | rejudge | calibrate | replay | mutate | import
-    | shrink | faults | run | steps``."""
+    """``fabtest init | list | show | report | view | compare | ab | recover | rejudge | calibrate | replay | mutate
+    | import | score | shrink | faults | run | steps``."""
     raw = list(sys.argv[1:] if argv is None else argv)
     if raw and raw[0] == "run":  # the playbook runner parses its own options (argparse REMAINDER can't)
         return run.run_command(raw[1:])

@@ -8,7 +8,8 @@ scenario still passed) or ``broke`` (with the check that failed). The table is p
 written to ``<results>/faults/<id>.faults.json`` and into the baseline experiment's JSON as its
 ``faults`` section; the runs' experiments go to ``<results>/faults/``, out of the experiments list.
 The exit code says whether the faults coverage (tool x fault pairs that held) reached
-``--min-coverage`` (default 1: every pair held).
+``--min-coverage`` (default 1: every pair held); 2 for usage errors and for an agent whose tools no
+fault can reach (found by the first fault run, which runs alone: the others are not made).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def add_faults_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="*", help="features or folders to run (default: pytest's testpaths)")
     p.add_argument("--faults", default=",".join(FAULTS), metavar="KINDS",
                    help=f"comma-separated fault kinds (default: all: {', '.join(FAULTS)})")
-    p.add_argument("--jobs", type=int, default=2, metavar="N", help="fault runs at once (default 2)")
+    p.add_argument("--jobs", type=_jobs, default=2, metavar="N", help="fault runs at once (default 2)")
     p.add_argument("--pytest-arg", action="append", default=[], metavar="ARG",
                    help="one more argument for every pytest run (repeatable), e.g. --pytest-arg=--fabtest-fake-llm")
     p.add_argument("--results-dir", default=None,
@@ -47,6 +48,17 @@ def add_faults_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--min-coverage", type=_rate, default=1.0, metavar="RATE",
                    help="the share of tool x fault pairs that must hold, 0-1 or a percentage like 80%% "
                         "(default 1: exit 1 when any pair broke)")
+
+
+def _jobs(text: str) -> int:
+    """``--jobs``: 1 to 64 runs at once (0 or -1 ran one at a time, saying nothing)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of runs at once, got {text!r}") from None
+    if not 1 <= value <= 64:
+        raise argparse.ArgumentTypeError(f"expected 1 to 64 runs at once, got {value}")
+    return value
 
 
 def _rate(text: str) -> float:
@@ -119,10 +131,16 @@ def run_faults(args: argparse.Namespace, results_dir: str) -> int:
                          "experiment": run_id})
         return rows
 
-    with ThreadPoolExecutor(max_workers=max(1, int(args.jobs))) as pool:
-        futures = [pool.submit(one, i, tool, kind, scenarios)
-                   for i, ((tool, kind), scenarios) in enumerate(sorted(plan.items()))]
-        rows = [row for future in futures for row in future.result()]
+    runs = [(i, tool, kind, scenarios) for i, ((tool, kind), scenarios) in enumerate(sorted(plan.items()))]
+    rows = one(*runs[0]) if runs else []  # alone first: it tells whether a fault can reach the tools at all
+    unreachable = _unstubbable(rows)
+    if unreachable:
+        print(f"fabtest faults: no fault can be injected: {unreachable}; {_REACH}; the other "
+              f"{len(runs) - 1} fault run(s) not made, nothing written", file=sys.stderr)
+        return 2
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        futures = [pool.submit(one, *run) for run in runs[1:]]
+        rows += [row for future in futures for row in future.result()]
     rows.sort(key=lambda r: (str(r["scenario"]), r["tool"], list(FAULTS).index(r["fault"])))
     report = {"baseline": base, "faults": kinds, "runs": len(plan), "rows": rows,
               "held": sum(r["outcome"] == "held" for r in rows), "broke": sum(r["outcome"] == "broke" for r in rows),
@@ -139,6 +157,20 @@ def run_faults(args: argparse.Namespace, results_dir: str) -> int:
         print(f"faults coverage {rate or 0:.0%} is below --min-coverage {args.min_coverage:.0%}", file=sys.stderr)
         return 1
     return 0
+
+
+_REACH = ("faults reach the functions a Python agent decorates with @fabtest.tool, the built-in agent's tools "
+          "and a LangGraph ToolNode (docs/how-to/stub-tools.md)")
+
+
+def _unstubbable(rows: list[dict[str, Any]]) -> str:
+    """What the first fault run said when the agent's tools are out of a stub's reach ("" when they are not):
+    every other run would fail the same way, and a matrix of "broke" would blame the agent."""
+    for row in rows:
+        said = str(row["check"])
+        if "cannot be stubbed" in said:
+            return said.split(": ", 1)[-1].split(";", 1)[0]
+    return ""
 
 
 def _print(report: dict[str, Any]) -> None:

@@ -51,7 +51,7 @@ def run_generate(args: argparse.Namespace, results_dir: str) -> int:
         experiment = _experiment(args.experiment, results_dir)
         declared = declared_from(settings.criteria, settings.topics, experiment, root / settings.scenarios_dir)
         llm = configured_llm(settings, root, "judge")
-        records, dropped = draft_records(llm, declared, description=args.describe, count=args.count)
+        records, dropped, notes = draft_records(llm, declared, description=args.describe, count=args.count)
         if not records:
             raise UsageError("every draft repeated an existing record; nothing written (" + "; ".join(dropped) + ")")
         path = write_records(records, out)
@@ -61,6 +61,8 @@ def run_generate(args: argparse.Namespace, results_dir: str) -> int:
     print(f"Wrote {len(records)} scenario record(s) to {path}" + (f", aimed at: {', '.join(aimed)}" if aimed else ""))
     for line in dropped:
         print(f"  dropped {line}")
+    for line in notes:  # about a record that was written
+        print(f"  written, in part: {line}")
     print(f"Review them, then run them with a scenario tagged @scenario_set:{path.stem} "
           "(Given a simulated user from the scenario).")
     return 0

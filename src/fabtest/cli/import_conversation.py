@@ -37,12 +37,21 @@ def add_import_args(p: argparse.ArgumentParser) -> None:
                    help='add Given the agent "NAME" (default: the project\'s agent)')
     p.add_argument("-o", "--output", default=None, metavar="PATH",
                    help="the feature to write (default: features/regressions/<name>.feature); never overwritten")
+    p.add_argument("--all", action="store_true",
+                   help="FILE is production logs (a file or folder, any format fabtest score reads): write every "
+                        "conversation as a feature into --out, word-for-word duplicates once")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="with --all: the folder of the features (default: features/regressions/production)")
+    p.add_argument("--failing-in", default=None, metavar="EXP",
+                   help="with --all: a fabtest score experiment; the conversations that failed a must there come first")
 
 
 def run_import(args: argparse.Namespace, results_dir: str) -> int:
     from fabtest.authoring.feature_text import regression_path
     from fabtest.authoring.transcripts import read_conversation
 
+    if args.all:
+        return _import_all(args, results_dir)
     try:
         path = _resolve(args.file, results_dir)
         conversation = read_conversation(path, fmt=args.fmt, scenario=args.scenario, run=args.run)
@@ -59,7 +68,7 @@ def run_import(args: argparse.Namespace, results_dir: str) -> int:
                                                          files_dir=files_dir)))
         write_files(conversation, out.parent / files_dir)
     except UsageError as exc:
-        print(f"fabtest import: {exc}", file=sys.stderr)
+        print(f"fabtest import: {exc}{_logs_hint(args.file)}", file=sys.stderr)
         return 2
     except OSError as exc:
         print(f"fabtest import: cannot write the feature: {exc}", file=sys.stderr)
@@ -95,6 +104,67 @@ def _simulated(args: argparse.Namespace, conversation: Any, path: Path, out: Pat
             return 1
     write_feature(out, text)
     print(f"wrote {out}: a simulated user drafted from {len(conversation.turns)} recorded user turn(s)")
+    return 0
+
+
+def _logs_hint(ref: str) -> str:
+    """When FILE is production logs (Langfuse, MLflow, Phoenix, ...): say that ``--all`` reads them."""
+    from fabtest.production.logs import detect
+    from fabtest.production.records import records
+
+    try:
+        head = next(records(Path(ref)), None) if Path(ref).is_file() else None
+    except UsageError:
+        return ""
+    name = detect(head.value)[0] if head is not None else None
+    return f" (it reads as {name} logs: fabtest import {ref} --all writes each of their conversations)" if name else ""
+
+
+def _failing_conversations(ref: str | None, results_dir: str) -> set[str]:
+    """The conversation ids whose runs failed in a ``fabtest score`` experiment."""
+    if ref is None:
+        return set()
+    from fabtest.experiment.reader import ExperimentFileError, load_document
+
+    try:
+        _info, results, _doc = load_document(ref, results_dir)
+    except ExperimentFileError as exc:
+        raise UsageError(f"--failing-in: {exc}") from None
+    if not any(r.production for r in results):
+        raise UsageError(f"--failing-in {ref}: not a fabtest score experiment (its runs name no logged conversation)")
+    return {str(r.production["conversation"]) for r in results if r.production and not r.passed and not r.skipped}
+
+
+def _import_all(args: argparse.Namespace, results_dir: str) -> int:
+    """``fabtest import LOGS --all --out DIR``: every logged conversation as a scripted feature."""
+    from fabtest.config.settings import Settings
+    from fabtest.production.logs import read_logs
+    from fabtest.production.regressions import import_all
+    from fabtest.production.selection import mask_of
+
+    try:
+        if args.output or args.mode != "scripted":
+            raise UsageError("--all writes scripted features into --out DIR (not -o, not --as simulated)")
+        settings = Settings.load(Path.cwd())
+        mask = mask_of(settings)
+        failing = _failing_conversations(args.failing_in, results_dir)
+        out = Path(args.out or "features/regressions/production")
+        logs = read_logs([args.file], warn=lambda line: print(f"fabtest import: warning: {line}", file=sys.stderr))
+        report = import_all(logs, out, mask=mask, failing=failing, results_dir=results_dir, agent=args.agent)
+    except UsageError as exc:
+        print(f"fabtest import: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"fabtest import: cannot write the features: {exc}", file=sys.stderr)
+        return 2
+    for conversation, path, failed in report.written:
+        print(f"wrote {path}" + (" (failed in production)" if failed else "") + f": {conversation}")
+    print(f"{len(report.written)} feature(s) written to {out}"
+          + (f"; {report.duplicates} word-for-word duplicate(s) left out" if report.duplicates else "")
+          + (f"; {report.already_imported} imported before (left as they are)" if report.already_imported else "")
+          + (f"; {len(report.existing)} existing file(s) kept as they were" if report.existing else ""))
+    if report.written:
+        print(f"next: review the tool calls each one asserts, then: pytest {out}")
     return 0
 
 

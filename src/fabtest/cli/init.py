@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from fabtest._internal.words import article
 from fabtest.cli.common import EXIT_OK, fail
 from fabtest.errors import UsageError
 
@@ -190,7 +191,7 @@ def plan_init(root: Path, *, agent: str | None = None) -> InitPlan:
             raise UsageError(f"{pyproject}: cannot read it ({exc.strerror or exc}); nothing was written") from None
         tool = data.get("tool", {})
         if not isinstance(tool, dict):
-            raise UsageError(f"{pyproject}: 'tool' is a {type(tool).__name__}, not a table, so it cannot hold "
+            raise UsageError(f"{pyproject}: 'tool' is {article(type(tool).__name__)}, not a table, so it cannot hold "
                              "[tool.fabtest]; nothing was written")
         if "fabtest" in tool:
             raise UsageError(f"{pyproject}: already has a [tool.fabtest] table; nothing was written")

@@ -4,7 +4,8 @@ The mutants and the checks are :mod:`fabtest.replay.mutation`'s; here are the op
 (``[tool.fabtest.judge]`` of ./pyproject.toml, as ``rejudge`` builds it), the cost line and the
 question before anything is spent, the file ``<results>/<id>.mutants.json`` and the exit codes:
 0 done (whatever the score), 1 the question was answered no, 2 bad input, a judge that is needed
-but not configured or that failed, or no terminal to ask on without ``--yes``.
+but not configured or that failed, or no terminal to ask on without ``--yes``; 130 when interrupted
+while the mutants are judged (Ctrl-C or SIGTERM: one line, nothing written, an older file kept).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = ["EXIT_DECLINED", "add_mutate_args", "register", "run_mutate"]
 
-EXIT_OK, EXIT_DECLINED, EXIT_ERROR = 0, 1, 2
+EXIT_OK, EXIT_DECLINED, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def _count_arg(text: str) -> int:
@@ -101,7 +102,12 @@ def _confirm(args: argparse.Namespace) -> int | None:
         print("fabtest: error: mutate spends judge calls: run again with --yes to go on "
               "(stdin is not a terminal to ask on)", file=sys.stderr)
         return EXIT_ERROR
-    if input("Go on? [y/N] ").strip().lower() not in ("y", "yes"):
+    try:
+        answer = input("Go on? [y/N] ")
+    except (KeyboardInterrupt, EOFError):  # Ctrl-C or Ctrl-D at the question is a no
+        answer = ""
+        print(file=sys.stderr)
+    if answer.strip().lower() not in ("y", "yes"):
         print("fabtest mutate: nothing run", file=sys.stderr)
         return EXIT_DECLINED
     return None
@@ -142,14 +148,29 @@ def run_mutate(args: argparse.Namespace, results_dir: str) -> int:
         stop = _confirm(args)
         if stop is not None:
             return stop
+    from fabtest._internal.signals import restore_sigterm, sigterm_as_interrupt
+
+    show, judged = _progress(len(planned)), [0]
+
+    def progress(line: str) -> None:
+        judged[0] += 1
+        show(line)
+
+    sigterm = sigterm_as_interrupt()  # SIGTERM stops the judging as Ctrl-C does
     try:
         # the judge sees the conversation's files again (their bytes kept under results/files), as rejudge shows them
-        outcomes = run_mutants(planned, judge if llm else None, judge_reason=reason,
-                               progress=_progress(len(planned)), files_dir=Path(results_dir))
+        outcomes = run_mutants(planned, judge if llm else None, judge_reason=reason, progress=progress,
+                               files_dir=Path(results_dir))
         checked = run_controls(controls, judge if llm else None, args.control, judge_reason=reason,
                                files_dir=Path(results_dir))
     except FabtestError as exc:  # LLMError included: the judge failed for good
         return fail(f"the judge failed: {exc}")
+    except KeyboardInterrupt:  # a score over some of the mutants would mislead: write none, keep an older file
+        print(f"fabtest mutate: interrupted after {judged[0]} of {len(planned)} mutants; nothing written",
+              file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
+    finally:
+        restore_sigterm(sigterm)
     discount_noise(outcomes, checked)
     table = mutation_table(outcomes, results, checked)
     usages = [o.judge for o in outcomes] + [c.judge for c in checked]

@@ -66,6 +66,7 @@ def _share_arg(text: str) -> float:
 
 
 def run_rejudge(args: argparse.Namespace, results_dir: str) -> int:
+    from fabtest.config.settings import Settings
     from fabtest.experiment.export import new_experiment_id
     from fabtest.experiment.spool import write_experiment
     from fabtest.judging.rejudge import agreement_table, rejudge_experiment, rejudged_info
@@ -91,7 +92,8 @@ def run_rejudge(args: argparse.Namespace, results_dir: str) -> int:
     new_id = None
     if rows and not args.no_save:
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        new_info = rejudged_info(info, new_experiment_id(), stamp, (llm.provider, llm.model), args.times)
+        new_info = rejudged_info(info, new_experiment_id(), stamp, (llm.provider, llm.model), args.times,
+                                 Settings.load(Path.cwd()).judge.temperature)
         section = {"of": info.id, "times": args.times, "criterion": args.criterion, "scenario": args.scenario,
                    "agreement": table, "checks": [r.to_dict() for r in rows]}
         write_experiment(new_info, new_results, results_dir, {"rejudge": section})

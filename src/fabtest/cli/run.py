@@ -136,6 +136,7 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
         from fabtest.llm.factory import describe_llm
 
         judge, sim = describe_llm(roles.judge), describe_llm(roles.simulator)
+        recorded = settings.verdict_settings(judge=roles.judge is not None, simulator=roles.simulator is not None)
         if args.experiment_id and (results_dir / f"{args.experiment_id}.json").exists():
             print(f"{PROG}: experiment {args.experiment_id} exists and is replaced by this run", file=sys.stderr)
         try:
@@ -144,7 +145,7 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
                 judge_provider=judge[0], judge_model=judge[1], judge_note=judge[2],
                 simulator_provider=sim[0], simulator_model=sim[1], simulator_note=sim[2], cwd=str(root),
                 prices={m: p.model_dump() for m, p in settings.prices.items()},
-                judge_settings=settings.verdict_settings(judge=roles.judge is not None)[0],
+                judge_settings=recorded[0], simulator_settings=recorded[1],
             )
         except UsageError as exc:  # another live run records this id
             _close_roles(roles)
@@ -241,7 +242,7 @@ def _close_roles(roles: LLMRoles) -> None:
         if callable(close):
             try:
                 close()
-            except Exception:  # noqa: BLE001 - closing must not hide the run's outcome
+            except Exception:  # closing must not hide the run's outcome
                 pass
 
 

@@ -3,7 +3,9 @@
 The search is :mod:`fabtest.authoring.shrink`; this module picks the failed run and its check,
 builds the agent and judge as ./pyproject.toml configures them (as ``fabtest replay`` does), says
 what it spent, and writes the feature only when the failure reproduced: exit 0 with a feature,
-1 when it did not reproduce scripted (or the budget ran out first), 2 for usage errors.
+1 when it did not reproduce scripted (or the budget ran out first), 2 for usage errors (and for a
+file that appeared at the output path while it ran: never replaced, the feature is printed instead),
+130 when interrupted (Ctrl-C or SIGTERM: one line, nothing written).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = ["add_shrink_args", "register", "run_shrink"]
 
-EXIT_OK, EXIT_NOT_REPRODUCED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_NOT_REPRODUCED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def _confirm_arg(text: str) -> tuple[int, int]:
@@ -64,11 +66,19 @@ def add_shrink_args(p: argparse.ArgumentParser) -> None:
 
 
 def run_shrink(args: argparse.Namespace, results_dir: str) -> int:
+    from fabtest._internal.signals import restore_sigterm, sigterm_as_interrupt
+
+    sigterm = sigterm_as_interrupt()  # SIGTERM stops the search as Ctrl-C does
     try:
         return _shrink(args, results_dir)
     except UsageError as exc:
         print(f"fabtest shrink: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except KeyboardInterrupt:  # the feature is written whole at the very end, so there is nothing to undo
+        print("fabtest shrink: interrupted; nothing written", file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
+    finally:
+        restore_sigterm(sigterm)
 
 
 def _shrink(args: argparse.Namespace, results_dir: str) -> int:
@@ -82,6 +92,8 @@ def _shrink(args: argparse.Namespace, results_dir: str) -> int:
     from fabtest.authoring.shrink import Confirm, failing_checks, shrink
     from fabtest.cli.replay import replay_env
 
+    if not args.scenario.strip():  # '' is a prefix of every id: it would shrink whichever run failed first
+        raise UsageError("SCENARIO is empty: name the scenario to shrink (its name, id or id prefix)")
     info, results, _ = load_experiment(args.experiment, results_dir, args.scenario)
     runs = [r for r in results if (r.id.startswith(args.scenario) or r.name == args.scenario)
             and not r.passed and not r.skipped and (args.run is None or r.iteration == args.run)]
@@ -141,7 +153,14 @@ def _shrink(args: argparse.Namespace, results_dir: str) -> int:
     text = regression_feature(result.name, outcome.messages, outcome.anchor, setup, step, comments=comments,
                               agent=args.agent if args.agent and ":" not in args.agent else None,
                               history=outcome.history, files_dir=files_dir)
-    write_feature(out, redaction.redact(text))  # a recorded line or failure message may quote a secret
+    text = redaction.redact(text)  # a recorded line or failure message may quote a secret
+    try:
+        write_feature(out, text)
+    except FileExistsError:  # made while the replays ran: keep it, and keep the work on screen
+        sys.stdout.write(text)
+        print(f"fabtest shrink: {out} appeared while shrinking; not overwritten: the shrunk feature is printed "
+              "above (save it, or run again with -o PATH)", file=sys.stderr)
+        return EXIT_USAGE
     copy_kept_files(outcome.messages, Path(results_dir), out.parent / files_dir)
     print(f"wrote {out}: {len(result.transcript)} user turns -> {len(outcome.messages)}, {spent}")
     return EXIT_OK

@@ -6,10 +6,12 @@ plain-data ``Comparison`` with text, JSON and markdown renderers, plus CI gates.
 
 Validity rule (documented contract):
 
-* LOW    when the topic graph differs, the judge LLM differs, or no scenario is shared:
-         the numbers measure different things.
+* LOW    when the topic graph differs, the judge LLM or its recorded settings (temperature,
+         samples, samples_per_criterion, context_turns, max_file_bytes) differ, or no scenario is shared: the
+         numbers measure different things.
 * MEDIUM when criteria were added, removed or modified, scenarios were added or removed, or the
-         simulator LLM differs: shared parts are still comparable.
+         simulator LLM or its recorded settings (temperature, fidelity) differ: shared parts are
+         still comparable.
 * HIGH   otherwise.
 
 Every headline delta, criterion and check row and every gate is computed over the *shared*
@@ -179,6 +181,10 @@ class Comparability:
     simulator_current: str
     validity: Validity
     reasons: list[str] = field(default_factory=list)
+    #: what changed in the settings that can change a verdict ("temperature 0.0 → 0.7"), when both
+    #: experiments recorded them (experiment.judge.settings / experiment.simulator.settings)
+    judge_settings_changed: list[str] = field(default_factory=list)
+    simulator_settings_changed: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -349,6 +355,23 @@ def _llm(doc: dict[str, Any], role: str) -> tuple[Any, Any]:
     return (entry.get("provider"), entry.get("model"))
 
 
+def _settings(doc: dict[str, Any], role: str) -> dict[str, Any] | None:
+    entry = doc["experiment"].get(role)
+    settings = entry.get("settings") if isinstance(entry, dict) else None
+    return settings if isinstance(settings, dict) else None
+
+
+def settings_changes(base: dict[str, Any], cur: dict[str, Any], role: str) -> list[str]:
+    """``role``'s recorded settings that differ, one ``name before → after`` each ([] when they
+    agree, or when either experiment did not record them: an older file says nothing, and so does
+    one that did not record a setting yet, e.g. ``max_file_bytes``, recorded since issue 39)."""
+    before, after = _settings(base, role), _settings(cur, role)
+    if before is None or after is None:
+        return []
+    return [f"{name} {before[name]!r} → {after[name]!r}" for name in sorted(set(before) & set(after))
+            if before[name] != after[name]]
+
+
 def _ref(doc: dict[str, Any]) -> ExperimentRef:
     exp = doc["experiment"]
     return ExperimentRef(
@@ -393,6 +416,11 @@ def _comparability(
         reasons_medium.append("scenario set differs")
     if b_sim != c_sim:
         reasons_medium.append("simulator LLM differs")
+    judge_changed, simulator_changed = settings_changes(base, cur, "judge"), settings_changes(base, cur, "simulator")
+    if judge_changed:  # the instrument changed: a verdict that moved may be the judge's, not the agent's
+        reasons_low.append(f"judge settings differ ({'; '.join(judge_changed)})")
+    if simulator_changed:
+        reasons_medium.append(f"simulator settings differ ({'; '.join(simulator_changed)})")
     validity: Validity = "LOW" if reasons_low else "MEDIUM" if reasons_medium else "HIGH"
     return Comparability(
         topic_graph_identical=topic_same,
@@ -411,6 +439,8 @@ def _comparability(
         simulator_current=llm_line({"provider": c_sim[0], "model": c_sim[1]}),
         validity=validity,
         reasons=reasons_low + reasons_medium,
+        judge_settings_changed=judge_changed,
+        simulator_settings_changed=simulator_changed,
     )
 
 
@@ -713,7 +743,8 @@ def _compared(base: Experiment, cur: Experiment) -> Comparison:
 def _untested(base: Experiment, cur: Experiment, c: Comparison) -> list[str]:
     """Why the metrics cannot show "not worse" although they have numbers (docs/gates.md, "What counts
     as untested"): a shared scenario with no measured run now, nothing judged in the current run, or
-    verdicts from a different judge or conversations from a different simulated user."""
+    verdicts from a different judge (or one with other settings) or conversations from a different
+    simulated user (or one with other settings)."""
     out = []
     assert c.tallies is not None
     b_shared, c_shared = c.tallies
@@ -734,9 +765,16 @@ def _untested(base: Experiment, cur: Experiment, c: Comparison) -> list[str]:
         out.append(f"the judge differs (baseline {comparability.judge_baseline}, current "
                    f"{comparability.judge_current}): its verdicts measure different things; judge both with one "
                    "judge (fabtest rejudge) to compare them")
-    if not comparability.simulator_identical and (_simulated(base.doc) or _simulated(cur.doc)):
+    if comparability.judge_settings_changed and rated:  # a moved verdict may be the judge's, not the agent's
+        out.append(f"the judge's settings changed ({'; '.join(comparability.judge_settings_changed)}): run both "
+                   "experiments with the same [tool.fabtest.judge] settings")
+    simulated = _simulated(base.doc) or _simulated(cur.doc)
+    if not comparability.simulator_identical and simulated:
         out.append(f"the simulated user differs (baseline {comparability.simulator_baseline}, current "
                    f"{comparability.simulator_current}): the conversations test different things")
+    if comparability.simulator_settings_changed and simulated:
+        out.append(f"the simulated user's settings changed ({'; '.join(comparability.simulator_settings_changed)}): "
+                   "run both experiments with the same [tool.fabtest.simulator] temperature and simulator_fidelity")
     return out
 
 

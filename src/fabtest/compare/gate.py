@@ -146,7 +146,7 @@ def sign_test_p(up: int, down: int) -> float:
     if n == 0:
         return 1.0
     if n <= 1000:  # exact in integers
-        return sum(math.comb(n, k) for k in range(up, n + 1)) / 2 ** n
+        return float(sum(math.comb(n, k) for k in range(up, n + 1)) / 2 ** n)
     return min(1.0, 1.0 - binomial_cdf(up - 1, n, 0.5))
 
 

@@ -123,6 +123,10 @@ def _comparability_lines(c: Comparability) -> list[str]:
         f"  {flag(c.simulator_identical)} Simulator LLM: "
         + ("identical" if c.simulator_identical else f"{c.simulator_baseline} → {c.simulator_current}")
         + (_same_llm(c.simulator_current) if c.simulator_identical else ""),
+        *([f"  {flag(False, True)} Judge settings: {'; '.join(c.judge_settings_changed)}"]
+          if c.judge_settings_changed else []),
+        *([f"  {flag(False)} Simulator settings: {'; '.join(c.simulator_settings_changed)}"]
+          if c.simulator_settings_changed else []),
         "",
         f"  Comparison validity: {c.validity}" + (f" ({'; '.join(c.reasons)})" if c.reasons else ""),
     ]

@@ -3,7 +3,7 @@
 What changed comes first on every surface: the verdict, then what moved (scenario by scenario,
 ``compare.moved``), then the scenarios that changed, then the gate, and only then the tables a
 reviewer consults. Each renderer builds its sections by name and lays them out with :func:`ordered`,
-so no surface can drift into an order of its own (tests/experiment/test_compare_sections.py).
+so no surface can drift into an order of its own (tests/compare/test_compare_sections.py).
 """
 
 from __future__ import annotations

@@ -143,7 +143,7 @@ def generated_records(spec: str) -> list[ScenarioRecord]:
     except TypeError as exc:
         raise ScenarioSetError(f"expected records (an iterable of dicts) or a function returning them; "
                                f"got {_kind(source)} ({exc})") from None
-    except Exception as exc:  # noqa: BLE001 - the user's generator failed: say so in one line
+    except Exception as exc:  # the user's generator failed: say so in one line
         raise ScenarioSetError(f"the source raised {type(exc).__name__}: {exc}") from exc
     return _records(Path(spec), spec, data)
 

@@ -106,6 +106,18 @@ class TraceSettings(BaseModel):
     wait: float = Field(default=10.0, gt=0, le=MAX_SECONDS)  # seconds a turn waits for its spans at most
 
 
+class RedactSettings(BaseModel):
+    """``[tool.fabtest.redact]``: personal data masked in logged conversations before they are judged or
+    written (``fabtest score``, ``fabtest import LOGS``; docs/how-to/production.md, "Privacy")."""
+
+    model_config = ConfigDict(extra="forbid")
+    emails: bool = True
+    phones: bool = True
+    cards: bool = True
+    #: more regular expressions, each match replaced by ``[redacted]``
+    patterns: list[str] = Field(default_factory=list)
+
+
 class TopicRow(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
     topic: str
@@ -156,6 +168,7 @@ class Settings(BaseModel):
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
     definitions_file: str | None = None  # YAML/JSON with `criteria:` and `topics:` shared by every feature
     traces: TraceSettings = Field(default_factory=TraceSettings)
+    redact: RedactSettings = Field(default_factory=RedactSettings)
     otel: bool = False  # OpenTelemetry traces of every scenario (pytest-fabtest[otel], docs/otel.md)
     # files in the conversation (docs/how-to/files.md): the largest a step may send, and the largest
     # the judge is shown inline (a bigger one is described to it by name, type and size only)
@@ -166,10 +179,15 @@ class Settings(BaseModel):
 
     def verdict_settings(self, judge: bool = True, simulator: bool = True) -> tuple[dict[str, Any], dict[str, Any]]:
         """The judge's and the simulator's settings that can change a verdict, as the experiment
-        records them (``experiment.judge.settings``) and its ``config_hash`` covers them: the
-        judge's ``max_file_bytes`` (``judge_max_file_bytes``: over it the judge sees a file's name,
-        type and size only). ``judge`` False (no judge LLM, nothing it decides): {} for it."""
-        return ({"max_file_bytes": self.judge_max_file_bytes} if judge else {}), {}
+        records them (``experiment.judge.settings`` / ``experiment.simulator.settings``) and its
+        ``config_hash`` covers them: a comparison sees a judge that samples or reads differently
+        (``max_file_bytes``: over ``judge_max_file_bytes`` it sees a file's name, type and size only).
+        ``judge`` / ``simulator`` False (that LLM is not configured, nothing it decides): {} for it."""
+        role = self.judge
+        return ({"temperature": role.temperature, "samples": role.samples,
+                 "samples_per_criterion": dict(sorted(role.samples_per_criterion.items())),
+                 "context_turns": role.context_turns, "max_file_bytes": self.judge_max_file_bytes} if judge else {},
+                {"temperature": self.simulator.temperature, "fidelity": self.simulator_fidelity} if simulator else {})
 
     @classmethod
     def load(cls, root: Path, environ: dict[str, str] | None = None) -> Settings:

@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         factory = getattr(demo, args.agent)
         response = factory({}).chat(messages)
-    except Exception as exc:  # noqa: BLE001 - reported like the real CLI's fatal errors
+    except Exception as exc:  # reported like the real CLI's fatal errors
         if stream:
             _emit({"type": "result", "status": "error",
                    "error": {"type": type(exc).__name__, "message": str(exc)}, "stats": _stats(started, 0)})

@@ -16,7 +16,7 @@ from fabtest.demo.agent import VenueAgent
 
 
 class _Handler(BaseHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet by default
+    def log_message(self, format: str, *args: Any) -> None:  # quiet by default
         pass
 
     def _send(self, status: int, payload: dict[str, Any]) -> None:
@@ -27,13 +27,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         if self.path == "/health":
             self._send(200, {"ok": True})
         else:
             self._send(404, {"error": "not found"})
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         if self.path != "/chat":
             self._send(404, {"error": "not found"})
             return

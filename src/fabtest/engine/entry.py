@@ -128,7 +128,7 @@ def _play(state: ScenarioState, agent: Any, user: Sequence[str] | SimulatedUser,
                 state.satisfy(chosen, "should" if mode == "should" else "must", "conversation")
     except UsageError:
         raise
-    except Exception as exc:  # noqa: BLE001 - how the scenario ended: the outcome says so, the caller reads it
+    except Exception as exc:  # how the scenario ended: the outcome says so, the caller reads it
         return exc
     return None
 

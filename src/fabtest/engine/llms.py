@@ -10,7 +10,7 @@ built-in agents' models where no key is set (``LLMRoles.agent_model``).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from fabtest.agents.builtin_models import StandInModel
 from fabtest.config.settings import Settings
@@ -81,4 +81,4 @@ def offline_script(settings: Settings, root: Path) -> LLM:
 
     fake = load_fake_llm(str(settings.offline_llm), root=root, where=f"{settings.source} [tool.fabtest] offline_llm")
     fake.note = f"scripted offline stand-in ({settings.offline_llm}), not a real model: set a key for one"
-    return fake
+    return cast(LLM, fake)

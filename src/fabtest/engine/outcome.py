@@ -10,6 +10,7 @@ report; :func:`fabtest.run` returns it inside its result.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -56,7 +57,8 @@ def conclude(state: ScenarioState, exc: BaseException | None) -> BaseException |
     else the first failure of the late work (a background verdict, the record's verification, the
     agent's ``metadata()`` or ``around()`` exit). The record is verified only when every step passed."""
     verify = exc is None
-    for late_step in (lambda: state.finish(verify=verify), state.close):
+    late_steps: tuple[Callable[[], None], ...] = (lambda: state.finish(verify=verify), state.close)
+    for late_step in late_steps:
         try:
             late_step()
         except FabtestError as late:  # any of ours ends the scenario with its type; others are bugs to show

@@ -277,7 +277,7 @@ def _probe(settings: Any, role: str, llm_for: Callable[[str], Any] | None) -> st
     if llm_for is not None:
         try:
             llm = _provider(llm_for(role))
-        except Exception:  # noqa: BLE001 - the run's LLM could not be built: probe one of our own
+        except Exception:  # the run's LLM could not be built: probe one of our own
             llm = None
     own = llm is None
     if llm is None:

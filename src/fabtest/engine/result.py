@@ -66,7 +66,7 @@ def build_result(identity: ScenarioIdentity, state: ScenarioState | None, outcom
         return _bare(identity, outcome, duration_s)
     try:
         return _full(identity, state, outcome, duration_s)
-    except Exception as exc:  # noqa: BLE001 - the boundary validates agent data; this is the last guard
+    except Exception as exc:  # the boundary validates agent data; this is the last guard
         message = f"fabtest could not record this scenario's conversation ({describe(exc)})"
         broken = Outcome.failed("error", "\n".join(m for m in (outcome.failure_message, message) if m))
         return _bare(identity, broken, duration_s)

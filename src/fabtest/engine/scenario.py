@@ -37,10 +37,10 @@ from fabtest.engine.batching import CheckSlots, charging_failures
 from fabtest.engine.judge import CriterionVerdict, Judge, Scope
 from fabtest.engine.patterns import scenario_deadline
 from fabtest.engine.simulator import SimulatorConfig
-from fabtest.engine.topics import TopicGraph, TopicGraphError, TopicTracker
+from fabtest.engine.topics import TopicGraph, TopicTracker
 from fabtest.engine.turns import ConversationRunner, cancel_agent
 from fabtest.engine.verdicts import LateVerdicts, Pending, placeholder
-from fabtest.errors import ExpectationFailed, NeedsLLM, UsageError
+from fabtest.errors import ExpectationFailed, NeedsLLM, TopicGraphError, UsageError
 from fabtest.experiment.cost import price_table
 from fabtest.llm.base import LLM, LLMNotConfigured
 

@@ -167,7 +167,7 @@ def _chat_on_thread(chat: Any, messages: list[Message], kwargs: dict[str, Any], 
     def _run() -> None:
         try:
             box["value"] = guarded("the agent raised", chat, messages, **kwargs)
-        except BaseException as exc:  # noqa: BLE001 - re-raised on the caller's thread below
+        except BaseException as exc:  # re-raised on the caller's thread below
             box["error"] = exc
 
     # in a copy of the caller's context: the scenario's captured output, a tracing span

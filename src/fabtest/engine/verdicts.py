@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, cast
 
 from fabtest.conversation import Check, TokenUsage
 from fabtest.experiment.late import PENDING, PENDING_DETAILS
@@ -56,9 +56,9 @@ class Pending:
         """The verdict (waits for it); a judge failure becomes the check skipped with the reason."""
         try:
             value = self.future.result()
-        except Exception as exc:  # noqa: BLE001 - whatever the judge raised is this soft check's reason
+        except Exception as exc:  # whatever the judge raised is this soft check's reason
             return judge_failed(self.placeholder, exc)
-        return value if self.index is None else value[self.index]
+        return cast(Check, value if self.index is None else value[self.index])
 
 
 class LateVerdicts:

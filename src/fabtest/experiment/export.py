@@ -33,6 +33,7 @@ __all__ = [
     "FORMAT_VERSION",
     "REQUIRED_KEYS",
     "build_document",
+    "recorded_settings",
     "costing_of",
     "document_head",
     "dump_json",
@@ -193,7 +194,7 @@ def document_head(info: ExperimentInfo, results: Sequence[ScenarioResult],
     config_h, criteria_h, topic_h = (
         (info.config_hash, info.criteria_hash, info.topic_graph_hash)
         if info.config_hash and info.criteria_hash and info.topic_graph_hash
-        else experiment_fingerprints(configs, {"judge": info.judge_settings} if info.judge_settings else None)
+        else experiment_fingerprints(configs, recorded_settings(info))
     )
     iterations = max([info.iterations, *(r.iteration for r in results)]) if results else info.iterations
     criteria, topics, simulators = merge_configuration(configs)
@@ -212,13 +213,16 @@ def document_head(info: ExperimentInfo, results: Sequence[ScenarioResult],
             "criteria_hash": criteria_h,
             "topic_graph_hash": topic_h,
             "judge": _llm_entry(info.judge_provider, info.judge_model, info.judge_note, info.judge_settings),
-            "simulator": _llm_entry(info.simulator_provider, info.simulator_model, info.simulator_note),
+            "simulator": _llm_entry(info.simulator_provider, info.simulator_model, info.simulator_note,
+                                    info.simulator_settings),
             "iterations": iterations,
             "interrupted": info.interrupted,
             **({"prices": dict(info.prices)} if info.prices else {}),  # [tool.fabtest.prices], so a reload costs alike
             **({"shard": info.shard} if info.shard else {}),  # one shard's part of a CI run (fabtest merge)
             # --fabtest-until-decided: the baseline, the budget, the runs added and the sequential decision
             **({"until_decided": info.until_decided} if info.until_decided else {}),
+            **({"ab": info.ab} if info.ab else {}),  # fabtest ab: this experiment's arm, ref and commit
+            **({"source": info.source} if info.source else {}),  # "production": fabtest score's logged conversations
         },
         "summary": {**_summary(results), "cost": cost.experiment_cost(results, *costing)},
         "criteria_results": {
@@ -315,7 +319,7 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 def _llm_entry(provider: str | None, model: str | None, note: str | None,
-               settings: dict[str, Any] | None = None) -> dict[str, Any]:
+               settings: dict[str, Any]) -> dict[str, Any]:
     """``{provider, model}``, plus ``note`` when the role is a demo or scripted stand-in and
     ``settings`` when they were recorded (what can change a verdict: ``Settings.verdict_settings``)."""
     entry: dict[str, Any] = {"provider": provider, "model": model}
@@ -324,3 +328,9 @@ def _llm_entry(provider: str | None, model: str | None, note: str | None,
     if settings:
         entry["settings"] = dict(settings)
     return entry
+
+
+def recorded_settings(info: ExperimentInfo) -> dict[str, Any]:
+    """The judge's and simulator's recorded settings, as ``config_hash`` covers them ({}: none recorded)."""
+    return {role: values for role, values in (("judge", info.judge_settings), ("simulator", info.simulator_settings))
+            if values}

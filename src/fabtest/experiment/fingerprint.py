@@ -86,9 +86,9 @@ def topic_graph_hash(topics: Sequence[TopicRecord]) -> str:
 
 def config_hash(criteria_digest: str, topic_digest: str, simulator: Any,
                 settings: Mapping[str, Any] | None = None) -> str:
-    """Hash over both fingerprints, the simulator configuration and the judge's settings that can
-    change a verdict (``judge_max_file_bytes``), as canonical JSON. Without recorded settings (an
-    older file, a hand-built experiment) the hash is what it always was."""
+    """Hash over both fingerprints, the simulator configuration and the judge's and simulator's
+    settings that can change a verdict (temperature, samples, ...), as canonical JSON. Without
+    recorded settings (an older file, a hand-built experiment) the hash is what it always was."""
     recorded = canonical_json(settings) if settings else ""
     return _sha(criteria_digest + topic_digest + canonical_json(simulator) + recorded)
 
@@ -132,7 +132,7 @@ def merge_configuration(
 def experiment_fingerprints(results: Sequence[ScenarioResult],
                             settings: Mapping[str, Any] | None = None) -> tuple[str, str, str]:
     """``(config_hash, criteria_hash, topic_graph_hash)`` over the union of all scenarios; ``settings``:
-    the judge's recorded settings (``{"judge": ...}``)."""
+    the judge's and simulator's recorded settings (``export.recorded_settings``)."""
     criteria, topics, simulators = merge_configuration(results)
     c_hash = criteria_hash(criteria)
     t_hash = topic_graph_hash(topics)

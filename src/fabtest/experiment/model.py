@@ -137,6 +137,9 @@ class ScenarioResult(BaseModel):
     #: try was invalid is skipped (not counted). None for a scenario without a simulated user.
     simulation: dict[str, Any] | None = None
     agent_metadata: dict[str, Any] = Field(default_factory=dict)
+    #: ``fabtest score``: the logged conversation this run judged: ``conversation`` (its id in the logs),
+    #: ``timestamp``, ``source`` (file:line), ``format`` and ``content_hash``; written only for such runs
+    production: dict[str, Any] | None = Field(default=None, exclude_if=lambda value: value is None)
 
     @field_validator("failure_message", "skip_reason")
     @classmethod
@@ -165,8 +168,10 @@ class ExperimentInfo(BaseModel):
     #: What the judge/simulator is when it is no real model (a demo or scripted stand-in).
     judge_note: str | None = None
     simulator_note: str | None = None
-    #: the judge's settings that can change a verdict (``Settings.verdict_settings``); {} unknown
+    #: the judge's and simulator's settings that can change a verdict (``Settings.verdict_settings``:
+    #: temperature, samples, samples_per_criterion, context_turns; temperature, fidelity); {} unknown
     judge_settings: dict[str, Any] = Field(default_factory=dict)
+    simulator_settings: dict[str, Any] = Field(default_factory=dict)
     iterations: int = 1
     interrupted: bool = False
     #: ``i/n`` when this experiment is one shard's part of a CI run (``fabtest merge`` combines them)
@@ -175,6 +180,11 @@ class ExperimentInfo(BaseModel):
     prices: dict[str, dict[str, float]] = Field(default_factory=dict)
     #: ``--fabtest-until-decided``: the baseline, the budget, the runs added and the sequential decision
     until_decided: dict[str, Any] | None = Field(default=None, exclude_if=lambda value: value is None)
+    #: ``fabtest ab``: this experiment's arm (``baseline`` or ``current``), its ref, commit and options
+    ab: dict[str, Any] | None = Field(default=None, exclude_if=lambda value: value is None)
+    #: ``"production"`` for ``fabtest score``'s experiments (logged conversations judged, no agent called);
+    #: written only then, so a test run's file is unchanged
+    source: str | None = Field(default=None, exclude_if=lambda value: value is None)
 
 
 def turn_records(conversation: Conversation) -> list[TurnRecord]:

@@ -248,6 +248,7 @@ def info_from_experiment(experiment: dict[str, Any]) -> ExperimentInfo:
     data.setdefault("judge_note", judge.get("note"))
     data.setdefault("simulator_note", simulator.get("note"))
     data.setdefault("judge_settings", judge.get("settings") or {})
+    data.setdefault("simulator_settings", simulator.get("settings") or {})
     return ExperimentInfo.model_validate(data)
 
 

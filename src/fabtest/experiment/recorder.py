@@ -56,6 +56,7 @@ __all__ = [
     "ExperimentInUse",
     "JOURNAL_FORMAT_VERSION",
     "JournalError",
+    "NothingToRecover",
     "Recorder",
     "cannot_save_message",
     "check_experiment_id",
@@ -75,6 +76,13 @@ EXPERIMENT_ID_HELP = "use letters, digits, '_', '.' and '-' (at most 128; it nam
 
 class ExperimentInUse(UsageError):
     """Another live run is recording an experiment with the same id."""
+
+
+class NothingToRecover(JournalError):
+    """A journal with no scenario result (the run died before one finished): no experiment to write.
+
+    An empty experiment would list a run that recorded nothing among the real ones, and a header-only
+    journal is the whole record of that run's configuration, so the journal is left as it is."""
 
 
 def valid_experiment_id(experiment_id: object) -> bool:
@@ -132,7 +140,7 @@ def _open_journal(path: Path) -> Any:
         if path.is_symlink():
             raise OSError(errno.ELOOP, "is a link, not a journal fabtest wrote: remove it", str(path)) from None
         raise exc from None
-    return open(fd, "a", encoding="utf-8", errors=TEXT_ERRORS)  # noqa: SIM115 - closed by the Recorder
+    return open(fd, "a", encoding="utf-8", errors=TEXT_ERRORS)  # closed by the Recorder
 
 
 def _append_line(handle: Any, record: dict[str, Any]) -> None:
@@ -166,6 +174,7 @@ class Recorder:
         prices: dict[str, dict[str, float]] | None = None,
         shard: str | None = None,
         judge_settings: dict[str, Any] | None = None,
+        simulator_settings: dict[str, Any] | None = None,
     ) -> None:
         self.results_dir = Path(results_dir)
         # Git state is taken at the start: that is the code the scenarios run against.
@@ -182,6 +191,7 @@ class Recorder:
             judge_note=judge_note,
             simulator_note=simulator_note,
             judge_settings=dict(judge_settings or {}),
+            simulator_settings=dict(simulator_settings or {}),
             iterations=iterations,
             git_commit=git.commit,
             git_branch=git.branch,
@@ -203,7 +213,10 @@ class Recorder:
             raise ExperimentInUse(in_use_message(self.results_dir, self.info.id)) from None
         if self.journal.stat().st_size:  # a journal left by a killed run with this id: recover it first
             self._journal.close()
-            recover(self.journal)
+            try:
+                recover(self.journal)
+            except NothingToRecover:  # that run recorded no scenario: this run takes its id over
+                os.truncate(self.journal, 0)
             self._journal = _open_journal(self.journal)
             fcntl.flock(self._journal.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         _append_line(self._journal, {"kind": "header", "format_version": JOURNAL_FORMAT_VERSION,
@@ -338,7 +351,7 @@ def _journal_records(path: Path) -> Iterator[tuple[str, Any]]:
     crash and is dropped, a line damaged in place is skipped and the others still count.
     """
     try:
-        handle = open(path, "rb")  # noqa: SIM115 - closed by the with below
+        handle = open(path, "rb")  # closed by the with below
     except OSError as exc:
         raise JournalError(f"{path}: cannot read ({exc.strerror or exc})") from None
     with handle:
@@ -379,7 +392,8 @@ def recover(journal: str | os.PathLike[str]) -> Path:
     The file goes next to the journal (never elsewhere: the id must be a plain name); the journal
     is removed once the file is safely written. An experiment file that already has the journal's
     id is never overwritten: the partial one is written as ``<id>.recovered`` (see
-    :func:`_free_id`). Raises :class:`JournalError` when it cannot be.
+    :func:`_free_id`). Raises :class:`JournalError` when it cannot be
+    (:class:`NothingToRecover` when the journal holds no scenario result).
     """
     path = Path(journal)
     _check_journal_file(path)
@@ -388,10 +402,11 @@ def recover(journal: str | os.PathLike[str]) -> Path:
     info: ExperimentInfo | None = None
     spool: Spool | None = None
     late: _LateMerge | None = None
-    read = 0
+    read = results = 0
     try:
         for kind, value in _journal_records(path):
             read += 1
+            results += kind == "result"
             if kind == "header" and spool is None:
                 info = value if valid_experiment_id(value.id) else value.model_copy(update={"id": fallback})
                 continue
@@ -406,6 +421,10 @@ def recover(journal: str | os.PathLike[str]) -> Path:
         if not read and path.stat().st_size:
             raise JournalError(f"{path}: not one journal line could be read (random bytes, or not a fabtest "
                                "journal); left as it is, no experiment written")
+        if not results:
+            raise NothingToRecover(f"{path}: nothing to recover: its run stopped before any scenario finished "
+                                   f"(the journal holds {'only its header' if read else 'nothing'}); left as it "
+                                   "is, no experiment written (delete it once you no longer need it)")
         info = info or ExperimentInfo(id=fallback, timestamp=utc_timestamp())
         spool = spool or Spool(path.parent, info.id, costing_of(info))
         if late is not None:
@@ -461,7 +480,7 @@ def recover_pending(results_dir: str | os.PathLike[str]) -> list[tuple[Path, Pat
             done.append((journal, recover(journal), ""))
         except JournalError as exc:
             done.append((journal, None, str(exc)))
-        except Exception as exc:  # noqa: BLE001 - a damaged journal must not stop the others
+        except Exception as exc:  # a damaged journal must not stop the others
             done.append((journal, None, f"{journal}: cannot recover ({type(exc).__name__}: {exc})"))
     return done
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from fabtest.experiment import stats
 
@@ -24,7 +24,7 @@ INDEX_FIELDS = ("id", "name", "iteration", "passed", "skipped", "turns", "failur
 def entry_topics(entry: dict[str, Any]) -> int | None:
     """Distinct topics a scenario visited, or None when it had no topic graph (not counted as 0)."""
     if "topics_count" in entry:  # a lean entry
-        return entry["topics_count"]
+        return cast(int | None, entry["topics_count"])
     visited = entry.get("topics_visited") or []
     if entry.get("topics") or entry.get("topic_path") or visited:
         return len(visited)

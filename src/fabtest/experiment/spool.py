@@ -31,7 +31,7 @@ import sys
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from fabtest._internal.files import TEXT_ERRORS
 from fabtest.experiment.attribution import Attributions, Rejudge, attribute_variance, has_flaky_soft_check
@@ -58,6 +58,12 @@ _FIELDS_SET: set[str] = set(ScenarioResult.model_fields)
 #: check ``data`` the summary reads (grounding by source and claims); the rest stays in the file
 _GROUNDING_KEYS = ("source", "claims_total", "claims_unsupported")
 
+#: the result's fields with a default factory, made here: pydantic's ``model_construct`` inspects a
+#: factory's signature each time it calls one (9 of them: ~1 ms of a brief, GIL-held, per scenario)
+_FACTORIES: tuple[tuple[str, Callable[[], Any]], ...] = tuple(
+    (name, cast("Callable[[], Any]", field.default_factory)) for name, field in ScenarioResult.model_fields.items()
+    if field.default_factory is not None)
+
 ResultKey = tuple[str, int]
 _T = TypeVar("_T")
 
@@ -80,7 +86,7 @@ class _Shared:
     def __call__(self, key: Any, make: Callable[[], _T]) -> _T:
         if key not in self._known:
             self._known[key] = make()
-        return self._known[key]
+        return cast(_T, self._known[key])
 
     def check(self, c: CheckRecord) -> CheckRecord:
         data = {k: c.data[k] for k in _GROUNDING_KEYS if k in c.data} if c.type == "grounded_in" else {}
@@ -127,8 +133,7 @@ def _brief(result: ScenarioResult, shared: _Shared) -> ScenarioResult:
     """What the summary, variance and cost sections read of one result, nothing more."""
     criteria, topics, simulator = shared.config(result)
     failure = result.failure_message
-    return ScenarioResult.model_construct(
-        _fields_set=_FIELDS_SET,
+    values: dict[str, Any] = dict(
         id=sys.intern(result.id), name=sys.intern(result.name), nodeid="", feature="", feature_file="", rule=None,
         record_id=None, iteration=result.iteration, passed=result.passed, skipped=result.skipped, skip_reason=None,
         turns=result.turns, topics_visited=shared.strings("visited", result.topics_visited),
@@ -141,6 +146,10 @@ def _brief(result: ScenarioResult, shared: _Shared) -> ScenarioResult:
         duration_s=result.duration_s, criteria=criteria, topics=topics, simulator=simulator,
         agent_metadata=shared(("meta",), dict), simulation=_validity_only(result.simulation),
     )
+    for name, make in _FACTORIES:  # the rest at their defaults, made here (see _FACTORIES)
+        if name not in values:
+            values[name] = make()
+    return ScenarioResult.model_construct(_fields_set=_FIELDS_SET, **values)
 
 
 def _validity_only(simulation: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -179,7 +188,7 @@ class Spool:
         self.path = spill_path(results_dir, experiment_id)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._costing = costing
-        self._file: Any = open(self.path, "w+b")  # noqa: SIM115 - closed by close()
+        self._file: Any = open(self.path, "w+b")  # closed by close()
         self._shared = _Shared()
         #: briefs, in arrival order (see module docstring); ``results[i]`` is slot i
         self.results: list[ScenarioResult] = []

@@ -36,13 +36,19 @@ def _rate(value: float | None) -> float | None:
 
 
 class _RoleSettings(_Doc):
+    temperature: float | None = None
+    samples: int | None = Field(default=None, ge=1)
+    samples_per_criterion: dict[str, int] = Field(default_factory=dict)
+    context_turns: int | None = Field(default=None, ge=0)
     max_file_bytes: int | None = Field(default=None, ge=0)
+    fidelity: str | None = None
 
 
 class _Role(_Doc):
     provider: str | None = None
     model: str | None = None
-    #: what can change a verdict: the judge's max_file_bytes (judge_max_file_bytes)
+    #: what can change a verdict: the judge's temperature, samples, samples_per_criterion and
+    #: context_turns; the simulator's temperature and fidelity mode
     settings: _RoleSettings | None = None
 
 
@@ -62,6 +68,7 @@ class _Experiment(_Doc):
     iterations: int = Field(default=1, ge=1)
     interrupted: bool = False
     shard: str | None = Field(default=None, pattern=r"^[1-9][0-9]*/[1-9][0-9]*$")  # one CI shard's part (fabtest merge)
+    source: str | None = None  # "production": fabtest score's logged conversations
 
 
 class _Spread(_Doc):
@@ -157,6 +164,16 @@ class _Step(_Doc):
     table: list[list[str]] | None = None
 
 
+class _Production(_Doc):
+    """``fabtest score``: the logged conversation a run judged."""
+
+    conversation: str
+    timestamp: str | None = None
+    source: str | None = None
+    format: str | None = None
+    content_hash: str | None = None
+
+
 class _Scenario(_Doc):
     id: str
     name: str | None = None
@@ -177,6 +194,7 @@ class _Scenario(_Doc):
     transcript: list[_Turn] = Field(default_factory=list)
     steps: list[_Step] = Field(default_factory=list)
     duration_s: float | None = Field(default=None, ge=0)
+    production: _Production | None = None
 
 
 class _Run(_Doc):

@@ -224,9 +224,16 @@ def _refresh_outcome(result: ScenarioResult) -> None:
 
 
 def rejudged_info(info: ExperimentInfo, new_id: str, timestamp: str, judge: tuple[str | None, str | None],
-                  times: int) -> ExperimentInfo:
-    """The new experiment's identity: named and tagged as a re-judgement of ``info``."""
+                  times: int, temperature: float | None = None) -> ExperimentInfo:
+    """The new experiment's identity: named and tagged as a re-judgement of ``info``, with the
+    settings the re-judging judge had (``times`` verdicts per check at the configured
+    ``temperature``, each response check reading the default context window and shown the files
+    up to the default size)."""
+    settings: dict[str, Any] = {"temperature": temperature, "samples": times, "samples_per_criterion": {},
+                                "context_turns": transcript.CONTEXT_TURNS,
+                                "max_file_bytes": transcript.JUDGE_MAX_FILE_BYTES}
     return info.model_copy(update={
+        "judge_settings": settings,
         "id": new_id, "timestamp": timestamp, "name": f"rejudge of {info.id} ({times}x)",
         "tags": [*[t for t in info.tags if not t.startswith("rejudge")], "rejudge", f"rejudge-of:{info.id}"],
         "judge_provider": judge[0], "judge_model": judge[1], "judge_note": None,

@@ -24,7 +24,8 @@ def json_schema(schema: type[BaseModel]) -> dict[str, Any]:
     """``schema.model_json_schema()``, built once per class: pydantic rebuilds it on every call
     (about 1.5 ms, as much CPU as the rest of an LLM call's client side). A fresh copy each time,
     so a caller may change it."""
-    return json.loads(_schema_text(schema))
+    copy: dict[str, Any] = json.loads(_schema_text(schema))
+    return copy
 
 
 @functools.lru_cache(maxsize=128)

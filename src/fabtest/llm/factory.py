@@ -7,7 +7,7 @@ Neither function imports google-genai: :func:`llm_available` only reads the envi
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, cast
 
 from fabtest.llm.base import LLM, Completion, LLMNotConfigured, LLMSettings
 from fabtest.llm.cache import CACHE_MODES, CachedLLM, CacheMode
@@ -101,11 +101,11 @@ def load_llm_object(spec: str, *, where: str) -> LLM:
                              "nor a function returning one")
         try:
             obj = obj()
-        except Exception as exc:  # noqa: BLE001 - the user's factory: one line, not a traceback
+        except Exception as exc:  # the user's factory: one line, not a traceback
             raise UsageError(f"{where}: calling {spec!r} failed: {type(exc).__name__}: {exc}") from None
     if not (hasattr(obj, "complete_json") and hasattr(obj, "complete")):
         raise UsageError(f"{where}: {spec!r} gave {type(obj).__name__}, which has no complete/complete_json methods")
-    return obj
+    return cast(LLM, obj)
 
 
 def describe_llm(llm: Any) -> tuple[str | None, str | None, str | None]:
@@ -129,6 +129,9 @@ class _Unconfigured:
     def __init__(self, settings: LLMSettings, reason: str) -> None:
         self.provider = settings.provider
         self.model = settings.model
+        # the cache key reads the configured temperature from here (CachedLLM._default_temperature),
+        # as it does from the provider that recorded: without it a keyless replay missed every entry
+        self.settings = settings
         self._reason = reason
 
     def complete(self, prompt: str, **_: Any) -> Completion[Any]:

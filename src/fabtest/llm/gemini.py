@@ -14,20 +14,22 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel
 
 from fabtest._internal import redaction
+from fabtest.errors import TransientFailure
 from fabtest.llm.base import Completion, LLMError, LLMNotConfigured, LLMSettings, json_schema
 from fabtest.llm.connect_timeout import connect_timeout, shorten_connect
+from fabtest.llm.gemini_rest import LeanTransport, lean_transport, raw_answer, request_body
 from fabtest.llm.inline_files import call_files, gemini_contents
 from fabtest.llm.limits import (
     PROBE_PROMPT,
     ProviderBase,
     RawAnswer,
-    TransientFailure,
     complete_validated,
     exception_is_connection_error,
     exception_is_timeout,
     is_retryable_status,
 )
 from fabtest.llm.retry_budget import RetryBudget
+from fabtest.llm.stalls import cut_when_stalled
 
 if TYPE_CHECKING:  # pragma: no cover
     from google import genai
@@ -91,16 +93,17 @@ class GeminiLLM(ProviderBase):
         self._setup(settings, gemini_base_url(settings), backoff_base_s=backoff_base_s, backoff_max_s=backoff_max_s,
                     bad_output_retries=bad_output_retries, retry_budget=retry_budget)
         self._client: genai.Client | None = None
+        self._lean: LeanTransport | None = None
         self._client_lock = threading.Lock()
 
     def close(self) -> None:
         """Release the SDK client's connections (optional; the process exit does it too)."""
         with self._client_lock:
-            client, self._client = self._client, None
+            client, self._client, self._lean = self._client, None, None
         if client is not None:
             try:
                 client.close()
-            except Exception:  # noqa: BLE001 - closing is best effort
+            except Exception:  # closing is best effort
                 pass
 
     def warm(self) -> None:
@@ -111,23 +114,38 @@ class GeminiLLM(ProviderBase):
 
     def _call(self, prompt: str, schema: type[T] | None, system: str | None,
               temperature: float | None) -> Completion[Any]:
-        from google.genai import types
-
         client = self._get_client()
-        config = types.GenerateContentConfig(
-            system_instruction=system or None,
-            temperature=temperature if temperature is not None else self.settings.temperature,
-            response_mime_type="application/json" if schema is not None else None,
-            response_json_schema=json_schema(schema) if schema is not None else None,
-        )
-        contents = gemini_contents(prompt, call_files())  # a transcript's files, beside the lines naming them
+        temperature = temperature if temperature is not None else self.settings.temperature
+        files = call_files()  # a transcript's files, beside the lines naming them
+        lean = self._lean
+        if lean is not None and not files:  # the REST body written here, sent on the SDK's client (gemini_rest.py)
+            body = request_body(prompt, system=system, temperature=temperature,
+                                schema=json_schema(schema) if schema is not None else None)
 
-        def fetch() -> RawAnswer:
-            try:
-                response = client.models.generate_content(model=self.model, contents=contents, config=config)
-            except Exception as exc:  # noqa: BLE001 - classified below
-                raise self._classify(exc) from exc
-            return _raw_answer(response, self.model)
+            def send(limit: float | None) -> RawAnswer:
+                try:
+                    return raw_answer(lean.generate(self.model, body, timeout=limit), self.model)
+                except Exception as exc:  # classified below
+                    raise self._classify(exc) from exc
+
+            fetch = cut_when_stalled(self._latency, self.settings.timeout_s, send)
+        else:  # files go as the SDK's inline parts
+            from google.genai import types
+
+            config = types.GenerateContentConfig(
+                system_instruction=system or None,
+                temperature=temperature,
+                response_mime_type="application/json" if schema is not None else None,
+                response_json_schema=json_schema(schema) if schema is not None else None,
+            )
+            contents = gemini_contents(prompt, files)
+
+            def fetch() -> RawAnswer:
+                try:
+                    response = client.models.generate_content(model=self.model, contents=contents, config=config)
+                except Exception as exc:  # classified below
+                    raise self._classify(exc) from exc
+                return _raw_answer(response, self.model)
 
         return complete_validated(
             fetch,
@@ -145,13 +163,16 @@ class GeminiLLM(ProviderBase):
         config = types.GenerateContentConfig(max_output_tokens=16)
         try:
             self._get_client().models.generate_content(model=self.model, contents=PROBE_PROMPT, config=config)
-        except Exception as exc:  # noqa: BLE001 - classified below
+        except Exception as exc:  # classified below
             raise self._classify(exc) from exc
 
     def _timeout_ms(self) -> int:
         return max(1, int(self.settings.timeout_s * 1000))
 
     def _get_client(self) -> genai.Client:
+        client = self._client
+        if client is not None:  # built: no lock (hundreds of threads calling at once queued on it)
+            return client
         with self._client_lock:
             if self._client is None:
                 from google import genai
@@ -161,10 +182,12 @@ class GeminiLLM(ProviderBase):
                                             client_args={"limits": _pool_limits(self.settings.max_concurrency)})
                 if self.base_url:
                     options.base_url = self.base_url
-                self._client = genai.Client(api_key=self._api_key, http_options=options)
+                built = genai.Client(api_key=self._api_key, http_options=options)
                 # a dropped SYN is retried after seconds, not after the whole answer timeout
-                shorten_connect(getattr(getattr(self._client, "_api_client", None), "_httpx_client", None),
+                shorten_connect(getattr(getattr(built, "_api_client", None), "_httpx_client", None),
                                 connect_timeout(self.settings.timeout_s))
+                self._lean = lean_transport(built)
+                self._client = built  # last: a caller that sees the client sees its lean path too
             return self._client
 
     def _classify(self, exc: Exception) -> Exception:

@@ -25,6 +25,7 @@ from fabtest.conversation import TokenUsage
 from fabtest.errors import TransientFailure
 from fabtest.llm.base import Completion, LLMBadOutput, LLMError, LLMSettings, LLMTimeout
 from fabtest.llm.retry_budget import RetryBudget, budget_spent_message
+from fabtest.llm.stalls import latency_tracker
 
 R = TypeVar("R")
 T = TypeVar("T", bound=BaseModel)
@@ -52,7 +53,7 @@ class RetryPolicy:
         delay = cap / 2 + random.uniform(0, cap / 2)
         if retry_after_s is not None:
             delay = max(delay, min(retry_after_s, self.backoff_max_s))
-        return max(0.0, delay)
+        return float(max(0.0, delay))
 
 
 def call_with_retries(
@@ -334,6 +335,7 @@ class ProviderBase:
         self._policy = RetryPolicy(settings.max_retries, backoff_base_s, backoff_max_s)
         self._bad_output_retries = bad_output_retries
         self._semaphore = provider_semaphore(self.provider, base_url, settings.max_concurrency)
+        self._latency = latency_tracker(self.provider, base_url)
         self._budget = retry_budget
 
     def __repr__(self) -> str:

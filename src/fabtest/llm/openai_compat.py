@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel
 
 from fabtest._internal import redaction
+from fabtest.errors import TransientFailure
 from fabtest.llm.base import Completion, LLMError, LLMSettings
 from fabtest.llm.base import json_schema as base_json_schema
 from fabtest.llm.connect_timeout import connect_timeout
@@ -25,13 +26,13 @@ from fabtest.llm.limits import (
     PROBE_PROMPT,
     ProviderBase,
     RawAnswer,
-    TransientFailure,
     complete_validated,
     exception_is_connection_error,
     exception_is_timeout,
     is_retryable_status,
 )
 from fabtest.llm.retry_budget import RetryBudget
+from fabtest.llm.stalls import cut_when_stalled
 
 if TYPE_CHECKING:  # pragma: no cover
     import httpx
@@ -108,11 +109,11 @@ class OpenAICompatLLM(ProviderBase):
         if schema is not None:
             body["response_format"] = _response_format(schema)
 
-        def fetch() -> RawAnswer:
-            return _raw_answer(self._post(body), self.model)
+        def send(limit: float | None) -> RawAnswer:
+            return _raw_answer(self._post(body, timeout=limit), self.model)
 
         return complete_validated(
-            fetch,
+            cut_when_stalled(self._latency, self.settings.timeout_s, send),
             schema=schema,
             policy=self._policy,
             bad_output_retries=self._bad_output_retries,
@@ -124,13 +125,20 @@ class OpenAICompatLLM(ProviderBase):
     def _probe_attempt(self) -> None:
         self._post({"model": self.model, "messages": [{"role": "user", "content": PROBE_PROMPT}], "max_tokens": 4})
 
-    def _post(self, body: dict[str, Any]) -> httpx.Response:
-        """One POST to /chat/completions; a failure becomes TransientFailure (retry) or LLMError."""
+    def _post(self, body: dict[str, Any], *, timeout: float | None = None) -> httpx.Response:
+        """One POST to /chat/completions; a failure becomes TransientFailure (retry) or LLMError.
+        ``timeout`` shortens the client's (a first attempt's stall limit, :mod:`fabtest.llm.stalls`)."""
+        extra: dict[str, Any] = {}
+        if timeout is not None:
+            import httpx
+
+            extra["timeout"] = httpx.Timeout(timeout, connect=connect_timeout(timeout))
         try:
-            response = self._http.post("/chat/completions", json=body)
-        except Exception as exc:  # noqa: BLE001 - classified below
+            response = self._http.post("/chat/completions", json=body, **extra)
+        except Exception as exc:  # classified below
             if exception_is_timeout(exc):
-                raise TransientFailure(f"timed out after {self.settings.timeout_s:g}s", timeout=True) from exc
+                raise TransientFailure(f"timed out after {timeout or self.settings.timeout_s:g}s",
+                                       timeout=True) from exc
             if exception_is_connection_error(exc):
                 raise TransientFailure(f"connection error to {self.base_url}: {exc}") from exc
             raise LLMError(f"openai {self.model}: {type(exc).__name__}: {exc}") from exc

@@ -53,7 +53,7 @@ def _warm(build: Callable[[], Any] | None) -> None:
             warm = getattr(llm, "warm", None)
             if callable(warm):
                 warm()
-    except Exception:  # noqa: BLE001 - best effort; the real construction reports real problems
+    except Exception:  # best effort; the real construction reports real problems
         return
     gc.freeze()  # the SDK is here for good: later full collections need not walk it again
 

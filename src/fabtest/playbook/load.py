@@ -81,7 +81,8 @@ class Playbook(_Model):
 
 @lru_cache(maxsize=1)
 def playbook_schema() -> dict[str, Any]:
-    return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    schema: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    return schema
 
 
 def load_playbook(path: str | Path) -> Playbook:
@@ -107,7 +108,7 @@ def validate_playbook(data: Any, *, source: str = "<playbook>") -> Playbook:
         raise PlaybookError(f"{source}: {describe_error(error)}")
     try:
         playbook = Playbook.model_validate({**data, "source": source})
-    except Exception as exc:  # noqa: BLE001 - schema and model should agree; be safe anyway
+    except Exception as exc:  # schema and model should agree; be safe anyway
         raise PlaybookError(f"{source}: {_one_line(str(exc))}") from None
     _check_workspace_paths(playbook, source)
     _check_bounds(playbook, source)

@@ -52,7 +52,7 @@ class FeatureModule(pytest.Module):
         try:  # utf-8-sig: a byte order mark written by some editors is not part of "Feature:"
             feature = get_feature(str(path.parent), path.name, encoding=_ENCODING)
             templates = _all_templates(path, feature)
-        except Exception as exc:  # noqa: BLE001 - any parse failure is the user's file
+        except Exception as exc:  # any parse failure is the user's file
             raise self.CollectError(_parse_error(path, exc)) from None
         missing = _keyword_without_colon(path, feature, templates)
         if missing is not None:
@@ -126,7 +126,7 @@ def feature_templates(path: Path) -> list[ScenarioTemplate]:
     """Every scenario of a feature file, or none when it does not parse (collection reports that)."""
     try:
         return _all_templates(path, get_feature(str(path.parent), path.name, encoding=_ENCODING))
-    except Exception:  # noqa: BLE001 - the collector words the parse error
+    except Exception:  # the collector words the parse error
         return []
 
 
@@ -134,7 +134,7 @@ def _all_templates(path: Path, feature: Feature) -> list[ScenarioTemplate]:
     """All scenarios, with repeated names too (pytest-bdd's ``feature.scenarios`` keeps the last of
     each name, which would drop the others silently)."""
     parser = FeatureParser(str(path.parent), path.name, encoding=_ENCODING)
-    document = parser._parse_feature_file()  # noqa: SLF001 - the one parse that sees every scenario
+    document = parser._parse_feature_file()  # the one parse that sees every scenario
     templates: list[ScenarioTemplate] = []
     for child in document.feature.children:
         if child.scenario:

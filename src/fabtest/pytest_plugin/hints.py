@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-__all__ = ["UNMATCHED_KEY", "closest", "unmatched_step_message"]
+__all__ = ["UNMATCHED_KEY", "closest", "fail_on_unmatched_step", "unmatched_step_message"]
 
 #: The one-line message for the step that matched nothing, set when pytest-bdd reports it.
 UNMATCHED_KEY = pytest.StashKey[str]()
@@ -35,10 +35,24 @@ def unmatched_step_message(request: pytest.FixtureRequest, where: str, step: Any
     keyword = str(step.keyword).strip() or _KEYWORDS.get(step.type, "Step")
     try:
         hint = "; ".join(_hints(request, keyword, step))
-    except Exception:  # noqa: BLE001 - a user's step parser that raises must not hide the real error
+    except Exception:  # a user's step parser that raises must not hide the real error
         hint = ""
     return (f"{where}: no step definition matches this step ({keyword} {step.name})"
             + (f"; {hint}" if hint else "") + f". {_TAIL}")
+
+
+def fail_on_unmatched_step(request: pytest.FixtureRequest, feature: Any, scenario: Any, where: str) -> None:
+    """Raise pytest-bdd's StepDefinitionNotFoundError for the scenario's first step no definition
+    matches, with the message :func:`unmatched_step_message` words, before any step runs."""
+    from pytest_bdd.exceptions import StepDefinitionNotFoundError
+    from pytest_bdd.scenario import find_fixturedefs_for_step
+
+    manager = request._fixturemanager  # as pytest-bdd finds a step's definition
+    for step in scenario.steps:
+        if next(iter(find_fixturedefs_for_step(step, manager, request.node)), None) is None:
+            message = unmatched_step_message(request, f"{where}{step.line_number}", step)
+            request.node.stash[UNMATCHED_KEY] = message
+            raise StepDefinitionNotFoundError(message)
 
 
 def _hints(request: pytest.FixtureRequest, keyword: str, step: Any) -> list[str]:
@@ -115,11 +129,26 @@ def _examples(ctx: Any) -> list[str]:
     func = ctx.step_func
     if getattr(func, "__module__", "") in BUILTIN_MODULES:
         example = BUILTIN_EXAMPLES.get(getattr(func, "__name__", ""))
-        return [example] if example else []
+        return [example, *_other_forms(example, ctx)] if example else []
     pattern = getattr(ctx.parser, "name", None)
     if pattern and isinstance(ctx.parser, parsers.re):  # the project's regex step, as a line one would write
         return [readable_pattern(str(pattern))]
     return [str(pattern)] if pattern else []
+
+
+_MODAL = re.compile(r"\b(must|should)( not)?\b")
+
+
+def _other_forms(example: str, ctx: Any) -> list[str]:
+    """The example with its "must"/"should" and "not" changed, for each form the step also accepts: one
+    example per step (``must not match``) made ``must mach`` look closest to ``must not match``."""
+    keyword, _, body = example.partition(" ")
+    forms = []
+    for modal in ("must", "must not", "should", "should not"):
+        other = _MODAL.sub(modal, body, count=1)
+        if other != body and ctx.parser.is_matching(other):
+            forms.append(f"{keyword} {other}")
+    return forms
 
 
 def _visible_steps(request: pytest.FixtureRequest) -> Iterator[Any]:
@@ -127,7 +156,7 @@ def _visible_steps(request: pytest.FixtureRequest) -> Iterator[Any]:
     from pytest_bdd.compat import get_fixture_names, getfixturedefs
     from pytest_bdd.steps import StepNamePrefix, step_function_context_registry
 
-    manager = request._fixturemanager  # noqa: SLF001 - pytest-bdd looks its steps up the same way
+    manager = request._fixturemanager  # pytest-bdd looks its steps up the same way
     seen: set[int] = set()
     for name in get_fixture_names(manager):
         if not name.startswith(StepNamePrefix.step_def.value):

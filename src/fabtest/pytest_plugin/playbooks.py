@@ -185,7 +185,7 @@ def _experiment_id(session: Any) -> str | None:
         return None
     try:
         return str(session.recording.recorder().experiment_id)
-    except Exception:  # noqa: BLE001 - only a file name depends on it
+    except Exception:  # only a file name depends on it
         return None
 
 

@@ -157,6 +157,9 @@ def pytest_bdd_apply_tag(tag: str, function: Any) -> Any:
         return None  # dormant: pytest-bdd's own tag handling
     if tag.startswith("scenario_set:"):
         return pytest.mark.fabtest_scenario_set(tag.split(":", 1)[1])(function)
+    if tag == "production":  # only Then steps: fabtest score applies them to logged conversations
+        function = pytest.mark.skip(reason="@production: judged on logged conversations by fabtest score "
+                                           "(docs/how-to/production.md), not run against the agent")(function)
     name, _, value = tag.partition(":")  # @owner:alice becomes the marker owner("alice"): -m owner works
     if not name or name.startswith("_") or name in _NOT_MARKERS:  # "" from a lone "@"
         # pytest refuses these as markers (private names; marks that need arguments): the tag still
@@ -283,9 +286,12 @@ def _tags(template: Any) -> set[str]:
 
 
 def pytest_bdd_before_scenario(request: pytest.FixtureRequest, feature: Any, scenario: Any) -> None:
-    """Skip before the first step when a scenario cannot run without an LLM that is not configured."""
+    """Before the first step: fail at a step no definition matches (found only when reached, it came
+    after the agent had run the turns above it); skip when the scenario needs an LLM not configured."""
     if not _active(request.config):
         return
+    hints.fail_on_unmatched_step(request, feature, scenario,
+                                 f"{relative_to_root(request.config, feature.filename)}:")
     needs = steps.needed_llms([step.name for step in scenario.steps])
     if not needs:
         return

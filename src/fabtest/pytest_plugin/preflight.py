@@ -57,7 +57,7 @@ class LLMProbes:
     def _run(self, check: Callable[[], list[str]]) -> None:
         try:
             problems = check()
-        except Exception as exc:  # noqa: BLE001 - a crash of the check is reported as its result
+        except Exception as exc:  # a crash of the check is reported as its result
             problems = [f"the LLM check crashed: {type(exc).__name__}: {exc}"]
         if problems:
             self.failure = PreflightFailed(problems)

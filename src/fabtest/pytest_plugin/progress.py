@@ -165,7 +165,7 @@ class ProgressDisplay:
         """The line as of now."""
         try:
             in_flight = self._llm_in_flight()
-        except Exception:  # noqa: BLE001 - a display never fails a run
+        except Exception:  # a display never fails a run
             in_flight = None
         with self._lock:
             return render(self.model.snapshot(time.monotonic(), in_flight))

@@ -127,13 +127,14 @@ class ExperimentRecording:
                 roles = None
             judge = describe_llm(roles.judge if roles else None)
             sim = describe_llm(roles.simulator if roles else None)
-            judge_settings, _ = self.settings.verdict_settings(judge=bool(roles and roles.judge))
+            judge_settings, simulator_settings = self.settings.verdict_settings(
+                judge=bool(roles and roles.judge), simulator=bool(roles and roles.simulator))
             self._recorder = Recorder(
                 results_dir=results_dir, name=opt("--fabtest-experiment"), tags=opt("--fabtest-tag") or [],
                 experiment_id=opt("--fabtest-experiment-id"), shard=self.shard(),
                 judge_provider=judge[0], judge_model=judge[1], judge_note=judge[2],
                 simulator_provider=sim[0], simulator_model=sim[1], simulator_note=sim[2],
-                judge_settings=judge_settings,
+                judge_settings=judge_settings, simulator_settings=simulator_settings,
                 iterations=self.iterations, cwd=str(self.config.rootpath),
                 prices={m: p.model_dump() for m, p in self.settings.prices.items()},
             )

@@ -19,8 +19,8 @@ from fabtest.config.criteria import Criterion
 from fabtest.config.scenario_sets import ScenarioRecord
 from fabtest.config.settings import Settings
 from fabtest.engine.attachments import FileLoader
-from fabtest.engine.topics import TopicGraph, TopicGraphError
-from fabtest.errors import UsageError
+from fabtest.engine.topics import TopicGraph
+from fabtest.errors import TopicGraphError, UsageError
 from fabtest.pytest_plugin.late_verdicts import LATE_PROPERTY, LateChannel
 from fabtest.pytest_plugin.llm_roles import LLM_SLOTS_KEY, SessionLLMs
 from fabtest.pytest_plugin.not_run import NotRun, allowed_kinds
@@ -236,11 +236,17 @@ class FabtestSession:
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_terminal_summary(self, terminalreporter: Any) -> Any:
         """Around pytest's own summary, so fabtest's comes after its one line per failure (which
-        would scroll it away after hundreds of failures), just above the final counts."""
-        try:
-            return (yield)
-        finally:
-            self.summary.write(terminalreporter)
+        would scroll it away after hundreds of failures), just above the final counts; pytest shows
+        one failure block per distinct failure (folding.py)."""
+        from fabtest.pytest_plugin.folding import folded_failures
+
+        with folded_failures(terminalreporter) as folded:
+            try:
+                return (yield)
+            finally:
+                for line in folded:
+                    terminalreporter.write_line(line, yellow=True)
+                self.summary.write(terminalreporter)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_call(self, item: pytest.Item) -> None:

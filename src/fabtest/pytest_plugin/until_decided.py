@@ -56,6 +56,9 @@ def parse_budget(text: str) -> Budget:
     dollars = _DOLLARS.match(text)
     if dollars:
         amount = float(dollars.group("a") or dollars.group("b"))
+        if not math.isfinite(amount):  # 400 digits read as inf: "$inf" bounds nothing
+            raise ValueError(f"expected a budget in dollars a float can hold, got one {len(text)} characters long "
+                             "(too large)")
         if amount <= 0:
             raise ValueError(f"expected a budget above $0, got {text!r}")
         return Budget(amount, usd=True)
@@ -101,7 +104,7 @@ class UntilDecided:
             return
         try:
             self._more(session)
-        except Exception as exc:  # noqa: BLE001 - the suite's own results still stand and are saved
+        except Exception as exc:  # the suite's own results still stand and are saved
             self.notes.append(f"fabtest: error: --fabtest-until-decided stopped: {exc}")
 
     def _more(self, session: pytest.Session) -> None:
@@ -124,7 +127,10 @@ class UntilDecided:
             wanted = sorted({s for m in decision.metrics if m.outcome == "undecided" for s in m.scenarios}
                             if decision.outcome == "undecided" else ())
             if runs_left is None and rerun:
-                stopped = "the cost of a run is unknown (a model without a price): a dollar budget cannot be kept"
+                stopped = ("the runs so far cost $0 as recorded (no token usage reported, or no price for their "
+                           "models): dollars cannot buy more of them; use a budget in runs (--fabtest-budget 50)"
+                           if not usd["unknown"] and usd["mean"] == 0 else
+                           "the cost of a run is unknown (a model without a price): a dollar budget cannot be kept")
             elif wanted and self._next_cost(wanted, usd) > self._left(spent, usd):
                 stopped = "the budget would be exceeded by another iteration"
             elif decision.futile:
@@ -156,16 +162,16 @@ class UntilDecided:
         """The scenario runs the budget still buys (dollars: at the mean cost of a run so far; None: unknown)."""
         if not self.budget.usd:
             return int(self.budget.amount) - spent
-        if usd["unknown"] or usd["mean"] is None:
+        if usd["unknown"] or not usd["mean"]:  # unpriced, or priced $0: a dollar budget bounds nothing
             return None
-        return int(self._left(spent, usd) / usd["mean"]) if usd["mean"] > 0 else 10**9
+        return int(self._left(spent, usd) / usd["mean"])
 
     def _next_cost(self, scenario_ids: list[str], usd: dict[str, Any]) -> float:
         """The next iteration's runs, or (dollars) its cost: each scenario's mean cost per run so far."""
         if not self.budget.usd:
             return len(scenario_ids)
         per = usd["per_scenario"]
-        return sum(per.get(sid, usd["mean"] or 0.0) for sid in scenario_ids)
+        return float(sum(per.get(sid, usd["mean"] or 0.0) for sid in scenario_ids))
 
     @staticmethod
     def _items(session: pytest.Session, recorder: Any, scenario_ids: set[str]) -> list[pytest.Function]:
@@ -213,6 +219,6 @@ def _clone(item: pytest.Function, iteration: int) -> pytest.Function:
     """The same scenario as a new item, run as iteration ``iteration``."""
     clone = pytest.Function.from_parent(item.parent, name=f"{item.name}@iteration{iteration}",
                                         callspec=getattr(item, "callspec", None), callobj=item.obj,
-                                        fixtureinfo=item._fixtureinfo, originalname=item.originalname)  # noqa: SLF001
+                                        fixtureinfo=item._fixtureinfo, originalname=item.originalname)
     clone.stash[ITERATION_KEY] = iteration
     return clone

@@ -160,7 +160,7 @@ class _Collector:
         from pytest_bdd.compat import get_fixture_names
         from pytest_bdd.steps import StepNamePrefix, step_function_context_registry
 
-        manager = session._fixturemanager  # noqa: SLF001 - pytest-bdd reads its steps the same way
+        manager = session._fixturemanager  # pytest-bdd reads its steps the same way
         names = [n for n in get_fixture_names(manager) if n.startswith(StepNamePrefix.step_def.value)]
         seen: set[int] = set()
         for node in [session, *session.items]:  # a step in a sub-directory's conftest is visible to its items

@@ -380,8 +380,10 @@ def replayed_info(info: ExperimentInfo, new_id: str, timestamp: str, env: Replay
     """The new experiment's identity: a replay of ``info`` on today's code, judge and simulator."""
     judge = (env.judge_llm.provider, env.judge_llm.model) if env.judge_llm else (None, None)
     simulator = (env.simulator_llm.provider, env.simulator_llm.model) if env.simulator_llm else (None, None)
+    judge_settings, simulator_settings = env.settings.verdict_settings(judge=env.judge_llm is not None,
+                                                                       simulator=env.simulator_llm is not None)
     return info.model_copy(update={
-        "judge_settings": env.settings.verdict_settings(judge=env.judge_llm is not None)[0],
+        "judge_settings": judge_settings, "simulator_settings": simulator_settings,
         "id": new_id, "timestamp": timestamp, "name": f"replay of {info.id}",
         "tags": [*[t for t in info.tags if not t.startswith("replay")], "replay", f"replay-of:{info.id}"],
         "git_commit": git[0], "git_branch": git[1], "git_dirty": git[2],

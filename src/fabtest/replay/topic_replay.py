@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from fabtest.config.settings import Settings
 from fabtest.conversation import Conversation, Turn
 from fabtest.engine.judge import Judge
-from fabtest.engine.topics import TopicGraph, TopicGraphError, TopicTracker, table_rows
-from fabtest.errors import UsageError
+from fabtest.engine.topics import TopicGraph, TopicTracker, table_rows
+from fabtest.errors import TopicGraphError, UsageError
 from fabtest.experiment.model import TurnRecord
 
 __all__ = ["TopicFollower", "topic_graph"]

@@ -284,13 +284,13 @@ class Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
     server: Server
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:  # stdlib signature
         """Silence per-request logging."""
 
-    def do_GET(self) -> None:  # noqa: N802 - stdlib naming
+    def do_GET(self) -> None:  # stdlib naming
         self._send_json(404, _error_body(404, f"FakeGemini only answers POST, not GET {self.path}"))
 
-    def do_POST(self) -> None:  # noqa: N802 - stdlib naming
+    def do_POST(self) -> None:  # stdlib naming
         fake = self.server.fake
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
@@ -357,7 +357,7 @@ class Handler(BaseHTTPRequestHandler):
         if reply is None:
             try:
                 reply = fake._pick_reply(request)
-            except Exception as exc:  # noqa: BLE001 - report to the client and the test
+            except Exception as exc:  # report to the client and the test
                 fake._note_error(f"callback raised {type(exc).__name__}: {exc}")
                 self._send_json(500, _error_body(500, f"FakeGemini callback raised {type(exc).__name__}: {exc}"))
                 return

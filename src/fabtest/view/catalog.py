@@ -52,6 +52,8 @@ class ExperimentRow:
     latency_s: float | None
     interrupted: bool
     shard: str | None
+    #: ``"production"`` for ``fabtest score``'s experiments, "" for test runs
+    source: str = ""
 
 
 def _spread(variance: Any, key: str) -> tuple[float, float] | None:
@@ -83,7 +85,7 @@ def row_of(path: Path, doc: dict[str, Any]) -> ExperimentRow:
         criteria={str(k): _number(v.get("rate")) for k, v in criteria.items() if isinstance(v, dict)},
         cost_usd=_number(cost.get("total_usd")),
         latency_s=duration / counted if duration is not None and counted else None,
-        interrupted=bool(exp.get("interrupted")), shard=exp.get("shard"),
+        interrupted=bool(exp.get("interrupted")), shard=exp.get("shard"), source=str(exp.get("source") or ""),
     )
 
 
@@ -170,11 +172,12 @@ class Catalog:
         return done
 
     def previous(self, row: ExperimentRow, rows: list[ExperimentRow] | None = None) -> ExperimentRow | None:
-        """The experiment before ``row`` on its branch (whole runs only, by time): what the list
-        compares it with."""
+        """The experiment before ``row`` on its branch and of its kind (test run or production score;
+        whole runs only, by time): what the list compares it with."""
         if row.shard:
             return None
-        line = [r for r in (rows if rows is not None else self.rows()) if not r.shard and r.branch == row.branch]
+        line = [r for r in (rows if rows is not None else self.rows())
+                if not r.shard and r.branch == row.branch and r.source == row.source]
         at = next((i for i, r in enumerate(line) if r.id == row.id), 0)
         return line[at - 1] if at > 0 else None
 

@@ -55,7 +55,7 @@ def _nice_max(value: float) -> float:
     if value <= 0:
         return 1.0
     step = 10 ** math.floor(math.log10(value))
-    return next(step * m for m in (1, 2, 2.5, 5, 10) if value <= step * m * (1 + 1e-9))
+    return float(next(step * m for m in (1, 2, 2.5, 5, 10) if value <= step * m * (1 + 1e-9)))
 
 
 def line_chart(

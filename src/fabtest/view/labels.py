@@ -55,10 +55,15 @@ def judged_checks(entry: Mapping[str, Any]) -> list[tuple[int, Mapping[str, Any]
 
 
 def read_labels(path: Path) -> list[dict[str, Any]]:
-    """The examples of a labels file (none when it does not exist yet)."""
+    """The examples of a labels file, for showing them (none when it does not exist yet). A file that
+    cannot be read shows none rather than taking the pages down; a click on it says what is wrong
+    (:func:`label_check` refuses to write it)."""
     if not path.exists():
         return []
-    data = read_data_file(path, LabelError)
+    try:
+        data = read_data_file(path, LabelError)
+    except LabelError:
+        return []
     examples = data.get("examples") if isinstance(data, dict) else None
     return [x for x in examples or [] if isinstance(x, dict)]
 

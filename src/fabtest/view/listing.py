@@ -57,13 +57,14 @@ def experiments_page(rows: Sequence[ExperimentRow], catalog: Catalog | None = No
     body_rows = []
     for r in reversed(rows):
         name = r.name + (" (interrupted)" if r.interrupted else "") + (f" (shard {r.shard})" if r.shard else "")
+        source = '<span class="badge b-skip">production</span> ' if r.source == "production" else ""
         tags_html = "".join(f'<span class="topic">{e(t)}</span>' for t in r.tags)
         change, outcome = _against_previous(catalog, rows, r)
         body_rows.append(
             f'<tr class="exp" data-id="{e(r.id)}" data-name="{e(r.name.lower())}" data-branch="{e(r.branch)}" '
             f'data-tags="{e(" ".join(r.tags))}" data-change="{e(outcome)}"><td><input type="checkbox" class="pick" '
             f'aria-label="select {e(r.id)}" value="{e(r.id)}"> {link("", experiment_path(r.id), r.id)}</td>'
-            f'<td>{e(name)}</td>'
+            f'<td>{source}{e(name)}</td>'
             f"<td>{tags_html}</td><td>{e(r.branch or '–')}</td><td><code>{e(_commit(r))}</code></td>"
             f'<td class="nowrap">{e(_date(r))}</td>{change}<td class="num">{e(r.scenarios)}</td>'
             f'<td class="num">{e(pct(r.completion))}</td>'
@@ -173,14 +174,18 @@ def trends_page(catalog: Catalog, rows: Sequence[ExperimentRow], by: str = "time
         body = (f"<h2>Trends{e(f' on {branch}' if branch else '')}</h2><p>No experiment to chart yet: run pytest, "
                 "then reload. Shard parts and files that are not experiments are left out.</p>")
         return page("fabtest view · trends", root, body, active="trends.html")
-    tripped = [frozenset[str]()] + [catalog.regressions(a, b) for a, b in zip(rows, rows[1:], strict=False)]
+    # test runs and production scores (fabtest score) are two lines side by side, each gated against its own kind
+    lines = [[r for r in rows if r.source != "production"], [r for r in rows if r.source == "production"]]
+    pairs = [(a, b) for line in lines for a, b in zip(line, line[1:], strict=False)]
+    tripped = {b.id: catalog.regressions(a, b) for a, b in pairs}
+    at = {r.id: x for x, r in zip(xs, rows, strict=True)}
 
     def series(name: str, value: Callable[[ExperimentRow], float | None], gate: str | None = None,
                spread: Callable[[ExperimentRow], tuple[float, float] | None] | None = None,
-               fmt: Callable[[float], str] = pct) -> Series:
-        s = Series(name)
-        for x, r, gates in zip(xs, rows, tripped, strict=True):
-            v = value(r)
+               fmt: Callable[[float], str] = pct, production: bool = False) -> Series:
+        s = Series(f"{name} (production)" if production else name)
+        for r in lines[1] if production else lines[0]:
+            x, gates, v = at[r.id], tripped.get(r.id, frozenset()), value(r)
             if v is None:
                 continue
             band = spread(r) if spread else None
@@ -195,16 +200,19 @@ def trends_page(catalog: Catalog, rows: Sequence[ExperimentRow], by: str = "time
         return s
 
     x_label = "experiment time" if by == "time" else "commit (one step per experiment)"
+    kinds = [kind for kind, line in ((False, lines[0]), (True, lines[1])) if line]
     rates = line_chart(
-        [series("completion", lambda r: r.completion, "completion", lambda r: r.completion_spread),
-         series("evaluation", lambda r: r.evaluation, None, lambda r: r.evaluation_spread)],
+        [s for p in kinds for s in (
+            series("completion", lambda r: r.completion, "completion", lambda r: r.completion_spread, production=p),
+            series("evaluation", lambda r: r.evaluation, None, lambda r: r.evaluation_spread, production=p))],
         "Completion and evaluation rate", ticks, pct, 1.0, "rate", x_label)
-    names = sorted({c for r in rows for c in r.criteria})
-    criteria = line_chart([series(n, partial(_criterion, n), f"criterion:{n}") for n in names],
+    names = [(n, p) for p in kinds for n in sorted({c for r in lines[p] for c in r.criteria})]
+    criteria = line_chart([series(n, partial(_criterion, n), f"criterion:{n}", production=p) for n, p in names],
                           "Criteria pass rate", ticks, pct, 1.0, "pass rate", x_label) if names else ""
-    cost = line_chart([series("cost", lambda r: r.cost_usd, fmt=usd)], "Cost per experiment", ticks, usd,
-                      y_label="USD", x_label=x_label)
-    latency = line_chart([series("scenario duration", lambda r: r.latency_s, fmt=lambda v: f"{v:.2f}s")],
+    cost = line_chart([series("cost", lambda r: r.cost_usd, fmt=usd, production=p) for p in kinds],
+                      "Cost per experiment", ticks, usd, y_label="USD", x_label=x_label)
+    latency = line_chart([series("scenario duration", lambda r: r.latency_s, fmt=lambda v: f"{v:.2f}s", production=p)
+                          for p in kinds],
                          "Mean scenario duration", ticks, lambda v: f"{v:.1f}s", y_label="seconds", x_label=x_label)
     other = "commit" if by == "time" else "time"
     switch = (f'<p class="switch">x axis: <b>{by}</b> · {link(root, trends_path(branch, other), other)}'
@@ -212,7 +220,7 @@ def trends_page(catalog: Catalog, rows: Sequence[ExperimentRow], by: str = "time
                   f"<b>{e(name or 'all')}</b>" if name == (branch or "")
                   else link(root, trends_path(name or None, by), name or "all")
                   for name in ["", *branches]) + "</p>")
-    regressions = [(a, b, g) for a, b, g in zip(rows, rows[1:], tripped[1:], strict=False) if g]
+    regressions = [(a, b, tripped[b.id]) for a, b in pairs if tripped[b.id]]
     reg_html = "".join(
         f'<li>{link(root, compare_path(a.id, b.id), f"{a.id} → {b.id}")}: {e(", ".join(sorted(g)))} '
         f'<span class="muted">({e(_commit(b))}, {e(_date(b))})</span></li>' for a, b, g in regressions)
@@ -225,6 +233,7 @@ def trends_page(catalog: Catalog, rows: Sequence[ExperimentRow], by: str = "time
         + (f'<div class="panel">{criteria}</div>' if criteria else "")
         + f'<div class="panel">{cost}</div><div class="panel">{latency}</div>'
         + '<p class="muted">Hover a point for its values; click it to open the experiment. Shard parts are left out '
-        "(their merged experiment is shown). Duration is the mean wall time of a scenario run.</p>"
+        "(their merged experiment is shown). Duration is the mean wall time of a scenario run. Production scores "
+        "(fabtest score) are drawn as lines of their own, each compared with the score before it.</p>"
     )
     return page("fabtest view · trends", root, body, active="trends.html")

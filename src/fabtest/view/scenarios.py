@@ -248,6 +248,25 @@ def _simulated_user(entry: Mapping[str, Any]) -> str:
             if shown else "")
 
 
+def _production(entry: Mapping[str, Any]) -> str:
+    """Where a production run's conversation was logged, and its regression scenario when one was
+    imported (``regression``: the feature, and the site path of its newest run, added by the site)."""
+    logged = as_dict(entry.get("production"))
+    if not logged:
+        return ""
+    text = (f'<b>Logged conversation {e(logged.get("conversation"))}</b> '
+            f'<span class="muted">({e(logged.get("timestamp") or "no time logged")}, {e(logged.get("format"))}, '
+            f'<code>{e(logged.get("source"))}</code>)</span>')
+    regression = as_dict(logged.get("regression"))
+    if regression.get("path"):
+        text += (" · " + link("../../", str(regression["path"]), "its regression scenario")
+                 + f' <span class="muted">(<code>{e(regression.get("feature"))}</code>)</span>')
+    elif regression:
+        text += (f' · imported as <code>{e(regression.get("feature"))}</code>, not run yet '
+                 f'(<code>pytest {e(regression.get("feature"))}</code>)')
+    return f'<div class="panel" id="production">{text}</div>'
+
+
 def _steps(entry: Mapping[str, Any]) -> str:
     """The feature's steps as written (``entry.steps``), beside the transcript: what the scenario
     asked for, so a failing check reads against the line that declared it."""
@@ -334,7 +353,7 @@ def conversation_parts(head: Mapping[str, Any], entry: Mapping[str, Any],
            if path else "")
         + ('<nav class="related" id="related" aria-label="the same scenario elsewhere"><b>Same scenario:</b> '
            + " · ".join(link("../../", p, t) for p, t in related) + "</nav>" if related else "")
-        + _run_label(entry, whole_label, editable) + _simulated_user(entry) + _steps(entry)
+        + _production(entry) + _run_label(entry, whole_label, editable) + _simulated_user(entry) + _steps(entry)
         + (f'<div id="labeling" hidden data-experiment="{e(exp_id)}" data-scenario="{e(entry.get("id"))}" '
            f'data-iteration="{e(entry.get("iteration") or 1)}" data-endpoint="../../label"></div>' if editable else "")
         + "<h2>Conversation</h2>" + ("".join(parts) or '<p class="muted">No transcript recorded.</p>')

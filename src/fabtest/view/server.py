@@ -24,7 +24,7 @@ def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
         server_version = "fabtest-view"
         timeout = 10  # seconds a connection may sit silent: a body shorter than announced cannot hold a thread
 
-        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        def do_GET(self) -> None:  # (http.server's name)
             if not _served_host(self.headers.get("Host"), int(getattr(self.server, "server_port", 0))):
                 # DNS rebinding: a page on evil.example whose name now resolves to 127.0.0.1 would read
                 # every transcript; only the names this server is reached by are answered
@@ -44,7 +44,7 @@ def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
             body = page.body if path.startswith("/files/") else _redacted(page.body)  # a file's bytes as kept
             self._send(200, body, page.content_type)
 
-        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+        def do_POST(self) -> None:  # (http.server's name)
             """``/label`` only: a person's mark on a judged check, saved in the results directory.
             A cross-site page cannot post here: the Host must be this server's, an Origin (browsers
             send one) must be too, and the body must be ``application/json``, which a form on another
@@ -83,7 +83,7 @@ def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (http.server's name)
+        def log_message(self, format: str, *args: object) -> None:  # (http.server's name)
             return  # quiet: the terminal shows the URL, not every request
 
     return Handler

@@ -18,6 +18,7 @@ from urllib.parse import unquote
 from fabtest.compare.gate import gate_lines, regression_gate
 from fabtest.compare.sections import ordered
 from fabtest.experiment.diff import ConversationDiff, diff_scenarios
+from fabtest.production.regressions import imported_index
 from fabtest.report.html import REPORT_CSS, comparison_parts
 from fabtest.view.catalog import Catalog, ExperimentRow
 from fabtest.view.compare_runs import comparison_runs
@@ -70,6 +71,8 @@ class Site:
     #: each experiment's predecessor on its branch, fixed once for a static build (50,000 conversation
     #: pages would otherwise look it up 50,000 times)
     _previous: dict[str, ExperimentRow | None] | None = None
+    #: ``fabtest import LOGS --all``'s index, read once for a static build (None when served: read per page)
+    _imported: dict[str, dict[str, str]] | None = None
 
     def render(self, path: str) -> Page | None:
         path = path.lstrip("/") or "index.html"
@@ -111,8 +114,8 @@ class Site:
             if not entry:
                 return None
             labels = read_labels(labels_path(self.catalog.results_dir, row.id))
-            return _html(conversation_page(self.catalog.header(row), entry, self._related(rows, row, entry, runs),
-                                           labels))
+            return _html(conversation_page(self.catalog.header(row), self._regression(rows, entry),
+                                           self._related(rows, row, entry, runs), labels))
         if m := _CMP.fullmatch(path):
             base, cur = _row(rows, m.group(1)), _row(rows, m.group(2))
             return _html(self._comparison(base, cur)) if base and cur else None
@@ -204,6 +207,21 @@ class Site:
             out.append((compare_path(prev.id, row.id), f"compare {prev.id} → {row.id}"))
         return out
 
+    def _regression(self, rows: list[ExperimentRow], entry: dict[str, Any]) -> dict[str, Any]:
+        """A production run (``fabtest score``) with the scenario ``fabtest import LOGS --all`` wrote for
+        its conversation, if any: the feature, and its newest run in a test experiment when it was run."""
+        logged = entry.get("production")
+        if not isinstance(logged, dict):
+            return entry
+        index = self._imported if self._imported is not None else imported_index(self.catalog.results_dir)
+        imported = index.get(str(logged.get("conversation")))
+        if imported is None:
+            return entry
+        ran = next((r for r in reversed(trend_rows(rows)) if r.source != "production"
+                    and imported["scenario_id"] in self.catalog.scenario_ids(r)), None)
+        path = conversation_path(ran.id, imported["scenario_id"], 1) if ran is not None else None
+        return {**entry, "production": {**logged, "regression": {"feature": imported["feature"], "path": path}}}
+
     def _changed(self, base: ExperimentRow, cur: ExperimentRow, comparison: Any,
                  diffs: list[ConversationDiff]) -> str:
         """The scenarios that changed, right under the verdict (newly failing first, then quality
@@ -259,6 +277,7 @@ class Site:
         pairs = {(a.id, b.id): (a, b) for line in lines for a, b in zip(line, line[1:], strict=False)}
         self.built_pairs = sorted(pairs)
         self._previous = {r.id: self.catalog.previous(r, rows) for r in rows}
+        self._imported = imported_index(self.catalog.results_dir)
         trends = [trends_path(b, by) for b in (None, *branches) for by in ("time", "commit")]
         for path in ("index.html", *trends, "compare.html", FAULTS_PATH, *(f"assets/{n}" for n in ASSETS)):
             rendered = self.render(path)
@@ -272,7 +291,8 @@ class Site:
             packed = {}
             for entry in entries:
                 runs = [x for x in entries if x.get("id") == entry.get("id")]
-                title, _, body, header = conversation_parts(doc, entry, self._related(rows, row, entry, runs), labels,
+                title, _, body, header = conversation_parts(doc, self._regression(rows, entry),
+                                                            self._related(rows, row, entry, runs), labels,
                                                             editable=False)
                 packed[run_key(str(entry.get("id")), entry.get("iteration") or 1)] = [
                     title, packed_links(header), packed_links(body), search_text(entry)]

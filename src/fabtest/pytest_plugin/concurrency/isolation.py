@@ -22,6 +22,7 @@ from __future__ import annotations
 import copy
 import importlib
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -63,6 +64,9 @@ class ConcurrentSetupState(SetupState):
     def __init__(self) -> None:
         super().__init__()
         self.detached: dict[Node, _Entry] = {}
+        #: how many detached items descend from each collector (kept as items come and go: scanning
+        #: every item in flight on each setup and teardown cost O(N) each, O(N^2) a run, at 1,000 at once)
+        self._ancestors: Counter[Node] = Counter()
         self.parked: dict[Node, _Entry] = {}
         self.finishing: pytest.Item | None = None
 
@@ -116,6 +120,7 @@ class ConcurrentSetupState(SetupState):
         with REGISTRY_LOCK:
             if item in self.stack:
                 self.detached[item] = self.stack.pop(item)
+                self._ancestors.update(item.listchain()[:-1])
 
     @property
     def in_flight(self) -> int:
@@ -126,6 +131,10 @@ class ConcurrentSetupState(SetupState):
         if item is not None and item in self.detached:
             with REGISTRY_LOCK:
                 finalizers = self.detached.pop(item)[0]
+                for node in item.listchain()[:-1]:
+                    self._ancestors[node] -= 1
+                    if self._ancestors[node] <= 0:  # no item in flight descends from it any more
+                        del self._ancestors[node]
             errors = _finalize(item, finalizers)  # outside the lock: scenarios in flight go on meanwhile
         elif item is not None and item in self.stack and list(self.stack)[-1] is item:
             with REGISTRY_LOCK:
@@ -142,11 +151,12 @@ class ConcurrentSetupState(SetupState):
         _raise(errors)
 
     def _in_use(self, nextitem: pytest.Item | None) -> set[Node]:
-        """Every node the next item or an item in flight descends from."""
-        chains = [n.listchain() for n in self.detached]
+        """Every node the next item or an item in flight descends from (the items in flight
+        themselves are never on the stack nor parked, so they need not be in it)."""
+        used = set(self._ancestors)
         if nextitem is not None:
-            chains.append(nextitem.listchain())
-        return {node for chain in chains for node in chain}
+            used.update(nextitem.listchain())
+        return used
 
     def _release(self, keep: set[Node]) -> list[BaseException]:
         """Tear down parked collectors nobody needs any more, deepest first."""

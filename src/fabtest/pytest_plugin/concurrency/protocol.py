@@ -182,7 +182,7 @@ class ConcurrentScenarios:
         try:
             call: CallInfo[None] | BaseException = CallInfo.from_call(
                 lambda: hook(item=item), when="call", reraise=get_reraise_exceptions(item.config))
-        except BaseException as exc:  # noqa: BLE001 - pytest.exit() and the like: raised on the main thread
+        except BaseException as exc:  # pytest.exit() and the like: raised on the main thread
             call = exc
         self.finished.put(_Done(item, call, capture))
 
@@ -276,7 +276,7 @@ class ConcurrentScenarios:
             self.in_flight -= 1
             try:
                 self._report(done)
-            except Exception:  # noqa: BLE001 - one report's trouble must not lose the others
+            except Exception:  # one report's trouble must not lose the others
                 continue
         self.in_flight = 0  # the rest are abandoned (daemon threads)
 

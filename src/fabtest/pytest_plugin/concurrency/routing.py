@@ -60,7 +60,7 @@ class _Stream:
         capture = _CURRENT.get()
         if capture is None:
             return int(self._target.write(text) or 0)
-        return getattr(capture, self._which).write(text)
+        return int(getattr(capture, self._which).write(text) or 0)
 
     def writelines(self, lines: Any) -> None:
         for line in lines:
@@ -82,7 +82,7 @@ class _LogRouter(logging.Handler):
         if capture is not None:
             try:
                 capture.log.append(self.format(record))
-            except Exception:  # noqa: BLE001 - a bad log call must not fail the scenario
+            except Exception:  # a bad log call must not fail the scenario
                 self.handleError(record)
 
 

@@ -13,7 +13,7 @@ from fabtest.compare.compute import compare, drop_p_value
 from fabtest.experiment.export import write_document
 from fabtest.experiment.reader import ExperimentFileError, read_document, read_entries
 
-from exp_factory import make_doc, make_result
+from support.experiments import make_doc, make_result
 
 
 def test_drop_p_value_is_scipys_one_sided_fisher_test() -> None:

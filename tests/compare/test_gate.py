@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from exp_factory import make_doc, make_result
+from support.experiments import make_doc, make_result
 from fabtest.cli import compare_main
 from fabtest.compare.compute import compare, drop_p_value
 from fabtest.compare.gate import gate_failures, regressed

@@ -203,7 +203,7 @@ def test_steady_scenarios_are_decided_not_worse_and_only_undecided_ones_are_run_
 
 # -- fabtest-compare --sequential -----------------------------------------------------------------------
 def _files(tmp_path: Any, base_passes: int, cur_passes: int, n: int) -> list[str]:
-    from exp_factory import make_doc, make_result
+    from support.experiments import make_doc, make_result
 
     from fabtest.experiment.export import write_document
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from exp_factory import make_doc, make_result
+from support.experiments import make_doc, make_result
 from fabtest.cli import compare_main
 from fabtest.experiment.export import write_document
 

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from exp_factory import CRITERIA, TOPICS, make_doc, make_result
+from support.experiments import CRITERIA, TOPICS, make_doc, make_result
 from fabtest.compare.compute import compare
 from fabtest.compare.render import render_json, render_markdown, render_text
 from fabtest.compare.gate import gate_failures, meets_min_completion, regressed
@@ -155,7 +155,7 @@ def test_lean_read_gives_the_same_comparison(tmp_path):
 def test_labels_a_skimming_reader_can_trust():
     """Issue 22 point 5: hard criteria apart from the soft ones, Overall says what it counts, the
     criterion rows carry counts and p, added/removed scenarios named with feature and id."""
-    from exp_factory import check
+    from support.experiments import check
 
     def results(hard_status):
         out = []

@@ -7,7 +7,7 @@ import gc
 from pathlib import Path
 
 import pytest
-from exp_factory import make_doc, make_result
+from support.experiments import make_doc, make_result
 
 from fabtest.cli import compare_main
 from fabtest.compare.compute import compare

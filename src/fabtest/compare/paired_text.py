@@ -1,0 +1,79 @@
+"""The A/B decision (:mod:`fabtest.compare.paired`) as text: the verdict line, one line per metric,
+and the Markdown section, kept apart from the computing as the fixed gate's are (gate_text.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from fabtest.compare.paired import PairedDecision, PairedMetric
+
+__all__ = ["combined_line", "metric_line", "paired_markdown", "paired_verdict"]
+
+
+def _counts(m: PairedMetric) -> str:
+    (bp, bn), (cp, cn) = m.baseline, m.current
+    return f"{bp}/{bn} → {cp}/{cn} paired runs"
+
+
+def metric_line(m: PairedMetric) -> str:
+    """``worse|not worse|undecided <label>: counts; e-values against their thresholds``."""
+    text = f"{m.outcome.upper() if m.outcome != 'undecided' else 'undecided'} {m.label}: {_counts(m)}"
+    e_worse = m.to_dict()["e_worse"]
+    text += f"; worse e-value {e_worse} (needs {m.need_worse:.4g})"
+    if m.not_worse is not None:
+        text += f", not-worse e-value {m.to_dict()['e_not_worse']} (needs {m.need_not_worse:.4g})"
+    if m.decided_at is not None:
+        text += f"; decided at iteration {m.decided_at}"
+    return text
+
+
+def combined_line(d: PairedDecision) -> str:
+    """The metrics' worse evidence together: the weighted mean of their wealths against 1 / alpha."""
+    together = d.combined_worse >= 1.0 / d.alpha
+    return (f"{'WORSE' if together else 'undecided'} every metric together: weighted mean of the worse e-values "
+            f"{d.combined_worse:.4g} (needs {1.0 / d.alpha:.4g})"
+            + ("; together they show a drop" if together else ""))
+
+
+def paired_verdict(d: PairedDecision, stopped: str, moved: str | None = None) -> str:
+    """The one line every output of ``fabtest ab`` opens with; undecided, it says first what moved
+    most for the worse (``moved``, compare/moved.py's line), as the fixed gate's does."""
+    if d.outcome == "worse":
+        found = [m for m in d.metrics if m.outcome == "worse"]
+        if not found:  # the weighted mean decided: name the metrics with the most evidence of a drop
+            lead = sorted(d.metrics, key=lambda m: -m.worse.peak)[:2]
+            return (f"worse: the metrics together (weighted mean of their e-values {d.combined_worse:.3g} reached "
+                    f"1/alpha), most of all " + "; ".join(f"{m.label} {_counts(m)}" for m in lead))
+        parts = [f"{m.label} {_counts(m)}" for m in found[:3]]
+        more = f"; and {len(found) - 3} more" if len(found) > 3 else ""
+        return f"worse: {'; '.join(parts)}{more}"
+    pooled = [m for m in d.metrics if m.pooled]
+    if d.outcome == "not worse":
+        return (f"not worse: every pooled metric shown within {d.margin * 100:g} points and no scenario worse "
+                f"({len(pooled)} pooled metric(s), {d.pairs} paired runs, alpha {d.alpha:g})")
+    first = f"{moved}; " if moved else ""
+    if d.problems:
+        return f"undecided: {first}{d.problems[0]}"
+    open_ = d.undecided()
+    names = ", ".join(m.label for m in open_[:3]) + (f" and {len(open_) - 3} more" if len(open_) > 3 else "")
+    return (f"undecided: {first}{names or 'nothing was compared'} not shown within {d.margin * 100:g} points "
+            f"({stopped})")
+
+
+def paired_markdown(d: PairedDecision, stopped: str, exit_code: int, escape: Callable[[str], str]) -> list[str]:
+    icon = {"worse": "❌ worse", "not worse": "✅ not worse", "undecided": "⚠️ undecided"}[d.outcome]
+    lines = ["", f"### A/B decision: {icon} (exit {exit_code})", "", f"Stopped: {escape(stopped)}", ""]
+    lines += [f"> ⚠️ {escape(p)}" for p in d.problems]
+    lines += ["| Metric | Paired runs | Worse e-value (needs) | Not-worse e-value (needs) | Decision |",
+              "|---|---|---:|---:|---|"]
+    for m in d.metrics:
+        if not m.pooled and m.outcome != "worse":
+            continue
+        data = m.to_dict()
+        nw = f"{data['e_not_worse']} ({m.need_not_worse:.4g})" if m.not_worse is not None else "-"
+        lines.append(f"| {escape(m.label)} | {_counts(m)} | {data['e_worse']} ({m.need_worse:.4g}) | {nw} | "
+                     f"{m.outcome} |")
+    together = d.combined_worse >= 1.0 / d.alpha
+    lines.append(f"| every metric together (weighted mean) | | {d.combined_worse:.4g} ({1.0 / d.alpha:.4g}) | - | "
+                 f"{'worse' if together else 'undecided'} |")
+    return lines

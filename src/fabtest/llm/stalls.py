@@ -1,0 +1,124 @@
+"""No stalled call: a first attempt far slower than the endpoint's recent calls is cut and asked again.
+
+At 1,000 conversations at once, 2 of 6,000 calls stalled about 50 s (a request the server never
+answered) and held the run's last minute: the role's ``timeout`` (60 s) is sized for the slowest
+legitimate answer, not for a request that was lost. Each endpoint (provider and base URL, shared by
+the judge and the simulator, like its concurrency limit) keeps the durations of its last
+:data:`WINDOW` answered calls. Once it has :data:`MIN_SAMPLES`, a call's first attempt gets
+:data:`MULTIPLE` times their 95th percentile (at least :data:`FLOOR_S`, at most the role's
+timeout) to answer; one that does not is a transient timeout, retried at once from the suite's
+retry budget like any other (:func:`fabtest.llm.limits.call_with_retries`).
+
+Only the first attempt is cut this way: a retry waits the role's full timeout, so an answer that
+is slow for a good reason (a long verdict) costs at most one extra call and never fails for it.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import TypeVar
+
+from fabtest.errors import TransientFailure
+
+R = TypeVar("R")
+
+__all__ = ["FLOOR_S", "MIN_SAMPLES", "MULTIPLE", "WINDOW", "LatencyTracker", "cut_when_stalled", "latency_tracker",
+           "stalled_message"]
+
+#: how many times the recent p95 a first attempt may take before it counts as stalled
+MULTIPLE = 4.0
+#: never cut a first attempt before this many seconds, whatever the recent latency
+FLOOR_S = 5.0
+#: answered calls remembered per endpoint
+WINDOW = 256
+#: answered calls needed before any attempt is cut (too few say nothing about a p95)
+MIN_SAMPLES = 20
+
+
+class LatencyTracker:
+    """The recent answered-call durations of one endpoint; thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._durations: deque[float] = deque(maxlen=WINDOW)
+        self._cut = 0
+
+    def record(self, seconds: float) -> None:
+        """One attempt was answered after ``seconds``."""
+        with self._lock:
+            self._durations.append(seconds)
+
+    def p95(self) -> float | None:
+        """The 95th percentile of the recent durations, or None with fewer than :data:`MIN_SAMPLES`."""
+        with self._lock:
+            if len(self._durations) < MIN_SAMPLES:
+                return None
+            ordered = sorted(self._durations)
+        return ordered[math.ceil(0.95 * len(ordered)) - 1]  # nearest rank
+
+    def stall_after(self, timeout_s: float) -> float | None:
+        """Seconds a first attempt may take before it is cut, or None (wait the whole ``timeout_s``)."""
+        p95 = self.p95()
+        if p95 is None:
+            return None
+        limit = max(FLOOR_S, MULTIPLE * p95)
+        return limit if limit < timeout_s else None
+
+    def stalled(self) -> None:
+        """Count a first attempt that was cut."""
+        with self._lock:
+            self._cut += 1
+
+    @property
+    def cut(self) -> int:
+        """First attempts cut as stalled so far (for tests and benchmarks)."""
+        return self._cut
+
+
+_LOCK = threading.Lock()
+_TRACKERS: dict[tuple[str, str], LatencyTracker] = {}
+
+
+def latency_tracker(provider: str, base_url: str | None) -> LatencyTracker:
+    """The one tracker of an endpoint, shared by every LLM that calls it in this process."""
+    key = (provider, (base_url or "").rstrip("/"))
+    with _LOCK:
+        tracker = _TRACKERS.get(key)
+        if tracker is None:
+            tracker = _TRACKERS[key] = LatencyTracker()
+        return tracker
+
+
+def stalled_message(limit_s: float) -> str:
+    """Why a first attempt was cut (a retry's reason, and the last error if every attempt failed)."""
+    return (f"timed out: no answer after {limit_s:.1f}s, {MULTIPLE:g}x the endpoint's recent p95 latency "
+            f"(at least {FLOOR_S:g}s); asked again")
+
+
+def cut_when_stalled(tracker: LatencyTracker, timeout_s: float, send: Callable[[float | None], R]) -> Callable[[], R]:
+    """One logical call's attempt function: ``send(limit)`` makes one attempt, ``limit`` being the
+    seconds it may take (None: the role's own timeout) and a timeout being raised as a
+    :class:`TransientFailure` with ``timeout`` set. The first attempt gets the tracker's stall limit;
+    answered attempts feed the tracker."""
+    attempts = 0
+
+    def attempt() -> R:
+        nonlocal attempts
+        attempts += 1
+        limit = tracker.stall_after(timeout_s) if attempts == 1 else None
+        started = time.monotonic()
+        try:
+            result = send(limit)
+        except TransientFailure as failure:
+            if limit is not None and failure.timeout:
+                tracker.stalled()
+                raise TransientFailure(stalled_message(limit), timeout=True) from failure
+            raise
+        tracker.record(time.monotonic() - started)
+        return result
+
+    return attempt

@@ -1,0 +1,1 @@
+"""One module per log format (:mod:`.base` says what a format is; :mod:`fabtest.production.logs` lists them)."""
