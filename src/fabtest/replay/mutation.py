@@ -43,11 +43,25 @@ from fabtest.llm.cache import salted
 from fabtest.replay.mutants import OPERATORS, Hints, Mutant, mutants_of
 from fabtest.replay.recorded_checks import JUDGED_ONE_BY_ONE, REJUDGED, recheck
 
-__all__ = ["CONTROL", "CheckKey", "ControlOutcome", "MutantOutcome", "Planned", "discount_noise", "judge_calls",
-           "mutation_table", "plan_controls", "plan_mutants", "run_controls", "run_mutant", "run_mutants"]
+__all__ = ["CONTROL", "NO_FILES", "CheckKey", "FileView", "ControlOutcome", "MutantOutcome", "Planned",
+           "discount_noise", "judge_calls", "mutation_table", "plan_controls", "plan_mutants", "run_controls",
+           "run_mutant", "run_mutants"]
 
 #: the operator name of a control: the recorded run itself, not mutated
 CONTROL = "control"
+
+
+@dataclass(frozen=True)
+class FileView:
+    """What the judge is shown of the conversation's files, as the run's judge was: their bytes
+    read back from ``results_dir`` (None: the text only), each inline up to ``max_file_bytes``
+    (``judge_max_file_bytes``; over it the name, type and size only)."""
+
+    results_dir: Path | None = None
+    max_file_bytes: int = transcript.JUDGE_MAX_FILE_BYTES
+
+
+NO_FILES = FileView()
 
 @dataclass(frozen=True)
 class CheckKey:
@@ -255,17 +269,18 @@ def _caught(before: CheckRecord, after: CheckRecord) -> bool:
 
 
 def _rechecked(plan: Planned, judge: Judge | None, judge_reason: str, changed_from: int,
-               files_dir: Path | None) -> tuple[list[tuple[CheckKey, CheckRecord, CheckRecord]], TokenUsage]:
+               files: FileView) -> tuple[list[tuple[CheckKey, CheckRecord, CheckRecord]], TokenUsage]:
     """The chosen checks of ``plan`` run again on its transcript: (key, recorded, now) for each that
-    passed when recorded and was asked again, and what the judge cost. With ``files_dir`` (the
-    results directory) the judge sees the conversation's files again, as rejudge shows them."""
+    passed when recorded and was asked again, and what the judge cost; the judge sees the
+    conversation's files as ``files`` says (as rejudge shows them)."""
     result = plan.result
     subset = result.model_copy(deep=True)
     chosen = {where: [i for w, i in plan.recheck if w == where] for where in ("evaluations", "expectations")}
     subset.evaluations = [subset.evaluations[i] for i in chosen["evaluations"]]
     subset.expectations = [subset.expectations[i] for i in chosen["expectations"]]
-    conversation = conversation_of(result, plan.mutant.transcript, files_dir=files_dir)
-    recheck(subset, result.transcript, conversation, judge, judge_reason=judge_reason, changed_from=changed_from)
+    conversation = conversation_of(result, plan.mutant.transcript, files_dir=files.results_dir)
+    recheck(subset, result.transcript, conversation, judge, judge_reason=judge_reason, changed_from=changed_from,
+            max_file_bytes=files.max_file_bytes)
     out = []
     for where in ("evaluations", "expectations"):
         for index, after in zip(chosen[where], getattr(subset, where), strict=True):
@@ -276,11 +291,11 @@ def _rechecked(plan: Planned, judge: Judge | None, judge_reason: str, changed_fr
 
 
 def run_mutant(plan: Planned, judge: Judge | None, *, judge_reason: str = "",
-               files_dir: Path | None = None) -> MutantOutcome:
-    """The chosen checks of ``plan`` run again on its mutant (the judge shown the run's files from
-    ``files_dir``); FabtestError if the judge fails for good."""
+               files: FileView = NO_FILES) -> MutantOutcome:
+    """The chosen checks of ``plan`` run again on its mutant (the judge shown the run's files as
+    ``files`` says); FabtestError if the judge fails for good."""
     result, mutant = plan.result, plan.mutant
-    pairs, usage = _rechecked(plan, judge, judge_reason, mutant.turn, files_dir)
+    pairs, usage = _rechecked(plan, judge, judge_reason, mutant.turn, files)
     outcome = MutantOutcome(result.id, result.name, result.feature, result.iteration, mutant.operator, mutant.turn,
                             mutant.description, judge=usage)
     for key, before, after in pairs:
@@ -308,14 +323,14 @@ def plan_controls(planned: Sequence[Planned]) -> list[Planned]:
 
 
 def run_controls(controls: Sequence[Planned], judge: Judge | None, samples: int, *,
-                 judge_reason: str = "", files_dir: Path | None = None) -> list[ControlOutcome]:
+                 judge_reason: str = "", files: FileView = NO_FILES) -> list[ControlOutcome]:
     """Each control judged ``samples`` times, each sample its own cache entry (a cached judge would
     otherwise answer every sample with the first)."""
     out = []
     for sample in range(1, samples + 1):
         view = _sample_judge(judge, sample)
         for plan in controls:
-            pairs, usage = _rechecked(plan, view, judge_reason, 1, files_dir)
+            pairs, usage = _rechecked(plan, view, judge_reason, 1, files)
             found = ControlOutcome(plan.result.id, plan.result.iteration, sample, judge=usage)
             for key, before, after in pairs:
                 if after.status != "skipped":
@@ -344,13 +359,13 @@ def discount_noise(outcomes: Sequence[MutantOutcome], controls: Sequence[Control
 
 
 def run_mutants(planned: Sequence[Planned], judge: Judge | None, *, judge_reason: str = "",
-                progress: Callable[[str], None] | None = None, files_dir: Path | None = None) -> list[MutantOutcome]:
-    """Every planned mutant, in order (``files_dir``: the results directory the run's files are read from)."""
+                progress: Callable[[str], None] | None = None, files: FileView = NO_FILES) -> list[MutantOutcome]:
+    """Every planned mutant, in order (``files``: what the judge is shown of the conversation's files)."""
     out = []
     for plan in planned:
         if progress:
             progress(f"{plan.result.name} (iteration {plan.result.iteration}): {plan.mutant.description}")
-        out.append(run_mutant(plan, judge, judge_reason=judge_reason, files_dir=files_dir))
+        out.append(run_mutant(plan, judge, judge_reason=judge_reason, files=files))
     return out
 
 
