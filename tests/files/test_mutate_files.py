@@ -1,4 +1,4 @@
-"""``fabtest mutate`` and ``fabtest rejudge`` show the judge the conversation's files (issue 39):
+"""``fabtest mutate`` and ``fabtest rejudge`` (and its ``--perturb`` audit) show the judge the conversation's files (issue 39):
 the mutants, the control and the re-judged checks are judged on the recorded turns with their
 files read back from results/files, each inline up to ``judge_max_file_bytes`` as a run shows
 them, through the real google-genai client against FakeGemini."""
@@ -72,16 +72,20 @@ def test_mutants_and_control_are_judged_with_the_runs_files(tmp_path: Path, monk
 
 
 @pytest.mark.parametrize("command", [["mutate", "exp_f", "--yes", "--control", "0"],
-                                     ["rejudge", "exp_f", "--times", "1"]])
+                                     ["rejudge", "exp_f", "--times", "1"], ["rejudge", "exp_f", "--perturb"]])
 def test_a_file_over_the_judges_limit_is_described_as_in_a_run(command: list[str], tmp_path: Path,
                                                                monkeypatch: pytest.MonkeyPatch,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
     results = _project(tmp_path, monkeypatch, "judge_max_file_bytes = 50")
     requests = _judged(command, monkeypatch, capsys)
-    assert requests
-    for request in requests:  # 70 B over a 50 B limit: named, typed and sized, not sent
+    # every request that shows the user's turn (the audit's "reply alone" variant does not) names the
+    # photo, 70 B over a 50 B limit: named, typed and sized, not sent
+    showing = [r for r in requests if "Is this lamp covered?" in r.text]
+    assert showing and len(showing) >= len(requests) - 1
+    for request in requests:
         assert [list(p) for p in request.contents[0]["parts"]] == [["text"]]
+    for request in showing:
         assert '"lamp.png" image/png 70 B [not attached: over the judge\'s limit of 50 B' in request.text
-    if command[0] == "rejudge":  # the re-judged experiment records the limit its judge had
+    if "--times" in command:  # the re-judged experiment records the limit its judge had
         [new] = [p for p in results.glob("*.json") if p.name != "exp_f.json"]
         assert json.loads(new.read_text())["experiment"]["judge"]["settings"]["max_file_bytes"] == 50
