@@ -75,7 +75,9 @@ def test_the_comparison_can_fail_when_fabtest_is_enabled(copy_project) -> None:
     """The same project opted in with --fabtest does differ: the test above is not vacuous."""
     project = copy_project("module_steps")
     without = _run(project, "-p", "no:fabtest")
-    enabled = _run(project, "--fabtest")
+    # its steps are the test module's, which the features fabtest collects cannot see: collection
+    # says so (a collection error per feature); going on past it, the scenarios run and fail
+    enabled = _run(project, "--fabtest", "--continue-on-collection-errors")
     assert enabled.tests != without.tests  # fabtest collects the .feature files itself
     assert "fabtest experiment" in enabled.output
     assert (project / "results").is_dir()
@@ -85,15 +87,18 @@ def test_a_pyproject_table_opts_in(copy_project) -> None:
     project = copy_project("module_steps")
     pyproject = project / "pyproject.toml"
     pyproject.write_text(pyproject.read_text(encoding="utf-8") + "\n[tool.fabtest]\n", encoding="utf-8")
-    enabled = _run(project, "features/unbound.feature")
-    assert "unbound.feature::test_never_collected_by_pytestbdd" in enabled.output, enabled.output
-    assert (project / "results").is_dir()
+    enabled = _run(project)
+    # collected by fabtest, which finds at collection that its one step is defined where it cannot be seen
+    assert ("features/unbound.feature:3: no step definition matches this step (Given an empty cart); the step "
+            "defined in test_cart matches it, but only that module's tests see it: move it to a conftest.py") \
+        in enabled.output, enabled.output
+    assert enabled.returncode == 2  # nothing ran (the run with --fabtest above goes past it and writes results)
 
 
 def test_dash_p_fabtest_opts_in(copy_project) -> None:
     project = copy_project("module_steps")
     enabled = _run(project, "-p", "fabtest", "features/unbound.feature")
-    assert "unbound.feature::test_never_collected_by_pytestbdd" in enabled.output, enabled.output
+    assert "ERROR collecting features/unbound.feature" in enabled.output, enabled.output  # collected by fabtest
 
 
 def test_naming_a_feature_file_while_dormant_says_how_to_opt_in(copy_project) -> None:

@@ -1,5 +1,5 @@
 """A 429 storm against a whole pytest run: once the suite's retry budget is spent, the next
-transient failures end their scenario as ``error`` at once, the healthy scenarios still pass, and
+transient failures end their scenario at once (as ``judge``: the judge failed for good on a ``must``, not the agent), the healthy scenarios still pass, and
 the summary says the budget ran out and how many scenarios it cost.
 
 The judge allows 2 retries per call (fault_helpers' pyproject); the budget's floor is 10 retries,
@@ -36,10 +36,10 @@ def test_spent_budget_ends_the_remaining_storm_scenarios_at_once(pytester: pytes
     run = run_project(pytester, _feature())
     run.result.assert_outcomes(passed=1, failed=STORMS)
     for i in range(1, 6):
-        run.failed(f"Storm {i}", "error", "429", "gave up after 3 attempt(s)")
+        run.failed(f"Storm {i}", "judge", "429", "gave up after 3 attempt(s)")
         assert _requests(fake, f"storm-{i}") == 3
     for i in (6, 7):
-        scenario = run.failed(f"Storm {i}", "error", "429", BUDGET_SPENT_MARKER)
+        scenario = run.failed(f"Storm {i}", "judge", "429", BUDGET_SPENT_MARKER)
         assert _requests(fake, f"storm-{i}") == 1  # not retried
         assert "gave up" not in scenario["failure_message"]
     run.healthy("Healthy")
@@ -51,7 +51,7 @@ def test_a_larger_budget_lets_every_scenario_retry(pytester: pytest.Pytester, fa
     run = run_project(pytester, _feature(), "--fabtest-retry-budget", "5")
     run.result.assert_outcomes(passed=1, failed=STORMS)
     for i in range(1, STORMS + 1):
-        run.failed(f"Storm {i}", "error", "gave up after 3 attempt(s)")
+        run.failed(f"Storm {i}", "judge", "gave up after 3 attempt(s)")
         assert _requests(fake, f"storm-{i}") == 3
     assert "Retry budget" not in run.output
 

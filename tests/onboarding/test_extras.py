@@ -37,6 +37,11 @@ def test_a_missing_extra_is_one_line_naming_it(monkeypatch: pytest.MonkeyPatch, 
     with pytest.raises(UsageError) as caught:
         if extra == "mcp":
             parse_mcp_specs([{"command": ["python", "-m", "srv"]}], where="[tool.fabtest.agents.helper]", root=ROOT)
+        elif extra == "pdf":
+            from fabtest import Attachment
+            from fabtest.engine.file_checks import file_text
+
+            file_text(Attachment.from_bytes(b"%PDF-1.4", name="policy.pdf", mime_type="application/pdf"))
         else:
             from fabtest.agents.acp import AcpAgent
 

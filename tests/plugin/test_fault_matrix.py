@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+from fabtest.agents import stubs
 from fabtest.cli import main
 from fabtest.engine.faults import INJECTION
 from fabtest.view.catalog import Catalog
@@ -136,25 +137,50 @@ def test_a_number_of_jobs_below_one_is_a_usage_error(jobs: str, tmp_path, monkey
 
 
 REPORTED_ONLY = '''
+from pathlib import Path
+
 from fabtest import AgentResponse, ToolCall
 
 
 def build(context):
     def chat(messages):
+        Path("called.txt").write_text("called")
         calls = [ToolCall(name, {"q": 1}, {"ok": True}) for name in ("search", "book", "pay")]
         return AgentResponse(text="Booked.", tool_calls=calls)
     return chat
 '''
 
+BOOKS = 'Feature: B\n  Scenario: Books\n    When the user says "book it"\n    Then the response must match "Booked"\n'
 
-def test_an_agent_whose_tools_no_fault_reaches_is_refused_after_one_fault_run(
+
+def test_an_agent_whose_tools_no_fault_reaches_is_refused_before_any_run(
         project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """It only reports its tool calls: every fault run failed "cannot be stubbed", 15 runs (3 min under
-    load) reported as 15 pairs that "broke"."""
+    load) reported as 15 pairs that "broke"; its adapter says so before the baseline is run."""
+    monkeypatch.setattr(stubs, "_REGISTRY", {})  # this process's earlier tests' @fabtest.tool functions
+    project.pyproject('agent = "reported_only_bot:build"\n[tool.fabtest.agents]\nremote = { http = "http://127.0.0.1:9/chat" }')
+    project.agent(REPORTED_ONLY, module="reported_only_bot")
+    project.feature("features/b.feature", BOOKS)
+    monkeypatch.chdir(project.path)
+    code = main(["faults", "features", "--results-dir", "results"])
+    captured = capsys.readouterr()
+    assert code == 2, captured.out
+    assert captured.err.count("\n") == 1 and not captured.out
+    assert captured.err.startswith("fabtest faults: no fault can be injected: [tool.fabtest] agent (CallableAgent) "
+                                   "runs its tools out of reach (no @fabtest.tool function); [tool.fabtest.agents] "
+                                   "remote is an HTTP agent, whose tools run in another process; faults reach")
+    assert captured.err.endswith("nothing run\n")
+    assert not (project.path / "called.txt").exists() and not (project.path / "results").exists()
+
+
+def test_an_agent_the_adapter_cannot_tell_is_refused_after_one_fault_run(
+        project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A conftest's fabtest_agent cannot be told before a run: the first fault run, alone, tells."""
     project.pyproject()
-    project.agent(REPORTED_ONLY)
-    project.feature("features/b.feature", 'Feature: B\n  Scenario: Books\n    When the user says "book it"\n'
-                                          '    Then the response must match "Booked"\n')
+    project.agent(REPORTED_ONLY, module="reported_conftest_bot")
+    project.write("conftest.py", "import pytest\n\nfrom reported_conftest_bot import build\n\n\n@pytest.fixture\n"
+                                 "def fabtest_agent():\n    return build\n")
+    project.feature("features/b.feature", BOOKS)
     monkeypatch.chdir(project.path)
     code = main(["faults", "features", "--pytest-arg=--fabtest-no-preflight", "--results-dir", "results"])
     captured = capsys.readouterr()

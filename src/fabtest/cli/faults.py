@@ -9,7 +9,8 @@ written to ``<results>/faults/<id>.faults.json`` and into the baseline experimen
 ``faults`` section; the runs' experiments go to ``<results>/faults/``, out of the experiments list.
 The exit code says whether the faults coverage (tool x fault pairs that held) reached
 ``--min-coverage`` (default 1: every pair held); 2 for usage errors and for an agent whose tools no
-fault can reach (found by the first fault run, which runs alone: the others are not made).
+fault can reach: told from the configured agents' adapters before any run, else found by the first
+fault run, which runs alone (the others are not made).
 """
 
 from __future__ import annotations
@@ -93,6 +94,10 @@ def run_faults(args: argparse.Namespace, results_dir: str) -> int:
               f"{', '.join(FAULTS)}",
               file=sys.stderr)
         return 2
+    unreachable = _out_of_reach()
+    if unreachable:
+        print(f"fabtest faults: no fault can be injected: {unreachable}; {_REACH}; nothing run", file=sys.stderr)
+        return 2
     out = Path(results_dir) / "faults"
     base = f"faults_{uuid.uuid4().hex[:8]}"
     extra = list(args.pytest_arg)
@@ -161,6 +166,22 @@ def run_faults(args: argparse.Namespace, results_dir: str) -> int:
 
 _REACH = ("faults reach the functions a Python agent decorates with @fabtest.tool, the built-in agent's tools "
           "and a LangGraph ToolNode (docs/how-to/stub-tools.md)")
+
+
+def _out_of_reach() -> str | None:
+    """Why no agent of the project can have a tool faulted, told from its adapter before any run (the
+    first fault run still stops the rest when it could not be told: a conftest's agent, say)."""
+    from fabtest.config.settings import Settings
+    from fabtest.engine.stubbing import tools_out_of_reach
+    from fabtest.errors import UsageError
+
+    root = Path.cwd()
+    if str(root) not in sys.path:  # `agent = "bot:build"` names a module of the project, as under pytest
+        sys.path.insert(0, str(root))
+    try:
+        return tools_out_of_reach(Settings.load(root), root)
+    except UsageError:
+        return None  # a broken configuration: the baseline run says what and where
 
 
 def _unstubbable(rows: list[dict[str, Any]]) -> str:

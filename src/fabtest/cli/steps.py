@@ -27,7 +27,8 @@ def _cmd_steps(args: argparse.Namespace) -> int:
         return fail(f"pytest could not collect {' '.join(paths)} (exit code {code}); see above", "fabtest steps")
     sys.stdout.write(render_steps(steps))
     if errors:  # a feature that does not collect hides none of the vocabulary, only its own example lines
-        sys.stderr.write("fabtest steps: warning: some files did not collect (their lines give no examples):\n"
+        sys.stderr.write("fabtest steps: warning: some files did not collect (a step no definition matches, "
+                         "or a file that gives no example lines):\n"
                          + "\n".join(f"  {line}" for line in errors) + "\n")
     return EXIT_OK
 

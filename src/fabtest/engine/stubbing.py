@@ -8,8 +8,10 @@ run in another process, and only what that process reports (or its traces) can b
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from fabtest.agents.stubs import UNSET, ToolStub, ToolStubs, stubbable_tools
@@ -17,7 +19,7 @@ from fabtest.config.settings import Settings
 from fabtest.errors import UsageError, did_you_mean
 from fabtest.experiment.model import ScenarioResult, ToolCallRecord
 
-__all__ = ["project_stubs", "recorded_stubs", "verify"]
+__all__ = ["project_stubs", "recorded_stubs", "tools_out_of_reach", "verify"]
 
 _REACH = ("stubs reach the built-in agent's Python and MCP tools, a LangGraph graph's ToolNode, and the "
           "functions a Python agent decorates with @fabtest.tool")
@@ -40,6 +42,67 @@ def verify(stubs: ToolStubs, agent: Any) -> None:
             shown = ", ".join(f'"{n}"' for n in names[:20]) + (", ..." if len(names) > 20 else "") or "none"
             raise UsageError(f'{stub.where}: no tool "{stub.name}" to stub: the agent has {shown}'
                              f"{did_you_mean(stub.name, names)}")
+
+
+#: agent tables whose adapter talks to another process, where the agent's tools run
+_REMOTE_TABLES = {"http": "an HTTP agent", "openai": "an OpenAI-compatible chat endpoint", "acp": "an ACP agent"}
+
+
+def tools_out_of_reach(settings: Settings, root: Path) -> str | None:
+    """Why no tool of any agent the project configures can be stubbed (or faulted), from what each
+    adapter says before anything is called; None when one may be reachable or it cannot be told
+    without a run (a conftest's ``fabtest_agent``, a built-in or framework agent, a factory that fails)."""
+    from fabtest.engine.preflight import configured_agents
+
+    targets = configured_agents(settings, scenarios=True, playbooks=False)
+    if not targets or any("fabtest_agent" in _text(path) for path in _conftests(root)):
+        return None
+    reasons = []
+    for where, target in targets.items():
+        reason = _out_of_reach(where, target, root)
+        if reason is None:
+            return None
+        reasons.append(reason)
+    return "; ".join(reasons)
+
+
+def _out_of_reach(where: str, target: Any, root: Path) -> str | None:
+    if isinstance(target, Mapping):
+        remote = next((kind for key, kind in _REMOTE_TABLES.items() if key in target), None)
+        if remote is not None:
+            return f"{where} is {remote}, whose tools run in another process"
+        if "factory" not in target:
+            return None
+    from fabtest.agents.registry import make_agent
+
+    try:  # built, never called: a Python agent's @fabtest.tool functions register as its module is imported
+        agent = make_agent(target, {"scenario": "", "workdir": str(root), "cwd": str(root)}, where=where)
+    except Exception:  # the run itself reports a broken agent, with its line
+        return None
+    try:
+        names = stubbable_tools(agent)
+    finally:
+        close = getattr(agent, "close", None)
+        if callable(close):
+            close()
+    if names is not None:
+        return None
+    return f"{where} ({type(agent).__name__}) runs its tools out of reach (no @fabtest.tool function)"
+
+
+def _conftests(root: Path) -> Iterator[Path]:
+    """The project's conftest.py files (not those of a virtualenv or a hidden folder inside it)."""
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith((".", "__")) and d not in ("node_modules", "site-packages")]
+        if "conftest.py" in files:
+            yield Path(folder) / "conftest.py"
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 def project_stubs(settings: Settings) -> list[ToolStub]:

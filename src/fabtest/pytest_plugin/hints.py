@@ -30,11 +30,12 @@ _TAIL = ("List every step with `fabtest steps`, or define your own (pytest-bdd @
          "in a conftest.py")
 
 
-def unmatched_step_message(request: pytest.FixtureRequest, where: str, step: Any) -> str:
-    """``where: no step definition matches this step (KEYWORD text); <hint>. <how to list steps>``."""
+def unmatched_step_message(node: pytest.Item, where: str, step: Any) -> str:
+    """``where: no step definition matches this step (KEYWORD text); <hint>. <how to list steps>``, for the
+    step of the scenario ``node`` (its visible step definitions are the ones a hint can propose)."""
     keyword = str(step.keyword).strip() or _KEYWORDS.get(step.type, "Step")
     try:
-        hint = "; ".join(_hints(request, keyword, step))
+        hint = "; ".join(_hints(node, keyword, step))
     except Exception:  # a user's step parser that raises must not hide the real error
         hint = ""
     return (f"{where}: no step definition matches this step ({keyword} {step.name})"
@@ -50,14 +51,14 @@ def fail_on_unmatched_step(request: pytest.FixtureRequest, feature: Any, scenari
     manager = request._fixturemanager  # as pytest-bdd finds a step's definition
     for step in scenario.steps:
         if next(iter(find_fixturedefs_for_step(step, manager, request.node)), None) is None:
-            message = unmatched_step_message(request, f"{where}{step.line_number}", step)
+            message = unmatched_step_message(request.node, f"{where}{step.line_number}", step)
             request.node.stash[UNMATCHED_KEY] = message
             raise StepDefinitionNotFoundError(message)
 
 
-def _hints(request: pytest.FixtureRequest, keyword: str, step: Any) -> list[str]:
+def _hints(node: pytest.Item, keyword: str, step: Any) -> list[str]:
     looked_up = _KEYWORDS.get(step.type, str(step.type).capitalize())
-    steps = list(_visible_steps(request))
+    steps = list(_visible_steps(node))
     hints: list[str] = []
     other = next((ctx for ctx in steps if ctx.type not in (None, step.type) and ctx.parser.is_matching(step.name)),
                  None)
@@ -72,6 +73,8 @@ def _hints(request: pytest.FixtureRequest, keyword: str, step: Any) -> list[str]
         fixed = _requoted(step.name, step.type, steps)
         if fixed is not None:
             hints.append(f"did you mean: {looked_up} {fixed}? (quoted values use double quotes \"...\")")
+        elif (hidden := _hidden_definition(step, steps)) is not None:
+            hints.append(hidden)
         else:
             if _SMART.search(step.name) or _SINGLE.search(step.name):
                 hints.append("quoted values use double quotes (\"...\"), not 'single' or “smart” quotes")
@@ -79,6 +82,23 @@ def _hints(request: pytest.FixtureRequest, keyword: str, step: Any) -> list[str]
             if near:
                 hints.append(f"closest step: {near}")
     return hints
+
+
+def _hidden_definition(step: Any, visible: list[Any]) -> str | None:
+    """Where a step definition that matches the step is written when this scenario cannot see it: a step
+    defined in a test module is a fixture of that module only, not of the feature fabtest collects."""
+    from pytest_bdd.steps import step_function_context_registry
+
+    shown = {id(ctx) for ctx in visible}
+    for ctx in list(step_function_context_registry.values()):
+        if id(ctx) in shown or ctx.type not in (None, step.type) or not ctx.parser.is_matching(step.name):
+            continue
+        module = getattr(ctx.step_func, "__module__", "") or "a module"
+        if module.startswith("pytest_bdd"):
+            continue
+        return (f"the step defined in {module} matches it, but only that module's tests see it: move it to a "
+                "conftest.py (or set collect_features = false if test modules bind these features with scenarios())")
+    return None
 
 
 def closest(text: str, step_type: str, steps: list[Any]) -> str | None:
@@ -151,17 +171,17 @@ def _other_forms(example: str, ctx: Any) -> list[str]:
     return forms
 
 
-def _visible_steps(request: pytest.FixtureRequest) -> Iterator[Any]:
+def _visible_steps(node: pytest.Item) -> Iterator[Any]:
     """The step definitions pytest-bdd could use for this item (fabtest's, conftests', modules')."""
     from pytest_bdd.compat import get_fixture_names, getfixturedefs
     from pytest_bdd.steps import StepNamePrefix, step_function_context_registry
 
-    manager = request._fixturemanager  # pytest-bdd looks its steps up the same way
+    manager = node.session._fixturemanager  # pytest-bdd looks its steps up the same way
     seen: set[int] = set()
     for name in get_fixture_names(manager):
         if not name.startswith(StepNamePrefix.step_def.value):
             continue
-        for fixturedef in getfixturedefs(manager, name, request.node) or ():
+        for fixturedef in getfixturedefs(manager, name, node) or ():
             ctx = step_function_context_registry.get(fixturedef.func)
             if ctx is None or id(ctx) in seen or getattr(ctx.step_func, "__module__", "").startswith("pytest_bdd"):
                 continue

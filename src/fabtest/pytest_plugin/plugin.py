@@ -26,7 +26,17 @@ from fabtest.config.scenario_sets import ScenarioRecord
 from fabtest.engine import faults, stubbing
 from fabtest.engine.scenario import LLMRoles, ScenarioState
 from fabtest.errors import FabtestError, UsageError
-from fabtest.pytest_plugin import file_steps, hints, not_run, options, reports, steps, tool_steps, until_decided
+from fabtest.pytest_plugin import (
+    file_steps,
+    hints,
+    not_run,
+    options,
+    reports,
+    steps,
+    tool_steps,
+    unmatched,
+    until_decided,
+)
 from fabtest.pytest_plugin.collect import FILE_LOADER_KEY, FeatureModule, template_of
 from fabtest.pytest_plugin.results import identity_of, relative_to_root
 from fabtest.pytest_plugin.session import FabtestSession
@@ -141,6 +151,13 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     if file_path.suffix == ".feature" and session.settings.collect_features:
         return FeatureModule.from_parent(parent, path=file_path)
     return session.collect_playbook(file_path, parent)
+
+
+@pytest.hookimpl(trylast=True)  # after -k / -m deselected what will not run
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A step no definition matches is a collection error (file:line, what to write), before anything runs."""
+    if _active(config):
+        unmatched.report_unmatched_steps(config, items)
 
 
 # pytest's own marks that fail without their arguments
@@ -286,8 +303,9 @@ def _tags(template: Any) -> set[str]:
 
 
 def pytest_bdd_before_scenario(request: pytest.FixtureRequest, feature: Any, scenario: Any) -> None:
-    """Before the first step: fail at a step no definition matches (found only when reached, it came
-    after the agent had run the turns above it); skip when the scenario needs an LLM not configured."""
+    """Before the first step: fail at a step no definition matches (collection reports it, unless the
+    scenario is marked skip/xfail or the run goes on after collection errors); skip when the scenario
+    needs an LLM not configured."""
     if not _active(request.config):
         return
     hints.fail_on_unmatched_step(request, feature, scenario,
@@ -320,7 +338,7 @@ def pytest_bdd_step_func_lookup_error(request: pytest.FixtureRequest, feature: A
                                       exception: Exception) -> None:
     if _active(request.config):  # the step as written, with what to write instead (pytest_plugin/hints.py)
         where = f"{relative_to_root(request.config, feature.filename)}:{step.line_number}"
-        request.node.stash[hints.UNMATCHED_KEY] = hints.unmatched_step_message(request, where, step)
+        request.node.stash[hints.UNMATCHED_KEY] = hints.unmatched_step_message(request.node, where, step)
 
 
 def _step_level(feature: Any, scenario: Any, step: Any) -> tuple[str, int]:
