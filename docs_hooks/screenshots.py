@@ -8,7 +8,9 @@ judge are the demo's heuristics served as a fake Gemini REST API on 127.0.0.1
 nothing reaches the internet. Then ``fabtest view`` is served on 127.0.0.1 and the system Chromium,
 driven by Playwright (no browser download), screenshots the experiment list, an experiment page,
 a conversation, the comparison, the review queue, the static HTML report (``fabtest report``) and
-the console summary the second run printed.
+the console summary the second run printed. The files example (``examples/photo_claims``) is run
+once more in a project and results directory of its own, served by a second ``fabtest view``, for
+a conversation with a photo's thumbnail and a file's link.
 
 The PNGs are added to the site as generated files under ``screenshots/`` (nothing is written into
 ``docs/`` or committed), so ``mkdocs build --strict`` validates every page's link to them. Without
@@ -45,6 +47,7 @@ SHOTS = {
     "view-list.png": "fabtest view: the experiment list",
     "view-experiment.png": "fabtest view: one experiment",
     "view-conversation.png": "fabtest view: one conversation",
+    "view-files.png": "fabtest view: a conversation with files (a photo's thumbnail, a file's link)",
     "view-compare.png": "fabtest view: the comparison of two experiments",
     "view-review.png": "fabtest view: the review queue of an experiment",
     "report.png": "fabtest report: the static HTML report",
@@ -52,6 +55,10 @@ SHOTS = {
 }
 OUT = "screenshots"
 BASELINE, CURRENT = "exp_docs_v1", "exp_docs_v2"
+#: the files example (examples/photo_claims), run in a project and results directory of its own so
+#: the venue demo's pages (the experiment list, the comparison) stay as they are
+FILES_EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "photo_claims"
+FILES_EXP = "exp_docs_files"
 _WIDTH, _HEIGHT = 1280, 860
 
 _PYPROJECT = """\
@@ -186,15 +193,18 @@ def generate(out: Path) -> dict[str, Path]:
         (project / "bot.py").write_text(_BOT, encoding="utf-8")
         _write_project(project, "bot:build_agent")
         console = _pytest(project, env, CURRENT, "venue bot v2: terser prompt")
+        files_results, files_run = _files_run(out / "files_project", env)
     report = project / "report.html"
     _fabtest(project, env, "report", f"results/{CURRENT}.json", "-o", str(report))
 
     from fabtest.view.layout import compare_path, conversation_path, experiment_path
     from fabtest.view.server import make_server
 
-    server = make_server(project / "results")
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server, files_server = make_server(project / "results"), make_server(files_results)
+    for running in (server, files_server):
+        threading.Thread(target=running.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{server.server_address[1]}/"
+    files_base = f"http://127.0.0.1:{files_server.server_address[1]}/"
     failing, labels = _failing_run(project / "results" / f"{CURRENT}.json")
     made: dict[str, Path] = {}
     try:
@@ -221,6 +231,7 @@ def generate(out: Path) -> dict[str, Path]:
             shot("view-list.png", base)
             shot("view-experiment.png", base + experiment_path(CURRENT))
             shot("view-conversation.png", base + conversation_path(CURRENT, *failing))
+            shot("view-files.png", files_base + conversation_path(FILES_EXP, *files_run), _turn_with_files)
             shot("view-compare.png", base + compare_path(BASELINE, CURRENT), height=1700)  # the verdict, what changed
             shot("view-review.png", base + experiment_path(CURRENT), lambda pg: pg.locator("#review"))
             shot("report.png", report.as_uri())
@@ -229,9 +240,30 @@ def generate(out: Path) -> dict[str, Path]:
             made["console-summary.png"] = out / "console-summary.png"
             browser.close()
     finally:
-        server.shutdown()
-        server.server_close()
+        for running in (server, files_server):
+            running.shutdown()
+            running.server_close()
     return made
+
+
+def _files_run(root: Path, env: dict[str, str]) -> tuple[Path, tuple[str, int]]:
+    """examples/photo_claims copied to ``root`` and run once: its results directory and the run of
+    the scenario that sends the photo (and gets a claim form back)."""
+    import json
+
+    shutil.copytree(FILES_EXAMPLE, root, dirs_exist_ok=True, ignore=shutil.ignore_patterns("results", "__pycache__"))
+    _pytest(root, env, FILES_EXP, "photo claims")
+    entries = json.loads((root / "results" / f"{FILES_EXP}.json").read_text(encoding="utf-8"))["scenario_results"]
+    sent = next(x for x in entries if any(t.get("user_files") for t in x.get("transcript") or []))
+    return root / "results", (str(sent["id"]), int(sent.get("iteration") or 1))
+
+
+def _turn_with_files(page: Any) -> Any:
+    """The turn that sent the photo, once every image (the lazy thumbnails) has loaded."""
+    turn = page.locator("section.turn").first
+    turn.scroll_into_view_if_needed()
+    page.wait_for_function("[...document.images].every(i => i.complete && i.naturalWidth > 0)", timeout=10_000)
+    return turn
 
 
 def _write_project(root: Path, agent: str) -> None:

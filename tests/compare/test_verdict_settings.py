@@ -51,7 +51,8 @@ def test_the_settings_reach_the_file_and_come_back() -> None:
                          judge__context_turns=4, simulator__temperature=0.2, simulator_fidelity="checks")
     doc = _doc("exp_settings", settings)
     assert doc["experiment"]["judge"]["settings"] == {"temperature": 0.7, "samples": 3,
-                                                      "samples_per_criterion": {"safe": 5}, "context_turns": 4}
+                                                      "samples_per_criterion": {"safe": 5}, "context_turns": 4,
+                                                      "max_file_bytes": 5_000_000}
     assert doc["experiment"]["simulator"]["settings"] == {"temperature": 0.2, "fidelity": "checks"}
 
 
@@ -64,7 +65,8 @@ def test_a_written_file_loads_back_with_its_settings(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("change", [{"judge__temperature": 0.7}, {"judge__samples": 3},
                                     {"judge__samples_per_criterion": {"friendly": 3}}, {"judge__context_turns": 5},
-                                    {"simulator__temperature": 0.0}, {"simulator_fidelity": "off"}])
+                                    {"simulator__temperature": 0.0}, {"simulator_fidelity": "off"},
+                                    {"judge_max_file_bytes": 1000}])
 def test_each_setting_changes_the_configuration_fingerprint(change: dict[str, Any]) -> None:
     same = _doc("exp_one", _settings())["experiment"]
     assert _doc("exp_two", _settings())["experiment"]["config_hash"] == same["config_hash"]
@@ -101,6 +103,19 @@ def test_settings_recorded_on_one_side_only_are_not_a_change() -> None:
     """An older baseline says nothing about its settings: nothing to flag (nor to claim identical)."""
     c = compare(_doc("exp_base", None), _doc("exp_curr", _settings(judge__samples=3)))
     assert c.comparability.judge_settings_changed == [] and c.comparability.validity == "HIGH"
+
+
+def test_a_setting_one_side_did_not_record_yet_is_not_a_change() -> None:
+    """A file written before max_file_bytes was recorded (issue 39) says nothing about it; the
+    settings both sides recorded are still compared."""
+    base = _doc("exp_base", _settings(judge__samples=3))
+    del base["experiment"]["judge"]["settings"]["max_file_bytes"]
+    c = compare(base, _doc("exp_curr", _settings(judge_max_file_bytes=1000)))
+    assert c.comparability.judge_settings_changed == ["samples 3 → 1"]
+    c = compare(base, _doc("exp_curr", _settings(judge__samples=3, judge_max_file_bytes=1000)))
+    assert c.comparability.judge_settings_changed == [] and c.comparability.validity == "HIGH"
+    both = compare(_doc("exp_base", _settings()), _doc("exp_curr", _settings(judge_max_file_bytes=1000)))
+    assert both.comparability.judge_settings_changed == ["max_file_bytes 5000000 → 1000"]
 
 
 def _gate(tmp_path: Path, capsys: pytest.CaptureFixture[str], current: Settings,

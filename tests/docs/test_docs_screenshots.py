@@ -58,3 +58,30 @@ def test_a_real_run_gives_a_real_screenshot_of_every_page_kind(tmp_path: Path) -
     results = tmp_path / "project" / "results"
     assert (results / f"{HOOK.BASELINE}.json").exists() and (results / f"{HOOK.CURRENT}.json").exists()
     assert "verdict: failed" in (results / f"{HOOK.CURRENT}.labels.yaml").read_text()
+
+
+def test_the_files_shot_is_of_a_conversation_with_a_thumbnail_and_a_file_link(tmp_path: Path) -> None:
+    """Without a browser: the files example the hook runs apart (its own results directory, so the
+    venue demo's pages are unchanged) gives a conversation page with the photo's thumbnail and the
+    claim form's link, the page the view-files.png shot captures."""
+    import threading
+    from urllib.request import urlopen
+
+    from fabtest.view.layout import conversation_path
+    from fabtest.view.server import make_server
+
+    results, run = HOOK._files_run(tmp_path / "files_project", HOOK._clean_env())
+    assert [p.name for p in results.glob("*.json")] == [f"{HOOK.FILES_EXP}.json"]
+    server = make_server(results)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}/"
+        with urlopen(base + conversation_path(HOOK.FILES_EXP, *run), timeout=10) as answer:
+            page = answer.read().decode("utf-8")
+        thumb = re.search(r'<img class="thumb" src="([^"]+)" alt="lamp.png"', page)
+        assert thumb and 'download>📎 claim-1.txt' in page
+        with urlopen(base + thumb.group(1).removeprefix("../../"), timeout=10) as image:
+            assert image.read() == (HOOK.FILES_EXAMPLE / "features" / "files" / "lamp.png").read_bytes()
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -115,3 +115,30 @@ def test_a_newly_failing_scenario_diffs_a_passing_baseline_run_against_a_failing
             (diff,) = json.loads(out)["conversation_diffs"]
             assert (diff["baseline_iteration"], diff["current_iteration"], diff["first"]) == (1, 3, 1)
             assert diff["baseline_passed"] is True and diff["current_passed"] is False
+
+
+def test_the_diffs_name_each_file_where_it_is_kept_and_markdown_links_it(tmp_path: Path, capsys,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39: a file is named with its kept bytes' path, relative to the working directory (where a
+    printed report is written); in Markdown a link, the name escaped, a record whose hash is no sha256 not linked."""
+    from fabtest.experiment.model import FileRecord
+
+    lamp = FileRecord(name="lamp [1].png", mime_type="image/png", size=70, sha256="a" * 64)
+    other = FileRecord(name="lamp [1].png", mime_type="image/png", size=70, sha256="b" * 64)
+    odd = FileRecord(name="x.png", mime_type="image/png", size=1, sha256="../../etc/passwd")
+    _write(tmp_path / "results", "exp_a", True, [TurnRecord(number=1, user="Covered?", agent="Yes.",
+                                                            user_files=[lamp])])
+    _write(tmp_path / "results", "exp_b", False, [TurnRecord(number=1, user="Covered?", agent="No.",
+                                                             user_files=[other], agent_files=[odd])])
+    monkeypatch.chdir(tmp_path)
+    compare_main(["exp_a", "exp_b", "--format", "markdown"])
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| **1** |"))
+    assert row == (f"| **1** | User: Covered? / file [lamp \\[1\\].png](results/files/{'a' * 64}) image/png 70 B "
+                   f"/ Agent: Yes. | User: Covered? / file [lamp \\[1\\].png](results/files/{'b' * 64}) image/png 70 B "
+                   "/ Agent: No. / file x.png image/png 1 B |")
+    monkeypatch.chdir(tmp_path / "results")  # the report written elsewhere: the links follow
+    compare_main(["exp_a", "exp_b", "--format", "markdown", "--results-dir", "."])
+    assert f"(files/{'a' * 64})" in capsys.readouterr().out
+    compare_main(["exp_a", "exp_b", "--results-dir", "."])
+    text = capsys.readouterr().out  # the text diff names the same path (wrapped to its column)
+    assert "[file lamp [1].png image/png 70 B:" in text and f" files/{'b' * 64}]" in text

@@ -111,6 +111,7 @@ def test_a_users_own_feature_runs_offline_with_a_script(pytester: pytest.Pyteste
     assert "not a real model" in doc["experiment"]["judge"]["note"]
     # what can change a verdict is recorded (issue 37): the defaults of [tool.fabtest.judge] / .simulator
     assert doc["experiment"]["judge"]["settings"] == {"temperature": 0.0, "samples": 1, "samples_per_criterion": {},
+                                                      "max_file_bytes": 5_000_000,
                                                       "context_turns": 2}
     assert doc["experiment"]["simulator"]["settings"] == {"temperature": 0.7, "fidelity": "judge"}
     result.stdout.fnmatch_lines(["Judge:*fake / scripted (scripted fake LLM*"])

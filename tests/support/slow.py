@@ -58,6 +58,7 @@ SLOW_TESTS = (
     "core/test_bounded_regex_and_off_graph.py::test_a_catastrophic_match_is_stopped_and_names_the_pattern",
     "core/test_bounded_regex_and_off_graph.py::test_triggers_and_argument_matchers_are_bounded",
     "cost/test_cost_unit.py::test_an_acp_agent_prices_its_quota_tokens_with_the_model_it_was_started_with",
+    "docs/test_docs_screenshots.py::test_the_files_shot_is_of_a_conversation_with_a_thumbnail_and_a_file_link",
     "frameworks/test_adk.py::test_a_turn_maps_the_events_calls_responses_usage_and_model",
     "llm/test_factory.py::test_importing_fabtest_llm_does_not_import_google_genai",
     "offline/test_cli_friction.py::test_fabtest_steps_survives_a_feature_that_does_not_collect",

@@ -13,6 +13,7 @@ import argparse
 import math
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fabtest._internal.files import write_text_atomic
@@ -187,7 +188,8 @@ def _run_compare(args: argparse.Namespace, prog: str) -> int:
     renderer = {"text": text, "json": render_json, "markdown": markdown}[args.format]
     base, cur = b_exp.doc, c_exp.doc
     del b_exp, c_exp  # the per-scenario totals are done with: freed before the output is built
-    sys.stdout.write(shown(_with_diffs(comparison, renderer, diffs, args.format)))
+    sys.stdout.write(shown(_with_diffs(comparison, renderer, diffs, args.format,
+                                       _files_dirs(args, results_dir) if diffs else ("", ""))))
     if args.html:
         from fabtest.report.html import render_comparison_html
 
@@ -234,7 +236,26 @@ def _entries_of(ref: str, results_dir: str, exp: Experiment, wanted: list[str]) 
     return {"scenario_results": entries} if entries is not None else read_document(ref, results_dir)[1]
 
 
-def _with_diffs(comparison: Any, renderer: Callable[[Any], str], diffs: list[Any], fmt: str) -> str:
+def _files_dirs(args: argparse.Namespace, results_dir: str) -> tuple[str, str]:
+    """Where each side's files are kept (``files/`` beside its experiment file), relative to the
+    working directory, where a report printed here is written: a Markdown diff links each file there."""
+    import os
+
+    from fabtest.experiment.file_store import FILES_DIR
+    from fabtest.experiment.reader import resolve_experiment
+
+    def where(ref: str) -> str:
+        folder = resolve_experiment(ref, results_dir).parent / FILES_DIR
+        try:
+            return Path(os.path.relpath(folder)).as_posix()
+        except ValueError:  # another drive (Windows): no relative path
+            return folder.resolve().as_posix()
+
+    return where(args.baseline), where(args.current)
+
+
+def _with_diffs(comparison: Any, renderer: Callable[[Any], str], diffs: list[Any], fmt: str,
+                files_dirs: tuple[str, str]) -> str:
     if not diffs:
         return renderer(comparison)
     from fabtest.compare.render import render_diffs_markdown, render_diffs_text
@@ -246,7 +267,8 @@ def _with_diffs(comparison: Any, renderer: Callable[[Any], str], diffs: list[Any
         data = comparison.to_dict()  # render_json's document, with the diffs added (built once)
         data["conversation_diffs"] = [{**dataclasses.asdict(d), "what": d.what} for d in diffs]
         return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-    return renderer(comparison) + (render_diffs_markdown(diffs) if fmt == "markdown" else render_diffs_text(diffs))
+    return renderer(comparison) + (render_diffs_markdown(diffs, files_dirs) if fmt == "markdown"
+                                   else render_diffs_text(diffs, files_dirs=files_dirs))
 
 
 def compare_main(argv: Sequence[str] | None = None) -> int:

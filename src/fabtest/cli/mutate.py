@@ -119,6 +119,7 @@ def run_mutate(args: argparse.Namespace, results_dir: str) -> int:
     from fabtest.experiment.cost import price_table
     from fabtest.experiment.reader import MUTANTS_SUFFIX
     from fabtest.replay.mutation import (
+        FileView,
         discount_noise,
         judge_calls,
         mutation_table,
@@ -139,7 +140,10 @@ def run_mutate(args: argparse.Namespace, results_dir: str) -> int:
     controls = plan_controls(planned) if args.control else []
     calls = judge_calls(planned, judge) + args.control * judge_calls(controls, judge)
     runs = len({(p.result.id, p.result.iteration) for p in planned})
-    cost = estimate(results, calls, llm.model if llm else None, price_table(Settings.load(Path.cwd()).prices))
+    settings = Settings.load(Path.cwd())
+    cost = estimate(results, calls, llm.model if llm else None, price_table(settings.prices))
+    # the judge sees the conversation's files again (their bytes kept under results/files), as rejudge shows them
+    files = FileView(Path(results_dir), settings.judge_max_file_bytes)
     head = f"fabtest mutate: {len(planned)} mutants of {runs} recorded run{'' if runs == 1 else 's'} of {info.id}; "
     print(head + cost.line, file=sys.stderr if args.json else sys.stdout, flush=True)
     if calls and llm is None:
@@ -158,8 +162,8 @@ def run_mutate(args: argparse.Namespace, results_dir: str) -> int:
 
     sigterm = sigterm_as_interrupt()  # SIGTERM stops the judging as Ctrl-C does
     try:
-        outcomes = run_mutants(planned, judge if llm else None, judge_reason=reason, progress=progress)
-        checked = run_controls(controls, judge if llm else None, args.control, judge_reason=reason)
+        outcomes = run_mutants(planned, judge if llm else None, judge_reason=reason, progress=progress, files=files)
+        checked = run_controls(controls, judge if llm else None, args.control, judge_reason=reason, files=files)
     except FabtestError as exc:  # LLMError included: the judge failed for good
         return fail(f"the judge failed: {exc}")
     except KeyboardInterrupt:  # a score over some of the mutants would mislead: write none, keep an older file

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from fabtest.cli.common import EXIT_OK, experiment_to_rejudge, fail
 from fabtest.cli.llms import judge_llm
@@ -20,6 +21,7 @@ __all__ = ["run_perturb"]
 
 
 def run_perturb(args: argparse.Namespace, results_dir: str) -> int:
+    from fabtest.config.settings import Settings
     from fabtest.experiment.robustness import write_robustness
     from fabtest.judging.perturb import (
         DEFAULT_MAX_MOVE,
@@ -40,7 +42,8 @@ def run_perturb(args: argparse.Namespace, results_dir: str) -> int:
         llm = judge_llm(args.judge_model)
         other = judge_llm(args.perturb_model) if args.perturb_model else None
         rows = perturb_experiment(results, llm, other=other, times=times, criterion=args.criterion,
-                                  scenario=args.scenario,
+                                  scenario=args.scenario, files_dir=Path(results_dir),
+                                  max_file_bytes=Settings.load(Path.cwd()).judge_max_file_bytes,
                                   progress=lambda line: print(f"perturbing {line}", file=sys.stderr))
     except (UsageError, LLMNotConfigured) as exc:
         return fail(str(exc))

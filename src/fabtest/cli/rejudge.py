@@ -81,8 +81,11 @@ def run_rejudge(args: argparse.Namespace, results_dir: str) -> int:
         return fail(str(exc))
     try:
         llm = judge_llm(args.judge_model)
+        settings = Settings.load(Path.cwd())
+        # the judge sees the run's files again (results/files), each inline up to judge_max_file_bytes
         new_results, rows = rejudge_experiment(results, llm, times=args.times, criterion=args.criterion,
                                                scenario=args.scenario, files_dir=Path(results_dir),
+                                               max_file_bytes=settings.judge_max_file_bytes,
                                                progress=lambda line: print(f"re-judging {line}", file=sys.stderr))
     except (UsageError, LLMNotConfigured) as exc:
         return fail(str(exc))
@@ -93,7 +96,7 @@ def run_rejudge(args: argparse.Namespace, results_dir: str) -> int:
     if rows and not args.no_save:
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         new_info = rejudged_info(info, new_experiment_id(), stamp, (llm.provider, llm.model), args.times,
-                                 Settings.load(Path.cwd()).judge.temperature)
+                                 settings.judge.temperature, settings.judge_max_file_bytes)
         section = {"of": info.id, "times": args.times, "criterion": args.criterion, "scenario": args.scenario,
                    "agreement": table, "checks": [r.to_dict() for r in rows]}
         write_experiment(new_info, new_results, results_dir, {"rejudge": section})

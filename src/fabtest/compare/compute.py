@@ -7,7 +7,7 @@ plain-data ``Comparison`` with text, JSON and markdown renderers, plus CI gates.
 Validity rule (documented contract):
 
 * LOW    when the topic graph differs, the judge LLM or its recorded settings (temperature,
-         samples, samples_per_criterion, context_turns) differ, or no scenario is shared: the
+         samples, samples_per_criterion, context_turns, max_file_bytes) differ, or no scenario is shared: the
          numbers measure different things.
 * MEDIUM when criteria were added, removed or modified, scenarios were added or removed, or the
          simulator LLM or its recorded settings (temperature, fidelity) differ: shared parts are
@@ -363,12 +363,13 @@ def _settings(doc: dict[str, Any], role: str) -> dict[str, Any] | None:
 
 def settings_changes(base: dict[str, Any], cur: dict[str, Any], role: str) -> list[str]:
     """``role``'s recorded settings that differ, one ``name before → after`` each ([] when they
-    agree, or when either experiment did not record them: an older file says nothing)."""
+    agree, or when either experiment did not record them: an older file says nothing, and so does
+    one that did not record a setting yet, e.g. ``max_file_bytes``, recorded since issue 39)."""
     before, after = _settings(base, role), _settings(cur, role)
     if before is None or after is None:
         return []
-    return [f"{name} {before.get(name)!r} → {after.get(name)!r}" for name in sorted(set(before) | set(after))
-            if before.get(name) != after.get(name)]
+    return [f"{name} {before[name]!r} → {after[name]!r}" for name in sorted(set(before) & set(after))
+            if before[name] != after[name]]
 
 
 def _ref(doc: dict[str, Any]) -> ExperimentRef:

@@ -352,8 +352,11 @@ def render_json(comparison: Comparison) -> str:
     return json.dumps(comparison.to_dict(), indent=2, ensure_ascii=False) + "\n"
 
 
-def _side_lines(turn: dict[str, Any] | None, width: int) -> list[str]:
-    """One side of a turn, wrapped: user, agent, then tool calls (``(no turn)`` when absent)."""
+def _side_lines(turn: dict[str, Any] | None, width: int, files_dir: str = "results/files",
+                escape: Callable[[str], str] = str) -> list[str]:
+    """One side of a turn, wrapped: user, agent, then tool calls (``(no turn)`` when absent). Each
+    file is named with where the run kept its bytes (``files_dir``/<sha256>); with ``escape``
+    (Markdown) the lines are escaped and each file is a link to its bytes."""
     import textwrap
 
     if turn is None:
@@ -361,14 +364,29 @@ def _side_lines(turn: dict[str, Any] | None, width: int) -> list[str]:
     lines: list[str] = []
     for label, text, files in (("User", turn.get("user"), turn.get("user_files")),
                                ("Agent", turn.get("agent"), turn.get("agent_files"))):
-        lines += textwrap.wrap(f"{label}: {' '.join(str(text or '').split())}", width) or [f"{label}:"]
-        for file in files or []:  # where the run kept its bytes (results/files/<sha256>)
+        said = textwrap.wrap(f"{label}: {' '.join(str(text or '').split())}", width) or [f"{label}:"]
+        lines += map(escape, said)
+        for file in files or []:
             if isinstance(file, dict):
-                lines += textwrap.wrap(f"[file {file.get('name')} {file.get('mime_type')} {file.get('size')} B: "
-                                       f"results/files/{file.get('sha256')}]", width)
+                lines += (_file_link(file, files_dir) if escape is not str else
+                          textwrap.wrap(f"[file {file.get('name')} {file.get('mime_type')} {file.get('size')} B: "
+                                        f"{files_dir}/{file.get('sha256')}]", width,
+                                        break_long_words=False, break_on_hyphens=False))  # the path in one piece
     for call in tool_summary(turn):
-        lines += textwrap.wrap(f"-> {call}", width)
+        lines += map(escape, textwrap.wrap(f"-> {call}", width))
     return lines
+
+
+def _file_link(file: dict[str, Any], files_dir: str) -> list[str]:
+    """A recorded file as a Markdown link to its kept bytes (``[lamp.png](results/files/<sha256>)``):
+    the name is escaped (its brackets too), the target is only ever ``files_dir`` and a sha256 (a record whose hash is
+    no sha256 is named, not linked)."""
+    from urllib.parse import quote
+
+    name = re.sub(r"([\[\]])", r"\\\1", md_escape(file.get("name") or "file"))  # a bracket would end the link text
+    sha = str(file.get("sha256"))
+    link = f"[{name}]({quote(files_dir)}/{sha})" if re.fullmatch(r"[0-9a-f]{64}", sha) else name
+    return [f"file {link} {md_escape(file.get('mime_type'))} {md_escape(file.get('size'))} B"]
 
 
 def _outcome(passed: bool | None, iteration: int | None = None) -> str:
@@ -383,8 +401,10 @@ def _sides(d: ConversationDiff) -> tuple[str, str]:
             _outcome(d.current_passed, d.current_iteration if shown else None))
 
 
-def render_diffs_text(diffs: Sequence[ConversationDiff], width: int = 48) -> str:
-    """Each conversation diff side by side (baseline | current) from the turn before the first difference."""
+def render_diffs_text(diffs: Sequence[ConversationDiff], width: int = 48,
+                      files_dirs: tuple[str, str] = ("results/files", "results/files")) -> str:
+    """Each conversation diff side by side (baseline | current) from the turn before the first
+    difference; ``files_dirs``: where each side's files are kept."""
     from itertools import zip_longest
 
     out: list[str] = []
@@ -399,13 +419,16 @@ def render_diffs_text(diffs: Sequence[ConversationDiff], width: int = 48) -> str
         for pair in d.pairs:
             mark = "  <- first difference" if pair.number == d.first else ""
             out.append(f"  -- turn {pair.number}{mark}")
-            left, right = _side_lines(pair.baseline, width), _side_lines(pair.current, width)
+            left = _side_lines(pair.baseline, width, files_dirs[0])
+            right = _side_lines(pair.current, width, files_dirs[1])
             out += [f"  {a:<{width}} | {b}" for a, b in zip_longest(left, right, fillvalue="")]
     return "\n".join(out) + "\n" if out else ""
 
 
-def render_diffs_markdown(diffs: Sequence[ConversationDiff]) -> str:
-    """Each conversation diff as a Markdown table: turn, baseline, current."""
+def render_diffs_markdown(diffs: Sequence[ConversationDiff],
+                          files_dirs: tuple[str, str] = ("results/files", "results/files")) -> str:
+    """Each conversation diff as a Markdown table: turn, baseline, current; each file a link to its
+    bytes in ``files_dirs`` (each side's, relative to where the report is read from)."""
     out: list[str] = []
     for d in diffs:
         b, c = _sides(d)
@@ -415,8 +438,8 @@ def render_diffs_markdown(diffs: Sequence[ConversationDiff]) -> str:
             continue
         out += [f"First difference at turn {d.first}: {d.what}.", "", "| Turn | Baseline | Current |", "|---:|---|---|"]
         for pair in d.pairs:
-            cells = [" / ".join(md_escape(line) for line in _side_lines(side, 10_000))
-                     for side in (pair.baseline, pair.current)]
+            cells = [" / ".join(_side_lines(side, 10_000, where, md_escape))
+                     for side, where in ((pair.baseline, files_dirs[0]), (pair.current, files_dirs[1]))]
             number = f"**{pair.number}**" if pair.number == d.first else str(pair.number)
             out.append(f"| {number} | {cells[0]} | {cells[1]} |")
     return "\n".join(out) + "\n" if out else ""

@@ -180,12 +180,13 @@ class Settings(BaseModel):
     def verdict_settings(self, judge: bool = True, simulator: bool = True) -> tuple[dict[str, Any], dict[str, Any]]:
         """The judge's and the simulator's settings that can change a verdict, as the experiment
         records them (``experiment.judge.settings`` / ``experiment.simulator.settings``) and its
-        ``config_hash`` covers them: a comparison sees a judge that samples or reads differently.
+        ``config_hash`` covers them: a comparison sees a judge that samples or reads differently
+        (``max_file_bytes``: over ``judge_max_file_bytes`` it sees a file's name, type and size only).
         ``judge`` / ``simulator`` False (that LLM is not configured, nothing it decides): {} for it."""
         role = self.judge
         return ({"temperature": role.temperature, "samples": role.samples,
                  "samples_per_criterion": dict(sorted(role.samples_per_criterion.items())),
-                 "context_turns": role.context_turns} if judge else {},
+                 "context_turns": role.context_turns, "max_file_bytes": self.judge_max_file_bytes} if judge else {},
                 {"temperature": self.simulator.temperature, "fidelity": self.simulator_fidelity} if simulator else {})
 
     @classmethod

@@ -40,6 +40,7 @@ class _RoleSettings(_Doc):
     samples: int | None = Field(default=None, ge=1)
     samples_per_criterion: dict[str, int] = Field(default_factory=dict)
     context_turns: int | None = Field(default=None, ge=0)
+    max_file_bytes: int | None = Field(default=None, ge=0)
     fidelity: str | None = None
 
 

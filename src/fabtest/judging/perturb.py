@@ -37,10 +37,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from fabtest.config.criteria import Criterion
 from fabtest.conversation import AgentResponse, Conversation, Turn
+from fabtest.engine import transcript
 from fabtest.engine.judge import Judge
 from fabtest.experiment.model import CheckRecord, ScenarioResult, conversation_of
 from fabtest.judging.rejudge import check_subject, judgeable, recorded_criterion
@@ -122,8 +124,8 @@ def _rotated(criterion: Criterion) -> tuple[Criterion, bool]:
 
 
 def _variants(criteria: list[Criterion], conversation: Conversation, scope: str, turn: int | None,
-              llm: LLM, other: LLM | None) -> list[_Variant]:
-    subject = check_subject(conversation, scope, turn)
+              llm: LLM, other: LLM | None, max_file_bytes: int) -> list[_Variant]:
+    subject = check_subject(conversation, scope, turn, max_file_bytes)
     every = [True] * len(criteria)
     out = [_Variant("unchanged", "", criteria, every, subject, llm)]
     for name, frame in REWORDINGS:
@@ -150,9 +152,12 @@ def perturb_experiment(
     criterion: str | None = None,
     scenario: str | None = None,
     progress: Callable[[str], None] | None = None,
+    files_dir: Path | None = None,
+    max_file_bytes: int = transcript.JUDGE_MAX_FILE_BYTES,
 ) -> list[Moved]:
     """Every judgeable recorded check under every perturbation that applies to it, ``times``
-    judgements each (each its own cache entry: salt ``perturb/<kind>/<variant>/K``)."""
+    judgements each (each its own cache entry: salt ``perturb/<kind>/<variant>/K``); the judge
+    sees the files kept in ``files_dir``, each inline up to ``max_file_bytes``, as rejudge shows them."""
     if times < 1:
         raise ValueError(f"--times must be at least 1, got {times}")
     rows: list[Moved] = []
@@ -165,11 +170,11 @@ def perturb_experiment(
                 groups.setdefault((str(check.data["scope"]), check.turn), []).append(check)
         if progress and groups:
             progress(f"{result.id} iteration {result.iteration}: {sum(map(len, groups.values()))} checks")
-        conversation = conversation_of(result)
+        conversation = conversation_of(result, files_dir=files_dir)
         for (scope, turn), checks in groups.items():
             unique = {c.criterion: recorded_criterion(result, c) for c in checks}
             names = list(unique)
-            for variant in _variants(list(unique.values()), conversation, scope, turn, llm, other):
+            for variant in _variants(list(unique.values()), conversation, scope, turn, llm, other, max_file_bytes):
                 answers = []
                 for k in range(times):
                     judge = Judge(salted(variant.llm, f"perturb/{variant.kind}/{variant.variant}/{k}"))

@@ -98,10 +98,12 @@ def rejudge_experiment(
     scenario: str | None = None,
     progress: Callable[[str], None] | None = None,
     files_dir: Path | None = None,
+    max_file_bytes: int = transcript.JUDGE_MAX_FILE_BYTES,
 ) -> tuple[list[ScenarioResult], list[Rejudged]]:
     """Every judgeable check asked ``times`` times; returns re-judged copies of the results (each
     re-judged check holds the majority, its split and confidence) and one :class:`Rejudged` per check.
-    ``criterion`` and ``scenario`` (id, id prefix or exact name) narrow what is re-judged."""
+    ``criterion`` and ``scenario`` (id, id prefix or exact name) narrow what is re-judged; the judge
+    sees the files kept in ``files_dir``, each inline up to ``max_file_bytes`` (``judge_max_file_bytes``)."""
     if times < 1:
         raise ValueError(f"--times must be at least 1, got {times}")
     # temperature None: the judge LLM's configured one ([tool.fabtest.judge] temperature), so --times
@@ -123,7 +125,7 @@ def rejudge_experiment(
             progress(f"{result.id} iteration {result.iteration}: {sum(map(len, groups.values()))} checks")
         conversation = conversation_of(copy, files_dir=files_dir)  # the judge sees the run's files again
         for (scope, turn), checks in groups.items():
-            rows.extend(_rejudge_group(copy, conversation, scope, turn, checks, judges, spent))
+            rows.extend(_rejudge_group(copy, conversation, scope, turn, checks, judges, spent, max_file_bytes))
         # what this re-judgement spent, counted call by call and priced at the judge that made the calls:
         # not the recorded run's usage (its agent, simulator and judge calls were not made again)
         copy.usage = {"judge": UsageRecord(calls=spent.calls, input_tokens=spent.input_tokens,
@@ -134,12 +136,12 @@ def rejudge_experiment(
 
 def _rejudge_group(
     result: ScenarioResult, conversation: Conversation, scope: str, turn: int | None,
-    checks: list[CheckRecord], judges: list[Judge], spent: TokenUsage,
+    checks: list[CheckRecord], judges: list[Judge], spent: TokenUsage, max_file_bytes: int,
 ) -> list[Rejudged]:
     """One call per repetition for the criteria of one subject, as the original run batched them
     (each call's tokens added to ``spent``; a cached answer costs nothing)."""
     unique = {c.criterion: recorded_criterion(result, c) for c in checks}
-    subject = check_subject(conversation, scope, turn)
+    subject = check_subject(conversation, scope, turn, max_file_bytes)
     answers = []
     for judge in judges:
         judged = judge.evaluate_criteria(list(unique.values()), subject=subject, scope=_scope(scope))
@@ -167,11 +169,12 @@ def judgeable(result: ScenarioResult, check: CheckRecord) -> bool:
     return _judgeable(result, check)
 
 
-def check_subject(conversation: Conversation, scope: str, turn: int | None) -> str:
+def check_subject(conversation: Conversation, scope: str, turn: int | None,
+                  max_file_bytes: int = transcript.JUDGE_MAX_FILE_BYTES) -> str:
     """What the judge reads for a recorded check: its turn's exchange (a response criterion) or
-    the transcript (a conversation criterion)."""
-    return (transcript.exchange_for_judge(conversation, turn) if scope == "response" and turn
-            else transcript.for_judge(conversation))
+    the transcript (a conversation criterion), each file inline up to ``max_file_bytes``."""
+    return (transcript.exchange_for_judge(conversation, turn, max_file_bytes=max_file_bytes)
+            if scope == "response" and turn else transcript.for_judge(conversation, max_file_bytes=max_file_bytes))
 
 
 def attribution_rejudger(llm: LLM, times: int, *, limit: int = 20) -> Rejudge:
@@ -224,12 +227,15 @@ def _refresh_outcome(result: ScenarioResult) -> None:
 
 
 def rejudged_info(info: ExperimentInfo, new_id: str, timestamp: str, judge: tuple[str | None, str | None],
-                  times: int, temperature: float | None = None) -> ExperimentInfo:
+                  times: int, temperature: float | None = None,
+                  max_file_bytes: int = transcript.JUDGE_MAX_FILE_BYTES) -> ExperimentInfo:
     """The new experiment's identity: named and tagged as a re-judgement of ``info``, with the
     settings the re-judging judge had (``times`` verdicts per check at the configured
-    ``temperature``, each response check reading the default context window)."""
+    ``temperature``, each response check reading the default context window, each file shown
+    inline up to ``max_file_bytes``)."""
     settings: dict[str, Any] = {"temperature": temperature, "samples": times, "samples_per_criterion": {},
-                                "context_turns": transcript.CONTEXT_TURNS}
+                                "context_turns": transcript.CONTEXT_TURNS,
+                                "max_file_bytes": max_file_bytes}
     return info.model_copy(update={
         "judge_settings": settings,
         "id": new_id, "timestamp": timestamp, "name": f"rejudge of {info.id} ({times}x)",

@@ -298,7 +298,8 @@ def replay_scenario(result: ScenarioResult, env: ReplayEnv, *,
         if failure is None or not failure.skips:
             try:
                 recheck(new, result.transcript, conversation, judge, judge_reason=env.judge_reason,
-                        stopped_at=outcome.branched_at if outcome.continued == "stopped" else None)
+                        stopped_at=outcome.branched_at if outcome.continued == "stopped" else None,
+                        max_file_bytes=env.settings.judge_max_file_bytes)
             except FabtestError as exc:  # the judge failed for good: an error, as in a run
                 failure = failure or exc
         outcome.turns_replayed = len(conversation.turns)

@@ -31,6 +31,7 @@ import json
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from fabtest.conversation import Conversation, TokenUsage, Turn
@@ -42,11 +43,25 @@ from fabtest.llm.cache import salted
 from fabtest.replay.mutants import OPERATORS, Hints, Mutant, mutants_of
 from fabtest.replay.recorded_checks import JUDGED_ONE_BY_ONE, REJUDGED, recheck
 
-__all__ = ["CONTROL", "CheckKey", "ControlOutcome", "MutantOutcome", "Planned", "discount_noise", "judge_calls",
-           "mutation_table", "plan_controls", "plan_mutants", "run_controls", "run_mutant", "run_mutants"]
+__all__ = ["CONTROL", "NO_FILES", "CheckKey", "FileView", "ControlOutcome", "MutantOutcome", "Planned",
+           "discount_noise", "judge_calls", "mutation_table", "plan_controls", "plan_mutants", "run_controls",
+           "run_mutant", "run_mutants"]
 
 #: the operator name of a control: the recorded run itself, not mutated
 CONTROL = "control"
+
+
+@dataclass(frozen=True)
+class FileView:
+    """What the judge is shown of the conversation's files, as the run's judge was: their bytes
+    read back from ``results_dir`` (None: the text only), each inline up to ``max_file_bytes``
+    (``judge_max_file_bytes``; over it the name, type and size only)."""
+
+    results_dir: Path | None = None
+    max_file_bytes: int = transcript.JUDGE_MAX_FILE_BYTES
+
+
+NO_FILES = FileView()
 
 @dataclass(frozen=True)
 class CheckKey:
@@ -253,17 +268,19 @@ def _caught(before: CheckRecord, after: CheckRecord) -> bool:
                                           or (after.mode == "must" and after.status == "inconclusive"))
 
 
-def _rechecked(plan: Planned, judge: Judge | None, judge_reason: str,
-               changed_from: int) -> tuple[list[tuple[CheckKey, CheckRecord, CheckRecord]], TokenUsage]:
+def _rechecked(plan: Planned, judge: Judge | None, judge_reason: str, changed_from: int,
+               files: FileView) -> tuple[list[tuple[CheckKey, CheckRecord, CheckRecord]], TokenUsage]:
     """The chosen checks of ``plan`` run again on its transcript: (key, recorded, now) for each that
-    passed when recorded and was asked again, and what the judge cost."""
+    passed when recorded and was asked again, and what the judge cost; the judge sees the
+    conversation's files as ``files`` says (as rejudge shows them)."""
     result = plan.result
     subset = result.model_copy(deep=True)
     chosen = {where: [i for w, i in plan.recheck if w == where] for where in ("evaluations", "expectations")}
     subset.evaluations = [subset.evaluations[i] for i in chosen["evaluations"]]
     subset.expectations = [subset.expectations[i] for i in chosen["expectations"]]
-    conversation = conversation_of(result, plan.mutant.transcript)
-    recheck(subset, result.transcript, conversation, judge, judge_reason=judge_reason, changed_from=changed_from)
+    conversation = conversation_of(result, plan.mutant.transcript, files_dir=files.results_dir)
+    recheck(subset, result.transcript, conversation, judge, judge_reason=judge_reason, changed_from=changed_from,
+            max_file_bytes=files.max_file_bytes)
     out = []
     for where in ("evaluations", "expectations"):
         for index, after in zip(chosen[where], getattr(subset, where), strict=True):
@@ -273,10 +290,12 @@ def _rechecked(plan: Planned, judge: Judge | None, judge_reason: str,
     return out, conversation.usage.get("judge", TokenUsage())
 
 
-def run_mutant(plan: Planned, judge: Judge | None, *, judge_reason: str = "") -> MutantOutcome:
-    """The chosen checks of ``plan`` run again on its mutant; FabtestError if the judge fails for good."""
+def run_mutant(plan: Planned, judge: Judge | None, *, judge_reason: str = "",
+               files: FileView = NO_FILES) -> MutantOutcome:
+    """The chosen checks of ``plan`` run again on its mutant (the judge shown the run's files as
+    ``files`` says); FabtestError if the judge fails for good."""
     result, mutant = plan.result, plan.mutant
-    pairs, usage = _rechecked(plan, judge, judge_reason, mutant.turn)
+    pairs, usage = _rechecked(plan, judge, judge_reason, mutant.turn, files)
     outcome = MutantOutcome(result.id, result.name, result.feature, result.iteration, mutant.operator, mutant.turn,
                             mutant.description, judge=usage)
     for key, before, after in pairs:
@@ -304,14 +323,14 @@ def plan_controls(planned: Sequence[Planned]) -> list[Planned]:
 
 
 def run_controls(controls: Sequence[Planned], judge: Judge | None, samples: int, *,
-                 judge_reason: str = "") -> list[ControlOutcome]:
+                 judge_reason: str = "", files: FileView = NO_FILES) -> list[ControlOutcome]:
     """Each control judged ``samples`` times, each sample its own cache entry (a cached judge would
     otherwise answer every sample with the first)."""
     out = []
     for sample in range(1, samples + 1):
         view = _sample_judge(judge, sample)
         for plan in controls:
-            pairs, usage = _rechecked(plan, view, judge_reason, 1)
+            pairs, usage = _rechecked(plan, view, judge_reason, 1, files)
             found = ControlOutcome(plan.result.id, plan.result.iteration, sample, judge=usage)
             for key, before, after in pairs:
                 if after.status != "skipped":
@@ -340,13 +359,13 @@ def discount_noise(outcomes: Sequence[MutantOutcome], controls: Sequence[Control
 
 
 def run_mutants(planned: Sequence[Planned], judge: Judge | None, *, judge_reason: str = "",
-                progress: Callable[[str], None] | None = None) -> list[MutantOutcome]:
-    """Every planned mutant, in order."""
+                progress: Callable[[str], None] | None = None, files: FileView = NO_FILES) -> list[MutantOutcome]:
+    """Every planned mutant, in order (``files``: what the judge is shown of the conversation's files)."""
     out = []
     for plan in planned:
         if progress:
             progress(f"{plan.result.name} (iteration {plan.result.iteration}): {plan.mutant.description}")
-        out.append(run_mutant(plan, judge, judge_reason=judge_reason))
+        out.append(run_mutant(plan, judge, judge_reason=judge_reason, files=files))
     return out
 
 

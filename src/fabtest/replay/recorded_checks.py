@@ -61,11 +61,13 @@ def _set(check: CheckRecord, status: Status, details: str, how: str) -> None:
 
 
 def recheck(result: ScenarioResult, recorded: Sequence[TurnRecord], conversation: Conversation, judge: Judge | None,
-            *, judge_reason: str = "", stopped_at: int | None = None, changed_from: int | None = None) -> None:
+            *, judge_reason: str = "", stopped_at: int | None = None, changed_from: int | None = None,
+            max_file_bytes: int = transcript.JUDGE_MAX_FILE_BYTES) -> None:
     """Update ``result``'s checks (a copy of the recorded ones) for ``conversation``. ``stopped_at``:
     the turn where ``--no-continue`` stopped, after which the conversation is unknown. ``changed_from``:
     a turn known to differ even where :func:`same_turn` sees none (``fabtest mutate`` reordering two
-    calls, which :func:`calls_of` compares as a set)."""
+    calls, which :func:`calls_of` compares as a set). ``max_file_bytes``: ``judge_max_file_bytes``,
+    over which the judge is shown a file's name, type and size only, as a run shows it."""
     turns = conversation.turns
     unchanged: set[int] = set()  # the turns before the first difference (later ones follow a changed past)
     for number, (old, new) in enumerate(zip(recorded, turns, strict=False), start=1):
@@ -86,21 +88,22 @@ def recheck(result: ScenarioResult, recorded: Sequence[TurnRecord], conversation
             scope = str(check.data["scope"])
             batches.setdefault((scope, check.turn if scope == "response" else None), []).append(check)
         elif check.type in JUDGED_ONE_BY_ONE:
-            _judge_one(result, check, conversation, judge, judge_reason)
+            _judge_one(result, check, conversation, judge, judge_reason, max_file_bytes)
         else:
             _run_deterministic(check, conversation)
     for (scope, turn), group in batches.items():
-        _judge_batch(result, group, conversation, scope, turn, judge, judge_reason)
+        _judge_batch(result, group, conversation, scope, turn, judge, judge_reason, max_file_bytes)
 
 
 def _judge_batch(result: ScenarioResult, group: list[CheckRecord], conversation: Conversation, scope: str,
-                 turn: int | None, judge: Judge | None, judge_reason: str) -> None:
+                 turn: int | None, judge: Judge | None, judge_reason: str, max_file_bytes: int) -> None:
     if judge is None:
         for check in group:
             _set(check, "skipped", f"no judge LLM: {judge_reason}", "not rechecked")
         return
     unique = {c.criterion: recorded_criterion(result, c) for c in group}
-    subject = transcript.exchange_for_judge(conversation, turn) if turn else transcript.for_judge(conversation)
+    subject = (transcript.exchange_for_judge(conversation, turn, max_file_bytes=max_file_bytes) if turn
+               else transcript.for_judge(conversation, max_file_bytes=max_file_bytes))
     answer = judge.evaluate_criteria(list(unique.values()), subject=subject,
                                      scope="response" if scope == "response" else "conversation")
     conversation.add_usage("judge", answer.usage)
@@ -112,7 +115,7 @@ def _judge_batch(result: ScenarioResult, group: list[CheckRecord], conversation:
 
 
 def _judge_one(result: ScenarioResult, check: CheckRecord, conversation: Conversation, judge: Judge | None,
-               judge_reason: str) -> None:
+               judge_reason: str, max_file_bytes: int) -> None:
     """The goal, an intent or grounding, asked again as the engine asks it."""
     if judge is None:
         _set(check, "skipped", f"no judge LLM: {judge_reason}", "not rechecked")
@@ -122,13 +125,13 @@ def _judge_one(result: ScenarioResult, check: CheckRecord, conversation: Convers
         if not goal:
             _set(check, "skipped", "no goal recorded", "not rechecked")
             return
-        answer = judge.goal_achieved(str(goal), transcript.for_judge(conversation))
+        answer = judge.goal_achieved(str(goal), transcript.for_judge(conversation, max_file_bytes=max_file_bytes))
         conversation.add_usage("judge", answer.usage)
         _set(check, answer.value.verdict, answer.value.reasoning, "rechecked")
         return
     turn = conversation.turns[(check.turn or len(conversation.turns)) - 1]
     if check.type == "intent":
-        verdict = judge.intent(transcript.exchange_for_judge(conversation, turn.number),
+        verdict = judge.intent(transcript.exchange_for_judge(conversation, turn.number, max_file_bytes=max_file_bytes),
                                check.criterion.removeprefix("intent:"))
         conversation.add_usage("judge", verdict.usage)
         _set(check, verdict.value.verdict, verdict.value.reasoning, "rechecked")
