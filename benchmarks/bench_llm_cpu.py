@@ -81,7 +81,8 @@ def main() -> None:
     try:
         assert server.stdout is not None
         base_url = server.stdout.readline().strip()
-        from fabtest.llm import GeminiLLM, LLMSettings
+        from fabtest.llm.base import LLMSettings
+        from fabtest.llm.gemini import GeminiLLM
 
         llm = GeminiLLM(LLMSettings(base_url=base_url, max_concurrency=64), api_key="bench-key")
         measure(llm, 20, 1)  # warm: the SDK's lazy imports, the connection, the schema cache

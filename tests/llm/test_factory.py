@@ -58,8 +58,8 @@ def test_replay_works_without_key(tmp_path: Path) -> None:
 
 def test_importing_fabtest_llm_does_not_import_google_genai() -> None:
     code = (
-        "import sys; import fabtest.llm as m; import fabtest.testing;"
-        "m.llm_available(m.LLMSettings()); m.build_llm(m.LLMSettings(provider='openai'));"
+        "import sys; from fabtest.llm import base, factory; import fabtest.testing;"
+        "factory.llm_available(base.LLMSettings()); factory.build_llm(base.LLMSettings(provider='openai'));"
         "print('google.genai' in sys.modules)"
     )
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
