@@ -31,7 +31,7 @@ from fabtest.agents.file_parts import from_base64, openai_reply_files
 from fabtest.conversation import Attachment, ToolCall
 from fabtest.errors import UsageError
 
-__all__ = ["FORMATS", "RecordedConversation", "RecordedTurn", "read_conversation"]
+__all__ = ["FORMATS", "RecordedConversation", "RecordedTurn", "read_conversation", "tool_result"]
 
 FORMATS = ("fabtest", "openai", "gemini", "messages", "otlp")
 
@@ -176,7 +176,8 @@ def _arguments(raw: Any, path: Path) -> dict[str, Any]:
     return dict(raw) if isinstance(raw, Mapping) else {}
 
 
-def _result(raw: Any) -> Any:
+def tool_result(raw: Any) -> Any:
+    """A tool result: JSON text parsed when it is JSON, else as it is."""
     if isinstance(raw, str):
         try:
             return json.loads(raw)
@@ -200,7 +201,7 @@ def _from_openai(messages: list[Mapping[str, Any]], path: Path) -> RecordedConve
                 calls.append(call)
             turns.agent(_text(m.get("content")), calls)
         elif role == "tool" and (answered := by_id.get(m.get("tool_call_id"))) is not None:
-            answered.result = _result(_text(m.get("content")))
+            answered.result = tool_result(_text(m.get("content")))
         else:
             turns.skipped += 1
     return RecordedConversation(path.stem, "openai", turns.turns, skipped=turns.skipped)
@@ -339,7 +340,7 @@ def _from_otlp(data: Mapping[str, Any], path: Path) -> RecordedConversation:
         elif role == "tool":
             for part in parts:
                 if part.get("type") == "tool_call_response" and (answered := by_id.get(part.get("id"))) is not None:
-                    answered.result = _result(part.get("response", part.get("result")))
+                    answered.result = tool_result(part.get("response", part.get("result")))
         else:
             turns.skipped += 1
     return RecordedConversation(path.stem, "otlp", turns.turns, skipped=turns.skipped)

@@ -14,6 +14,8 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from fabtest.authoring.transcripts import tool_result as result
+
 __all__ = ["Event", "Msg", "arguments", "event", "first", "genai_messages", "iso_time", "openai_messages", "result",
            "seconds", "text"]
 
@@ -51,16 +53,6 @@ def arguments(raw: Any) -> dict[str, Any]:
     if isinstance(raw, Mapping):
         return dict(raw)
     return {} if raw is None else {"input": raw}
-
-
-def result(raw: Any) -> Any:
-    """A tool result: JSON text parsed when it is JSON, else as it is."""
-    if isinstance(raw, str):
-        try:
-            return json.loads(raw)
-        except ValueError:
-            return raw
-    return raw
 
 
 def _msg(role: str, body: str = "", calls: list[dict[str, Any]] | None = None, call_id: Any = None,
