@@ -15,7 +15,7 @@ from fabtest.agents.registry import with_context
 from fabtest.agents.stubs import ToolFailed, tool
 from fabtest.config.criteria import Criterion
 from fabtest.config.settings import Settings
-from fabtest.conversation import AgentResponse, Attachment, Check, Conversation, Message, ToolCall, Turn
+from fabtest.conversation import AgentResponse, Attachment, Audio, Check, Conversation, Message, ToolCall, Turn
 from fabtest.errors import ExpectationFailed, FabtestError, UsageError
 
 # last: the engine imports the modules above
@@ -30,6 +30,7 @@ __all__ = [
     "AgentResponse",
     "AgentTimeout",
     "Attachment",
+    "Audio",
     "Check",
     "Conversation",
     "Criterion",

@@ -86,6 +86,35 @@ class Attachment:
         return {"name": self.name, "mime_type": self.mime_type, "size": self.size, "sha256": self.sha256}
 
 
+@dataclass(frozen=True)
+class Audio:
+    """Sound in a voice conversation: 16-bit little-endian mono PCM at ``sample_rate`` Hz.
+
+    A voice agent receives the user's turn as one ``Audio`` and answers with one or more (a stream
+    of chunks). ``text`` is what the agent says it said in that chunk, when it knows (a realtime
+    model's own transcript): fabtest records it beside what the recogniser heard.
+    """
+
+    pcm: bytes = field(repr=False)
+    sample_rate: int = 16000
+    text: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.pcm, bytes | bytearray | memoryview):
+            raise TypeError(f"Audio: pcm must be bytes of 16-bit mono samples, got {type(self.pcm).__name__}")
+        if isinstance(self.pcm, bytearray | memoryview):
+            object.__setattr__(self, "pcm", bytes(self.pcm))
+        if len(self.pcm) % 2:
+            raise ValueError(f"Audio: pcm has an odd number of bytes ({len(self.pcm)}); 16-bit samples take 2 each")
+        if not isinstance(self.sample_rate, int) or self.sample_rate <= 0:
+            raise ValueError(f"Audio: sample_rate must be a positive whole number of Hz, got {self.sample_rate!r}")
+
+    @property
+    def duration_ms(self) -> float:
+        """How long the sound lasts."""
+        return len(self.pcm) / 2 / self.sample_rate * 1000
+
+
 def guess_mime_type(name: str) -> str:
     """The type the file name suggests (``lamp.png`` -> ``image/png``), else application/octet-stream."""
     guessed, _ = mimetypes.guess_type(name, strict=False)
