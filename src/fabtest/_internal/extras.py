@@ -21,6 +21,7 @@ DISTRIBUTION = "pytest-fabtest"
 EXTRAS = {
     "mcp": ("mcp", "MCP servers of built-in agents (mcp = [...])"),
     "acp": ("acp", "agents over the Agent Client Protocol (acp = [...], the Gemini CLI over ACP)"),
+    "realtime": ("websockets", "voice agents over the OpenAI Realtime protocol (realtime = \"wss://...\")"),
     "pdf": ("pypdf", "checks on the text of a PDF the agent replies with"),
 }
 
