@@ -136,9 +136,10 @@ class RealtimeAgent:
         self._open_response = True
         calls, words = wire.TurnCalls(), list[str]()
         heard: dict[str, float] = {}  # audio item id -> ms handed to the caller
+        waiting = "the response"
         try:
             while True:
-                event = await self._receive("the response")
+                event = await self._receive(waiting)
                 kind = event.get("type")
                 if kind in wire.AUDIO_DELTAS:
                     chunk = self._decode(event.get("delta"))
@@ -156,6 +157,8 @@ class RealtimeAgent:
                     self._open_response = False
                     if self._response_done(event.get("response"), calls, heard):
                         break
+                    waiting = (f"the server's response after its call to {', '.join(calls.unanswered()) or 'a tool'}: "
+                               "fabtest records tool calls and does not run them")
             if words:  # words after the last audio chunk
                 yield Audio(b"", self.sample_rate, "".join(words))
         except GeneratorExit:  # the caller stopped listening: the user interrupted
