@@ -164,11 +164,11 @@ class RealtimeAgent:
         except GeneratorExit:  # the caller stopped listening: the user interrupted
             await self._interrupt(heard)
             raise
-        finally:
+        finally:  # an interrupted turn's calls happened too
             self.tool_calls = calls.tool_calls()
-        if on_tool_call is not None:
+            report = on_tool_call or (lambda call: None)
             for call in self.tool_calls:
-                on_tool_call(call)
+                report(call)
 
     def _response_done(self, response: Any, calls: wire.TurnCalls, heard: Mapping[str, float]) -> bool:
         """Account a ``response.done``; True when the turn is over, False when the server's next response
