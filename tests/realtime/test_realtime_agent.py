@@ -13,6 +13,7 @@ import pytest
 
 from fabtest._internal import redaction
 from fabtest._internal.pcm import resample
+from fabtest.agents import realtime_wire as wire
 from fabtest.agents.realtime import RealtimeAgent
 from fabtest.agents.registry import make_agent
 from fabtest.conversation import Audio, ToolCall
@@ -180,6 +181,30 @@ def test_an_unreachable_server_is_one_line() -> None:
         port = s.getsockname()[1]
     message = failure(RealtimeAgent(f"ws://127.0.0.1:{port}/v1/realtime", timeout=5))
     assert message.startswith(f"Realtime agent at ws://127.0.0.1:{port}/v1/realtime: cannot connect:")
+
+
+def test_a_refused_key_is_the_http_status() -> None:
+    with FakeRealtime(api_key="sk-right-key") as fake:
+        message = failure(RealtimeAgent(fake.url, headers={"Authorization": "Bearer sk-wrong-key"}))
+        assert message == f"Realtime agent at {fake.url}: the server refused the connection: HTTP 401 Unauthorized"
+        turns(RealtimeAgent(fake.url, headers={"Authorization": "Bearer sk-right-key"}), USER)
+
+
+def test_a_failed_response_is_named() -> None:
+    with FakeRealtime([RealtimeReply(failed="Audio could not be generated")]) as fake:
+        message = failure(RealtimeAgent(fake.url))
+    assert message.endswith(": the response failed: Audio could not be generated (server_error)")
+
+
+@pytest.mark.parametrize(("session", "problem"), [
+    ({"output_audio_format": "g711_ulaw"}, "the server answers in 'g711_ulaw', fabtest reads pcm16"),
+    ({"audio": {"output": {"format": {"type": "audio/pcmu"}}}}, "the server answers in 'audio/pcmu'"),
+    ({"audio": {"output": {"format": {"type": "audio/pcm", "rate": 16000}}}}, "the server answers at 16000 Hz"),
+    ({"audio": {"output": {"format": {"type": "audio/pcm", "rate": 24000}}}}, None),
+])
+def test_an_output_format_fabtest_cannot_read_is_named(session: dict[str, Any], problem: str | None) -> None:
+    found = wire.output_format_problem(session, 24000)
+    assert found == problem if problem is None else (found or "").startswith(problem)
 
 
 def test_a_format_the_server_refuses_is_named() -> None:

@@ -61,6 +61,8 @@ class RealtimeReply:
     error: str | None = None
     #: close the connection (code 1011) instead of answering
     close: bool = False
+    #: end the response with ``status = "failed"`` and this error message
+    failed: str | None = None
     chunk_ms: int = 100
     #: seconds between two chunks (at most MAX_PACE_S), to leave a client time to interrupt
     pace_s: float = 0.0
@@ -96,11 +98,13 @@ class FakeRealtime:
     repeats) or a function of the committed audio; ``rates`` are the pcm rates the session accepts."""
 
     def __init__(self, replies: Replies = (), *, api: Literal["ga", "beta"] = "ga",
-                 rates: Sequence[int] = (24000,)) -> None:
+                 rates: Sequence[int] = (24000,), api_key: str | None = None) -> None:
         self._replies = replies if callable(replies) else list(replies) or [RealtimeReply(transcript="Hello.")]
         self._next = 0
         self.api = api
         self.rates = tuple(rates)
+        #: when set, a connection without ``Authorization: Bearer <api_key>`` is refused with HTTP 401
+        self.api_key = api_key
         self.connections: list[RealtimeConnection] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -148,10 +152,17 @@ class FakeRealtime:
         from websockets.asyncio.server import serve
 
         self._stop = asyncio.Event()
-        async with serve(self._session, "127.0.0.1", 0, max_size=2 ** 24) as server:
+        async with serve(self._session, "127.0.0.1", 0, max_size=2 ** 24, process_request=self._check_key) as server:
             self.port = next(iter(server.sockets)).getsockname()[1]
             ready.set()
             await self._stop.wait()
+
+    def _check_key(self, connection: Any, request: Any) -> Any:
+        from http import HTTPStatus
+
+        if self.api_key is None or request.headers.get("Authorization") == f"Bearer {self.api_key}":
+            return None
+        return connection.respond(HTTPStatus.UNAUTHORIZED, "Incorrect API key provided.\n")
 
     def _reply(self, audio: bytes) -> RealtimeReply:
         if callable(self._replies):
@@ -310,10 +321,12 @@ class _Session:
                 output.append(await self.speak(rid, reply, len(output)))
         except asyncio.CancelledError:
             status = "cancelled"
-        words = len(reply.transcript.split())
-        await self.send("response.done", response={"id": rid, "status": status, "output": output, "usage": {
-            "total_tokens": len(self.committed) // 1600 + words, "input_tokens": len(self.committed) // 1600,
-            "output_tokens": words}})
+        if reply.failed is not None and status == "completed":
+            status = "failed"
+        done: dict[str, Any] = {"id": rid, "status": status, "output": output, "usage": _usage(self.committed, reply)}
+        if status == "failed":
+            done["status_details"] = {"type": "failed", "error": {"type": "server_error", "message": reply.failed}}
+        await self.send("response.done", response=done)
         return status
 
     async def function_call(self, rid: str, call: FunctionCall) -> dict[str, Any]:
@@ -354,3 +367,9 @@ class _Session:
                                                               "transcript": reply.transcript}]}
         await self.send("response.output_item.done", response_id=rid, output_index=index, item=done)
         return done
+
+
+def _usage(heard: bytes, reply: RealtimeReply) -> dict[str, int]:
+    """Tokens as a server counts them, roughly: a token per 1/30 s of audio heard, one per word said."""
+    heard_tokens, said = len(heard) // 1600, len(reply.transcript.split())
+    return {"total_tokens": heard_tokens + said, "input_tokens": heard_tokens, "output_tokens": said}
