@@ -44,7 +44,7 @@ from typing import Any, Protocol, cast, runtime_checkable
 
 from fabtest.agents import aio
 from fabtest.agents.boundary import AgentDataError, accepts_keyword, coerce_tool_call, guarded, guarded_async
-from fabtest.conversation import Audio, ToolCall
+from fabtest.conversation import AgentResponse, Audio, ToolCall
 from fabtest.errors import AgentError, AgentTimeout, UsageError
 
 __all__ = ["VoiceAgent", "VoiceReply", "call_voice_agent", "is_voice_agent", "voice_respond"]
@@ -173,6 +173,9 @@ def _chunks(value: Any) -> Iterable[Any]:
         return () if value is None else (value,)
     if isinstance(value, list | tuple):
         return value
+    if isinstance(value, str | AgentResponse):
+        raise AgentDataError("the voice agent answered with text, not audio: respond(audio) must yield or return "
+                             "fabtest.Audio (a text agent cannot take a voice scenario)")
     raise AgentDataError(f"the voice agent returned {type(value).__name__}; respond(audio) must yield or return "
                          "fabtest.Audio (16-bit mono PCM bytes and their sample rate)")
 
