@@ -50,6 +50,7 @@ SLOW_MODULES = (
     "properties/test_fuzz_inputs.py",
     "secrets/test_secrets_everywhere.py",
     "view/test_view_browser.py",
+    "voice/test_real_speech.py",
 )
 
 

@@ -40,11 +40,11 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 from fabtest.agents import aio
 from fabtest.agents.boundary import AgentDataError, accepts_keyword, coerce_tool_call, guarded, guarded_async
-from fabtest.conversation import Audio, ToolCall
+from fabtest.conversation import AgentResponse, Audio, ToolCall
 from fabtest.errors import AgentError, AgentTimeout, UsageError
 
 __all__ = ["VoiceAgent", "VoiceReply", "call_voice_agent", "is_voice_agent", "voice_respond"]
@@ -88,10 +88,10 @@ def voice_respond(agent: Any) -> Callable[..., Any]:
     the agent (wrapped as a chat callable by the registry); a text-only agent is a UsageError."""
     respond = getattr(agent, "respond", None)
     if callable(respond):
-        return respond
+        return cast(Callable[..., Any], respond)
     func = getattr(agent, "func", None)  # a plain function configured as the agent (agents/python.py)
     if callable(func):
-        return func
+        return cast(Callable[..., Any], func)
     raise UsageError(f"the agent {type(agent).__name__} has no respond(audio) method, so it cannot take a voice "
                      "scenario: give it `async def respond(self, audio)` yielding fabtest.Audio (docs/how-to/voice.md)")
 
@@ -132,16 +132,15 @@ async def _take(respond: Callable[..., Any], audio: Audio, kwargs: dict[str, Any
     if inspect.iscoroutinefunction(respond) or inspect.isasyncgenfunction(respond) or aio.is_async_callable(respond):
         value = guarded("the voice agent raised", respond, audio, **kwargs)
     else:  # a blocking respond: on a worker thread, so the loop (other conversations) keeps going
-        value = await asyncio.to_thread(guarded, "the voice agent raised", respond, audio, **kwargs)
+        value = await asyncio.to_thread(lambda: guarded("the voice agent raised", respond, audio, **kwargs))
     if inspect.isawaitable(value):
         value = await guarded_async("the voice agent raised", value)
     if hasattr(value, "__aiter__"):
         stream = value.__aiter__()
         try:
             while True:
-                try:
-                    chunk = await guarded_async("the voice agent raised", stream.__anext__())
-                except StopAsyncIteration:
+                chunk = await guarded_async("the voice agent raised", _next(stream))
+                if chunk is _END:
                     break
                 if _heard(reply, chunk, started, interrupt_after_ms):
                     break
@@ -157,12 +156,26 @@ async def _take(respond: Callable[..., Any], audio: Audio, kwargs: dict[str, Any
     return reply
 
 
+_END = object()
+
+
+async def _next(stream: AsyncIterator[Any]) -> Any:
+    """The stream's next chunk, or ``_END`` (StopAsyncIteration is the end, not the agent's failure)."""
+    try:
+        return await stream.__anext__()
+    except StopAsyncIteration:
+        return _END
+
+
 def _chunks(value: Any) -> Iterable[Any]:
     """A sync or awaited reply: one ``Audio``, a list of them, or None (no audio)."""
     if value is None or isinstance(value, Audio):
         return () if value is None else (value,)
     if isinstance(value, list | tuple):
         return value
+    if isinstance(value, str | AgentResponse):
+        raise AgentDataError("the voice agent answered with text, not audio: respond(audio) must yield or return "
+                             "fabtest.Audio (a text agent cannot take a voice scenario)")
     raise AgentDataError(f"the voice agent returned {type(value).__name__}; respond(audio) must yield or return "
                          "fabtest.Audio (16-bit mono PCM bytes and their sample rate)")
 

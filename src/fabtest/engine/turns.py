@@ -27,8 +27,10 @@ from fabtest.agents.boundary import (
     guarded_async,
     merge_tool_calls,
 )
-from fabtest.conversation import AgentResponse, Attachment, Conversation, Message, ToolCall, Turn
-from fabtest.errors import ScenarioTimeout
+from fabtest.agents.voice import is_voice_agent
+from fabtest.conversation import AgentResponse, Attachment, Conversation, Message, ToolCall, Turn, VoiceTurn
+from fabtest.engine.voice import VoiceTurns
+from fabtest.errors import ScenarioTimeout, UsageError
 
 TurnHook = Callable[[Turn], None]
 
@@ -45,8 +47,11 @@ class ConversationRunner:
 
     def __init__(self, agent: Agent, conversation: Conversation, *, agent_timeout: float = 60.0,
                  deadline: float | None = None, redact: Callable[[str], str] = str,
-                 tool_stubs: stubs.ToolStubs | None = None, traces: tuple[int, float] | None = None) -> None:
+                 tool_stubs: stubs.ToolStubs | None = None, traces: tuple[int, float] | None = None,
+                 voice: VoiceTurns | None = None) -> None:
         self.agent = agent
+        #: a voice scenario: each turn spoken and heard (:mod:`fabtest.engine.voice`); None: text
+        self.voice = voice
         #: the trace receiver's port and the seconds a turn waits for its spans (agents with ``traces = true``)
         self.traces = traces
         #: the scenario's tool stubs, active during every agent call (:mod:`fabtest.agents.stubs`)
@@ -59,8 +64,11 @@ class ConversationRunner:
         self.deadline = deadline
         self.on_turn: list[TurnHook] = []
 
-    def say(self, text: str, attachments: tuple[Attachment, ...] = ()) -> Turn:
-        """Send one user message (with its files) and record the turn."""
+    def say(self, text: str, attachments: tuple[Attachment, ...] = (), *, interrupt_after_ms: float | None = None,
+            silent_s: float | None = None) -> Turn:
+        """Send one user message (with its files) and record the turn. In a voice scenario the
+        message is spoken; ``interrupt_after_ms`` cuts the reply short (barge-in) and ``silent_s``
+        sends that much silence instead of words."""
         messages = [*self.conversation.messages, Message("user", text, attachments)]
         started = time.perf_counter()
         timeout = self.agent_timeout
@@ -70,22 +78,29 @@ class ConversationRunner:
                 raise ScenarioTimeout("the scenario exceeded its time limit (--fabtest-scenario-timeout)")
             timeout = min(timeout, remaining)
         with tracing.turn_span(len(self.conversation.turns) + 1) as span:
-            turn = self._turn(text, messages, timeout, started, attachments)
+            turn = self._turn(text, messages, timeout, started, attachments,
+                              voice={"interrupt_after_ms": interrupt_after_ms, "silent_s": silent_s})
             tracing.set_attribute(span, "fabtest.topic", turn.topic)
         return turn
 
     def _turn(self, text: str, messages: list[Message], timeout: float, started: float,
-              attachments: tuple[Attachment, ...] = ()) -> Turn:
+              attachments: tuple[Attachment, ...] = (), voice: dict[str, Any] | None = None) -> Turn:
+        spoken: VoiceTurn | None = None
         try:
-            response = call_agent(self.agent, messages, timeout=timeout, tool_stubs=self.tool_stubs,
-                                  traces=self.traces)
+            if self.voice is not None:
+                if attachments:
+                    raise UsageError("a voice scenario cannot send files: the user speaks (docs/how-to/voice.md)")
+                response, spoken = self._voice_turn(text, timeout, voice or {})
+            else:
+                response = call_agent(self.agent, messages, timeout=timeout, tool_stubs=self.tool_stubs,
+                                      traces=self.traces)
         except AgentTimeout:
             if timeout < self.agent_timeout:
                 raise ScenarioTimeout("the scenario exceeded its time limit (--fabtest-scenario-timeout) "
                                       "while waiting for the agent") from None
             raise
         turn = Turn(number=len(self.conversation.turns) + 1, user=text, response=response,
-                    duration_s=time.perf_counter() - started, attachments=attachments)
+                    duration_s=time.perf_counter() - started, attachments=attachments, voice=spoken)
         self.conversation.turns.append(turn)
         if log.isEnabledFor(logging.INFO):
             tools = ", ".join(c.name for c in response.tool_calls)
@@ -96,6 +111,21 @@ class ConversationRunner:
         for hook in self.on_turn:
             hook(turn)
         return turn
+
+    def _voice_turn(self, text: str, timeout: float, options: dict[str, Any]) -> tuple[AgentResponse, VoiceTurn]:
+        """One spoken turn with the scenario's tool stubs active; a timed-out agent is asked to cancel()."""
+        assert self.voice is not None
+        with tracing.agent_span(self.agent) as record, stubs.session(self.tool_stubs) as recorded:
+            try:
+                response, spoken = self.voice.take(self.agent, text, timeout=timeout,
+                                                   turn=len(self.conversation.turns) + 1, **options)
+            except AgentTimeout:
+                cancel_agent(self.agent)
+                raise
+            if recorded:
+                response.tool_calls = merge_tool_calls(response.tool_calls, list(recorded))
+            record(response)
+        return response, spoken
 
 
 def call_agent(agent: Agent, messages: list[Message], *, timeout: float,
@@ -139,6 +169,9 @@ def _call_agent(agent: Agent, messages: list[Message], *, timeout: float) -> Age
                 problems.append(exc)
 
     chat = getattr(agent, "chat", None)
+    if chat is None and is_voice_agent(agent):
+        raise UsageError("the agent speaks only audio (it has respond(audio) and no chat): mark the scenario @voice "
+                         "or set voice = true in [tool.fabtest] (docs/how-to/voice.md)")
     kwargs = {"on_tool_call": on_tool_call} if accepts_keyword(chat, "on_tool_call") else {}
     try:
         if aio.is_async_callable(chat):

