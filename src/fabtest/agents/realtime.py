@@ -31,7 +31,7 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from fabtest._internal.extras import require_extra
-from fabtest._internal.pcm import resample
+from fabtest._internal.wav import resample
 from fabtest.agents import realtime_wire as wire
 from fabtest.agents.base import declared_tools
 from fabtest.conversation import Audio, TokenUsage, ToolCall
@@ -127,7 +127,7 @@ class RealtimeAgent:
         await self._connect()
         await self._finish_cancelled()
         self.tool_calls = []
-        pcm = resample(audio.pcm, audio.sample_rate, self.sample_rate)
+        pcm = resample(audio, self.sample_rate).pcm
         for start in range(0, len(pcm), _APPEND_BYTES):
             await self._send({"type": "input_audio_buffer.append",
                               "audio": base64.b64encode(pcm[start:start + _APPEND_BYTES]).decode("ascii")})
