@@ -128,7 +128,8 @@ def test_closing_the_stream_early_cancels_the_response_and_truncates_at_what_was
     connection = fake.connections[0]
     assert connection.types[4:6] == ["response.cancel", "conversation.item.truncate"]
     truncate = connection.of_type("conversation.item.truncate")[0]
-    assert truncate["audio_end_ms"] == 200 and truncate["content_index"] == 0 and truncate["item_id"].startswith("item_")
+    assert truncate["audio_end_ms"] == 200 and truncate["content_index"] == 0
+    assert truncate["item_id"].startswith("item_")
     assert chunks[-1].text == "Yes?"  # the next turn reads past the cancelled response's end
 
 

@@ -8,11 +8,10 @@ import json
 from typing import Any
 
 import pytest
+from support.fake_speech import decode, encode
 
 import fabtest
-from fabtest._internal.wav import resample
 from fabtest.testing import FakeRealtime, FunctionCall, RealtimeReply
-from support.fake_speech import decode, encode
 
 KEY = "sk-fake-realtime-key-1234"
 
@@ -33,11 +32,11 @@ Feature: Phone bookings
 """
 
 
-def echo(heard: bytes) -> RealtimeReply:
+def echo(heard: fabtest.Audio) -> RealtimeReply:
     """The fake's model: hears the user (24 kHz), says "you said ..." with its transcript, and books."""
-    words = decode(fabtest.Audio(heard, 24000))
+    words = decode(heard)
     said = f"you said {words}"
-    return RealtimeReply(audio=resample(encode(said), 24000).pcm, transcript=said, chunk_ms=100, pace_s=0.01,
+    return RealtimeReply(audio=encode(said), transcript=said, chunk_ms=100, pace_s=0.01,
                          function_call=FunctionCall("book_table", {"request": words}) if "book" in words else None)
 
 

@@ -32,6 +32,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from fabtest._internal.wav import resample
+from fabtest.conversation import Audio
+
 __all__ = ["FakeRealtime", "FunctionCall", "RealtimeConnection", "RealtimeReply"]
 
 #: the longest pause between two chunks, so a script cannot hang a test run
@@ -52,9 +55,10 @@ class FunctionCall:
 
 @dataclass(frozen=True)
 class RealtimeReply:
-    """One scripted response: pcm16 at 24 kHz, the model's words for it, a tool call, or a fault."""
+    """One scripted response: its audio (pcm16 bytes at 24 kHz, or a :class:`fabtest.Audio` at any rate,
+    resampled), the model's words for it, a tool call, or a fault."""
 
-    audio: bytes = b""
+    audio: bytes | Audio = b""
     transcript: str = ""
     function_call: FunctionCall | None = None
     #: answer with an ``error`` event of this message instead
@@ -90,12 +94,13 @@ class RealtimeConnection:
         return b"".join(base64.b64decode(e.get("audio") or "") for e in self.of_type("input_audio_buffer.append"))
 
 
-Replies = Sequence[RealtimeReply] | Callable[[bytes], RealtimeReply]
+Replies = Sequence[RealtimeReply] | Callable[[Audio], RealtimeReply]
 
 
 class FakeRealtime:
     """The server; see the module docstring. ``replies`` is a list answered in order (the last one
-    repeats) or a function of the committed audio; ``rates`` are the pcm rates the session accepts."""
+    repeats) or a function of the user's committed audio (a :class:`fabtest.Audio` at 24 kHz): a model
+    of your own; ``rates`` are the pcm rates the session accepts."""
 
     def __init__(self, replies: Replies = (), *, api: Literal["ga", "beta"] = "ga",
                  rates: Sequence[int] = (24000,), api_key: str | None = None) -> None:
@@ -166,7 +171,7 @@ class FakeRealtime:
 
     def _reply(self, audio: bytes) -> RealtimeReply:
         if callable(self._replies):
-            return self._replies(audio)
+            return self._replies(Audio(audio, 24000))
         reply = self._replies[min(self._next, len(self._replies) - 1)]
         self._next += 1
         return reply
@@ -347,7 +352,8 @@ class _Session:
         item = {"id": item_id, "type": "message", "role": "assistant", "status": "in_progress", "content": []}
         await self.send("response.output_item.added", response_id=rid, output_index=index, item=item)
         step = max(2, 24000 * 2 * reply.chunk_ms // 1000)
-        chunks = [reply.audio[i:i + step] for i in range(0, len(reply.audio), step)] or [b""]
+        pcm = resample(reply.audio, 24000).pcm if isinstance(reply.audio, Audio) else reply.audio
+        chunks = [pcm[i:i + step] for i in range(0, len(pcm), step)] or [b""]
         words = reply.transcript.split(" ") if reply.transcript else []
         per = -(-len(words) // len(chunks)) if words else 0
         audio_delta = "response.output_audio.delta" if self.ga else "response.audio.delta"
