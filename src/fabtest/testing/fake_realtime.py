@@ -247,7 +247,7 @@ class _Session:
                 await self.error("Conversation already has an active response", code="conversation_already_has_"
                                  "active_response", about=about)
                 return
-            self.streaming = asyncio.create_task(self.respond(self.fake._reply(self.committed)))
+            self.streaming = asyncio.create_task(self.respond(self.committed))
         elif kind == "response.cancel":
             if self.streaming is None or self.streaming.done():
                 await self.error("Cancellation failed: no active response found", code="response_cancel_not_active",
@@ -295,7 +295,15 @@ class _Session:
         await self.send("input_audio_buffer.committed", item_id=item["id"], previous_item_id=None)
         await self.send("conversation.item.added" if self.ga else "conversation.item.created", item=item)
 
-    async def respond(self, reply: RealtimeReply) -> None:
+    async def respond(self, heard: bytes) -> None:
+        # a model function (speech recognition, text to speech) is CPU work: off the server's loop, so
+        # other connections' events keep flowing
+        try:
+            reply = await asyncio.to_thread(self.fake._reply, heard)
+        except asyncio.CancelledError:  # cancelled while the model thought: the response ends, empty
+            await self.send("response.done", response={"id": f"resp_{uuid.uuid4().hex[:12]}", "status": "cancelled",
+                                                       "output": []})
+            return
         if reply.error is not None:
             await self.error(reply.error, code="server_error", kind="server_error")
             return
