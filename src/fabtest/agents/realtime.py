@@ -127,7 +127,10 @@ class RealtimeAgent:
         await self._connect()
         await self._finish_cancelled()
         self.tool_calls = []
-        pcm = resample(audio, self.sample_rate).pcm
+        # CPU work: off the agent loop that every conversation in flight shares (none with
+        # [tool.fabtest.speech] sample_rate = 24000, which speaks at the server's rate already)
+        pcm = audio.pcm if audio.sample_rate == self.sample_rate else \
+            (await asyncio.to_thread(resample, audio, self.sample_rate)).pcm
         for start in range(0, len(pcm), _APPEND_BYTES):
             await self._send({"type": "input_audio_buffer.append",
                               "audio": base64.b64encode(pcm[start:start + _APPEND_BYTES]).decode("ascii")})
