@@ -70,6 +70,6 @@ recogniser = "support.fake_speech:FakeEars"
     assert booking["voice"]["word_error_rate"] == 0.0
     cut, after = runs["Cut in"]["transcript"]
     assert cut["voice"]["interrupted"] is True and after["agent"] == "you said just book it"
-    assert len(fake.connections) == 2  # one connection per scenario
+    assert len(fake.connections) == 2 and all(c.closed for c in fake.connections)  # one per scenario, closed
     assert "response.cancel" in fake.connections[1].types
     assert all(c.headers["authorization"] == f"Bearer {KEY}" for c in fake.connections)

@@ -36,7 +36,7 @@ def test_a_voice_turn_through_the_engine_hears_the_words_and_records_the_tool_ca
     assert heard.text == "A table for two at seven." and not heard.interrupted
     assert heard.first_audio_ms is not None and sum(c.duration_ms for c in heard.chunks) == 300
     assert [(c.name, c.arguments) for c in heard.tool_calls] == [("book_table", {"people": 2, "time": "19:00"})]
-    assert agent._ws is None  # around() closed the connection
+    assert fake.connections[0].closed  # around() closed the connection
 
 
 def test_a_barge_in_through_the_engine_cancels_the_response_on_the_server() -> None:

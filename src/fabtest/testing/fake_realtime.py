@@ -79,6 +79,8 @@ class RealtimeConnection:
     path: str
     headers: dict[str, str]
     events: list[dict[str, Any]] = field(default_factory=list)
+    #: the client closed the connection (or it was lost)
+    closed: bool = False
 
     @property
     def types(self) -> list[str]:
@@ -227,6 +229,7 @@ class _Session:
         except ConnectionClosed:
             pass
         finally:
+            self.connection.closed = True
             if self.streaming is not None:
                 self.streaming.cancel()
 
