@@ -222,6 +222,7 @@ class RealtimeAgent:
                              f"{exc.response.status_code} {exc.response.reason_phrase}".rstrip()) from None
         except (OSError, TimeoutError, WebSocketException) as exc:
             raise AgentError(f"{self._where}: cannot connect: {exc or type(exc).__name__}") from None
+        self._open_response = False  # a new session: nothing of an old one is still to come
         created = await self._receive("session.created")
         if created.get("type") != "session.created":
             raise AgentError(f"{self._where}: expected session.created first, got {created.get('type')!r}")
