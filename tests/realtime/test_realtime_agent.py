@@ -17,6 +17,7 @@ from fabtest.agents import realtime_wire as wire
 from fabtest.agents.realtime import RealtimeAgent
 from fabtest.agents.registry import make_agent
 from fabtest.conversation import Audio, ToolCall
+from fabtest.engine import preflight
 from fabtest.errors import AgentError, UsageError
 from fabtest.testing import FakeRealtime, FunctionCall, RealtimeReply
 
@@ -240,3 +241,18 @@ def test_a_bad_agent_table_is_one_line_naming_the_key(table: dict[str, Any], exp
     with pytest.raises(UsageError, match=expected) as info:
         make_agent(table, {"agent_name": "phone"}, where="pyproject.toml")
     assert str(info.value).startswith("pyproject.toml: [tool.fabtest.agents.phone]: ")
+
+
+def test_the_pre_flight_checks_the_table_then_that_the_host_listens(fake: FakeRealtime) -> None:
+    where = "[tool.fabtest.agents] phone"
+    assert preflight.config_problem(where, {"realtime": "ws://x", "vioce": "a"}) == (
+        f"{where}: unknown key 'vioce' for a Realtime agent (allowed: api, headers, instructions, model, realtime, "
+        "sample_rate, timeout, tools, voice)")
+    assert preflight.config_problem(where, {"realtime": fake.url}) is None
+    assert preflight.reachability_problem(where, {"realtime": fake.url}) is None
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    assert preflight.reachability_problem(where, {"realtime": f"ws://127.0.0.1:{port}/v1/realtime?k=x"}) == (
+        f"{where}: the Realtime agent at ws://127.0.0.1:{port} does not accept connections (Connection refused); "
+        "is the server running?")
