@@ -35,7 +35,11 @@ def test_a_missing_extra_is_one_line_naming_it(monkeypatch: pytest.MonkeyPatch, 
     real = extras.importlib.util.find_spec
     monkeypatch.setattr(extras.importlib.util, "find_spec", lambda name, *a: None if name == module else real(name, *a))
     with pytest.raises(UsageError) as caught:
-        if extra == "mcp":
+        if extra == "realtime":
+            from fabtest.agents.realtime import build_realtime_agent
+
+            build_realtime_agent({"realtime": "wss://voice.example/v1/realtime"}, {}, where="[tool.fabtest.agents.phone]")
+        elif extra == "mcp":
             parse_mcp_specs([{"command": ["python", "-m", "srv"]}], where="[tool.fabtest.agents.helper]", root=ROOT)
         elif extra == "pdf":
             from fabtest import Attachment
