@@ -24,7 +24,7 @@ from fabtest.conversation import AgentResponse, Audio, Status, Turn, VoiceTurn
 from fabtest.errors import UsageError
 from fabtest.speech.kit import SILENCE_RMS, Speech, shared
 
-__all__ = ["VoiceTurns", "first_audio_outcome", "silence_text", "turns", "word_error_rate"]
+__all__ = ["VoiceTurns", "first_audio_outcome", "silence_text", "silent_seconds", "turns", "word_error_rate"]
 
 _WORD = re.compile(r"[a-z0-9']+")
 
@@ -32,6 +32,15 @@ _WORD = re.compile(r"[a-z0-9']+")
 def silence_text(seconds: float) -> str:
     """The user's line of a silent turn, as the transcript and the judge read it."""
     return f"(the user stays silent for {seconds:g} s)"
+
+
+_SILENCE = re.compile(r"\(the user stays silent for (\d+(?:\.\d+)?) s\)")
+
+
+def silent_seconds(text: str) -> float | None:
+    """The seconds of a recorded silent turn's line (a replay sends silence again, not those words)."""
+    match = _SILENCE.fullmatch(text)
+    return float(match.group(1)) if match else None
 
 
 @dataclass
