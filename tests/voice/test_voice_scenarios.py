@@ -123,6 +123,10 @@ Feature: Phone
     [check] = [c for c in runs["Booking"]["expectations"]["details"] if c["type"] == "first_audio"]
     assert check["status"] == "passed" and check["limit_ms"] == 5000
 
+    summary = json.loads((pytester.path / "results" / "exp_voice.json").read_text())["summary"]["voice"]
+    assert summary["turns"] == 1 and summary["word_error_rate"] == 0.0 and summary["interrupted"] == 0
+    assert summary["time_to_first_audio_ms"]["p95"] == voice["time_to_first_audio_ms"]
+
     # fabtest view plays both sides, the transcript beside them, and serves the WAVs as audio
     site = Site(Catalog(pytester.path / "results"))
     page = site.render(conversation_path("exp_voice", runs["Booking"]["id"], 1))

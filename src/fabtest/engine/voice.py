@@ -50,8 +50,9 @@ class VoiceTurns:
     speech: Speech
 
     def take(self, agent: Any, text: str, *, timeout: float, turn: int, interrupt_after_ms: float | None = None,
-             silent_s: float | None = None) -> tuple[AgentResponse, VoiceTurn]:
-        """Speak ``text`` (or ``silent_s`` seconds of silence), send it, hear the reply."""
+             silent_s: float | None = None) -> tuple[AgentResponse, VoiceTurn, float]:
+        """Speak ``text`` (or ``silent_s`` seconds of silence), send it, hear the reply; the third value
+        is the seconds the agent took (fabtest's own speech work left out)."""
         user_audio = silence(silent_s * 1000) if silent_s is not None else self.speech.speak(text)
         reply = call_voice_agent(agent, user_audio, timeout=timeout, interrupt_after_ms=interrupt_after_ms)
         agent_audio = join(reply.chunks)
@@ -70,7 +71,7 @@ class VoiceTurns:
                           # cut short, the agent's words say more than was heard: no rate
                           word_error_rate=word_error_rate(own, heard) if own and not reply.interrupted else None,
                           interrupted=reply.interrupted)
-        return AgentResponse(text=heard, tool_calls=reply.tool_calls), voice
+        return AgentResponse(text=heard, tool_calls=reply.tool_calls), voice, reply.elapsed_s
 
 
 def turns(settings: Settings) -> VoiceTurns:
