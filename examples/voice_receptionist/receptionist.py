@@ -52,7 +52,10 @@ def answer(words: str) -> str:
 
 
 def speak(text: str) -> fabtest.Audio:
-    chunks = list(_voice().synthesize(text))
+    from piper import SynthesisConfig
+
+    steady = SynthesisConfig(noise_scale=0.0, noise_w_scale=0.0)  # the same words, the same sound every run
+    chunks = list(_voice().synthesize(text, steady))
     return fabtest.Audio(b"".join(c.audio_int16_bytes for c in chunks), chunks[0].sample_rate, text=text)
 
 

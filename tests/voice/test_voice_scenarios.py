@@ -12,6 +12,9 @@ from typing import Any
 import pytest
 
 from fabtest._internal.wav import from_wav
+from fabtest.view.catalog import Catalog
+from fabtest.view.layout import conversation_path
+from fabtest.view.site import Site
 from support.fake_speech import decode
 
 PYPROJECT = """
@@ -119,6 +122,24 @@ Feature: Phone
         assert decode(from_wav(kept)) == text
     [check] = [c for c in runs["Booking"]["expectations"]["details"] if c["type"] == "first_audio"]
     assert check["status"] == "passed" and check["limit_ms"] == 5000
+
+    summary = json.loads((pytester.path / "results" / "exp_voice.json").read_text())["summary"]["voice"]
+    assert summary["turns"] == 1 and summary["word_error_rate"] == 0.0 and summary["interrupted"] == 0
+    assert summary["time_to_first_audio_ms"]["p95"] == voice["time_to_first_audio_ms"]
+
+    # fabtest view plays both sides, the transcript beside them, and serves the WAVs as audio
+    site = Site(Catalog(pytester.path / "results"))
+    page = site.render(conversation_path("exp_voice", runs["Booking"]["id"], 1))
+    assert page is not None
+    body = page.body.decode()
+    for side in ("user_audio", "agent_audio"):
+        src = f'files/{voice[side]["sha256"]}/{voice[side]["name"]}'
+        assert f'<audio class="voice" controls preload="none" src="../../{src}">' in body
+        served = site.render(src)
+        assert served is not None and served.content_type == "audio/wav"
+    agent_side = body[body.index('<div class="msg agent">'):]
+    assert agent_side.index("you said book a table for two") < agent_side.index("<audio")
+    assert "first audio after" in agent_side and "word error rate 0.00" in agent_side
 
 
 def test_barge_in_closes_the_stream_keeps_what_was_heard_and_sends_the_new_words(pytester: pytest.Pytester) -> None:

@@ -204,7 +204,8 @@ class ScenarioState:
         if interrupt_after_ms is not None and not self.voice:
             raise UsageError(f"{self.where}: the user interrupts only in a voice scenario: tag it @voice "
                              "or set voice = true in [tool.fabtest]")
-        return self.runner.say(text, attachments, interrupt_after_ms=interrupt_after_ms)
+        silent = voice.silent_seconds(text) if self.voice else None  # a replayed silent turn
+        return self.runner.say(text, attachments, interrupt_after_ms=interrupt_after_ms, silent_s=silent)
 
     @property
     def voice(self) -> bool:

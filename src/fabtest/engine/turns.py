@@ -86,11 +86,12 @@ class ConversationRunner:
     def _turn(self, text: str, messages: list[Message], timeout: float, started: float,
               attachments: tuple[Attachment, ...] = (), voice: dict[str, Any] | None = None) -> Turn:
         spoken: VoiceTurn | None = None
+        took: float | None = None
         try:
             if self.voice is not None:
                 if attachments:
                     raise UsageError("a voice scenario cannot send files: the user speaks (docs/how-to/voice.md)")
-                response, spoken = self._voice_turn(text, timeout, voice or {})
+                response, spoken, took = self._voice_turn(text, timeout, voice or {})
             else:
                 response = call_agent(self.agent, messages, timeout=timeout, tool_stubs=self.tool_stubs,
                                       traces=self.traces)
@@ -100,7 +101,8 @@ class ConversationRunner:
                                       "while waiting for the agent") from None
             raise
         turn = Turn(number=len(self.conversation.turns) + 1, user=text, response=response,
-                    duration_s=time.perf_counter() - started, attachments=attachments, voice=spoken)
+                    duration_s=time.perf_counter() - started if took is None else took,  # a voice turn: the agent's
+                    attachments=attachments, voice=spoken)
         self.conversation.turns.append(turn)
         if log.isEnabledFor(logging.INFO):
             tools = ", ".join(c.name for c in response.tool_calls)
@@ -112,20 +114,22 @@ class ConversationRunner:
             hook(turn)
         return turn
 
-    def _voice_turn(self, text: str, timeout: float, options: dict[str, Any]) -> tuple[AgentResponse, VoiceTurn]:
-        """One spoken turn with the scenario's tool stubs active; a timed-out agent is asked to cancel()."""
+    def _voice_turn(self, text: str, timeout: float,
+                    options: dict[str, Any]) -> tuple[AgentResponse, VoiceTurn, float]:
+        """One spoken turn with the scenario's tool stubs active; a timed-out agent is asked to cancel().
+        Its duration is the agent's reply alone: speaking and hearing are fabtest's work, not latency."""
         assert self.voice is not None
         with tracing.agent_span(self.agent) as record, stubs.session(self.tool_stubs) as recorded:
             try:
-                response, spoken = self.voice.take(self.agent, text, timeout=timeout,
-                                                   turn=len(self.conversation.turns) + 1, **options)
+                response, spoken, took = self.voice.take(self.agent, text, timeout=timeout,
+                                                         turn=len(self.conversation.turns) + 1, **options)
             except AgentTimeout:
                 cancel_agent(self.agent)
                 raise
             if recorded:
                 response.tool_calls = merge_tool_calls(response.tool_calls, list(recorded))
             record(response)
-        return response, spoken
+        return response, spoken, took
 
 
 def call_agent(agent: Agent, messages: list[Message], *, timeout: float,

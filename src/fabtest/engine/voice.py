@@ -24,7 +24,7 @@ from fabtest.conversation import AgentResponse, Audio, Status, Turn, VoiceTurn
 from fabtest.errors import UsageError
 from fabtest.speech.kit import SILENCE_RMS, Speech, shared
 
-__all__ = ["VoiceTurns", "first_audio_outcome", "silence_text", "turns", "word_error_rate"]
+__all__ = ["VoiceTurns", "first_audio_outcome", "silence_text", "silent_seconds", "turns", "word_error_rate"]
 
 _WORD = re.compile(r"[a-z0-9']+")
 
@@ -34,6 +34,15 @@ def silence_text(seconds: float) -> str:
     return f"(the user stays silent for {seconds:g} s)"
 
 
+_SILENCE = re.compile(r"\(the user stays silent for (\d+(?:\.\d+)?) s\)")
+
+
+def silent_seconds(text: str) -> float | None:
+    """The seconds of a recorded silent turn's line (a replay sends silence again, not those words)."""
+    match = _SILENCE.fullmatch(text)
+    return float(match.group(1)) if match else None
+
+
 @dataclass
 class VoiceTurns:
     """How a scenario's turns are spoken and heard (the process's shared :class:`Speech`)."""
@@ -41,8 +50,9 @@ class VoiceTurns:
     speech: Speech
 
     def take(self, agent: Any, text: str, *, timeout: float, turn: int, interrupt_after_ms: float | None = None,
-             silent_s: float | None = None) -> tuple[AgentResponse, VoiceTurn]:
-        """Speak ``text`` (or ``silent_s`` seconds of silence), send it, hear the reply."""
+             silent_s: float | None = None) -> tuple[AgentResponse, VoiceTurn, float]:
+        """Speak ``text`` (or ``silent_s`` seconds of silence), send it, hear the reply; the third value
+        is the seconds the agent took (fabtest's own speech work left out)."""
         user_audio = silence(silent_s * 1000) if silent_s is not None else self.speech.speak(text)
         reply = call_voice_agent(agent, user_audio, timeout=timeout, interrupt_after_ms=interrupt_after_ms)
         agent_audio = join(reply.chunks)
@@ -61,7 +71,7 @@ class VoiceTurns:
                           # cut short, the agent's words say more than was heard: no rate
                           word_error_rate=word_error_rate(own, heard) if own and not reply.interrupted else None,
                           interrupted=reply.interrupted)
-        return AgentResponse(text=heard, tool_calls=reply.tool_calls), voice
+        return AgentResponse(text=heard, tool_calls=reply.tool_calls), voice, reply.elapsed_s
 
 
 def turns(settings: Settings) -> VoiceTurns:

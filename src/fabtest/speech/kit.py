@@ -21,7 +21,7 @@ from fabtest._internal import extras
 from fabtest._internal.targets import import_object
 from fabtest._internal.wav import pcm_bytes, resample, rms, samples_of
 from fabtest.conversation import Audio
-from fabtest.errors import UsageError
+from fabtest.errors import UsageError, describe
 
 __all__ = ["Recogniser", "Speech", "Synthesizer", "build", "shared"]
 
@@ -125,7 +125,12 @@ def _custom(spec: str, method: str, what: str, options: dict[str, Any]) -> Any:
     """``module:attr``: an engine object, or a class/factory called with the speech settings."""
     where = f"[tool.fabtest.speech] {'tts' if what == 'voice' else what}"
     target = import_object(spec, where=where, what=what)
-    engine = target if callable(getattr(target, method, None)) and not isinstance(target, type) else target(**options)
+    engine = target
+    if not (callable(getattr(target, method, None)) and not isinstance(target, type)):
+        try:
+            engine = target(**options)
+        except Exception as exc:  # the user's class or factory: its failure, named in one line
+            raise UsageError(f"{where} = {spec!r}: building it raised {describe(exc)}") from exc
     if not callable(getattr(engine, method, None)):
         raise UsageError(f"{where} = {spec!r}: {type(engine).__name__} has no {method}() method")
     return engine

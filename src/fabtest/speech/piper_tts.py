@@ -30,7 +30,9 @@ class PiperSynthesizer:
                 raise UsageError(f"[tool.fabtest.speech] voice = {model!r}: a Piper voice is a .onnx file with its "
                                  ".onnx.json beside it; not found")
         self._voice: Any = PiperVoice.load(model_path, config_path)
-        self._config = SynthesisConfig(length_scale=1.0 / rate)
+        # Piper samples noise by default, so each run would say the words a little differently; without
+        # it the same words are the same sound every run: transcripts, the LLM cache and replays hold still
+        self._config = SynthesisConfig(length_scale=1.0 / rate, noise_scale=0.0, noise_w_scale=0.0)
         # one ONNX session per process: inference runs off the GIL, one utterance at a time
         self._lock = threading.Lock()
 
