@@ -6,16 +6,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
+from support.fake_speech import decode
 
 from fabtest._internal.wav import from_wav
 from fabtest.view.catalog import Catalog
 from fabtest.view.layout import conversation_path
 from fabtest.view.site import Site
-from support.fake_speech import decode
 
 PYPROJECT = """
 [tool.fabtest]

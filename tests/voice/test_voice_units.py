@@ -8,8 +8,8 @@ import asyncio
 import pytest
 
 import fabtest
-from fabtest._internal import extras
-from fabtest._internal.wav import from_wav, join, resample, to_wav
+from fabtest._internal import extras, wav
+from fabtest._internal.wav import from_wav, join, resample, rms, to_wav
 from fabtest.agents.registry import make_agent
 from fabtest.agents.voice import call_voice_agent
 from fabtest.compare.gate import latency_per_run
@@ -28,6 +28,23 @@ TONE = fabtest.Audio(bytes(range(256)) * 20, 16000)
 ])
 def test_word_error_rate_counts_word_edits_over_the_reference(reference: str, heard: str, rate: float) -> None:
     assert word_error_rate(reference, heard) == pytest.approx(rate)
+
+
+def test_without_numpy_resampling_and_loudness_agree_with_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    with_numpy = resample(TONE, 22050), rms(TONE)
+    monkeypatch.setattr(wav, "_numpy", lambda: None)
+    plain = resample(TONE, 22050), rms(TONE)
+    assert plain[1] == pytest.approx(with_numpy[1])
+    assert len(plain[0].pcm) == len(with_numpy[0].pcm)
+    pairs = zip(wav.samples_of(plain[0].pcm), wav.samples_of(with_numpy[0].pcm), strict=True)
+    assert max(abs(a - b) for a, b in pairs) <= 1
+
+
+def test_background_noise_is_the_same_for_the_same_words() -> None:
+    speech = kit.build(tts="support.fake_speech:FakeVoice", recogniser="support.fake_speech:FakeEars", noise=0.01)
+    first, again, other = speech.speak("hello"), speech.speak("hello"), speech.speak("hellp")
+    assert first == again and first.pcm[:100] != other.pcm[:100] and first.pcm != kit.build(
+        tts="support.fake_speech:FakeVoice", recogniser="support.fake_speech:FakeEars").speak("hello").pcm
 
 
 def test_wav_files_round_trip_and_another_kind_is_named() -> None:

@@ -1,7 +1,9 @@
 """16-bit mono PCM as fabtest handles it: WAV bytes in and out, resampling, joining, silence, loudness.
 
-Pure standard library (``wave``, ``array``), so recording and viewing a voice conversation needs no
-speech package; the speech engines (:mod:`fabtest.speech`) bring numpy with them.
+The standard library (``wave``, ``array``) suffices, so recording and viewing a voice conversation
+needs no speech package. Where numpy is installed (the voice extra brings it), resampling and
+loudness use it: a Python loop over every sample holds the GIL, and with 8 conversations at once
+that would delay the agent loop, so every agent's time to first audio.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import math
 import sys
 import wave
 from collections.abc import Sequence
+from typing import Any
 
 from fabtest.conversation import Attachment, Audio, Turn
 
@@ -64,10 +67,25 @@ def pcm_bytes(samples: array.array[int]) -> bytes:
     return samples.tobytes()
 
 
+def _numpy() -> Any:
+    try:
+        import numpy
+    except ImportError:
+        return None
+    return numpy
+
+
 def resample(audio: Audio, rate: int) -> Audio:
     """The audio at ``rate`` Hz by linear interpolation: enough for a recogniser and a player."""
     if audio.sample_rate == rate or not audio.pcm:
         return Audio(audio.pcm, rate, audio.text) if audio.sample_rate != rate else audio
+    np = _numpy()
+    if np is not None:
+        values = np.frombuffer(audio.pcm, dtype="<i2").astype(np.float64)
+        n = max(1, round(len(values) * rate / audio.sample_rate))
+        points = np.linspace(0, len(values) - 1, n)
+        out = np.interp(points, np.arange(len(values)), values).astype("<i2")
+        return Audio(out.tobytes(), rate, audio.text)
     src = samples_of(audio.pcm)
     n = max(1, round(len(src) * rate / audio.sample_rate))
     step = (len(src) - 1) / max(1, n - 1)
@@ -99,6 +117,10 @@ def silence(ms: float, rate: int = 16000) -> Audio:
 
 def rms(audio: Audio) -> float:
     """Loudness as the root mean square of the samples, 0 (silence) to 1 (full scale)."""
+    np = _numpy()
+    if np is not None and audio.pcm:
+        values = np.frombuffer(audio.pcm, dtype="<i2").astype(np.float64)
+        return float(np.sqrt(np.mean(values * values))) / 32768
     samples = samples_of(audio.pcm)
     if not samples:
         return 0.0
