@@ -256,3 +256,9 @@ def test_the_pre_flight_checks_the_table_then_that_the_host_listens(fake: FakeRe
     assert preflight.reachability_problem(where, {"realtime": f"ws://127.0.0.1:{port}/v1/realtime?k=x"}) == (
         f"{where}: the Realtime agent at ws://127.0.0.1:{port} does not accept connections (Connection refused); "
         "is the server running?")
+
+
+def test_a_forced_spelling_the_server_does_not_speak_is_its_refusal(fake: FakeRealtime) -> None:
+    message = failure(RealtimeAgent(fake.url, api="beta"))
+    assert message.endswith("the server refused the session settings: Missing required parameter: 'session.type'. "
+                            "(missing_required_parameter)")
