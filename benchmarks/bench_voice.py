@@ -103,7 +103,8 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=3)
     parser.add_argument("--latency", type=float, default=0.3, help="the agent's own time to first audio, seconds")
     parser.add_argument("--tts", default="piper", choices=["piper", "espeak"])
-    parser.add_argument("--quick", action="store_true", help="a smoke run: 2 conversations of 1 turn, eSpeak NG")
+    parser.add_argument("--quick", action="store_true",
+                        help="a smoke run: 2 conversations of 1 turn at once (not alone), eSpeak NG")
     args = parser.parse_args()
     if args.quick:
         args.conversations, args.turns, args.tts = 2, 1, "espeak"
@@ -113,7 +114,8 @@ def main() -> None:
     real = args.latency * 1000
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for conversations, concurrency in ((1, 1), (args.conversations, args.conversations)):
+        runs = [(args.conversations, args.conversations)] if args.quick else [(1, 1), (args.conversations,) * 2]
+        for conversations, concurrency in runs:
             root = Path(tmp) / f"c{conversations}"
             root.mkdir()
             r = run(root, conversations, concurrency, args)

@@ -46,6 +46,10 @@ def test_a_missing_extra_is_one_line_naming_it(monkeypatch: pytest.MonkeyPatch, 
             from fabtest.engine.file_checks import file_text
 
             file_text(Attachment.from_bytes(b"%PDF-1.4", name="policy.pdf", mime_type="application/pdf"))
+        elif extra == "voice":
+            from fabtest.speech.kit import build
+
+            build(tts="espeak")  # the light voice loads; the recogniser's package is missing
         else:
             from fabtest.agents.acp import AcpAgent
 

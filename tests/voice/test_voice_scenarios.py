@@ -50,7 +50,8 @@ class Echo:
         pcm = encode(reply).pcm
         try:
             for i in range(0, len(pcm), 3200):
-                yield fabtest.Audio(pcm[i:i + 3200], 16000, text=reply if i == 0 else None)
+                # its own words in capitals: what the checks read must be what was heard, not these
+                yield fabtest.Audio(pcm[i:i + 3200], 16000, text=reply.upper() if i == 0 else None)
         except GeneratorExit:
             CLOSED.append(words)
             raise
@@ -110,7 +111,7 @@ Feature: Phone
     assert turn["user"] == "book a table for two"
     assert turn["agent"] == "you said book a table for two"  # what the recogniser heard
     voice = turn["voice"]
-    assert voice["agent_text"] == "you said book a table for two"
+    assert voice["agent_text"] == "YOU SAID BOOK A TABLE FOR TWO"
     assert voice["word_error_rate"] == 0.0 and voice["interrupted"] is False
     assert 0 <= voice["time_to_first_audio_ms"] < 5000
     assert voice["reply_audio_ms"] == pytest.approx(len("you said book a table for two") * 30, abs=1)
@@ -142,6 +143,33 @@ Feature: Phone
 
 
 def test_barge_in_closes_the_stream_keeps_what_was_heard_and_sends_the_new_words(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(voicellm="""
+import json
+
+from fabtest.testing import FakeLLM
+
+SEEN = {"simulator": [], "judge": []}
+
+
+def _keep():
+    with open("seen.json", "w") as out:
+        json.dump(SEEN, out)
+
+
+def _user(call):
+    SEEN["simulator"].append([[m.role, m.content] for m in call.conversation.messages])
+    _keep()
+    return "book a table" if len(SEEN["simulator"]) == 1 else None
+
+
+def _verdict(call):
+    SEEN["judge"].append(call.subject)
+    _keep()
+    return "passed"
+
+
+fake = FakeLLM().simulated_user(_user).verdicts(default=_verdict)
+""")
     pytester.makeconftest("""
 import pytest
 import agents
@@ -162,8 +190,19 @@ Feature: Phone
   Scenario: Quiet caller
     When the user stays silent for 2 seconds
     Then the response must match "are you still there"
-""", "-s")
-    result.assert_outcomes(passed=2)
+
+  Scenario: Simulated caller
+    Given a simulated user with the goal "Book a table"
+    When the simulated user talks to the agent
+    Then the conversation should satisfy "polite"
+""", "-s", "--fabtest-fake-llm", "voicellm:fake")
+    result.assert_outcomes(passed=3)
+    # the simulated user and the judge read what was heard of the agent's audio
+    seen = json.loads((pytester.path / "seen.json").read_text())
+    assert seen["simulator"][1] == [["user", "book a table"], ["agent", "you said book a table"]]
+    assert "you said book a table" in seen["judge"][0]
+    [simulated] = runs["Simulated caller"]["transcript"]
+    assert simulated["voice"]["agent_text"] == "YOU SAID BOOK A TABLE"
     assert "CLOSED=['what is on the menu tonight']" in result.stdout.str()  # the agent saw GeneratorExit
     first, second = runs["Cut in"]["transcript"]
     assert first["voice"]["interrupted"] is True

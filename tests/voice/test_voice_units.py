@@ -13,6 +13,7 @@ from fabtest._internal.wav import from_wav, join, resample, rms, to_wav
 from fabtest.agents.registry import make_agent
 from fabtest.agents.voice import call_voice_agent
 from fabtest.compare.gate import latency_per_run
+from fabtest.config.settings import Settings
 from fabtest.engine.voice import word_error_rate
 from fabtest.errors import AgentTimeout, UsageError
 from fabtest.speech import kit
@@ -88,6 +89,13 @@ def test_the_gate_reads_a_voice_turns_latency_as_its_time_to_first_audio() -> No
         {"id": "example:b", "transcript": [{"duration_s": 1.5}]},
     ]}
     assert latency_per_run(doc) == {"example:a": pytest.approx(0.5), "example:b": 1.5}
+
+
+def test_an_unknown_voice_or_recogniser_stops_at_the_settings(tmp_path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.fabtest.speech]\nrecogniser = "vosk"\n')
+    with pytest.raises(UsageError, match=r"speech.recogniser: .*expected 'pocketsphinx' or 'faster-whisper' or "
+                                         r'"module:attr", got .vosk.'):
+        Settings.load(tmp_path)
 
 
 def test_speech_settings_that_name_nothing_usable_are_one_line_each() -> None:

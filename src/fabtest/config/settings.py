@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from fabtest._internal.datafile import safe_load_yaml
 from fabtest.errors import UsageError, did_you_mean
@@ -125,6 +125,14 @@ class SpeechSettings(BaseModel):
     #: "pocketsphinx" (bundled English model), "faster-whisper" (needs whisper_model) or "module:attr"
     recogniser: str = "pocketsphinx"
     whisper_model: str | None = None
+
+    @field_validator("tts", "recogniser")
+    @classmethod
+    def _known_engine(cls, value: str, info: ValidationInfo) -> str:
+        known = ("piper", "espeak") if info.field_name == "tts" else ("pocketsphinx", "faster-whisper")
+        if value not in known and ":" not in value:
+            raise ValueError(f"expected {' or '.join(repr(k) for k in known)} or \"module:attr\", got {value!r}")
+        return value
 
 
 class RedactSettings(BaseModel):

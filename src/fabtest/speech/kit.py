@@ -12,7 +12,9 @@ the speech settings as keywords, whose result has ``speak(text) -> fabtest.Audio
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
@@ -48,22 +50,41 @@ class Speech:
     #: the rate of the user's audio as the agent receives it
     sample_rate: int = 16000
 
+    def __post_init__(self) -> None:
+        # speech runs on these threads, at a lower priority than the process's others (on Linux), so
+        # while one conversation is spoken or heard another's agent still answers on time
+        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="fabtest-speech", initializer=_background)
+
     def speak(self, text: str) -> Audio:
         """The user's words as audio (with background noise, the same for the same words every run)."""
+        return self._pool.submit(self._speak, text).result()
+
+    def hear(self, audio: Audio) -> str:
+        """What the recogniser hears in ``audio``; "" for silence (not decoded) or nothing recognised."""
+        return self._pool.submit(self._hear, audio).result()
+
+    def _speak(self, text: str) -> Audio:
         audio = self.synthesizer.speak(text)
         if not isinstance(audio, Audio):
             raise UsageError(f"the voice {self.names[0]} returned {type(audio).__name__}, not fabtest.Audio")
         audio = resample(audio, self.sample_rate)
         return _with_noise(audio, self.noise, text) if self.noise else audio
 
-    def hear(self, audio: Audio) -> str:
-        """What the recogniser hears in ``audio``; "" for silence (not decoded) or nothing recognised."""
+    def _hear(self, audio: Audio) -> str:
         if not audio.pcm or rms(audio) < SILENCE_RMS:
             return ""
         text = self.recogniser.transcribe(audio)
         if not isinstance(text, str):
             raise UsageError(f"the recogniser {self.names[1]} returned {type(text).__name__}, not the text it heard")
         return " ".join(text.split())
+
+
+def _background() -> None:
+    """Lower this thread's scheduling priority (Linux: niceness is per thread); elsewhere a no-op."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+    except (AttributeError, OSError):
+        pass
 
 
 _lock = threading.Lock()

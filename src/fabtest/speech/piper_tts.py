@@ -29,7 +29,7 @@ class PiperSynthesizer:
             if not model_path.is_file() or not config_path.is_file():
                 raise UsageError(f"[tool.fabtest.speech] voice = {model!r}: a Piper voice is a .onnx file with its "
                                  ".onnx.json beside it; not found")
-        self._voice: Any = PiperVoice.load(model_path, config_path)
+        self._voice: Any = _load(PiperVoice, model_path, config_path)
         # Piper samples noise by default, so each run would say the words a little differently; without
         # it the same words are the same sound every run: transcripts, the LLM cache and replays hold still
         self._config = SynthesisConfig(length_scale=1.0 / rate, noise_scale=0.0, noise_w_scale=0.0)
@@ -41,3 +41,20 @@ class PiperSynthesizer:
             chunks = list(self._voice.synthesize(text, self._config))
         rate = chunks[0].sample_rate if chunks else self._voice.config.sample_rate
         return Audio(b"".join(c.audio_int16_bytes for c in chunks), rate)
+
+
+def _load(voice_class: Any, model_path: Path, config_path: Path) -> Any:
+    """The voice with an ONNX session of one thread: by default onnxruntime spreads one utterance over
+    every core, which leaves none for the agents under test while it speaks (their time to first
+    audio is what a voice scenario measures)."""
+    import json
+
+    import onnxruntime
+    from piper.config import PiperConfig
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    config = PiperConfig.from_dict(json.loads(Path(config_path).read_text(encoding="utf-8")))
+    session = onnxruntime.InferenceSession(str(model_path), sess_options=options, providers=["CPUExecutionProvider"])
+    return voice_class(config=config, session=session)
