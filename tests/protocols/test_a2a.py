@@ -1,0 +1,162 @@
+"""The A2A adapter against an agent built with a2a-sdk's own server, on 127.0.0.1 in this process."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+pytest.importorskip("a2a.server", reason="needs the a2a extra: pip install 'pytest-fabtest[a2a]'")
+
+from a2a_weather import PNG, WeatherExecutor, app  # noqa: E402
+from starlette.responses import JSONResponse, PlainTextResponse  # noqa: E402
+from starlette.routing import Route  # noqa: E402
+from support.asgi import serve  # noqa: E402
+
+from fabtest.agents import aio  # noqa: E402
+from fabtest.agents.base import AgentError  # noqa: E402
+from fabtest.agents.registry import make_agent  # noqa: E402
+from fabtest.conversation import AgentResponse, Attachment, Message, ToolCall  # noqa: E402
+from fabtest.engine.preflight import config_problem, reachability_problem  # noqa: E402
+from fabtest.errors import UsageError  # noqa: E402
+
+BAD_CARDS = {
+    "/broken/card.json": PlainTextResponse("{not json"),
+    "/unparsable/card.json": JSONResponse({"name": "X", "capabilities": {"streaming": "very"}}),
+    "/nameless/card.json": JSONResponse({"description": "who am I", "supportedInterfaces": [
+        {"url": "http://127.0.0.1:9/", "protocolBinding": "JSONRPC"}]}),
+    "/grpc/card.json": JSONResponse({"name": "G", "supportedInterfaces": [
+        {"url": "127.0.0.1:9", "protocolBinding": "GRPC", "protocolVersion": "1.0"}]}),
+}
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[tuple[str, WeatherExecutor]]:
+    executor = WeatherExecutor()
+
+    def build(url: str) -> Any:
+        weather = app(url, executor)
+        for path, reply in BAD_CARDS.items():
+            weather.routes.insert(0, Route(path, lambda request, reply=reply: reply))
+        return weather
+
+    with serve(build) as url:
+        yield url, executor
+
+
+class Conversation:
+    """One scenario's agent and the messages so far, as the runner hands them over."""
+
+    def __init__(self, url: str, **options: Any) -> None:
+        self.agent = make_agent({"a2a": url, **options}, {"agent_name": "weather"}, where="pyproject.toml")
+        self.messages: list[Message] = []
+        self.reported: list[ToolCall] = []
+
+    def say(self, text: str, *files: Attachment) -> AgentResponse:
+        self.messages.append(Message("user", text, files))
+        response: AgentResponse = aio.run(self.agent.chat(self.messages, on_tool_call=self.reported.append),
+                                          timeout=30)
+        self.messages.append(Message("agent", response.text, tuple(response.attachments)))
+        return response
+
+    def close(self) -> None:
+        aio.run(self.agent.aclose(), timeout=10)
+
+
+@pytest.mark.parametrize("streaming", [True, False], ids=["message-stream", "message-send"])
+def test_a_task_gives_its_artifact_as_text_and_files_and_its_tool_calls(server: Any, streaming: bool) -> None:
+    url, _ = server
+    talk = Conversation(url, streaming=streaming)
+    response = talk.say("weather in Paris")
+    talk.close()
+    assert response.text == "Sunny in Paris, 21 degrees."  # three streamed chunks of one artifact
+    assert [f.name for f in response.attachments] == ["sky.png"]
+    assert response.attachments[0].data == PNG and response.attachments[0].mime_type == "image/png"
+    (call,) = response.tool_calls
+    assert (call.name, call.arguments, call.result) == ("get_weather", {"city": "Paris"},
+                                                        {"sky": "sunny", "celsius": 21})
+    assert talk.reported == [call]
+    assert response.metadata["task_state"] == "completed" and response.metadata["artifacts"] == ["forecast"]
+    assert talk.agent.metadata()["agent"] == "Weather agent"
+
+
+def test_one_context_per_scenario_kept_across_its_turns(server: Any) -> None:
+    url, executor = server
+    first = Conversation(url)
+    assert first.say("hello").text == "Hello! Message 1 in this context."
+    assert first.say("hello again").text == "Hello! Message 2 in this context."
+    second = Conversation(url)  # the next scenario
+    assert second.say("hello").text == "Hello! Message 1 in this context."
+    contexts = [m.context_id for m in executor.received[-3:]]  # as the server's request context saw them
+    assert contexts[0] == contexts[1] == first.agent.context_id != contexts[2] == second.agent.context_id
+    first.close()
+    second.close()
+
+
+def test_input_required_is_answered_in_the_same_task(server: Any) -> None:
+    url, executor = server
+    talk = Conversation(url)
+    asked = talk.say("refund 80")
+    assert asked.text == "Refund 80 euros: do you approve?"
+    assert asked.metadata["task_state"] == "input-required"
+    assert [(c.name, c.arguments) for c in asked.tool_calls] == [("refund", {"amount": 80})]
+    task_id = asked.metadata["task_id"]
+    done = talk.say("yes, go ahead")
+    assert done.text == "The refund is issued." and done.metadata["task_state"] == "completed"
+    assert executor.received[-1].task_id == task_id  # the answer continued the waiting task
+    after = talk.say("weather in Oslo")  # a finished task is not continued
+    assert executor.received[-1].task_id == after.metadata["task_id"] != task_id
+    talk.close()
+
+
+def test_the_users_files_go_as_raw_parts(server: Any) -> None:
+    url, executor = server
+    talk = Conversation(url)
+    lamp = Attachment.from_bytes(PNG, name="lamp.png")
+    assert talk.say("hello", lamp).text == "Hello! Message 1 in this context and got lamp.png."
+    raw = [p for p in executor.received[-1].parts if p.WhichOneof("content") == "raw"]
+    assert [(p.raw, p.media_type) for p in raw] == [(PNG, "image/png")]
+    talk.close()
+
+
+def test_a_failed_task_is_the_agents_error_in_one_line(server: Any) -> None:
+    url, _ = server
+    talk = Conversation(url)
+    with pytest.raises(AgentError) as err:
+        talk.say("fail")
+    assert str(err.value) == f"A2A agent at {url}: the task failed: the weather service is down"
+    talk.close()
+
+
+@pytest.mark.parametrize(("card", "expected"), [
+    ("/broken/card.json", "the agent card at {url}/broken/card.json is not JSON: '{{not json'"),
+    ("/unparsable/card.json", "the agent card at {url}/unparsable/card.json does not parse: "),
+    ("/nameless/card.json", "the agent card at {url}/nameless/card.json has no name"),
+    ("/grpc/card.json", "its card offers GRPC; fabtest speaks JSONRPC and HTTP+JSON"),
+    ("/missing.json", "no agent card at /missing.json (HTTP 404); set card = \"PATH\""),
+])
+def test_a_bad_card_is_one_line_naming_the_cause(server: Any, card: str, expected: str) -> None:
+    url, _ = server
+    talk = Conversation(url, card=card)
+    with pytest.raises(AgentError) as err:
+        talk.say("hello")
+    assert str(err.value).startswith(f"A2A agent at {url}: " + expected.format(url=url)), str(err.value)
+    assert "\n" not in str(err.value)
+    problem = reachability_problem("[tool.fabtest.agents] weather", {"a2a": url, "card": card})
+    assert problem is not None and expected.format(url=url)[:30] in problem  # the pre-flight says it first
+
+
+def test_an_unreachable_agent_is_one_line() -> None:
+    talk = Conversation("http://127.0.0.1:9")
+    with pytest.raises(AgentError, match=r"^A2A agent at http://127.0.0.1:9 unreachable: ConnectError"):
+        talk.say("hello")
+    assert "does not accept connections" in (reachability_problem("w", {"a2a": "http://127.0.0.1:9"}) or "")
+
+
+def test_a_misspelt_key_or_bad_value_is_refused_before_the_run() -> None:
+    assert "unknown key 'streamin' in an A2A agent table (did you mean 'streaming'?)" in (
+        config_problem("w", {"a2a": "http://x", "streamin": False}) or "")
+    with pytest.raises(UsageError, match="a2a must be the agent's base URL"):
+        make_agent({"a2a": "localhost:9999"}, {}, where="w")
+    assert "timeout must be a positive number" in (config_problem("w", {"a2a": "http://x", "timeout": 0}) or "")
