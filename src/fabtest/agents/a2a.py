@@ -18,7 +18,6 @@ describes.
 from __future__ import annotations
 
 import contextlib
-import math
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
@@ -26,8 +25,9 @@ from typing import Any
 from fabtest._internal.extras import require_extra
 from fabtest.agents.base import AgentError, AgentTimeout, OnToolCall, declared_tools
 from fabtest.agents.frameworks import Session, ToolLog
+from fabtest.agents.protocol_table import check_protocol_table
 from fabtest.conversation import AgentResponse, Message
-from fabtest.errors import UsageError, did_you_mean
+from fabtest.errors import UsageError
 
 __all__ = ["CARD_PATHS", "TABLE_KEYS", "A2AAgent", "check_card", "check_table", "fetch_card", "from_table"]
 
@@ -204,26 +204,12 @@ async def check_card(table: Mapping[str, Any]) -> None:
 
 def check_table(table: Mapping[str, Any], *, where: str) -> None:
     """A misspelt key (with its likely spelling), a bad value or a missing extra, before any request."""
-    unknown = sorted(set(table) - TABLE_KEYS)
-    if unknown:
-        raise UsageError(f"{where}: unknown key {unknown[0]!r} in an A2A agent table"
-                         f"{did_you_mean(unknown[0], sorted(TABLE_KEYS))}; known: {', '.join(sorted(TABLE_KEYS))}")
-    url = table.get("a2a")
-    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-        raise UsageError(f"{where}: a2a must be the agent's base URL (http:// or https://), got {url!r}")
-    timeout = table.get("timeout", 60.0)
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) \
-            or timeout <= 0:
-        raise UsageError(f"{where}: timeout must be a positive number of seconds, got {timeout!r}")
     if not isinstance(table.get("streaming", True), bool):
         raise UsageError(f"{where}: streaming must be true or false, got {table['streaming']!r}")
     if not isinstance(table.get("card", ""), str):
         raise UsageError(f"{where}: card must be the agent card's path or URL, got {table['card']!r}")
-    headers = table.get("headers", {})
-    if not isinstance(headers, Mapping) or not all(isinstance(v, str) for v in headers.values()):
-        raise UsageError(f"{where}: headers must be a table of strings, got {headers!r}")
-    declared_tools(table.get("tools"), where=where)
-    require_extra("a2a", where=where)
+    check_protocol_table(table, keys=TABLE_KEYS, key="a2a", label="an A2A", url_is="the agent's base URL",
+                         extra="a2a", where=where)
 
 
 def from_table(table: Mapping[str, Any], context: Mapping[str, Any], *, where: str) -> A2AAgent:
