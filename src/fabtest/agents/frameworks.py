@@ -307,7 +307,8 @@ class Session:
     def answered(self, messages: Sequence[Message], response: AgentResponse) -> AgentResponse:
         """Remember the turn and add its totals to the adapter's; a turn whose messages named no model
         (a fake model, a provider that does not say) is priced with the model named before."""
-        self._seen = [*messages, Message("agent", response.text, tuple(response.attachments))]
+        self._seen = [*messages, Message("agent", response.text, tuple(response.attachments),
+                                         pauses=tuple(response.pauses))]
         if not response.metadata.get("model") and self.models:
             response.metadata["model"] = self.models[-1]
         usage = response.metadata.get("usage") or {}
