@@ -5,7 +5,8 @@ the JSON-RPC and agent-card routes), scripted by what the user says:
 - ``weather in CITY``: a task that calls ``get_weather`` (data parts in ADK's convention), then an
   artifact ``forecast`` with the text and a PNG, sent as a stream of chunks;
 - ``refund N``: ``input-required`` with a long-running ``refund`` call (ADK's approval shape); the next
-  message in that task approves (``yes``/``approve``) or rejects it;
+  message in that task approves or rejects it (a ``function_response`` data part, else its text);
+- ``book``: ``input-required`` asking "Which date?"; the next message's text is the answer;
 - ``fail``: a failed task with its reason.
 """
 
@@ -22,6 +23,7 @@ from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Part, TaskState
+from google.protobuf.json_format import MessageToDict
 from google.protobuf.struct_pb2 import Struct
 from starlette.applications import Starlette
 
@@ -41,6 +43,7 @@ class WeatherExecutor(AgentExecutor):
     def __init__(self) -> None:
         self.turns: Counter[str] = Counter()
         self.received: list[Any] = []  # every user message, for tests to look at
+        self.decisions: list[list[dict[str, Any]]] = []  # the function_response parts each resume carried
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         assert context.message is not None
@@ -80,6 +83,8 @@ class WeatherExecutor(AgentExecutor):
                 new_text_part(f"Refund {amount} euros: do you approve?"),
                 _tool_part("function_call", {"id": "r1", "name": "refund", "args": {"amount": amount}},
                            adk_is_long_running=True)]))
+        elif text == "book":
+            await updater.requires_input(updater.new_agent_message([new_text_part("Which date?")]))
         elif text == "fail":
             await updater.failed(updater.new_agent_message([new_text_part("the weather service is down")]))
         else:
@@ -89,7 +94,13 @@ class WeatherExecutor(AgentExecutor):
         task = context.current_task
         assert task is not None
         updater = TaskUpdater(event_queue, task.id, task.context_id)
-        approved = text.lower().startswith(("yes", "approve"))
+        if task.status.message.parts[0].text == "Which date?":
+            await updater.complete(updater.new_agent_message([new_text_part(f"Booked for {text}.")]))
+            return
+        decisions = [MessageToDict(p)["data"]["response"] for p in context.message.parts
+                     if p.WhichOneof("content") == "data" and p.metadata["adk_type"] == "function_response"]
+        self.decisions.append(decisions)
+        approved = decisions[0]["approved"] if decisions else text.lower().startswith(("yes", "approve"))
         await updater.update_status(TaskState.TASK_STATE_WORKING, updater.new_agent_message(
             [_tool_part("function_response", {"id": "r1", "name": "refund",
                                               "response": {"status": "approved" if approved else "rejected"}})]))

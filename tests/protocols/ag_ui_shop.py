@@ -48,8 +48,8 @@ class ShopAgent:
     def run(self, body: RunAgentInput) -> Iterator[Any]:
         self.inputs.append(body)
         yield RunStartedEvent(thread_id=body.thread_id, run_id=body.run_id)
-        last = body.messages[-1]
-        text = last.content if isinstance(last.content, str) else last.content[0].text
+        last = body.messages[-1]  # on a resume, the assistant's message that made the interrupted call
+        text = last.content if isinstance(last.content, str) else last.content[0].text if last.content else ""
         outcome = None
         if body.resume:
             (entry,) = body.resume

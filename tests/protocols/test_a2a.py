@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -17,7 +17,7 @@ from support.asgi import serve  # noqa: E402
 from fabtest.agents import aio  # noqa: E402
 from fabtest.agents.base import AgentError  # noqa: E402
 from fabtest.agents.registry import make_agent  # noqa: E402
-from fabtest.conversation import AgentResponse, Attachment, Message, ToolCall  # noqa: E402
+from fabtest.conversation import AgentResponse, Attachment, Decision, Message, ToolCall  # noqa: E402
 from fabtest.engine.preflight import config_problem, reachability_problem  # noqa: E402
 from fabtest.errors import UsageError  # noqa: E402
 
@@ -53,11 +53,12 @@ class Conversation:
         self.messages: list[Message] = []
         self.reported: list[ToolCall] = []
 
-    def say(self, text: str, *files: Attachment) -> AgentResponse:
-        self.messages.append(Message("user", text, files))
+    def say(self, text: str, *files: Attachment, decisions: Sequence[Decision] = ()) -> AgentResponse:
+        self.messages.append(Message("user", text, files, decisions=tuple(decisions)))
         response: AgentResponse = aio.run(self.agent.chat(self.messages, on_tool_call=self.reported.append),
                                           timeout=30)
-        self.messages.append(Message("agent", response.text, tuple(response.attachments)))
+        self.messages.append(Message("agent", response.text, tuple(response.attachments),
+                                     pauses=tuple(response.pauses)))
         return response
 
     def close(self) -> None:
@@ -94,19 +95,46 @@ def test_one_context_per_scenario_kept_across_its_turns(server: Any) -> None:
     second.close()
 
 
-def test_input_required_is_answered_in_the_same_task(server: Any) -> None:
+def test_input_required_with_a_call_is_an_approval_decided_in_the_same_task(server: Any) -> None:
     url, executor = server
     talk = Conversation(url)
     asked = talk.say("refund 80")
     assert asked.text == "Refund 80 euros: do you approve?"
     assert asked.metadata["task_state"] == "input-required"
-    assert [(c.name, c.arguments) for c in asked.tool_calls] == [("refund", {"amount": 80})]
+    assert asked.tool_calls == [] and talk.reported == []  # asked, not made
+    (pause,) = asked.pauses
+    assert (pause.kind, pause.tool, pause.arguments, pause.question, pause.id) == (
+        "approval", "refund", {"amount": 80}, "Refund 80 euros: do you approve?", "r1")
     task_id = asked.metadata["task_id"]
-    done = talk.say("yes, go ahead")
+    done = talk.say("", decisions=[Decision("r1", "approved")])
     assert done.text == "The refund is issued." and done.metadata["task_state"] == "completed"
     assert executor.received[-1].task_id == task_id  # the answer continued the waiting task
+    assert executor.received[-1].parts[0].text == "Approved."
+    assert executor.decisions[-1] == [{"decision": "approved", "approved": True}]
+    (call,) = done.tool_calls  # the approved call is made in the turn that approved it
+    assert (call.name, call.arguments, call.result) == ("refund", {"amount": 80}, {"status": "approved"})
     after = talk.say("weather in Oslo")  # a finished task is not continued
     assert executor.received[-1].task_id == after.metadata["task_id"] != task_id
+    talk.close()
+
+
+def test_a_rejection_carries_its_reason_and_makes_no_call(server: Any) -> None:
+    url, executor = server
+    talk = Conversation(url)
+    talk.say("refund 30")
+    done = talk.say("", decisions=[Decision("r1", "rejected", reason="no receipt")])
+    assert done.text == "No refund, as you said: Rejected: no receipt" and done.tool_calls == []
+    assert executor.decisions[-1] == [{"decision": "rejected", "approved": False, "reason": "no receipt"}]
+    talk.close()
+
+
+def test_input_required_without_a_call_is_a_question_answered_in_words(server: Any) -> None:
+    url, _ = server
+    talk = Conversation(url)
+    (pause,) = talk.say("book").pauses
+    assert (pause.kind, pause.question, pause.tool) == ("question", "Which date?", None)
+    answer = Decision(pause.id, "answered", answer="12 March")
+    assert talk.say("12 March", decisions=[answer]).text == "Booked for 12 March."
     talk.close()
 
 

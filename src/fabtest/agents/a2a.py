@@ -25,8 +25,9 @@ from typing import Any
 from fabtest._internal.extras import require_extra
 from fabtest.agents.base import AgentError, AgentTimeout, OnToolCall, declared_tools
 from fabtest.agents.frameworks import Session, ToolLog
+from fabtest.agents.protocol_pauses import approved_calls, decision_data, decision_words, previous_pauses
 from fabtest.agents.protocol_table import check_protocol_table
-from fabtest.conversation import AgentResponse, Message
+from fabtest.conversation import AgentResponse, Message, Pause
 from fabtest.errors import UsageError
 
 __all__ = ["CARD_PATHS", "TABLE_KEYS", "A2AAgent", "check_card", "check_table", "fetch_card", "from_table"]
@@ -91,7 +92,10 @@ class A2AAgent:
         self._session.new_user_text(messages)
         if not self._session.continues(messages):  # a new conversation: a new context
             self.context_id = self.task_id = None
-        turn = A2ATurn(self.where, ToolLog(on_tool_call))
+        log = ToolLog(on_tool_call)
+        for call_id, tool, arguments in approved_calls(messages):  # approved: the call goes ahead now
+            log.called(call_id, tool, arguments)
+        turn = A2ATurn(self.where, log)
         request = SendMessageRequest(message=self._message(messages))
         try:
             client = await self._connect()
@@ -107,7 +111,9 @@ class A2AAgent:
         if turn.state in FAILED:
             reason = f": {response.text}" if response.text else ""
             raise AgentError(f"{self.where}: the task {FAILED[turn.state]}{reason}")
-        if not response.text and not response.tool_calls and not response.attachments:
+        if turn.state in PAUSED:
+            response.pauses = _pauses(turn)
+        elif not response.text and not response.tool_calls and not response.attachments:
             raise AgentError(f"{self.where} ended its turn ({turn.state or 'no task'}) without a reply")
         return self._session.answered(messages, response)
 
@@ -118,14 +124,22 @@ class A2AAgent:
         its files as ``raw`` parts; a conversation this context has not seen goes first, as text."""
         from a2a.types import Message as A2AMessage
         from a2a.types import Part, Role
+        from google.protobuf.json_format import ParseDict
 
         last = messages[-1]
         parts = []
         if self.context_id is None and len(messages) > 1:
             earlier = "\n".join(f"{'User' if m.role == 'user' else 'Agent'}: {m.content}" for m in messages[:-1])
             parts.append(Part(text=f"The conversation so far:\n{earlier}"))
-        parts.append(Part(text=last.content))
+        parts.append(Part(text=last.content or "\n".join(decision_words(d) for d in last.decisions)))
         parts.extend(Part(raw=f.data, media_type=f.mime_type, filename=f.name) for f in last.attachments)
+        pauses = previous_pauses(messages)
+        for decision in last.decisions:  # an approval's decision also as ADK's function_response part
+            pause = pauses.get(decision.pause_id)
+            if pause is not None and pause.kind == "approval":
+                parts.append(ParseDict({"data": {"id": pause.metadata.get("call_id"), "name": pause.tool,
+                                                 "response": decision_data(decision)},
+                                        "metadata": {"adk_type": "function_response"}}, Part()))
         return A2AMessage(message_id=str(uuid.uuid4()), role=Role.ROLE_USER, parts=parts,
                           context_id=self.context_id or "", task_id=self.task_id or "")
 
@@ -218,6 +232,17 @@ def from_table(table: Mapping[str, Any], context: Mapping[str, Any], *, where: s
     return A2AAgent(table["a2a"], card=table.get("card"), headers=table.get("headers"),
                     timeout=float(table.get("timeout", 60.0)), streaming=table.get("streaming", True),
                     tools=table.get("tools"))
+
+
+def _pauses(turn: Any) -> list[Pause]:
+    """An ``input-required`` task as pauses: an approval of each call it asks (ADK's long-running
+    calls), else one question, the status message's text."""
+    question = turn.final or None
+    if turn.asked:
+        return [Pause(tool=a.name, arguments=a.arguments, question=question, id=a.call_id,
+                      metadata={"task_id": turn.task_id, "call_id": a.call_id}) for a in turn.asked]
+    return [Pause(question=question or "(the agent asks for input without saying what)", id=turn.task_id,
+                  metadata={"task_id": turn.task_id})]
 
 
 def _one_line(exc: BaseException) -> str:

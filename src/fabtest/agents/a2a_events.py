@@ -16,7 +16,11 @@ events, in the order they come, into fabtest's reply:
   writes (``to_a2a``, ``A2aAgentExecutor``): a ``data`` part whose metadata says ``adk_type`` (or ``type``)
   ``function_call`` with ``{id, name, args}``, and ``function_response`` with ``{id, name, response}``;
   ``tool_call`` / ``tool_response`` and ``arguments`` / ``result`` are read too. Any other data part is
-  structured output and joins the text as JSON.
+  structured output and joins the text as JSON;
+- **pauses**: an ``input-required`` status is the agent waiting for the user. A function call in its
+  message (ADK's long-running tool, the way an ADK agent asks for approval) is asked, not made: it
+  becomes an approval (:attr:`A2ATurn.asked`) rather than a tool call; without one the status
+  message is a question. :mod:`fabtest.agents.a2a` sends the decision back in the same task.
 
 The same message can reach the client twice (a status update's message is also in the task's
 history), so messages are read once per ``message_id``.
@@ -36,7 +40,7 @@ from fabtest.agents.file_parts import from_data_uri
 from fabtest.agents.frameworks import ToolLog
 from fabtest.conversation import AgentResponse, Attachment
 
-__all__ = ["FAILED", "PAUSED", "A2ATurn", "state_name"]
+__all__ = ["FAILED", "PAUSED", "A2ATurn", "Asked", "state_name"]
 
 _CALL_TYPES = {"function_call", "tool_call"}
 _RESULT_TYPES = {"function_response", "tool_response"}
@@ -51,6 +55,15 @@ def state_name(state: int) -> str:
     """``TASK_STATE_INPUT_REQUIRED`` as the spec's ``input-required``."""
     name: str = TaskState.Name(state)
     return name.removeprefix("TASK_STATE_").lower().replace("_", "-")
+
+
+@dataclass(frozen=True)
+class Asked:
+    """A tool call the agent waits to have approved: its id (the task's when the part has none)."""
+
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
 
 
 @dataclass
@@ -69,7 +82,10 @@ class A2ATurn:
     artifact_names: dict[str, str] = field(default_factory=dict)
     files: list[Attachment] = field(default_factory=list)
     links: list[str] = field(default_factory=list)
+    #: the tool calls an input-required status asks approval of (ADK's long-running calls)
+    asked: list[Asked] = field(default_factory=list)
     _seen: set[str] = field(default_factory=set)
+    _asking: bool = False
 
     def add(self, event: StreamResponse) -> None:
         kind = event.WhichOneof("payload")
@@ -119,6 +135,8 @@ class A2ATurn:
 
     def _task(self, task: Task) -> None:
         self._ids(task.id, task.context_id)
+        if task.HasField("status"):  # first: its message may be in the history too, and is read once
+            self._status(task.status)
         for message in task.history:  # a non-streaming reply: the tool calls of the working updates
             if message.role == Role.ROLE_AGENT and message.message_id not in self._seen:
                 self._seen.add(message.message_id)
@@ -128,14 +146,16 @@ class A2ATurn:
             self.artifacts[key] = list(artifact.parts)
             if artifact.name:
                 self.artifact_names[key] = artifact.name
-        if task.HasField("status"):
-            self._status(task.status)
 
     def _status(self, status: TaskStatus) -> None:
         self.state = state_name(status.state)
         if not status.HasField("message"):
             return
-        text = "\n".join(self._read(status.message))
+        self._asking = self.state in PAUSED  # its tool calls wait for approval: they are asked, not made
+        try:
+            text = "\n".join(self._read(status.message))
+        finally:
+            self._asking = False
         if self.state in ("working", "submitted"):
             self.progress.append(text)
         elif text:
@@ -184,8 +204,12 @@ class A2ATurn:
         data = data if isinstance(data, Mapping) else {}
         name = str(data.get("name") or "")
         call_id = str(data["id"]) if data.get("id") else None
-        if kind in _CALL_TYPES:
-            self.log.called(call_id, name or "unnamed", data.get("args", data.get("arguments")))
+        arguments = data.get("args", data.get("arguments"))
+        if kind in _CALL_TYPES and self._asking:
+            self.asked.append(Asked(call_id or self.task_id, name or "unnamed",
+                                    arguments if isinstance(arguments, dict) else {}))
+        elif kind in _CALL_TYPES:
+            self.log.called(call_id, name or "unnamed", arguments)
         else:
             self.log.returned(call_id, data.get("response", data.get("result")), name=name or None)
         return True

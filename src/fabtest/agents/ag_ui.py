@@ -10,6 +10,11 @@ One scenario is one thread: like AG-UI's own clients, fabtest keeps the thread's
 user's, the assistant's with their tool calls, the tool results; or the agent's
 ``MESSAGES_SNAPSHOT``) and sends them all on every run, with the state the agent last sent
 (``state = {...}`` in the table is the first run's). A new scenario is a new thread.
+
+Interrupts are pauses (:mod:`fabtest.agents.ag_ui_events`); the next run resumes them as the protocol
+says, with one ``resume`` entry per interrupt: ``resolved`` with the decision as its payload
+(``{"decision": "approved", "approved": true}``, with ``reason`` or the edited ``arguments``; a
+question's answer as text), or ``cancelled`` when the user's next message decides nothing.
 """
 
 from __future__ import annotations
@@ -23,8 +28,9 @@ from fabtest._internal.extras import require_extra
 from fabtest.agents.base import AgentError, AgentTimeout, OnToolCall, declared_tools
 from fabtest.agents.file_parts import b64
 from fabtest.agents.frameworks import Session, ToolLog
+from fabtest.agents.protocol_pauses import approved_calls, decision_data
 from fabtest.agents.protocol_table import check_protocol_table
-from fabtest.conversation import AgentResponse, Message, jsonable
+from fabtest.conversation import AgentResponse, Message, Pause, jsonable
 
 __all__ = ["TABLE_KEYS", "AgUiAgent", "check_table", "from_table"]
 
@@ -48,6 +54,7 @@ class AgUiAgent:
         self._state = self._first_state
         self._forwarded = jsonable(forwarded_props)
         self._messages: list[dict[str, Any]] = []
+        self._pending: dict[str, Pause] = {}  # the interrupts the last run ended on, by id
         self._session = Session("AG-UI")
         self._http: Any = None
 
@@ -79,30 +86,55 @@ class AgUiAgent:
 
         self._session.new_user_text(messages)
         if not self._session.continues(messages):  # a conversation this thread has not had: a new thread
-            self.thread_id, self._state = str(uuid.uuid4()), self._first_state
+            self.thread_id, self._state, self._pending = str(uuid.uuid4()), self._first_state, {}
             self._messages = [_wire_message(m) for m in messages[:-1]]
-        self._messages.append(_wire_message(messages[-1]))
-        run = AgUiRun(self.where, ToolLog(on_tool_call), self._state, list(self._messages))
+        resume = self._resume(messages[-1])
+        if not messages[-1].decisions:  # a decision's words travel in its resume entry
+            self._messages.append(_wire_message(messages[-1]))
+        log = ToolLog(on_tool_call)
+        for call_id, tool, arguments in approved_calls(messages):  # approved: the call goes ahead now
+            log.called(call_id, tool, arguments)
+        run = AgUiRun(self.where, log, self._state, list(self._messages))
         run_id = str(uuid.uuid4())
-        async for event in self._events(self._input(run_id)):
+        async for event in self._events(self._input(run_id, resume)):
             run.add(event)
         if run.outcome is None:
             raise AgentError(f"{self.where}: the event stream ended before RUN_FINISHED or RUN_ERROR")
+        pauses = run.pauses()
+        self._pending = {p.id: p for p in pauses}
         self._messages, self._state = run.thread(), run.state
-        response = AgentResponse(text=run.text, tool_calls=run.log.finish(), metadata={
+        response = AgentResponse(text=run.text, tool_calls=run.tool_calls(), pauses=pauses, metadata={
             "usage": run.usage.to_dict(), "thread_id": self.thread_id, "run_id": run_id, "outcome": run.outcome})
         if run.model:
             response.metadata["model"] = run.model
-        if run.interrupts:
-            response.metadata["interrupts"] = run.interrupts
+        if not (response.text or response.tool_calls or pauses):
+            raise AgentError(f"{self.where} finished its run ({run.outcome}) without a reply")
         return self._session.answered(messages, response)
 
-    def _input(self, run_id: str) -> dict[str, Any]:
+    def _resume(self, last: Message) -> list[dict[str, Any]] | None:
+        """The resume entries answering the previous run's interrupts: an approval's decision as
+        ``{decision, approved, reason?, arguments?}``, a question's answer as its text; an interrupt the
+        message does not decide is cancelled (abandoned, as the protocol says)."""
+        if not self._pending:
+            return None
+        decisions = {d.pause_id: d for d in last.decisions}
+        entries: list[dict[str, Any]] = []
+        for pause_id, pause in self._pending.items():
+            decision = decisions.get(pause_id)
+            if decision is None:
+                entries.append({"interruptId": pause_id, "status": "cancelled"})
+            else:
+                payload = decision.answer if pause.kind == "question" else decision_data(decision)
+                entries.append({"interruptId": pause_id, "status": "resolved", "payload": payload})
+        return entries
+
+    def _input(self, run_id: str, resume: list[dict[str, Any]] | None) -> dict[str, Any]:
         from ag_ui.core import RunAgentInput
 
-        body = RunAgentInput(thread_id=self.thread_id, run_id=run_id, protocol_version=_PROTOCOL_VERSION,
-                             messages=self._messages, state=self._state, tools=[], context=[],
-                             forwarded_props=self._forwarded)
+        body = RunAgentInput.model_validate({  # the wire's names: the SDK checks the shape before it is sent
+            "threadId": self.thread_id, "runId": run_id, "protocolVersion": _PROTOCOL_VERSION,
+            "messages": self._messages, "state": self._state, "tools": [], "context": [],
+            "forwardedProps": self._forwarded, "resume": resume})
         return body.model_dump(by_alias=True, mode="json")
 
     async def _events(self, body: dict[str, Any]) -> AsyncIterator[Any]:

@@ -10,8 +10,10 @@ so a stream that is not AG-UI is one line naming the event. What each event beco
   frontend tool the run handed to the client: recorded without a result);
 - ``STATE_SNAPSHOT`` / ``STATE_DELTA`` (RFC 6902 JSON Patch): the agent's state, which
   ``Then the state ...`` reads; ``MESSAGES_SNAPSHOT``: the thread's messages, sent back next run;
-- ``RUN_FINISHED``: the outcome (``success``, ``interrupt`` with its interrupts, ``cancelled``) and the
-  tokens of ``usage``; ``RUN_ERROR``: the agent's failure, one line with its message and code.
+- ``RUN_FINISHED``: the outcome (``success``, ``interrupt``, ``cancelled``) and the tokens of ``usage``;
+  each interrupt is a pause: an approval of the tool call it names (``toolCallId``: that call is asked,
+  not made), else a question (its ``message``); ``RUN_ERROR``: the agent's failure, one line with its
+  message and code.
 
 Reasoning, steps, activities and custom events carry nothing a check reads and are skipped.
 """
@@ -40,7 +42,7 @@ from ag_ui.core import (
 
 from fabtest.agents.base import AgentError
 from fabtest.agents.frameworks import ToolLog
-from fabtest.conversation import TokenUsage, jsonable
+from fabtest.conversation import Pause, TokenUsage, ToolCall, jsonable
 
 __all__ = ["AgUiRun"]
 
@@ -82,7 +84,7 @@ class AgUiRun:
             if call is not None and event.delta:
                 call["args"].append(event.delta)
         elif kind == EventType.TOOL_CALL_END:
-            self._called(event.tool_call_id)
+            self._parsed(event.tool_call_id)
         elif isinstance(event, ToolCallResultEvent):
             self._returned(event)
         elif isinstance(event, StateSnapshotEvent):
@@ -102,11 +104,36 @@ class AgUiRun:
     def text(self) -> str:
         return "\n\n".join(t for t in ("".join(parts) for parts in self.texts.values()) if t)
 
+    def pauses(self) -> list[Pause]:
+        """The run's interrupts as pauses: an interrupt naming one of the run's tool calls asks approval
+        of that call (which is then not a call: it waits), any other is a question."""
+        out: list[Pause] = []
+        for interrupt in self.interrupts:
+            meta: dict[str, Any] = {k: interrupt[k] for k in ("reason", "toolCallId", "responseSchema")
+                                    if k in interrupt}
+            call_id = interrupt.get("toolCallId") or ""
+            call = self._parsed(call_id) if call_id in self.calls else None
+            if call is not None:
+                call["asked"] = True
+                out.append(Pause(tool=call["name"], arguments=call["arguments"], question=interrupt.get("message"),
+                                 id=interrupt["id"], metadata={**meta, "call_id": call_id}))
+            else:
+                out.append(Pause(question=interrupt.get("message") or interrupt["reason"], id=interrupt["id"],
+                                 metadata=meta))
+        return out
+
+    def tool_calls(self) -> list[ToolCall]:
+        """The run's calls (those an interrupt asks approval of left out), each with its result if one came."""
+        for call_id, call in self.calls.items():
+            if not call.get("asked"):
+                self._logged(call_id)
+        return self.log.finish()
+
     def thread(self) -> list[dict[str, Any]]:
         """The thread's messages after this run: the snapshot the agent sent, else the messages before
         it with this run's assistant messages (text and tool calls) and tool results added."""
         for call_id in list(self.calls):
-            self._called(call_id)  # a call the stream never ended still counts
+            self._parsed(call_id)  # a call the stream never ended still counts
         if self.snapshot:
             return self.messages
         out = list(self.messages)
@@ -135,20 +162,28 @@ class AgUiRun:
         if delta:
             self.texts[key].append(delta)
 
-    def _called(self, call_id: str) -> None:
+    def _parsed(self, call_id: str) -> dict[str, Any] | None:
+        """The call with its arguments parsed from the concatenated deltas (once)."""
         call = self.calls.get(call_id)
         if call is None or "json" in call:
-            return
+            return call
         call["json"] = "".join(call["args"]) or "{}"
         try:
             arguments = json.loads(call["json"])
         except ValueError:
             raise AgentError(f"{self.where}: the arguments of tool call {call['name']!r} are not JSON: "
                              f"{call['json'][:120]!r}") from None
-        self.log.called(call_id, call["name"], arguments)
+        call["arguments"] = arguments if isinstance(arguments, dict) else {"input": arguments}
+        return call
+
+    def _logged(self, call_id: str) -> None:
+        call = self._parsed(call_id)
+        if call is not None and not call.get("logged"):
+            call["logged"] = True
+            self.log.called(call_id, call["name"], call["arguments"])
 
     def _returned(self, event: ToolCallResultEvent) -> None:
-        self._called(event.tool_call_id)
+        self._logged(event.tool_call_id)
         content = event.content if isinstance(event.content, str) else \
             "".join(getattr(part, "text", "") for part in event.content)
         self.log.returned(event.tool_call_id, content, name=self.calls.get(event.tool_call_id, {}).get("name"))

@@ -1,0 +1,149 @@
+"""The AG-UI adapter against an agent built with ag-ui-protocol's own types and encoder, on 127.0.0.1 in
+this process."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pytest
+
+pytest.importorskip("ag_ui.core", reason="needs the ag-ui extra: pip install 'pytest-fabtest[ag-ui]'")
+
+from ag_ui_shop import ShopAgent, app  # noqa: E402
+from support.asgi import serve  # noqa: E402
+
+from fabtest.agents import aio  # noqa: E402
+from fabtest.agents.base import AgentError  # noqa: E402
+from fabtest.agents.registry import make_agent  # noqa: E402
+from fabtest.conversation import AgentResponse, Attachment, Decision, Message, ToolCall  # noqa: E402
+from fabtest.engine.preflight import config_problem, reachability_problem  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[tuple[str, ShopAgent]]:
+    shop = ShopAgent()
+    with serve(lambda url: app(shop)) as url:
+        yield url + "/agent", shop
+
+
+class Conversation:
+    """One scenario's agent and the messages so far, as the runner hands them over."""
+
+    def __init__(self, url: str, **options: Any) -> None:
+        self.agent = make_agent({"ag_ui": url, **options}, {"agent_name": "shop"}, where="pyproject.toml")
+        self.messages: list[Message] = []
+        self.reported: list[ToolCall] = []
+
+    def say(self, text: str, *files: Attachment, decisions: Sequence[Decision] = ()) -> AgentResponse:
+        self.messages.append(Message("user", text, files, decisions=tuple(decisions)))
+        response: AgentResponse = aio.run(self.agent.chat(self.messages, on_tool_call=self.reported.append),
+                                          timeout=30)
+        self.messages.append(Message("agent", response.text, tuple(response.attachments),
+                                     pauses=tuple(response.pauses)))
+        return response
+
+    def close(self) -> None:
+        aio.run(self.agent.aclose(), timeout=10)
+
+
+def test_text_tool_call_and_state_events_make_the_turn(server: Any) -> None:
+    url, shop = server
+    talk = Conversation(url, state={"searches": 0})
+    response = talk.say("weather in Paris")
+    talk.close()
+    assert response.text == "Sunny in Paris."
+    (call,) = response.tool_calls
+    assert (call.name, call.arguments, call.result) == ("get_weather", {"city": "Paris"},
+                                                        {"sky": "sunny", "celsius": 21})
+    assert talk.reported == [call]
+    assert talk.agent.state() == {"city": "Paris", "searches": 1, "units": "celsius"}  # snapshot, then delta
+    assert shop.inputs[-1].state == {"searches": 0}  # the table's state is the first run's
+    assert response.metadata["usage"] == {"calls": 1, "input_tokens": 12, "output_tokens": 5}
+    assert response.metadata["model"] == "shop-model" and response.metadata["outcome"] == "success"
+
+
+def test_one_thread_per_scenario_with_its_messages_sent_back(server: Any) -> None:
+    url, shop = server
+    talk = Conversation(url)
+    assert talk.say("hello").text == "Hello! 1 user message(s) in this thread."
+    talk.say("weather in Oslo")
+    assert talk.say("hello").text == "Hello! 3 user message(s) in this thread."
+    sent = shop.inputs[-1]
+    assert [m.role for m in sent.messages] == ["user", "assistant", "user", "assistant", "tool", "user"]
+    assert sent.messages[3].tool_calls[0].function.name == "get_weather"  # the assistant's call, as it made it
+    assert sent.messages[4].tool_call_id == sent.messages[3].tool_calls[0].id
+    assert sent.state == {"city": "Oslo", "searches": 2, "units": "celsius"}  # the state the agent last sent
+    thread = sent.thread_id
+    other = Conversation(url)  # the next scenario
+    assert other.say("hello").text == "Hello! 1 user message(s) in this thread."
+    assert shop.inputs[-1].thread_id != thread
+    talk.close()
+    other.close()
+
+
+def test_an_interrupt_on_a_tool_call_is_an_approval_resumed_with_the_decision(server: Any) -> None:
+    url, shop = server
+    talk = Conversation(url)
+    asked = talk.say("refund 80")
+    assert asked.tool_calls == [] and talk.reported == []  # asked, not made
+    (pause,) = asked.pauses
+    assert (pause.kind, pause.tool, pause.arguments, pause.question, pause.id) == (
+        "approval", "refund", {"amount": 80}, "Approve a refund of 80 euros?", "i-refund")
+    assert asked.metadata["outcome"] == "interrupt"
+    done = talk.say("", decisions=[Decision("i-refund", "approved")])
+    assert done.text == "The refund is issued."
+    (entry,) = shop.inputs[-1].resume
+    assert (entry.interrupt_id, entry.status, entry.payload) == (
+        "i-refund", "resolved", {"decision": "approved", "approved": True})
+    (call,) = done.tool_calls  # the approved call is made in the turn that approved it
+    assert (call.name, call.arguments, call.result) == ("refund", {"amount": 80}, {"status": "issued"})
+    talk.close()
+
+
+def test_a_rejection_and_an_undecided_interrupt(server: Any) -> None:
+    url, shop = server
+    talk = Conversation(url)
+    talk.say("refund 30")
+    done = talk.say("", decisions=[Decision("i-refund", "rejected", reason="no receipt")])
+    assert done.text == "No refund then." and done.tool_calls == []
+    assert shop.inputs[-1].resume[0].payload == {"decision": "rejected", "approved": False, "reason": "no receipt"}
+    talk.say("refund 40")
+    talk.say("what about the weather in Rome?")  # decides nothing: the interrupt is abandoned
+    assert [(e.interrupt_id, e.status) for e in shop.inputs[-1].resume] == [("i-refund", "cancelled")]
+    talk.close()
+
+
+def test_the_users_files_go_as_image_and_document_parts(server: Any) -> None:
+    url, shop = server
+    talk = Conversation(url)
+    photo = Attachment.from_bytes(b"\x89PNG fake", name="lamp.png")
+    pdf = Attachment.from_bytes(b"%PDF-1.4 fake", name="receipt.pdf")
+    assert talk.say("hello", photo, pdf).text == "Hello! 1 user message(s) in this thread, with image, document."
+    image = shop.inputs[-1].messages[-1].content[1]
+    assert (image.source.type, image.source.mime_type) == ("data", "image/png")
+    talk.close()
+
+
+@pytest.mark.parametrize(("said", "expected"), [
+    ("fail", "the run failed (overloaded): the model is overloaded"),
+    ("garbage", "sent an event that is not AG-UI: {\"type\": \"NOT_AN_EVENT\"}"),
+    ("cut", "the event stream ended before RUN_FINISHED or RUN_ERROR"),
+])
+def test_a_broken_run_is_one_line_naming_the_cause(server: Any, said: str, expected: str) -> None:
+    url, _ = server
+    talk = Conversation(url)
+    with pytest.raises(AgentError) as err:
+        talk.say(said)
+    assert str(err.value).startswith(f"AG-UI agent at {url}") and expected in str(err.value), str(err.value)
+    assert "\n" not in str(err.value)
+    talk.close()
+
+
+def test_an_unreachable_agent_or_a_bad_table_is_one_line() -> None:
+    talk = Conversation("http://127.0.0.1:9/agent")
+    with pytest.raises(AgentError, match=r"^AG-UI agent at http://127.0.0.1:9/agent unreachable: ConnectError"):
+        talk.say("hello")
+    assert "does not accept connections" in (reachability_problem("w", {"ag_ui": "http://127.0.0.1:9/a"}) or "")
+    assert "unknown key 'stat' in an AG-UI agent table (did you mean 'state'?)" in (
+        config_problem("w", {"ag_ui": "http://x/agent", "stat": {}}) or "")
