@@ -159,3 +159,23 @@ def fabtest_arg(name: str, value: str) -> Any:
     from fabtest.engine.checks import ArgExpectation
 
     return ArgExpectation.parse(name, value, where="t")
+
+
+def test_an_approval_step_on_an_agent_that_cannot_pause_is_one_line(tmp_path: Path) -> None:
+    from fabtest.agents.cli_agent import CliAgent
+    from fabtest.errors import UsageError
+
+    class Cli(CliAgent):
+        def __init__(self) -> None:  # only the class matters: no process is started
+            pass
+
+        def chat(self, messages: Any, on_tool_call: Any = None) -> fabtest.AgentResponse:
+            return fabtest.AgentResponse("done")
+
+    state = _state(tmp_path, Cli())
+    state.user_says("refund A1")
+    with pytest.raises(UsageError, match=r"^f.feature:3: When the user approves: this agent cannot pause for a "
+                                         r"decision \(a CLI agent answers each turn"):
+        state.user_decides("approved")
+    with pytest.raises(UsageError, match="ask for approval: this agent cannot pause"):
+        state.asked_approval("refund", "must")

@@ -268,6 +268,14 @@ class ToolLog:
             call.metadata["error"] = True
         self._report(call)
 
+    def held(self) -> list[ToolCall]:
+        """Take out the calls still without a result: a run that paused for approval has not made
+        them (they are the pause; the turn that resumes it records them with their result)."""
+        held = [call for call in self.calls if any(call is c for c in self._open.values())]
+        self.calls = [call for call in self.calls if not any(call is c for c in held)]
+        self._open.clear()
+        return held
+
     def finish(self) -> list[ToolCall]:
         for call in self._open.values():
             self._report(call)

@@ -100,7 +100,8 @@ class LangGraphAgent:
         state = await self.graph.ainvoke({"messages": [*prior, asked]}, config)
         out = self._read(state)
         start = next((i + 1 for i, m in enumerate(out) if getattr(m, "id", None) == asked.id), len(out))
-        return self._session.answered(messages, self._paused(state, self._turn(out[start:], on_tool_call)))
+        return self._session.answered(messages, self._paused(state, self._turn(out[start:], on_tool_call,
+                                                                                 paused=_interrupted(state))))
 
     async def _resume(self, messages: Sequence[Message], on_tool_call: OnToolCall | None) -> AgentResponse:
         """The user's decisions on the interrupts the last turn ended on, as ``Command(resume=...)``
@@ -109,7 +110,14 @@ class LangGraphAgent:
         command = langgraph_pauses.resume_command(messages[-2].pauses, messages[-1].decisions)
         state = await self.graph.ainvoke(command, {"configurable": {"thread_id": self._thread}})
         out = self._read(state)
-        return self._session.answered(messages, self._paused(state, self._turn(out[before:], on_tool_call)))
+        new = out[before:]
+        answered = {m.tool_call_id for m in new if isinstance(m, ToolMessage)}
+        # the calls the pause held (asked before it, answered after it) belong to this turn
+        held = langgraph_pauses.held_calls(
+            [c for m in out[:before] if isinstance(m, AIMessage) for c in m.tool_calls if c.get("id") in answered],
+            messages[-2].pauses, messages[-1].decisions)
+        return self._session.answered(messages, self._paused(state, self._turn(new, on_tool_call, held=held,
+                                                                                 paused=_interrupted(state))))
 
     def _read(self, state: Any) -> list[BaseMessage]:
         out = state.get("messages") if isinstance(state, Mapping) else None
@@ -130,8 +138,11 @@ class LangGraphAgent:
         response.pauses = langgraph_pauses.pauses_of(interrupts)
         return response
 
-    def _turn(self, new: list[BaseMessage], on_tool_call: OnToolCall | None) -> AgentResponse:
+    def _turn(self, new: list[BaseMessage], on_tool_call: OnToolCall | None, *, held: Sequence[Any] = (),
+              paused: bool = False) -> AgentResponse:
         log = ToolLog(on_tool_call)
+        for call in held:
+            log.called(call.get("id"), call["name"], call.get("args"))
         usage = TokenUsage()
         model = self._model
         texts: list[str] = []
@@ -151,10 +162,16 @@ class LangGraphAgent:
             elif isinstance(message, ToolMessage):
                 log.returned(message.tool_call_id, message.content, error=message.status == "error",
                              name=message.name)
+        if paused:
+            log.held()
         text = texts[-1] if texts else ""  # the answer is the last thing the graph said
         response = turn_response(text, log, usage, model, thread_id=self._thread if self._checkpointed else None)
         response.attachments = files
         return response
+
+
+def _interrupted(state: Any) -> bool:
+    return isinstance(state, Mapping) and bool(state.get("__interrupt__"))
 
 
 def _intercept(node: ToolNode) -> None:

@@ -28,7 +28,7 @@ from langgraph.types import Command
 from fabtest.agents.base import AgentError
 from fabtest.conversation import Decision, Pause
 
-__all__ = ["pauses_of", "resume_command"]
+__all__ = ["held_calls", "pauses_of", "resume_command"]
 
 _SHAPE = "langgraph_shape"
 _HUMAN, _HITL, _TEXT = "human_interrupt", "hitl_request", "value"
@@ -62,6 +62,23 @@ def pauses_of(interrupts: Sequence[Any]) -> list[Pause]:
         text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
         out.append(Pause(question=text or "(no question)", id=iid, kind="question",
                          metadata={_SHAPE: _TEXT, "interrupt": iid}))
+    return out
+
+
+def held_calls(calls: Sequence[Mapping[str, Any]], pauses: Sequence[Pause],
+               decisions: Sequence[Decision]) -> list[dict[str, Any]]:
+    """The tool calls a pause held, as the turn that resumed it records them: a rejected one was
+    not made (the tool only read the rejection), an edited one was made with the new arguments."""
+    by_pause = {d.pause_id: d for d in decisions}
+    out: list[dict[str, Any]] = []
+    for call in calls:
+        pause = next((p for p in pauses if p.tool == call.get("name") and p.arguments == (call.get("args") or {})),
+                     None)
+        decision = by_pause.get(pause.id) if pause is not None else None
+        if decision is not None and not decision.approved:
+            continue
+        args = decision.arguments if decision is not None and decision.arguments is not None else call.get("args")
+        out.append({**call, "args": args})
     return out
 
 

@@ -16,9 +16,10 @@ from typing import Any
 
 from fabtest.conversation import Conversation, Decision, DecisionKind, Pause, describe_pause
 from fabtest.engine.checks import ArgExpectation, Result
-from fabtest.errors import ExpectationFailed
+from fabtest.errors import ExpectationFailed, UsageError
 
-__all__ = ["NothingPending", "asked_approval", "decisions_for", "undecided", "undecided_message"]
+__all__ = ["VERBS", "NothingPending", "asked_approval", "decisions_for", "require_pauses", "undecided",
+           "undecided_message"]
 
 
 class NothingPending(ExpectationFailed):
@@ -26,7 +27,17 @@ class NothingPending(ExpectationFailed):
     not pause where the scenario expected it to (failure type ``assertion``)."""
 
 
-_VERBS = {"approved": "approves", "rejected": "rejects", "answered": "answers", "edited": "approves with:"}
+def require_pauses(agent: Any, step: str, *, where: str) -> None:
+    """A UsageError, in one line, when the agent's adapter can never pause (a CLI agent): an approval
+    step there would only ever fail, or pass, for a reason that is not the agent's."""
+    why = getattr(type(agent), "pauses_unsupported", None)
+    if isinstance(why, str) and why:
+        raise UsageError(f"{where}: {step}: this agent cannot pause for a decision ({why}); pauses are driven for "
+                         "Python, HTTP, LangGraph, OpenAI Agents SDK, PydanticAI and ADK agents "
+                         "(docs/how-to/approvals.md)")
+
+
+VERBS = {"approved": "approves", "rejected": "rejects", "answered": "answers", "edited": "approves with:"}
 
 
 def decisions_for(conversation: Conversation, decision: DecisionKind, *, reason: str | None = None,
@@ -40,7 +51,7 @@ def decisions_for(conversation: Conversation, decision: DecisionKind, *, reason:
     chosen = [p for p in pending if p.kind == wanted]
     if not chosen:
         turn = conversation.last_turn
-        step = f"{where}: When the user {_VERBS[decision]}" if where else f"When the user {_VERBS[decision]}"
+        step = f"{where}: When the user {VERBS[decision]}" if where else f"When the user {VERBS[decision]}"
         if turn is None:
             raise NothingPending(f"{step}: nothing is pending: the agent has not answered yet")
         if pending:

@@ -203,6 +203,7 @@ class ScenarioState:
                      arguments: dict[str, Any] | None = None, text: str | None = None) -> Turn:
         """``When the user approves / rejects / answers``: the decision on every pending pause of its
         kind goes with the next user message (its words: ``text``, else the reason or answer)."""
+        pauses.require_pauses(self.agent, f"When the user {pauses.VERBS[decision]}", where=self.where)
         decisions = pauses.decisions_for(self.conversation, decision, reason=reason, answer=answer,
                                          arguments=arguments, where=self.where)
         self.flush_pending()
@@ -213,6 +214,7 @@ class ScenarioState:
                        negated: bool = False, rows: list[list[str]] | None = None) -> None:
         """``the agent must (not) ask for approval [of "tool" [with:]]``: the latest turn's pauses."""
         turn = self.last_turn
+        pauses.require_pauses(self.agent, "ask for approval", where=self.where)
         passed, details = pauses.asked_approval(self.conversation, tool, args)
         kind = "not_ask_approval" if negated else "ask_approval"
         data: dict[str, Any] = {"tool": tool} if tool else {}

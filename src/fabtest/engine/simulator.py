@@ -153,8 +153,8 @@ ahead with exactly that, "reject" stops it; when the agent asks a question, "ans
 #: The JSON line of the ordinary user's prompt, and what it becomes when the user has files.
 _PLAIN_JSON = 'JSON: {"thinking": "...", "status": "continue", "message": "..."}'
 FILES_JSON = 'JSON: {"thinking": "...", "status": "continue", "message": "...", "files": []}'
-DECISION_JSON = ('JSON: {"thinking": "...", "status": "continue", "decision": "approve|reject|answer", "reason": "...", '
-                 '"message": "..."}')
+DECISION_JSON = ('JSON: {"thinking": "...", "status": "continue", "decision": "approve|reject|answer", '
+                 '"reason": "...", "message": "..."}')
 
 RETRY_NOTE = """\
 

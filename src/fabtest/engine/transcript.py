@@ -43,7 +43,16 @@ import json
 from collections.abc import Sequence
 
 from fabtest.agents import trace_calls
-from fabtest.conversation import Attachment, Conversation, Turn, human_size
+from fabtest.conversation import (
+    Attachment,
+    Conversation,
+    Decision,
+    Pause,
+    Turn,
+    describe_decision,
+    describe_pause,
+    human_size,
+)
 from fabtest.engine.checks import describe_calls
 from fabtest.llm.inline_files import marker
 
@@ -125,9 +134,11 @@ def render(conversation: Conversation, *, clip: int = CLIP) -> str:
         topic = f"  [topic: {turn.topic}]" if turn.topic else ""
         lines.append(f"Turn {turn.number}{topic}")
         lines.append(f"  user:  {_clip(turn.user, clip)}")
+        lines += [f"  user {describe_decision(d)}" for d in turn.decisions]
         lines.append(f"  agent: {_clip(turn.response.text, clip)}")
         if turn.tool_calls:
             lines.append(f"  tools: {describe_calls(turn.tool_calls)}")
+        lines += [f"  paused: {describe_pause(p)}" for p in turn.response.pauses]
     return "\n".join(lines)
 
 
@@ -146,6 +157,7 @@ def judge_turn(turn: Turn, *, limit: int = TOOL_RESULT_LIMIT, files: _Files | No
     n = turn.number
     files = files if files is not None else _Files(-1)
     lines = [f"turn {n} user: {quoted(turn.user)}", *(files.line(n, "user", f) for f in turn.attachments)]
+    lines += [f"turn {n} user decision: {_json(_decision(d))}" for d in turn.decisions]
     if trace_calls.missing(turn.response):
         lines.append(f"turn {n} tool calls: unknown (the agent's traces of this turn did not arrive)")
     for call in turn.tool_calls:
@@ -153,7 +165,22 @@ def judge_turn(turn: Turn, *, limit: int = TOOL_RESULT_LIMIT, files: _Files | No
                      f"result {_cut(_json(call.result), limit)}")
     lines.append(f"turn {n} agent: {quoted(turn.response.text)}")
     lines += [files.line(n, "agent", f) for f in turn.response.attachments]
+    lines += [f"turn {n} agent paused: {_json(_pause(p))}" for p in turn.response.pauses]
     return lines
+
+
+def _pause(pause: Pause) -> dict[str, object]:
+    """A pause as the judge reads it: the agent stopped and waits for a person (docs/how-to/approvals.md)."""
+    asked: dict[str, object] = {"waits for": "approval" if pause.kind == "approval" else "an answer"}
+    if pause.tool:
+        asked |= {"tool": pause.tool, "arguments": pause.arguments}
+    return asked | ({"question": pause.question} if pause.question else {})
+
+
+def _decision(decision: Decision) -> dict[str, object]:
+    return {"decision": decision.decision, **({"reason": decision.reason} if decision.reason else {}),
+            **({"answer": decision.answer} if decision.answer is not None else {}),
+            **({"edited arguments": decision.arguments} if decision.arguments is not None else {})}
 
 
 def for_judge(conversation: Conversation | Sequence[Turn], *, limit: int = TOOL_RESULT_LIMIT,
