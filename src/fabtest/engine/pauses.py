@@ -33,7 +33,7 @@ def require_pauses(agent: Any, step: str, *, where: str) -> None:
     why = getattr(type(agent), "pauses_unsupported", None)
     if isinstance(why, str) and why:
         raise UsageError(f"{where}: {step}: this agent cannot pause for a decision ({why}); pauses are driven for "
-                         "Python, HTTP, LangGraph, OpenAI Agents SDK, PydanticAI and ADK agents "
+                         "Python, HTTP, A2A, AG-UI, LangGraph, OpenAI Agents SDK, PydanticAI and ADK agents "
                          "(docs/how-to/approvals.md)")
 
 
