@@ -9,17 +9,17 @@ import pytest
 
 pytest.importorskip("a2a.server", reason="needs the a2a extra: pip install 'pytest-fabtest[a2a]'")
 
-from a2a_weather import PNG, WeatherExecutor, app  # noqa: E402
-from starlette.responses import JSONResponse, PlainTextResponse  # noqa: E402
-from starlette.routing import Route  # noqa: E402
-from support.asgi import serve  # noqa: E402
+from a2a_weather import PNG, WeatherExecutor, app
+from starlette.responses import JSONResponse, PlainTextResponse
+from starlette.routing import Route
+from support.asgi import serve
 
-from fabtest.agents import aio  # noqa: E402
-from fabtest.agents.base import AgentError  # noqa: E402
-from fabtest.agents.registry import make_agent  # noqa: E402
-from fabtest.conversation import AgentResponse, Attachment, Decision, Message, ToolCall  # noqa: E402
-from fabtest.engine.preflight import config_problem, reachability_problem  # noqa: E402
-from fabtest.errors import UsageError  # noqa: E402
+from fabtest.agents import aio
+from fabtest.agents.base import AgentError
+from fabtest.agents.registry import make_agent
+from fabtest.conversation import AgentResponse, Attachment, Decision, Message, ToolCall
+from fabtest.engine.preflight import config_problem, reachability_problem
+from fabtest.errors import UsageError
 
 BAD_CARDS = {
     "/broken/card.json": PlainTextResponse("{not json"),

@@ -10,14 +10,14 @@ import pytest
 
 pytest.importorskip("ag_ui.core", reason="needs the ag-ui extra: pip install 'pytest-fabtest[ag-ui]'")
 
-from ag_ui_shop import ShopAgent, app  # noqa: E402
-from support.asgi import serve  # noqa: E402
+from ag_ui_shop import ShopAgent, app
+from support.asgi import serve
 
-from fabtest.agents import aio  # noqa: E402
-from fabtest.agents.base import AgentError  # noqa: E402
-from fabtest.agents.registry import make_agent  # noqa: E402
-from fabtest.conversation import AgentResponse, Attachment, Decision, Message, ToolCall  # noqa: E402
-from fabtest.engine.preflight import config_problem, reachability_problem  # noqa: E402
+from fabtest.agents import aio
+from fabtest.agents.base import AgentError
+from fabtest.agents.registry import make_agent
+from fabtest.conversation import AgentResponse, Attachment, Decision, Message, ToolCall
+from fabtest.engine.preflight import config_problem, reachability_problem
 
 
 @pytest.fixture(scope="module")

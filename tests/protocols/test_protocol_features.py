@@ -12,9 +12,9 @@ import pytest
 pytest.importorskip("a2a.server", reason="needs the a2a extra: pip install 'pytest-fabtest[a2a]'")
 pytest.importorskip("ag_ui.core", reason="needs the ag-ui extra: pip install 'pytest-fabtest[ag-ui]'")
 
-import a2a_weather  # noqa: E402
-import ag_ui_shop  # noqa: E402
-from support.asgi import serve  # noqa: E402
+import a2a_weather
+import ag_ui_shop
+from support.asgi import serve
 
 APPROVED = """
   Scenario: The weather, then a refund approved ({agent})
