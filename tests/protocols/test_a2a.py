@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -13,11 +13,11 @@ from a2a_weather import PNG, WeatherExecutor, app
 from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
 from support.asgi import serve
+from talk import Conversation
 
-from fabtest.agents import aio
 from fabtest.agents.base import AgentError
 from fabtest.agents.registry import make_agent
-from fabtest.conversation import AgentResponse, Attachment, Decision, Message, ToolCall
+from fabtest.conversation import Attachment, Decision
 from fabtest.engine.preflight import config_problem, reachability_problem
 from fabtest.errors import UsageError
 
@@ -45,30 +45,15 @@ def server() -> Iterator[tuple[str, WeatherExecutor]]:
         yield url, executor
 
 
-class Conversation:
-    """One scenario's agent and the messages so far, as the runner hands them over."""
-
-    def __init__(self, url: str, **options: Any) -> None:
-        self.agent = make_agent({"a2a": url, **options}, {"agent_name": "weather"}, where="pyproject.toml")
-        self.messages: list[Message] = []
-        self.reported: list[ToolCall] = []
-
-    def say(self, text: str, *files: Attachment, decisions: Sequence[Decision] = ()) -> AgentResponse:
-        self.messages.append(Message("user", text, files, decisions=tuple(decisions)))
-        response: AgentResponse = aio.run(self.agent.chat(self.messages, on_tool_call=self.reported.append),
-                                          timeout=30)
-        self.messages.append(Message("agent", response.text, tuple(response.attachments),
-                                     pauses=tuple(response.pauses)))
-        return response
-
-    def close(self) -> None:
-        aio.run(self.agent.aclose(), timeout=10)
+def talk_to(url: str, **options: Any) -> Conversation:
+    """A scenario with the agent at ``url``: ``{a2a = url, ...options}``."""
+    return Conversation({"a2a": url, **options})
 
 
 @pytest.mark.parametrize("streaming", [True, False], ids=["message-stream", "message-send"])
 def test_a_task_gives_its_artifact_as_text_and_files_and_its_tool_calls(server: Any, streaming: bool) -> None:
     url, _ = server
-    talk = Conversation(url, streaming=streaming)
+    talk = talk_to(url, streaming=streaming)
     response = talk.say("weather in Paris")
     talk.close()
     assert response.text == "Sunny in Paris, 21 degrees."  # three streamed chunks of one artifact
@@ -84,10 +69,10 @@ def test_a_task_gives_its_artifact_as_text_and_files_and_its_tool_calls(server: 
 
 def test_one_context_per_scenario_kept_across_its_turns(server: Any) -> None:
     url, executor = server
-    first = Conversation(url)
+    first = talk_to(url)
     assert first.say("hello").text == "Hello! Message 1 in this context."
     assert first.say("hello again").text == "Hello! Message 2 in this context."
-    second = Conversation(url)  # the next scenario
+    second = talk_to(url)  # the next scenario
     assert second.say("hello").text == "Hello! Message 1 in this context."
     contexts = [m.context_id for m in executor.received[-3:]]  # as the server's request context saw them
     assert contexts[0] == contexts[1] == first.agent.context_id != contexts[2] == second.agent.context_id
@@ -97,7 +82,7 @@ def test_one_context_per_scenario_kept_across_its_turns(server: Any) -> None:
 
 def test_input_required_with_a_call_is_an_approval_decided_in_the_same_task(server: Any) -> None:
     url, executor = server
-    talk = Conversation(url)
+    talk = talk_to(url)
     asked = talk.say("refund 80")
     assert asked.text == "Refund 80 euros: do you approve?"
     assert asked.metadata["task_state"] == "input-required"
@@ -120,7 +105,7 @@ def test_input_required_with_a_call_is_an_approval_decided_in_the_same_task(serv
 
 def test_a_rejection_carries_its_reason_and_makes_no_call(server: Any) -> None:
     url, executor = server
-    talk = Conversation(url)
+    talk = talk_to(url)
     talk.say("refund 30")
     done = talk.say("", decisions=[Decision("r1", "rejected", reason="no receipt")])
     assert done.text == "No refund, as you said: Rejected: no receipt" and done.tool_calls == []
@@ -130,7 +115,7 @@ def test_a_rejection_carries_its_reason_and_makes_no_call(server: Any) -> None:
 
 def test_input_required_without_a_call_is_a_question_answered_in_words(server: Any) -> None:
     url, _ = server
-    talk = Conversation(url)
+    talk = talk_to(url)
     (pause,) = talk.say("book").pauses
     assert (pause.kind, pause.question, pause.tool) == ("question", "Which date?", None)
     answer = Decision(pause.id, "answered", answer="12 March")
@@ -140,7 +125,7 @@ def test_input_required_without_a_call_is_a_question_answered_in_words(server: A
 
 def test_the_users_files_go_as_raw_parts(server: Any) -> None:
     url, executor = server
-    talk = Conversation(url)
+    talk = talk_to(url)
     lamp = Attachment.from_bytes(PNG, name="lamp.png")
     assert talk.say("hello", lamp).text == "Hello! Message 1 in this context and got lamp.png."
     raw = [p for p in executor.received[-1].parts if p.WhichOneof("content") == "raw"]
@@ -150,7 +135,7 @@ def test_the_users_files_go_as_raw_parts(server: Any) -> None:
 
 def test_a_failed_task_is_the_agents_error_in_one_line(server: Any) -> None:
     url, _ = server
-    talk = Conversation(url)
+    talk = talk_to(url)
     with pytest.raises(AgentError) as err:
         talk.say("fail")
     assert str(err.value) == f"A2A agent at {url}: the task failed: the weather service is down"
@@ -166,7 +151,7 @@ def test_a_failed_task_is_the_agents_error_in_one_line(server: Any) -> None:
 ])
 def test_a_bad_card_is_one_line_naming_the_cause(server: Any, card: str, expected: str) -> None:
     url, _ = server
-    talk = Conversation(url, card=card)
+    talk = talk_to(url, card=card)
     with pytest.raises(AgentError) as err:
         talk.say("hello")
     assert str(err.value).startswith(f"A2A agent at {url}: " + expected.format(url=url)), str(err.value)
@@ -176,7 +161,7 @@ def test_a_bad_card_is_one_line_naming_the_cause(server: Any, card: str, expecte
 
 
 def test_an_unreachable_agent_is_one_line() -> None:
-    talk = Conversation("http://127.0.0.1:9")
+    talk = talk_to("http://127.0.0.1:9")
     with pytest.raises(AgentError, match=r"^A2A agent at http://127.0.0.1:9 unreachable: ConnectError"):
         talk.say("hello")
     assert "does not accept connections" in (reachability_problem("w", {"a2a": "http://127.0.0.1:9"}) or "")

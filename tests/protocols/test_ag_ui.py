@@ -3,7 +3,7 @@ this process."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -12,11 +12,10 @@ pytest.importorskip("ag_ui.core", reason="needs the ag-ui extra: pip install 'py
 
 from ag_ui_shop import ShopAgent, app
 from support.asgi import serve
+from talk import Conversation
 
-from fabtest.agents import aio
 from fabtest.agents.base import AgentError
-from fabtest.agents.registry import make_agent
-from fabtest.conversation import AgentResponse, Attachment, Decision, Message, ToolCall
+from fabtest.conversation import Attachment, Decision
 from fabtest.engine.preflight import config_problem, reachability_problem
 
 
@@ -27,29 +26,14 @@ def server() -> Iterator[tuple[str, ShopAgent]]:
         yield url + "/agent", shop
 
 
-class Conversation:
-    """One scenario's agent and the messages so far, as the runner hands them over."""
-
-    def __init__(self, url: str, **options: Any) -> None:
-        self.agent = make_agent({"ag_ui": url, **options}, {"agent_name": "shop"}, where="pyproject.toml")
-        self.messages: list[Message] = []
-        self.reported: list[ToolCall] = []
-
-    def say(self, text: str, *files: Attachment, decisions: Sequence[Decision] = ()) -> AgentResponse:
-        self.messages.append(Message("user", text, files, decisions=tuple(decisions)))
-        response: AgentResponse = aio.run(self.agent.chat(self.messages, on_tool_call=self.reported.append),
-                                          timeout=30)
-        self.messages.append(Message("agent", response.text, tuple(response.attachments),
-                                     pauses=tuple(response.pauses)))
-        return response
-
-    def close(self) -> None:
-        aio.run(self.agent.aclose(), timeout=10)
+def talk_to(url: str, **options: Any) -> Conversation:
+    """A scenario with the agent at ``url``: ``{ag_ui = url, ...options}``."""
+    return Conversation({"ag_ui": url, **options})
 
 
 def test_text_tool_call_and_state_events_make_the_turn(server: Any) -> None:
     url, shop = server
-    talk = Conversation(url, state={"searches": 0})
+    talk = talk_to(url, state={"searches": 0})
     response = talk.say("weather in Paris")
     talk.close()
     assert response.text == "Sunny in Paris."
@@ -65,7 +49,7 @@ def test_text_tool_call_and_state_events_make_the_turn(server: Any) -> None:
 
 def test_one_thread_per_scenario_with_its_messages_sent_back(server: Any) -> None:
     url, shop = server
-    talk = Conversation(url)
+    talk = talk_to(url)
     assert talk.say("hello").text == "Hello! 1 user message(s) in this thread."
     talk.say("weather in Oslo")
     assert talk.say("hello").text == "Hello! 3 user message(s) in this thread."
@@ -75,7 +59,7 @@ def test_one_thread_per_scenario_with_its_messages_sent_back(server: Any) -> Non
     assert sent.messages[4].tool_call_id == sent.messages[3].tool_calls[0].id
     assert sent.state == {"city": "Oslo", "searches": 2, "units": "celsius"}  # the state the agent last sent
     thread = sent.thread_id
-    other = Conversation(url)  # the next scenario
+    other = talk_to(url)  # the next scenario
     assert other.say("hello").text == "Hello! 1 user message(s) in this thread."
     assert shop.inputs[-1].thread_id != thread
     talk.close()
@@ -84,7 +68,7 @@ def test_one_thread_per_scenario_with_its_messages_sent_back(server: Any) -> Non
 
 def test_an_interrupt_on_a_tool_call_is_an_approval_resumed_with_the_decision(server: Any) -> None:
     url, shop = server
-    talk = Conversation(url)
+    talk = talk_to(url)
     asked = talk.say("refund 80")
     assert asked.tool_calls == [] and talk.reported == []  # asked, not made
     (pause,) = asked.pauses
@@ -103,7 +87,7 @@ def test_an_interrupt_on_a_tool_call_is_an_approval_resumed_with_the_decision(se
 
 def test_a_rejection_and_an_undecided_interrupt(server: Any) -> None:
     url, shop = server
-    talk = Conversation(url)
+    talk = talk_to(url)
     talk.say("refund 30")
     done = talk.say("", decisions=[Decision("i-refund", "rejected", reason="no receipt")])
     assert done.text == "No refund then." and done.tool_calls == []
@@ -116,7 +100,7 @@ def test_a_rejection_and_an_undecided_interrupt(server: Any) -> None:
 
 def test_the_users_files_go_as_image_and_document_parts(server: Any) -> None:
     url, shop = server
-    talk = Conversation(url)
+    talk = talk_to(url)
     photo = Attachment.from_bytes(b"\x89PNG fake", name="lamp.png")
     pdf = Attachment.from_bytes(b"%PDF-1.4 fake", name="receipt.pdf")
     assert talk.say("hello", photo, pdf).text == "Hello! 1 user message(s) in this thread, with image, document."
@@ -132,7 +116,7 @@ def test_the_users_files_go_as_image_and_document_parts(server: Any) -> None:
 ])
 def test_a_broken_run_is_one_line_naming_the_cause(server: Any, said: str, expected: str) -> None:
     url, _ = server
-    talk = Conversation(url)
+    talk = talk_to(url)
     with pytest.raises(AgentError) as err:
         talk.say(said)
     assert str(err.value).startswith(f"AG-UI agent at {url}") and expected in str(err.value), str(err.value)
@@ -141,7 +125,7 @@ def test_a_broken_run_is_one_line_naming_the_cause(server: Any, said: str, expec
 
 
 def test_an_unreachable_agent_or_a_bad_table_is_one_line() -> None:
-    talk = Conversation("http://127.0.0.1:9/agent")
+    talk = talk_to("http://127.0.0.1:9/agent")
     with pytest.raises(AgentError, match=r"^AG-UI agent at http://127.0.0.1:9/agent unreachable: ConnectError"):
         talk.say("hello")
     assert "does not accept connections" in (reachability_problem("w", {"ag_ui": "http://127.0.0.1:9/a"}) or "")

@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fabtest._internal.extras import require_extra
 from fabtest.agents.base import AgentError, AgentTimeout, OnToolCall, declared_tools
 from fabtest.agents.frameworks import Session, ToolLog
+from fabtest.agents.protocol_base import RemoteAgent, check_protocol_table
 from fabtest.agents.protocol_pauses import approved_calls, decision_data, decision_words, previous_pauses
-from fabtest.agents.protocol_table import check_protocol_table
 from fabtest.conversation import AgentResponse, Message, Pause
 from fabtest.errors import UsageError
 
@@ -39,7 +39,7 @@ CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
 _BINDINGS = ("JSONRPC", "HTTP+JSON")
 
 
-class A2AAgent:
+class A2AAgent(RemoteAgent):
     """One scenario's conversation with an A2A agent: one context, the card fetched on the first turn."""
 
     def __init__(self, url: str, *, card: str | None = None, headers: Mapping[str, str] | None = None,
@@ -62,17 +62,7 @@ class A2AAgent:
     def metadata(self) -> dict[str, Any]:
         meta = self._session.metadata(adapter="a2a", url=self.url, context_id=self.context_id,
                                       agent=self.card.get("name"), agent_version=self.card.get("version"))
-        if self.tools is not None:
-            meta["tools"] = list(self.tools)
-        return meta
-
-    @contextlib.asynccontextmanager
-    async def around(self) -> AsyncIterator[None]:
-        """The scenario: its HTTP connections are closed when it ends."""
-        try:
-            yield
-        finally:
-            await self.aclose()
+        return self.with_tools(meta)
 
     async def aclose(self) -> None:
         client, http, self._client, self._http = self._client, self._http, None, None

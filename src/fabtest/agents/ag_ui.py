@@ -19,7 +19,6 @@ question's answer as text), or ``cancelled`` when the user's next message decide
 
 from __future__ import annotations
 
-import contextlib
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
@@ -28,8 +27,8 @@ from fabtest._internal.extras import require_extra
 from fabtest.agents.base import AgentError, AgentTimeout, OnToolCall, declared_tools
 from fabtest.agents.file_parts import b64
 from fabtest.agents.frameworks import Session, ToolLog
+from fabtest.agents.protocol_base import RemoteAgent, check_protocol_table
 from fabtest.agents.protocol_pauses import approved_calls, decision_data
-from fabtest.agents.protocol_table import check_protocol_table
 from fabtest.conversation import AgentResponse, Message, Pause, jsonable
 
 __all__ = ["TABLE_KEYS", "AgUiAgent", "check_table", "from_table"]
@@ -38,7 +37,7 @@ TABLE_KEYS = {"ag_ui", "headers", "timeout", "state", "forwarded_props", "tools"
 _PROTOCOL_VERSION = "1.0"
 
 
-class AgUiAgent:
+class AgUiAgent(RemoteAgent):
     """One scenario's thread with an AG-UI agent (see the module docstring)."""
 
     def __init__(self, url: str, *, headers: Mapping[str, str] | None = None, timeout: float = 60.0,
@@ -60,21 +59,11 @@ class AgUiAgent:
 
     def metadata(self) -> dict[str, Any]:
         meta = self._session.metadata(adapter="ag-ui", url=self.url, thread_id=self.thread_id)
-        if self.tools is not None:
-            meta["tools"] = list(self.tools)
-        return meta
+        return self.with_tools(meta)
 
     def state(self) -> Any:
         """The agent's state after the latest run (its snapshots and deltas), for ``Then the state ...``."""
         return self._state
-
-    @contextlib.asynccontextmanager
-    async def around(self) -> AsyncIterator[None]:
-        """The scenario: its HTTP connections are closed when it ends."""
-        try:
-            yield
-        finally:
-            await self.aclose()
 
     async def aclose(self) -> None:
         http, self._http = self._http, None
