@@ -147,7 +147,7 @@ def test_a_failed_task_is_the_agents_error_in_one_line(server: Any) -> None:
     ("/unparsable/card.json", "the agent card at {url}/unparsable/card.json does not parse: "),
     ("/nameless/card.json", "the agent card at {url}/nameless/card.json has no name"),
     ("/grpc/card.json", "its card offers GRPC; fabtest speaks JSONRPC and HTTP+JSON"),
-    ("/missing.json", "no agent card at /missing.json (HTTP 404); set card = \"PATH\""),
+    ("/missing.json", "no agent card at {url}/missing.json (HTTP 404); set card = \"PATH\""),
 ])
 def test_a_bad_card_is_one_line_naming_the_cause(server: Any, card: str, expected: str) -> None:
     url, _ = server
@@ -164,7 +164,8 @@ def test_an_unreachable_agent_is_one_line() -> None:
     talk = talk_to("http://127.0.0.1:9")
     with pytest.raises(AgentError, match=r"^A2A agent at http://127.0.0.1:9 unreachable: ConnectError"):
         talk.say("hello")
-    assert "does not accept connections" in (reachability_problem("w", {"a2a": "http://127.0.0.1:9"}) or "")
+    assert "the A2A agent at http://127.0.0.1:9 does not accept connections" in (
+        reachability_problem("w", {"a2a": "http://127.0.0.1:9"}) or "")
 
 
 def test_a_misspelt_key_or_bad_value_is_refused_before_the_run() -> None:

@@ -162,9 +162,9 @@ async def fetch_card(http: Any, url: str, path: str | None, *, where: str) -> An
 
     base = url.rstrip("/")
     candidates = [path] if path else list(CARD_PATHS)
+    urls = [c if c.startswith(("http://", "https://")) else f"{base}/{c.lstrip('/')}" for c in candidates]
     reply = None
-    for candidate in candidates:
-        card_url = candidate if candidate.startswith(("http://", "https://")) else f"{base}/{candidate.lstrip('/')}"
+    for card_url in urls:
         try:
             reply = await http.get(card_url)
         except httpx.TimeoutException:
@@ -175,7 +175,7 @@ async def fetch_card(http: Any, url: str, path: str | None, *, where: str) -> An
             break
     assert reply is not None
     if reply.status_code >= 400:
-        tried = " or ".join(candidates)
+        tried = " or ".join(urls)
         raise AgentError(f"{where}: no agent card at {tried} (HTTP {reply.status_code}); set card = \"PATH\" "
                          "in the agent table if it is served elsewhere")
     try:
