@@ -85,13 +85,17 @@ def test_an_interrupt_on_a_tool_call_is_an_approval_resumed_with_the_decision(se
     talk.close()
 
 
-def test_a_rejection_and_an_undecided_interrupt(server: Any) -> None:
+def test_a_rejection_an_edit_and_an_undecided_interrupt(server: Any) -> None:
     url, shop = server
     talk = talk_to(url)
     talk.say("refund 30")
     done = talk.say("", decisions=[Decision("i-refund", "rejected", reason="no receipt")])
     assert done.text == "No refund then." and done.tool_calls == []
     assert shop.inputs[-1].resume[0].payload == {"decision": "rejected", "approved": False, "reason": "no receipt"}
+    talk.say("refund 90")
+    edited = talk.say("", decisions=[Decision("i-refund", "edited", arguments={"amount": 50})])
+    assert shop.inputs[-1].resume[0].payload == {"decision": "edited", "approved": True, "arguments": {"amount": 50}}
+    assert [(c.name, c.arguments) for c in edited.tool_calls] == [("refund", {"amount": 50})]  # as approved
     talk.say("refund 40")
     talk.say("what about the weather in Rome?")  # decides nothing: the interrupt is abandoned
     assert [(e.interrupt_id, e.status) for e in shop.inputs[-1].resume] == [("i-refund", "cancelled")]
