@@ -179,3 +179,22 @@ def test_an_approval_step_on_an_agent_that_cannot_pause_is_one_line(tmp_path: Pa
         state.user_decides("approved")
     with pytest.raises(UsageError, match="ask for approval: this agent cannot pause"):
         state.asked_approval("refund", "must")
+
+
+def test_the_view_and_the_diffs_show_each_pause_with_its_decision(tmp_path: Path) -> None:
+    from fabtest.compare.render import _side_lines
+    from fabtest.experiment.pauses import pause_line
+
+    state = _state(tmp_path, RefundDesk())
+    state.user_says("refund my order")
+    state.user_decides("rejected", reason="no receipt")
+    state.finish()
+    turn = _json(state)[0]
+    line = 'asked approval of refund {"amount": 30, "order": "A1"}: rejected (no receipt) in turn 2'
+    assert pause_line(turn["pauses"][0]) == line
+    assert _side_lines(turn, 200)[-1] == f"|| {line}"
+    from fabtest.view.scenarios import conversation_parts
+
+    entry = {"name": "s", "transcript": _json(state), "evaluations": {}, "expectations": {}}
+    head = {"experiment": {"id": "exp_1"}}
+    assert "rejected (no receipt) in turn 2" in "".join(map(str, conversation_parts(head, entry)))
