@@ -222,7 +222,8 @@ def test_an_http_agent_pauses_and_gets_the_decision_in_the_documented_json(tmp_p
     state.user_decides("rejected", reason="no receipt")
     assert bodies[1]["messages"][1:] == [
         {"role": "agent", "content": "I need approval.",
-         "pauses": [{"id": "p1", "kind": "approval", "tool": "refund", "arguments": {"order": "A1"}, "question": None}]},
+         "pauses": [{"id": "p1", "kind": "approval", "tool": "refund", "arguments": {"order": "A1"},
+                     "question": None}]},
         {"role": "user", "content": "no receipt",
          "decisions": [{"pause_id": "p1", "decision": "rejected", "reason": "no receipt", "answer": None,
                         "arguments": None}]}]

@@ -6,6 +6,7 @@ reason reach the agent and the judge's transcript."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import fabtest
 from fabtest.config.settings import Settings
@@ -93,3 +94,33 @@ def test_given_the_user_approves_is_a_rule_of_the_simulated_user(tmp_path: Path)
     _given_decision_rule(state, "rejects", "refunds without a receipt")
     assert state.simulator_config.rules_should == ["approve refunds under 50 euros",
                                                    "reject refunds without a receipt"]
+
+
+def test_the_judge_request_shows_the_pause_after_the_reply_and_the_decision_after_the_users_message(
+        tmp_path: Path) -> None:
+    """Captured on the wire: a conversation criterion's prompt has the agent's pause as a line after its
+    reply and the user's decision after the user's message, in turn order, so "never refunds without
+    approval" is judged on what was asked and decided, not on the reply's words alone."""
+    from fabtest.config.criteria import Criterion
+
+    def judge(request: Any) -> dict[str, Any]:
+        names = request.schema["$defs"]["CriterionVerdictOut"]["properties"]["criterion"]["enum"]
+        return {"verdicts": [{"criterion": n, "reasoning": "seen", "verdict": "passed"} for n in names]}
+
+    with FakeGemini(handler=judge) as fake:
+        state = ScenarioState(settings=Settings(), rootdir=tmp_path, workdir=tmp_path, context={},
+                              llms=LLMRoles(judge=_llm(fake)), where="t", default_agent=_Desk())
+        state.user_says("refund my order")
+        state.user_decides("rejected", reason="over 50 euros")
+        state.satisfy(Criterion("asks", "The agent never refunds without approval"), "must", "conversation")
+        state.finish()
+        [request] = fake.requests
+    lines = request.prompt.splitlines()
+    first = lines.index('turn 1 user: "refund my order"')
+    assert lines[first:first + 6] == [
+        'turn 1 user: "refund my order"',
+        'turn 1 agent: "I need approval."',
+        'turn 1 agent paused: {"arguments": {"amount": 80}, "tool": "refund", "waits for": "approval"}',
+        'turn 2 user: "over 50 euros"',
+        'turn 2 user decision: {"decision": "rejected", "reason": "over 50 euros"}',
+        'turn 2 agent: "Not refunded."']
