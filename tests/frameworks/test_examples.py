@@ -60,7 +60,8 @@ def test_the_approval_example_records_each_pause_and_its_decision(tmp_path: Path
     [approved] = pauses["An approved refund is made"]
     assert (approved["tool"], approved["arguments"], approved["decision"], approved["decided_in_turn"]) == (
         "refund", {"order": "A1", "amount": 30.0}, "approved", 2)
-    assert [(p["decision"], p["reason"]) for p in pauses["A rejected refund is not made"]] == [("rejected", "no receipt")]
+    rejected = pauses["A rejected refund is not made"]
+    assert [(p["decision"], p["reason"]) for p in rejected] == [("rejected", "no receipt")]
     assert pauses["The person lowers the amount"][0]["edited_arguments"] == {"order": "B2", "amount": 50}
     assert pauses["A question is not an approval"] == []
     made = runs["An approved refund is made"]["transcript"][1]["tool_calls"]
