@@ -69,3 +69,4 @@ def test_the_approval_example_records_each_pause_and_its_decision(tmp_path: Path
     coverage = doc["coverage"]["pauses"]
     assert (coverage["asked"], coverage["decided"], coverage["approved"], coverage["rejected"], coverage["edited"]) == (
         3, 3, 1, 1, 1)
+    assert "Pauses:      3/3 decided (1 approved, 1 rejected, 1 edited)" in proc.stdout  # the summary's coverage
