@@ -228,3 +228,12 @@ def test_an_http_agent_pauses_and_gets_the_decision_in_the_documented_json(tmp_p
          "decisions": [{"pause_id": "p1", "decision": "rejected", "reason": "no receipt", "answer": None,
                         "arguments": None}]}]
     assert "pauses" not in bodies[0]["messages"][0] and state.last_turn.response.text == "Not refunded."
+
+
+def test_messages_with_pauses_and_decisions_stay_hashable_and_comparable() -> None:
+    asked = fabtest.Pause(tool="refund", arguments={"order": "A1"}, metadata={"framework": "x"})
+    same = fabtest.Pause(tool="refund", arguments={"order": "A1"})  # metadata is not part of equality
+    decided = fabtest.Decision("pause-1", "edited", arguments={"amount": 20})
+    assert asked == same and hash(asked) == hash(same)
+    assert len({fabtest.Message("agent", "x", pauses=(asked,)), fabtest.Message("agent", "x", pauses=(same,)),
+                fabtest.Message("user", "", decisions=(decided,))}) == 2
