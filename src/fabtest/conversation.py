@@ -175,6 +175,9 @@ class Pause:
             raise ValueError("a question Pause needs its question: Pause(question=\"Which size?\")")
         object.__setattr__(self, "kind", kind)
 
+    def __hash__(self) -> int:  # a frozen message holding a pause stays hashable (its arguments are a dict)
+        return hash((self.id, self.kind, self.tool, self.question, _canonical(self.arguments)))
+
     def describe(self) -> str:
         """``refund(amount=30, order='A1')`` for an approval, the question for a question."""
         if self.kind == "approval" or not self.question:
@@ -204,6 +207,9 @@ class Decision:
             raise ValueError("an answered Decision needs its answer text")
         if self.decision == "edited" and self.arguments is None:
             raise ValueError("an edited Decision needs the edited arguments")
+
+    def __hash__(self) -> int:
+        return hash((self.pause_id, self.decision, self.reason, self.answer, _canonical(self.arguments)))
 
     @property
     def approved(self) -> bool:
@@ -485,6 +491,10 @@ class Conversation:
 
     def add_usage(self, role: str, usage: TokenUsage) -> None:
         self.usage.setdefault(role, TokenUsage()).add(usage)
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
 
 
 def describe_pause(pause: Pause) -> str:

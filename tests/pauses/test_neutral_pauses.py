@@ -179,3 +179,61 @@ def test_an_approval_step_on_an_agent_that_cannot_pause_is_one_line(tmp_path: Pa
         state.user_decides("approved")
     with pytest.raises(UsageError, match="ask for approval: this agent cannot pause"):
         state.asked_approval("refund", "must")
+
+
+def test_the_view_and_the_diffs_show_each_pause_with_its_decision(tmp_path: Path) -> None:
+    from fabtest.compare.render import _side_lines
+    from fabtest.experiment.pauses import pause_line
+
+    state = _state(tmp_path, RefundDesk())
+    state.user_says("refund my order")
+    state.user_decides("rejected", reason="no receipt")
+    state.finish()
+    turn = _json(state)[0]
+    line = 'asked approval of refund {"amount": 30, "order": "A1"}: rejected (no receipt) in turn 2'
+    assert pause_line(turn["pauses"][0]) == line
+    assert _side_lines(turn, 200)[-1] == f"|| {line}"
+    from fabtest.view.scenarios import conversation_parts
+
+    entry = {"name": "s", "transcript": _json(state), "evaluations": {}, "expectations": {}}
+    head = {"experiment": {"id": "exp_1"}}
+    assert "rejected (no receipt) in turn 2" in "".join(map(str, conversation_parts(head, entry)))
+
+
+def test_an_http_agent_pauses_and_gets_the_decision_in_the_documented_json(tmp_path: Path) -> None:
+    import httpx
+
+    from fabtest.agents.http import HttpAgent
+
+    bodies: list[dict[str, Any]] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        bodies.append(body)
+        if body["messages"][-1].get("decisions"):
+            return httpx.Response(200, json={"text": "Not refunded."})
+        return httpx.Response(200, json={"text": "I need approval.", "pauses": [
+            {"id": "p1", "tool": "refund", "arguments": '{"order": "A1"}'}]})
+
+    agent = HttpAgent("http://agent.test/chat")
+    agent._client = httpx.Client(transport=httpx.MockTransport(handle))  # in-process, no socket
+    state = _state(tmp_path, agent)
+    state.user_says("refund A1")
+    state.user_decides("rejected", reason="no receipt")
+    assert bodies[1]["messages"][1:] == [
+        {"role": "agent", "content": "I need approval.",
+         "pauses": [{"id": "p1", "kind": "approval", "tool": "refund", "arguments": {"order": "A1"},
+                     "question": None}]},
+        {"role": "user", "content": "no receipt",
+         "decisions": [{"pause_id": "p1", "decision": "rejected", "reason": "no receipt", "answer": None,
+                        "arguments": None}]}]
+    assert "pauses" not in bodies[0]["messages"][0] and state.last_turn.response.text == "Not refunded."
+
+
+def test_messages_with_pauses_and_decisions_stay_hashable_and_comparable() -> None:
+    asked = fabtest.Pause(tool="refund", arguments={"order": "A1"}, metadata={"framework": "x"})
+    same = fabtest.Pause(tool="refund", arguments={"order": "A1"})  # metadata is not part of equality
+    decided = fabtest.Decision("pause-1", "edited", arguments={"amount": 20})
+    assert asked == same and hash(asked) == hash(same)
+    assert len({fabtest.Message("agent", "x", pauses=(asked,)), fabtest.Message("agent", "x", pauses=(same,)),
+                fabtest.Message("user", "", decisions=(decided,))}) == 2

@@ -32,6 +32,14 @@ Two views of the same turns, kept side by side so they cannot drift apart:
       turn 1 user: "Is this covered?"
       turn 1 user file: "lamp.png" image/png 12.3 kB [attached: file 1]
 
+  A pause the agent ended its turn on (docs/how-to/approvals.md) is a line after its reply, and the
+  user's decision on it a line after the user's next message: "the agent never refunds without
+  approval" is judged on what the agent asked and what the person decided, not on the reply's words
+  alone (the same rule as the tool calls: what the agent did, not only what it said)::
+
+      turn 1 agent paused: {"arguments": {"amount": 80}, "tool": "refund", "waits for": "approval"}
+      turn 2 user decision: {"decision": "rejected", "reason": "over 50 euros"}
+
   The text these functions return is a :class:`JudgedText`: a ``str`` that also carries the files
   it attaches and those it withheld, so every caller that passes the transcript to the judge
   passes its files with it.
