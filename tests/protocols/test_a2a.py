@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -9,7 +10,12 @@ import pytest
 
 pytest.importorskip("a2a.server", reason="needs the a2a extra: pip install 'pytest-fabtest[a2a]'")
 
-from a2a_weather import PNG, WeatherExecutor, app
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import create_jsonrpc_routes
+from a2a.server.tasks import InMemoryTaskStore
+from a2a_weather import PNG, WeatherExecutor, app, card
+from starlette.middleware.base import BaseHTTPMiddleware
+from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
 from support.asgi import serve
@@ -31,14 +37,34 @@ BAD_CARDS = {
 }
 
 
+#: the JSON-RPC methods the server was called with, in order
+METHODS: list[str] = []
+
+
+def legacy_card(url: str) -> dict[str, Any]:
+    """An A2A 0.3 card (``url``, ``protocolVersion``) for the same agent, served at /v03."""
+    return {"name": "Weather 0.3", "description": "the same agent over A2A 0.3", "version": "1", "url": f"{url}/v03",
+            "protocolVersion": "0.3.0", "preferredTransport": "JSONRPC", "capabilities": {"streaming": True},
+            "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"], "skills": []}
+
+
 @pytest.fixture(scope="module")
 def server() -> Iterator[tuple[str, WeatherExecutor]]:
     executor = WeatherExecutor()
 
     def build(url: str) -> Any:
         weather = app(url, executor)
-        for path, reply in BAD_CARDS.items():
+        for path, reply in {**BAD_CARDS, "/v03/card.json": JSONResponse(legacy_card(url))}.items():
             weather.routes.insert(0, Route(path, lambda request, reply=reply: reply))
+        handler = DefaultRequestHandler(agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=card(url))
+        weather.routes[0:0] = create_jsonrpc_routes(handler, "/v03", enable_v0_3_compat=True)
+
+        async def record_methods(request: Request, call_next: Any) -> Any:
+            if request.method == "POST":
+                METHODS.append(json.loads(await request.body()).get("method"))
+            return await call_next(request)
+
+        weather.add_middleware(BaseHTTPMiddleware, dispatch=record_methods)
         return weather
 
     with serve(build) as url:
@@ -50,12 +76,16 @@ def talk_to(url: str, **options: Any) -> Conversation:
     return Conversation({"a2a": url, **options})
 
 
-@pytest.mark.parametrize("streaming", [True, False], ids=["message-stream", "message-send"])
-def test_a_task_gives_its_artifact_as_text_and_files_and_its_tool_calls(server: Any, streaming: bool) -> None:
+@pytest.mark.parametrize(("version", "streaming", "method"), [
+    ("1.0", True, "SendStreamingMessage"), ("1.0", False, "SendMessage"),
+    ("0.3", True, "message/stream"), ("0.3", False, "message/send")])
+def test_a_task_gives_its_artifact_as_text_and_files_and_its_tool_calls(server: Any, version: str, streaming: bool,
+                                                                         method: str) -> None:
     url, _ = server
-    talk = talk_to(url, streaming=streaming)
+    talk = talk_to(url, streaming=streaming, **({"card": "/v03/card.json"} if version == "0.3" else {}))
     response = talk.say("weather in Paris")
     talk.close()
+    assert METHODS[-1] == method
     assert response.text == "Sunny in Paris, 21 degrees."  # three streamed chunks of one artifact
     assert [f.name for f in response.attachments] == ["sky.png"]
     assert response.attachments[0].data == PNG and response.attachments[0].mime_type == "image/png"
@@ -64,7 +94,7 @@ def test_a_task_gives_its_artifact_as_text_and_files_and_its_tool_calls(server: 
                                                         {"sky": "sunny", "celsius": 21})
     assert talk.reported == [call]
     assert response.metadata["task_state"] == "completed" and response.metadata["artifacts"] == ["forecast"]
-    assert talk.agent.metadata()["agent"] == "Weather agent"
+    assert talk.agent.metadata()["agent"] == ("Weather agent" if version == "1.0" else "Weather 0.3")
 
 
 def test_one_context_per_scenario_kept_across_its_turns(server: Any) -> None:
