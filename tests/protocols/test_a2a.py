@@ -23,7 +23,7 @@ from talk import Conversation
 
 from fabtest.agents.base import AgentError
 from fabtest.agents.registry import make_agent
-from fabtest.conversation import Attachment, Decision
+from fabtest.conversation import Attachment, Decision, Message
 from fabtest.engine.preflight import config_problem, reachability_problem
 from fabtest.errors import UsageError
 
@@ -204,3 +204,14 @@ def test_a_misspelt_key_or_bad_value_is_refused_before_the_run() -> None:
     with pytest.raises(UsageError, match="a2a must be the agent's base URL"):
         make_agent({"a2a": "localhost:9999"}, {}, where="w")
     assert "timeout must be a positive number" in (config_problem("w", {"a2a": "http://x", "timeout": 0}) or "")
+
+
+def test_a_conversation_given_so_far_opens_the_context_as_text(server: Any) -> None:
+    url, executor = server
+    talk = talk_to(url)
+    talk.messages = [Message("user", "I live in Oslo"), Message("agent", "Noted.")]  # Given the conversation so far
+    talk.say("weather in Oslo")
+    first, second = executor.received[-1].parts[:2]
+    assert first.text == "The conversation so far:\nUser: I live in Oslo\nAgent: Noted."
+    assert second.text == "weather in Oslo"
+    talk.close()

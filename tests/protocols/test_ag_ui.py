@@ -15,7 +15,7 @@ from support.asgi import serve
 from talk import Conversation
 
 from fabtest.agents.base import AgentError
-from fabtest.conversation import Attachment, Decision
+from fabtest.conversation import Attachment, Decision, Message
 from fabtest.engine.preflight import config_problem, reachability_problem
 
 
@@ -135,3 +135,14 @@ def test_an_unreachable_agent_or_a_bad_table_is_one_line() -> None:
     assert "does not accept connections" in (reachability_problem("w", {"ag_ui": "http://127.0.0.1:9/a"}) or "")
     assert "unknown key 'stat' in an AG-UI agent table (did you mean 'state'?)" in (
         config_problem("w", {"ag_ui": "http://x/agent", "stat": {}}) or "")
+
+
+def test_a_conversation_given_so_far_is_the_threads_first_messages(server: Any) -> None:
+    url, shop = server
+    talk = talk_to(url)
+    talk.messages = [Message("user", "I like green tea"), Message("agent", "Noted.")]  # Given the conversation so far
+    talk.say("hello")
+    sent = shop.inputs[-1].messages
+    assert [(m.role, m.content) for m in sent] == [("user", "I like green tea"), ("assistant", "Noted."),
+                                                   ("user", "hello")]
+    talk.close()
