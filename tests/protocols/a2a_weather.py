@@ -7,7 +7,7 @@ the JSON-RPC and agent-card routes), scripted by what the user says:
 - ``refund N``: ``input-required`` with a long-running ``refund`` call (ADK's approval shape); the next
   message in that task approves or rejects it (a ``function_response`` data part, else its text);
 - ``book``: ``input-required`` asking "Which date?"; the next message's text is the answer;
-- ``fail``: a failed task with its reason.
+- ``fail``: a failed task with its reason; ``login``: a task that needs authentication.
 """
 
 from __future__ import annotations
@@ -87,6 +87,8 @@ class WeatherExecutor(AgentExecutor):
             await updater.requires_input(updater.new_agent_message([new_text_part("Which date?")]))
         elif text == "fail":
             await updater.failed(updater.new_agent_message([new_text_part("the weather service is down")]))
+        elif text == "login":
+            await updater.requires_auth(updater.new_agent_message([new_text_part("sign in at /login")]))
         else:
             await updater.complete(updater.new_agent_message([new_text_part(f"You said: {text}")]))
 

@@ -163,12 +163,16 @@ def test_the_users_files_go_as_raw_parts(server: Any) -> None:
     talk.close()
 
 
-def test_a_failed_task_is_the_agents_error_in_one_line(server: Any) -> None:
+@pytest.mark.parametrize(("said", "expected"), [
+    ("fail", "the task failed: the weather service is down"),
+    ("login", "the task needs authentication (auth-required), which fabtest cannot give: sign in at /login"),
+])
+def test_a_failed_task_is_the_agents_error_in_one_line(server: Any, said: str, expected: str) -> None:
     url, _ = server
     talk = talk_to(url)
     with pytest.raises(AgentError) as err:
-        talk.say("fail")
-    assert str(err.value) == f"A2A agent at {url}: the task failed: the weather service is down"
+        talk.say(said)
+    assert str(err.value) == f"A2A agent at {url}: {expected}"
     talk.close()
 
 
