@@ -43,6 +43,8 @@ def test_text_tool_call_and_state_events_make_the_turn(server: Any) -> None:
     assert talk.reported == [call]
     assert talk.agent.state() == {"city": "Paris", "searches": 1, "units": "celsius"}  # snapshot, then delta
     assert shop.inputs[-1].state == {"searches": 0}  # the table's state is the first run's
+    # what ag-ui-protocol before 1.0 requires of RunAgentInput is always there
+    assert (shop.inputs[-1].forwarded_props, shop.inputs[-1].tools, shop.inputs[-1].context) == ({}, [], [])
     assert response.metadata["usage"] == {"calls": 1, "input_tokens": 12, "output_tokens": 5}
     assert response.metadata["model"] == "shop-model" and response.metadata["outcome"] == "success"
 

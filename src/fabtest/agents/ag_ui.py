@@ -51,7 +51,8 @@ class AgUiAgent(RemoteAgent):
         self.thread_id = str(uuid.uuid4())
         self._first_state = jsonable(state)
         self._state = self._first_state
-        self._forwarded = jsonable(forwarded_props)
+        # always sent: ag-ui-protocol before 1.0 requires forwardedProps (and tools, context) in RunAgentInput
+        self._forwarded = jsonable(forwarded_props) if forwarded_props is not None else {}
         self._messages: list[dict[str, Any]] = []
         self._pending: dict[str, Pause] = {}  # the interrupts the last run ended on, by id
         self._session = Session("AG-UI")
