@@ -74,8 +74,10 @@ class ADKAgent:
         held: set[str] = set()  # the calls waiting for confirmation: the pause, not calls made
         if messages[-1].decisions and messages[-2].pauses:  # the answer to the confirmations of the last turn
             asked = adk_pauses.confirmations(messages[-2].pauses, messages[-1].decisions)
-            for pause, decision in zip(messages[-2].pauses, messages[-1].decisions, strict=False):
-                if decision.approved:  # made now: recorded on this turn, with the result this run gives it
+            decided = {d.pause_id: d for d in messages[-1].decisions}
+            for pause in messages[-2].pauses:
+                decision = decided.get(pause.id)
+                if decision is not None and decision.approved:  # made now: recorded here, with its result
                     log.called(str(pause.metadata.get("call") or pause.id), pause.tool or "tool", pause.arguments)
                 else:
                     held.add(str(pause.metadata.get("call")))
