@@ -28,7 +28,18 @@ from fabtest.agents.boundary import (
     merge_tool_calls,
 )
 from fabtest.agents.voice import is_voice_agent
-from fabtest.conversation import AgentResponse, Attachment, Conversation, Message, ToolCall, Turn, VoiceTurn
+from fabtest.conversation import (
+    AgentResponse,
+    Attachment,
+    Conversation,
+    Decision,
+    Message,
+    ToolCall,
+    Turn,
+    VoiceTurn,
+    describe_decision,
+    describe_pause,
+)
 from fabtest.engine.voice import VoiceTurns
 from fabtest.errors import ScenarioTimeout, UsageError
 
@@ -64,12 +75,12 @@ class ConversationRunner:
         self.deadline = deadline
         self.on_turn: list[TurnHook] = []
 
-    def say(self, text: str, attachments: tuple[Attachment, ...] = (), *, interrupt_after_ms: float | None = None,
-            silent_s: float | None = None) -> Turn:
-        """Send one user message (with its files) and record the turn. In a voice scenario the
-        message is spoken; ``interrupt_after_ms`` cuts the reply short (barge-in) and ``silent_s``
-        sends that much silence instead of words."""
-        messages = [*self.conversation.messages, Message("user", text, attachments)]
+    def say(self, text: str, attachments: tuple[Attachment, ...] = (), decisions: tuple[Decision, ...] = (), *,
+            interrupt_after_ms: float | None = None, silent_s: float | None = None) -> Turn:
+        """Send one user message (with its files, and its decisions on the pauses the agent waits on)
+        and record the turn. In a voice scenario the message is spoken; ``interrupt_after_ms`` cuts
+        the reply short (barge-in) and ``silent_s`` sends that much silence instead of words."""
+        messages = [*self.conversation.messages, Message("user", text, attachments, decisions=decisions)]
         started = time.perf_counter()
         timeout = self.agent_timeout
         if self.deadline is not None:
@@ -78,13 +89,14 @@ class ConversationRunner:
                 raise ScenarioTimeout("the scenario exceeded its time limit (--fabtest-scenario-timeout)")
             timeout = min(timeout, remaining)
         with tracing.turn_span(len(self.conversation.turns) + 1) as span:
-            turn = self._turn(text, messages, timeout, started, attachments,
+            turn = self._turn(text, messages, timeout, started, attachments, decisions,
                               voice={"interrupt_after_ms": interrupt_after_ms, "silent_s": silent_s})
             tracing.set_attribute(span, "fabtest.topic", turn.topic)
         return turn
 
     def _turn(self, text: str, messages: list[Message], timeout: float, started: float,
-              attachments: tuple[Attachment, ...] = (), voice: dict[str, Any] | None = None) -> Turn:
+              attachments: tuple[Attachment, ...] = (), decisions: tuple[Decision, ...] = (),
+              voice: dict[str, Any] | None = None) -> Turn:
         spoken: VoiceTurn | None = None
         took: float | None = None
         try:
@@ -102,14 +114,16 @@ class ConversationRunner:
             raise
         turn = Turn(number=len(self.conversation.turns) + 1, user=text, response=response,
                     duration_s=time.perf_counter() - started if took is None else took,  # a voice turn: the agent's
-                    attachments=attachments, voice=spoken)
+                    attachments=attachments, decisions=decisions, voice=spoken)
         self.conversation.turns.append(turn)
         if log.isEnabledFor(logging.INFO):
             tools = ", ".join(c.name for c in response.tool_calls)
             files = "".join(f"  [file: {a.name}]" for a in attachments)
-            log.info("turn %d user: %s%s", turn.number, self.redact(text), files)
-            log.info("turn %d agent: %s%s", turn.number, self.redact(response.text),
-                     self.redact(f"  [tools: {tools}]") if tools else "")
+            decided = "".join(f"  [{describe_decision(d)}]" for d in decisions)
+            log.info("turn %d user: %s%s%s", turn.number, self.redact(text), files, self.redact(decided))
+            paused = "".join(f"  [{describe_pause(p)}]" for p in response.pauses)
+            log.info("turn %d agent: %s%s%s", turn.number, self.redact(response.text),
+                     self.redact(f"  [tools: {tools}]") if tools else "", self.redact(paused))
         for hook in self.on_turn:
             hook(turn)
         return turn
