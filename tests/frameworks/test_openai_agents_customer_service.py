@@ -1,0 +1,136 @@
+"""The OpenAI Agents SDK's customer-service example, run as its authors wrote it (issue 40 item 1):
+a run context from the table's ``context`` factory (the seat booking flow asserts the handoff hook
+filled it), handoffs recorded as the SDK names them (``transfer_to_*`` calls and handoff events),
+handoff tools known (a typo is an error), and a ``@fabtest.tool`` that takes the SDK's
+``RunContextWrapper`` recorded once. The SDK's default client talks to the OpenAI-compatible fake
+on 127.0.0.1; the fixture agent is tests/frameworks/airline/customer_service.py."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from builtin_agent.fake_openai import FakeOpenAI, message, tool_call
+
+from fabtest.agents.base import agent_metadata
+from fabtest.conversation import Message
+from fabtest.engine import end_state
+from fabtest.engine.turns import call_agent
+from fabtest.errors import UsageError
+
+from .helpers import build, require
+
+require("openai_agents")
+
+import agents  # noqa: E402
+from openai import AsyncOpenAI  # noqa: E402
+
+SPEC = "frameworks.airline.customer_service"
+
+
+def _speaker(body: dict[str, Any]) -> str:
+    system = str(body["messages"][0].get("content", ""))
+    return next(name for name in ("triage", "seat booking", "FAQ") if f"the {name} agent" in system)
+
+
+def _answer(body: dict[str, Any]) -> tuple[int, Any]:
+    """The model of every agent, scripted by who is speaking (the instructions) and the last message."""
+    last, speaker = body["messages"][-1], _speaker(body)
+    said = str(last.get("content", ""))
+    if speaker == "triage":
+        target = "transfer_to_seat_booking_agent" if "seat" in said else "transfer_to_faq_agent"
+        return 200, message(None, [tool_call(f"call_h{len(body['messages'])}", target, {})])
+    if last["role"] == "tool" and speaker == "seat booking" and not said.startswith("{"):
+        return 200, message(f"Done: {said}")
+    if last["role"] == "tool" and speaker == "FAQ":
+        return 200, message(said)
+    found = re.search(r"([A-Z]{3}\d{3}).*?(\d{1,2}[A-F])", " ".join(str(m.get("content")) for m in body["messages"]))
+    if speaker == "seat booking" and found:
+        return 200, message(None, [tool_call("call_seat", "update_seat",
+                                             {"confirmation_number": found[1], "new_seat": found[2]})])
+    if speaker == "seat booking":
+        return 200, message("What is your confirmation number, and which seat would you like?")
+    return 200, message(None, [tool_call("call_faq", "faq_lookup_tool", {"question": said})])
+
+
+@pytest.fixture(autouse=True)
+def fake() -> Iterator[FakeOpenAI]:
+    agents.set_tracing_disabled(True)
+    with FakeOpenAI(_answer) as server:
+        agents.set_default_openai_client(AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0),
+                                         use_for_tracing=False)
+        agents.set_default_openai_api("chat_completions")
+        try:
+            yield server
+        finally:
+            agents.set_default_openai_api("responses")
+            agents.set_default_openai_client(AsyncOpenAI(api_key="unused", base_url="http://127.0.0.1:9"),
+                                             use_for_tracing=False)
+
+
+def _turns(agent: Any, *lines: str) -> list[Any]:
+    """Each line a user turn after the last, as the runner sends them (the whole conversation)."""
+    messages: list[Message] = []
+    responses = []
+    for line in lines:
+        messages.append(Message("user", line))
+        response = call_agent(agent, list(messages), timeout=30)
+        messages.append(Message("agent", response.text))
+        responses.append(response)
+    return responses
+
+
+def test_without_the_run_context_the_seat_booking_flow_fails_as_the_issue_says() -> None:
+    agent = build("openai_agents", f"{SPEC}:triage_agent")
+    with pytest.raises(Exception, match="'NoneType' object has no attribute 'flight_number'"):
+        _turns(agent, "I want to change my seat")
+
+
+def test_the_context_factory_runs_the_flow_and_is_the_end_state() -> None:
+    agent = build("openai_agents", f"{SPEC}:triage_agent", context=f"{SPEC}:new_context")
+    first, second = _turns(agent, "I want to change my seat", "Booking ABC123, seat 12C please")
+    assert [c.name for c in first.tool_calls] == ["transfer_to_seat_booking_agent"]
+    assert first.metadata["handoffs"] == [{"from": "Triage Agent", "to": "Seat Booking Agent",
+                                           "tool": "transfer_to_seat_booking_agent"}]
+    assert first.metadata["agent"] == "Seat Booking Agent"
+    # the second turn starts at the seat booking agent (the run's last_agent), as the example's loop does
+    [seat] = second.tool_calls  # recorded once, without the RunContextWrapper
+    assert (seat.name, seat.arguments) == ("update_seat", {"confirmation_number": "ABC123", "new_seat": "12C"})
+    assert seat.result == "Seat changed to 12C on booking ABC123"
+    assert "handoffs" not in second.metadata and second.text.startswith("Done")
+    state = end_state.read_state(agent, where="f:1")
+    assert end_state.lookup(state, "seat_number") == (True, "12C", "")
+    assert re.fullmatch(r"FLT-\d{3}", end_state.lookup(state, "flight_number")[1])
+    fresh = build("openai_agents", f"{SPEC}:triage_agent", context=f"{SPEC}:new_context")
+    assert end_state.read_state(fresh, where="f:1").seat_number is None  # one context per scenario
+
+
+def test_handoff_tools_and_agents_are_known() -> None:
+    meta = agent_metadata(build("openai_agents", f"{SPEC}:triage_agent"))
+    assert meta["tools"] == ["transfer_to_faq_agent", "transfer_to_seat_booking_agent", "faq_lookup_tool",
+                             "transfer_to_triage_agent", "update_seat"]
+    assert meta["agents"] == ["Triage Agent", "FAQ Agent", "Seat Booking Agent"]
+    assert build("openai_agents", f"{SPEC}:triage_agent").stubbable_tools() == ["faq_lookup_tool", "update_seat"]
+
+
+def test_state_without_a_context_names_the_table_key() -> None:
+    with pytest.raises(UsageError, match=r'context = "module:factory"'):
+        end_state.read_state(build("openai_agents", f"{SPEC}:triage_agent"), where="f:1")
+
+
+def test_a_context_factory_that_raises_or_does_not_import_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken() -> None:
+        raise RuntimeError("no database")
+
+    import frameworks.airline.customer_service as module
+
+    monkeypatch.setattr(module, "broken", broken, raising=False)
+    with pytest.raises(UsageError) as raised:
+        build("openai_agents", f"{SPEC}:triage_agent", context=f"{SPEC}:broken")
+    assert str(raised.value) == ("pyproject.toml: [tool.fabtest.agents.shop]: context = "
+                                 "'frameworks.airline.customer_service:broken' raised RuntimeError: no database")
+    with pytest.raises(UsageError, match=r"^[^\n]*context factory 'frameworks.airline.customer_service:new_contxt'.*"
+                                         r"did you mean 'new_context'"):
+        build("openai_agents", f"{SPEC}:triage_agent", context=f"{SPEC}:new_contxt")
