@@ -134,3 +134,48 @@ def test_a_context_factory_that_raises_or_does_not_import_is_one_line(monkeypatc
     with pytest.raises(UsageError, match=r"^[^\n]*context factory 'frameworks.airline.customer_service:new_contxt'.*"
                                          r"did you mean 'new_context'"):
         build("openai_agents", f"{SPEC}:triage_agent", context=f"{SPEC}:new_contxt")
+
+
+FEATURE = '''
+Feature: Seat changes
+  Scenario: The seat booking agent changes the seat
+    Given the agent "airline"
+    When the user says "I want to change my seat"
+    Then the agent must hand off to "Seat Booking Agent"
+    And the agent must call "transfer_to_seat_booking_agent"
+    And the agent must not hand off to "FAQ Agent"
+    When the user says "Booking ABC123, seat 12C please"
+    Then the agent must call "update_seat" exactly 1 time
+    And the agent must not hand off
+    And the conversation must hand off to "Seat Booking Agent"
+    And the state "seat_number" must be "12C"
+
+  Scenario: A misspelt tool
+    Given the agent "airline"
+    When the user says "I want to change my seat"
+    Then the agent must not call "updte_seat"
+
+  Scenario: A misspelt agent
+    Given the agent "airline"
+    When the user says "I want to change my seat"
+    Then the agent must not hand off to "Seat Bookng Agent"
+'''
+
+
+def test_the_steps_on_the_example(pytester: pytest.Pytester) -> None:
+    """The feature a user writes for the example: handoff steps, a call counted once, the end state;
+    a misspelt tool or agent is a usage error with a "did you mean"."""
+    pytester.makefile(".toml", pyproject=f'''
+[tool.fabtest]
+results_dir = "results"
+
+[tool.fabtest.agents.airline]
+openai_agents = "{SPEC}:triage_agent"
+context = "{SPEC}:new_context"
+''')
+    pytester.makefile(".feature", seats=FEATURE)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", "--fabtest-no-preflight", "-q")
+    out = result.stdout.str()
+    result.assert_outcomes(passed=1, failed=2)
+    assert 'unknown tool "updte_seat": the agent declares' in out and 'did you mean "update_seat"?' in out
+    assert 'unknown agent "Seat Bookng Agent"' in out and 'did you mean "Seat Booking Agent"?' in out
