@@ -3,7 +3,7 @@ a run context from the table's ``context`` factory (the seat booking flow assert
 filled it), handoffs recorded as the SDK names them (``transfer_to_*`` calls and handoff events),
 handoff tools known (a typo is an error), and a ``@fabtest.tool`` that takes the SDK's
 ``RunContextWrapper`` recorded once. The SDK's default client talks to the OpenAI-compatible fake
-on 127.0.0.1; the fixture agent is tests/frameworks/airline/customer_service.py."""
+on 127.0.0.1; the fixture agent is tests/frameworks.published.customer_service.py."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ require("openai_agents")
 import agents  # noqa: E402
 from openai import AsyncOpenAI  # noqa: E402
 
-SPEC = "frameworks.airline.customer_service"
+SPEC = "frameworks.published.customer_service"
 
 
 def _speaker(body: dict[str, Any]) -> str:
@@ -124,14 +124,14 @@ def test_a_context_factory_that_raises_or_does_not_import_is_one_line(monkeypatc
     def broken() -> None:
         raise RuntimeError("no database")
 
-    import frameworks.airline.customer_service as module
+    import frameworks.published.customer_service as module
 
     monkeypatch.setattr(module, "broken", broken, raising=False)
     with pytest.raises(UsageError) as raised:
         build("openai_agents", f"{SPEC}:triage_agent", context=f"{SPEC}:broken")
     assert str(raised.value) == ("pyproject.toml: [tool.fabtest.agents.shop]: context = "
-                                 "'frameworks.airline.customer_service:broken' raised RuntimeError: no database")
-    with pytest.raises(UsageError, match=r"^[^\n]*context factory 'frameworks.airline.customer_service:new_contxt'.*"
+                                 "'frameworks.published.customer_service:broken' raised RuntimeError: no database")
+    with pytest.raises(UsageError, match=r"^[^\n]*context factory 'frameworks.published.customer_service:new_contxt'.*"
                                          r"did you mean 'new_context'"):
         build("openai_agents", f"{SPEC}:triage_agent", context=f"{SPEC}:new_contxt")
 

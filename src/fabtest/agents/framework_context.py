@@ -22,7 +22,7 @@ from typing import Any
 from fabtest._internal.targets import import_object
 from fabtest.errors import UsageError, describe
 
-__all__ = ["CONTEXT_KEY", "build_run_context", "check_context_spec", "injected_context"]
+__all__ = ["CONTEXT_KEY", "build_run_context", "check_context_spec", "injected_context", "no_run_context"]
 
 #: the agent table's key naming the factory
 CONTEXT_KEY = "context"
@@ -82,3 +82,9 @@ def injected_context(value: Any) -> bool:
     if not any(module == p or module.startswith(p + ".") for p in _PACKAGES):
         return False
     return any(c.__name__.endswith(_CONTEXT_NAMES) for c in kind.__mro__)
+
+
+def no_run_context(framework: str, what: str = "run context") -> UsageError:
+    """The error of ``Then the state ...`` on a framework agent whose table names no context factory."""
+    return UsageError(f"the {framework} agent has no {what} to read the state from: name a factory returning "
+                      'one in its table, context = "module:factory" (docs/frameworks.md#the-run-context)')

@@ -14,6 +14,7 @@ when the table is built.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.metadata
 import inspect
@@ -342,4 +343,11 @@ def output_text(output: Any) -> str:
     """A run's final output as the reply's text: text as is, structured output as JSON."""
     if output is None:
         return ""
-    return output if isinstance(output, str) else json.dumps(jsonable(output), ensure_ascii=False)
+    if isinstance(output, str):
+        return output
+    dump = getattr(output, "model_dump", None)  # a Pydantic output_type: its fields, not its repr
+    if callable(dump):
+        output = dump(mode="json")
+    elif dataclasses.is_dataclass(output) and not isinstance(output, type):
+        output = dataclasses.asdict(output)
+    return json.dumps(jsonable(output), ensure_ascii=False)

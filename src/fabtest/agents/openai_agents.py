@@ -24,6 +24,7 @@ from agents.items import HandoffCallItem, HandoffOutputItem, ToolCallItem, ToolC
 
 from fabtest.agents.base import OnToolCall
 from fabtest.agents.file_parts import responses_content
+from fabtest.agents.framework_context import no_run_context
 from fabtest.agents.frameworks import (
     Session,
     ToolLog,
@@ -67,7 +68,9 @@ class OpenAIAgentsAgent:
 
     def state(self) -> Any:
         """The run context as the tools and hooks left it (``context = "module:factory"``)."""
-        return _state_of(self.run_context, "OpenAI Agents SDK")
+        if self.run_context is None:
+            raise no_run_context("OpenAI Agents SDK")
+        return self.run_context
 
     def stubbable_tools(self) -> list[str]:
         """The agent's function tools decorated with ``@fabtest.tool``: a stub or fault reaches those."""
@@ -117,15 +120,6 @@ def _handed_off(item: HandoffOutputItem, log: ToolLog, handoffs: Handoffs) -> No
     output = item.raw_item.get("output") if isinstance(item.raw_item, Mapping) else None
     log.returned(call_id, output)
     handoffs.handed(item.source_agent.name, item.target_agent.name, tool)
-
-
-def _state_of(run_context: Any, framework: str) -> Any:
-    if run_context is None:
-        from fabtest.errors import UsageError
-
-        raise UsageError(f"the {framework} agent has no run context to read the state from: name a factory "
-                         'returning one in its table, context = "module:factory" (docs/frameworks.md)')
-    return run_context
 
 
 def _response_model(items: Sequence[Any]) -> str | None:
