@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from builtin_agent.fake_openai import FakeOpenAI, message, tool_call
+from builtin_agent.fake_openai import FakeOpenAI
 
 from fabtest.agents.base import agent_metadata
 from fabtest.conversation import Message
@@ -21,6 +21,7 @@ from fabtest.engine.turns import call_agent
 from fabtest.errors import UsageError
 
 from .helpers import build, require
+from .published.airline_model import answer
 
 require("openai_agents")
 
@@ -30,35 +31,10 @@ from openai import AsyncOpenAI  # noqa: E402
 SPEC = "frameworks.published.customer_service"
 
 
-def _speaker(body: dict[str, Any]) -> str:
-    system = str(body["messages"][0].get("content", ""))
-    return next(name for name in ("triage", "seat booking", "FAQ") if f"the {name} agent" in system)
-
-
-def _answer(body: dict[str, Any]) -> tuple[int, Any]:
-    """The model of every agent, scripted by who is speaking (the instructions) and the last message."""
-    last, speaker = body["messages"][-1], _speaker(body)
-    said = str(last.get("content", ""))
-    if speaker == "triage":
-        target = "transfer_to_seat_booking_agent" if "seat" in said else "transfer_to_faq_agent"
-        return 200, message(None, [tool_call(f"call_h{len(body['messages'])}", target, {})])
-    if last["role"] == "tool" and speaker == "seat booking" and not said.startswith("{"):
-        return 200, message(f"Done: {said}")
-    if last["role"] == "tool" and speaker == "FAQ":
-        return 200, message(said)
-    found = re.search(r"([A-Z]{3}\d{3}).*?(\d{1,2}[A-F])", " ".join(str(m.get("content")) for m in body["messages"]))
-    if speaker == "seat booking" and found:
-        return 200, message(None, [tool_call("call_seat", "update_seat",
-                                             {"confirmation_number": found[1], "new_seat": found[2]})])
-    if speaker == "seat booking":
-        return 200, message("What is your confirmation number, and which seat would you like?")
-    return 200, message(None, [tool_call("call_faq", "faq_lookup_tool", {"question": said})])
-
-
 @pytest.fixture(autouse=True)
 def fake() -> Iterator[FakeOpenAI]:
     agents.set_tracing_disabled(True)
-    with FakeOpenAI(_answer) as server:
+    with FakeOpenAI(answer) as server:
         agents.set_default_openai_client(AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0),
                                          use_for_tracing=False)
         agents.set_default_openai_api("chat_completions")
