@@ -7,8 +7,11 @@ on 127.0.0.1; the fixture agent is tests/frameworks.published.customer_service.p
 
 from __future__ import annotations
 
+import asyncio
+import json
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -155,3 +158,31 @@ context = "{SPEC}:new_context"
     result.assert_outcomes(passed=1, failed=2)
     assert 'unknown tool "updte_seat": the agent declares' in out and 'did you mean "update_seat"?' in out
     assert 'unknown agent "Seat Bookng Agent"' in out and 'did you mean "Seat Booking Agent"?' in out
+
+
+def test_fabtest_import_reads_the_sdks_saved_history(tmp_path: Path) -> None:
+    """The history the example's loop keeps (``result.to_input_list()``) imports with its tool calls:
+    the handoff's transfer_to_* call and update_seat with its arguments and result (issue 40 item 3)."""
+    from fabtest.authoring.transcripts import read_conversation
+
+    from .published import customer_service
+
+    async def conversation() -> list[Any]:
+        context = customer_service.new_context()
+        result = await agents.Runner.run(customer_service.triage_agent, "I want to change my seat", context=context)
+        items = [*result.to_input_list(), {"role": "user", "content": "Booking ABC123, seat 12C please"}]
+        result = await agents.Runner.run(result.last_agent, items, context=context)
+        return result.to_input_list()
+
+    saved = tmp_path / "history.json"
+    saved.write_text(json.dumps(asyncio.run(conversation())), encoding="utf-8")
+    recorded = read_conversation(saved)
+    assert recorded.source_format == "openai-agents" and [t.user for t in recorded.turns] == [
+        "I want to change my seat", "Booking ABC123, seat 12C please"]
+    [handoff] = recorded.turns[0].tool_calls
+    assert (handoff.name, handoff.arguments) == ("transfer_to_seat_booking_agent", {})
+    assert handoff.result == {"assistant": "Seat Booking Agent"}
+    [seat] = recorded.turns[1].tool_calls
+    assert (seat.name, seat.arguments, seat.result) == (
+        "update_seat", {"confirmation_number": "ABC123", "new_seat": "12C"}, "Seat changed to 12C on booking ABC123")
+    assert recorded.turns[1].agent == "Done: Seat changed to 12C on booking ABC123"
