@@ -195,8 +195,8 @@ def _blocked(rows: list[dict[str, Any]]) -> dict[str, str]:
             if all(r["outcome"] == NOT_INJECTABLE for r in found)}
 
 
-_REACH = ("faults reach the functions a Python agent decorates with @fabtest.tool, the built-in agent's tools "
-          "and a LangGraph ToolNode (docs/how-to/stub-tools.md)")
+_REACH = ("faults reach the functions a Python or framework agent decorates with @fabtest.tool, the built-in "
+          "agent's tools and a LangGraph ToolNode (docs/how-to/stub-tools.md)")
 
 
 def _out_of_reach() -> str | None:
