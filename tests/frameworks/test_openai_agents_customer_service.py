@@ -156,8 +156,8 @@ context = "{SPEC}:new_context"
     result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", "--fabtest-no-preflight", "-q")
     out = result.stdout.str()
     result.assert_outcomes(passed=1, failed=2)
-    assert 'unknown tool "updte_seat": the agent declares' in out and 'did you mean "update_seat"?' in out
-    assert 'unknown agent "Seat Bookng Agent"' in out and 'did you mean "Seat Booking Agent"?' in out
+    assert 'unknown tool "updte_seat" (did you mean "update_seat"?): the agent declares' in out
+    assert 'unknown agent "Seat Bookng Agent" (did you mean "Seat Booking Agent"?)' in out
 
 
 def test_fabtest_import_reads_the_sdks_saved_history(tmp_path: Path) -> None:

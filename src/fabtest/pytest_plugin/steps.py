@@ -310,8 +310,8 @@ def _check_tool_name(state: ScenarioState, tool: str, *, where: str | None = Non
         return
     close = difflib.get_close_matches(tool, declared, n=1, cutoff=0.6)
     shown = ", ".join(f'"{name}"' for name in declared[:20]) + (", ..." if len(declared) > 20 else "")
-    hint = f'; did you mean "{close[0]}"?' if close else ""
-    raise UsageError(f'{where or state.where}: unknown tool "{tool}": the agent declares {shown}{hint}')
+    hint = f' (did you mean "{close[0]}"?)' if close else ""  # before the list: a summary line cut short keeps it
+    raise UsageError(f'{where or state.where}: unknown tool "{tool}"{hint}: the agent declares {shown}')
 
 
 def check_agent_name(state: ScenarioState, name: str) -> None:
@@ -322,8 +322,8 @@ def check_agent_name(state: ScenarioState, name: str) -> None:
         return
     close = difflib.get_close_matches(name, declared, n=1, cutoff=0.6)
     shown = ", ".join(f'"{n}"' for n in declared[:20]) + (", ..." if len(declared) > 20 else "")
-    hint = f'; did you mean "{close[0]}"?' if close else ""
-    raise UsageError(f'{state.where}: unknown agent "{name}": the agent\'s system has {shown}{hint}')
+    hint = f' (did you mean "{close[0]}"?)' if close else ""
+    raise UsageError(f'{state.where}: unknown agent "{name}"{hint}: the agent\'s system has {shown}')
 
 
 def _declared_tools(state: ScenarioState, key: str = "tools") -> list[str]:
