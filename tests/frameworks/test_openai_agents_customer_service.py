@@ -36,17 +36,20 @@ SPEC = "frameworks.published.customer_service"
 
 @pytest.fixture(autouse=True)
 def fake() -> Iterator[FakeOpenAI]:
+    """The SDK's default client and API pointed at the fake, as an app would with its own; put back after."""
+    from agents.models import _openai_shared as shared
+
     agents.set_tracing_disabled(True)
+    before = shared.get_default_openai_client(), shared.get_use_responses_by_default()
     with FakeOpenAI(answer) as server:
-        agents.set_default_openai_client(AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0),
+        agents.set_default_openai_client(AsyncOpenAI(base_url=server.base_url, api_key="sk-fake-airline", max_retries=0),
                                          use_for_tracing=False)
         agents.set_default_openai_api("chat_completions")
         try:
             yield server
         finally:
-            agents.set_default_openai_api("responses")
-            agents.set_default_openai_client(AsyncOpenAI(api_key="unused", base_url="http://127.0.0.1:9"),
-                                             use_for_tracing=False)
+            shared.set_default_openai_client(before[0])  # type: ignore[arg-type]  # None: the SDK's own default again
+            shared.set_use_responses_by_default(before[1])
 
 
 def _turns(agent: Any, *lines: str) -> list[Any]:
