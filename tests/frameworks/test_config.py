@@ -45,7 +45,7 @@ def test_the_supported_ranges_are_the_extras_pins() -> None:
 
 
 def test_unknown_keys_and_two_frameworks_are_named() -> None:
-    with pytest.raises(UsageError, match=r"unknown key 'modle' for a PydanticAI agent \(allowed: pydantic_ai, model, tools\)"):
+    with pytest.raises(UsageError, match=r"unknown key 'modle' for a PydanticAI agent \(allowed: pydantic_ai, context, model, tools\)"):
         build("pydantic_ai", "shop:agent", modle="x")
     # the article is the name's: "for a the OpenAI Agents SDK agent" was the pre-flight's line
     with pytest.raises(UsageError, match=r"unknown key 'modle' for an OpenAI Agents SDK agent \("):

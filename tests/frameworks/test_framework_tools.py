@@ -68,7 +68,8 @@ def test_openai_agents_lists_function_tools_and_handoffs_tools(monkeypatch: pyte
     shop = Agent(name="shop", tools=[function_tool(price)], handoffs=[billing])
     hosted = Agent(name="web", tools=[function_tool(price), WebSearchTool()])
     provide(monkeypatch, "oa_tools", shop=shop, hosted=hosted)
-    assert agent_metadata(build("openai_agents", "oa_tools:shop"))["tools"] == ["price", "change_plan"]
+    assert agent_metadata(build("openai_agents", "oa_tools:shop"))["tools"] == ["price", "transfer_to_billing",
+                                                                             "change_plan"]
     assert "tools" not in agent_metadata(build("openai_agents", "oa_tools:hosted"))
     assert agent_metadata(build("openai_agents", "oa_tools:hosted", tools=["price", "web_search_call"]))["tools"] == [
         "price", "web_search_call"]

@@ -78,6 +78,6 @@ def test_a_misspelt_stub_or_trajectory_tool_is_one_line(tmp_path: Path) -> None:
     assert messages == {
         "A misspelt stub": 'features/typos.feature:7: no tool "list_plan" to stub: the agent has "lookup_account", '
                            "\"list_plans\", \"change_plan\" (did you mean 'list_plans'?)",
-        "A misspelt trajectory": 'features/typos.feature:12: unknown tool "lookup_acount": the agent declares '
-                                 '"lookup_account", "list_plans", "change_plan"; did you mean "lookup_account"?',
+        "A misspelt trajectory": 'features/typos.feature:12: unknown tool "lookup_acount" (did you mean '
+                                 '"lookup_account"?): the agent declares "lookup_account", "list_plans", "change_plan"',
     }

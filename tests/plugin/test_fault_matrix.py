@@ -190,3 +190,80 @@ def test_an_agent_the_adapter_cannot_tell_is_refused_after_one_fault_run(
     assert "@fabtest.tool" in line and "the other 14 fault run(s) not made, nothing written" in line
     assert not list((project.path / "results" / "faults").glob("*.faults.json"))
     assert len(list((project.path / "results" / "faults").glob("faults_*.json"))) == 2  # the baseline, one fault run
+
+
+HANDS_OFF = '''
+import fabtest
+from fabtest import AgentResponse, ToolCall
+
+
+@fabtest.tool
+def update_seat(seat: str) -> str:
+    return f"seat {seat}"
+
+
+def build(context):
+    def chat(messages):
+        try:
+            done = update_seat("12C")
+        except fabtest.ToolFailed:
+            done = "no seat today"
+        handoff = ToolCall("transfer_to_seat_booking_agent", {}, {"assistant": "Seat Booking Agent"})
+        return AgentResponse(text=f"Seats: {done}", tool_calls=[handoff])
+    return chat
+'''
+
+
+def test_a_tool_no_fault_reaches_is_not_injectable_and_left_out_of_the_coverage(
+        project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 40: a handoff (a call the agent reports, not a decorated tool) was 5 pairs that "broke";
+    its first fault run says not injectable, its other kinds are not run, the coverage counts the rest."""
+    project.pyproject('agent = "hands_off_bot:build"')
+    project.agent(HANDS_OFF, module="hands_off_bot")
+    project.feature("features/s.feature", 'Feature: S\n  Scenario: Seats\n    When the user says "seat"\n'
+                                          '    Then the response must match "Seats"\n')
+    monkeypatch.chdir(project.path)
+    code = main(["faults", "features", "--faults", "error,empty", "--pytest-arg=--fabtest-no-preflight",
+                 "--results-dir", "results"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    [written] = (project.path / "results" / "faults").glob("*.faults.json")
+    report = json.loads(written.read_text())
+    cells = {(r["tool"], r["fault"]): r for r in report["rows"]}
+    assert {k: r["outcome"] for k, r in cells.items()} == {
+        ("update_seat", "error"): "held", ("update_seat", "empty"): "held",
+        ("transfer_to_seat_booking_agent", "error"): "not injectable",
+        ("transfer_to_seat_booking_agent", "empty"): "not injectable"}
+    # its first kind's run told; the other kind was not run
+    assert cells[("transfer_to_seat_booking_agent", "empty")]["experiment"] is not None
+    assert cells[("transfer_to_seat_booking_agent", "error")]["experiment"] is None
+    assert cells[("transfer_to_seat_booking_agent", "error")]["check"].startswith(
+        '"transfer_to_seat_booking_agent" is not a tool a fault reaches (a handoff, or a tool without @fabtest.tool)')
+    assert (report["runs"], report["held"], report["broke"], report["not_injectable"]) == (3, 2, 0, 2)
+    assert report["coverage"]["faults"] == {"declared": 2, "held": ["update_seat=empty", "update_seat=error"],
+                                            "broke": [], "rate": 1.0,
+                                            "not_injectable": ["transfer_to_seat_booking_agent=empty",
+                                                               "transfer_to_seat_booking_agent=error"]}
+    assert "not injectable, left out of the coverage: transfer_to_seat_booking_agent" in out
+
+
+def test_an_agent_no_tool_of_which_a_fault_reaches_is_refused_in_one_line(
+        project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every tool's first fault run said not injectable (the conftest's agent decorates a tool it
+    never calls): one line, exit 2, nothing written."""
+    project.pyproject()
+    project.agent(REPORTED_ONLY.replace('("search", "book", "pay")', '("book",)'), module="reported_registry_bot")
+    project.write("conftest.py", "import pytest\n\nimport fabtest\nfrom reported_registry_bot import build\n\n\n"
+                                 "fabtest.tool(print, name='unrelated')\n\n\n@pytest.fixture\n"
+                                 "def fabtest_agent():\n    return build\n")
+    project.feature("features/b.feature", BOOKS)
+    monkeypatch.chdir(project.path)
+    code = main(["faults", "features", "--faults", "error", "--pytest-arg=--fabtest-no-preflight",
+                 "--results-dir", "results"])
+    captured = capsys.readouterr()
+    assert code == 2, captured.out
+    [line] = [x for x in captured.err.splitlines() if x.startswith("fabtest faults:")]
+    assert line.startswith('fabtest faults: no tool of the agent can be faulted ("book" is not a tool a fault '
+                           "reaches")
+    assert line.endswith("the other 0 fault run(s) not made, nothing written")
+    assert not list((project.path / "results" / "faults").glob("*.faults.json"))

@@ -73,8 +73,8 @@ def test_unknown_tool_names_are_usage_errors(project):
     line = lambda needle: f"features/tools.feature:{project.line_of(FEATURE, needle)}"  # noqa: E731
     expected = {
         "Must not call a misspelled tool": (line('must not call "serch_books"'),
-                                            'unknown tool "serch_books": the agent declares "search_books", '
-                                            '"book_venue"; did you mean "search_books"?'),
+                                            'unknown tool "serch_books" (did you mean "search_books"?): the agent '
+                                            'declares "search_books", "book_venue"'),
         "Call with a misspelled tool": (line('should call "serch_books" with:'), 'did you mean "search_books"?'),
         "Include a call to an unknown tool": (line("delete_everything"), 'unknown tool "delete_everything"'),
         "Stop condition names a misspelled tool": (line('calls "bok_venue"'), 'did you mean "book_venue"?'),

@@ -7,6 +7,11 @@ arrives), ``usage_metadata`` the tokens (thinking counted as output, as it is bi
 ``model_version`` (else the agent's ``model``) the model for cost. The reply is the text of the
 run's final response events, and their ``inline_data`` parts its files; the user's files go to the
 agent as ``inline_data`` parts of the message (``types.Part.from_bytes``).
+
+The session's state is the agent's end state for ``Then the state ...``; the table's ``context =
+"module:factory"`` gives its initial keys (a dict), as an app seeds ``create_session(state=...)``.
+A transfer to a sub-agent (the ``transfer_to_agent`` call, the event's ``actions.transfer_to_agent``)
+is a handoff event of the turn.
 """
 
 from __future__ import annotations
@@ -28,7 +33,9 @@ from fabtest.agents import adk_pauses
 from fabtest.agents.base import OnToolCall
 from fabtest.agents.builtin_models import gemini_parts
 from fabtest.agents.frameworks import Session, ToolLog, known_tools, model_name, resolve_target, turn_response
+from fabtest.agents.handoffs import Handoffs, reachable_tools
 from fabtest.conversation import AgentResponse, Attachment, Message, Pause, TokenUsage
+from fabtest.errors import UsageError
 
 __all__ = ["ADKAgent"]
 
@@ -40,6 +47,7 @@ class ADKAgent:
     """One scenario's ADK session with a root agent; see the module docstring."""
 
     declared_tools: list[str] | None = None  # the table's tools = [...], which wins over the agent's
+    run_context: Any = None  # the table's context = "module:factory": the session's initial state
 
     def __init__(self, agent: BaseAgent, *, model: str | None = None) -> None:
         self.agent = agent
@@ -59,7 +67,27 @@ class ADKAgent:
         """Totals, the session, and ``tools``: the agent tree's tools (a step naming another is a typo)."""
         tools = self.declared_tools if self.declared_tools is not None else known_tools(_tool_names(self.agent))
         return self._session.metadata(agent=self.agent.name, model=self._model, session_id=self._session_id,
-                                      tools=tools)
+                                      tools=tools, agents=_agent_names(self.agent))
+
+    async def state(self) -> dict[str, Any]:
+        """The session's state now (what the tools and callbacks wrote, over the context's keys)."""
+        if self._runner is None or self._session_id is None:
+            return dict(self._initial_state())
+        found = await self._runner.session_service.get_session(app_name=_APP, user_id=_USER,
+                                                               session_id=self._session_id)
+        return dict(found.state) if found is not None else {}
+
+    def stubbable_tools(self) -> list[str]:
+        """The agent tree's tools decorated with ``@fabtest.tool``: a stub or fault reaches those."""
+        return reachable_tools(known_tools(_tool_names(self.agent)))
+
+    def _initial_state(self) -> Mapping[str, Any]:
+        if self.run_context is None:
+            return {}
+        if not isinstance(self.run_context, Mapping):
+            raise UsageError(f"the ADK agent's context factory returned {type(self.run_context).__name__}: ADK's "
+                             "session state is a dict, so the factory returns the state's initial keys")
+        return self.run_context
 
     async def chat(self, messages: Sequence[Message], on_tool_call: OnToolCall | None = None) -> AgentResponse:
         text = self._session.new_user_text(messages)
@@ -83,9 +111,12 @@ class ADKAgent:
                     held.add(str(pause.metadata.get("call")))
         pauses: list[Pause] = []
         files: list[Attachment] = []
+        handoffs = Handoffs()
         async for event in self._runner.run_async(user_id=_USER, session_id=self._session_id, new_message=asked):
             if event.partial:
                 continue
+            if event.actions.transfer_to_agent:
+                handoffs.handed(event.author, event.actions.transfer_to_agent, "transfer_to_agent")
             for part in (event.content.parts or []) if event.content else []:
                 if part.function_call is not None and part.function_call.name == adk_pauses.CONFIRMATION:
                     pauses.append(adk_pauses.pause_of(part.function_call))
@@ -112,14 +143,15 @@ class ADKAgent:
         response = turn_response("\n".join(texts), log, usage, model, session_id=self._session_id)
         response.attachments = files
         response.pauses = pauses
-        return self._session.answered(messages, response)
+        return self._session.answered(messages, handoffs.attach(response))
 
     async def _new_session(self, prior: Sequence[Message]) -> None:
         """A fresh session (the scenario's first turn, or a conversation the last session did not hold),
         with the earlier messages, if any, as its events."""
         service = InMemorySessionService()
         self._runner = Runner(app_name=_APP, agent=self.agent, session_service=service)
-        session = await service.create_session(app_name=_APP, user_id=_USER, session_id=str(uuid.uuid4()))
+        session = await service.create_session(app_name=_APP, user_id=_USER, session_id=str(uuid.uuid4()),
+                                               state=dict(self._initial_state()))
         self._session_id = session.id
         for message in prior:
             user = message.role == "user"
@@ -156,3 +188,8 @@ def _tool_names(agent: BaseAgent) -> Iterator[str | None]:
         yield "transfer_to_agent"
     for sub in agent.sub_agents:
         yield from _tool_names(sub)
+
+
+def _agent_names(agent: BaseAgent) -> list[str]:
+    """The names of the agent tree, the agents a transfer can go to."""
+    return [agent.name, *(name for sub in agent.sub_agents for name in _agent_names(sub))]

@@ -14,6 +14,7 @@ when the table is built.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.metadata
 import inspect
@@ -28,6 +29,7 @@ from fabtest._internal.extras import install_command
 from fabtest._internal.targets import import_object
 from fabtest._internal.words import article
 from fabtest.agents.base import OnToolCall, declared_tools
+from fabtest.agents.framework_context import CONTEXT_KEY, build_run_context, check_context_spec
 from fabtest.conversation import AgentResponse, Message, TokenUsage, ToolCall, jsonable
 from fabtest.errors import UsageError
 
@@ -66,7 +68,7 @@ FRAMEWORKS: dict[str, Framework] = {f.key: f for f in (
     Framework("pydantic_ai", "PydanticAI", "pydantic-ai", "pydantic-ai-slim", "2.68", "3",
               "fabtest.agents.pydantic_ai:PydanticAIAgent"),
 )}
-_OPTIONS = {"model", "tools"}
+_OPTIONS = {"model", "tools", CONTEXT_KEY}
 
 
 def installed_version(dist: str) -> str | None:
@@ -87,6 +89,7 @@ def build_framework_agent(table: Mapping[str, Any], context: Mapping[str, Any], 
     adapter = getattr(importlib.import_module(module_name), cls_name)
     built = adapter.from_target(target, context, where=f"{where}: {framework.key} = {spec!r}", model=model)
     built.declared_tools = declared_tools(table.get("tools"), where=where)  # the table's list wins
+    built.run_context = build_run_context(table, context, where=where)  # a fresh one per scenario
     return built
 
 
@@ -113,7 +116,9 @@ def _checked(table: Mapping[str, Any], where: str) -> tuple[Framework, str, str 
         raise UsageError(f"{where}: model must be a string (the model's name, for cost), got {model!r}")
     declared_tools(table.get("tools"), where=where)
     _check_installed(framework, where)
-    return framework, spec, model, import_object(spec, where=f"{where}: {framework.key}")
+    target = import_object(spec, where=f"{where}: {framework.key}")
+    check_context_spec(table, where=where)
+    return framework, spec, model, target
 
 
 def _check_installed(framework: Framework, where: str) -> None:
@@ -347,4 +352,11 @@ def output_text(output: Any) -> str:
     """A run's final output as the reply's text: text as is, structured output as JSON."""
     if output is None:
         return ""
-    return output if isinstance(output, str) else json.dumps(jsonable(output), ensure_ascii=False)
+    if isinstance(output, str):
+        return output
+    dump = getattr(output, "model_dump", None)  # a Pydantic output_type: its fields, not its repr
+    if callable(dump):
+        output = dump(mode="json")
+    elif dataclasses.is_dataclass(output) and not isinstance(output, type):
+        output = dataclasses.asdict(output)
+    return json.dumps(jsonable(output), ensure_ascii=False)

@@ -12,6 +12,11 @@ Every ``ToolNode`` of the graph gets fabtest's tool-call wrapper (composed with 
 ``wrap_tool_call``, once per node): a scenario's stub of a tool answers there with a
 ``ToolMessage`` instead of the tool (:mod:`fabtest.agents.stubs`); without a stub the call goes on
 unchanged, so the shared graph behaves as before outside fabtest's scenarios.
+
+The table's ``context = "module:factory"`` builds the run's runtime context (``ainvoke(...,
+context=...)``, a node's ``runtime.context``); the graph's state stays the end state. A graph of
+several agents (``langgraph-supervisor``, ``langgraph-swarm``, ``create_agent(name=...)``) names
+each ``AIMessage`` with its agent: a change of name is a handoff event of the turn.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from fabtest.agents import langgraph_pauses, stubs
 from fabtest.agents.base import AgentError, OnToolCall
 from fabtest.agents.file_parts import langchain_content, langchain_files
 from fabtest.agents.frameworks import Session, ToolLog, resolve_target, turn_response
+from fabtest.agents.handoffs import Handoffs
 from fabtest.conversation import AgentResponse, Attachment, Message, TokenUsage
 
 __all__ = ["LangGraphAgent"]
@@ -48,6 +54,7 @@ class LangGraphAgent:
     """One scenario's thread of a compiled LangGraph graph; see the module docstring."""
 
     declared_tools: list[str] | None = None  # the table's tools = [...], which wins over the ToolNodes'
+    run_context: Any = None  # the table's context = "module:factory": the runtime context, built per scenario
 
     def __init__(self, graph: Pregel[Any, Any, Any, Any], *, model: str | None = None) -> None:
         self.graph = graph
@@ -56,6 +63,7 @@ class LangGraphAgent:
         self._thread = str(uuid.uuid4())
         self._messages: list[BaseMessage] = []  # the conversation, for a graph without a checkpointer
         self._state: dict[str, Any] = {}  # the graph's state after the latest turn
+        self._handoffs = Handoffs()  # the agent that spoke last, across turns
         self._checkpointed = isinstance(getattr(graph, "checkpointer", None), BaseCheckpointSaver)
         self._tool_nodes = [node.bound for node in getattr(graph, "nodes", {}).values()
                             if isinstance(getattr(node, "bound", None), ToolNode)]
@@ -92,12 +100,13 @@ class LangGraphAgent:
         prior: list[BaseMessage] = []
         if not self._session.continues(messages):
             self._thread = str(uuid.uuid4())
+            self._handoffs = Handoffs()
             prior = [HumanMessage(content=langchain_content(m)) if m.role == "user"  # type: ignore[arg-type, unused-ignore]
                      else AIMessage(content=langchain_content(m)) for m in messages[:-1]]  # type: ignore[arg-type, unused-ignore]
         elif not self._checkpointed:
             prior = self._messages
         config: Any = {"configurable": {"thread_id": self._thread}} if self._checkpointed else None
-        state = await self.graph.ainvoke({"messages": [*prior, asked]}, config)
+        state = await self.graph.ainvoke({"messages": [*prior, asked]}, config, context=self.run_context)
         out = self._read(state)
         start = next((i + 1 for i, m in enumerate(out) if getattr(m, "id", None) == asked.id), len(out))
         return self._session.answered(messages, self._paused(state, self._turn(out[start:], on_tool_call,
@@ -108,7 +117,8 @@ class LangGraphAgent:
         (:mod:`fabtest.agents.langgraph_pauses`) on the scenario's thread."""
         before = len(self._messages)
         command = langgraph_pauses.resume_command(messages[-2].pauses, messages[-1].decisions)
-        state = await self.graph.ainvoke(command, {"configurable": {"thread_id": self._thread}})
+        state = await self.graph.ainvoke(command, {"configurable": {"thread_id": self._thread}},
+                                         context=self.run_context)
         out = self._read(state)
         new = out[before:]
         answered = {m.tool_call_id for m in new if isinstance(m, ToolMessage)}
@@ -149,6 +159,7 @@ class LangGraphAgent:
         files: list[Attachment] = []
         for message in new:
             if isinstance(message, AIMessage):
+                self._handoffs.spoke(message.name)
                 files.extend(langchain_files(message.content, where="the LangGraph graph's reply"))
                 for call in message.tool_calls:
                     log.called(call.get("id"), call["name"], call.get("args"))
@@ -167,7 +178,7 @@ class LangGraphAgent:
         text = texts[-1] if texts else ""  # the answer is the last thing the graph said
         response = turn_response(text, log, usage, model, thread_id=self._thread if self._checkpointed else None)
         response.attachments = files
-        return response
+        return self._handoffs.attach(response)
 
 
 def _interrupted(state: Any) -> bool:

@@ -4,7 +4,9 @@ Each user message is one ``await agent.run(text, message_history=...)``; the his
 scenario's own (a fresh one per scenario), so tool calls and their returns stay in it across
 turns. The turn's ``ToolCallPart``\\ s become tool calls with their arguments, the matching
 ``ToolReturnPart`` (or ``RetryPromptPart``, an error) their result; the run's usage gives the
-turn's tokens and the responses' ``model_name`` the model its cost is priced with.
+turn's tokens and the responses' ``model_name`` the model its cost is priced with. The table's
+``context = "module:factory"`` builds the run's dependencies (``agent.run(..., deps=...)``, a
+tool's ``RunContext.deps``), which are the agent's end state for ``Then the state ...``.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from pydantic_ai.toolsets import FunctionToolset
 
 from fabtest.agents import pydantic_ai_pauses
 from fabtest.agents.base import OnToolCall
+from fabtest.agents.framework_context import no_run_context
 from fabtest.agents.frameworks import (
     Session,
     ToolLog,
@@ -38,6 +41,7 @@ from fabtest.agents.frameworks import (
     resolve_target,
     turn_response,
 )
+from fabtest.agents.handoffs import reachable_tools
 from fabtest.conversation import AgentResponse, Attachment, Message, TokenUsage
 
 __all__ = ["PydanticAIAgent"]
@@ -47,6 +51,7 @@ class PydanticAIAgent:
     """One scenario's conversation with a PydanticAI agent; see the module docstring."""
 
     declared_tools: list[str] | None = None  # the table's tools = [...], which wins over the agent's
+    run_context: Any = None  # the table's context = "module:factory": the run's deps, built for this scenario
 
     def __init__(self, agent: AbstractAgent[Any, Any], *, model: str | None = None) -> None:
         self.agent = agent
@@ -67,13 +72,23 @@ class PydanticAIAgent:
                                       model=self._model or model_name(getattr(self.agent, "model", None)),
                                       tools=tools)
 
+    def state(self) -> Any:
+        """The run's deps as the tools left them (``context = "module:factory"``)."""
+        if self.run_context is None:
+            raise no_run_context("PydanticAI", "deps")
+        return self.run_context
+
+    def stubbable_tools(self) -> list[str]:
+        """The agent's function tools decorated with ``@fabtest.tool``: a stub or fault reaches those."""
+        return reachable_tools(known_tools(_tool_names(self.agent)))
+
     async def chat(self, messages: Sequence[Message], on_tool_call: OnToolCall | None = None) -> AgentResponse:
         text = self._session.new_user_text(messages)
         log = ToolLog(on_tool_call)
         skip: set[str] = set()
         if messages[-1].decisions and messages[-2].pauses and self._session.continues(messages):
             asked, decisions = messages[-2].pauses, messages[-1].decisions
-            result = await self.agent.run(message_history=self._history,
+            result = await self.agent.run(message_history=self._history, deps=self.run_context,
                                           deferred_tool_results=pydantic_ai_pauses.results_for(asked, decisions))
             for call, skipped in pydantic_ai_pauses.held_calls(asked, decisions):
                 if skipped:
@@ -86,7 +101,7 @@ class PydanticAIAgent:
             prompt: Any = text
             if messages[-1].attachments:
                 prompt = _user_content(messages[-1])
-            result = await self.agent.run(prompt, message_history=self._history)
+            result = await self.agent.run(prompt, message_history=self._history, deps=self.run_context)
         self._history = list(result.all_messages())
         output = result.output
         pauses = pydantic_ai_pauses.pauses_of(output) if isinstance(output, DeferredToolRequests) else []

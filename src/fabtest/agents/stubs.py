@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
+from fabtest.agents.framework_context import injected_context
 from fabtest.conversation import ToolCall, jsonable
 from fabtest.errors import ToolFailed
 
@@ -196,10 +197,14 @@ def tool(func: F | None = None, *, name: str | None = None) -> Any:
         signature = inspect.signature(fn)
 
         def arguments_of(args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+            """The call's arguments by name, without the context a framework injects (the SDK's
+            RunContextWrapper, ...): the model's arguments alone, so the call matches the one the
+            framework reports and counts once."""
             try:
-                return dict(signature.bind(*args, **kwargs).arguments)
+                bound = dict(signature.bind(*args, **kwargs).arguments)
             except TypeError:
-                return {**{f"arg{i}": a for i, a in enumerate(args)}, **kwargs}
+                bound = {**{f"arg{i}": a for i, a in enumerate(args)}, **kwargs}
+            return {key: value for key, value in bound.items() if not injected_context(value)}
 
         if inspect.iscoroutinefunction(fn):
             @functools.wraps(fn)

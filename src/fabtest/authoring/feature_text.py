@@ -30,7 +30,9 @@ __all__ = ["check_steps", "feature_text", "regression_feature", "regression_path
 _FORMAT_NAMES = {"fabtest": "a fabtest experiment", "openai": "OpenAI chat messages",
                  "gemini": "Gemini contents", "messages": "a list of messages",
                  "otlp": "OpenTelemetry GenAI traces", "phoenix": "Phoenix / OpenInference spans",
-                 "langfuse": "Langfuse traces", "mlflow": "MLflow traces"}
+                 "langfuse": "Langfuse traces", "mlflow": "MLflow traces",
+                 "openai-agents": "OpenAI Agents SDK items", "langchain": "LangChain messages",
+                 "adk": "Google ADK session events"}
 
 
 def feature_text(conversation: RecordedConversation, *, source: str, agent: str | None = None,

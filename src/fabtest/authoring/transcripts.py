@@ -9,6 +9,8 @@ itself) into a feature. Each format is read by one function into :class:`Recorde
 * ``gemini``: Gemini ``contents`` (``[{role: user|model, parts: [...]}]`` or ``{"contents": [...]}``),
   ``functionCall`` parts as tool calls and ``functionResponse`` parts as their results;
 * ``messages``: a plain list of ``{role: user|agent|assistant, content, tool_calls: [{name, arguments, result}]}``;
+* ``openai-agents``, ``langchain``, ``adk``: the histories the frameworks save
+  (:mod:`fabtest.authoring.framework_transcripts`);
 * ``otlp``: OpenTelemetry traces exported as OTLP JSON (``{"resourceSpans": [...]}``): the chat span
   that saw the longest history (``gen_ai.input.messages`` and ``gen_ai.output.messages``, the GenAI
   semantic conventions' ``parts`` with ``text``, ``tool_call`` and ``tool_call_response``).
@@ -23,38 +25,28 @@ from __future__ import annotations
 import json
 import mimetypes
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from fabtest.agents.file_parts import from_base64, openai_reply_files
+from fabtest.authoring.framework_transcripts import FRAMEWORK_FORMATS, detect_framework, read_framework
+from fabtest.authoring.recorded import (
+    RecordedConversation,
+    RecordedTurn,
+    Turns,
+    message_text,
+    tool_arguments,
+    tool_result,
+)
 from fabtest.conversation import Attachment, ToolCall
 from fabtest.errors import UsageError
 
+# this module's own names for the shared helpers (authoring/recorded.py)
+_Turns, _text, _arguments = Turns, message_text, tool_arguments
+
 __all__ = ["FORMATS", "RecordedConversation", "RecordedTurn", "read_conversation", "tool_result"]
 
-FORMATS = ("fabtest", "openai", "gemini", "messages", "otlp")
-
-
-@dataclass
-class RecordedTurn:
-    user: str
-    agent: str = ""
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    #: the files sent with the user's message (OpenAI ``image_url`` / ``file`` parts with a ``data:`` URI,
-    #: Gemini ``inlineData`` parts); a file given only by URL or id has no bytes here and is left out
-    files: list[Attachment] = field(default_factory=list)
-
-
-@dataclass
-class RecordedConversation:
-    name: str
-    source_format: str
-    turns: list[RecordedTurn]
-    #: where it came from, for the feature's comment ("exp_ab12 run 3 of 'Book a room'")
-    origin: str = ""
-    #: messages left out: system prompts, agent messages before the first user message
-    skipped: int = 0
+FORMATS = ("fabtest", "openai", "gemini", "messages", "otlp", *FRAMEWORK_FORMATS)
 
 
 def read_conversation(path: Path, *, fmt: str | None = None, scenario: str | None = None,
@@ -87,6 +79,11 @@ def _read(data: Any, fmt: str, path: Path, scenario: str | None, run: int | None
         if not conversation.turns:
             raise UsageError(f"{path}: no chat span with user messages (gen_ai.input.messages) in these traces")
         return conversation
+    if fmt in FRAMEWORK_FORMATS:
+        conversation = read_framework(fmt, _message_list(data, "events" if fmt == "adk" else "messages", path), path)
+        if not conversation.turns:
+            raise UsageError(f"{path}: no user message in it; nothing to replay")
+        return conversation
     messages = _message_list(data, "contents" if fmt == "gemini" else "messages", path)
     reader = {"openai": _from_openai, "gemini": _from_gemini, "messages": _from_plain}[fmt]
     conversation = reader(messages, path)
@@ -103,9 +100,14 @@ def _detect(data: Any, path: Path) -> str:
             return "otlp"
         if "contents" in data:
             return "gemini"
-        if "messages" in data:
+        if isinstance(data.get("events"), list):  # an ADK session, dumped
+            data = data["events"]
+        elif "messages" in data:
             data = data["messages"]
     if isinstance(data, list) and data and all(isinstance(m, Mapping) for m in data):
+        framework = detect_framework(data)
+        if framework is not None:
+            return framework
         if any("parts" in m for m in data):
             return "gemini"
         if any(m.get("role") in ("assistant", "tool", "system") or "tool_call_id" in m for m in data):
@@ -123,26 +125,6 @@ def _message_list(data: Any, key: str, path: Path) -> list[Mapping[str, Any]]:
     return data
 
 
-class _Turns:
-    """Builds turns from messages in order: a user message opens a turn, the agent's fill it."""
-
-    def __init__(self) -> None:
-        self.turns: list[RecordedTurn] = []
-        self.skipped = 0
-
-    def user(self, text: str, files: Iterable[Attachment] = ()) -> None:
-        self.turns.append(RecordedTurn(user=text, files=list(files)))
-
-    def agent(self, text: str, calls: Iterable[ToolCall] = ()) -> None:
-        if not self.turns:
-            self.skipped += 1
-            return
-        turn = self.turns[-1]
-        if text:
-            turn.agent = f"{turn.agent}\n{text}" if turn.agent else text
-        turn.tool_calls.extend(calls)
-
-
 def _objects(value: Any, key: str, path: Path) -> list[Mapping[str, Any]]:
     """The objects of a list the format puts under ``key`` (none when it is absent); a value of
     another kind is one line naming the key, not an AttributeError."""
@@ -156,34 +138,6 @@ def _objects(value: Any, key: str, path: Path) -> list[Mapping[str, Any]]:
 def _short(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _text(content: Any) -> str:
-    """Message content as text: a string, or the text parts of a list of content parts."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, Mapping) and isinstance(p.get("text"), str))
-    return ""
-
-
-def _arguments(raw: Any, path: Path) -> dict[str, Any]:
-    if isinstance(raw, str):
-        try:
-            raw = json.loads(raw) if raw.strip() else {}
-        except ValueError:
-            raise UsageError(f"{path}: a tool call's arguments are not JSON: {raw[:80]!r}") from None
-    return dict(raw) if isinstance(raw, Mapping) else {}
-
-
-def tool_result(raw: Any) -> Any:
-    """A tool result: JSON text parsed when it is JSON, else as it is."""
-    if isinstance(raw, str):
-        try:
-            return json.loads(raw)
-        except ValueError:
-            return raw
-    return raw
 
 
 def _from_openai(messages: list[Mapping[str, Any]], path: Path) -> RecordedConversation:

@@ -4,13 +4,16 @@ The fault matrix: one ordinary run (the baseline), then, for every tool a passin
 and every fault kind (:mod:`fabtest.engine.faults`), one pytest run of just the scenarios that
 called that tool with ``--fabtest-fault TOOL=KIND`` (so at most tools x faults runs, each only as
 large as it must be, ``--jobs`` of them at once). Each scenario x tool x fault is ``held`` (the
-scenario still passed) or ``broke`` (with the check that failed). The table is printed and
+scenario still passed), ``broke`` (with the check that failed) or ``not injectable``: the agent
+could not have that tool faulted (a handoff, a tool not decorated with ``@fabtest.tool``), which
+says nothing of the agent and is left out of the coverage. The table is printed and
 written to ``<results>/faults/<id>.faults.json`` and into the baseline experiment's JSON as its
 ``faults`` section; the runs' experiments go to ``<results>/faults/``, out of the experiments list.
 The exit code says whether the faults coverage (tool x fault pairs that held) reached
 ``--min-coverage`` (default 1: every pair held); 2 for usage errors and for an agent whose tools no
 fault can reach: told from the configured agents' adapters before any run, else found by the first
-fault run, which runs alone (the others are not made).
+fault run, which runs alone (the others are not made). A tool found not injectable by its first
+fault run is not run with the other kinds.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from fabtest._internal.files import write_text_atomic
 from fabtest.cli.common import results_dir_of
 from fabtest.engine.faults import FAULTS
+from fabtest.engine.stubbing import NOT_INJECTABLE, not_injectable
 from fabtest.experiment.coverage import fault_coverage
 from fabtest.experiment.reader import load_document
 from fabtest.experiment.spool import write_experiment
@@ -126,15 +130,7 @@ def run_faults(args: argparse.Namespace, results_dir: str) -> int:
                  "--fabtest-fault", f"{tool}={kind}", "--fabtest-tag", f"fault:{tool}={kind}",
                  "--fabtest-no-preflight"])
         ran = {s.get("nodeid"): s for s in (_read(out / f"{run_id}.json") or {}).get("scenario_results", [])}
-        rows = []
-        for scenario in scenarios:
-            result = ran.get(scenario["nodeid"])
-            held = bool(result and result.get("passed"))
-            why = "" if held else (result or {}).get("failure_message") or "the run recorded no result"
-            rows.append({"scenario": scenario.get("name"), "nodeid": scenario["nodeid"], "tool": tool, "fault": kind,
-                         "outcome": "held" if held else "broke", "check": " ".join(str(why).splitlines()[:2])[:300],
-                         "experiment": run_id})
-        return rows
+        return [_row(scenario, ran.get(scenario["nodeid"]), tool, kind, run_id) for scenario in scenarios]
 
     runs = [(i, tool, kind, scenarios) for i, ((tool, kind), scenarios) in enumerate(sorted(plan.items()))]
     rows = one(*runs[0]) if runs else []  # alone first: it tells whether a fault can reach the tools at all
@@ -143,12 +139,26 @@ def run_faults(args: argparse.Namespace, results_dir: str) -> int:
         print(f"fabtest faults: no fault can be injected: {unreachable}; {_REACH}; the other "
               f"{len(runs) - 1} fault run(s) not made, nothing written", file=sys.stderr)
         return 2
+    # then each other tool's first fault: a tool no fault reaches (a handoff, a tool without
+    # @fabtest.tool) is told there, and not run with the other kinds
+    firsts = [run for n, run in enumerate(runs) if n and all(r[1] != run[1] for r in runs[:n])]
+    rest = [run for run in runs[1:] if run not in firsts]
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        futures = [pool.submit(one, *run) for run in runs[1:]]
+        rows += [row for future in [pool.submit(one, *run) for run in firsts] for row in future.result()]
+        blocked = _blocked(rows)
+        if runs and len(blocked) == len({run[1] for run in runs}):
+            print(f"fabtest faults: no tool of the agent can be faulted ({'; '.join(blocked.values())}); {_REACH}; "
+                  f"the other {len(rest)} fault run(s) not made, nothing written", file=sys.stderr)
+            return 2
+        futures = [pool.submit(one, *run) for run in rest if run[1] not in blocked]
         rows += [row for future in futures for row in future.result()]
+    rows += [_row(s, None, tool, kind, None, blocked[tool]) for _, tool, kind, found in rest if tool in blocked
+             for s in found]
     rows.sort(key=lambda r: (str(r["scenario"]), r["tool"], list(FAULTS).index(r["fault"])))
-    report = {"baseline": base, "faults": kinds, "runs": len(plan), "rows": rows,
-              "held": sum(r["outcome"] == "held" for r in rows), "broke": sum(r["outcome"] == "broke" for r in rows),
+    report = {"baseline": base, "faults": kinds, "runs": len(runs) - sum(run[1] in blocked for run in rest),
+              "rows": rows, "held": sum(r["outcome"] == "held" for r in rows),
+              "broke": sum(r["outcome"] == "broke" for r in rows),
+              "not_injectable": sum(r["outcome"] == NOT_INJECTABLE for r in rows),
               "coverage": {"faults": fault_coverage(rows)}}
     write_text_atomic(out / f"{base}.faults.json", json.dumps(report, indent=2, ensure_ascii=False))
     # the baseline experiment carries its matrix too: one file says what ran and what it withstood,
@@ -164,8 +174,29 @@ def run_faults(args: argparse.Namespace, results_dir: str) -> int:
     return 0
 
 
-_REACH = ("faults reach the functions a Python agent decorates with @fabtest.tool, the built-in agent's tools "
-          "and a LangGraph ToolNode (docs/how-to/stub-tools.md)")
+def _row(scenario: dict[str, Any], result: dict[str, Any] | None, tool: str, kind: str, run_id: str | None,
+         blocked: str | None = None) -> dict[str, Any]:
+    """One cell of the matrix: held, broke (with the failing check), or not injectable (the fault run
+    said the agent cannot have the tool faulted, or the tool's first run said so: ``blocked``)."""
+    held = bool(result and result.get("passed"))
+    why = blocked or ("" if held else (result or {}).get("failure_message") or "the run recorded no result")
+    cannot = blocked or (None if held else not_injectable(str(why)))
+    outcome = "held" if held else NOT_INJECTABLE if cannot else "broke"
+    return {"scenario": scenario.get("name"), "nodeid": scenario["nodeid"], "tool": tool, "fault": kind,
+            "outcome": outcome, "check": cannot or " ".join(str(why).splitlines()[:2])[:300], "experiment": run_id}
+
+
+def _blocked(rows: list[dict[str, Any]]) -> dict[str, str]:
+    """The tools every scenario's fault run found not injectable, with why."""
+    tools: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        tools.setdefault(row["tool"], []).append(row)
+    return {tool: found[0]["check"] for tool, found in tools.items()
+            if all(r["outcome"] == NOT_INJECTABLE for r in found)}
+
+
+_REACH = ("faults reach the functions a Python or framework agent decorates with @fabtest.tool, the built-in "
+          "agent's tools and a LangGraph ToolNode (docs/how-to/stub-tools.md)")
 
 
 def _out_of_reach() -> str | None:
@@ -189,8 +220,8 @@ def _unstubbable(rows: list[dict[str, Any]]) -> str:
     every other run would fail the same way, and a matrix of "broke" would blame the agent."""
     for row in rows:
         said = str(row["check"])
-        if "cannot be stubbed" in said:
-            return said.split(": ", 1)[-1].split(";", 1)[0]
+        if row["outcome"] == NOT_INJECTABLE and "cannot be stubbed" in said:  # the reason, as not_injectable gives it
+            return said
     return ""
 
 
@@ -201,6 +232,10 @@ def _print(report: dict[str, Any]) -> None:
     print(tabulate(rows, headers=["scenario", "tool", "fault", "outcome", "failing check"]) if rows
           else "no passing scenario called a tool: nothing to inject")
     print(f"\nresilience: {report['held']} held, {report['broke']} broke, over {report['runs']} fault run(s)")
+    blocked = _blocked(report["rows"])
+    if blocked:
+        print(f"not injectable, left out of the coverage: {', '.join(blocked)} ({next(iter(blocked.values()))}"
+              + (", ..." if len(blocked) > 1 else "") + ")")
     faults = report["coverage"]["faults"]
     if faults["declared"]:
         print(f"faults coverage: {faults['rate']:.0%} of {faults['declared']} tool x fault pair(s) held"

@@ -20,11 +20,14 @@ from fabtest.errors import UsageError
 if TYPE_CHECKING:
     from fabtest.cli.common import SubParsers
 
-__all__ = ["add_import_args", "register", "run_import"]
+__all__ = ["IMPORT_FORMATS", "add_import_args", "register", "run_import"]
+
+#: the formats of one recorded conversation (authoring/transcripts.py's FORMATS, without importing it here)
+IMPORT_FORMATS = ("fabtest", "openai", "gemini", "messages", "otlp", "openai-agents", "langchain", "adk")
 
 def add_import_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar="FILE", help="the recorded conversation (JSON), or an experiment id")
-    p.add_argument("--format", dest="fmt", default=None, choices=("fabtest", "openai", "gemini", "messages", "otlp"),
+    p.add_argument("--format", dest="fmt", default=None, choices=IMPORT_FORMATS,
                    help="the file's format (default: told from its shape)")
     p.add_argument("--as", dest="mode", default="scripted", choices=("scripted", "simulated"),
                    help="scripted (the default): the user's lines replayed, the agent's tool calls asserted; "

@@ -9,17 +9,22 @@ run in another process, and only what that process reports (or its traces) can b
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fabtest.agents.frameworks import FRAMEWORKS
 from fabtest.agents.stubs import UNSET, ToolStub, ToolStubs, stubbable_tools
 from fabtest.config.settings import Settings
 from fabtest.errors import UsageError, did_you_mean
 from fabtest.experiment.model import ScenarioResult, ToolCallRecord
 
-__all__ = ["project_stubs", "recorded_stubs", "tools_out_of_reach", "verify"]
+__all__ = ["NOT_INJECTABLE", "not_injectable", "project_stubs", "recorded_stubs", "tools_out_of_reach", "verify"]
+
+#: the fault matrix's outcome for a tool x fault pair the agent cannot have injected
+NOT_INJECTABLE = "not injectable"
 
 _REACH = ("stubs reach the built-in agent's Python and MCP tools, a LangGraph graph's ToolNode, and the "
           "functions a Python agent decorates with @fabtest.tool")
@@ -42,6 +47,21 @@ def verify(stubs: ToolStubs, agent: Any) -> None:
             shown = ", ".join(f'"{n}"' for n in names[:20]) + (", ..." if len(names) > 20 else "") or "none"
             raise UsageError(f'{stub.where}: no tool "{stub.name}" to stub: the agent has {shown}'
                              f"{did_you_mean(stub.name, names)}")
+
+
+_NO_TOOL = re.compile(r'no tool "(?P<tool>[^"]*)" to stub: the agent has (?P<has>.*?)(?: \(did you mean|$)')
+
+
+def not_injectable(failure: str) -> str | None:
+    """Why a fault run's failure is the fault not reaching the tool (the stub :func:`verify` refused:
+    a handoff, a tool without ``@fabtest.tool``), not the agent breaking; None for any other failure."""
+    found = _NO_TOOL.search(failure)
+    if found is not None:
+        return (f'"{found["tool"]}" is not a tool a fault reaches (a handoff, or a tool without @fabtest.tool); '
+                f"the agent's are {found['has'] or 'none'}")
+    if "cannot be stubbed: the agent" in failure:
+        return failure.split(": ", 1)[-1].split(";", 1)[0]
+    return None
 
 
 #: agent tables whose adapter talks to another process, where the agent's tools run
@@ -72,8 +92,8 @@ def _out_of_reach(where: str, target: Any, root: Path) -> str | None:
         remote = next((kind for key, kind in _REMOTE_TABLES.items() if key in target), None)
         if remote is not None:
             return f"{where} is {remote}, whose tools run in another process"
-        if "factory" not in target:
-            return None
+        if "factory" not in target and not FRAMEWORKS.keys() & target.keys():
+            return None  # a built-in agent: its Python and MCP tools are stubbed
     from fabtest.agents.registry import make_agent
 
     try:  # built, never called: a Python agent's @fabtest.tool functions register as its module is imported
@@ -86,8 +106,11 @@ def _out_of_reach(where: str, target: Any, root: Path) -> str | None:
         close = getattr(agent, "close", None)
         if callable(close):
             close()
-    if names is not None:
+    if names:
         return None
+    if names is not None:  # a framework agent none of whose tools is decorated
+        return (f"{where} ({type(agent).__name__}) has no tool a fault reaches (none of its tools is decorated "
+                "with @fabtest.tool)")
     return f"{where} ({type(agent).__name__}) runs its tools out of reach (no @fabtest.tool function)"
 
 

@@ -157,14 +157,20 @@ def fault_coverage(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """The ``faults`` kind of coverage, from a fault matrix's rows (``fabtest faults``): each tool x
     fault the suite's passing scenarios were tried with is declared; it is covered when every
     scenario tried held (the suite survives that fault of that tool), listed under ``broke`` when
-    one did not. The rate is the share of tool x fault pairs that held."""
+    one did not. The rate is the share of tool x fault pairs that held. A pair the agent could not
+    have injected (a handoff, a tool without ``@fabtest.tool``) is not declared: it is listed under
+    ``not_injectable``."""
     outcome: dict[str, bool] = {}
+    blocked: set[str] = set()
     for row in rows:
         pair = f"{row.get('tool')}={row.get('fault')}"
+        if row.get("outcome") == "not injectable":  # the fault never reached the tool: no word on the agent
+            blocked.add(pair)
+            continue
         outcome[pair] = outcome.get(pair, True) and row.get("outcome") == "held"
     held = Counter({pair: 1 for pair, ok in outcome.items() if ok})
     part = _part(outcome, held, "held", "broke")
-    return {**part, "held": sorted(part["held"])}
+    return {**part, "held": sorted(part["held"]), **({"not_injectable": sorted(blocked)} if blocked else {})}
 
 
 def _part(declared: Iterable[str], hits: Counter[str], hit_key: str, miss_key: str) -> dict[str, Any]:

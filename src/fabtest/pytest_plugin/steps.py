@@ -311,16 +311,28 @@ def _check_tool_name(state: ScenarioState, tool: str, *, where: str | None = Non
         return
     close = difflib.get_close_matches(tool, declared, n=1, cutoff=0.6)
     shown = ", ".join(f'"{name}"' for name in declared[:20]) + (", ..." if len(declared) > 20 else "")
-    hint = f'; did you mean "{close[0]}"?' if close else ""
-    raise UsageError(f'{where or state.where}: unknown tool "{tool}": the agent declares {shown}{hint}')
+    hint = f' (did you mean "{close[0]}"?)' if close else ""  # before the list: a summary line cut short keeps it
+    raise UsageError(f'{where or state.where}: unknown tool "{tool}"{hint}: the agent declares {shown}')
 
 
-def _declared_tools(state: ScenarioState) -> list[str]:
+def check_agent_name(state: ScenarioState, name: str) -> None:
+    """An agent the multi-agent system does not have (``agents`` in the adapter's metadata) is a
+    typo: ``must not hand off to "Seat Bookng Agent"`` would pass forever."""
+    declared = _declared_tools(state, "agents")
+    if not declared or name in declared:
+        return
+    close = difflib.get_close_matches(name, declared, n=1, cutoff=0.6)
+    shown = ", ".join(f'"{n}"' for n in declared[:20]) + (", ..." if len(declared) > 20 else "")
+    hint = f' (did you mean "{close[0]}"?)' if close else ""
+    raise UsageError(f'{state.where}: unknown agent "{name}"{hint}: the agent\'s system has {shown}')
+
+
+def _declared_tools(state: ScenarioState, key: str = "tools") -> list[str]:
     try:
         meta = agent_metadata(state.agent)
     except AgentError:  # the agent's own failure is reported where it happens, not as a typo
         return []
-    tools = meta.get("tools")
+    tools = meta.get(key)
     if not isinstance(tools, list):
         return []
     names = [t if isinstance(t, str) else t.get("name") if isinstance(t, dict) else None for t in tools]

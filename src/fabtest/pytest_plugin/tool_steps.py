@@ -16,13 +16,13 @@ from pytest_bdd import given, parsers, then, when
 
 from fabtest.agents.stubs import UNSET, ToolStub
 from fabtest.conversation import Message, ToolCall
-from fabtest.engine import checks, end_state, trajectory
+from fabtest.engine import checks, end_state, handoffs, trajectory
 from fabtest.engine.extract import extract
 from fabtest.engine.patterns import search
 from fabtest.engine.scenario import ScenarioState
 from fabtest.engine.tool_simulation import ToolSimulator
 from fabtest.errors import UsageError
-from fabtest.pytest_plugin.steps import MODE, _check_tool_name, _mode, _q, _row_where, _table
+from fabtest.pytest_plugin.steps import MODE, _check_tool_name, _mode, _q, _row_where, _table, check_agent_name
 
 _SCOPE = r"(?P<scope>the agent|the conversation)"
 
@@ -78,6 +78,28 @@ def _then_only_tools(fabtest_scenario: ScenarioState, scope: str, mode: str, too
         raise UsageError(f'{fabtest_scenario.where}: only call tools from needs a comma-separated list of tool names, '
                          f'like "lookup_account, change_plan"')
     _record(fabtest_scenario, "only_tools", mode, f"only_tools:{','.join(allowed)}", scope, {"tools": allowed})
+
+
+# -- handoffs ------------------------------------------------------------------------------------
+@then(parsers.re(_SCOPE + r" " + MODE + r" (?P<neg>not )?hand off(?: to " + _q("agent") + r")?"))
+def _then_hand_off(fabtest_scenario: ScenarioState, scope: str, mode: str, neg: str | None,
+                   agent: str | None = None) -> None:
+    """``must hand off to "Seat Booking Agent"`` / ``must not hand off``: the handoff events the
+    framework adapter recorded (:mod:`fabtest.engine.handoffs`), by the agents' names."""
+    state = fabtest_scenario
+    turn = state.last_turn
+    if agent is None and not neg:
+        raise UsageError(f'{state.where}: say which agent: must hand off to "Seat Booking Agent" '
+                         "(only must not hand off goes without a name)")
+    if agent is not None:
+        check_agent_name(state, agent)
+    turns = [turn] if scope == "the agent" else state.conversation.turns
+    kind = handoffs.NOT_KIND if neg else handoffs.KIND
+    passed, details = handoffs.check_handoff(handoffs.handoffs_of(turns), agent)
+    state.deterministic(kind, _mode(mode), f"{kind}:{agent or '*'}", (passed != bool(neg), details),
+                        turn=turn.number if scope == "the agent" else None,
+                        data={"scope": "turn" if scope == "the agent" else "conversation",
+                              **({"agent": agent} if agent else {})})
 
 
 # -- tool stubs ----------------------------------------------------------------------------------

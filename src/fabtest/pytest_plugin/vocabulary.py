@@ -114,6 +114,11 @@ BUILTIN_VARIANTS |= {
     "_then_state_include": ["Then the state should include:"],
 }
 
+#: The handoff steps of ``pytest_plugin/tool_steps.py`` (a multi-agent system's handoffs).
+BUILTIN_EXAMPLES |= {"_then_hand_off": 'Then the agent must hand off to "Seat Booking Agent"'}
+BUILTIN_VARIANTS |= {"_then_hand_off": ['Then the conversation should hand off to "FAQ Agent"',
+                                        "Then the agent must not hand off"]}
+
 #: The steps of ``pytest_plugin/file_steps.py`` (files in the conversation, docs/how-to/files.md).
 BUILTIN_EXAMPLES |= {
     "_when_sends": 'When the user sends "files/lamp.png" and "files/policy.pdf" with "Is this covered by my policy?"',

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from fabtest.conversation import Conversation, Turn
-from fabtest.engine import checks, trajectory, transcript
+from fabtest.engine import checks, handoffs, trajectory, transcript
 from fabtest.engine.judge import Judge
 from fabtest.engine.topics import follows, reached
 from fabtest.errors import FailureType, UsageError
@@ -182,6 +182,8 @@ def _deterministic(check: CheckRecord, conversation: Conversation) -> checks.Res
         return passed != negated, details
     if kind == "call_tool" and check.turn is None and data.get("source") == "verification":
         return checks.check_called(conversation.tool_calls, str(data.get("tool")))  # a scenario set's verification
+    if kind in (handoffs.KIND, handoffs.NOT_KIND):  # the handoff events of one turn or of the conversation
+        return handoffs.evaluate(kind, data, [conversation.turns[check.turn - 1]] if check.turn else conversation.turns)
     if kind in trajectory.KINDS:  # the order, count or set of calls, of one turn or of the conversation
         scoped = conversation.turns[check.turn - 1].tool_calls if check.turn else conversation.tool_calls
         return trajectory.evaluate(kind, data, scoped)

@@ -35,17 +35,22 @@ def faults_page(matrices: list[dict[str, Any]]) -> str:
     return page("fabtest view · faults", "", "".join(_matrix(m) for m in matrices), active=FAULTS_PATH)
 
 
+_ROW_CLASS = {"broke": "down", "held": "up"}  # a pair not injectable says nothing of the agent: no colour
+
+
 def _matrix(doc: dict[str, Any]) -> str:
     coverage = (doc.get("coverage") or {}).get("faults") or {}
     rate = coverage.get("rate")
     head = (f'<h2 id="{e(doc.get("baseline"))}">Fault matrix {e(doc.get("baseline"))}</h2>'
-            f'<p>resilience: {e(doc.get("held"))} held, {e(doc.get("broke"))} broke, over {e(doc.get("runs"))} '
+            f'<p>resilience: {e(doc.get("held"))} held, {e(doc.get("broke"))} broke'
+            + (f', {e(doc.get("not_injectable"))} not injectable' if doc.get("not_injectable") else "")
+            + f', over {e(doc.get("runs"))} '
             f'fault run(s) ({e(", ".join(map(str, doc.get("faults") or [])))})'
             + (f'; faults coverage <b>{rate:.0%}</b> of {e(coverage.get("declared"))} tool x fault pair(s)'
                if isinstance(rate, (int, float)) else "") + "</p>")
     rows = sorted((r for r in doc["rows"] if isinstance(r, dict)), key=lambda r: r.get("outcome") != "broke")
     cells = "".join(
-        f'<tr class="{"down" if r.get("outcome") == "broke" else "up"}"><td>{e(r.get("scenario"))}</td>'
+        f'<tr class="{_ROW_CLASS.get(str(r.get("outcome")), "")}"><td>{e(r.get("scenario"))}</td>'
         f'<td><code>{e(r.get("tool"))}</code></td><td>{e(r.get("fault"))}</td><td>{e(r.get("outcome"))}</td>'
         f'<td>{e(r.get("check"))}</td></tr>' for r in rows)
     return (head + '<table class="faults"><thead><tr><th>scenario</th><th>tool</th><th>fault</th><th>outcome</th>'
