@@ -61,8 +61,9 @@ def ab(baseline: Suite, current: Suite, rng: random.Random, shared: float = 0.0)
                 runs["current"].append(b if same else _run(sid, it, current, rng))
         return 2.0 * len(scenarios or baseline) * len(iterations)
 
-    result = run_rounds(run_round, lambda: decide_paired(runs["baseline"], runs["current"], alpha=ALPHA, margin=MARGIN),
-                        lambda scenarios: 2.0 * len(scenarios), iterations=ITERATIONS, budget=BUDGET)
+    result = run_rounds(run_round, lambda plan: decide_paired(runs["baseline"], runs["current"], alpha=ALPHA,
+                                                              margin=MARGIN, plan=plan),
+                        lambda scenarios: 2.0 * len(scenarios or baseline), iterations=ITERATIONS, budget=BUDGET)
     return result.decision.outcome, len(runs["baseline"]) + len(runs["current"]), result.stopped
 
 
