@@ -226,7 +226,7 @@ def _rounds(args: argparse.Namespace, sessions: list[ArmSession], budget: float,
     def look(plan: Plan) -> PairedDecision:
         (b_runs, names, _), (c_runs, c_names, _) = (s.runs() for s in sessions)
         decision = decide_paired(b_runs, c_runs, alpha=args.alpha, margin=args.gate_margin, names={**c_names, **names},
-                                 problems=_problems(b_runs, c_runs), plan=plan)
+                                 problems=_problems(b_runs, c_runs) or _untested(sessions), plan=plan)
         open_ = ", ".join(m.label for m in decision.undecided()[:3])
         _say(f"after round {state['round']}: {len(b_runs)} baseline and {len(c_runs)} current runs; "
              f"{decision.outcome}" + (f" ({open_} open)" if decision.outcome == "undecided" and open_ else ""))
@@ -270,6 +270,21 @@ def _keep_interrupted(session: ArmSession, round_no: int) -> None:
 def _shared(sessions: list[ArmSession]) -> set[str]:
     ids = [set(s.nodeids()) for s in sessions]
     return ids[0] & ids[1]
+
+
+def _untested(sessions: list[ArmSession]) -> list[str]:
+    """Why the fixed gate would call the arms' experiments untested (compare/gate.py ``untested``: a
+    shared scenario with no measured run on the current arm, nothing judged, another judge or
+    simulated user): the paired decision is never "not worse" where the gate is not."""
+    from fabtest.compare import gate as gating
+    from fabtest.compare.compute import compare
+    from fabtest.compare.read import read_experiment
+
+    base, cur = sessions
+    if base.path is None or cur.path is None:
+        return []
+    return gating.untested(compare(read_experiment(base.path, base.results_dir)[1],
+                                   read_experiment(cur.path, cur.results_dir)[1]))
 
 
 def _problems(b_runs: Sequence[Any], c_runs: Sequence[Any]) -> list[str]:
