@@ -18,6 +18,7 @@ from typing import Any
 
 from fabtest.experiment.export import entry_topics
 from fabtest.experiment.reader import read_entries, read_index
+from fabtest.experiment.stats import NOT_MEASURED as _NOT_MEASURED
 from fabtest.experiment.stats import entry_check_counts, is_criterion
 
 __all__ = ["NOT_MEASURED", "Experiment", "ScenarioTally", "criteria_definitions", "hard_criteria", "merge_counts",
@@ -30,7 +31,7 @@ __all__ = ["NOT_MEASURED", "Experiment", "ScenarioTally", "criteria_definitions"
 #: failure types that say nothing about the agent (errors.py): the simulated user or the judge failed.
 #: Such a run is "not measured": kept out of every metric of the agent, like a skipped one, and
 #: counted apart so that a scenario left with no measured run makes the gate undecided.
-NOT_MEASURED = frozenset({"simulator", "judge"})
+NOT_MEASURED = _NOT_MEASURED
 
 
 class ScenarioTally:
