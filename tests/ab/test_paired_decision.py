@@ -176,3 +176,23 @@ def test_a_run_whose_simulated_user_failed_is_no_run_of_the_agent() -> None:
     runs, names, nodeids = _runs_of_entries(entries)
     assert [(r.iteration, r.passed) for r in runs] == [(1, True)]
     assert names == {"s": "S"} and nodeids == {"s": "f.feature::test_s"}
+
+
+def test_a_collapse_the_pooled_margin_would_hide_holds_not_worse_back() -> None:
+    """One scenario failing 6 of 20 runs now (all passed before) drops pooled completion by under 4
+    points, within the margin; its own worse evidence (20.6) is short of the family's 200 but
+    stands at SUSPECT or more, so "not worse" waits and its runs are bought."""
+    from fabtest.compare.paired_text import paired_verdict
+
+    base = [Run(f"s{s}", it, True) for s in range(8) for it in range(1, 21)]
+
+    def current(fails: int) -> list[Run]:
+        return [Run(f"s{s}", it, not (s == 0 and it <= fails)) for s in range(8) for it in range(1, 21)]
+
+    assert decide_paired(base, current(5)).outcome == "not worse"
+    held = decide_paired(base, current(6))
+    assert (held.outcome, held.held, held.rerun) == ("undecided", ["scenario:s0:completion"], ["s0"])
+    assert paired_verdict(held, "x").startswith("undecided: completion of scenario 's0' 20/20 → 14/20 paired runs "
+                                                "falls (worse e-value 20.6, needs 200 to decide); every pooled metric is within 10 points, but not worse "
+                                                "waits for this (x)")
+    assert decide_paired(base, current(8)).outcome == "worse"

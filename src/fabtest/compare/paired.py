@@ -55,6 +55,9 @@ WORSE_CAP = 0.9
 #: the pseudo-pairs the first batch bets on, by paired difference (current - baseline): a few pairs
 #: apart, leaning towards the hypothesis' alternative (a drop for worse; equal for not worse)
 PRIOR_WORSE = {-1.0: 0.6, 0.0: 3.0, 1.0: 0.4}
+#: a scenario whose worse wealth stands this high now holds back "not worse" (a collapse the pooled
+#: metrics' margin would hide) until its runs decide it or its evidence falls back below
+SUSPECT = 20.0
 #: futility: the plausible end of a metric's mean evidence per pair (95 %, two-sided)
 PLAUSIBLE_Z = 1.959963984540054
 
@@ -175,6 +178,10 @@ class PairedMetric:
     outcome: Outcome = "undecided"
     decided_at: int | None = None  # the batch (iteration) of the decision
 
+    def worse_e(self) -> float:
+        """The worse wealth now (not its peak): what holds "not worse" back (``SUSPECT``)."""
+        return math.exp(min(self.worse.log_wealth, 700.0))
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "metric": self.metric, "label": self.label, "pooled": self.pooled, "pairs": self.worse.pairs,
@@ -203,6 +210,9 @@ class PairedDecision:
     combined_worse: float  # the weighted mean of the worse wealths (worse at 1 / alpha)
     pairs: int  # paired scenario runs behind it
     problems: list[str] = field(default_factory=list)
+    #: scenarios' completion metrics whose worse evidence stands at ``SUSPECT`` or more now: "not worse"
+    #: waits for them (their runs are bought) to be worse or to fall back
+    held: list[str] = field(default_factory=list)
 
     def undecided(self) -> list[PairedMetric]:
         return [m for m in self.metrics if m.pooled and m.outcome == "undecided"]
@@ -236,7 +246,7 @@ class PairedDecision:
                           "planned runs (Lan-DeMets, O'Brien-Fleming type)",
                 "outcome": self.outcome, "alpha": self.alpha, "margin": self.margin, "pairs": self.pairs,
                 "rerun": self.rerun, "combined_e_worse": float(f"{self.combined_worse:.6g}"),
-                "problems": self.problems, "metrics": [m.to_dict() for m in self.metrics]}
+                "problems": self.problems, "held": self.held, "metrics": [m.to_dict() for m in self.metrics]}
 
 
 def _pairs_per_iteration(m: PairedMetric) -> int:
@@ -321,9 +331,11 @@ def decide_paired(baseline: Iterable[Run], current: Iterable[Run], *, alpha: flo
         if outcome == "undecided" and (combined >= 1.0 / alpha or any(m.outcome == "worse" for m in metrics)):
             outcome = "worse"
     pooled = [m for m in metrics if m.pooled]
+    held: list[PairedMetric] = []
     if outcome != "worse" and pooled and not problems and all(m.outcome == "not worse" for m in pooled) and shared:
-        outcome = "not worse"
-    rerun = sorted({s for m in pooled if m.outcome == "undecided" for s in m.scenarios}) \
-        if outcome == "undecided" and not problems else []
+        held = [m for m in metrics if not m.pooled and m.worse.log_wealth >= math.log(SUSPECT)]
+        outcome = "undecided" if held else "not worse"
+    rerun = sorted({s for m in pooled if m.outcome == "undecided" for s in m.scenarios}
+                   | {s for m in held for s in m.scenarios}) if outcome == "undecided" and not problems else []
     return PairedDecision(outcome, alpha, margin, metrics, rerun, combined, sum(1 for k in base if k in cur),
-                          list(problems))
+                          list(problems), [m.metric for m in held])

@@ -68,6 +68,12 @@ def paired_verdict(d: PairedDecision, stopped: str, moved: str | None = None) ->
     first = f"{moved}; " if moved else ""
     if d.problems:
         return f"undecided: {first}{d.problems[0]}"
+    if d.held:
+        held = [m for m in d.metrics if m.metric in d.held]
+        parts = "; ".join(f"{m.label} {_counts(m)} falls (worse e-value {m.worse_e():.3g}, needs {m.need_worse:.4g} "
+                          "to decide)" for m in held[:3])
+        return (f"undecided: {first}{parts}; every pooled metric is within {d.margin * 100:g} points, but not worse "
+                f"waits for this ({stopped})")
     open_ = d.undecided()
     names = ", ".join(m.label for m in open_[:3]) + (f" and {len(open_) - 3} more" if len(open_) > 3 else "")
     return (f"undecided: {first}{names or 'nothing was compared'} not shown within {d.margin * 100:g} points "
