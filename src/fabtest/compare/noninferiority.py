@@ -25,6 +25,7 @@ stratified one (the scenarios' different means add to it), so the test stays on 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from statistics import NormalDist
@@ -61,42 +62,40 @@ def _simpson(lo: float, hi: float) -> tuple[list[float], list[float]]:
 @lru_cache(maxsize=256)
 def _stage(fractions: tuple[float, ...], alpha: float) -> tuple[float, tuple[float, ...], tuple[float, ...]]:
     """The boundary of the last look of ``fractions``, and the sub-density of Z there (not crossed
-    yet) on the grid of its continuation region: (boundary, points, density x weight)."""
+    yet) on the grid of its continuation region: (boundary, points, density x weight).
+
+    Z at look k is Brownian motion in the information ``t``: ``Z_k sqrt(t_k) = Z_{k-1} sqrt(t_{k-1})
+    + N(0, t_k - t_{k-1})``, so each look's density is the last one's, cut at its boundary and
+    convolved with that step."""
     t = fractions[-1]
     target = spent(t, alpha) - (spent(fractions[-2], alpha) if len(fractions) > 1 else 0.0)
     if len(fractions) == 1:
         bound = _N.inv_cdf(1.0 - target) if target > 0 else math.inf
-
-        def density(z: float) -> float:
-            return _N.pdf(z)
+        density: Callable[[float], float] = _N.pdf
     else:
-        prev_bound, prev_points, prev_mass = _stage(fractions[:-1], alpha)
-        s_prev, step = math.sqrt(fractions[-2]), math.sqrt(t - fractions[-2])
-        s_now = math.sqrt(t)
+        _, prev_points, prev_mass = _stage(fractions[:-1], alpha)
+        s_prev, step, s_now = math.sqrt(fractions[-2]), math.sqrt(t - fractions[-2]), math.sqrt(t)
+        scaled = [(u * s_prev / step, m) for u, m in zip(prev_points, prev_mass, strict=True)]
+        factor = s_now / step
 
         def crossing(c: float) -> float:
-            return sum(m * (1.0 - _N.cdf((c * s_now - u * s_prev) / step)) for u, m in zip(prev_points, prev_mass))
+            return sum(m * (1.0 - _N.cdf(c * factor - v)) for v, m in scaled)
 
-        if target <= 0:
-            bound = math.inf
-        else:
+        bound = math.inf
+        if target > 0:
             lo, hi = -2.0, 12.0
             for _ in range(60):
                 mid = (lo + hi) / 2
                 lo, hi = (mid, hi) if crossing(mid) > target else (lo, mid)
             bound = hi
+        norm, exp = factor / math.sqrt(2.0 * math.pi), math.exp
 
-        scaled = [(u * s_prev / step, m) for u, m in zip(prev_points, prev_mass)]
-        factor, norm = s_now / step, s_now / step / math.sqrt(2.0 * math.pi)
-        exp = math.exp
-
-        def density(z: float) -> float:
+        def convolved(z: float) -> float:
             x = z * factor
             return norm * sum(m * exp(-0.5 * (x - v) * (x - v)) for v, m in scaled)
-        del prev_bound
-    top = min(bound, 9.0)
-    points, weights = _simpson(_LOW, top)
-    return bound, tuple(points), tuple(density(z) * w for z, w in zip(points, weights))
+        density = convolved
+    points, weights = _simpson(_LOW, min(bound, 9.0))
+    return bound, tuple(points), tuple(density(z) * w for z, w in zip(points, weights, strict=True))
 
 
 def boundaries(fractions: tuple[float, ...], alpha: float) -> tuple[float, ...]:

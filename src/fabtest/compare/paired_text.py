@@ -69,9 +69,9 @@ def paired_verdict(d: PairedDecision, stopped: str, moved: str | None = None) ->
     if d.problems:
         return f"undecided: {first}{d.problems[0]}"
     if d.held:
-        held = [m for m in d.metrics if m.metric in d.held]
+        waiting = [m for m in d.metrics if m.metric in d.held]
         parts = "; ".join(f"{m.label} {_counts(m)} falls (worse e-value {m.worse_e():.3g}, needs {m.need_worse:.4g} "
-                          "to decide)" for m in held[:3])
+                          "to decide)" for m in waiting[:3])
         return (f"undecided: {first}{parts}; every pooled metric is within {d.margin * 100:g} points, but not worse "
                 f"waits for this ({stopped})")
     open_ = d.undecided()

@@ -187,7 +187,7 @@ class Experiment:
             return None  # an older or hand-made file without the counts: nothing to check against
         ended = summary.get("unmeasured") if isinstance(summary, dict) else None
         if isinstance(ended, int) and not isinstance(ended, bool):  # counted apart since issue 44
-            wanted["failed"] += ended
+            wanted["failed"] = int(wanted["failed"] or 0) + ended
         aggs = self.scenarios.values()
         passes = sum(a.passes for a in aggs)
         found = {"passed": passes, "failed": sum(a.runs + a.unmeasured for a in aggs) - passes,
