@@ -213,6 +213,8 @@ class PairedDecision:
     #: scenarios' completion metrics whose worse evidence stands at ``SUSPECT`` or more now: "not worse"
     #: waits for them (their runs are bought) to be worse or to fall back
     held: list[str] = field(default_factory=list)
+    #: the undecided pooled metrics the budget left cannot show within the margin (set by ``futile``)
+    blocked: list[str] = field(default_factory=list)
 
     def undecided(self) -> list[PairedMetric]:
         return [m for m in self.metrics if m.pooled and m.outcome == "undecided"]
@@ -227,16 +229,20 @@ class PairedDecision:
         if any(m.worse.reachable(rounds_left * per_round[m.metric] if set(m.scenarios) & set(self.rerun) else 0,
                                  m.need_worse) for m in self.metrics if m.outcome == "undecided"):
             return False
-        return not all(m.not_worse is not None and m.not_worse.reachable(rounds_left * per_round[m.metric],
-                                                                         per_round[m.metric])
-                       for m in self.undecided())
+        self.blocked = [m.metric for m in self.undecided()
+                        if m.not_worse is None or not m.not_worse.reachable(rounds_left * per_round[m.metric],
+                                                                            per_round[m.metric])]
+        return bool(self.blocked)
 
     def why_futile(self) -> str:
-        names = ", ".join(m.label for m in self.undecided()[:3])
-        more = len(self.undecided()) - 3
-        return (f"the budget cannot decide: {names or 'the metrics left'}"
-                + (f" and {more} more" if more > 0 else "")
-                + " would stay undecided even at the best plausible rate of the runs left")
+        """Which pooled metrics the budget cannot show within the margin, and what would."""
+        stuck = [m for m in self.undecided() if m.metric in self.blocked] or self.undecided()
+        names = ", ".join(m.label for m in stuck[:3]) + (f" and {len(stuck) - 3} more" if len(stuck) > 3 else "")
+        most = max((m.not_worse.planned for m in stuck if m.not_worse is not None), default=0)
+        return (f"the budget cannot decide: {names or 'the metrics left'} cannot be shown within "
+                f"{self.margin * 100:g} points by the {most} paired runs the plan allows"
+                f"{' each' if len(stuck) > 1 else ''}, even at the best plausible rate and with no metric "
+                "dropping; a larger --budget, or more scenarios rating them, would")
 
     def to_dict(self) -> dict[str, Any]:
         return {"method": "paired scenario runs (same scenario and iteration on both arms): worse by betting "
