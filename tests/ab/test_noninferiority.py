@@ -20,16 +20,17 @@ def test_the_boundaries_are_the_published_lan_demets_obrien_fleming_ones() -> No
 
 
 def test_the_score_statistic_is_mcnemar_at_no_margin_and_uses_the_null_variance() -> None:
-    assert math.isclose(tango_z(3, 12, 100, 0.0), (12 - 3) / math.sqrt(15))
+    assert math.isclose(tango_z(3, 12, 100, 0.0, correction=0.0), (12 - 3) / math.sqrt(15))
+    assert math.isclose(tango_z(3, 12, 100, 0.0), (12 - 3 - 0.5) / math.sqrt(15))  # half a pair: continuity
     # the restricted maximum likelihood: p01 = q, p10 = q + d maximises the likelihood of the counts
     worse, better, n, d = 9, 4, 120, 0.1
     def loglik(q: float) -> float:
         return worse * math.log(q + d) + better * math.log(q) + (n - worse - better) * math.log(1 - 2 * q - d)
     best = max((i / 100000 for i in range(1, 44999)), key=loglik)
-    z = tango_z(worse, better, n, d)
+    z = tango_z(worse, better, n, d, correction=0.0)
     assert math.isclose(z, (better - worse + n * d) / math.sqrt(n * (2 * best + d * (1 - d))), rel_tol=1e-3)
     # no discordant pair is not infinite evidence: the null's variance is at least d (1 - d) a pair
-    assert math.isclose(tango_z(0, 0, 40, 0.1), 40 * 0.1 / math.sqrt(40 * 0.09))
+    assert math.isclose(tango_z(0, 0, 40, 0.1, correction=0.0), 40 * 0.1 / math.sqrt(40 * 0.09))
 
 
 def test_a_look_past_the_plan_cannot_decide_and_close_looks_are_merged() -> None:

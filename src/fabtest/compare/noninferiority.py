@@ -39,6 +39,11 @@ MIN_STEP = 1.0 / 40
 #: the grid of the recursion: points per unit of z, and how far below 0 the density is kept
 _STEPS_PER_Z = 12
 _LOW = -7.0
+#: half a pair off the score's numerator: a continuity correction (as Yates') for a statistic that
+#: moves in whole pairs. Without it the test sat at its level at the edge of the null (4.7-5.1 % in
+#: 4,000-20,000 simulated plans of 8 scenarios x 5-20 iterations, rates 50-99 %), with it 2.5-4.1 %,
+#: for a point or two of power (an unchanged agent at 90 %: 85 % instead of 87 % at the last look)
+CORRECTION = 0.5
 
 
 def spent(t: float, alpha: float) -> float:
@@ -104,11 +109,12 @@ def boundaries(fractions: tuple[float, ...], alpha: float) -> tuple[float, ...]:
     return tuple(_stage(fractions[: k + 1], alpha)[0] for k in range(len(fractions)))
 
 
-def tango_z(worse: int, better: int, pairs: int, margin: float) -> float:
+def tango_z(worse: int, better: int, pairs: int, margin: float, correction: float = CORRECTION) -> float:
     """The score statistic for "the current rate is below the baseline's by at least ``margin``":
     ``worse`` pairs the baseline passed and the current failed, ``better`` the other way round. Large
     when the current is shown within the margin. The variance is at the null's restricted maximum
-    likelihood: ``p01 = q``, ``p10 = q + margin``."""
+    likelihood: ``p01 = q``, ``p10 = q + margin``; ``correction`` pairs come off the numerator
+    (continuity, see ``CORRECTION``)."""
     if pairs <= 0:
         return -math.inf
     n, d = float(pairs), margin
@@ -117,7 +123,7 @@ def tango_z(worse: int, better: int, pairs: int, margin: float) -> float:
     c = -better * d * (1.0 - d)
     q = (-b + math.sqrt(max(0.0, b * b - 4.0 * a * c))) / (2.0 * a)
     variance = n * (2.0 * q + d * (1.0 - d))
-    return (better - worse + n * d) / math.sqrt(variance) if variance > 0 else math.inf
+    return (better - worse + n * d - correction) / math.sqrt(variance) if variance > 0 else math.inf
 
 
 @dataclass(slots=True)
