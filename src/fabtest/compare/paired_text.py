@@ -44,7 +44,7 @@ def not_worse_text(m: PairedMetric) -> str:
 def combined_line(d: PairedDecision) -> str:
     """The metrics' worse evidence together: the weighted mean of their wealths against 1 / alpha."""
     together = d.combined_worse >= 1.0 / d.alpha
-    return (f"{'WORSE' if together else 'undecided'} every metric together: weighted mean of the worse e-values "
+    return (f"{'WORSE' if together else 'no drop shown by'} every metric together: weighted mean of the worse e-values "
             f"{d.combined_worse:.4g} (needs {1.0 / d.alpha:.4g})"
             + ("; together they show a drop" if together else ""))
 
@@ -95,5 +95,5 @@ def paired_markdown(d: PairedDecision, stopped: str, exit_code: int, escape: Cal
                      f"{m.outcome} |")
     together = d.combined_worse >= 1.0 / d.alpha
     lines.append(f"| every metric together (weighted mean) | | {d.combined_worse:.4g} ({1.0 / d.alpha:.4g}) | - | "
-                 f"{'worse' if together else 'undecided'} |")
+                 f"{'worse' if together else 'no drop shown'} |")
     return lines
