@@ -70,9 +70,9 @@ def paired_verdict(d: PairedDecision, stopped: str, moved: str | None = None) ->
         return f"undecided: {first}{d.problems[0]}"
     if d.held:
         waiting = [m for m in d.metrics if m.metric in d.held]
-        parts = "; ".join(f"{m.label} {_counts(m)} falls (worse e-value {m.worse_e():.3g}, needs {m.need_worse:.4g} "
+        falling = "; ".join(f"{m.label} {_counts(m)} falls (worse e-value {m.worse_e():.3g}, needs {m.need_worse:.4g} "
                           "to decide)" for m in waiting[:3])
-        return (f"undecided: {first}{parts}; every pooled metric is within {d.margin * 100:g} points, but not worse "
+        return (f"undecided: {first}{falling}; every pooled metric is within {d.margin * 100:g} points, but not worse "
                 f"waits for this ({stopped})")
     open_ = d.undecided()
     names = ", ".join(m.label for m in open_[:3]) + (f" and {len(open_) - 3} more" if len(open_) > 3 else "")
