@@ -46,23 +46,45 @@ def _run(sid: str, iteration: int, suite: Suite, rng: random.Random) -> Run:
     return Run(sid, iteration, rng.random() < completion, all(passed.values()) if passed else None, passed)
 
 
-def ab(baseline: Suite, current: Suite, rng: random.Random, shared: float = 0.0) -> tuple[str, int, str]:
+def ab(baseline: Suite, current: Suite, rng: random.Random, shared: float = 0.0,
+       usd: bool = False) -> tuple[str, int, str]:
     """One whole ``fabtest ab`` on simulated runs: the outcome, the runs spent on both arms, why it
     stopped. ``shared``: the chance that a current run replays its baseline pair's outcome (the same
-    seed, the same conversation) when the two arms' rates for it agree."""
+    seed, the same conversation) when the two arms' rates for it agree. ``usd``: a dollar budget, as
+    ``fabtest ab --budget '$X'`` keeps it: each scenario's runs cost $0.01-0.05 (a failed run half,
+    give or take 20 %), the next iteration is priced at each scenario's mean cost so far, and the
+    plan comes from the first pass's mean cost per run (so the number of looks is not known ahead)."""
     runs: dict[str, list[Run]] = {"baseline": [], "current": []}
+    price = {sid: rng.uniform(0.01, 0.05) for sid in baseline}
+    paid: dict[str, list[float]] = {sid: [] for sid in baseline}
+
+    def charge(run: Run) -> float:
+        cost = price[run.scenario] * (1.0 if run.passed else 0.5) * rng.uniform(0.8, 1.2)
+        paid[run.scenario].append(cost)
+        return cost
 
     def run_round(scenarios: Sequence[str] | None, iterations: range) -> float:
+        spent = 0.0
         for it in iterations:
             for sid in scenarios or sorted(baseline):
                 b = _run(sid, it, baseline, rng)
-                runs["baseline"].append(b)
                 same = shared and baseline[sid] == current[sid] and rng.random() < shared
-                runs["current"].append(b if same else _run(sid, it, current, rng))
-        return 2.0 * len(scenarios or baseline) * len(iterations)
+                c = b if same else _run(sid, it, current, rng)
+                runs["baseline"].append(b)
+                runs["current"].append(c)
+                spent += charge(b) + charge(c)
+        return spent if usd else 2.0 * len(scenarios or baseline) * len(iterations)
 
-    result = run_rounds(run_round, lambda: decide_paired(runs["baseline"], runs["current"], alpha=ALPHA, margin=MARGIN),
-                        lambda scenarios: 2.0 * len(scenarios), iterations=ITERATIONS, budget=BUDGET)
+    def cost(scenarios: Sequence[str] | None) -> float:
+        chosen = list(scenarios or baseline)
+        if not usd:
+            return 2.0 * len(chosen)
+        return 2.0 * sum(statistics.fmean(paid[sid]) for sid in chosen)
+
+    budget = 3.0 * ITERATIONS * 2 * sum(price.values()) if usd else BUDGET
+    result = run_rounds(run_round, lambda plan: decide_paired(runs["baseline"], runs["current"], alpha=ALPHA,
+                                                              margin=MARGIN, plan=plan),
+                        cost, iterations=ITERATIONS, budget=budget)
     return result.decision.outcome, len(runs["baseline"]) + len(runs["current"]), result.stopped
 
 
@@ -70,7 +92,7 @@ def _suite(completion: Callable[[int], float], criteria: Callable[[int, int], fl
     return {f"s{s}": (completion(s), {f"c{j}": criteria(s, j) for j in range(n_criteria)}) for s in range(SCENARIOS)}
 
 
-def conditions(rng: random.Random) -> list[tuple[str, str, Callable[[], tuple[Suite, Suite]], float]]:
+def conditions(rng: random.Random) -> list[tuple[str, str, Callable[[], tuple[Suite, Suite]], float, bool]]:
     """(label, target, a maker of (baseline, current) suites), one condition each."""
 
     def steady() -> tuple[Suite, Suite]:
@@ -99,15 +121,19 @@ def conditions(rng: random.Random) -> list[tuple[str, str, Callable[[], tuple[Su
 
     return [
         ("unchanged agent, steady suite (completion 90-100 %, 2 criteria at 95-100 % a scenario)",
-         "worse <= 5 %, not worse >= 90 %, median runs <= 240", steady, 0.0),
-        ("the same, half of the pairs replaying one conversation (shared seed)", "as above", steady, 0.5),
-        ("unchanged agent, every run passing", "not worse >= 90 %", perfect, 0.0),
+         "worse <= 5 %, not worse >= 90 %, median runs <= 240", steady, 0.0, False),
+        ("the same, half of the pairs replaying one conversation (shared seed)", "as above", steady, 0.5, False),
+        ("unchanged agent, every run passing", "not worse >= 90 %", perfect, 0.0, False),
         ("unchanged agent, mid-rate suite (completion and 3 criteria at 50-90 %)",
-         "worse <= 5 % (not worse: see docs/gates.md)", mid, 0.0),
-        ("one scenario 100 % -> 30 % among 7 steady at 100 %", "worse >= 95 %", collapse, 0.0),
-        ("one criterion 90 % -> 60 % in every scenario (completion 90-100 %)", "worse >= 90 %", criterion, 0.0),
+         "worse <= 5 % (not worse: see docs/gates.md)", mid, 0.0, False),
+        ("one scenario 100 % -> 30 % among 7 steady at 100 %", "worse >= 95 %", collapse, 0.0, False),
+        ("one criterion 90 % -> 60 % in every scenario (completion 90-100 %)", "worse >= 90 %", criterion, 0.0,
+         False),
         ("completion 10 points down in every scenario (90-100 % -> 80-90 %): the margin itself",
-         "not worse <= 5 % (alpha)", drop, 0.0),
+         "not worse <= 5 % (alpha)", drop, 0.0, False),
+        ("the same under a dollar budget of 3x the first pass's cost (a failed run costs half)",
+         "not worse <= 5 % (alpha)", drop, 0.0, True),
+        ("unchanged agent, steady suite, the same dollar budget", "not worse >= 90 %", steady, 0.0, True),
     ]
 
 
@@ -118,14 +144,14 @@ def _share(hits: int, n: int) -> str:
 
 def measure(pairs: int, seed: int) -> list[list[Any]]:
     rows = []
-    for index, (label, target, make, shared) in enumerate(conditions(random.Random(seed))):
+    for index, (label, target, make, shared, usd) in enumerate(conditions(random.Random(seed))):
         rng = random.Random(seed * 1000 + index)
         seen: Counter[str] = Counter()
         spent: list[int] = []
         stops: Counter[str] = Counter()
         for _ in range(pairs):
             base, cur = make()
-            outcome, runs, stopped = ab(base, cur, rng, shared)
+            outcome, runs, stopped = ab(base, cur, rng, shared, usd)
             seen[outcome] += 1
             spent.append(runs)
             stops[stopped.split(":")[0]] += 1

@@ -109,6 +109,7 @@ def test_a_ref_against_the_working_tree_runs_each_arms_own_agent(repo: Path, tmp
     section = data["ab"]
     assert section["runs"] == {"baseline": 4, "current": 4} and section["rounds"] == 1
     assert section["stopped"] == "no budget beyond the first pass"
+    assert section["plan"] == {"first_pass": 2, "iterations": 2}  # no budget: the first pass is the whole plan
     completion = next(m for m in section["decision"]["metrics"] if m["metric"] == "completion")
     assert completion["baseline"] == [4, 4] and completion["current"] == [0, 4]  # each arm ran its own agent
     base, cur = (json.loads(Path(section["experiments"][arm]).read_text())["experiment"]

@@ -136,3 +136,23 @@ def test_every_run_ended_by_the_simulated_user_says_so(tmp_path, capsys):
     assert code == 3 and data["verdict"] == (
         "undecided: no shared scenario has a measured run in the current experiment (30 run(s) ended by the "
         "simulated user or the judge, 0 skipped): nothing was measured")
+
+
+def test_scenarios_an_interrupted_run_never_reached_are_not_run_not_removed(tmp_path, capsys):
+    """After Ctrl-C the current experiment lacks the scenarios it never started: they read as not
+    run (untested) on every surface, not as taken out of the suite, and the gate is undecided."""
+    cur = [r for r in _runs() if r.name != "scenario c"]
+
+    def interrupted(b, c):
+        c["experiment"]["interrupted"] = True
+
+    code, data, _ = _gate(tmp_path, _runs(), cur, capsys, mutate=interrupted)
+    assert code == 3 and data["gate"]["problems"][0].startswith(
+        "the current run was interrupted: 1 baseline scenario(s) did not run ('scenario c'); untested is never a pass")
+    compare_main(["exp_base01", "exp_curr01", "--results-dir", str(tmp_path)])
+    text = capsys.readouterr().out
+    assert "2 shared (0 added, 1 not run (the current run was interrupted))" in text
+    assert "Not run (1, the current run was interrupted before them: untested" in text
+    assert "Removed scenarios" not in text
+    compare_main(["exp_base01", "exp_curr01", "--results-dir", str(tmp_path), "--format", "markdown"])
+    assert "Not run (the current run was interrupted before them: untested)" in capsys.readouterr().out

@@ -240,3 +240,20 @@ def test_a_declared_criterion_that_could_not_run_is_not_removed():
     c = compare(base, make_doc("exp_c", [no_judge]))
     assert {r.name: r.status for r in c.criteria} == {"concise": "not evaluated", "friendly": "not evaluated"}
     assert c.comparability.criteria_identical
+
+
+def test_runs_the_simulated_user_or_the_judge_ended_are_shown_apart_and_not_in_the_rate():
+    """Issue 44: a run ended by the simulated user or the judge measures nothing of the agent: the
+    experiment's own completion rate leaves it out, as fabtest-compare does, and says how many."""
+    results = [make_result(f"s{i}") for i in range(3)]
+    results += [make_result("bad", passed=False, failure_type="assertion"),
+                make_result("sim", passed=False, failure_type="simulator"),
+                make_result("judged", passed=False, failure_type="judge")]
+    doc = make_doc("exp_unmeasured", results)
+    summary = doc["summary"]
+    assert (summary["passed"], summary["failed"], summary["unmeasured"], summary["counted_scenarios"]) == (3, 1, 2, 4)
+    assert summary["completion_rate"] == 0.75 and summary["failure_types"]["simulator"] == 1
+    text = render_summary(doc)
+    assert "6 total, 3 passed, 1 failed, 2 ended by the simulated user or the judge" in text
+    assert "Completion Rate:  75.0% (3/4)" in text
+    assert "runs the simulated user or the judge ended are not counted in the rate" in text

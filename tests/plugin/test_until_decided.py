@@ -79,6 +79,19 @@ def test_an_unchanged_agent_stops_at_once_when_the_budget_cannot_decide(project)
     assert "0 run(s) added of a budget of 4 run(s)" in project.output(result)
 
 
+def test_a_scenario_unrun_now_keeps_it_undecided_and_buys_nothing(project):
+    """The fixed gate's untested (a shared scenario with no measured run now, here @skip) holds here
+    too: the loop never reports "not worse" where ``fabtest-compare`` would say undecided."""
+    _project(project)
+    project.feature("features/r.feature", FEATURE.replace("  Scenario: It greets", "  @skip\n  Scenario: It greets"))
+    project.run("features", "--fabtest-no-preflight", "--fabtest-experiment-id", "exp_cur",
+                "--fabtest-until-decided", "--fabtest-baseline", "exp_base", "--fabtest-budget", "40")
+    record = _read(project, "exp_cur")["experiment"]["until_decided"]
+    assert record["outcome"] == "undecided" and record["runs_added"] == 0
+    assert record["stopped"].startswith("undecided whatever runs: 1 shared scenario(s) have no measured run in the "
+                                        "current experiment: 'It greets' (1 skipped; 5 run(s) in the baseline)")
+
+
 def test_a_regression_the_budget_could_decide_runs_until_the_next_iteration_would_pass_it(project):
     _project(project)
     project.write("reply.txt", "no")

@@ -34,7 +34,7 @@ from fabtest.ab.arms import Arm, ArmSpec, checkout, remove
 from fabtest.ab.rounds import EXCEEDED, RoundsResult, run_rounds
 from fabtest.ab.session import ArmSession
 from fabtest.cli.common import results_dir_of
-from fabtest.compare.paired import PairedDecision, decide_paired
+from fabtest.compare.paired import PairedDecision, Plan, decide_paired
 from fabtest.errors import UsageError
 
 __all__ = ["register", "run_ab"]
@@ -223,16 +223,24 @@ def _rounds(args: argparse.Namespace, sessions: list[ArmSession], budget: float,
             return sum(a or 0.0 for a in after) - before
         return 2.0 * (len(scenarios) if scenarios is not None else len(_shared(sessions))) * len(iterations)
 
-    def look() -> PairedDecision:
+    def look(plan: Plan) -> PairedDecision:
         (b_runs, names, _), (c_runs, c_names, _) = (s.runs() for s in sessions)
         decision = decide_paired(b_runs, c_runs, alpha=args.alpha, margin=args.gate_margin, names={**c_names, **names},
-                                 problems=_problems(b_runs, c_runs))
+                                 problems=_problems(b_runs, c_runs) or _untested(sessions), plan=plan)
         open_ = ", ".join(m.label for m in decision.undecided()[:3])
         _say(f"after round {state['round']}: {len(b_runs)} baseline and {len(c_runs)} current runs; "
              f"{decision.outcome}" + (f" ({open_} open)" if decision.outcome == "undecided" and open_ else ""))
         return decision
 
-    def cost(scenarios: Sequence[str]) -> float:
+    def cost(scenarios: Sequence[str] | None) -> float:
+        if scenarios is None:  # the plan: every shared scenario at the first pass's mean price per run
+            every = sorted(_shared(sessions))
+            if not usd:
+                return 2.0 * len(every)
+            prices = [p for s in sessions for p in s.cost_per_run().values()]
+            if not prices or state["unknown_cost"]:
+                return math.inf
+            return 2.0 * len(every) * sum(prices) / len(prices)
         if not usd:
             return 2.0 * len(scenarios)
         per_run = [s.cost_per_run() for s in sessions]
@@ -262,6 +270,21 @@ def _keep_interrupted(session: ArmSession, round_no: int) -> None:
 def _shared(sessions: list[ArmSession]) -> set[str]:
     ids = [set(s.nodeids()) for s in sessions]
     return ids[0] & ids[1]
+
+
+def _untested(sessions: list[ArmSession]) -> list[str]:
+    """Why the fixed gate would call the arms' experiments untested (compare/gate.py ``untested``: a
+    shared scenario with no measured run on the current arm, nothing judged, another judge or
+    simulated user): the paired decision is never "not worse" where the gate is not."""
+    from fabtest.compare import gate as gating
+    from fabtest.compare.compute import compare
+    from fabtest.compare.read import read_experiment
+
+    base, cur = sessions
+    if base.path is None or cur.path is None:
+        return []
+    return gating.untested(compare(read_experiment(base.path, base.results_dir)[1],
+                                   read_experiment(cur.path, cur.results_dir)[1]))
 
 
 def _problems(b_runs: Sequence[Any], c_runs: Sequence[Any]) -> list[str]:
@@ -303,6 +326,8 @@ def _report(args: argparse.Namespace, sessions: list[ArmSession], result: Rounds
                "stopped": result.stopped, "experiments": {"baseline": str(base.path), "current": str(cur.path)},
                "budget": f"${budget:g}" if usd else int(budget),
                "spent": round(result.spent, 6) if usd else int(result.spent),
+               "plan": None if result.plan is None else {"first_pass": result.plan.first_pass,
+                                                         "iterations": result.plan.iterations},
                "arms": {s.arm.name: s.arm.record() for s in sessions}, "decision": decision.to_dict()}
     if args.format == "json":
         data = comparison.to_dict()

@@ -254,6 +254,12 @@ class Comparison:
     def metric(self, name: str) -> MetricDelta:
         return next(m for m in self.metrics if m.name == name)
 
+    @property
+    def gone(self) -> str:
+        """What the baseline-only scenarios are: removed, or not run when the current run was
+        interrupted (never tried, not taken out of the suite: untested)."""
+        return "not run (the current run was interrupted)" if self.current.interrupted else "removed"
+
     def to_dict(self) -> dict[str, Any]:
         tallies, self.tallies = self.tallies, None
         try:
@@ -749,6 +755,10 @@ def _untested(base: Experiment, cur: Experiment, c: Comparison) -> list[str]:
     assert c.tallies is not None
     b_shared, c_shared = c.tallies
     comparability = c.comparability
+    if c.current.interrupted and c.removed:  # never tried, not taken out of the suite
+        out.append(f"the current run was interrupted: {len(c.removed)} baseline scenario(s) did not run "
+                   f"({', '.join(repr(o.name) for o in c.removed[:3])}{' and more' if len(c.removed) > 3 else ''}); "
+                   "untested is never a pass")
     unrun = [(a.name, b_shared[sid].runs, a) for sid, a in c_shared.items() if b_shared[sid].runs and not a.runs]
     if unrun and len(unrun) < len(c_shared):  # all of them unrun is the gate's own "nothing ran"
         named = "; ".join(f"'{name}' ({_not_measured(a)}; {runs} run(s) in the baseline)"

@@ -72,6 +72,7 @@ __all__ = [
     "regression_gate",
     "relabel",
     "sign_test_p",
+    "untested",
 ]
 
 EXIT_PASSED, EXIT_FAILED, EXIT_UNDECIDED = 0, 1, 3
@@ -402,7 +403,7 @@ def evaluate(c: Comparison, options: GateOptions, *, cost: Mapping[str, tuple[fl
     for e in worse:
         e.outcome, e.margin, e.reason = "worse", options.margin, _reason(e, alpha)
     shown = entries + sorted(worse, key=lambda e: (e.p_adjusted or 0.0, e.label))
-    problems = _problems(c) if options.requested() else []
+    problems = untested(c) if options.requested() else []
     outcome: Outcome = ("worse" if any(e.decision == "fail" for e in shown)
                         else "not worse" if entries and not problems and all(e.decision == "pass" for e in entries)
                         else "undecided")
@@ -482,7 +483,7 @@ def _hints(e: GateEntry, options: GateOptions, level: float) -> None:
     e.runs_to_detect = runs_to_detect(b[0] / b[1] if b[1] else rate, options.margin, level)
 
 
-def _problems(c: Comparison) -> list[str]:
+def untested(c: Comparison) -> list[str]:
     """Why no comparison of these experiments may pass, whatever the metrics say."""
     out = list(c.problems)
     comp = c.metric("completion_rate")

@@ -15,11 +15,15 @@ any stopping rule (a budget, a futility stop, Ctrl-C).
   collapse detector) are one family by weighted Bonferroni, as in :mod:`fabtest.compare.sequential`:
   weight 2 for a pooled metric, 1 for a scenario, decided at ``W / (w alpha)``; the weighted mean of
   the wealths is an e-process too and decides at ``1 / alpha`` (several metrics dropping together).
-* **not worse** (``x = D + margin``): "the current rate is below the baseline's by at least the
-  margin", for the pooled metrics only, each at ``1 / alpha``: "not worse" needs every one of them
-  (an intersection-union test, Berger 1982: its error rate is at most alpha with no correction),
-  and no metric found worse. Per-scenario non-inferiority at 10 points would need about 100 runs
-  per scenario and arm; per scenario only "worse" is tested.
+* **not worse**: "the current rate is below the baseline's by at least the margin", for the pooled
+  metrics only, each by a group-sequential score test whose information is the planned budget
+  (:mod:`fabtest.compare.noninferiority`: Lan-DeMets O'Brien-Fleming-type spending, Tango's paired
+  score test at each look): "not worse" needs every one of them (an intersection-union test, Berger
+  1982: its error rate is at most alpha with no correction), and no metric found worse. A betting
+  e-process for it was tried and measured: it must be ready to stop at any look, so at the budget
+  of a pull request an unchanged agent was "not worse" in only two thirds of the A/Bs; the planned
+  budget lets nearly all of alpha be spent at the last look. Per-scenario non-inferiority at 10
+  points would need about 100 runs per scenario and arm; per scenario only "worse" is tested.
 
 A pooled metric mixes scenarios of different rates. A batch is one iteration of every scenario that
 feeds the metric, and one bet is used for the whole batch: the product over the batch has
@@ -27,10 +31,8 @@ expectation ``prod(1 + lambda mu_s) <= (1 + lambda mean(mu_s))^k`` (AM-GM), at m
 mean over the scenarios (the balanced, stratified rate difference) is on the null side. An
 incomplete iteration is left out of a pooled metric.
 
-Why not :func:`fabtest.compare.sequential.e_not_worse` with both sides growing (it stays valid):
-its mixtures spread their evidence over every alternative, and at 160 runs a side of an agent
-unchanged at 90 % it is 1.4 against the 20 a decision needs (``python -c`` in docs/gates.md); the
-bet, learnt from the earlier batches, is near the growth-optimal one for the variance seen.
+The worse e-processes hold at any look; the not-worse test holds when its looks follow the plan
+(one per round, ``Plan``) and the plan is fixed before the differences are seen.
 """
 
 from __future__ import annotations
@@ -40,7 +42,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["Bet", "PairedDecision", "PairedMetric", "Run", "decide_paired"]
+from fabtest.compare.noninferiority import NonInferiority
+
+__all__ = ["Bet", "PairedDecision", "PairedMetric", "Plan", "Run", "decide_paired"]
 
 Outcome = Literal["worse", "not worse", "undecided"]
 
@@ -51,9 +55,22 @@ WORSE_CAP = 0.9
 #: the pseudo-pairs the first batch bets on, by paired difference (current - baseline): a few pairs
 #: apart, leaning towards the hypothesis' alternative (a drop for worse; equal for not worse)
 PRIOR_WORSE = {-1.0: 0.6, 0.0: 3.0, 1.0: 0.4}
-PRIOR_NOT_WORSE = {-1.0: 0.5, 0.0: 3.0, 1.0: 0.5}
+#: a scenario whose worse wealth stands this high now holds back "not worse" (a collapse the pooled
+#: metrics' margin would hide) until its runs decide it or its evidence falls back below
+SUSPECT = 20.0
 #: futility: the plausible end of a metric's mean evidence per pair (95 %, two-sided)
 PLAUSIBLE_Z = 1.959963984540054
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """When the not-worse test looks, fixed before any difference is seen: a look after the first
+    pass (``first_pass`` iterations) and after each later iteration, up to ``iterations`` in all (the
+    first pass and what the whole budget buys; full information). The default plan is one look at
+    the last iteration given, a fixed-sample test."""
+
+    first_pass: int
+    iterations: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +151,10 @@ def _kelly(counts: Mapping[float, float], cap: float) -> float:
         return 0.0
     if slope(cap) >= 0:
         return cap
+    live = [(x, n) for x, n in counts.items() if n and x]
+    if len(live) == 2:  # one gain and one loss (a pair's difference in {-1, 0, 1}): the root in closed form
+        (a, na), (b, nb) = live
+        return min(cap, max(0.0, -(na * a + nb * b) / (a * b * (na + nb))))
     lo, hi = 0.0, cap
     for _ in range(40):
         mid = (lo + hi) / 2
@@ -150,13 +171,16 @@ class PairedMetric:
     scenarios: list[str]  # the scenarios whose runs feed it
     pooled: bool
     worse: Bet
-    not_worse: Bet | None  # pooled metrics only
+    not_worse: NonInferiority | None  # pooled metrics only
     need_worse: float
-    need_not_worse: float
     baseline: list[int] = field(default_factory=lambda: [0, 0])  # [passed, runs] over the paired runs
     current: list[int] = field(default_factory=lambda: [0, 0])
     outcome: Outcome = "undecided"
     decided_at: int | None = None  # the batch (iteration) of the decision
+
+    def worse_e(self) -> float:
+        """The worse wealth now (not its peak): what holds "not worse" back (``SUSPECT``)."""
+        return math.exp(min(self.worse.log_wealth, 700.0))
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -164,8 +188,7 @@ class PairedMetric:
             "baseline": self.baseline, "current": self.current, "outcome": self.outcome,
             "e_worse": _shown(self.worse.peak), "threshold_worse": round(self.need_worse, 4)}
         if self.not_worse is not None:
-            out["e_not_worse"] = _shown(self.not_worse.peak)
-            out["threshold_not_worse"] = round(self.need_not_worse, 4)
+            out["not_worse"] = self.not_worse.to_dict()
         if self.decided_at is not None:
             out["decided_at_iteration"] = self.decided_at
         return out
@@ -187,6 +210,11 @@ class PairedDecision:
     combined_worse: float  # the weighted mean of the worse wealths (worse at 1 / alpha)
     pairs: int  # paired scenario runs behind it
     problems: list[str] = field(default_factory=list)
+    #: scenarios' completion metrics whose worse evidence stands at ``SUSPECT`` or more now: "not worse"
+    #: waits for them (their runs are bought) to be worse or to fall back
+    held: list[str] = field(default_factory=list)
+    #: the undecided pooled metrics the budget left cannot show within the margin (set by ``futile``)
+    blocked: list[str] = field(default_factory=list)
 
     def undecided(self) -> list[PairedMetric]:
         return [m for m in self.metrics if m.pooled and m.outcome == "undecided"]
@@ -201,25 +229,30 @@ class PairedDecision:
         if any(m.worse.reachable(rounds_left * per_round[m.metric] if set(m.scenarios) & set(self.rerun) else 0,
                                  m.need_worse) for m in self.metrics if m.outcome == "undecided"):
             return False
-        return not all(m.not_worse is not None and m.not_worse.reachable(rounds_left * per_round[m.metric],
-                                                                         m.need_not_worse)
-                       for m in self.undecided())
+        self.blocked = [m.metric for m in self.undecided()
+                        if m.not_worse is None or not m.not_worse.reachable(rounds_left * per_round[m.metric],
+                                                                            per_round[m.metric])]
+        return bool(self.blocked)
 
     def why_futile(self) -> str:
-        names = ", ".join(m.label for m in self.undecided()[:3])
-        more = len(self.undecided()) - 3
-        return (f"the budget cannot decide: {names or 'the metrics left'}"
-                + (f" and {more} more" if more > 0 else "")
-                + " would stay undecided even at the best plausible rate of the runs left")
+        """Which pooled metrics the budget cannot show within the margin, and what would."""
+        stuck = [m for m in self.undecided() if m.metric in self.blocked] or self.undecided()
+        names = ", ".join(m.label for m in stuck[:3]) + (f" and {len(stuck) - 3} more" if len(stuck) > 3 else "")
+        most = max((m.not_worse.planned for m in stuck if m.not_worse is not None), default=0)
+        return (f"the budget cannot decide: {names or 'the metrics left'} cannot be shown within "
+                f"{self.margin * 100:g} points by the {most} paired runs the plan allows"
+                f"{' each' if len(stuck) > 1 else ''}, even at the best plausible rate and with no metric "
+                "dropping; a larger --budget, or more scenarios rating them, would")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"method": "betting e-processes on paired scenario runs (same scenario and iteration on both arms): "
-                          "worse by weighted Bonferroni over pooled metrics and each scenario's completion, "
-                          "and their weighted mean; not worse when every pooled metric is shown within the margin "
-                          "(intersection-union); anytime-valid",
+        return {"method": "paired scenario runs (same scenario and iteration on both arms): worse by betting "
+                          "e-processes, weighted Bonferroni over pooled metrics and each scenario's completion and "
+                          "their weighted mean (anytime-valid); not worse when every pooled metric is shown within "
+                          "the margin (intersection-union) by a group-sequential score test spending alpha over the "
+                          "planned runs (Lan-DeMets, O'Brien-Fleming type)",
                 "outcome": self.outcome, "alpha": self.alpha, "margin": self.margin, "pairs": self.pairs,
                 "rerun": self.rerun, "combined_e_worse": float(f"{self.combined_worse:.6g}"),
-                "problems": self.problems, "metrics": [m.to_dict() for m in self.metrics]}
+                "problems": self.problems, "held": self.held, "metrics": [m.to_dict() for m in self.metrics]}
 
 
 def _pairs_per_iteration(m: PairedMetric) -> int:
@@ -227,7 +260,7 @@ def _pairs_per_iteration(m: PairedMetric) -> int:
 
 
 def _metrics(base: Mapping[tuple[str, int], Run], cur: Mapping[tuple[str, int], Run], shared: list[str],
-             names: Mapping[str, str], alpha: float, margin: float) -> list[PairedMetric]:
+             names: Mapping[str, str], alpha: float, margin: float, planned: int) -> list[PairedMetric]:
     rated = sorted({s for (s, _), r in base.items() if s in shared and r.evaluation is not None})
     criteria: dict[str, set[str]] = {}
     for (s, _), r in base.items():
@@ -240,11 +273,10 @@ def _metrics(base: Mapping[tuple[str, int], Run], cur: Mapping[tuple[str, int], 
     rows += [(f"criterion:{n}", f"criterion '{n}'", sorted(feeds), True) for n, feeds in sorted(criteria.items())]
     rows += [(f"scenario:{s}:completion", f"completion of scenario '{names.get(s, s)}'", [s], False) for s in shared]
     total = sum(POOLED_WEIGHT if pooled else 1.0 for *_, pooled in rows)
-    cap_nw = 0.9 / (1.0 - margin)
     worse = {-d: n for d, n in PRIOR_WORSE.items()}
-    not_worse = {d + margin: n for d, n in PRIOR_NOT_WORSE.items()}
-    return [PairedMetric(name, label, feeds, pooled, Bet(WORSE_CAP, worse), Bet(cap_nw, not_worse) if pooled else None,
-                         total / ((POOLED_WEIGHT if pooled else 1.0) * alpha), 1.0 / alpha)
+    return [PairedMetric(name, label, feeds, pooled, Bet(WORSE_CAP, worse),
+                         NonInferiority(margin, alpha, planned * len(feeds)) if pooled else None,
+                         total / ((POOLED_WEIGHT if pooled else 1.0) * alpha))
             for name, label, feeds, pooled in rows]
 
 
@@ -257,19 +289,22 @@ def _value(metric: str, run: Run) -> bool | None:
 
 
 def decide_paired(baseline: Iterable[Run], current: Iterable[Run], *, alpha: float = 0.05, margin: float = 0.10,
-                  names: Mapping[str, str] | None = None, problems: Sequence[str] = ()) -> PairedDecision:
+                  names: Mapping[str, str] | None = None, problems: Sequence[str] = (),
+                  plan: Plan | None = None) -> PairedDecision:
     """The A/B decision over every run so far, replayed batch by batch (iteration by iteration) in
-    iteration order, so a decision is the first look at which a wealth crossed its threshold.
+    iteration order, so a decision is the first look at which a wealth crossed its threshold or a
+    not-worse test its boundary (looks as ``plan`` says).
 
     Only pairs count: a scenario and iteration both arms ran (not skipped). ``problems`` keep the
     outcome from "not worse", as the fixed gate's do."""
     base = {(r.scenario, r.iteration): r for r in baseline}
     cur = {(r.scenario, r.iteration): r for r in current}
     shared = sorted({s for s, _ in base} & {s for s, _ in cur})
-    metrics = _metrics(base, cur, shared, names or {}, alpha, margin)
+    iterations = sorted({i for s, i in base if (s, i) in cur})
+    plan = plan or Plan(iterations[-1] if iterations else 1, iterations[-1] if iterations else 1)
+    metrics = _metrics(base, cur, shared, names or {}, alpha, margin, plan.iterations)
     weights = [POOLED_WEIGHT if m.pooled else 1.0 for m in metrics]
     total = sum(weights) or 1.0
-    iterations = sorted({i for s, i in base if (s, i) in cur})
     combined = 0.0
     outcome: Outcome = "undecided"
     for it in iterations:
@@ -291,20 +326,22 @@ def decide_paired(baseline: Iterable[Run], current: Iterable[Run], *, alpha: flo
                 continue
             m.worse.add([-d for d in diffs])
             if m.not_worse is not None:
-                m.not_worse.add([d + margin for d in diffs])
+                m.not_worse.add(diffs)
             if m.outcome != "worse" and m.worse.peak >= math.log(m.need_worse):
                 m.outcome, m.decided_at = "worse", it  # a drop overrides an earlier "not worse" (each holds alone)
-            elif (m.outcome == "undecided" and m.not_worse is not None
-                  and m.not_worse.peak >= math.log(m.need_not_worse)):
+            elif (m.outcome == "undecided" and m.not_worse is not None and it >= plan.first_pass
+                  and m.not_worse.look()):
                 m.outcome, m.decided_at = "not worse", it
         mean = sum(math.exp(min(m.worse.log_wealth, 700.0)) * w / total for m, w in zip(metrics, weights, strict=True))
         combined = max(combined, mean)
         if outcome == "undecided" and (combined >= 1.0 / alpha or any(m.outcome == "worse" for m in metrics)):
             outcome = "worse"
     pooled = [m for m in metrics if m.pooled]
+    held: list[PairedMetric] = []
     if outcome != "worse" and pooled and not problems and all(m.outcome == "not worse" for m in pooled) and shared:
-        outcome = "not worse"
-    rerun = sorted({s for m in pooled if m.outcome == "undecided" for s in m.scenarios}) \
-        if outcome == "undecided" and not problems else []
+        held = [m for m in metrics if not m.pooled and m.worse.log_wealth >= math.log(SUSPECT)]
+        outcome = "undecided" if held else "not worse"
+    rerun = sorted({s for m in pooled if m.outcome == "undecided" for s in m.scenarios}
+                   | {s for m in held for s in m.scenarios}) if outcome == "undecided" and not problems else []
     return PairedDecision(outcome, alpha, margin, metrics, rerun, combined, sum(1 for k in base if k in cur),
-                          list(problems))
+                          list(problems), [m.metric for m in held])

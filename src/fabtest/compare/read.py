@@ -18,6 +18,7 @@ from typing import Any
 
 from fabtest.experiment.export import entry_topics
 from fabtest.experiment.reader import read_entries, read_index
+from fabtest.experiment.stats import NOT_MEASURED as _NOT_MEASURED
 from fabtest.experiment.stats import entry_check_counts, is_criterion
 
 __all__ = ["NOT_MEASURED", "Experiment", "ScenarioTally", "criteria_definitions", "hard_criteria", "merge_counts",
@@ -30,7 +31,7 @@ __all__ = ["NOT_MEASURED", "Experiment", "ScenarioTally", "criteria_definitions"
 #: failure types that say nothing about the agent (errors.py): the simulated user or the judge failed.
 #: Such a run is "not measured": kept out of every metric of the agent, like a skipped one, and
 #: counted apart so that a scenario left with no measured run makes the gate undecided.
-NOT_MEASURED = frozenset({"simulator", "judge"})
+NOT_MEASURED = _NOT_MEASURED
 
 
 class ScenarioTally:
@@ -184,6 +185,9 @@ class Experiment:
         wanted = {k: summary.get(k) for k in ("passed", "failed", "skipped")} if isinstance(summary, dict) else {}
         if not wanted or not all(isinstance(v, int) and not isinstance(v, bool) for v in wanted.values()):
             return None  # an older or hand-made file without the counts: nothing to check against
+        ended = summary.get("unmeasured") if isinstance(summary, dict) else None
+        if isinstance(ended, int) and not isinstance(ended, bool):  # counted apart since issue 44
+            wanted["failed"] = int(wanted["failed"] or 0) + ended
         aggs = self.scenarios.values()
         passes = sum(a.passes for a in aggs)
         found = {"passed": passes, "failed": sum(a.runs + a.unmeasured for a in aggs) - passes,

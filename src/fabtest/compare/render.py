@@ -98,7 +98,7 @@ def _same_llm(line: str) -> str:
     return " (none configured)" if line.startswith("none") else f" ({line})"
 
 
-def _comparability_lines(c: Comparability) -> list[str]:
+def _comparability_lines(c: Comparability, gone: str = "removed") -> list[str]:
     def flag(ok: bool, severe: bool = False) -> str:
         return "✓" if ok else ("✗" if severe else "⚠")
 
@@ -117,7 +117,7 @@ def _comparability_lines(c: Comparability) -> list[str]:
         f"{'identical' if c.topic_graph_identical else 'DIFFERENT'}",
         f"  {flag(c.criteria_identical)} Criteria: {criteria_text}",
         f"  {flag(scen_ok, c.scenarios_shared == 0)} Scenarios: {c.scenarios_shared} shared, "
-        f"{c.scenarios_added} added, {c.scenarios_removed} removed",
+        f"{c.scenarios_added} added, {c.scenarios_removed} {gone}",
         f"  {flag(c.judge_identical, True)} Judge LLM: "
         + ("identical" if c.judge_identical else f"{c.judge_baseline} → {c.judge_current}")
         + (_same_llm(c.judge_current) if c.judge_identical else ""),
@@ -255,7 +255,7 @@ def render_text(comparison: Comparison, diffs: Sequence[ConversationDiff] = ()) 
         _ref_line("Current:  ", c.current),
         "",
         f"Scenarios compared: {comp.scenarios_shared} shared ({comp.scenarios_added} added, "
-        f"{comp.scenarios_removed} removed)",
+        f"{comp.scenarios_removed} {c.gone})",
     ]
     if comp.scenarios_added or comp.scenarios_removed:
         head.append("  Deltas, criteria, checks and gates below are over the shared scenarios only.")
@@ -263,7 +263,7 @@ def render_text(comparison: Comparison, diffs: Sequence[ConversationDiff] = ()) 
     parts["moved"] = ["", RULE_LIGHT, "", "What moved (shared scenarios, failing runs now and before)",
                       *_moved_lines(c)]
     parts["changes"] = ["", RULE_LIGHT, "", *_scenario_changes(c, diffs)]
-    parts["comparability"] = ["", RULE_LIGHT, "", *_comparability_lines(comp)]
+    parts["comparability"] = ["", RULE_LIGHT, "", *_comparability_lines(comp, c.gone)]
     lines = ["", RULE_LIGHT, "", "Completion (Hard Expectations), shared scenarios"]
     for m in c.metrics:
         if m.name == "evaluation_rate":
@@ -310,7 +310,11 @@ def render_text(comparison: Comparison, diffs: Sequence[ConversationDiff] = ()) 
         if c.added:
             lines.append(f"Added scenarios ({len(c.added)}, only in current; not in the deltas above):")
             lines += _listed(c.added, lambda o: f"    - {_scenario_label(o)}: {_outcome_text(o)}")
-        if c.removed:
+        if c.removed and c.current.interrupted:
+            lines.append(f"Not run ({len(c.removed)}, the current run was interrupted before them: untested; not in "
+                         "the deltas above):")
+            lines += _listed(c.removed, lambda o: f"    - {_scenario_label(o)}: {_outcome_text(o)} in the baseline")
+        elif c.removed:
             lines.append(f"Removed scenarios ({len(c.removed)}, only in baseline; not in the deltas above):")
             lines += _listed(c.removed, lambda o: f"    - {_scenario_label(o)}: {_outcome_text(o)}")
         lines += ["", "Whole experiments (different scenario sets: for reference, not compared)",
@@ -513,7 +517,7 @@ def render_markdown(comparison: Comparison, gate: Sequence[str] = ()) -> str:
         + (f" ({md_escape('; '.join(comp.reasons))})" if comp.reasons else ""),
         "",
         f"Scenarios compared: {comp.scenarios_shared} shared ({comp.scenarios_added} added, "
-        f"{comp.scenarios_removed} removed)"
+        f"{comp.scenarios_removed} {c.gone})"
         + ("; the tables below are over the shared scenarios only." if comp.scenarios_added or comp.scenarios_removed
            else ""),
     ]
@@ -542,7 +546,8 @@ def render_markdown(comparison: Comparison, gate: Sequence[str] = ()) -> str:
     parts["checks"] = lines
     lines = [*_md_list("Added scenarios (only in current)", c.added,
                        lambda o: f"- {md_escape(_scenario_label(o))}: {_outcome_text(o)}"),
-             *_md_list("Removed scenarios (only in baseline)", c.removed,
+             *_md_list("Not run (the current run was interrupted before them: untested)" if c.current.interrupted
+                       else "Removed scenarios (only in baseline)", c.removed,
                        lambda o: f"- {md_escape(_scenario_label(o))}: {_outcome_text(o)}")]
     if c.added or c.removed:
         lines += ["", "### Whole experiments (different scenario sets, not compared)", "",

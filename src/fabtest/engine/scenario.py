@@ -91,6 +91,9 @@ class ScenarioState:
     _user_note: str | None = None
     #: each simulated conversation tried: attempt, valid, problems, turns, stop (engine/simulation.py)
     simulations: list[dict[str, Any]] = field(default_factory=list)
+    #: the scenario's stable id and iteration, which the simulated user's seed is drawn from (the same
+    #: user on both arms of an A/B); None: no seed is sent
+    simulation_key: tuple[str, int] | None = None
     _agent: Agent | None = None
     _metadata: dict[str, Any] = field(default_factory=dict)
     _closed: bool = False

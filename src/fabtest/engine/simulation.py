@@ -25,7 +25,7 @@ from typing import Any, Protocol
 from fabtest.config.settings import Settings
 from fabtest.conversation import Attachment, Conversation, Decision, TokenUsage
 from fabtest.engine import fidelity
-from fabtest.engine.simulator import STOPS, SimResult, Simulator, SimulatorConfig
+from fabtest.engine.simulator import STOPS, SimResult, Simulator, SimulatorConfig, simulation_seed
 from fabtest.engine.topics import TopicGraph
 from fabtest.engine.turns import ConversationRunner
 from fabtest.errors import InvalidSimulation, LLMError, LLMNotConfigured, MaxTurnsReached, SimulatorFailed, UsageError
@@ -88,6 +88,9 @@ class SimulatedState(Protocol):
     def user_files(self) -> Mapping[str, Attachment]: ...
 
     @property
+    def simulation_key(self) -> tuple[str, int] | None: ...
+
+    @property
     def conversation(self) -> Conversation: ...
 
     @property
@@ -131,9 +134,11 @@ def simulate(state: SimulatedState, *, first: str | None = None,
     restartable = state.restartable
     tries = 1 + state.settings.simulator_retries if restartable else 1
     for attempt in range(1, tries + 1):
-        reason, ending, checked, why = _one_conversation(state, first, until)
+        seed = simulation_seed(*state.simulation_key, attempt) if state.simulation_key else None
+        reason, ending, checked, why = _one_conversation(state, first, until, seed)
         problems = checked.problems
-        state.simulations.append({"attempt": attempt, "valid": not problems, "problems": problems,
+        state.simulations.append({"attempt": attempt, **({"seed": seed} if seed is not None else {}),
+                                  "valid": not problems, "problems": problems,
                                   "turns": len(state.conversation.turns), "stop": reason, "judged": checked.judged,
                                   **({"user_thinking": why} if why else {}),
                                   **({"note": checked.note} if checked.note else {})})
@@ -148,12 +153,12 @@ def simulate(state: SimulatedState, *, first: str | None = None,
     raise InvalidSimulation(f"the simulated user left its role in {tried}: {'; '.join(problems)}", where=state.where)
 
 
-def _one_conversation(state: SimulatedState, first: str | None,
-                      until: Callable[[Conversation], str | None] | None) -> tuple[str, Any, fidelity.Fidelity, str]:
+def _one_conversation(state: SimulatedState, first: str | None, until: Callable[[Conversation], str | None] | None,
+                      seed: int | None) -> tuple[str, Any, fidelity.Fidelity, str]:
     """One try: (why it stopped, the MaxTurnsReached it ended with or None, its fidelity check, and
     what the simulated user thought when it stopped the conversation itself)."""
     config = state.simulator_config
-    simulator = Simulator(state.llms.simulator, config, purpose=state.purpose, files=state.user_files)
+    simulator = Simulator(state.llms.simulator, config, purpose=state.purpose, files=state.user_files, seed=seed)
     simulated: set[int] = set()
     status: list[str] = []
     thinking: list[str] = []

@@ -9,6 +9,7 @@ measured), so the agent is never blamed for the simulator's mistake.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -314,13 +315,25 @@ class SimResult:
         return self.status != "continue"
 
 
+def simulation_seed(scenario_id: str, iteration: int, attempt: int = 1) -> int:
+    """The simulated user's sampling seed for one scenario, iteration and try: a hash of them, so the
+    same scenario and iteration draw the same user on both arms of ``fabtest ab`` (common random
+    numbers: the pair's two runs then differ by the agent more than by the user, which lowers the
+    variance of the paired difference) and different iterations draw different users. 31 bits, as
+    Gemini's ``seed`` (an int32) and OpenAI's take it."""
+    digest = hashlib.sha256(f"{scenario_id}:{iteration}:{attempt}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
 class Simulator:
     """Writes the user's side of a conversation with an LLM."""
 
     def __init__(self, llm: LLM | None, config: SimulatorConfig, *, purpose: str | None = None,
-                 files: Mapping[str, Attachment] | None = None) -> None:
+                 files: Mapping[str, Attachment] | None = None, seed: int | None = None) -> None:
         self.llm = llm
         self.config = config
+        #: the sampling seed of every call (:func:`simulation_seed`; None: the provider's own draw)
+        self.seed = seed
         #: the agent's purpose (issue 27 point 4: ``agent_description`` / ``Given the agent's purpose is``)
         self.purpose = purpose
         #: the files the user has, by name (``Given the user has the files``); not for an attacker
@@ -376,7 +389,8 @@ class Simulator:
         level = _level(chosen, len(conversation.turns) + 1) if chosen is not None else 0
         call = LLMCall("simulated_user", subject=_user_side_transcript(conversation), goal=self.config.goal,
                        conversation=conversation, persona=self.config.persona, facts=dict(self.config.facts),
-                       attack=chosen.name if chosen else None, tactic=chosen.tactics[level - 1] if chosen else None)
+                       attack=chosen.name if chosen else None, tactic=chosen.tactics[level - 1] if chosen else None,
+                       seed=self.seed)
         system = ADVERSARIAL_SYSTEM_PROMPT if chosen is not None else SYSTEM_PROMPT
         deciding = chosen is None and bool(conversation.pending_pauses)
         schema: type[UserAnswer] | type[AttackerAnswer] = (

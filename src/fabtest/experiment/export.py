@@ -81,7 +81,8 @@ def _summary(results: Sequence[ScenarioResult]) -> dict[str, Any]:
         "passed": comp["passed"],
         "failed": comp["failed"],
         "skipped": comp["skipped"],
-        "counted_scenarios": comp["counted"],  # passed + failed: completion_rate and avg_turns are over these
+        "counted_scenarios": comp["counted"],  # passed + failed: completion_rate is over these
+        "unmeasured": comp["unmeasured"],  # ended by the simulated user or the judge: not the agent's, not counted
         "topic_graph_scenarios": eff["topic_graph_scenarios"],  # avg_topics is over these only
         "completion_rate": _r(comp["rate"]),
         "evaluation_rate": _r(ev["rate"]),

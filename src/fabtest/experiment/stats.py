@@ -26,6 +26,7 @@ from typing import Any
 from fabtest.experiment.model import CheckRecord, ScenarioResult
 
 __all__ = [
+    "NOT_MEASURED",
     "FAILURE_TYPES",
     "LLM_JUDGED_TYPES",
     "checks_performance",
@@ -51,6 +52,9 @@ __all__ = [
 ]
 
 FAILURE_TYPES = ("assertion", "max_turns", "timeout", "error")
+#: failure types of runs the simulated user or the judge ended: no measure of the agent, so they are
+#: shown apart and left out of the completion rate (docs/gates.md, "Not measured")
+NOT_MEASURED = frozenset({"simulator", "judge"})
 
 #: Check types whose verdict comes from the judge LLM: these are the *criteria*.
 LLM_JUDGED_TYPES = frozenset({"satisfy", "grounded_in", "intent", "goal", "llm_check", "step"})
@@ -88,9 +92,12 @@ def _counted(results: Iterable[ScenarioResult]) -> list[ScenarioResult]:
 
 
 def completion(results: Sequence[ScenarioResult]) -> dict[str, Any]:
-    """Completion rate over non-skipped scenarios, with the breakdown by failure type."""
+    """Completion rate over the measured runs (not skipped, not ended by the simulated user or the
+    judge: ``unmeasured``), with the breakdown by failure type (every non-skipped run's)."""
     counted = _counted(results)
     passed = sum(1 for r in counted if r.passed)
+    unmeasured = sum(1 for r in counted if not r.passed and r.failure_type in NOT_MEASURED)
+    measured = len(counted) - unmeasured
     failure_types: Counter[str] = Counter()
     for r in counted:
         if not r.passed:
@@ -98,10 +105,11 @@ def completion(results: Sequence[ScenarioResult]) -> dict[str, Any]:
     return {
         "total": len(results),
         "skipped": len(results) - len(counted),
-        "counted": len(counted),
+        "counted": measured,
         "passed": passed,
-        "failed": len(counted) - passed,
-        "rate": rate(passed, len(counted)),
+        "failed": measured - passed,
+        "unmeasured": unmeasured,
+        "rate": rate(passed, measured),
         "failure_types": {t: failure_types.get(t, 0) for t in FAILURE_TYPES} | {
             t: n for t, n in sorted(failure_types.items()) if t not in FAILURE_TYPES
         },

@@ -84,6 +84,10 @@ class LLMCall:
     #: the files the prompt's transcript attaches (``[attached: file N]``, :mod:`fabtest.llm.inline_files`):
     #: providers send them inline beside the line naming them; the LLM cache key includes their hashes
     files: tuple[Attachment, ...] = ()
+    #: the sampling seed of a simulated user's call (:func:`fabtest.engine.simulator.simulation_seed`):
+    #: the same scenario and iteration draw the same user on both arms of ``fabtest ab``; providers
+    #: that take a seed send it (Gemini ``generationConfig.seed``, OpenAI ``seed``)
+    seed: int | None = None
 
     @property
     def criterion_names(self) -> list[str]:

@@ -18,7 +18,7 @@ from fabtest.errors import TransientFailure
 from fabtest.llm.base import Completion, LLMError, LLMNotConfigured, LLMSettings, json_schema
 from fabtest.llm.connect_timeout import connect_timeout, shorten_connect
 from fabtest.llm.gemini_rest import LeanTransport, lean_transport, raw_answer, request_body
-from fabtest.llm.inline_files import call_files, gemini_contents
+from fabtest.llm.inline_files import call_files, call_seed, gemini_contents
 from fabtest.llm.limits import (
     PROBE_PROMPT,
     ProviderBase,
@@ -117,10 +117,11 @@ class GeminiLLM(ProviderBase):
         client = self._get_client()
         temperature = temperature if temperature is not None else self.settings.temperature
         files = call_files()  # a transcript's files, beside the lines naming them
+        seed = call_seed()  # the simulated user's: the same on both arms of an A/B
         lean = self._lean
         if lean is not None and not files:  # the REST body written here, sent on the SDK's client (gemini_rest.py)
             body = request_body(prompt, system=system, temperature=temperature,
-                                schema=json_schema(schema) if schema is not None else None)
+                                schema=json_schema(schema) if schema is not None else None, seed=seed)
 
             def send(limit: float | None) -> RawAnswer:
                 try:
@@ -135,6 +136,7 @@ class GeminiLLM(ProviderBase):
             config = types.GenerateContentConfig(
                 system_instruction=system or None,
                 temperature=temperature,
+                seed=seed,
                 response_mime_type="application/json" if schema is not None else None,
                 response_json_schema=json_schema(schema) if schema is not None else None,
             )

@@ -27,7 +27,7 @@ __all__ = ["LeanTransport", "lean_transport", "raw_answer", "request_body"]
 
 
 def request_body(prompt: str, *, system: str | None, temperature: float | None,
-                 schema: dict[str, Any] | None) -> dict[str, Any]:
+                 schema: dict[str, Any] | None, seed: int | None = None) -> dict[str, Any]:
     """The ``generateContent`` body the SDK sends for one user text (same keys, same order)."""
     body: dict[str, Any] = {"contents": [{"parts": [{"text": prompt}], "role": "user"}]}
     if system:
@@ -35,6 +35,8 @@ def request_body(prompt: str, *, system: str | None, temperature: float | None,
     config: dict[str, Any] = {}
     if temperature is not None:
         config["temperature"] = temperature
+    if seed is not None:
+        config["seed"] = seed
     if schema is not None:
         config["responseMimeType"] = "application/json"
         config["responseJsonSchema"] = schema

@@ -71,6 +71,14 @@ def call_files() -> tuple[Attachment, ...]:
     return call.files if call is not None else ()
 
 
+def call_seed() -> int | None:
+    """The sampling seed of the LLM call being made (a simulated user's), or None."""
+    from fabtest.llm.calls import current_call
+
+    call = current_call()
+    return call.seed if call is not None else None
+
+
 def gemini_contents(prompt: str, files: Sequence[Attachment]) -> Any:
     """The prompt as google-genai contents: the text alone, or one user turn of text and inline parts."""
     if not files:

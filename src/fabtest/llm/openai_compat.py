@@ -21,7 +21,7 @@ from fabtest.errors import TransientFailure
 from fabtest.llm.base import Completion, LLMError, LLMSettings
 from fabtest.llm.base import json_schema as base_json_schema
 from fabtest.llm.connect_timeout import connect_timeout
-from fabtest.llm.inline_files import call_files, openai_content
+from fabtest.llm.inline_files import call_files, call_seed, openai_content
 from fabtest.llm.limits import (
     PROBE_PROMPT,
     ProviderBase,
@@ -106,6 +106,8 @@ class OpenAICompatLLM(ProviderBase):
         temp = temperature if temperature is not None else self.settings.temperature
         if temp is not None:
             body["temperature"] = temp
+        if (seed := call_seed()) is not None:  # the simulated user's: the same on both arms of an A/B
+            body["seed"] = seed
         if schema is not None:
             body["response_format"] = _response_format(schema)
 

@@ -279,6 +279,7 @@ def fabtest_scenario(request: pytest.FixtureRequest, tmp_path: Path, fabtest_llm
         where=item.stash.get(WHERE_KEY, str(item.path)), record=record,
         on_late=lambda late: session.late.expect(item.nodeid, late),  # soft verdicts follow the result
         files=session.files,
+        simulation_key=(identity_of(item).stable_id, fabtest_iteration),
     )
     state.criteria.update(session.project_criteria())
     for stub in stubbing.project_stubs(session.settings):  # the level above every Background

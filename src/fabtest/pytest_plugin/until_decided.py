@@ -108,7 +108,7 @@ class UntilDecided:
             self.notes.append(f"fabtest: error: --fabtest-until-decided stopped: {exc}")
 
     def _more(self, session: pytest.Session) -> None:
-        from fabtest.compare.read import Experiment, read_experiment
+        from fabtest.compare.read import read_experiment
         from fabtest.compare.sequential import decide
 
         _, baseline = read_experiment(self.baseline_ref, self.recording.results_dir)
@@ -118,15 +118,17 @@ class UntilDecided:
             if self.settle is not None:
                 self.settle()
             rows = recorder.index_rows()
-            current = Experiment({})
-            current.add_rows(rows)
+            current, problems = _current(recorder, rows, baseline)
             usd = _costs(rows, self.iterations)
             runs_left = self._runs_left(spent, usd)
-            decision = decide(baseline, current, budget_left=None if runs_left is None else max(0, runs_left))
+            decision = decide(baseline, current, budget_left=None if runs_left is None else max(0, runs_left),
+                              problems=problems)
             rerun = self._items(session, recorder, set(decision.rerun)) if decision.outcome == "undecided" else []
             wanted = sorted({s for m in decision.metrics if m.outcome == "undecided" for s in m.scenarios}
                             if decision.outcome == "undecided" else ())
-            if runs_left is None and rerun:
+            if problems and decision.outcome == "undecided":  # the fixed gate's untested: no run changes it
+                stopped = f"undecided whatever runs: {problems[0]}"
+            elif runs_left is None and rerun:
                 stopped = ("the runs so far cost $0 as recorded (no token usage reported, or no price for their "
                            "models): dollars cannot buy more of them; use a budget in runs (--fabtest-budget 50)"
                            if not usd["unknown"] and usd["mean"] == 0 else
@@ -186,6 +188,23 @@ class UntilDecided:
                     seen.add(key)
                     out.append(item)
         return out
+
+
+def _current(recorder: Any, rows: list[list[Any]], baseline: Any) -> tuple[Any, list[str]]:
+    """The experiment so far, and why the fixed gate would call it untested against ``baseline``
+    (compare/gate.py ``untested``: a shared scenario with no measured run, nothing judged, another
+    judge or simulated user), so the loop never reports "not worse" where the gate would not."""
+    from fabtest.compare import gate as gating
+    from fabtest.compare.compute import compare
+    from fabtest.compare.read import Experiment, criteria_definitions
+    from fabtest.experiment.attribution import Attributions
+    from fabtest.experiment.export import document_head
+
+    head = document_head(recorder.info, recorder.results, attribute=lambda _: Attributions())
+    head["scenario_results"] = []
+    current = Experiment(head, definitions=criteria_definitions(head))
+    current.add_rows(rows)
+    return current, gating.untested(compare(baseline, current))
 
 
 def _costs(rows: list[list[Any]], first_pass: int) -> dict[str, Any]:

@@ -65,24 +65,29 @@ def _completion(summary: dict[str, Any], iterations: int = 1) -> list[str]:
     """Completion; with several iterations the counts are of scenario runs, and the label says so
     (issue 31: "scenarios" meant runs on some pages)."""
     counted = summary.get("passed", 0) + summary.get("failed", 0)
-    skipped = summary.get("skipped", 0)
+    skipped, ended = summary.get("skipped", 0), summary.get("unmeasured", 0)
     label = "Scenarios:" if iterations <= 1 else "Scenario runs:"
     lines = [
         "Completion (Hard Expectations)",
         f"  {label:<17} {count(summary.get('total_scenarios', 0))} total, "
         f"{count(summary.get('passed', 0))} passed, "
-        f"{count(summary.get('failed', 0))} failed" + (f", {count(skipped)} skipped" if skipped else ""),
+        f"{count(summary.get('failed', 0))} failed"
+        + (f", {count(ended)} ended by the simulated user or the judge" if ended else "")
+        + (f", {count(skipped)} skipped" if skipped else ""),
         f"  Completion Rate:  {pct(summary.get('completion_rate'))} "
         f"({count(summary.get('passed', 0))}/{count(counted)})",
     ]
-    if skipped:
-        lines.append("  (skipped scenarios are not counted in the rate)")
+    if skipped or ended:
+        lines.append("  (" + " and ".join(filter(None, ("skipped scenarios" if skipped else "",
+                                                        "runs the simulated user or the judge ended" if ended
+                                                        else ""))) + " are not counted in the rate: "
+                     + ("they measure nothing of the agent)" if ended else "they did not run)"))
     lines += _simulator_validity(summary.get("simulator_validity"))
     failures = {k: v for k, v in (summary.get("failure_types") or {}).items() if v}
     if failures:
         lines.append("  By failure type:")
         for kind, n in failures.items():
-            lines.append(f"    - {kind}: {n} ({pct(n / counted if counted else None)})")
+            lines.append(f"    - {kind}: {n} ({pct(n / (counted + ended) if counted + ended else None)})")
     return lines
 
 

@@ -468,7 +468,7 @@ def _comparability_panel(comparison: Comparison) -> str:
         line(c.topic_graph_identical, True, "Topic graph", "identical" if c.topic_graph_identical else "different"),
         line(c.criteria_identical, False, "Criteria", crit),
         line(c.scenarios_added == c.scenarios_removed == 0, c.scenarios_shared == 0, "Scenarios",
-             f"{c.scenarios_shared} shared, {c.scenarios_added} added, {c.scenarios_removed} removed"),
+             f"{c.scenarios_shared} shared, {c.scenarios_added} added, {c.scenarios_removed} {comparison.gone}"),
         line(c.judge_identical, True, "Judge LLM",
              c.judge_current if c.judge_identical else f"{c.judge_baseline} → {c.judge_current}"),
         line(c.simulator_identical, False, "Simulator LLM",
@@ -557,7 +557,9 @@ def _added_removed_panel(comparison: Comparison) -> str:
         return ""
     html = ""
     for title, items in (("Added scenarios (only in current)", comparison.added),
-                         ("Removed scenarios (only in baseline)", comparison.removed)):
+                         ("Not run (the current run was interrupted before them: untested)"
+                          if comparison.current.interrupted else "Removed scenarios (only in baseline)",
+                          comparison.removed)):
         if items:
             html += f"<h3>{_e(title)} ({len(items)})</h3>" + _table(
                 ["Scenario", "Outcome", "Runs passed", "Evaluations"], [_outcome_cells(o) for o in items], {2, 3})
