@@ -23,6 +23,7 @@ EXTRAS = {
     "acp": ("acp", "agents over the Agent Client Protocol (acp = [...], the Gemini CLI over ACP)"),
     "a2a": ("a2a", "agents over the A2A protocol (a2a = \"URL\")"),
     "ag-ui": ("ag_ui", "agents over the AG-UI protocol (ag_ui = \"URL\")"),
+    "realtime": ("websockets", "voice agents over the OpenAI Realtime protocol (realtime = \"wss://...\")"),
     "pdf": ("pypdf", "checks on the text of a PDF the agent replies with"),
     "voice": ("pocketsphinx", "voice scenarios (offline text to speech and speech recognition)"),
 }

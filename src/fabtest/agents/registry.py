@@ -92,8 +92,8 @@ def _as_agent(obj: Any, *, where: str) -> Agent:
 
 
 def _from_table(table: Mapping[str, Any], context: Mapping[str, Any], *, where: str) -> Agent:
-    """``{http = "URL", ...}``, ``{openai = "URL", model = ...}``, ``{acp = [argv...]}``, ``{a2a = "URL"}``,
-    ``{ag_ui = "URL"}``, a built-in
+    """``{http = "URL", ...}``, ``{openai = "URL", model = ...}``, ``{realtime = "wss://..."}`` (a voice
+    agent, :mod:`fabtest.agents.realtime`), ``{acp = [argv...]}``, ``{a2a = "URL"}``, ``{ag_ui = "URL"}``, a built-in
     agent (``gemini = "MODEL"`` or ``provider = ...``, see :mod:`fabtest.agents.builtin`) or
     ``{factory = "module:attr", ...}``."""
     table = {k: _expand(v, where) for k, v in table.items()}
@@ -110,6 +110,10 @@ def _from_table(table: Mapping[str, Any], context: Mapping[str, Any], *, where: 
         from fabtest.agents.openai_chat import build_openai_chat_agent
 
         return build_openai_chat_agent(table, context, where=where)
+    if "realtime" in table:
+        from fabtest.agents.realtime import build_realtime_agent
+
+        return cast(Agent, build_realtime_agent(table, context, where=where))
     if "gemini" in table or "provider" in table:
         from fabtest.agents.builtin import build_builtin_agent
 
@@ -135,9 +139,9 @@ def _from_table(table: Mapping[str, Any], context: Mapping[str, Any], *, where: 
         target = import_object(str(table["factory"]), where=where)
         extra = {k: v for k, v in table.items() if k != "factory"}
         return make_agent(target, {**context, **extra}, where=where)
-    raise UsageError(f"{where}: agent table needs 'http = \"URL\"', 'openai = \"URL\"', 'gemini = \"MODEL\"', "
-                     "'provider = \"openai\"', 'acp = [\"program\", ...]', 'a2a = \"URL\"', 'ag_ui = \"URL\"', "
-                     "'factory = \"module:attr\"' or a "
+    raise UsageError(f"{where}: agent table needs 'http = \"URL\"', 'openai = \"URL\"', "
+                     "'realtime = \"wss://...\"', 'gemini = \"MODEL\"', 'provider = \"openai\"', "
+                     "'acp = [\"program\", ...]', 'a2a = \"URL\"', 'ag_ui = \"URL\"', 'factory = \"module:attr\"' or a "
                      f"framework's '{' / '.join(FRAMEWORKS)} = \"module:attr\"', "
                      f"got {sorted(table)}")
 
