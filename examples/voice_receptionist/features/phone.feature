@@ -3,7 +3,7 @@ Feature: Booking by phone
 
   Scenario: Booking a table
     When the user says "book a table for two tonight"
-    Then the agent must start speaking within 3000 ms
+    Then the agent should start speaking within 1500 ms
     And the response must match "(?i)table"
 
   Scenario: The caller cuts in
