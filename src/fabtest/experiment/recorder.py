@@ -502,8 +502,12 @@ class _LateMerge:
         key = result_key(result)
         if result.nodeid:
             self._keys[result.nodeid] = key
+        self._waiting.discard(key)
         if has_pending(result):
             self._waiting.add(key)
+        if self._spool.holds(key):  # a run voided by its late fidelity review, run again: this run replaces it
+            self._spool.update(key, lambda _voided: result)
+            return
         self._spool.add(result, dumped)
 
     def verdict(self, verdict: LateVerdict) -> None:

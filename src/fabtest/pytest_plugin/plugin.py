@@ -40,7 +40,15 @@ from fabtest.pytest_plugin import (
 from fabtest.pytest_plugin.collect import FILE_LOADER_KEY, FeatureModule, template_of
 from fabtest.pytest_plugin.results import identity_of, relative_to_root
 from fabtest.pytest_plugin.session import FabtestSession
-from fabtest.pytest_plugin.stash_keys import ENDED_KEY, ITERATION_KEY, SPAN_KEY, STATE_KEY, STEP_KEY, WHERE_KEY
+from fabtest.pytest_plugin.stash_keys import (
+    ENDED_KEY,
+    ITERATION_KEY,
+    SPAN_KEY,
+    STATE_KEY,
+    STEP_KEY,
+    VOIDED_KEY,
+    WHERE_KEY,
+)
 
 SESSION_KEY = pytest.StashKey[FabtestSession]()
 
@@ -92,6 +100,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if warning := settings.judge.sampling_warning():
         config.issue_config_time_warning(pytest.PytestConfigWarning(f"fabtest: {warning}"), stacklevel=2)
     _register_concurrency(config, settings.concurrency)
+    from fabtest.pytest_plugin.requeue import Requeue
+
+    config.pluginmanager.register(Requeue(session), "fabtest-requeue")  # outside concurrency's loop: after its drain
     if config.getoption("--fabtest-until-decided") and not session.is_worker:
         if hasattr(config, "workerinput") or config.getoption("numprocesses", None):
             raise pytest.UsageError("--fabtest-until-decided runs its extra iterations in one process: drop -n")
@@ -276,6 +287,7 @@ def fabtest_scenario(request: pytest.FixtureRequest, tmp_path: Path, fabtest_llm
         on_late=lambda late: session.late.expect(item.nodeid, late),  # soft verdicts follow the result
         files=session.files,
     )
+    state.simulations.extend(dict(t) for t in item.stash.get(VOIDED_KEY, ()))  # a run again after a voided one
     state.criteria.update(session.project_criteria())
     for stub in stubbing.project_stubs(session.settings):  # the level above every Background
         state.define_stub(stub)
