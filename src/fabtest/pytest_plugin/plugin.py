@@ -304,7 +304,11 @@ def fabtest_scenario(request: pytest.FixtureRequest, tmp_path: Path, fabtest_llm
         yield state
     finally:
         tracing.scenario_active(item.stash.get(SPAN_KEY, None))
-        state.close()
+        try:
+            state.close()
+        finally:  # the item lives to the end of the run; its conversation, agent and checks need not
+            if STATE_KEY in item.stash:
+                del item.stash[STATE_KEY]
 
 
 def _tags(template: Any) -> set[str]:
