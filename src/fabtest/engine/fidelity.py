@@ -36,8 +36,8 @@ if TYPE_CHECKING:
     from fabtest.engine.simulator import SimulatorConfig
     from fabtest.llm.base import LLM
 
-__all__ = ["FIDELITY_PROMPT", "FIDELITY_SYSTEM", "Fidelity", "FidelityAnswer", "check", "deterministic", "judged", "review",
-           "wants_judge"]
+__all__ = ["FIDELITY_PROMPT", "FIDELITY_SYSTEM", "Fidelity", "FidelityAnswer", "check", "deterministic", "judged",
+           "review", "wants_judge"]
 
 #: a line of the user's message written as the agent (anywhere in it, not only at its start)
 _AGENT_LINE = re.compile(r"(?im)^\s*\**\s*(agent|assistant|ai|bot|chatbot)\s*\**\s*:")

@@ -90,7 +90,7 @@ def shorten_connect(http_client: Any, connect_s: float) -> bool:
 def _shards(transport: Any) -> list[Any] | None:
     """Copies of an httpx ``HTTPTransport`` splitting its connection pool's limits, or None (one pool)
     when the pool is small, or not a plain httpcore ``ConnectionPool`` (a proxy, another version)."""
-    pool = getattr(transport, "_pool", None)
+    pool: Any = getattr(transport, "_pool", None)
     size = getattr(pool, "_max_connections", None)
     if type(pool).__name__ != "ConnectionPool" or not isinstance(size, int) or size <= 2 * SHARD_CONNECTIONS:
         return None
