@@ -27,6 +27,7 @@ from fabtest.engine import faults, stubbing
 from fabtest.engine.scenario import LLMRoles, ScenarioState
 from fabtest.errors import FabtestError, UsageError
 from fabtest.pytest_plugin import (
+    auto_workers,
     file_steps,
     hints,
     not_run,
@@ -55,6 +56,15 @@ SESSION_KEY = pytest.StashKey[FabtestSession]()
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     options.add_options(parser)
+
+
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
+    """More conversations at once than one process sustains: -n workers (``auto_workers.py``)."""
+    auto_workers.spread(early_config, args)
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    return auto_workers.header(config)
 
 
 def pytest_configure(config: pytest.Config) -> None:
