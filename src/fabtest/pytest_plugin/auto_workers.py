@@ -11,7 +11,8 @@ itself (or ``-p no:xdist``), inside a worker, with ``--fabtest-until-decided`` (
 one core, or with ``FABTEST_AUTO_WORKERS=0``.
 
 What it does not do: it does not measure what one process sustains (the threshold is fixed, from
-the benchmark at 2 s per call), and it does not move scenarios between workers once they started.
+the benchmark at 2 s per call); it decides before collection, so it cannot count the scenarios
+selected; and it does not move scenarios between workers once they started.
 """
 
 from __future__ import annotations
