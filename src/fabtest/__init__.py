@@ -15,7 +15,18 @@ from fabtest.agents.registry import with_context
 from fabtest.agents.stubs import ToolFailed, tool
 from fabtest.config.criteria import Criterion
 from fabtest.config.settings import Settings
-from fabtest.conversation import AgentResponse, Attachment, Audio, Check, Conversation, Message, ToolCall, Turn
+from fabtest.conversation import (
+    AgentResponse,
+    Attachment,
+    Audio,
+    Check,
+    Conversation,
+    Decision,
+    Message,
+    Pause,
+    ToolCall,
+    Turn,
+)
 from fabtest.errors import ExpectationFailed, FabtestError, UsageError
 
 # last: the engine imports the modules above
@@ -34,9 +45,11 @@ __all__ = [
     "Check",
     "Conversation",
     "Criterion",
+    "Decision",
     "ExpectationFailed",
     "FabtestError",
     "Message",
+    "Pause",
     "Scenario",
     "Settings",
     "SimulatedUser",

@@ -4,6 +4,12 @@ No I/O here (but :meth:`Attachment.from_path`, one read). Agents produce ``Agent
 runner appends ``Turn``s and ``Check``s to a ``Conversation``; the experiment recorder turns a
 finished conversation into a result.
 
+An agent that stops and waits for a person (an approval of a risky tool call, a question) says so
+with :class:`Pause` objects on its response; the user's answer travels back on the next user message as
+:class:`Decision` objects (docs/how-to/approvals.md). Every framework's own pause (LangGraph
+``interrupt()``, OpenAI Agents SDK approvals, PydanticAI deferred tools, ADK confirmations, A2A
+``input-required``, AG-UI interrupts) is mapped onto these two by its adapter.
+
 A file in the conversation is an :class:`Attachment`: its bytes are read and hashed once, and the
 one immutable object travels by reference from the step to every turn, adapter, judge call and
 record, so a 1 MB photo costs one read and one hash per run however many calls see it.
@@ -130,19 +136,112 @@ def human_size(size: int) -> str:
     return f"{size / 1_000_000:.1f} MB"
 
 
+#: approval: the agent waits for a yes or no on a tool call it wants to make; question: it waits for
+#: an answer in words (a LangGraph ``interrupt("Which size?")``, A2A ``input-required``)
+PauseKind = Literal["approval", "question"]
+#: what the user did with a pause; ``edited`` is an approval with changed arguments
+DecisionKind = Literal["approved", "rejected", "answered", "edited"]
+#: a pause's outcome in the record: a decision, or ``unanswered`` when the scenario ended first
+PauseOutcome = Literal["approved", "rejected", "answered", "edited", "unanswered"]
+
+
+@dataclass(frozen=True)
+class Pause:
+    """The agent stopped and waits for a person: to approve ``tool`` called with ``arguments``
+    (kind ``approval``), or to answer ``question`` (kind ``question``).
+
+    ``id`` ties the decision to the pause (the framework's interrupt or tool-call id); a Python
+    agent may leave it empty and fabtest numbers its pauses ``pause-1``, ``pause-2``... in the
+    turn. ``question`` is what the agent shows the person, when it says something ("Refund 30 EUR
+    to Ann?"). ``kind`` defaults to ``approval`` when a tool is named, ``question`` otherwise.
+    """
+
+    tool: str | None = None
+    arguments: dict[str, Any] = field(default_factory=dict)
+    question: str | None = None
+    id: str = ""
+    kind: PauseKind | None = None
+    #: what the framework said of the pause as it gave it (the interrupt's value, the item's type)
+    metadata: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        kind = self.kind or ("approval" if self.tool else "question")
+        if kind not in ("approval", "question"):
+            raise ValueError(f"Pause kind must be 'approval' or 'question', got {kind!r}")
+        if kind == "approval" and not self.tool:
+            raise ValueError("an approval Pause needs the tool it asks to call: "
+                             "Pause(tool=\"refund\", arguments={...})")
+        if kind == "question" and not (self.question or self.tool):
+            raise ValueError("a question Pause needs its question: Pause(question=\"Which size?\")")
+        object.__setattr__(self, "kind", kind)
+
+    def __hash__(self) -> int:  # a frozen message holding a pause stays hashable (its arguments are a dict)
+        return hash((self.id, self.kind, self.tool, self.question, _canonical(self.arguments)))
+
+    def describe(self) -> str:
+        """``refund(amount=30, order='A1')`` for an approval, the question for a question."""
+        if self.kind == "approval" or not self.question:
+            args = ", ".join(f"{k}={v!r}" for k, v in self.arguments.items())
+            return f"{self.tool}({args})"
+        return self.question
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The user's answer to one :class:`Pause`, sent on the next user message (``Message.decisions``).
+
+    ``approved`` / ``rejected`` (with the ``reason`` the user gave, if any), ``answered`` (with the
+    ``answer`` text) or ``edited`` (an approval of the call with the new ``arguments``).
+    """
+
+    pause_id: str
+    decision: DecisionKind
+    reason: str | None = None
+    answer: str | None = None
+    arguments: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.decision not in ("approved", "rejected", "answered", "edited"):
+            raise ValueError(f"Decision must be approved, rejected, answered or edited, got {self.decision!r}")
+        if self.decision == "answered" and self.answer is None:
+            raise ValueError("an answered Decision needs its answer text")
+        if self.decision == "edited" and self.arguments is None:
+            raise ValueError("an edited Decision needs the edited arguments")
+
+    def __hash__(self) -> int:
+        return hash((self.pause_id, self.decision, self.reason, self.answer, _canonical(self.arguments)))
+
+    @property
+    def approved(self) -> bool:
+        """True for approved and edited: the call may go ahead."""
+        return self.decision in ("approved", "edited")
+
+    def to_record(self) -> dict[str, Any]:
+        return {"decision": self.decision, "reason": self.reason,
+                **({"answer": self.answer} if self.answer is not None else {}),
+                **({"edited_arguments": self.arguments} if self.arguments is not None else {})}
+
+
 @dataclass(frozen=True)
 class Message:
-    """One line of the conversation as the agent sees it, with the files sent with it."""
+    """One line of the conversation as the agent sees it, with the files sent with it.
+
+    An agent's message carries the ``pauses`` it ended on; the user's next message carries the
+    ``decisions`` on them (the user's words, if any, are ``content``).
+    """
 
     role: Role
     content: str
     attachments: tuple[Attachment, ...] = ()
+    decisions: tuple[Decision, ...] = ()
+    pauses: tuple[Pause, ...] = ()
 
     def __post_init__(self) -> None:
         if self.role not in ("user", "agent"):
             raise ValueError(f"Message role must be 'user' or 'agent', got {self.role!r}")
-        if not isinstance(self.attachments, tuple):
-            object.__setattr__(self, "attachments", tuple(self.attachments))
+        for name in ("attachments", "decisions", "pauses"):
+            if not isinstance(getattr(self, name), tuple):
+                object.__setattr__(self, name, tuple(getattr(self, name)))
 
     def __getitem__(self, key: str) -> str:
         """``message["content"]`` reads like ``message.content``: an agent written for chat-API
@@ -183,6 +282,8 @@ class AgentResponse:
     metadata: dict[str, Any] = field(default_factory=dict)
     #: files the agent replies with (:class:`Attachment`)
     attachments: list[Attachment] = field(default_factory=list)
+    #: the agent stopped and waits for these (:class:`Pause`): decided on the next user message
+    pauses: list[Pause] = field(default_factory=list)
 
 
 @dataclass
@@ -200,6 +301,8 @@ class Turn:
     user_note: str | None = None
     #: the files the user sent with its message
     attachments: tuple[Attachment, ...] = ()
+    #: the user's decisions on the previous turn's pauses, sent with its message
+    decisions: tuple[Decision, ...] = ()
 
     @property
     def tool_calls(self) -> list[ToolCall]:
@@ -303,8 +406,9 @@ class Conversation:
     def messages(self) -> list[Message]:
         out: list[Message] = list(self.history)
         for turn in self.turns:
-            out.append(Message("user", turn.user, turn.attachments))
-            out.append(Message("agent", turn.response.text, tuple(turn.response.attachments)))
+            out.append(Message("user", turn.user, turn.attachments, decisions=turn.decisions))
+            out.append(Message("agent", turn.response.text, tuple(turn.response.attachments),
+                               pauses=tuple(turn.response.pauses)))
         return out
 
     @property
@@ -323,6 +427,22 @@ class Conversation:
     @property
     def tool_calls(self) -> list[ToolCall]:
         return [call for turn in self.turns for call in turn.tool_calls]
+
+    @property
+    def pending_pauses(self) -> list[Pause]:
+        """The pauses the agent ended its latest turn on: they wait for the user's decision."""
+        turn = self.last_turn
+        return list(turn.response.pauses) if turn is not None else []
+
+    def pause_outcomes(self, turn: Turn) -> list[tuple[Pause, Decision | None, int | None]]:
+        """Each pause of ``turn`` with the decision taken on it and the turn it came with (None:
+        not decided, yet or ever)."""
+        out: list[tuple[Pause, Decision | None, int | None]] = []
+        for pause in turn.response.pauses:
+            found = next(((d, t.number) for t in self.turns[turn.number:] for d in t.decisions
+                          if d.pause_id == pause.id), None)
+            out.append((pause, *found) if found else (pause, None, None))
+        return out
 
     @property
     def topic_path(self) -> list[str]:
@@ -362,6 +482,8 @@ class Conversation:
         for m in self.messages:
             lines.append(f"{'User' if m.role == 'user' else 'Agent'}: {m.content}")
             lines.extend(f"  [file: {a.describe()}]" for a in m.attachments)
+            lines.extend(f"  [{describe_decision(d)}]" for d in m.decisions)
+            lines.extend(f"  [{describe_pause(p)}]" for p in m.pauses)
         return "\n".join(lines)
 
     def record(self, check: Check) -> None:
@@ -369,6 +491,27 @@ class Conversation:
 
     def add_usage(self, role: str, usage: TokenUsage) -> None:
         self.usage.setdefault(role, TokenUsage()).add(usage)
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def describe_pause(pause: Pause) -> str:
+    """``asks approval of refund(amount=30)`` / ``asks: Which size?``: a pause as a transcript line."""
+    if pause.kind == "approval":
+        said = f" ({pause.question})" if pause.question else ""
+        return f"asks approval of {pause.describe()}{said}"
+    return f"asks: {pause.describe()}"
+
+
+def describe_decision(decision: Decision) -> str:
+    """``approves``, ``rejects: no receipt``, ``answers: Blue``, ``approves with {...}``."""
+    if decision.decision == "answered":
+        return f"answers: {decision.answer}"
+    verb = {"approved": "approves", "rejected": "rejects", "edited": "approves with edits"}[decision.decision]
+    said = f" {json.dumps(decision.arguments, ensure_ascii=False)}" if decision.arguments is not None else ""
+    return f"{verb}{said}" + (f": {decision.reason}" if decision.reason else "")
 
 
 def jsonable(value: Any) -> Any:

@@ -120,11 +120,12 @@ def test_the_not_worse_e_process_keeps_its_level_at_the_margin() -> None:
 
 @pytest.mark.slow
 def test_an_unchanged_agent_looked_at_after_every_iteration_is_rarely_called_worse() -> None:
-    """100 sequences of an unchanged agent, looked at after each of 30 iterations: called worse at
-    some look in at most alpha of them (a fixed-sample test looked at 30 times is not bounded so)."""
+    """40 sequences of an unchanged agent, looked at after each of 30 iterations: called worse at
+    some look in at most alpha of them (a fixed-sample test looked at 30 times is not bounded so).
+    benchmarks/bench_gate.py measures the rate on more sequences; 0 of 100 here when it was 100."""
     rng = random.Random(20261127)
     worse = 0
-    for _ in range(100):
+    for _ in range(40):
         rates = {f"s{k}": rng.uniform(0.6, 0.95) for k in range(4)}
         crit = {sid: rng.uniform(0.6, 0.95) for sid in rates}
         base = _grown(rates, crit, 10, rng)
@@ -134,7 +135,7 @@ def test_an_unchanged_agent_looked_at_after_every_iteration_is_rarely_called_wor
             if decide(base, cur).outcome == "worse":
                 worse += 1
                 break
-    assert worse <= 5, worse  # 5 % of 100
+    assert worse <= 2, worse  # 5 % of 40
 
 
 def test_a_criterion_falling_from_90_to_60_is_caught_as_runs_come_and_never_called_not_worse() -> None:

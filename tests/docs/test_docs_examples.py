@@ -35,6 +35,7 @@ from pytest_bdd.steps import step_function_context_registry
 
 import fabtest.pytest_plugin.steps as builtin_steps
 import fabtest.pytest_plugin.file_steps as file_steps
+import fabtest.pytest_plugin.pause_steps as pause_steps
 import fabtest.pytest_plugin.tool_steps as tool_steps
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -209,7 +210,7 @@ def test_every_data_block_parses(block: Block) -> None:
 
 def _builtin_steps() -> dict[str, list[object]]:
     by_type: dict[str, list[object]] = {"given": [], "when": [], "then": []}
-    for module, name in [(m, n) for m in (builtin_steps, tool_steps, file_steps) for n in dir(m)]:
+    for module, name in [(m, n) for m in (builtin_steps, tool_steps, file_steps, pause_steps) for n in dir(m)]:
         if name.startswith("pytestbdd_stepdef_"):
             fixture = getattr(module, name)
             wrapped = fixture._get_wrapped_function() if hasattr(fixture, "_get_wrapped_function") else fixture

@@ -55,7 +55,7 @@ Feature: Hints
     Then the agent must quote teh price of "Pepperoni"
 
   Scenario: Nothing close
-    When the user dances the tango
+    When everybody dances the tango
 '''
 
 

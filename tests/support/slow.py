@@ -48,6 +48,7 @@ SLOW_MODULES = (
     "preflight/test_preflight.py",
     "production/test_import_all.py",
     "properties/test_fuzz_inputs.py",
+    "protocols/test_protocol_features.py",
     "secrets/test_secrets_everywhere.py",
     "view/test_view_browser.py",
 )

@@ -21,6 +21,8 @@ DISTRIBUTION = "pytest-fabtest"
 EXTRAS = {
     "mcp": ("mcp", "MCP servers of built-in agents (mcp = [...])"),
     "acp": ("acp", "agents over the Agent Client Protocol (acp = [...], the Gemini CLI over ACP)"),
+    "a2a": ("a2a", "agents over the A2A protocol (a2a = \"URL\")"),
+    "ag-ui": ("ag_ui", "agents over the AG-UI protocol (ag_ui = \"URL\")"),
     "pdf": ("pypdf", "checks on the text of a PDF the agent replies with"),
 }
 

@@ -62,6 +62,9 @@ T = TypeVar("T")
 class AcpAgent:
     """Drives one ACP agent process for one scenario (see the module docstring)."""
 
+    #: why this adapter never pauses (docs/how-to/approvals.md): an approval step names it
+    pauses_unsupported = "fabtest answers an ACP agent's permission requests itself; they are not pauses yet"
+
     def __init__(
         self,
         command: Sequence[str],

@@ -24,10 +24,11 @@ from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.base_toolset import BaseToolset
 from google.genai import types
 
+from fabtest.agents import adk_pauses
 from fabtest.agents.base import OnToolCall
 from fabtest.agents.builtin_models import gemini_parts
 from fabtest.agents.frameworks import Session, ToolLog, known_tools, model_name, resolve_target, turn_response
-from fabtest.conversation import AgentResponse, Attachment, Message, TokenUsage
+from fabtest.conversation import AgentResponse, Attachment, Message, Pause, TokenUsage
 
 __all__ = ["ADKAgent"]
 
@@ -70,12 +71,29 @@ class ADKAgent:
         model = self._model
         texts: list[str] = []
         asked = types.Content(role="user", parts=gemini_parts(text, messages[-1].attachments))
+        held: set[str] = set()  # the calls waiting for confirmation: the pause, not calls made
+        if messages[-1].decisions and messages[-2].pauses:  # the answer to the confirmations of the last turn
+            asked = adk_pauses.confirmations(messages[-2].pauses, messages[-1].decisions)
+            decided = {d.pause_id: d for d in messages[-1].decisions}
+            for pause in messages[-2].pauses:
+                decision = decided.get(pause.id)
+                if decision is not None and decision.approved:  # made now: recorded here, with its result
+                    log.called(str(pause.metadata.get("call") or pause.id), pause.tool or "tool", pause.arguments)
+                else:
+                    held.add(str(pause.metadata.get("call")))
+        pauses: list[Pause] = []
         files: list[Attachment] = []
         async for event in self._runner.run_async(user_id=_USER, session_id=self._session_id, new_message=asked):
             if event.partial:
                 continue
             for part in (event.content.parts or []) if event.content else []:
-                if part.function_call is not None:
+                if part.function_call is not None and part.function_call.name == adk_pauses.CONFIRMATION:
+                    pauses.append(adk_pauses.pause_of(part.function_call))
+                    held.add(str(pauses[-1].metadata.get("call")))
+                elif part.function_response is not None and (part.function_response.name == adk_pauses.CONFIRMATION
+                                                             or part.function_response.id in held):
+                    continue
+                elif part.function_call is not None:
                     log.called(part.function_call.id, part.function_call.name or "?", part.function_call.args)
                 elif part.function_response is not None:
                     log.returned(part.function_response.id, part.function_response.response,
@@ -89,8 +107,11 @@ class ADKAgent:
             if event.is_final_response() and event.content and event.author != "user":
                 texts.extend(p.text for p in event.content.parts or [] if p.text and not p.thought)
                 files.extend(_inline_files(event.content.parts or [], len(files)))
+        if pauses:
+            log.held()  # the call asked to be confirmed, its result only ADK's "requires confirmation"
         response = turn_response("\n".join(texts), log, usage, model, session_id=self._session_id)
         response.attachments = files
+        response.pauses = pauses
         return self._session.answered(messages, response)
 
     async def _new_session(self, prior: Sequence[Message]) -> None:

@@ -31,12 +31,12 @@ from typing import Any, TypeVar, cast
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator
 
 from fabtest.agents.aio import is_async_callable, run
-from fabtest.conversation import AgentResponse, Attachment, ToolCall
+from fabtest.conversation import AgentResponse, Attachment, Pause, ToolCall
 from fabtest.errors import AgentError, AgentTimeout, UsageError, describe, excerpt
 from fabtest.llm.base import LLMNotConfigured
 
-__all__ = ["AgentDataError", "accepts_keyword", "agent_traceback", "coerce_response", "coerce_tool_call",
-           "guarded", "guarded_async", "merge_tool_calls", "safe_metadata", "without_surrogates"]
+__all__ = ["AgentDataError", "accepts_keyword", "agent_traceback", "coerce_pauses", "coerce_response",
+           "coerce_tool_call", "guarded", "guarded_async", "merge_tool_calls", "safe_metadata", "without_surrogates"]
 
 T = TypeVar("T")
 
@@ -194,13 +194,15 @@ def coerce_response(value: Any, *, where: str = "") -> AgentResponse:
     calls: Any
     metadata: Any
     files: Any = None
+    pauses: Any = None
     if isinstance(value, str):
         return AgentResponse(text=without_surrogates(value))
     if isinstance(value, AgentResponse):
         text, calls, metadata, files = value.text, value.tool_calls, value.metadata, value.attachments
+        pauses = value.pauses
     elif isinstance(value, Mapping) and "text" in value:
         text, calls, metadata = value.get("text"), value.get("tool_calls"), value.get("metadata")
-        files = value.get("attachments")
+        files, pauses = value.get("attachments"), value.get("pauses")
     else:
         hint = " (or a mapping with 'text', 'tool_calls', 'metadata')"
         if isinstance(value, Mapping):  # a mapping is allowed, but this one has no reply in it
@@ -223,9 +225,61 @@ def coerce_response(value: Any, *, where: str = "") -> AgentResponse:
         tool_calls = [coerce_tool_call(call, where=f"tool_calls[{i}]") for i, call in enumerate(calls)]
         meta = _metadata(metadata, "metadata")
         attachments = _attachments(files)
+        paused = coerce_pauses(pauses)
     except AgentDataError as exc:
         raise AgentDataError(f"{prefix}the agent returned bad data: {exc}") from None
-    return AgentResponse(text=without_surrogates(text), tool_calls=tool_calls, metadata=meta, attachments=attachments)
+    return AgentResponse(text=without_surrogates(text), tool_calls=tool_calls, metadata=meta, attachments=attachments,
+                         pauses=paused)
+
+
+_PAUSE_KEYS = {"id", "kind", "tool", "arguments", "question", "metadata"}
+
+
+def coerce_pauses(value: Any) -> list[Pause]:
+    """``pauses``: :class:`fabtest.Pause` objects or mappings with their fields (the HTTP JSON form,
+    docs/how-to/approvals.md), each numbered ``pause-N`` when it has no id; AgentDataError naming
+    the pause otherwise."""
+    if value is None:
+        return []
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
+        raise AgentDataError(f"pauses: expected a list of fabtest.Pause or {{tool, arguments}} objects, got "
+                             f"{type(value).__name__} ({_short(value)})")
+    out: list[Pause] = []
+    for i, item in enumerate(value):
+        where = f"pauses[{i}]"
+        if isinstance(item, Mapping):
+            unknown = sorted(set(map(str, item)) - _PAUSE_KEYS)
+            if unknown:
+                raise AgentDataError(f"{where}: unknown key {unknown[0]!r} "
+                                     f"(a pause has {', '.join(sorted(_PAUSE_KEYS))})")
+            fields = dict(item)
+            if isinstance(fields.get("arguments"), str):
+                fields["arguments"] = _json_arguments(fields["arguments"], f"{where}.arguments")
+        elif isinstance(item, Pause):
+            fields = {"id": item.id, "kind": item.kind, "tool": item.tool, "arguments": item.arguments,
+                      "question": item.question, "metadata": item.metadata}
+        else:
+            raise AgentDataError(f"{where}: expected a fabtest.Pause, got {type(item).__name__} ({_short(item)})")
+        for key in ("tool", "question", "id"):
+            if fields.get(key) is not None and not isinstance(fields[key], str):
+                raise AgentDataError(f"{where}.{key}: expected a string, got {type(fields[key]).__name__} "
+                                     f"({_short(fields[key])})")
+        arguments = fields.get("arguments")
+        if arguments is not None and not isinstance(arguments, Mapping):
+            raise AgentDataError(f"{where}.arguments: expected an object, got {type(arguments).__name__} "
+                                 f"({_short(arguments)})")
+        try:
+            out.append(Pause(tool=without_surrogates(fields.get("tool")) or None,
+                             arguments=_plain(dict(arguments or {}), f"{where}.arguments"),
+                             question=without_surrogates(fields.get("question")) or None,
+                             id=fields.get("id") or f"pause-{i + 1}", kind=fields.get("kind"),
+                             metadata=_plain(fields.get("metadata") or {}, f"{where}.metadata")))
+        except ValueError as exc:
+            raise AgentDataError(f"{where}: {exc}") from None
+    ids = [p.id for p in out]
+    if len(set(ids)) != len(ids):
+        raise AgentDataError(f"pauses: two pauses share the id {next(i for i in ids if ids.count(i) > 1)!r}")
+    return out
 
 
 def _attachments(value: Any) -> list[Attachment]:

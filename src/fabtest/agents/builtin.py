@@ -133,6 +133,9 @@ def project_root(context: Mapping[str, Any]) -> Path:
 class BuiltinAgent:
     """See the module docstring. Built by the registry from an agent table, one per scenario."""
 
+    #: why this adapter never pauses (docs/how-to/approvals.md): an approval step names it
+    pauses_unsupported = "a built-in agent runs its tools without asking"
+
     def __init__(self, config: BuiltinConfig, *, root: Path, where: str, stand_in: StandInModel | None = None,
                  check_only: bool = False) -> None:
         self.config = config

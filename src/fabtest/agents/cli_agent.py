@@ -69,6 +69,9 @@ _SHOW_CHARS = 300
 class CliAgent:
     """Runs a CLI per turn; see the module docstring for the templates and formats."""
 
+    #: why this adapter never pauses (docs/how-to/approvals.md): an approval step names it
+    pauses_unsupported = "a CLI agent answers each turn in one run of its program, which cannot wait for a decision"
+
     def __init__(
         self,
         command: Sequence[str] | None = None,

@@ -268,6 +268,14 @@ class ToolLog:
             call.metadata["error"] = True
         self._report(call)
 
+    def held(self) -> list[ToolCall]:
+        """Take out the calls still without a result: a run that paused for approval has not made
+        them (they are the pause; the turn that resumes it records them with their result)."""
+        held = [call for call in self.calls if any(call is c for c in self._open.values())]
+        self.calls = [call for call in self.calls if not any(call is c for c in held)]
+        self._open.clear()
+        return held
+
     def finish(self) -> list[ToolCall]:
         for call in self._open.values():
             self._report(call)
@@ -307,7 +315,8 @@ class Session:
     def answered(self, messages: Sequence[Message], response: AgentResponse) -> AgentResponse:
         """Remember the turn and add its totals to the adapter's; a turn whose messages named no model
         (a fake model, a provider that does not say) is priced with the model named before."""
-        self._seen = [*messages, Message("agent", response.text, tuple(response.attachments))]
+        self._seen = [*messages, Message("agent", response.text, tuple(response.attachments),
+                                         pauses=tuple(response.pauses))]
         if not response.metadata.get("model") and self.models:
             response.metadata["model"] = self.models[-1]
         usage = response.metadata.get("usage") or {}

@@ -11,6 +11,11 @@ Files: a message with files carries ``"attachments": [{"name", "mime_type", "dat
 beside its ``content`` (``files_field`` renames the list, ``file_keys`` the three keys, as in
 ``file_keys = {name = "filename", mime_type = "type", data = "base64"}``); a response's list under
 the same name becomes the turn's files.
+
+Pauses (docs/how-to/approvals.md): a response's ``pauses`` list (``[{id, kind, tool, arguments,
+question}]``) ends the turn on them; the agent's message carries them again in the next request,
+and the user's message that decides them carries ``"decisions": [{pause_id, decision, reason,
+answer, arguments}]``.
 """
 
 from __future__ import annotations
@@ -94,7 +99,7 @@ class HttpAgent:
                              f"{str(data)[:200]}")
         try:  # the same boundary as Python agents: every common tool-call shape, bad data named by field
             response = coerce_response({"text": text, "tool_calls": _dig(data, calls_field),
-                                        "metadata": _dig(data, meta_field)})
+                                        "metadata": _dig(data, meta_field), "pauses": _dig(data, "pauses")})
         except AgentError as exc:
             raise AgentError(f"HTTP agent at {self.url}: {str(exc).replace('the agent returned bad data: ', '')}"
                              ) from None
@@ -124,6 +129,12 @@ class FileFields:
         if m.attachments:
             out[self.field] = [{self.name: f.name, self.mime_type: f.mime_type, self.data: b64(f.data)}
                                for f in m.attachments]
+        if m.pauses:
+            out["pauses"] = [{"id": p.id, "kind": p.kind, "tool": p.tool, "arguments": p.arguments,
+                              "question": p.question} for p in m.pauses]
+        if m.decisions:
+            out["decisions"] = [{"pause_id": d.pause_id, "decision": d.decision, "reason": d.reason,
+                                 "answer": d.answer, "arguments": d.arguments} for d in m.decisions]
         return out
 
     def read(self, data: Any) -> list[Attachment]:

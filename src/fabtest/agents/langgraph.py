@@ -28,7 +28,7 @@ from langgraph.graph import StateGraph
 from langgraph.prebuilt import ToolNode
 from langgraph.pregel import Pregel
 
-from fabtest.agents import stubs
+from fabtest.agents import langgraph_pauses, stubs
 from fabtest.agents.base import AgentError, OnToolCall
 from fabtest.agents.file_parts import langchain_content, langchain_files
 from fabtest.agents.frameworks import Session, ToolLog, resolve_target, turn_response
@@ -86,6 +86,8 @@ class LangGraphAgent:
 
     async def chat(self, messages: Sequence[Message], on_tool_call: OnToolCall | None = None) -> AgentResponse:
         self._session.new_user_text(messages)
+        if messages[-1].decisions and self._session.continues(messages):
+            return await self._resume(messages, on_tool_call)
         asked = HumanMessage(content=langchain_content(messages[-1]), id=str(uuid.uuid4()))  # type: ignore[arg-type, unused-ignore]
         prior: list[BaseMessage] = []
         if not self._session.continues(messages):
@@ -96,17 +98,51 @@ class LangGraphAgent:
             prior = self._messages
         config: Any = {"configurable": {"thread_id": self._thread}} if self._checkpointed else None
         state = await self.graph.ainvoke({"messages": [*prior, asked]}, config)
+        out = self._read(state)
+        start = next((i + 1 for i, m in enumerate(out) if getattr(m, "id", None) == asked.id), len(out))
+        return self._session.answered(messages, self._paused(state, self._turn(out[start:], on_tool_call,
+                                                                                 paused=_interrupted(state))))
+
+    async def _resume(self, messages: Sequence[Message], on_tool_call: OnToolCall | None) -> AgentResponse:
+        """The user's decisions on the interrupts the last turn ended on, as ``Command(resume=...)``
+        (:mod:`fabtest.agents.langgraph_pauses`) on the scenario's thread."""
+        before = len(self._messages)
+        command = langgraph_pauses.resume_command(messages[-2].pauses, messages[-1].decisions)
+        state = await self.graph.ainvoke(command, {"configurable": {"thread_id": self._thread}})
+        out = self._read(state)
+        new = out[before:]
+        answered = {m.tool_call_id for m in new if isinstance(m, ToolMessage)}
+        # the calls the pause held (asked before it, answered after it) belong to this turn
+        held = langgraph_pauses.held_calls(
+            [c for m in out[:before] if isinstance(m, AIMessage) for c in m.tool_calls if c.get("id") in answered],
+            messages[-2].pauses, messages[-1].decisions)
+        return self._session.answered(messages, self._paused(state, self._turn(new, on_tool_call, held=held,
+                                                                                 paused=_interrupted(state))))
+
+    def _read(self, state: Any) -> list[BaseMessage]:
         out = state.get("messages") if isinstance(state, Mapping) else None
         if not isinstance(out, list):
             raise AgentError(f"the LangGraph graph's state has no 'messages' list (got {type(state).__name__}); "
                              "fabtest drives graphs whose state has messages, like MessagesState")
         self._messages = list(out)
-        self._state = dict(state)
-        start = next((i + 1 for i, m in enumerate(out) if getattr(m, "id", None) == asked.id), len(out))
-        return self._session.answered(messages, self._turn(out[start:], on_tool_call))
+        self._state = {k: v for k, v in state.items() if k != "__interrupt__"}
+        return out
 
-    def _turn(self, new: list[BaseMessage], on_tool_call: OnToolCall | None) -> AgentResponse:
+    def _paused(self, state: Mapping[str, Any], response: AgentResponse) -> AgentResponse:
+        """The turn's pauses: the interrupts the graph stopped on (a graph without a checkpointer
+        cannot be resumed: that is the agent's error, named)."""
+        interrupts = state.get("__interrupt__") or []
+        if interrupts and not self._checkpointed:
+            raise AgentError("the LangGraph graph called interrupt() but has no checkpointer, so it cannot be "
+                             "resumed: compile it with one, e.g. builder.compile(checkpointer=InMemorySaver())")
+        response.pauses = langgraph_pauses.pauses_of(interrupts)
+        return response
+
+    def _turn(self, new: list[BaseMessage], on_tool_call: OnToolCall | None, *, held: Sequence[Any] = (),
+              paused: bool = False) -> AgentResponse:
         log = ToolLog(on_tool_call)
+        for call in held:
+            log.called(call.get("id"), call["name"], call.get("args"))
         usage = TokenUsage()
         model = self._model
         texts: list[str] = []
@@ -126,10 +162,16 @@ class LangGraphAgent:
             elif isinstance(message, ToolMessage):
                 log.returned(message.tool_call_id, message.content, error=message.status == "error",
                              name=message.name)
+        if paused:
+            log.held()
         text = texts[-1] if texts else ""  # the answer is the last thing the graph said
         response = turn_response(text, log, usage, model, thread_id=self._thread if self._checkpointed else None)
         response.attachments = files
         return response
+
+
+def _interrupted(state: Any) -> bool:
+    return isinstance(state, Mapping) and bool(state.get("__interrupt__"))
 
 
 def _intercept(node: ToolNode) -> None:

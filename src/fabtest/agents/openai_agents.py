@@ -11,12 +11,13 @@ Handoffs are followed by the SDK; the reply is the run's final output.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 from agents import Agent, FunctionTool, Runner, SQLiteSession
 from agents.items import ToolCallItem, ToolCallOutputItem
 
+from fabtest.agents import openai_agents_pauses
 from fabtest.agents.base import OnToolCall
 from fabtest.agents.file_parts import responses_content
 from fabtest.agents.frameworks import (
@@ -43,6 +44,8 @@ class OpenAIAgentsAgent:
         self._model = model
         self._session = Session("openai-agents")
         self._sdk_session = SQLiteSession(str(uuid.uuid4()))
+        self._waiting: openai_agents_pauses.Waiting | None = None  # a run stopped for approval
+        self._recorded: set[str] = set()  # call ids already recorded on a turn (a resumed run repeats them)
 
     @classmethod
     def from_target(cls, target: Any, context: Mapping[str, Any], *, where: str,
@@ -58,6 +61,11 @@ class OpenAIAgentsAgent:
 
     async def chat(self, messages: Sequence[Message], on_tool_call: OnToolCall | None = None) -> AgentResponse:
         text = self._session.new_user_text(messages)
+        waiting, self._waiting = self._waiting, None
+        if messages[-1].decisions and waiting is not None and self._session.continues(messages):
+            rejected = waiting.decide(messages[-1].decisions)
+            result = await Runner.run(self.agent, waiting.state, session=self._sdk_session)
+            return self._answer(messages, result, on_tool_call, skip=rejected)
         if not self._session.continues(messages):
             self._sdk_session = SQLiteSession(str(uuid.uuid4()))
             # an assistant's earlier files are not resent: the API takes none from the assistant
@@ -68,20 +76,36 @@ class OpenAIAgentsAgent:
         if messages[-1].attachments:  # input_image / input_file parts beside the text
             asked = [{"role": "user", "content": responses_content(messages[-1])}]
         result = await Runner.run(self.agent, asked, session=self._sdk_session)
+        return self._answer(messages, result, on_tool_call)
+
+    def _answer(self, messages: Sequence[Message], result: Any, on_tool_call: OnToolCall | None, *,
+                skip: Collection[str] = ()) -> AgentResponse:
+        """The run's items as the turn; a run stopped for approval waits with its state, its held
+        calls recorded by the turn that resumes it (``skip``: the rejected ones, never made)."""
+        interruptions = list(getattr(result, "interruptions", None) or [])
+        pauses = openai_agents_pauses.pauses_of(interruptions)
+        held = {p.id for p in pauses} | set(skip)
         log = ToolLog(on_tool_call)
         for item in result.new_items:
             raw: Any = item.raw_item
+            call_id = raw.get("call_id") if isinstance(raw, Mapping) else getattr(raw, "call_id", None)
+            if call_id is not None and (call_id in held or call_id in self._recorded):
+                continue
             if isinstance(item, ToolCallItem):
                 name = str(getattr(raw, "name", None) or getattr(raw, "type", "tool"))  # a hosted tool has no name
-                log.called(getattr(raw, "call_id", None), name, getattr(raw, "arguments", None))
+                log.called(call_id, name, getattr(raw, "arguments", None))
             elif isinstance(item, ToolCallOutputItem):
-                call_id = raw.get("call_id") if isinstance(raw, Mapping) else getattr(raw, "call_id", None)
                 log.returned(call_id, item.output)
+                if call_id is not None:
+                    self._recorded.add(call_id)
+        if interruptions:
+            self._waiting = openai_agents_pauses.Waiting(result.to_state(), interruptions, pauses)
         used = result.context_wrapper.usage
         usage = TokenUsage(calls=used.requests, input_tokens=used.input_tokens, output_tokens=used.output_tokens)
         model = self._model or model_name(result.last_agent.model) or _response_model(result.new_items)
         response = turn_response(output_text(result.final_output), log, usage, model,
                                  agent=result.last_agent.name)
+        response.pauses = pauses
         return self._session.answered(messages, response)
 
 

@@ -62,6 +62,9 @@ def build_openai_chat_agent(table: Mapping[str, Any], context: Mapping[str, Any]
 class OpenAIChatAgent:
     """POSTs the conversation as chat-completions messages each turn; see the module docstring."""
 
+    #: why this adapter never pauses (docs/how-to/approvals.md): an approval step names it
+    pauses_unsupported = "an OpenAI-compatible chat endpoint has no way to pause for a decision"
+
     def __init__(self, url: str, *, model: str = "", headers: Mapping[str, str] | None = None,
                  timeout: float = 60.0, system: str = "", extra_body: Mapping[str, Any] | None = None,
                  session_field: str | None = None, tools: Sequence[str] | None = None) -> None:

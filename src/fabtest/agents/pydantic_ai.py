@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from pydantic_ai import DeferredToolRequests
 from pydantic_ai.agent import AbstractAgent
 from pydantic_ai.messages import (
     BinaryContent,
@@ -26,6 +27,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.toolsets import FunctionToolset
 
+from fabtest.agents import pydantic_ai_pauses
 from fabtest.agents.base import OnToolCall
 from fabtest.agents.frameworks import (
     Session,
@@ -67,17 +69,33 @@ class PydanticAIAgent:
 
     async def chat(self, messages: Sequence[Message], on_tool_call: OnToolCall | None = None) -> AgentResponse:
         text = self._session.new_user_text(messages)
-        if not self._session.continues(messages):
-            self._history = [_as_message(m) for m in messages[:-1]]
-        prompt: Any = text
-        if messages[-1].attachments:
-            prompt = _user_content(messages[-1])
-        result = await self.agent.run(prompt, message_history=self._history)
-        self._history = list(result.all_messages())
         log = ToolLog(on_tool_call)
+        skip: set[str] = set()
+        if messages[-1].decisions and messages[-2].pauses and self._session.continues(messages):
+            asked, decisions = messages[-2].pauses, messages[-1].decisions
+            result = await self.agent.run(message_history=self._history,
+                                          deferred_tool_results=pydantic_ai_pauses.results_for(asked, decisions))
+            for call, skipped in pydantic_ai_pauses.held_calls(asked, decisions):
+                if skipped:
+                    skip.add(call.id)
+                else:  # approved now, made in this run: recorded here, with its result below
+                    log.called(call.id, call.tool or "tool", call.arguments)
+        else:
+            if not self._session.continues(messages):
+                self._history = [_as_message(m) for m in messages[:-1]]
+            prompt: Any = text
+            if messages[-1].attachments:
+                prompt = _user_content(messages[-1])
+            result = await self.agent.run(prompt, message_history=self._history)
+        self._history = list(result.all_messages())
+        output = result.output
+        pauses = pydantic_ai_pauses.pauses_of(output) if isinstance(output, DeferredToolRequests) else []
+        skip |= {p.id for p in pauses}  # a deferred call is the pause, not a call made
         model = self._model
         for message in result.new_messages():
             for part in message.parts:
+                if getattr(part, "tool_call_id", None) in skip:
+                    continue
                 if isinstance(part, ToolCallPart):
                     log.called(part.tool_call_id, part.tool_name, part.args_as_dict())
                 elif isinstance(part, ToolReturnPart):
@@ -89,11 +107,18 @@ class PydanticAIAgent:
         usage = result.usage
         turn = TokenUsage(calls=usage.requests, input_tokens=usage.input_tokens or 0,
                           output_tokens=usage.output_tokens or 0)
-        output = result.output
         files = [_file(output)] if isinstance(output, BinaryContent) else []
-        response = turn_response("" if files else output_text(output), log, turn, model)
+        said = "" if files else _said(result.new_messages()) if pauses else output_text(output)
+        response = turn_response(said, log, turn, model)
         response.attachments = files
+        response.pauses = pauses
         return self._session.answered(messages, response)
+
+
+def _said(messages: Sequence[ModelMessage]) -> str:
+    """What the model wrote beside the calls it deferred (often nothing)."""
+    return "\n".join(part.content for message in messages if isinstance(message, ModelResponse)
+                     for part in message.parts if isinstance(part, TextPart) and part.content.strip())
 
 
 def _as_message(message: Message) -> ModelMessage:

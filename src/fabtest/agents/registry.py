@@ -84,7 +84,8 @@ def _as_agent(obj: Any, *, where: str) -> Agent:
 
 
 def _from_table(table: Mapping[str, Any], context: Mapping[str, Any], *, where: str) -> Agent:
-    """``{http = "URL", ...}``, ``{openai = "URL", model = ...}``, ``{acp = [argv...]}``, a built-in
+    """``{http = "URL", ...}``, ``{openai = "URL", model = ...}``, ``{acp = [argv...]}``, ``{a2a = "URL"}``,
+    ``{ag_ui = "URL"}``, a built-in
     agent (``gemini = "MODEL"`` or ``provider = ...``, see :mod:`fabtest.agents.builtin`) or
     ``{factory = "module:attr", ...}``."""
     table = {k: _expand(v, where) for k, v in table.items()}
@@ -112,6 +113,14 @@ def _from_table(table: Mapping[str, Any], context: Mapping[str, Any], *, where: 
             return cast(Agent, from_table(table, context, where=where))
         except (TypeError, ValueError) as exc:
             raise UsageError(f"{where}: bad options for the ACP agent {table['acp']!r}: {exc}") from None
+    if "a2a" in table:
+        from fabtest.agents.a2a import from_table as a2a_agent
+
+        return cast(Agent, a2a_agent(table, context, where=where))
+    if "ag_ui" in table:
+        from fabtest.agents.ag_ui import from_table as ag_ui_agent
+
+        return cast(Agent, ag_ui_agent(table, context, where=where))
     if FRAMEWORKS.keys() & table.keys():
         return cast(Agent, build_framework_agent(table, context, where=where))
     if "factory" in table:
@@ -119,7 +128,8 @@ def _from_table(table: Mapping[str, Any], context: Mapping[str, Any], *, where: 
         extra = {k: v for k, v in table.items() if k != "factory"}
         return make_agent(target, {**context, **extra}, where=where)
     raise UsageError(f"{where}: agent table needs 'http = \"URL\"', 'openai = \"URL\"', 'gemini = \"MODEL\"', "
-                     "'provider = \"openai\"', 'acp = [\"program\", ...]', 'factory = \"module:attr\"' or a "
+                     "'provider = \"openai\"', 'acp = [\"program\", ...]', 'a2a = \"URL\"', 'ag_ui = \"URL\"', "
+                     "'factory = \"module:attr\"' or a "
                      f"framework's '{' / '.join(FRAMEWORKS)} = \"module:attr\"', "
                      f"got {sorted(table)}")
 

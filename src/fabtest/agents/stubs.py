@@ -266,7 +266,7 @@ def _real(name: str, arguments: dict[str, Any], value: Any) -> Any:
 # -- which agents can be stubbed -------------------------------------------------------------------
 #: adapters whose tools run in another process: fabtest sees their calls only as reported
 _REMOTE_ADAPTERS = ("fabtest.agents.http", "fabtest.agents.cli_agent", "fabtest.agents.acp",
-                    "fabtest.agents.openai_chat")
+                    "fabtest.agents.openai_chat", "fabtest.agents.a2a", "fabtest.agents.ag_ui")
 
 
 def stubbable_tools(agent: Any) -> list[str] | None:

@@ -23,6 +23,7 @@ from fabtest.compare.sections import ordered
 from fabtest.experiment.coverage_text import change_lines
 from fabtest.experiment.diff import ConversationDiff, tool_summary
 from fabtest.experiment.fmt import RULE_HEAVY, RULE_LIGHT, num, pct, pp, signed, usd
+from fabtest.experiment.pauses import pause_line
 
 __all__ = [
     "ci_pair",
@@ -374,6 +375,9 @@ def _side_lines(turn: dict[str, Any] | None, width: int, files_dir: str = "resul
                                         break_long_words=False, break_on_hyphens=False))  # the path in one piece
     for call in tool_summary(turn):
         lines += map(escape, textwrap.wrap(f"-> {call}", width))
+    for pause in turn.get("pauses") or []:
+        if isinstance(pause, dict):
+            lines += map(escape, textwrap.wrap(f"|| {pause_line(pause)}", width))
     return lines
 
 

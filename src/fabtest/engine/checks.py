@@ -16,7 +16,7 @@ from typing import Any
 
 from fabtest._internal.files import path_inside
 from fabtest.agents import trace_calls
-from fabtest.conversation import Check, ToolCall, Turn
+from fabtest.conversation import Check, ToolCall, Turn, describe_pause
 from fabtest.engine.patterns import Pattern, PatternError, compile_pattern, search
 from fabtest.errors import ExpectationFailed, UsageError
 
@@ -158,7 +158,8 @@ def describe_turn(turn: Turn | None) -> str:
         return "no turn yet: the user has not said anything"
     text = turn.response.text
     shown = text if len(text) <= 500 else text[:497] + "..."
-    return f"agent said: {shown!r}\n  agent called: {describe_calls(turn.tool_calls)}"
+    paused = "".join(f"\n  agent paused: {describe_pause(p)}" for p in turn.response.pauses)
+    return f"agent said: {shown!r}\n  agent called: {describe_calls(turn.tool_calls)}{paused}"
 
 
 def _format_args(arguments: dict[str, Any]) -> str:

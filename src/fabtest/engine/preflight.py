@@ -131,6 +131,10 @@ def reachability_problem(where: str, target: Any) -> str | None:
         if isinstance(target, Mapping):
             if "http" in target:
                 return _check_http(where, target["http"])
+            if "a2a" in target:
+                return _check_a2a_card(where, target)
+            if "ag_ui" in target:
+                return _check_http(where, target["ag_ui"], "AG-UI agent")
             if "factory" in target:
                 return _check_object(where, str(target["factory"]))
     except UsageError as exc:
@@ -164,6 +168,14 @@ def _table_problem(where: str, table: Mapping[str, Any], root: Path | None) -> s
         from fabtest.agents.acp import check_table
 
         check_table(table, where=where)
+    elif "a2a" in table:
+        from fabtest.agents.a2a import check_table as check_a2a
+
+        check_a2a(table, where=where)
+    elif "ag_ui" in table:
+        from fabtest.agents.ag_ui import check_table as check_ag_ui
+
+        check_ag_ui(table, where=where)
     elif "factory" in table:
         from fabtest._internal.targets import import_object
 
@@ -221,24 +233,40 @@ def _cli_executable(obj: Any) -> str | None:
     return None
 
 
-def _check_http(where: str, url: Any) -> str | None:
+def _check_http(where: str, url: Any, label: str = "HTTP agent") -> str | None:
     missing = [name for name in _ENV_REF.findall(str(url)) if name not in os.environ]
     if missing:
         return f"{where}: the agent configuration uses ${{{missing[0]}}}, which is not set"
     parts = urlsplit(_ENV_REF.sub(lambda m: os.environ[m.group(1)], str(url)))
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        return f"{where}: the HTTP agent URL must start with http:// or https:// and name a host"
+        return f"{where}: the {label} URL must start with http:// or https:// and name a host"
     try:
         port = parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError:
-        return f"{where}: the HTTP agent URL has an invalid port"
+        return f"{where}: the {label} URL has an invalid port"
     shown = f"{parts.scheme}://{parts.hostname}:{port}"  # never the path or query: they may hold a token
     try:
         with socket.create_connection((parts.hostname, port), timeout=CONNECT_TIMEOUT_S):
             return None
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
-        return f"{where}: the HTTP agent at {shown} does not accept connections ({reason}); is the server running?"
+        return f"{where}: the {label} at {shown} does not accept connections ({reason}); is the server running?"
+
+
+def _check_a2a_card(where: str, table: Mapping[str, Any]) -> str | None:
+    """An A2A agent answers with a card that parses (one GET, as its first turn would)."""
+    problem = _check_http(where, table["a2a"], "A2A agent")
+    if problem:
+        return problem
+    from fabtest.agents import aio
+    from fabtest.agents.a2a import check_card
+    from fabtest.agents.base import AgentError
+
+    try:
+        aio.run(check_card(_expanded(table)), timeout=CONNECT_TIMEOUT_S * 4)
+    except (AgentError, TimeoutError) as exc:
+        return f"{where}: {exc}"
+    return None
 
 
 def check_llms(settings: Any, needs: Needs, *, cache_mode: str,

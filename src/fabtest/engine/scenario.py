@@ -31,8 +31,8 @@ from fabtest.agents.stubs import ToolStub, ToolStubs
 from fabtest.config.criteria import Criterion
 from fabtest.config.scenario_sets import ScenarioRecord
 from fabtest.config.settings import Settings
-from fabtest.conversation import Attachment, Check, Conversation, Mode, Status, TokenUsage, Turn
-from fabtest.engine import budget, checks, judge_checks, records, stubbing, topic_checks, transcript
+from fabtest.conversation import Attachment, Check, Conversation, DecisionKind, Mode, Status, TokenUsage, Turn
+from fabtest.engine import budget, checks, judge_checks, pauses, records, stubbing, topic_checks, transcript
 from fabtest.engine.attachments import FileLoader, FileRef
 from fabtest.engine.batching import CheckSlots, charging_failures
 from fabtest.engine.fidelity import Fidelity
@@ -202,6 +202,30 @@ class ScenarioState:
     def user_says(self, text: str, attachments: tuple[Attachment, ...] = ()) -> Turn:
         self.flush_pending()
         return self.runner.say(text, attachments)
+
+    def user_decides(self, decision: DecisionKind, *, reason: str | None = None, answer: str | None = None,
+                     arguments: dict[str, Any] | None = None, text: str | None = None) -> Turn:
+        """``When the user approves / rejects / answers``: the decision on every pending pause of its
+        kind goes with the next user message (its words: ``text``, else the reason or answer)."""
+        pauses.require_pauses(self.agent, f"When the user {pauses.VERBS[decision]}", where=self.where)
+        decisions = pauses.decisions_for(self.conversation, decision, reason=reason, answer=answer,
+                                         arguments=arguments, where=self.where)
+        self.flush_pending()
+        words = text if text is not None else answer if answer is not None else reason or ""
+        return self.runner.say(words, decisions=tuple(decisions))
+
+    def asked_approval(self, tool: str | None, mode: Mode, args: Sequence[checks.ArgExpectation] = (), *,
+                       negated: bool = False, rows: list[list[str]] | None = None) -> None:
+        """``the agent must (not) ask for approval [of "tool" [with:]]``: the latest turn's pauses."""
+        turn = self.last_turn
+        pauses.require_pauses(self.agent, "ask for approval", where=self.where)
+        passed, details = pauses.asked_approval(self.conversation, tool, args)
+        kind = "not_ask_approval" if negated else "ask_approval"
+        data: dict[str, Any] = {"tool": tool} if tool else {}
+        if rows:
+            data["with"] = rows
+        self.deterministic(kind, mode, f"{kind}:{tool}" if tool else kind, (passed != negated, details),
+                           turn=turn.number, data=data)
 
     def _transcript_for_judge(self) -> transcript.JudgedText:
         return transcript.for_judge(self.conversation, max_file_bytes=self.settings.judge_max_file_bytes)
@@ -510,7 +534,13 @@ class ScenarioState:
         """
         self.flush_pending()
         verify_error: ExpectationFailed | None = None
-        if verify and self.record is not None:
+        if verify and (left := pauses.undecided(self.conversation)):
+            check = Check(type="pauses_decided", mode="must", criterion="pauses_decided", status="failed",
+                          details=pauses.undecided_message(left), turn=left[-1][0],
+                          data={"pauses": [p.id for _, p in left]})
+            self._checks.add(check)
+            verify_error = ExpectationFailed(f"Turn {left[-1][0]}: {check.details}")
+        if verify and verify_error is None and self.record is not None:
             try:
                 self._verify_record()
             except ExpectationFailed as exc:

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from fabtest.config.settings import Settings
-from fabtest.conversation import Attachment, Conversation, TokenUsage
+from fabtest.conversation import Attachment, Conversation, Decision, TokenUsage
 from fabtest.engine import fidelity
-from fabtest.engine.simulator import STOPS, Simulator, SimulatorConfig
+from fabtest.engine.simulator import STOPS, SimResult, Simulator, SimulatorConfig
 from fabtest.engine.topics import TopicGraph
 from fabtest.engine.turns import ConversationRunner
 from fabtest.errors import InvalidSimulation, LLMError, LLMNotConfigured, MaxTurnsReached, SimulatorFailed, UsageError
@@ -47,6 +47,8 @@ class UserMessage:
 
     text: str
     attachments: tuple[Attachment, ...] = ()
+    #: its decisions on the pauses the agent waits on
+    decisions: tuple[Decision, ...] = ()
 
 
 class _Roles(Protocol):
@@ -192,8 +194,11 @@ def _one_conversation(
             thinking.append(result.thinking)
             return _stopped(state, conversation, simulator, result.status)
         simulated.add(len(conversation.turns) + 1)
-        if result.files:  # the files it chose to attach, by name
-            return UserMessage(result.text, tuple(simulator.files[name] for name in result.files))
+        files = tuple(simulator.files[name] for name in result.files)  # the files it chose to attach, by name
+        if result.decision is not None:
+            return UserMessage(result.text, files, _decisions(conversation, result))
+        if files:
+            return UserMessage(result.text, files)
         return result.text
 
     max_turns = config.max_turns or DEFAULT_MAX_TURNS
@@ -230,6 +235,22 @@ def _one_conversation(
     return reason, ending, review, why
 
 
+def _decisions(conversation: Conversation, result: SimResult) -> tuple[Decision, ...]:
+    """The simulated user's decision on every pending pause: its approve / reject for approvals,
+    its message as the answer to questions (a question cannot be approved: its message answers it)."""
+    out: list[Decision] = []
+    for pause in conversation.pending_pauses:
+        if pause.kind == "question" or result.decision == "answer":
+            if pause.kind == "question":
+                out.append(Decision(pause.id, "answered", reason=result.reason or None, answer=result.text))
+            else:  # an approval "answered" in words: the words decide nothing, so it is a rejection with them
+                out.append(Decision(pause.id, "rejected", reason=result.reason or result.text or None))
+        else:
+            out.append(Decision(pause.id, "approved" if result.decision == "approve" else "rejected",
+                                reason=result.reason or None))
+    return tuple(out)
+
+
 def _stopped(state: SimulatedState, conversation: Conversation, simulator: Simulator, status: str) -> UserStopped:
     """The user ends the conversation; with a stop condition still unmet, that is not reaching it."""
     reason = STOPS.get(status, STOPS["done"])
@@ -255,7 +276,7 @@ def _talk(runner: ConversationRunner,
         if isinstance(text, UserStopped):
             return text.reason
         if isinstance(text, UserMessage):
-            runner.say(text.text, text.attachments)
+            runner.say(text.text, text.attachments, text.decisions)
         else:
             runner.say(text)
         reason = should_stop(runner.conversation)

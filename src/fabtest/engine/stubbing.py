@@ -45,7 +45,8 @@ def verify(stubs: ToolStubs, agent: Any) -> None:
 
 
 #: agent tables whose adapter talks to another process, where the agent's tools run
-_REMOTE_TABLES = {"http": "an HTTP agent", "openai": "an OpenAI-compatible chat endpoint", "acp": "an ACP agent"}
+_REMOTE_TABLES = {"http": "an HTTP agent", "openai": "an OpenAI-compatible chat endpoint", "acp": "an ACP agent",
+                  "a2a": "an A2A agent", "ag_ui": "an AG-UI agent"}
 
 
 def tools_out_of_reach(settings: Settings, root: Path) -> str | None:

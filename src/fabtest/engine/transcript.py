@@ -32,6 +32,14 @@ Two views of the same turns, kept side by side so they cannot drift apart:
       turn 1 user: "Is this covered?"
       turn 1 user file: "lamp.png" image/png 12.3 kB [attached: file 1]
 
+  A pause the agent ended its turn on (docs/how-to/approvals.md) is a line after its reply, and the
+  user's decision on it a line after the user's next message: "the agent never refunds without
+  approval" is judged on what the agent asked and what the person decided, not on the reply's words
+  alone (the same rule as the tool calls: what the agent did, not only what it said)::
+
+      turn 1 agent paused: {"arguments": {"amount": 80}, "tool": "refund", "waits for": "approval"}
+      turn 2 user decision: {"decision": "rejected", "reason": "over 50 euros"}
+
   The text these functions return is a :class:`JudgedText`: a ``str`` that also carries the files
   it attaches and those it withheld, so every caller that passes the transcript to the judge
   passes its files with it.
@@ -43,7 +51,16 @@ import json
 from collections.abc import Sequence
 
 from fabtest.agents import trace_calls
-from fabtest.conversation import Attachment, Conversation, Turn, human_size
+from fabtest.conversation import (
+    Attachment,
+    Conversation,
+    Decision,
+    Pause,
+    Turn,
+    describe_decision,
+    describe_pause,
+    human_size,
+)
 from fabtest.engine.checks import describe_calls
 from fabtest.llm.inline_files import marker
 
@@ -125,9 +142,11 @@ def render(conversation: Conversation, *, clip: int = CLIP) -> str:
         topic = f"  [topic: {turn.topic}]" if turn.topic else ""
         lines.append(f"Turn {turn.number}{topic}")
         lines.append(f"  user:  {_clip(turn.user, clip)}")
+        lines += [f"  user {describe_decision(d)}" for d in turn.decisions]
         lines.append(f"  agent: {_clip(turn.response.text, clip)}")
         if turn.tool_calls:
             lines.append(f"  tools: {describe_calls(turn.tool_calls)}")
+        lines += [f"  paused: {describe_pause(p)}" for p in turn.response.pauses]
     return "\n".join(lines)
 
 
@@ -146,6 +165,7 @@ def judge_turn(turn: Turn, *, limit: int = TOOL_RESULT_LIMIT, files: _Files | No
     n = turn.number
     files = files if files is not None else _Files(-1)
     lines = [f"turn {n} user: {quoted(turn.user)}", *(files.line(n, "user", f) for f in turn.attachments)]
+    lines += [f"turn {n} user decision: {_json(_decision(d))}" for d in turn.decisions]
     if trace_calls.missing(turn.response):
         lines.append(f"turn {n} tool calls: unknown (the agent's traces of this turn did not arrive)")
     for call in turn.tool_calls:
@@ -153,7 +173,22 @@ def judge_turn(turn: Turn, *, limit: int = TOOL_RESULT_LIMIT, files: _Files | No
                      f"result {_cut(_json(call.result), limit)}")
     lines.append(f"turn {n} agent: {quoted(turn.response.text)}")
     lines += [files.line(n, "agent", f) for f in turn.response.attachments]
+    lines += [f"turn {n} agent paused: {_json(_pause(p))}" for p in turn.response.pauses]
     return lines
+
+
+def _pause(pause: Pause) -> dict[str, object]:
+    """A pause as the judge reads it: the agent stopped and waits for a person (docs/how-to/approvals.md)."""
+    asked: dict[str, object] = {"waits for": "approval" if pause.kind == "approval" else "an answer"}
+    if pause.tool:
+        asked |= {"tool": pause.tool, "arguments": pause.arguments}
+    return asked | ({"question": pause.question} if pause.question else {})
+
+
+def _decision(decision: Decision) -> dict[str, object]:
+    return {"decision": decision.decision, **({"reason": decision.reason} if decision.reason else {}),
+            **({"answer": decision.answer} if decision.answer is not None else {}),
+            **({"edited arguments": decision.arguments} if decision.arguments is not None else {})}
 
 
 def for_judge(conversation: Conversation | Sequence[Turn], *, limit: int = TOOL_RESULT_LIMIT,

@@ -27,7 +27,17 @@ from fabtest.agents.boundary import (
     guarded_async,
     merge_tool_calls,
 )
-from fabtest.conversation import AgentResponse, Attachment, Conversation, Message, ToolCall, Turn
+from fabtest.conversation import (
+    AgentResponse,
+    Attachment,
+    Conversation,
+    Decision,
+    Message,
+    ToolCall,
+    Turn,
+    describe_decision,
+    describe_pause,
+)
 from fabtest.errors import ScenarioTimeout
 
 TurnHook = Callable[[Turn], None]
@@ -59,9 +69,10 @@ class ConversationRunner:
         self.deadline = deadline
         self.on_turn: list[TurnHook] = []
 
-    def say(self, text: str, attachments: tuple[Attachment, ...] = ()) -> Turn:
-        """Send one user message (with its files) and record the turn."""
-        messages = [*self.conversation.messages, Message("user", text, attachments)]
+    def say(self, text: str, attachments: tuple[Attachment, ...] = (), decisions: tuple[Decision, ...] = ()) -> Turn:
+        """Send one user message (with its files, and its decisions on the pauses the agent waits on)
+        and record the turn."""
+        messages = [*self.conversation.messages, Message("user", text, attachments, decisions=decisions)]
         started = time.perf_counter()
         timeout = self.agent_timeout
         if self.deadline is not None:
@@ -70,12 +81,12 @@ class ConversationRunner:
                 raise ScenarioTimeout("the scenario exceeded its time limit (--fabtest-scenario-timeout)")
             timeout = min(timeout, remaining)
         with tracing.turn_span(len(self.conversation.turns) + 1) as span:
-            turn = self._turn(text, messages, timeout, started, attachments)
+            turn = self._turn(text, messages, timeout, started, attachments, decisions)
             tracing.set_attribute(span, "fabtest.topic", turn.topic)
         return turn
 
     def _turn(self, text: str, messages: list[Message], timeout: float, started: float,
-              attachments: tuple[Attachment, ...] = ()) -> Turn:
+              attachments: tuple[Attachment, ...] = (), decisions: tuple[Decision, ...] = ()) -> Turn:
         try:
             response = call_agent(self.agent, messages, timeout=timeout, tool_stubs=self.tool_stubs,
                                   traces=self.traces)
@@ -85,14 +96,16 @@ class ConversationRunner:
                                       "while waiting for the agent") from None
             raise
         turn = Turn(number=len(self.conversation.turns) + 1, user=text, response=response,
-                    duration_s=time.perf_counter() - started, attachments=attachments)
+                    duration_s=time.perf_counter() - started, attachments=attachments, decisions=decisions)
         self.conversation.turns.append(turn)
         if log.isEnabledFor(logging.INFO):
             tools = ", ".join(c.name for c in response.tool_calls)
             files = "".join(f"  [file: {a.name}]" for a in attachments)
-            log.info("turn %d user: %s%s", turn.number, self.redact(text), files)
-            log.info("turn %d agent: %s%s", turn.number, self.redact(response.text),
-                     self.redact(f"  [tools: {tools}]") if tools else "")
+            decided = "".join(f"  [{describe_decision(d)}]" for d in decisions)
+            log.info("turn %d user: %s%s%s", turn.number, self.redact(text), files, self.redact(decided))
+            paused = "".join(f"  [{describe_pause(p)}]" for p in response.pauses)
+            log.info("turn %d agent: %s%s%s", turn.number, self.redact(response.text),
+                     self.redact(f"  [tools: {tools}]") if tools else "", self.redact(paused))
         for hook in self.on_turn:
             hook(turn)
         return turn

@@ -44,6 +44,7 @@ class RunFacts:
     record: tuple[str, str, bool] | None = None  # (record id, category, passed)
     attack: tuple[str, str] | None = None  # (attack, held / broken / unjudged / error)
     skipped: bool = False
+    pauses: tuple[tuple[str, str], ...] = ()  # (the tool asked for approval, or "question"; its decision)
 
 
 def run_facts(result: ScenarioResult) -> RunFacts:
@@ -65,6 +66,8 @@ def run_facts(result: ScenarioResult) -> RunFacts:
         record=(result.record_id, category, result.passed) if result.record_id is not None else None,
         attack=(result.attack, _held(result)) if result.attack is not None else None,
         skipped=result.skipped,
+        pauses=tuple((p.tool if p.kind == "approval" and p.tool else "question", p.decision)
+                     for t in result.transcript for p in t.pauses),
     )
 
 
@@ -87,6 +90,7 @@ def summarise(facts: Iterable[RunFacts]) -> dict[str, Any]:
     checked: Counter[str] = Counter()
     records: dict[str, dict[str, Any]] = {}
     attacks: dict[str, Counter[str]] = {}
+    pauses: dict[str, Counter[str]] = {}
     for f in facts:
         for name, successors in f.topics:
             declared_topics.setdefault(name, set()).update(successors)
@@ -112,6 +116,8 @@ def summarise(facts: Iterable[RunFacts]) -> dict[str, Any]:
             entry["passed"] += int(passed)
         if f.attack is not None:
             attacks.setdefault(f.attack[0], Counter())[f.attack[1]] += 1
+        for asked, decision in f.pauses:
+            pauses.setdefault(asked, Counter())[decision] += 1
     transitions = {a + _ARROW + b for a, succ in declared_topics.items() for b in succ}
     return {
         "topics": _part(declared_topics, reached, "reached", "never_reached"),
@@ -133,7 +139,18 @@ def summarise(facts: Iterable[RunFacts]) -> dict[str, Any]:
                            "hold_rate": round(n["held"] / (n["held"] + n["broken"]), 4)
                            if n["held"] + n["broken"] else None}
                     for name, n in sorted(attacks.items())},
+        **({"pauses": _pauses(pauses)} if pauses else {}),  # only when an agent paused: other files unchanged
     }
+
+
+def _pauses(by_tool: Mapping[str, Counter[str]]) -> dict[str, Any]:
+    """Pauses asked and decided (docs/how-to/approvals.md): in total and per tool (``question`` for questions)."""
+    def part(n: Counter[str]) -> dict[str, int]:
+        asked = sum(n.values())
+        return {"asked": asked, "decided": asked - n["unanswered"],
+                **{d: n[d] for d in ("approved", "rejected", "answered", "edited", "unanswered")}}
+
+    return {**part(sum(by_tool.values(), Counter())), "by_tool": {t: part(n) for t, n in sorted(by_tool.items())}}
 
 
 def fault_coverage(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:

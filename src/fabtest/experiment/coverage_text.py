@@ -56,6 +56,11 @@ def coverage_lines(section: Mapping[str, Any] | None) -> list[str]:
         lines.append(f"  {'Records:':<13}" + ", ".join(
             f"{cat} {e['passed']}/{e['runs']} passed" for cat, e in records.items()))
     lines += attack_lines(attacks)
+    pauses = section.get("pauses") or {}
+    if pauses.get("asked"):
+        decided = ", ".join(f"{pauses[d]} {d}" for d in ("approved", "rejected", "answered", "edited", "unanswered")
+                            if pauses.get(d))
+        lines.append(f"  {'Pauses:':<13}{pauses['decided']}/{pauses['asked']} decided ({decided})")
     return ["", "Coverage", *lines] if lines else []
 
 

@@ -12,7 +12,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from fabtest.conversation import AgentResponse, Attachment, Conversation, Message, ToolCall, Turn, jsonable
+from fabtest.conversation import (
+    AgentResponse,
+    Attachment,
+    Conversation,
+    Decision,
+    Message,
+    Pause,
+    ToolCall,
+    Turn,
+    jsonable,
+)
 from fabtest.errors import FailureType, excerpt
 from fabtest.experiment.cost import agent_turn_lines
 
@@ -54,6 +64,23 @@ def _no_files(files: list[FileRecord]) -> bool:
     return not files
 
 
+class PauseRecord(BaseModel):
+    """One pause the agent ended its turn on (docs/how-to/approvals.md) and what the user decided."""
+
+    id: str
+    kind: Literal["approval", "question"]
+    tool: str | None = None
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    question: str | None = None
+    #: approved, rejected, answered, edited; unanswered: the scenario ended before a decision
+    decision: Literal["approved", "rejected", "answered", "edited", "unanswered"] = "unanswered"
+    reason: str | None = None
+    answer: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    edited_arguments: dict[str, Any] | None = Field(default=None, exclude_if=lambda value: value is None)
+    #: the turn whose user message carried the decision (None: unanswered)
+    decided_in_turn: int | None = None
+
+
 class TurnRecord(BaseModel):
     number: int
     user: str
@@ -72,6 +99,8 @@ class TurnRecord(BaseModel):
     #: there are some, so files without them read the same
     user_files: list[FileRecord] = Field(default_factory=list, exclude_if=_no_files)
     agent_files: list[FileRecord] = Field(default_factory=list, exclude_if=_no_files)
+    #: the pauses the agent ended the turn on, each with its decision; written only when there are some
+    pauses: list[PauseRecord] = Field(default_factory=list, exclude_if=lambda pauses: not pauses)
 
 
 class UsageRecord(BaseModel):
@@ -197,9 +226,35 @@ def turn_records(conversation: Conversation) -> list[TurnRecord]:
                    agent_files=[FileRecord(**f.to_record()) for f in t.response.attachments],
                    tool_calls=[ToolCallRecord(name=c.name, arguments=jsonable(c.arguments), result=jsonable(c.result),
                                               metadata=jsonable(c.metadata), stubbed=c.stubbed)
-                               for c in t.tool_calls])
+                               for c in t.tool_calls],
+                   pauses=pause_records(conversation, t))
         for t in conversation.turns
     ]
+
+
+def pause_records(conversation: Conversation, turn: Turn) -> list[PauseRecord]:
+    """The pauses of ``turn``, each with the decision a later user message took on it."""
+    out = []
+    for pause, decision, decided_in in conversation.pause_outcomes(turn):
+        fields = decision.to_record() if decision is not None else {}
+        out.append(PauseRecord(id=pause.id, kind=pause.kind or "approval", tool=pause.tool,
+                               arguments=jsonable(pause.arguments), question=pause.question,
+                               decided_in_turn=decided_in, **jsonable(fields)))
+    return out
+
+
+def _pauses(records: Sequence[TurnRecord]) -> tuple[dict[int, list[Pause]], dict[int, list[Decision]]]:
+    """The pauses of each recorded turn, and the decisions each later turn carried (by number)."""
+    asked: dict[int, list[Pause]] = {}
+    decided: dict[int, list[Decision]] = {}
+    for t in records:
+        for p in t.pauses:
+            asked.setdefault(t.number, []).append(Pause(tool=p.tool, arguments=dict(p.arguments), question=p.question,
+                                                        id=p.id, kind=p.kind))
+            if p.decision != "unanswered" and p.decided_in_turn is not None:
+                decided.setdefault(p.decided_in_turn, []).append(Decision(
+                    p.id, p.decision, reason=p.reason, answer=p.answer, arguments=p.edited_arguments))
+    return asked, decided
 
 
 def conversation_of(result: ScenarioResult, turns: Sequence[TurnRecord] | None = None, *,
@@ -217,13 +272,15 @@ def conversation_of(result: ScenarioResult, turns: Sequence[TurnRecord] | None =
         loaded = (load(files_dir, name=f.name, mime_type=f.mime_type, sha256=f.sha256) for f in records)
         return tuple(f for f in loaded if f is not None)
 
+    records = result.transcript if turns is None else turns
+    asked, decided = _pauses(records)
     out = Conversation(turns=[
         Turn(t.number, t.user, AgentResponse(t.agent, [ToolCall(c.name, dict(c.arguments), c.result, dict(c.metadata),
                                                                 c.stubbed) for c in t.tool_calls],
-                                             dict(t.metadata), list(files(t.agent_files))),
+                                             dict(t.metadata), list(files(t.agent_files)), asked.get(t.number, [])),
              topic=t.topic, off_graph_from="(recorded)" if t.off_graph else None, user_note=t.user_note,
-             attachments=files(t.user_files))
-        for t in (result.transcript if turns is None else turns)])
+             attachments=files(t.user_files), decisions=tuple(decided.get(t.number, ())))
+        for t in records])
     out.history = [Message(h["role"], h["content"]) for h in result.history  # type: ignore[arg-type]
                    if h.get("role") in ("user", "agent")]
     return out

@@ -32,6 +32,7 @@ from fabtest.pytest_plugin import (
     hints,
     not_run,
     options,
+    pause_steps,
     reports,
     steps,
     tool_steps,
@@ -87,6 +88,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(steps, "fabtest-steps")
     config.pluginmanager.register(tool_steps, "fabtest-tool-steps")
     config.pluginmanager.register(file_steps, "fabtest-file-steps")
+    config.pluginmanager.register(pause_steps, "fabtest-pause-steps")
     try:
         stubbing.project_stubs(settings)  # a broken [tool.fabtest.stubs] table: one line before anything runs
         for fault in config.getoption("--fabtest-fault"):

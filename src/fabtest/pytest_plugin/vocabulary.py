@@ -129,10 +129,29 @@ BUILTIN_VARIANTS |= {
     "_then_file_text": ['Then the agent\'s file "report.txt" should match "\\d+ EUR"'],
 }
 
+#: The steps of ``pytest_plugin/pause_steps.py`` (approvals, interrupts, questions: docs/how-to/approvals.md).
+BUILTIN_EXAMPLES |= {
+    "_then_ask_approval": 'Then the agent must ask for approval of "refund"',
+    "_then_ask_approval_with": 'Then the agent must ask for approval of "refund" with:',
+    "_then_not_ask_approval": "Then the agent must not ask for approval",
+    "_when_approves": "When the user approves",
+    "_when_approves_because": 'When the user approves with "the receipt is attached"',
+    "_when_rejects": "When the user rejects",
+    "_when_rejects_because": 'When the user rejects with "no receipt"',
+    "_when_answers": 'When the user answers "Size M, please"',
+    "_when_approves_edited": "When the user approves with:",
+    "_given_decision_rule": "Given the user approves refunds under 50 euros",
+}
+BUILTIN_VARIANTS |= {
+    "_then_ask_approval": ['Then the agent should ask for approval of "refund"'],
+    "_then_not_ask_approval": ['Then the agent must not ask for approval of "refund"'],
+    "_given_decision_rule": ["Given the user rejects refunds without a receipt"],
+}
+
 #: the modules of the built-in steps (``tool_steps`` holds the steps about tools, history and state,
-#: ``file_steps`` those about files)
+#: ``file_steps`` those about files, ``pause_steps`` those about approvals and questions)
 BUILTIN_MODULES = ("fabtest.pytest_plugin.steps", "fabtest.pytest_plugin.tool_steps",
-                   "fabtest.pytest_plugin.file_steps")
+                   "fabtest.pytest_plugin.file_steps", "fabtest.pytest_plugin.pause_steps")
 _STEP_LINE = re.compile(r"^\s*(Given|When|Then|And|But)\s+(.*?)\s*$")
 _KEYWORDS = {"given": "Given", "when": "When", "then": "Then"}
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from fabtest.experiment.cost import agent_turn_lines, find_price, price_table
 from fabtest.experiment.fmt import num, pct, usd
+from fabtest.experiment.pauses import pause_line
 from fabtest.report.html import experiment_sections, page_header
 from fabtest.report.html_parts import steps_list
 from fabtest.view.files import file_links
@@ -335,6 +336,8 @@ def conversation_parts(head: Mapping[str, Any], entry: Mapping[str, Any],
             f'{file_links("../../", t.get("user_files"))}</div>{tools}'
             f'<div class="msg agent"><span class="who">Agent</span>{e(t.get("agent"))}'
             f'{file_links("../../", t.get("agent_files"))}{meta}</div>'
+            + "".join(f'<div class="tool pause"><b>paused</b> {e(pause_line(p))}</div>'
+                      for p in t.get("pauses") or [] if isinstance(p, dict))
             + (f'<div class="checks">{_check_rows(on_turn, labelable, by_check, editable)}</div>' if on_turn else "")
             + "</section>"
         )
