@@ -287,6 +287,34 @@ class AgentResponse:
 
 
 @dataclass
+class VoiceTurn:
+    """What a voice turn adds to a turn: both sides' audio and the times (docs/how-to/voice.md).
+
+    The turn's ``user`` is the text that was spoken, and its response's ``text`` is what the
+    recogniser heard of the agent's reply: the transcript every check, the judge and the simulated
+    user see.
+    """
+
+    #: the user's turn as spoken (silence for ``When the user stays silent``)
+    user_audio: Audio
+    #: what the user heard of the reply, chunks joined (cut at a barge-in)
+    agent_audio: Audio
+    #: from the end of the user's audio to the agent's first chunk; None when it sent no audio
+    time_to_first_audio_ms: float | None = None
+    #: the agent's own words for that audio, when its chunks carry them
+    agent_text: str | None = None
+    #: word error rate of the transcript against ``agent_text`` (None without agent_text)
+    word_error_rate: float | None = None
+    #: the user cut the reply short (``When the user interrupts after N ms``)
+    interrupted: bool = False
+
+    @property
+    def reply_audio_ms(self) -> float:
+        """How long the reply heard lasts."""
+        return self.agent_audio.duration_ms
+
+
+@dataclass
 class Turn:
     """One exchange: the user's message, the agent's response, and the topic after it."""
 
@@ -303,6 +331,8 @@ class Turn:
     attachments: tuple[Attachment, ...] = ()
     #: the user's decisions on the previous turn's pauses, sent with its message
     decisions: tuple[Decision, ...] = ()
+    #: a voice turn's audio and times (None: a text turn)
+    voice: VoiceTurn | None = None
 
     @property
     def tool_calls(self) -> list[ToolCall]:

@@ -37,6 +37,7 @@ import fabtest.pytest_plugin.steps as builtin_steps
 import fabtest.pytest_plugin.file_steps as file_steps
 import fabtest.pytest_plugin.pause_steps as pause_steps
 import fabtest.pytest_plugin.tool_steps as tool_steps
+import fabtest.pytest_plugin.voice_steps as voice_steps
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -210,7 +211,8 @@ def test_every_data_block_parses(block: Block) -> None:
 
 def _builtin_steps() -> dict[str, list[object]]:
     by_type: dict[str, list[object]] = {"given": [], "when": [], "then": []}
-    for module, name in [(m, n) for m in (builtin_steps, tool_steps, file_steps, pause_steps) for n in dir(m)]:
+    for module, name in [(m, n) for m in (builtin_steps, tool_steps, file_steps, pause_steps, voice_steps)
+                         for n in dir(m)]:
         if name.startswith("pytestbdd_stepdef_"):
             fixture = getattr(module, name)
             wrapped = fixture._get_wrapped_function() if hasattr(fixture, "_get_wrapped_function") else fixture

@@ -29,23 +29,63 @@ def test_core_dependencies_leave_out_adapters_and_test_tools() -> None:
     assert set(extras.EXTRAS) <= set(extras_table)
 
 
+def _use_realtime() -> None:
+    from fabtest.agents.realtime import build_realtime_agent
+
+    build_realtime_agent({"realtime": "wss://voice.example/v1/realtime"}, {}, where="[tool.fabtest.agents.phone]")
+
+
+def _use_pdf() -> None:
+    from fabtest import Attachment
+    from fabtest.engine.file_checks import file_text
+
+    file_text(Attachment.from_bytes(b"%PDF-1.4", name="policy.pdf", mime_type="application/pdf"))
+
+
+def _use_voice() -> None:
+    from fabtest.speech.kit import build
+
+    build(tts="espeak")  # the light voice loads; the recogniser's package is missing
+
+
+def _use_acp() -> None:
+    from fabtest.agents.acp import AcpAgent
+
+    AcpAgent(["my-acp-agent"])
+
+
+def _use_a2a() -> None:
+    from fabtest.agents.a2a import A2AAgent
+
+    A2AAgent("http://127.0.0.1:9/")
+
+
+def _use_ag_ui() -> None:
+    from fabtest.agents.ag_ui import AgUiAgent
+
+    AgUiAgent("http://127.0.0.1:9/agent")
+
+
+#: extra -> the first use of it a project makes (each must fail in one line naming the extra)
+USES = {
+    "mcp": lambda: parse_mcp_specs([{"command": ["python", "-m", "srv"]}], where="[tool.fabtest.agents.helper]",
+                                   root=ROOT),
+    "realtime": _use_realtime, "pdf": _use_pdf, "voice": _use_voice, "acp": _use_acp, "a2a": _use_a2a,
+    "ag-ui": _use_ag_ui,
+}
+
+
+def test_every_extra_has_a_use_here() -> None:
+    assert set(USES) == set(extras.EXTRAS)
+
+
 @pytest.mark.parametrize("extra", sorted(extras.EXTRAS))
 def test_a_missing_extra_is_one_line_naming_it(monkeypatch: pytest.MonkeyPatch, extra: str) -> None:
     module = extras.EXTRAS[extra][0]
     real = extras.importlib.util.find_spec
     monkeypatch.setattr(extras.importlib.util, "find_spec", lambda name, *a: None if name == module else real(name, *a))
     with pytest.raises(UsageError) as caught:
-        if extra == "mcp":
-            parse_mcp_specs([{"command": ["python", "-m", "srv"]}], where="[tool.fabtest.agents.helper]", root=ROOT)
-        elif extra == "pdf":
-            from fabtest import Attachment
-            from fabtest.engine.file_checks import file_text
-
-            file_text(Attachment.from_bytes(b"%PDF-1.4", name="policy.pdf", mime_type="application/pdf"))
-        else:
-            from fabtest.agents.acp import AcpAgent
-
-            AcpAgent(["my-acp-agent"])
+        USES[extra]()
     message = str(caught.value)
     assert "\n" not in message and f"pip install 'pytest-fabtest[{extra}]'" in message
 

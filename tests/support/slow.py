@@ -51,6 +51,7 @@ SLOW_MODULES = (
     "protocols/test_protocol_features.py",
     "secrets/test_secrets_everywhere.py",
     "view/test_view_browser.py",
+    "voice/test_real_speech.py",
 )
 
 

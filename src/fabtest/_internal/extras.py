@@ -23,13 +23,17 @@ EXTRAS = {
     "acp": ("acp", "agents over the Agent Client Protocol (acp = [...], the Gemini CLI over ACP)"),
     "a2a": ("a2a", "agents over the A2A protocol (a2a = \"URL\")"),
     "ag-ui": ("ag_ui", "agents over the AG-UI protocol (ag_ui = \"URL\")"),
+    "realtime": ("websockets", "voice agents over the OpenAI Realtime protocol (realtime = \"wss://...\")"),
     "pdf": ("pypdf", "checks on the text of a PDF the agent replies with"),
+    "voice": ("pocketsphinx", "voice scenarios (offline text to speech and speech recognition)"),
 }
 
 
-def require_extra(extra: str, *, where: str) -> None:
-    """Raise :class:`UsageError` naming ``pip install 'pytest-fabtest[EXTRA]'`` when the extra's module is missing."""
-    module, purpose = EXTRAS[extra]
+def require_extra(extra: str, *, where: str, module: str | None = None) -> None:
+    """Raise :class:`UsageError` naming ``pip install 'pytest-fabtest[EXTRA]'`` when the extra's module
+    (or ``module``, another package the extra brings) is missing."""
+    default, purpose = EXTRAS[extra]
+    module = module or default
     try:
         found = importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):

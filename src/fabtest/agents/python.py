@@ -26,6 +26,11 @@ class CallableAgent:
             return coerce_response(self._func(list(messages), on_tool_call=on_tool_call))
         return coerce_response(self._func(list(messages)))
 
+    @property
+    def func(self) -> Callable[..., Any]:
+        """The function configured as the agent (a voice scenario calls it with the user's audio)."""
+        return self._func
+
     def metadata(self) -> dict[str, Any]:
         return {"callable": f"{getattr(self._func, '__module__', '?')}:{getattr(self._func, '__qualname__', '?')}"}
 

@@ -21,6 +21,7 @@ from fabtest.agents import aio
 from fabtest.agents.base import Agent
 from fabtest.agents.frameworks import FRAMEWORKS, build_framework_agent
 from fabtest.agents.python import callable_agent, is_factory_callable
+from fabtest.agents.voice import is_voice_agent
 from fabtest.errors import UsageError
 
 #: The agent a playbook talks to when none is configured: the Gemini CLI, over ACP when it speaks it
@@ -50,15 +51,21 @@ def make_agent(target: Any, context: Mapping[str, Any], *, where: str) -> Agent:
             return _as_agent(target.build(dict(context)), where=where)
         factory: Any = target
         return _as_agent(factory(dict(context)) if _init_takes_argument(target) else factory(), where=where)
-    if hasattr(target, "build") and not hasattr(target, "chat"):
+    if hasattr(target, "build") and not _speaks(target):
         return _as_agent(target.build(dict(context)), where=where)
-    if hasattr(target, "chat"):
+    if _speaks(target):
         return cast(Agent, target)
     if callable(target):
         if is_factory_callable(target):
             return _as_agent(target(dict(context)), where=where)
         return callable_agent(target)
-    raise UsageError(f"{where}: {target!r} is not an agent: expected an object with chat(), a factory or a callable")
+    raise UsageError(f"{where}: {target!r} is not an agent: expected an object with chat() (or a voice agent's "
+                     "respond()), a factory or a callable")
+
+
+def _speaks(obj: Any) -> bool:
+    """An agent object: it has ``chat`` (text) or ``respond`` (a voice agent, :mod:`fabtest.agents.voice`)."""
+    return hasattr(obj, "chat") or is_voice_agent(obj)
 
 
 def _init_takes_argument(cls: type) -> bool:
@@ -76,16 +83,17 @@ def _as_agent(obj: Any, *, where: str) -> Agent:
     so clients it creates belong to the loop its ``chat`` will run on."""
     if inspect.isawaitable(obj):
         obj = aio.run(obj)
-    if hasattr(obj, "chat"):
+    if _speaks(obj):
         return cast(Agent, obj)
     if callable(obj) and not inspect.isclass(obj):
         return callable_agent(obj)
-    raise UsageError(f"{where}: the agent factory returned {type(obj).__name__}, which has no chat() method")
+    raise UsageError(f"{where}: the agent factory returned {type(obj).__name__}, which has no chat() or respond() "
+                     "method")
 
 
 def _from_table(table: Mapping[str, Any], context: Mapping[str, Any], *, where: str) -> Agent:
-    """``{http = "URL", ...}``, ``{openai = "URL", model = ...}``, ``{acp = [argv...]}``, ``{a2a = "URL"}``,
-    ``{ag_ui = "URL"}``, a built-in
+    """``{http = "URL", ...}``, ``{openai = "URL", model = ...}``, ``{realtime = "wss://..."}`` (a voice
+    agent, :mod:`fabtest.agents.realtime`), ``{acp = [argv...]}``, ``{a2a = "URL"}``, ``{ag_ui = "URL"}``, a built-in
     agent (``gemini = "MODEL"`` or ``provider = ...``, see :mod:`fabtest.agents.builtin`) or
     ``{factory = "module:attr", ...}``."""
     table = {k: _expand(v, where) for k, v in table.items()}
@@ -102,6 +110,10 @@ def _from_table(table: Mapping[str, Any], context: Mapping[str, Any], *, where: 
         from fabtest.agents.openai_chat import build_openai_chat_agent
 
         return build_openai_chat_agent(table, context, where=where)
+    if "realtime" in table:
+        from fabtest.agents.realtime import build_realtime_agent
+
+        return cast(Agent, build_realtime_agent(table, context, where=where))
     if "gemini" in table or "provider" in table:
         from fabtest.agents.builtin import build_builtin_agent
 
@@ -127,9 +139,9 @@ def _from_table(table: Mapping[str, Any], context: Mapping[str, Any], *, where: 
         target = import_object(str(table["factory"]), where=where)
         extra = {k: v for k, v in table.items() if k != "factory"}
         return make_agent(target, {**context, **extra}, where=where)
-    raise UsageError(f"{where}: agent table needs 'http = \"URL\"', 'openai = \"URL\"', 'gemini = \"MODEL\"', "
-                     "'provider = \"openai\"', 'acp = [\"program\", ...]', 'a2a = \"URL\"', 'ag_ui = \"URL\"', "
-                     "'factory = \"module:attr\"' or a "
+    raise UsageError(f"{where}: agent table needs 'http = \"URL\"', 'openai = \"URL\"', "
+                     "'realtime = \"wss://...\"', 'gemini = \"MODEL\"', 'provider = \"openai\"', "
+                     "'acp = [\"program\", ...]', 'a2a = \"URL\"', 'ag_ui = \"URL\"', 'factory = \"module:attr\"' or a "
                      f"framework's '{' / '.join(FRAMEWORKS)} = \"module:attr\"', "
                      f"got {sorted(table)}")
 

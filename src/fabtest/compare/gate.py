@@ -343,16 +343,25 @@ def paired(baseline: Mapping[str, float], current: Mapping[str, float]) -> dict[
 
 def latency_per_run(doc: Mapping[str, Any]) -> dict[str, float]:
     """Scenario id → its mean response latency (seconds per agent turn, over all its runs), from a
-    whole document's transcripts (``duration_s`` of each turn)."""
+    whole document's transcripts (``duration_s`` of each turn; a voice turn's time to first audio,
+    the wait a caller hears, docs/how-to/voice.md)."""
     sums: dict[str, list[float]] = {}
     for e in doc.get("scenario_results") or ():
-        turns = [t for t in e.get("transcript") or ()
-                 if isinstance(t, dict) and isinstance(t.get("duration_s"), (int, float))]
-        if turns:
+        seconds = [s for s in (_turn_latency(t) for t in e.get("transcript") or ()) if s is not None]
+        if seconds:
             slot = sums.setdefault(str(e.get("id")), [0.0, 0])
-            slot[0] += sum(float(t["duration_s"]) for t in turns)
-            slot[1] += len(turns)
+            slot[0] += sum(seconds)
+            slot[1] += len(seconds)
     return {sid: total / n for sid, (total, n) in sums.items()}
+
+
+def _turn_latency(turn: Any) -> float | None:
+    if not isinstance(turn, dict):
+        return None
+    voice = turn.get("voice")
+    if isinstance(voice, dict) and isinstance(voice.get("time_to_first_audio_ms"), (int, float)):
+        return float(voice["time_to_first_audio_ms"]) / 1000
+    return float(turn["duration_s"]) if isinstance(turn.get("duration_s"), (int, float)) else None
 
 
 def evaluate(c: Comparison, options: GateOptions, *, cost: Mapping[str, tuple[float, float]] | None = None,

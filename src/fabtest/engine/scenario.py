@@ -32,7 +32,7 @@ from fabtest.config.criteria import Criterion
 from fabtest.config.scenario_sets import ScenarioRecord
 from fabtest.config.settings import Settings
 from fabtest.conversation import Attachment, Check, Conversation, DecisionKind, Mode, Status, TokenUsage, Turn
-from fabtest.engine import budget, checks, judge_checks, pauses, records, stubbing, topic_checks, transcript
+from fabtest.engine import budget, checks, judge_checks, pauses, records, stubbing, topic_checks, transcript, voice
 from fabtest.engine.attachments import FileLoader, FileRef
 from fabtest.engine.batching import CheckSlots, charging_failures
 from fabtest.engine.fidelity import Fidelity
@@ -194,14 +194,42 @@ class ScenarioState:
             deadline = self.started + timeout if timeout else None
             self._runner = ConversationRunner(self.agent, self.conversation, agent_timeout=self.settings.agent_timeout,
                                               deadline=deadline, redact=self.redact, tool_stubs=self.tool_stubs,
-                                              traces=(self.settings.traces.port, self.settings.traces.wait))
+                                              traces=(self.settings.traces.port, self.settings.traces.wait),
+                                              voice=voice.turns(self.settings) if self.voice else None)
             scenario_deadline(deadline)  # user patterns (match, triggers) stop at it too
             self._runner.on_turn.append(self._after_turn)
         return self._runner
 
-    def user_says(self, text: str, attachments: tuple[Attachment, ...] = ()) -> Turn:
+    def user_says(self, text: str, attachments: tuple[Attachment, ...] = (), *,
+                  interrupt_after_ms: float | None = None) -> Turn:
+        """One user turn; in a voice scenario ``interrupt_after_ms`` cuts the agent's reply short
+        (the next step is ``When the user interrupts after N ms``)."""
         self.flush_pending()
-        return self.runner.say(text, attachments)
+        if interrupt_after_ms is not None and not self.voice:
+            raise UsageError(f"{self.where}: the user interrupts only in a voice scenario: tag it @voice "
+                             "or set voice = true in [tool.fabtest]")
+        silent = voice.silent_seconds(text) if self.voice else None  # a replayed silent turn
+        return self.runner.say(text, attachments, interrupt_after_ms=interrupt_after_ms, silent_s=silent)
+
+    @property
+    def voice(self) -> bool:
+        """A voice scenario: ``voice = true`` in [tool.fabtest], or a ``@voice`` tag (docs/how-to/voice.md)."""
+        return self.settings.voice or "voice" in self.context.get("tags", ())
+
+    def stays_silent(self, seconds: float) -> Turn:
+        """``When the user stays silent for N seconds``: that much silence is the user's turn."""
+        if not self.voice:
+            raise UsageError(f"{self.where}: the user stays silent only in a voice scenario: tag it @voice "
+                             "or set voice = true in [tool.fabtest]")
+        self.flush_pending()
+        return self.runner.say(voice.silence_text(seconds), silent_s=seconds)
+
+    def check_first_audio(self, limit_ms: float, mode: Mode) -> None:
+        """``the agent must start speaking within N ms``: the latest turn's time to first audio."""
+        turn = self.last_turn
+        status, details, data = voice.first_audio_outcome(turn, limit_ms)
+        self.record_check("first_audio", mode, f"first_audio<{limit_ms:g}ms", status, details, turn=turn.number,
+                          data=data)
 
     def user_decides(self, decision: DecisionKind, *, reason: str | None = None, answer: str | None = None,
                      arguments: dict[str, Any] | None = None, text: str | None = None) -> Turn:

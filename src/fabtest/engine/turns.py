@@ -27,6 +27,7 @@ from fabtest.agents.boundary import (
     guarded_async,
     merge_tool_calls,
 )
+from fabtest.agents.voice import is_voice_agent
 from fabtest.conversation import (
     AgentResponse,
     Attachment,
@@ -35,10 +36,12 @@ from fabtest.conversation import (
     Message,
     ToolCall,
     Turn,
+    VoiceTurn,
     describe_decision,
     describe_pause,
 )
-from fabtest.errors import ScenarioTimeout
+from fabtest.engine.voice import VoiceTurns
+from fabtest.errors import ScenarioTimeout, UsageError
 
 TurnHook = Callable[[Turn], None]
 
@@ -55,8 +58,11 @@ class ConversationRunner:
 
     def __init__(self, agent: Agent, conversation: Conversation, *, agent_timeout: float = 60.0,
                  deadline: float | None = None, redact: Callable[[str], str] = str,
-                 tool_stubs: stubs.ToolStubs | None = None, traces: tuple[int, float] | None = None) -> None:
+                 tool_stubs: stubs.ToolStubs | None = None, traces: tuple[int, float] | None = None,
+                 voice: VoiceTurns | None = None) -> None:
         self.agent = agent
+        #: a voice scenario: each turn spoken and heard (:mod:`fabtest.engine.voice`); None: text
+        self.voice = voice
         #: the trace receiver's port and the seconds a turn waits for its spans (agents with ``traces = true``)
         self.traces = traces
         #: the scenario's tool stubs, active during every agent call (:mod:`fabtest.agents.stubs`)
@@ -69,9 +75,11 @@ class ConversationRunner:
         self.deadline = deadline
         self.on_turn: list[TurnHook] = []
 
-    def say(self, text: str, attachments: tuple[Attachment, ...] = (), decisions: tuple[Decision, ...] = ()) -> Turn:
+    def say(self, text: str, attachments: tuple[Attachment, ...] = (), decisions: tuple[Decision, ...] = (), *,
+            interrupt_after_ms: float | None = None, silent_s: float | None = None) -> Turn:
         """Send one user message (with its files, and its decisions on the pauses the agent waits on)
-        and record the turn."""
+        and record the turn. In a voice scenario the message is spoken; ``interrupt_after_ms`` cuts
+        the reply short (barge-in) and ``silent_s`` sends that much silence instead of words."""
         messages = [*self.conversation.messages, Message("user", text, attachments, decisions=decisions)]
         started = time.perf_counter()
         timeout = self.agent_timeout
@@ -81,22 +89,32 @@ class ConversationRunner:
                 raise ScenarioTimeout("the scenario exceeded its time limit (--fabtest-scenario-timeout)")
             timeout = min(timeout, remaining)
         with tracing.turn_span(len(self.conversation.turns) + 1) as span:
-            turn = self._turn(text, messages, timeout, started, attachments, decisions)
+            turn = self._turn(text, messages, timeout, started, attachments, decisions,
+                              voice={"interrupt_after_ms": interrupt_after_ms, "silent_s": silent_s})
             tracing.set_attribute(span, "fabtest.topic", turn.topic)
         return turn
 
     def _turn(self, text: str, messages: list[Message], timeout: float, started: float,
-              attachments: tuple[Attachment, ...] = (), decisions: tuple[Decision, ...] = ()) -> Turn:
+              attachments: tuple[Attachment, ...] = (), decisions: tuple[Decision, ...] = (),
+              voice: dict[str, Any] | None = None) -> Turn:
+        spoken: VoiceTurn | None = None
+        took: float | None = None
         try:
-            response = call_agent(self.agent, messages, timeout=timeout, tool_stubs=self.tool_stubs,
-                                  traces=self.traces)
+            if self.voice is not None:
+                if attachments:
+                    raise UsageError("a voice scenario cannot send files: the user speaks (docs/how-to/voice.md)")
+                response, spoken, took = self._voice_turn(text, timeout, voice or {})
+            else:
+                response = call_agent(self.agent, messages, timeout=timeout, tool_stubs=self.tool_stubs,
+                                      traces=self.traces)
         except AgentTimeout:
             if timeout < self.agent_timeout:
                 raise ScenarioTimeout("the scenario exceeded its time limit (--fabtest-scenario-timeout) "
                                       "while waiting for the agent") from None
             raise
         turn = Turn(number=len(self.conversation.turns) + 1, user=text, response=response,
-                    duration_s=time.perf_counter() - started, attachments=attachments, decisions=decisions)
+                    duration_s=time.perf_counter() - started if took is None else took,  # a voice turn: the agent's
+                    attachments=attachments, decisions=decisions, voice=spoken)
         self.conversation.turns.append(turn)
         if log.isEnabledFor(logging.INFO):
             tools = ", ".join(c.name for c in response.tool_calls)
@@ -109,6 +127,23 @@ class ConversationRunner:
         for hook in self.on_turn:
             hook(turn)
         return turn
+
+    def _voice_turn(self, text: str, timeout: float,
+                    options: dict[str, Any]) -> tuple[AgentResponse, VoiceTurn, float]:
+        """One spoken turn with the scenario's tool stubs active; a timed-out agent is asked to cancel().
+        Its duration is the agent's reply alone: speaking and hearing are fabtest's work, not latency."""
+        assert self.voice is not None
+        with tracing.agent_span(self.agent) as record, stubs.session(self.tool_stubs) as recorded:
+            try:
+                response, spoken, took = self.voice.take(self.agent, text, timeout=timeout,
+                                                         turn=len(self.conversation.turns) + 1, **options)
+            except AgentTimeout:
+                cancel_agent(self.agent)
+                raise
+            if recorded:
+                response.tool_calls = merge_tool_calls(response.tool_calls, list(recorded))
+            record(response)
+        return response, spoken, took
 
 
 def call_agent(agent: Agent, messages: list[Message], *, timeout: float,
@@ -152,6 +187,9 @@ def _call_agent(agent: Agent, messages: list[Message], *, timeout: float) -> Age
                 problems.append(exc)
 
     chat = getattr(agent, "chat", None)
+    if chat is None and is_voice_agent(agent):
+        raise UsageError("the agent speaks only audio (it has respond(audio) and no chat): mark the scenario @voice "
+                         "or set voice = true in [tool.fabtest] (docs/how-to/voice.md)")
     kwargs = {"on_tool_call": on_tool_call} if accepts_keyword(chat, "on_tool_call") else {}
     try:
         if aio.is_async_callable(chat):

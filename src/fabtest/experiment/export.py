@@ -98,6 +98,11 @@ def _summary(results: Sequence[ScenarioResult]) -> dict[str, Any]:
         "duration_s": _r(sum(r.duration_s for r in results)),
         "unique_scenarios": len({r.id for r in results}),
     }
+    spoken = stats.voice(results)
+    if spoken is not None:  # written only when a turn was spoken, so text runs' files are unchanged
+        summary["voice"] = {**spoken, "time_to_first_audio_ms": _round_spread(spoken["time_to_first_audio_ms"]),
+                            "reply_audio_ms": _round_spread(spoken["reply_audio_ms"]),
+                            "word_error_rate": _r(spoken["word_error_rate"])}
     validity = stats.simulator_validity(results)
     if validity is not None:
         summary["simulator_validity"] = {**validity, "rate": _r(validity["rate"])}

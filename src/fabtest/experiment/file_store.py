@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from fabtest._internal.files import write_bytes_atomic
+from fabtest._internal.wav import voice_files
 from fabtest.conversation import Attachment, Conversation
 from fabtest.errors import UsageError
 
@@ -33,8 +34,15 @@ def file_path(results_dir: Path, sha256: str) -> Path:
 
 
 def conversation_files(conversation: Conversation) -> list[Attachment]:
-    """Every file of the conversation, the seeded history's included, once per content."""
-    return conversation.attachments
+    """Every file of the conversation, the seeded history's included, and the audio of its voice
+    turns as WAV files, once per content."""
+    spoken = [f for turn in conversation.turns for f in voice_files(turn)]
+    if not spoken:
+        return conversation.attachments
+    unique: dict[str, Attachment] = {}
+    for file in [*conversation.attachments, *spoken]:
+        unique.setdefault(file.sha256, file)
+    return list(unique.values())
 
 
 def keep(results_dir: Path, files: Iterable[Attachment]) -> int:

@@ -81,6 +81,52 @@ class PauseRecord(BaseModel):
     decided_in_turn: int | None = None
 
 
+class AudioRecord(FileRecord):
+    """One side of a voice turn: a WAV file kept like any file of the conversation, and its length."""
+
+    sample_rate: int
+    duration_ms: float
+
+
+class VoiceRecord(BaseModel):
+    """What a voice turn adds to its turn (docs/how-to/voice.md): both sides' audio and the times.
+    The turn's ``agent`` is what the recogniser heard; ``agent_text`` the agent's own words for it."""
+
+    user_audio: AudioRecord
+    agent_audio: AudioRecord | None = None
+    #: from the end of the user's audio to the agent's first chunk (None: no audio)
+    time_to_first_audio_ms: float | None = None
+    #: how long the reply heard lasts
+    reply_audio_ms: float = 0.0
+    agent_text: str | None = None
+    #: the transcript's word error rate against agent_text (None without agent_text)
+    word_error_rate: float | None = None
+    #: the user cut the reply short (barge-in): ``agent`` is what was heard until then
+    interrupted: bool = False
+
+    @classmethod
+    def of(cls, turn: Turn) -> VoiceRecord | None:
+        voice = turn.voice
+        if voice is None:
+            return None
+        from fabtest._internal.wav import voice_files
+
+        files = voice_files(turn)
+        agent = files[1] if len(files) > 1 else None
+
+        def audio(file: Attachment, sound: Any) -> AudioRecord:
+            return AudioRecord(**file.to_record(), sample_rate=sound.sample_rate,
+                               duration_ms=round(sound.duration_ms, 1))
+
+        first = voice.time_to_first_audio_ms
+        return cls(user_audio=audio(files[0], voice.user_audio),
+                   agent_audio=audio(agent, voice.agent_audio) if agent is not None else None,
+                   time_to_first_audio_ms=None if first is None else round(first, 1),
+                   reply_audio_ms=round(voice.reply_audio_ms, 1), agent_text=voice.agent_text,
+                   word_error_rate=None if voice.word_error_rate is None else round(voice.word_error_rate, 4),
+                   interrupted=voice.interrupted)
+
+
 class TurnRecord(BaseModel):
     number: int
     user: str
@@ -101,6 +147,8 @@ class TurnRecord(BaseModel):
     agent_files: list[FileRecord] = Field(default_factory=list, exclude_if=_no_files)
     #: the pauses the agent ended the turn on, each with its decision; written only when there are some
     pauses: list[PauseRecord] = Field(default_factory=list, exclude_if=lambda pauses: not pauses)
+    #: a voice turn's audio and times; written only for voice turns
+    voice: VoiceRecord | None = Field(default=None, exclude_if=lambda value: value is None)
 
 
 class UsageRecord(BaseModel):
@@ -227,7 +275,8 @@ def turn_records(conversation: Conversation) -> list[TurnRecord]:
                    tool_calls=[ToolCallRecord(name=c.name, arguments=jsonable(c.arguments), result=jsonable(c.result),
                                               metadata=jsonable(c.metadata), stubbed=c.stubbed)
                                for c in t.tool_calls],
-                   pauses=pause_records(conversation, t))
+                   pauses=pause_records(conversation, t),
+                   voice=VoiceRecord.of(t))
         for t in conversation.turns
     ]
 

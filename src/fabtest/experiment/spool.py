@@ -46,7 +46,14 @@ from fabtest.experiment.export import (
     write_streamed,
 )
 from fabtest.experiment.fingerprint import canonical_json
-from fabtest.experiment.model import CheckRecord, ExperimentInfo, ScenarioResult, TurnRecord, UsageRecord
+from fabtest.experiment.model import (
+    CheckRecord,
+    ExperimentInfo,
+    ScenarioResult,
+    TurnRecord,
+    UsageRecord,
+    VoiceRecord,
+)
 from fabtest.experiment.reader import result_from_entry
 from fabtest.llm.retry_budget import BUDGET_SPENT_MARKER
 
@@ -107,11 +114,14 @@ class _Shared:
         return self(key, lambda: dict(usage))
 
     def agent_turns(self, transcript: Sequence[TurnRecord]) -> list[TurnRecord]:
-        """Only what the cost reads of each turn (the agent's reported usage and model)."""
+        """Only what the cost reads of each turn (the agent's reported usage and model), and the
+        figures of a voice turn (the summary's voice block)."""
         kept = []
         for turn in transcript:
             meta = turn.metadata if isinstance(turn.metadata, dict) else {}
-            if isinstance(meta.get("usage"), dict):
+            if turn.voice is not None:  # its own record: the figures differ turn by turn, nothing to share
+                kept.append(_voice_turn(meta, turn.voice))
+            elif isinstance(meta.get("usage"), dict):
                 slim = {"usage": meta["usage"], "model": meta.get("model")}
                 kept.append(self(("turn", canonical_json(slim)), _cost_turn(slim)))
         return self(("turns", *map(id, kept)), lambda: kept) if kept else self(("turns",), list)
@@ -123,6 +133,15 @@ class _Shared:
         simulator = None if result.simulator is None else self(
             ("simulator", canonical_json(result.simulator)), lambda: result.simulator)
         return criteria, topics, simulator
+
+
+def _voice_turn(metadata: dict[str, Any], voice: VoiceRecord) -> TurnRecord:
+    usage = metadata.get("usage")
+    slim = {"usage": usage, "model": metadata.get("model")} if isinstance(usage, dict) else {}
+    figures = VoiceRecord.model_construct(
+        time_to_first_audio_ms=voice.time_to_first_audio_ms, reply_audio_ms=voice.reply_audio_ms,
+        word_error_rate=voice.word_error_rate, interrupted=voice.interrupted)
+    return TurnRecord.model_construct(number=0, user="", agent="", metadata=slim, voice=figures)
 
 
 def _cost_turn(metadata: dict[str, Any]) -> Callable[[], TurnRecord]:

@@ -237,6 +237,24 @@ def efficiency(results: Sequence[ScenarioResult]) -> dict[str, Any]:
     }
 
 
+def voice(results: Sequence[ScenarioResult]) -> dict[str, Any] | None:
+    """The voice turns' figures (docs/how-to/voice.md): time to first audio, reply length, word error
+    rate and barge-ins; None when no turn was spoken."""
+    spoken = [t.voice for r in results for t in r.transcript if t.voice is not None]
+    if not spoken:
+        return None
+    firsts = sorted(v.time_to_first_audio_ms for v in spoken if v.time_to_first_audio_ms is not None)
+    rates = [v.word_error_rate for v in spoken if v.word_error_rate is not None]
+    p95 = firsts[max(0, math.ceil(0.95 * len(firsts)) - 1)] if firsts else None  # nearest rank
+    return {
+        "turns": len(spoken),
+        "time_to_first_audio_ms": {**spread(firsts), "p95": p95},
+        "reply_audio_ms": spread([v.reply_audio_ms for v in spoken]),
+        "word_error_rate": statistics.fmean(rates) if rates else None,
+        "interrupted": sum(1 for v in spoken if v.interrupted),
+    }
+
+
 def grounding(results: Sequence[ScenarioResult], worst: int = 5) -> dict[str, Any]:
     """``grounded_in`` checks by tool source, and the scenarios with the most ungrounded claims.
 

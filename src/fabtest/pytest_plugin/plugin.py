@@ -38,6 +38,7 @@ from fabtest.pytest_plugin import (
     tool_steps,
     unmatched,
     until_decided,
+    voice_steps,
 )
 from fabtest.pytest_plugin.collect import FILE_LOADER_KEY, FeatureModule, template_of
 from fabtest.pytest_plugin.results import identity_of, relative_to_root
@@ -89,6 +90,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(tool_steps, "fabtest-tool-steps")
     config.pluginmanager.register(file_steps, "fabtest-file-steps")
     config.pluginmanager.register(pause_steps, "fabtest-pause-steps")
+    config.pluginmanager.register(voice_steps, "fabtest-voice-steps")
     try:
         stubbing.project_stubs(settings)  # a broken [tool.fabtest.stubs] table: one line before anything runs
         for fault in config.getoption("--fabtest-fault"):
@@ -354,6 +356,9 @@ def pytest_bdd_before_step(request: pytest.FixtureRequest, feature: Any, scenari
     where = f"{relative_to_root(request.config, feature.filename)}:{step.line_number}"
     request.node.stash[WHERE_KEY] = where
     request.node.stash[STEP_KEY] = f"{step.keyword} {step.name}"
+    index = next((i for i, s in enumerate(scenario.steps) if s is step), len(scenario.steps))
+    following = scenario.steps[index + 1:index + 2]
+    request.node.stash[voice_steps.NEXT_STEP_KEY] = following[0].name if following else ""  # a barge-in ahead
     request.node.stash[steps.LEVEL_KEY] = _step_level(feature, scenario, step)
     table = getattr(step, "datatable", None)
     request.node.stash[steps.ROW_LINES_KEY] = [row.location.line for row in table.rows] if table is not None else []

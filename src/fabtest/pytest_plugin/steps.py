@@ -21,6 +21,7 @@ from fabtest.engine.attacks import hold_against_attack, use_attack, use_record_a
 from fabtest.engine.scenario import ScenarioState
 from fabtest.engine.topics import table_rows
 from fabtest.errors import UsageError
+from fabtest.pytest_plugin.voice_steps import interruption_ahead
 
 MODE = r"(?P<mode>should|must)"
 Q = r'"(?P<{}>[^"]*)"'  # a quoted value without double quotes inside
@@ -216,12 +217,12 @@ def _given_record_attack(fabtest_scenario: ScenarioState) -> None:
 
 # -- actions -------------------------------------------------------------------------------------
 @when(parsers.re(r'the user says "(?P<text>.*)"'))
-def _when_says(fabtest_scenario: ScenarioState, text: str) -> None:
-    fabtest_scenario.user_says(text.replace('\\"', '"'))
+def _when_says(request: pytest.FixtureRequest, fabtest_scenario: ScenarioState, text: str) -> None:
+    fabtest_scenario.user_says(text.replace('\\"', '"'), interrupt_after_ms=interruption_ahead(request))
 
 
 @when(parsers.re(r'the user says exactly "(?P<text>.*)"'))
-def _when_says_exactly(fabtest_scenario: ScenarioState, text: str) -> None:
+def _when_says_exactly(request: pytest.FixtureRequest, fabtest_scenario: ScenarioState, text: str) -> None:
     """The text as a JSON string's body: what a feature line cannot hold as itself (a carriage return)
     and what a doc string would change (its indentation) kept exactly; ``fabtest import`` writes it."""
     try:
@@ -230,12 +231,12 @@ def _when_says_exactly(fabtest_scenario: ScenarioState, text: str) -> None:
         raise UsageError(f'{fabtest_scenario.where}: the user says exactly "...": the text is written as a JSON '
                          f'string (escapes \\" \\\\ \\r \\n \\t \\uXXXX): {getattr(exc, "msg", exc)} at column '
                          f'{getattr(exc, "colno", 1) - 1}') from None
-    fabtest_scenario.user_says(said)
+    fabtest_scenario.user_says(said, interrupt_after_ms=interruption_ahead(request))
 
 
 @when("the user says:")
-def _when_says_doc(fabtest_scenario: ScenarioState, docstring: str = "") -> None:
-    fabtest_scenario.user_says(docstring)
+def _when_says_doc(request: pytest.FixtureRequest, fabtest_scenario: ScenarioState, docstring: str = "") -> None:
+    fabtest_scenario.user_says(docstring, interrupt_after_ms=interruption_ahead(request))
 
 
 @when("the simulated user talks to the agent")

@@ -148,10 +148,18 @@ BUILTIN_VARIANTS |= {
     "_given_decision_rule": ["Given the user rejects refunds without a receipt"],
 }
 
+#: The steps of ``pytest_plugin/voice_steps.py`` (voice scenarios, docs/how-to/voice.md).
+BUILTIN_EXAMPLES |= {
+    "_when_interrupts": 'When the user interrupts after 1000 ms with "Sorry, just the vegan menu"',
+    "_when_silent": "When the user stays silent for 5 seconds",
+    "_then_first_audio": "Then the agent must start speaking within 800 ms",
+}
+
 #: the modules of the built-in steps (``tool_steps`` holds the steps about tools, history and state,
 #: ``file_steps`` those about files, ``pause_steps`` those about approvals and questions)
 BUILTIN_MODULES = ("fabtest.pytest_plugin.steps", "fabtest.pytest_plugin.tool_steps",
-                   "fabtest.pytest_plugin.file_steps", "fabtest.pytest_plugin.pause_steps")
+                   "fabtest.pytest_plugin.file_steps", "fabtest.pytest_plugin.pause_steps",
+                   "fabtest.pytest_plugin.voice_steps")
 _STEP_LINE = re.compile(r"^\s*(Given|When|Then|And|But)\s+(.*?)\s*$")
 _KEYWORDS = {"given": "Given", "when": "When", "then": "Then"}
 

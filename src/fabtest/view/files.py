@@ -17,14 +17,17 @@ from typing import Any
 
 from fabtest.conversation import human_size
 from fabtest.experiment.file_store import file_path
+from fabtest.experiment.fmt import num
 from fabtest.view.layout import e
 
-__all__ = ["FILE_PATH", "file_links", "file_page", "referenced_files"]
+__all__ = ["FILE_PATH", "file_links", "file_page", "referenced_files", "voice_side"]
 
 #: ``files/<sha256>/<name>``
 FILE_PATH = re.compile(r"files/([0-9a-f]{64})/([A-Za-z0-9._-]{1,120})")
 #: the types shown inline (raster images: no script can run in them)
 _INLINE = {"image/png", "image/jpeg", "image/gif", "image/webp"}
+#: a voice turn's audio (WAV, what fabtest keeps), played in the page
+_AUDIO = {"audio/wav", "audio/x-wav", "audio/wave"}
 
 
 def _safe_name(name: str) -> str:
@@ -62,7 +65,34 @@ def file_page(results_dir: Path, sha256: str, name: str) -> tuple[bytes, str] | 
     import mimetypes
 
     guessed = mimetypes.guess_type(name, strict=False)[0] or ""
+    if guessed in _AUDIO:
+        return data, "audio/wav"
     return data, guessed if guessed in _INLINE else "application/octet-stream"
+
+
+def voice_side(root: str, voice: Any, side: str) -> str:
+    """One side of a voice turn (``side``: ``user`` or ``agent``): a player of its audio, and for the
+    agent the times, the agent's own words and the word error rate beside the transcript."""
+    if not isinstance(voice, Mapping):
+        return ""
+    record = voice.get(f"{side}_audio")
+    player = ""
+    if isinstance(record, Mapping) and re.fullmatch(r"[0-9a-f]{64}", str(record.get("sha256"))):
+        player = (f'<audio class="voice" controls preload="none" src="{e(file_url(root, record))}"></audio>'
+                  f'<span class="muted"> {e(num(float(record.get("duration_ms") or 0) / 1000, 1))} s</span>')
+    if side == "user":
+        return f'<div class="files">{player}</div>' if player else ""
+    facts = []
+    first = voice.get("time_to_first_audio_ms")
+    facts.append(f"first audio after {num(first, 0)} ms" if isinstance(first, int | float) else "no audio")
+    if voice.get("interrupted"):
+        facts.append("interrupted by the user")
+    if isinstance(voice.get("word_error_rate"), int | float):
+        facts.append(f"word error rate {num(voice['word_error_rate'], 2)}")
+    said = (f'<div class="muted">the agent\'s own words: {e(voice.get("agent_text"))}</div>'
+            if voice.get("agent_text") else "")
+    return f'<div class="files">{player}</div><div class="muted">{e(" · ".join(facts))}</div>{said}'
+
 
 
 def referenced_files(doc: Mapping[str, Any]) -> Iterator[str]:
@@ -70,8 +100,11 @@ def referenced_files(doc: Mapping[str, Any]) -> Iterator[str]:
     seen: set[str] = set()
     for entry in doc.get("scenario_results") or []:
         for turn in (entry.get("transcript") or []) if isinstance(entry, Mapping) else []:
-            for key in ("user_files", "agent_files"):
-                for record in (turn.get(key) or []) if isinstance(turn, Mapping) else []:
+            voice = turn.get("voice") if isinstance(turn, Mapping) else None
+            spoken = [voice.get(k) for k in ("user_audio", "agent_audio")] if isinstance(voice, Mapping) else []
+            for key in ("user_files", "agent_files", "voice"):
+                records = spoken if key == "voice" else (turn.get(key) or []) if isinstance(turn, Mapping) else []
+                for record in records:
                     path = file_url("", record) if isinstance(record, Mapping) else ""
                     if FILE_PATH.fullmatch(path) and path not in seen:
                         seen.add(path)

@@ -13,7 +13,7 @@ from fabtest.experiment.fmt import num, pct, usd
 from fabtest.experiment.pauses import pause_line
 from fabtest.report.html import experiment_sections, page_header
 from fabtest.report.html_parts import steps_list
-from fabtest.view.files import file_links
+from fabtest.view.files import file_links, voice_side
 from fabtest.view.labels import judged_checks
 from fabtest.view.layout import as_dict, conversation_path, e, experiment_path, link, page
 from fabtest.view.packs import pack_key, pack_path
@@ -333,9 +333,9 @@ def conversation_parts(head: Mapping[str, Any], entry: Mapping[str, Any],
             f'<span class="muted"> · agent {e(num(t.get("duration_s"), 2))}s'
             f'{e(_turn_cost(t.get("metadata"), prices))}</span></div>'
             f'<div class="msg user"><span class="who">User</span>{e(t.get("user"))}'
-            f'{file_links("../../", t.get("user_files"))}</div>{tools}'
+            f'{file_links("../../", t.get("user_files"))}{voice_side("../../", t.get("voice"), "user")}</div>{tools}'
             f'<div class="msg agent"><span class="who">Agent</span>{e(t.get("agent"))}'
-            f'{file_links("../../", t.get("agent_files"))}{meta}</div>'
+            f'{file_links("../../", t.get("agent_files"))}{voice_side("../../", t.get("voice"), "agent")}{meta}</div>'
             + "".join(f'<div class="tool pause"><b>paused</b> {e(pause_line(p))}</div>'
                       for p in t.get("pauses") or [] if isinstance(p, dict))
             + (f'<div class="checks">{_check_rows(on_turn, labelable, by_check, editable)}</div>' if on_turn else "")
