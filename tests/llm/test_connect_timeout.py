@@ -5,6 +5,7 @@ real google-genai client and the OpenAI-compatible httpx client."""
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 import time
 from collections.abc import Iterator
@@ -59,3 +60,29 @@ def test_a_call_that_cannot_connect_gives_up_after_the_connect_timeout(
 def test_the_connect_timeout_never_exceeds_the_call_timeout() -> None:
     assert ct.connect_timeout(2.0) == 2.0
     assert ct.connect_timeout(60.0) == ct.CONNECT_TIMEOUT_S
+
+
+def test_a_large_pool_is_split_into_shards_taken_in_turn(settings: LLMSettings) -> None:
+    """``max_concurrency`` sizes the SDK's connection pool; above two shards' worth it is split, each
+    shard a pool of its own with the same settings, and calls go to them in turn (issue 42: httpcore
+    walks its whole pool on every request)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    llm = GeminiLLM(dataclasses.replace(settings, max_concurrency=512), api_key="k")
+    assert llm.complete("hello").text  # the client is built and works through a shard
+    transport = llm._get_client()._api_client._httpx_client._transport
+    assert isinstance(transport, ct.ShortConnect) and len(transport.shards) == 512 // ct.SHARD_CONNECTIONS
+    pools = [shard._pool for shard in transport.shards]
+    assert len({id(pool) for pool in pools}) == len(pools)
+    assert {pool._max_connections for pool in pools} == {ct.SHARD_CONNECTIONS}
+    assert len({id(pool._ssl_context) for pool in pools}) == 1  # the same TLS settings
+    with ThreadPoolExecutor(8) as threads:
+        assert all(r.text for r in threads.map(lambda _: llm.complete("hello"), range(2 * len(pools))))
+    assert all(pool._connections for pool in pools)  # every shard carried calls
+
+
+def test_a_small_pool_stays_one(settings: LLMSettings) -> None:
+    llm = GeminiLLM(dataclasses.replace(settings, max_concurrency=8), api_key="k")
+    assert llm.complete("hello").text
+    transport = llm._get_client()._api_client._httpx_client._transport
+    assert isinstance(transport, ct.ShortConnect) and transport.shards == [transport.inner]

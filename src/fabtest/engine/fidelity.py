@@ -36,7 +36,8 @@ if TYPE_CHECKING:
     from fabtest.engine.simulator import SimulatorConfig
     from fabtest.llm.base import LLM
 
-__all__ = ["FIDELITY_PROMPT", "FIDELITY_SYSTEM", "Fidelity", "FidelityAnswer", "check", "deterministic", "judged"]
+__all__ = ["FIDELITY_PROMPT", "FIDELITY_SYSTEM", "Fidelity", "FidelityAnswer", "check", "deterministic", "judged",
+           "review", "wants_judge"]
 
 #: a line of the user's message written as the agent (anywhere in it, not only at its start)
 _AGENT_LINE = re.compile(r"(?im)^\s*\**\s*(agent|assistant|ai|bot|chatbot)\s*\**\s*:")
@@ -110,8 +111,21 @@ def check(conversation: Conversation, config: SimulatorConfig, simulated: Collec
     ended it ("done", "stuck", ... or None). The judge is asked only when the deterministic checks
     passed and the user wrote anything (an invalid run is invalid already)."""
     result = Fidelity(deterministic(conversation, config, simulated, stop=stop))
-    if result.problems or judge is None or not simulated or config.attack is not None:
+    if result.problems or not wants_judge(judge, config, simulated):
         return result
+    assert judge is not None
+    return review(judge, conversation, config, simulated)
+
+
+def wants_judge(judge: LLM | None, config: SimulatorConfig, simulated: Collection[int]) -> bool:
+    """The judge reviews a conversation whose user the simulator wrote, unless it played an attacker."""
+    return judge is not None and bool(simulated) and config.attack is None
+
+
+def review(judge: LLM, conversation: Conversation, config: SimulatorConfig, simulated: Collection[int]) -> Fidelity:
+    """The judge's review alone (the deterministic checks passed); an outage leaves them as the verdict.
+    Runs in the background when the scenario can go on without it (``ScenarioState.review_later``)."""
+    result = Fidelity()
     try:
         problems, usage = judged(judge, conversation, config, simulated)
     except LLMError as exc:  # the review is about the simulator: its outage must not fail the agent's run

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Literal
 from fabtest.errors import (
     FabtestError,
     FailureType,
+    InvalidSimulation,
     UsageError,
     exception_text,
     failure_type_of,
@@ -64,6 +65,13 @@ def conclude(state: ScenarioState, exc: BaseException | None) -> BaseException |
         except FabtestError as late:  # any of ours ends the scenario with its type; others are bugs to show
             if exc is None:
                 exc = late
+    if exc is not None and not (isinstance(exc, FabtestError) and exc.skips):
+        # a failure must not stand on a conversation its fidelity review voids: wait for that one review
+        problems = state.voided()
+        if problems:
+            again = " and runs again" if state.review is not None and state.review.attempts_left else ""
+            exc = InvalidSimulation(f"the simulated user left its role: {'; '.join(problems)} (the run is voided"
+                                    f"{again})", where=state.where)
     return exc
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fabtest import tracing
 from fabtest.agents import aio
 from fabtest.agents.base import STAND_IN_KEY, Agent, AgentError, agent_metadata
 from fabtest.agents.boundary import guarded
@@ -34,12 +35,13 @@ from fabtest.conversation import Attachment, Check, Conversation, DecisionKind, 
 from fabtest.engine import budget, checks, judge_checks, pauses, records, stubbing, topic_checks, transcript, voice
 from fabtest.engine.attachments import FileLoader, FileRef
 from fabtest.engine.batching import CheckSlots, charging_failures
+from fabtest.engine.fidelity import Fidelity
 from fabtest.engine.judge import CriterionVerdict, Judge, Scope
 from fabtest.engine.patterns import scenario_deadline
 from fabtest.engine.simulator import SimulatorConfig
 from fabtest.engine.topics import TopicGraph, TopicTracker
 from fabtest.engine.turns import ConversationRunner, cancel_agent
-from fabtest.engine.verdicts import LateVerdicts, Pending, placeholder
+from fabtest.engine.verdicts import LateVerdicts, Pending, Review, placeholder
 from fabtest.errors import ExpectationFailed, NeedsLLM, TopicGraphError, UsageError
 from fabtest.experiment.cost import price_table
 from fabtest.llm.base import LLM, LLMNotConfigured
@@ -108,6 +110,8 @@ class ScenarioState:
     on_late: Callable[[LateVerdicts], None] | None = None
     #: after :meth:`finish`: the soft verdicts handed to ``on_late`` (None when every one was in)
     late: LateVerdicts | None = None
+    #: the simulator-fidelity review going on in the background (:meth:`review_later`), if any
+    review: Review | None = None
     #: reads each file a step sends once per run (the front end shares one between scenarios)
     files: FileLoader = field(default_factory=FileLoader)
     #: the files the simulated user has (``Given the user has the files``), by name
@@ -305,6 +309,22 @@ class ScenarioState:
                 guarded("the agent's around() failed on exit:", self._exit.close)
             cancel_agent(agent)
         self._exit = contextlib.ExitStack()
+
+    def review_later(self, review: Callable[[], Fidelity], entry: dict[str, Any], *, attempts_left: int) -> bool:
+        """Send the judge's fidelity review of the simulated conversation just ended to the judge's
+        pool and go on without it, as soft verdicts do; False when this state cannot (nobody takes
+        late verdicts, no pool): the caller then waits for it. A late review that finds the
+        simulated user left its role voids the run, which the front end runs again
+        (``entry`` is the try's record, completed by the review; docs/explanation/soft-verdicts.md)."""
+        executor = self.llms.executor
+        if self.on_late is None or executor is None or self.review is not None:
+            return False
+        self.review = Review(executor.submit(tracing.carry(review)), entry, attempts_left)
+        return True
+
+    def voided(self) -> list[str]:
+        """Waits for the background fidelity review, if any: what it found wrong ([]: valid or none)."""
+        return self.review.problems() if self.review is not None else []
 
     def user_note(self, note: str | None) -> None:
         """The simulated user's note on the message it is sending (an adversarial tactic), for its turn."""
@@ -567,9 +587,9 @@ class ScenarioState:
                 slot = slot.check()
             if isinstance(slot, Check):
                 self.conversation.record(slot)
-        if waiting and self.on_late is not None:
+        if (waiting or self.review is not None) and self.on_late is not None:
             with self._usage_lock:  # from now on the judge's cost goes with the late verdicts
-                self.late = LateVerdicts(waiting)
+                self.late = LateVerdicts(waiting, review=self.review, tries=self.simulations)
             self.on_late(self.late)
         if verify_error is not None:
             raise verify_error

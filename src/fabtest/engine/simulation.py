@@ -112,6 +112,9 @@ class SimulatedState(Protocol):
 
     def restart(self) -> None: ...
 
+    def review_later(self, review: Callable[[], fidelity.Fidelity], entry: dict[str, Any], *,
+                     attempts_left: int) -> bool: ...
+
 #: how many turns a simulation takes when the scenario does not say
 DEFAULT_MAX_TURNS = 10
 
@@ -133,15 +136,26 @@ def simulate(state: SimulatedState, *, first: str | None = None,
                          f"which is not in the topic graph ({', '.join(state.topics.names)})")
     restartable = state.restartable
     tries = 1 + state.settings.simulator_retries if restartable else 1
-    for attempt in range(1, tries + 1):
+    voided = len(state.simulations)  # tries of this run voided by a late review before it was run again
+    for attempt in range(voided + 1, max(tries, voided + 1) + 1):
         seed = simulation_seed(*state.simulation_key, attempt) if state.simulation_key else None
-        reason, ending, checked, why = _one_conversation(state, first, until, seed)
+        reason, ending, found, why = _one_conversation(state, first, until, seed)
+        entry: dict[str, Any] = {"attempt": attempt, **({"seed": seed} if seed is not None else {}),
+                                 "turns": len(state.conversation.turns), "stop": reason,
+                                 **({"user_thinking": why} if why else {})}
+        if not isinstance(found, fidelity.Fidelity):  # the judge's review: in the background if the state can
+            entry.update(valid=True, problems=[], judged=False)
+            if state.review_later(found, entry, attempts_left=tries - attempt):
+                state.simulations.append(entry)
+                if isinstance(ending, BaseException):
+                    raise ending
+                return reason
+            found = found()
+        checked = found
         problems = checked.problems
-        state.simulations.append({"attempt": attempt, **({"seed": seed} if seed is not None else {}),
-                                  "valid": not problems, "problems": problems,
-                                  "turns": len(state.conversation.turns), "stop": reason, "judged": checked.judged,
-                                  **({"user_thinking": why} if why else {}),
-                                  **({"note": checked.note} if checked.note else {})})
+        entry.update(valid=not problems, problems=problems, judged=checked.judged,
+                     **({"note": checked.note} if checked.note else {}))
+        state.simulations.append(entry)
         if not problems:
             if isinstance(ending, BaseException):
                 raise ending
@@ -153,10 +167,12 @@ def simulate(state: SimulatedState, *, first: str | None = None,
     raise InvalidSimulation(f"the simulated user left its role in {tried}: {'; '.join(problems)}", where=state.where)
 
 
-def _one_conversation(state: SimulatedState, first: str | None, until: Callable[[Conversation], str | None] | None,
-                      seed: int | None) -> tuple[str, Any, fidelity.Fidelity, str]:
-    """One try: (why it stopped, the MaxTurnsReached it ended with or None, its fidelity check, and
-    what the simulated user thought when it stopped the conversation itself)."""
+def _one_conversation(
+        state: SimulatedState, first: str | None, until: Callable[[Conversation], str | None] | None,
+        seed: int | None,
+) -> tuple[str, Any, fidelity.Fidelity | Callable[[], fidelity.Fidelity], str]:
+    """One try: (why it stopped, the MaxTurnsReached it ended with or None, its fidelity check or the
+    judge's review still to make, and what the simulated user thought when it stopped the conversation)."""
     config = state.simulator_config
     simulator = Simulator(state.llms.simulator, config, purpose=state.purpose, files=state.user_files, seed=seed)
     simulated: set[int] = set()
@@ -209,10 +225,20 @@ def _one_conversation(state: SimulatedState, first: str | None, until: Callable[
     if mode == "off":
         return reason, ending, fidelity.Fidelity(), why
     judge = state.llms.judge if mode == "judge" else None
-    checked = fidelity.check(state.conversation, config, simulated, stop=status[-1] if status else None, judge=judge)
-    if checked.usage.calls:
-        state.charge("judge", checked.usage)
-    return reason, ending, checked, why
+    found = fidelity.Fidelity(fidelity.deterministic(state.conversation, config, simulated,
+                                                     stop=status[-1] if status else None))
+    if found.problems or judge is None or not fidelity.wants_judge(judge, config, simulated):
+        return reason, ending, found, why
+    # the review sees this conversation as it is now, whatever later steps add to it
+    snapshot = Conversation(turns=list(state.conversation.turns), history=list(state.conversation.history))
+
+    def review() -> fidelity.Fidelity:
+        checked = fidelity.review(judge, snapshot, config, frozenset(simulated))
+        if checked.usage.calls:
+            state.charge("judge", checked.usage)
+        return checked
+
+    return reason, ending, review, why
 
 
 def _decisions(conversation: Conversation, result: SimResult) -> tuple[Decision, ...]:

@@ -24,7 +24,7 @@ from typing import Any, cast
 from fabtest.conversation import Check, TokenUsage
 from fabtest.experiment.late import PENDING, PENDING_DETAILS
 
-__all__ = ["LateVerdicts", "Pending", "judge_failed", "placeholder"]
+__all__ = ["LateVerdicts", "Pending", "Review", "judge_failed", "placeholder"]
 
 _REASON_LIMIT = 500
 
@@ -61,17 +61,47 @@ class Pending:
         return cast(Check, value if self.index is None else value[self.index])
 
 
-class LateVerdicts:
-    """The soft checks of a finished scenario still with the judge, by their index in its evaluations."""
+class Review:
+    """The simulator-fidelity review of one simulated conversation, made in the background while the
+    scenario (and the next one) goes on: the judge's answer completes the try's ``entry``."""
 
-    def __init__(self, pending: list[tuple[int, Pending]]) -> None:
+    def __init__(self, future: Future[Any], entry: dict[str, Any], attempts_left: int) -> None:
+        self.future = future
+        self.entry = entry
+        #: tries the run still has when this one is voided (``simulator_retries``): 0, it is not run again
+        self.attempts_left = attempts_left
+
+    def problems(self) -> list[str]:
+        """Waits for the review; what it found (also written into ``entry``, once)."""
+        try:
+            found = self.future.result()
+        except Exception as exc:  # a bug or an outage in the review must not void the run
+            self.entry["note"] = f"not reviewed by the judge ({type(exc).__name__}); deterministic checks only"
+            return []
+        problems = list(found.problems)
+        self.entry.update(valid=not problems, problems=problems, judged=found.judged,
+                          **({"note": found.note} if found.note else {}))
+        return problems
+
+
+class LateVerdicts:
+    """The soft checks of a finished scenario still with the judge, by their index in its evaluations,
+    and its simulator-fidelity review when that was still going on (``review``, ``tries``: every try
+    of the run, the reviewed one among them)."""
+
+    def __init__(self, pending: list[tuple[int, Pending]], *, review: Review | None = None,
+                 tries: list[dict[str, Any]] | None = None) -> None:
         self.pending = pending
+        self.review = review
+        self.tries = tries if tries is not None else []
         #: judge usage charged after the scenario's result was built (the state charges it here)
         self.usage: dict[str, TokenUsage] = {}
         self._lock = threading.Lock()
         self._callbacks: list[Callable[[LateVerdicts], None]] = []
         self._complete = threading.Event()
         futures = {id(p.future): p.future for _, p in pending}
+        if review is not None:
+            futures[id(review.future)] = review.future
         self._left = len(futures)
         for future in futures.values():  # set _left first: a done future calls back at once
             future.add_done_callback(self._one_done)

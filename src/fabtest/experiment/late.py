@@ -12,6 +12,8 @@ interrupted, its worker died) ``skipped`` with that reason, so it is left out of
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, Field
 
 from fabtest.experiment.model import CheckRecord, ScenarioResult, UsageRecord
@@ -22,6 +24,7 @@ __all__ = [
     "NEVER_ARRIVED",
     "PENDING",
     "PENDING_DETAILS",
+    "VOIDED",
     "LateCheck",
     "LateVerdict",
     "has_pending",
@@ -37,6 +40,8 @@ PENDING_DETAILS = "still with the judge when the scenario finished"
 #: why a placeholder stayed skipped
 INTERRUPTED = "not judged: the run was interrupted before this soft verdict arrived"
 NEVER_ARRIVED = "not judged: the process judging it ended before this soft verdict arrived"
+#: why a run whose fidelity review came back late and invalid is skipped (until it runs again)
+VOIDED = "voided by the simulator-fidelity review: the simulated user left its role: "
 
 
 class LateCheck(BaseModel):
@@ -53,6 +58,9 @@ class LateVerdict(BaseModel):
     checks: list[LateCheck] = Field(default_factory=list)
     #: judge tokens spent on them (not in the result, which left before they finished)
     usage: dict[str, UsageRecord] = Field(default_factory=dict)
+    #: every simulated try of the run once its fidelity review came back late (None: no such review);
+    #: when the last one is invalid the run is voided (skipped) until it runs again
+    tries: list[dict[str, Any]] | None = None
 
 
 def has_pending(result: ScenarioResult) -> bool:
@@ -75,7 +83,22 @@ def merge(result: ScenarioResult, verdicts: list[LateVerdict]) -> ScenarioResult
             usage[role] = mine.model_copy(update={  # the model too: the role may have spent nothing before
                 "calls": mine.calls + spent.calls, "input_tokens": mine.input_tokens + spent.input_tokens,
                 "output_tokens": mine.output_tokens + spent.output_tokens, "model": mine.model or spent.model})
-    return result.model_copy(update={"evaluations": evaluations, "usage": usage})
+    update: dict[str, Any] = {"evaluations": evaluations, "usage": usage}
+    for verdict in verdicts:
+        if verdict.tries:
+            update.update(_reviewed(verdict.tries))
+    return result.model_copy(update=update)
+
+
+def _reviewed(tries: list[dict[str, Any]]) -> dict[str, Any]:
+    """A result's fields once its simulation's late fidelity review is in: voided (skipped, out of
+    every rate, like a run whose every try was invalid) when the last try was invalid."""
+    last = tries[-1]
+    update: dict[str, Any] = {"simulation": {"valid": bool(last.get("valid")), "tries": tries}}
+    if not last.get("valid"):
+        update.update(passed=False, skipped=True, failure_type=None, failure_message=None,
+                      skip_reason=VOIDED + "; ".join(last.get("problems") or []))
+    return update
 
 
 def settle(result: ScenarioResult, missing: str) -> ScenarioResult:

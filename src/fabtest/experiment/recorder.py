@@ -232,10 +232,12 @@ class Recorder:
     @property
     def results(self) -> list[ScenarioResult]:
         """Briefs of the results recorded so far (no transcripts: see experiment/spool.py)."""
+        self._late.flush()
         return self._spool.results
 
     def index_rows(self) -> list[list[Any]]:
         """The index rows of the results so far (``Spool.index_rows``)."""
+        self._late.flush()
         return self._spool.index_rows()
 
     def set_until_decided(self, record: dict[str, Any]) -> None:
@@ -245,6 +247,7 @@ class Recorder:
 
     def nodeids(self) -> list[tuple[str, str]]:
         """``(scenario id, node id)`` of the results so far."""
+        self._late.flush()
         return self._spool.scenario_nodeids()
 
     def set_rejudge(self, rejudge: Rejudge | None) -> None:
@@ -297,7 +300,7 @@ class Recorder:
         but a loaded machine hit it)."""
         self._journal.flush()
         for kind, value in _journal_records(self.journal):
-            if kind == "result" and not self._spool.holds(result_key(value)):
+            if kind == "result" and not self._spool.holds(result_key(value)) and not self._late.holding(value):
                 self._late.add(value)
 
     def discard(self) -> None:
@@ -426,7 +429,8 @@ def recover(journal: str | os.PathLike[str]) -> Path:
                                    f"(the journal holds {'only its header' if read else 'nothing'}); left as it "
                                    "is, no experiment written (delete it once you no longer need it)")
         info = info or ExperimentInfo(id=fallback, timestamp=utc_timestamp())
-        spool = spool or Spool(path.parent, info.id, costing_of(info))
+        if spool is None:  # not ``spool or``: a spool holding no entry yet is falsy (its len)
+            spool = Spool(path.parent, info.id, costing_of(info))
         if late is not None:
             late.settle(INTERRUPTED)  # a journal left behind: the run was interrupted
         info = info.model_copy(update={"id": _free_id(path.parent, info.id)})
@@ -486,14 +490,18 @@ def recover_pending(results_dir: str | os.PathLike[str]) -> list[tuple[Path, Pat
 
 
 class _LateMerge:
-    """Late soft verdicts into the spooled results: merged as they arrive (held when their result
-    has not arrived yet), and the placeholders still waiting settled once, when the run ends."""
+    """Late soft verdicts into the spooled results. A result with placeholders still waiting is held
+    (in memory, a few per scenario in flight) until its verdicts come, then spooled once: merging
+    into a spooled result reads it back and writes its entry again, which at 1,000 scenarios at
+    once was a tenth of the main thread's work. Verdicts whose result has not arrived yet wait for
+    it; what is still missing is settled once, when the run ends (or someone reads the results)."""
 
     def __init__(self, spool: Spool) -> None:
         self._spool = spool
         self._early: dict[str, list[LateVerdict]] = {}  # by node id: verdicts whose result is not here yet
         self._keys: dict[str, ResultKey] = {}  # node id -> key of its result
-        self._waiting: set[ResultKey] = set()  # results with a placeholder still waiting
+        self._waiting: set[ResultKey] = set()  # spooled results with a placeholder still waiting
+        self._held: dict[ResultKey, ScenarioResult] = {}  # results waiting for their verdicts, not spooled yet
 
     def add(self, result: ScenarioResult, dumped: dict[str, Any] | None = None) -> None:
         early = self._early.pop(result.nodeid, [])
@@ -502,14 +510,37 @@ class _LateMerge:
         key = result_key(result)
         if result.nodeid:
             self._keys[result.nodeid] = key
+        if not result.nodeid:  # no verdict can find it (fabtest.run): spooled as it is
+            self._spool.add(result, dumped)
+            return
+        self._waiting.discard(key)
+        self._held.pop(key, None)  # a run voided by its late fidelity review, run again: this run replaces it
+        if has_pending(result):
+            self._held[key] = result
+            return
+        self._spool_result(key, result, dumped)
+
+    def _spool_result(self, key: ResultKey, result: ScenarioResult, dumped: dict[str, Any] | None) -> None:
         if has_pending(result):
             self._waiting.add(key)
+        if self._spool.holds(key):  # the voided run's result was spooled: this run replaces it
+            self._spool.update(key, lambda _voided: result)
+            return
         self._spool.add(result, dumped)
 
     def verdict(self, verdict: LateVerdict) -> None:
         key = self._keys.get(verdict.nodeid)
         if key is None:
             self._early.setdefault(verdict.nodeid, []).append(verdict)
+            return
+        held = self._held.get(key)
+        if held is not None:
+            merged = merge(held, [verdict])
+            if not has_pending(merged):
+                del self._held[key]
+                self._spool_result(key, merged, None)
+            else:
+                self._held[key] = merged
             return
 
         def change(result: ScenarioResult) -> ScenarioResult:
@@ -520,7 +551,20 @@ class _LateMerge:
 
         self._spool.update(key, change)
 
+    def holding(self, result: ScenarioResult) -> bool:
+        """``result``'s run is held here, waiting for its verdicts."""
+        return result_key(result) in self._held
+
+    def flush(self) -> None:
+        """Spool the results still held: someone reads the results (their verdicts merge in later)."""
+        held, self._held = self._held, {}
+        for key, result in held.items():
+            self._spool_result(key, result, None)
+
     def settle(self, missing: str) -> None:
+        held, self._held = self._held, {}
+        for key, result in held.items():
+            self._spool_result(key, settle(result, missing), None)
         for key in sorted(self._waiting):
             self._spool.update(key, lambda result: settle(result, missing))
         self._waiting.clear()

@@ -10,10 +10,14 @@ is connected but still answering keeps its full timeout.
 
 The SDK builds its own HTTP client (httpx or its fork httpx2), so :func:`shorten_connect` wraps that
 client's transport: each request's ``timeout`` extension gets ``connect`` capped before it is sent.
+The same wrapper splits a large connection pool (``max_concurrency`` sizes it) into shards of
+:data:`SHARD_CONNECTIONS`, taken in turn: httpcore's per-request bookkeeping walks its whole pool.
 """
 
 from __future__ import annotations
 
+import copy
+import itertools
 from typing import Any
 
 __all__ = ["CONNECT_TIMEOUT_S", "ShortConnect", "connect_timeout", "shorten_connect"]
@@ -28,12 +32,24 @@ def connect_timeout(total_s: float) -> float:
     return min(CONNECT_TIMEOUT_S, total_s)
 
 
-class ShortConnect:
-    """An httpx (or httpx2) transport that caps each request's connect timeout, delegating the rest."""
+#: connections per pool shard: httpcore looks through every connection and queued request of its
+#: pool on each request and each response closed, so one pool of 1,000 connections costs the
+#: process more CPU per call than the call's own work (profiled at 1,000 conversations at once)
+SHARD_CONNECTIONS = 32
+#: at most this many shards
+MAX_SHARDS = 64
 
-    def __init__(self, inner: Any, connect_s: float) -> None:
+
+class ShortConnect:
+    """An httpx (or httpx2) transport that caps each request's connect timeout, delegating the rest;
+    with ``shards``, each request goes to the next of several copies of the inner transport, each
+    with its own smaller connection pool (same settings), in turn."""
+
+    def __init__(self, inner: Any, connect_s: float, shards: list[Any] | None = None) -> None:
         self.inner = inner
         self.connect_s = connect_s
+        self.shards = shards or [inner]
+        self._turn = itertools.count()
 
     def handle_request(self, request: Any) -> Any:
         timeouts = request.extensions.get("timeout")
@@ -41,10 +57,12 @@ class ShortConnect:
             connect = timeouts.get("connect")
             request.extensions["timeout"] = {
                 **timeouts, "connect": self.connect_s if connect is None else min(connect, self.connect_s)}
-        return self.inner.handle_request(request)
+        shards = self.shards
+        return shards[next(self._turn) % len(shards)].handle_request(request)
 
     def close(self) -> None:
-        self.inner.close()
+        for shard in self.shards:
+            shard.close()
 
     def __enter__(self) -> ShortConnect:
         self.inner.__enter__()
@@ -65,5 +83,30 @@ def shorten_connect(http_client: Any, connect_s: float) -> bool:
     inner = getattr(http_client, "_transport", None)
     if inner is None or not hasattr(inner, "handle_request") or isinstance(inner, ShortConnect):
         return False
-    http_client._transport = ShortConnect(inner, connect_s)
+    http_client._transport = ShortConnect(inner, connect_s, _shards(inner))
     return True
+
+
+def _shards(transport: Any) -> list[Any] | None:
+    """Copies of an httpx ``HTTPTransport`` splitting its connection pool's limits, or None (one pool)
+    when the pool is small, or not a plain httpcore ``ConnectionPool`` (a proxy, another version)."""
+    pool: Any = getattr(transport, "_pool", None)
+    size = getattr(pool, "_max_connections", None)
+    if type(pool).__name__ != "ConnectionPool" or not isinstance(size, int) or size <= 2 * SHARD_CONNECTIONS:
+        return None
+    count = min(MAX_SHARDS, -(-size // SHARD_CONNECTIONS))
+    each = -(-size // count)
+    try:
+        settings = {name: getattr(pool, f"_{name}") for name in (
+            "ssl_context", "keepalive_expiry", "http1", "http2", "retries", "local_address", "uds",
+            "network_backend", "socket_options")}
+        keepalive = min(each, pool._max_keepalive_connections)
+        shards = [transport]
+        for _ in range(count - 1):
+            shard = copy.copy(transport)
+            shard._pool = type(pool)(max_connections=each, max_keepalive_connections=keepalive, **settings)
+            shards.append(shard)
+        pool._max_connections, pool._max_keepalive_connections = each, keepalive
+    except (AttributeError, TypeError):
+        return None
+    return shards

@@ -32,6 +32,8 @@ class LateChannel:
         self._changed = threading.Condition()
         self._waiting: set[int] = set()
         self._ready: list[dict[str, Any]] = []
+        #: node id -> the tries of a run its late fidelity review voided, with tries left: to run again
+        self._voided: dict[str, list[dict[str, Any]]] = {}
 
     def expect(self, nodeid: str, late: LateVerdicts) -> None:
         """Collect ``late`` for the scenario ``nodeid`` when its verdicts are in."""
@@ -47,6 +49,10 @@ class LateChannel:
             with self._changed:
                 if payload is not None:
                     self._ready.append(payload)
+                    review = late.review
+                    if review is not None and payload.get("tries") and review.attempts_left \
+                            and not payload["tries"][-1].get("valid"):
+                        self._voided[nodeid] = payload["tries"]
                 self._waiting.discard(id(late))
                 self._changed.notify_all()
 
@@ -62,6 +68,12 @@ class LateChannel:
             ready, self._ready = self._ready, []
         return ready
 
+    def take_voided(self) -> dict[str, list[dict[str, Any]]]:
+        """The runs voided by a late fidelity review since the last call, to run again (node id -> its tries)."""
+        with self._changed:
+            voided, self._voided = self._voided, {}
+        return voided
+
     def wait(self, timeout: float | None = None) -> bool:
         """Until no verdict is out (True) or ``timeout`` seconds passed (False); Ctrl-C interrupts it."""
         with self._changed:
@@ -69,10 +81,13 @@ class LateChannel:
 
 
 def _payload(nodeid: str, late: LateVerdicts) -> dict[str, Any]:
+    if late.review is not None:
+        late.review.problems()  # done: completes its try's entry
     verdict = LateVerdict(
         nodeid=nodeid,
         checks=[LateCheck(index=index, check=CheckRecord.model_validate(check.to_dict()))
                 for index, check in late.checks()],
         usage={role: UsageRecord.model_validate(usage.to_dict()) for role, usage in late.usage.items()},
+        tries=[dict(t) for t in late.tries] if late.review is not None else None,
     )
     return verdict.model_dump(mode="json")

@@ -27,6 +27,7 @@ from fabtest.engine import faults, stubbing
 from fabtest.engine.scenario import LLMRoles, ScenarioState
 from fabtest.errors import FabtestError, UsageError
 from fabtest.pytest_plugin import (
+    auto_workers,
     file_steps,
     hints,
     not_run,
@@ -42,13 +43,30 @@ from fabtest.pytest_plugin import (
 from fabtest.pytest_plugin.collect import FILE_LOADER_KEY, FeatureModule, template_of
 from fabtest.pytest_plugin.results import identity_of, relative_to_root
 from fabtest.pytest_plugin.session import FabtestSession
-from fabtest.pytest_plugin.stash_keys import ENDED_KEY, ITERATION_KEY, SPAN_KEY, STATE_KEY, STEP_KEY, WHERE_KEY
+from fabtest.pytest_plugin.stash_keys import (
+    ENDED_KEY,
+    ITERATION_KEY,
+    SPAN_KEY,
+    STATE_KEY,
+    STEP_KEY,
+    VOIDED_KEY,
+    WHERE_KEY,
+)
 
 SESSION_KEY = pytest.StashKey[FabtestSession]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     options.add_options(parser)
+
+
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
+    """More conversations at once than one process sustains: -n workers (``auto_workers.py``)."""
+    auto_workers.spread(early_config, args)
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    return auto_workers.header(config)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -96,6 +114,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if warning := settings.judge.sampling_warning():
         config.issue_config_time_warning(pytest.PytestConfigWarning(f"fabtest: {warning}"), stacklevel=2)
     _register_concurrency(config, settings.concurrency)
+    from fabtest.pytest_plugin.requeue import Requeue
+
+    config.pluginmanager.register(Requeue(session), "fabtest-requeue")  # outside concurrency's loop: after its drain
     if config.getoption("--fabtest-until-decided") and not session.is_worker:
         if hasattr(config, "workerinput") or config.getoption("numprocesses", None):
             raise pytest.UsageError("--fabtest-until-decided runs its extra iterations in one process: drop -n")
@@ -281,6 +302,7 @@ def fabtest_scenario(request: pytest.FixtureRequest, tmp_path: Path, fabtest_llm
         files=session.files,
         simulation_key=(identity_of(item).stable_id, fabtest_iteration),
     )
+    state.simulations.extend(dict(t) for t in item.stash.get(VOIDED_KEY, ()))  # a run again after a voided one
     state.criteria.update(session.project_criteria())
     for stub in stubbing.project_stubs(session.settings):  # the level above every Background
         state.define_stub(stub)
@@ -297,7 +319,11 @@ def fabtest_scenario(request: pytest.FixtureRequest, tmp_path: Path, fabtest_llm
         yield state
     finally:
         tracing.scenario_active(item.stash.get(SPAN_KEY, None))
-        state.close()
+        try:
+            state.close()
+        finally:  # the item lives to the end of the run; its conversation, agent and checks need not
+            if STATE_KEY in item.stash:
+                del item.stash[STATE_KEY]
 
 
 def _tags(template: Any) -> set[str]:

@@ -68,6 +68,9 @@ def _report_call(item: pytest.Item, report: pytest.TestReport, call: pytest.Call
         if exc is None and ending is not None:  # the late work failed a scenario whose steps passed
             exc = ending
             report.outcome = "failed"
+        elif exc is not None and ending is not exc and isinstance(ending, FabtestError) and ending.skips:
+            exc = ending  # a failure on a conversation its fidelity review voided: not run (and run again)
+            _skipped(item, report, ending, state)
     # a scenario or test function; other items (playbooks) word their own failure in repr_failure
     if exc is not None and isinstance(exc, _SHORT) and report.outcome == "failed" and isinstance(item, pytest.Function):
         report.longrepr = _short_message(item, exc)
@@ -83,6 +86,15 @@ def _report_call(item: pytest.Item, report: pytest.TestReport, call: pytest.Call
         keep_files(state)  # the bytes of its files, once per content, beside the experiment
     tracing.end_scenario(item.stash.get(SPAN_KEY, None), result)
     report.user_properties.append((RESULT_PROPERTY, result.model_dump(mode="json")))
+
+
+def _skipped(item: pytest.Item, report: pytest.TestReport, exc: FabtestError, state: ScenarioState) -> None:
+    """The report of a run that ended as not run after its steps (a late fidelity review voided it)."""
+    report.outcome = "skipped"
+    path, line, _ = item.location
+    report.longrepr = (path, (line or 0) + 1, f"Skipped: {exc}")
+    if state.review is None or not state.review.attempts_left:  # not run again: it counts as not run
+        report.user_properties.append((not_run.NOT_RUN_PROPERTY, getattr(exc, "not_run_kind", "simulator")))
 
 
 def _outcome(item: pytest.Item, report: pytest.TestReport, exc: BaseException | None) -> Outcome:

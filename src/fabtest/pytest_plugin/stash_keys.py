@@ -3,6 +3,8 @@ of ``plugin.py`` and the report translation of ``reports.py``."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from fabtest.engine.scenario import ScenarioState
@@ -20,3 +22,5 @@ SPAN_KEY = pytest.StashKey[ScenarioSpan | None]()
 ENDED_KEY = pytest.StashKey[pytest.Session]()
 #: the iteration an extra run of --fabtest-until-decided records (its clone of the scenario's item)
 ITERATION_KEY = pytest.StashKey[int]()
+#: the simulated tries of a run voided by its late fidelity review, carried by its run again (requeue.py)
+VOIDED_KEY = pytest.StashKey[list[dict[str, Any]]]()
