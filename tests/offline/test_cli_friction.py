@@ -13,13 +13,14 @@ import fabtest.pytest_plugin.file_steps as file_steps
 import fabtest.pytest_plugin.pause_steps as pause_steps
 import fabtest.pytest_plugin.steps as builtin_steps
 import fabtest.pytest_plugin.tool_steps as tool_steps
+import fabtest.pytest_plugin.voice_steps as voice_steps
 from fabtest.cli import main
 from fabtest.pytest_plugin.vocabulary import BUILTIN_EXAMPLES, BUILTIN_VARIANTS
 
 
 def _builtin_contexts() -> dict[str, object]:
     contexts = {}
-    for module, name in [(m, n) for m in (builtin_steps, tool_steps, file_steps, pause_steps) for n in dir(m)]:
+    for module, name in [(m, n) for m in (builtin_steps, tool_steps, file_steps, pause_steps, voice_steps) for n in dir(m)]:
         fixture = getattr(module, name)
         if name.startswith("pytestbdd_stepdef_"):
             func = getattr(fixture, "_get_wrapped_function", lambda: fixture)()

@@ -18,7 +18,7 @@ from fabtest.view.site import Site
 
 PYPROJECT = """
 [tool.fabtest]
-agent = "agents:Echo"
+agent = "voice_bots:Echo"
 results_dir = "results"
 
 [tool.fabtest.speech]
@@ -26,12 +26,12 @@ tts = "support.fake_speech:FakeVoice"
 recogniser = "support.fake_speech:FakeEars"
 
 [tool.fabtest.agents]
-text_only = "agents:text_only"
-chat_only = "agents:ChatOnly"
-no_audio = "agents:NoAudio"
-wrong_type = "agents:WrongType"
-odd_bytes = "agents:OddBytes"
-silent = "agents:Silent"
+text_only = "voice_bots:text_only"
+chat_only = "voice_bots:ChatOnly"
+no_audio = "voice_bots:NoAudio"
+wrong_type = "voice_bots:WrongType"
+odd_bytes = "voice_bots:OddBytes"
+silent = "voice_bots:Silent"
 """
 
 AGENTS = '''
@@ -90,7 +90,7 @@ class Silent:
 
 def _run(pytester: pytest.Pytester, feature: str, *args: str) -> tuple[Any, dict[str, Any]]:
     pytester.makepyprojecttoml(PYPROJECT)
-    pytester.makepyfile(agents=AGENTS)
+    pytester.makepyfile(voice_bots=AGENTS)
     pytester.makefile(".feature", voice=feature)
     result = pytester.runpytest_inprocess("-p", "no:randomly", "--fabtest-experiment-id", "exp_voice", *args)
     doc = json.loads((pytester.path / "results" / "exp_voice.json").read_text())
@@ -172,12 +172,12 @@ fake = FakeLLM().simulated_user(_user).verdicts(default=_verdict)
 """)
     pytester.makeconftest("""
 import pytest
-import agents
+import voice_bots
 
 @pytest.fixture(autouse=True)
 def _report_closed():
     yield
-    print("CLOSED=" + repr(agents.CLOSED))
+    print("CLOSED=" + repr(voice_bots.CLOSED))
 """)
     result, runs = _run(pytester, """
 @voice
