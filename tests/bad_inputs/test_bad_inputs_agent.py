@@ -53,7 +53,7 @@ CASES: dict[str, tuple[str, ...]] = {
     "MetadataNotJson": ("metadata(): not JSON data",),
     "exits": ("the agent raised SystemExit: 3",),
     "factory_raises": ("the agent factory raised LookupError: no tenant",),
-    "factory_returns_int": ("the agent factory returned int, which has no chat() method",),
+    "factory_returns_int": ("the agent factory returned int, which has no chat() or respond() method",),
 }
 
 

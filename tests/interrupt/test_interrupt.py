@@ -25,12 +25,14 @@ SCENARIOS = 10
 EXP = "exp_interrupt"
 
 AGENT = '''
+import os
 import time
 
 
 def build(context):
     def chat(messages):
-        time.sleep(0.3)
+        later = float(os.environ.get("SLEEPY_LATER_S", "0.3"))  # the scenarios after "hi 3", when a test slows them
+        time.sleep(0.3 if int(messages[-1].content.split()[-1]) <= 3 else later)
         return "hello"
     return chat
 '''
@@ -76,11 +78,12 @@ class Project:
     def experiment(self) -> Path:
         return self.results / f"{EXP}.json"
 
-    def start(self, *args: str) -> subprocess.Popen[bytes]:
+    def start(self, *args: str, later_s: float | None = None) -> subprocess.Popen[bytes]:
+        env = _env() if later_s is None else {**_env(), "SLEEPY_LATER_S": str(later_s)}
         proc = subprocess.Popen(
             [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly", "-q", "features",
              "--fabtest-experiment-id", EXP, *args],
-            cwd=self.root, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+            cwd=self.root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
         self.procs.append(proc)
         return proc
 
@@ -160,7 +163,7 @@ def _children(pid: int) -> list[int]:
 
 
 def test_sigint_half_way_writes_an_interrupted_experiment_with_every_finished_scenario(project: Project) -> None:
-    proc = project.start()
+    proc = project.start(later_s=3.0)  # the signal lands while a later scenario runs, however loaded the machine
     finished = project.wait_for_results(proc, 3)
     proc.send_signal(signal.SIGINT)
     output = _wait(proc)

@@ -34,7 +34,6 @@ scenario with the chunk's number and type.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import threading
 import time
@@ -132,6 +131,8 @@ async def _take(respond: Callable[..., Any], audio: Audio, kwargs: dict[str, Any
     if inspect.iscoroutinefunction(respond) or inspect.isasyncgenfunction(respond) or aio.is_async_callable(respond):
         value = guarded("the voice agent raised", respond, audio, **kwargs)
     else:  # a blocking respond: on a worker thread, so the loop (other conversations) keeps going
+        import asyncio  # lazily: importing the plugin loads no asyncio (tests/plugin/test_lazy_imports.py)
+
         value = await asyncio.to_thread(lambda: guarded("the voice agent raised", respond, audio, **kwargs))
     if inspect.isawaitable(value):
         value = await guarded_async("the voice agent raised", value)
