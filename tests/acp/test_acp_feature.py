@@ -72,7 +72,7 @@ def test_a_scenario_timeout_kills_the_agent_too(pytester: pytest.Pytester) -> No
     write_project(pytester, marker, agent_timeout=150, startup_timeout=120)
     results = pytester.path / "results"
     run = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "features", "-k", "hangs",
-                                        "--fabtest-results-dir", str(results), "--fabtest-scenario-timeout", "30")
+                                        "--fabtest-results-dir", str(results), "--fabtest-scenario-timeout", "8")
     assert gone(marker)
     experiment = json.loads(next(p for p in results.glob("*.json") if not p.name.startswith(".")).read_text())
     (hang,) = experiment["scenario_results"]

@@ -167,9 +167,14 @@ def run_faults(args: argparse.Namespace, results_dir: str) -> int:
     write_experiment(info, results, out, {"faults": {k: v for k, v in report.items() if k != "baseline"}})
     _print(report)
     print(f"\nwritten to {out / f'{base}.faults.json'} and the baseline experiment {out / f'{base}.json'}")
+    return floor_exit(report, args.min_coverage)
+
+
+def floor_exit(report: dict[str, Any], min_coverage: float) -> int:
+    """1 when a pair broke and the coverage is below ``--min-coverage`` (saying so on stderr), else 0."""
     rate = report["coverage"]["faults"]["rate"]
-    if report["broke"] and (rate is None or rate < args.min_coverage):
-        print(f"faults coverage {rate or 0:.0%} is below --min-coverage {args.min_coverage:.0%}", file=sys.stderr)
+    if report["broke"] and (rate is None or rate < min_coverage):
+        print(f"faults coverage {rate or 0:.0%} is below --min-coverage {min_coverage:.0%}", file=sys.stderr)
         return 1
     return 0
 
