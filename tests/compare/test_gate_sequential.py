@@ -89,7 +89,7 @@ def test_the_two_sample_e_process_keeps_its_level_at_every_look() -> None:
     for rate in (0.5, 0.9):
         rng = random.Random(int(rate * 100))
         crossed = 0
-        for _ in range(300):
+        for _ in range(150):
             base = sum(rng.random() < rate for _ in range(25))
             passed = 0
             for n in range(5, 151, 5):
@@ -97,7 +97,7 @@ def test_the_two_sample_e_process_keeps_its_level_at_every_look() -> None:
                 if e_worse((base, 25), (passed, n), 5.0)[0] >= 5.0:
                     crossed += 1
                     break
-        assert crossed <= 0.2 * 300 * 1.15, (rate, crossed)
+        assert crossed <= 0.2 * 150 * 1.15, (rate, crossed)
 
 
 @pytest.mark.slow
@@ -107,7 +107,7 @@ def test_the_not_worse_e_process_keeps_its_level_at_the_margin() -> None:
     reaches 1/a in at most about a of the sequences (a = 0.2)."""
     rng = random.Random(2028)
     crossed = 0
-    for _ in range(200):
+    for _ in range(100):
         base = sum(rng.random() < 0.8 for _ in range(100))
         passed = 0
         for n in range(5, 301, 5):
@@ -115,7 +115,7 @@ def test_the_not_worse_e_process_keeps_its_level_at_the_margin() -> None:
             if e_not_worse((base, 100), (passed, n), 0.1, 5.0)[0] >= 5.0:
                 crossed += 1
                 break
-    assert crossed <= 0.2 * 200 * 1.15, crossed
+    assert crossed <= 0.2 * 100 * 1.15, crossed
 
 
 @pytest.mark.slow
