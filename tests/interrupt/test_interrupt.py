@@ -83,7 +83,8 @@ class Project:
         proc = subprocess.Popen(
             [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly", "-q", "features",
              "--fabtest-experiment-id", EXP, *args],
-            cwd=self.root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+            cwd=self.root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # a background job may inherit SIG_IGN
         self.procs.append(proc)
         return proc
 
