@@ -16,7 +16,7 @@ from typing import Any
 
 from google.genai import types
 
-from fabtest.agents.base import AgentError
+from fabtest.agents.base import AgentError, each_decided
 from fabtest.conversation import Decision, Pause
 
 __all__ = ["CONFIRMATION", "confirmations", "pause_of"]
@@ -37,13 +37,9 @@ def pause_of(call: types.FunctionCall) -> Pause:
 
 def confirmations(pauses: Sequence[Pause], decisions: Sequence[Decision]) -> types.Content:
     """The user message that answers each confirmation: one function response per pause."""
-    by_pause = {d.pause_id: d for d in decisions}
     parts = []
-    for pause in pauses:
-        decision = by_pause.get(pause.id)
-        if decision is None:
-            raise AgentError(f"the ADK run waits on {len(pauses)} confirmations and only some were decided: "
-                             f"decide {pause.describe()} too")
+    waits_on = f"the ADK run waits on {len(pauses)} confirmations"
+    for pause, decision in each_decided(pauses, decisions, waits_on=waits_on):
         if decision.decision == "edited":
             raise AgentError(f"ADK runs a confirmed call as the model made it (a ToolConfirmation has no arguments): "
                              f"{pause.describe()} cannot be approved with edited arguments; use When the user "

@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from fabtest.conversation import AgentResponse, Message, ToolCall
+from fabtest.conversation import AgentResponse, Decision, Message, Pause, ToolCall
 from fabtest.errors import AgentError, AgentTimeout, UsageError  # defined with the whole tree; importable from here too
 
 __all__ = ["STAND_IN_KEY", "Agent", "AgentError", "AgentTimeout", "OnToolCall", "agent_metadata", "declared_tools",
-           "program_path"]
+           "each_decided", "program_path"]
 
 #: The agent context's key for the run's scripted stand-in model (agents.builtin_models.StandInModel):
 #: the engine puts it there, built-in agents read it.
@@ -59,3 +59,18 @@ def program_path(argv: list[str]) -> list[str]:
     if argv and os.sep in argv[0] and not os.path.isabs(argv[0]):
         return [os.path.abspath(argv[0]), *argv[1:]]
     return argv
+
+
+def each_decided(pauses: Sequence[Pause], decisions: Sequence[Decision], *,
+                 waits_on: str) -> list[tuple[Pause, Decision]]:
+    """Each pause with the user's decision on it; an AgentError naming the first pause left undecided,
+    since a framework resumes a run only with every pending pause answered (``waits_on``: "the ADK
+    run waits on 2 confirmations", said before "and only some were decided")."""
+    by_pause = {d.pause_id: d for d in decisions}
+    decided = []
+    for pause in pauses:
+        decision = by_pause.get(pause.id)
+        if decision is None:
+            raise AgentError(f"{waits_on} and only some were decided: decide {pause.describe()} too")
+        decided.append((pause, decision))
+    return decided

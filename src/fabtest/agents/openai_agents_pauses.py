@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fabtest.agents.base import AgentError
+from fabtest.agents.base import AgentError, each_decided
 from fabtest.conversation import Decision, Pause
 
 __all__ = ["Waiting", "pauses_of"]
@@ -47,13 +47,10 @@ class Waiting:
 
     def decide(self, decisions: Sequence[Decision]) -> set[str]:
         """Apply the decisions to the state; returns the call ids the user rejected (calls never made)."""
-        by_pause = {d.pause_id: d for d in decisions}
         rejected: set[str] = set()
-        for pause, item in zip(self.pauses, self.items, strict=True):
-            decision = by_pause.get(pause.id)
-            if decision is None:
-                raise AgentError(f"the OpenAI Agents SDK run waits on {len(self.pauses)} approvals and only some "
-                                 f"were decided: decide {pause.describe()} too")
+        decided = each_decided(self.pauses, decisions,
+                               waits_on=f"the OpenAI Agents SDK run waits on {len(self.pauses)} approvals")
+        for (pause, decision), item in zip(decided, self.items, strict=True):
             if decision.decision == "edited":
                 raise AgentError(f"the OpenAI Agents SDK approves a call only as the model made it "
                                  f"(state.approve takes no arguments): {pause.describe()} cannot be approved with "

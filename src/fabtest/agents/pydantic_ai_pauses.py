@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
 
-from fabtest.agents.base import AgentError
+from fabtest.agents.base import each_decided
 from fabtest.conversation import Decision, Pause
 
 __all__ = ["held_calls", "pauses_of", "results_for"]
@@ -44,13 +44,9 @@ def _text(value: Any) -> str | None:
 
 def results_for(pauses: Sequence[Pause], decisions: Sequence[Decision]) -> DeferredToolResults:
     """The ``DeferredToolResults`` of the user's decisions on ``pauses``."""
-    by_pause = {d.pause_id: d for d in decisions}
     results = DeferredToolResults()
-    for pause in pauses:
-        decision = by_pause.get(pause.id)
-        if decision is None:
-            raise AgentError(f"the PydanticAI run waits on {len(pauses)} deferred calls and only some were decided: "
-                             f"decide {pause.describe()} too")
+    waits_on = f"the PydanticAI run waits on {len(pauses)} deferred calls"
+    for pause, decision in each_decided(pauses, decisions, waits_on=waits_on):
         if pause.kind == "question":
             results.calls[pause.id] = decision.answer if decision.decision == "answered" else decision.reason or ""
         elif decision.decision == "edited":
