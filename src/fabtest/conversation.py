@@ -544,6 +544,17 @@ def describe_decision(decision: Decision) -> str:
     return f"{verb}{said}" + (f": {decision.reason}" if decision.reason else "")
 
 
+def json_or_text(value: Any) -> Any:
+    """A value that may be JSON text (a tool's result or arguments as logs and wires carry them):
+    the data when the text parses, else the value as it is."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
 def jsonable(value: Any) -> Any:
     """Plain JSON data: what an agent or a provider returned may hold dates, sets or objects,
     which become text, so results, caches and traces always serialise."""

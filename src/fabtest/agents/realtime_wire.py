@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from fabtest.conversation import ToolCall
+from fabtest.conversation import ToolCall, json_or_text
 
 __all__ = ["AUDIO_DELTAS", "ITEM_EVENTS", "TEXT_DELTAS", "Api", "TurnCalls", "detect_api", "error_line",
            "output_format_problem", "session_update"]
@@ -124,17 +124,7 @@ class TurnCalls:
                 arguments = {"_raw": raw}
             if not isinstance(arguments, dict):
                 arguments = {"_value": arguments}
-            result = _parsed(self.outputs[call_id]) if call_id in self.outputs else None
+            result = json_or_text(self.outputs[call_id]) if call_id in self.outputs else None
             out.append(ToolCall(name=str(call.get("name") or "?"), arguments=arguments, result=result,
                                 metadata={"call_id": call_id}))
         return out
-
-
-def _parsed(output: Any) -> Any:
-    """A ``function_call_output``'s output is JSON text by convention: parsed when it is."""
-    if isinstance(output, str):
-        try:
-            return json.loads(output)
-        except ValueError:
-            return output
-    return output

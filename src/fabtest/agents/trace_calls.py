@@ -14,7 +14,6 @@ marked ``"source": "traces"`` in its metadata. When nothing arrives in time the 
 from __future__ import annotations
 
 import contextvars
-import json
 import secrets
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -24,7 +23,7 @@ from typing import Any
 from fabtest import tracing
 from fabtest.agents.boundary import merge_tool_calls
 from fabtest.agents.otlp_receiver import DEFAULT_PORT, Span, iter_descendants, receiver
-from fabtest.conversation import AgentResponse, ToolCall, jsonable
+from fabtest.conversation import AgentResponse, ToolCall, json_or_text, jsonable
 
 __all__ = ["DEFAULT_PORT", "DEFAULT_WAIT_S", "METADATA_KEY", "TurnTrace", "environment", "exports_flag", "headers",
            "missing", "tool_calls", "turn"]
@@ -139,7 +138,7 @@ def tool_calls(spans: list[Span]) -> list[ToolCall]:
         name = attrs.get("gen_ai.tool.name") or span.name.removeprefix("execute_tool").strip()
         if not name:
             continue
-        arguments = _decoded(attrs.get("gen_ai.tool.call.arguments"))
+        arguments = json_or_text(attrs.get("gen_ai.tool.call.arguments"))
         meta: dict[str, Any] = {"source": "traces", "span_id": span.span_id}
         if attrs.get("gen_ai.tool.call.id") is not None:
             meta["id"] = str(attrs["gen_ai.tool.call.id"])
@@ -147,15 +146,5 @@ def tool_calls(spans: list[Span]) -> list[ToolCall]:
             meta["error"] = True
         out.append(ToolCall(str(name), arguments if isinstance(arguments, dict) else
                             {} if arguments is None else {"arguments": arguments},
-                            jsonable(_decoded(attrs.get("gen_ai.tool.call.result"))), meta))
+                            jsonable(json_or_text(attrs.get("gen_ai.tool.call.result"))), meta))
     return out
-
-
-def _decoded(value: Any) -> Any:
-    """An attribute that holds JSON text (the GenAI conventions' arguments and results) as data."""
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fabtest.conversation import Attachment, ToolCall
+from fabtest.conversation import Attachment, ToolCall, json_or_text
 from fabtest.errors import UsageError
 
 __all__ = ["RecordedConversation", "RecordedTurn", "Turns", "message_text", "tool_arguments", "tool_result"]
@@ -82,9 +82,5 @@ def tool_arguments(raw: Any, path: Path) -> dict[str, Any]:
 
 def tool_result(raw: Any) -> Any:
     """A tool result: JSON text parsed when it is JSON, else as it is."""
-    if isinstance(raw, str):
-        try:
-            return json.loads(raw)
-        except ValueError:
-            return raw
+    return json_or_text(raw)
     return raw
