@@ -6,7 +6,6 @@ while httpx keeps its exception map of the old ones: an ``httpcore.ReadTimeout``
 escape unmapped. Importing them here keeps one copy for the whole session.
 """
 
-import os
 from pathlib import Path  # noqa: E402
 
 import google.genai  # noqa: F401
@@ -17,10 +16,6 @@ import pytest  # noqa: E402
 from support.slow import is_slow  # noqa: E402
 
 _TESTS = Path(__file__).parent
-
-# Child pytest runs (the CLI's, pytest-in-pytest) leave out langsmith's pytest plugin: the langgraph
-# extra installs it, no test here uses it, and importing it costs each child about a second.
-os.environ["PYTEST_ADDOPTS"] = f"{os.environ.get('PYTEST_ADDOPTS', '')} -p no:langsmith_plugin".strip()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
