@@ -106,7 +106,8 @@ def run(
     None uses ``[tool.fabtest] agent``. ``user`` is the user's messages in order (a :class:`Decide`
     among them decides the pauses the agent waits on) or a :class:`SimulatedUser`. ``should`` /
     ``must`` are criteria (a sentence, the name of a ``[tool.fabtest] criteria`` entry, or a
-    :class:`~fabtest.config.criteria.Criterion`) judged over the whole conversation: a failed ``should`` is recorded, a failed ``must`` fails the run, as do
+    :class:`~fabtest.config.criteria.Criterion`) judged over the whole conversation: a failed
+    ``should`` is recorded, a failed ``must`` fails the run, as do
     ``must_call`` / ``must_not_call`` (tools the conversation must (not) include a call to).
     ``judge`` / ``simulator`` default to the LLMs ``[tool.fabtest]`` configures (in ``root``,
     default the current directory); a missing one makes the result ``skipped`` with the reason.
