@@ -90,7 +90,8 @@ def _timed(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
     return wall
 
 
-def playbook_mode(steps: int, latencies: list[float], reps: int, baseline: str | None = None) -> int:
+def playbook_mode(steps: int, latencies: list[float], reps: int, baseline: str | None = None, *,
+                  quick: bool = False) -> int:
     """``fabtest run`` of a ``steps``-step playbook over ACP vs one ``gemini -p`` run (module docstring).
     ``baseline``: another tree's ``src`` (``git archive main src | tar -x -C DIR``), run in turn with this
     one on every repetition (``PYTHONPATH``), so a before/after comparison shares the machine's load."""
@@ -113,7 +114,7 @@ def playbook_mode(steps: int, latencies: list[float], reps: int, baseline: str |
                                "expected_outcome": "The agent names a venue"} for n in range(1, steps + 1)]}))
                 # the first run on a machine asks the CLI whether it speaks ACP (a CLI start more); later
                 # runs find the answer kept (agents/gemini_probe.py), as every run after a user's first does
-                cold = _timed([*fabtest, "run", "pb.playbook.json"], project, env)
+                cold = None if quick else _timed([*fabtest, "run", "pb.playbook.json"], project, env)
                 cli: list[float] = []
                 runs: dict[str, list[float]] = {name: [] for name in trees}
                 for _ in range(reps):  # alternated, so a burst of load hits each
@@ -130,7 +131,7 @@ def playbook_mode(steps: int, latencies: list[float], reps: int, baseline: str |
         for name, run in runs.items():
             run_s = statistics.median(run)
             rows.append([f"{latency:g} s", name, f"{cli_s:.2f} s", f"{run_s:.2f} s", f"{run_s / cli_s:.2f}x",
-                         f"{cold:.2f} s ({cold / cli_s:.2f}x)" if name == "this tree" else "", calls,
+                         f"{cold:.2f} s ({cold / cli_s:.2f}x)" if cold and name == "this tree" else "", calls,
                          " ".join(f"{c:.1f}/{r:.1f}" for c, r in zip(cli, run, strict=True))])
     print(f"{steps}-step playbook (fabtest run, Gemini CLI over ACP) vs one gemini -p run, median of {reps}; "
           f"Gemini CLI at {GEMINI}")
@@ -160,7 +161,7 @@ def main() -> int:
     if args.playbook or args.quick:
         playbook_mode(2 if args.quick else args.steps,
                       [0.0] if args.quick else [float(x) for x in args.latencies.split(",")],
-                      1 if args.quick else args.reps, args.baseline_src)
+                      1 if args.quick else args.reps, args.baseline_src, quick=args.quick)
         if args.playbook:
             return 0
     root = Path(tempfile.mkdtemp(prefix="fabtest-bench-acp-"))
