@@ -369,6 +369,47 @@ def test_fabtest_run_no_preflight_runs(tmp_path: Path, monkeypatch: pytest.Monke
     assert code == 1 and "[1/1]" in out  # it ran, and the judge's 403 failed the playbook alone
 
 
+STARTED_AGENT = """
+import contextlib
+import threading
+
+from fabtest import AgentResponse
+
+started = threading.Event()
+
+
+class Agent:
+    def __init__(self, context):
+        pass
+
+    @contextlib.contextmanager
+    def around(self):
+        started.set()  # an ACP agent's process starts here
+        yield
+
+    def chat(self, messages):
+        return AgentResponse(text="Hello, happy to help!")
+"""
+
+
+def test_fabtest_run_starts_the_agent_while_the_llm_probe_is_answered(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake: FakeGemini, capfd: pytest.CaptureFixture[str]) -> None:
+    """The probe is a model call (seconds at a slow provider), the Gemini CLI's start seconds more: they
+    overlap. The probe's answer here waits for the agent's start; were they in series it would wait 10 s."""
+    _playbook_project(tmp_path, monkeypatch)
+    (tmp_path / "started_agent.py").write_text(STARTED_AGENT, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import started_agent  # type: ignore[import-not-found]
+
+    overlapped: list[bool] = []
+    fake.add_rule(PROBE_PROMPT, callback=lambda request: overlapped.append(started_agent.started.wait(10)), times=1)
+    code = main(["run", "hello.playbook.json", "--agent", "started_agent:Agent"])
+    out, err = capfd.readouterr()
+    assert code == 0, out + err
+    assert overlapped == [True]
+    assert out.index("[1/1] hello") < out.index("PASSED")
+
+
 # -- agent tables: every problem of the agents in use, once, configuration before reachability ------------
 TWO_AGENTS = ('Feature: Pre-flight\n  Scenario: One\n    Given the agent "helper"\n    When the user says "hi"\n'
               '  Scenario: Two\n    Given the agent "chat"\n    When the user says "hi"\n')

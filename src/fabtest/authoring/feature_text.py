@@ -252,7 +252,8 @@ def regression_feature(name: str, messages: Sequence[str], anchor: int | None, s
                        *, comments: Sequence[str], agent: str | None = None,
                        history: Sequence[Mapping[str, str]] = (), files_dir: str = "files") -> str:
     """A scripted feature: the seeded ``history``, ``messages`` as user turns, ``step`` after turn
-    ``anchor`` (or at the end). A message with files (shrink's ``Said``) sends them from ``files_dir``."""
+    ``anchor`` (or at the end). A message with files (shrink's ``Said``) sends them from ``files_dir``;
+    one that carried a decision on the agent's pauses is the decision's step."""
     lines = [*(f"# {_line(c)}" for c in comments), "@regression", f"Feature: {_line(name)} (regression)", "",
              f"  Scenario: {_line(name)}"]
     if agent:
@@ -263,7 +264,9 @@ def regression_feature(name: str, messages: Sequence[str], anchor: int | None, s
         lines += [f"      | {h['role'].ljust(5)} | {_cell(_line(h['content']))} |" for h in history]
     for number, message in enumerate(messages, start=1):
         files = [f"{files_dir}/{safe_file_name(f.name, f.sha256)}" for f in getattr(message, "files", [])]
-        lines += _user_step(message, files)
+        decided = getattr(message, "decision", None) if number > 1 else None  # shrink's Said: see decision_of
+        lines += _decision_step(Decision(decided.id, decided.decision, reason=decided.reason, answer=decided.answer,
+                                         arguments=decided.edited_arguments)) if decided else _user_step(message, files)
         if number == anchor:
             lines.append(step)
     if anchor is None:
