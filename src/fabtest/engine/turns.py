@@ -219,9 +219,10 @@ _AGENT_THREADS = ReusableThreads("fabtest-agent")
 def _chat_on_thread(chat: Any, messages: list[Message], kwargs: dict[str, Any], timeout: float) -> Any:
     """A sync ``chat`` on a daemon thread; TimeoutError leaves the thread behind (Python cannot stop it)."""
     box: dict[str, Any] = {}
-    finished = threading.Event()
+    started, finished = threading.Event(), threading.Event()
 
     def _run() -> None:
+        started.set()
         try:
             box["value"] = guarded("the agent raised", chat, messages, **kwargs)
         except BaseException as exc:  # re-raised on the caller's thread below
@@ -231,6 +232,7 @@ def _chat_on_thread(chat: Any, messages: list[Message], kwargs: dict[str, Any], 
 
     # in a copy of the caller's context: the scenario's captured output, a tracing span
     _AGENT_THREADS.submit(contextvars.copy_context().run, _run)
+    started.wait()  # the agent's time starts when it runs, not while a thread is being started for it
     if not finished.wait(timeout):
         raise TimeoutError
     if "error" in box:

@@ -41,6 +41,7 @@ from fabtest.pytest_plugin.concurrency.isolation import (
 )
 from fabtest.pytest_plugin.concurrency.routing import Capture, OutputRouter
 from fabtest.pytest_plugin.playbooks import PlaybookItem
+from fabtest.pytest_plugin.stash_keys import STATE_KEY
 
 __all__ = ["ALONE_PROPERTY", "ConcurrentScenarios", "concurrency_blocker"]
 
@@ -80,7 +81,7 @@ class ConcurrentScenarios:
         self._upcoming: pytest.Item | None = None
         self._router = OutputRouter(config)
         self._routing = False
-        self._hooks: dict[frozenset[Any], Callable[..., Any]] = {}
+        self._hooks: dict[tuple[str, frozenset[int]], Callable[..., Any]] = {}
         self._worker: Any = False  # xdist's WorkerInteractor in a worker, None elsewhere (False: not looked up)
         self._index: dict[int, int] | None = None
         self._threads = ReusableThreads("fabtest-scenario")  # call phases; the main thread never waits for a start
@@ -181,9 +182,14 @@ class ConcurrentScenarios:
         """The call phase, on the scenario's thread, without pytest's process-wide capture."""
         capture = Capture()
         capture.activate()
+
+        def steps() -> None:
+            hook(item=item)
+            _send_pending_judging(item)
+
         try:
             call: CallInfo[None] | BaseException = CallInfo.from_call(
-                lambda: hook(item=item), when="call", reraise=get_reraise_exceptions(item.config))
+                steps, when="call", reraise=get_reraise_exceptions(item.config))
         except BaseException as exc:  # pytest.exit() and the like: raised on the main thread
             call = exc
         self.finished.put(_Done(item, call, capture))
@@ -331,6 +337,16 @@ class ConcurrentScenarios:
         terminalreporter.write_sep("-", f"fabtest: {len(self.alone)} scenario(s) ran alone, not concurrently")
         for nodeid, why in self.alone.items():
             terminalreporter.write_line(f"{nodeid}: {why}")
+
+
+def _send_pending_judging(item: pytest.Item) -> None:
+    """The judge calls the last turn left pending go out from the scenario's thread when its steps
+    pass, as the scenario's end (``ScenarioState.finish``, on the main thread) would send them: at
+    1,000 at once, handing them to the judge's thread pool was a tenth of the main thread's time.
+    A failed or skipped call leaves them to that end, as before."""
+    state = item.stash.get(STATE_KEY, None)
+    if state is not None:
+        state.flush_pending()
 
 
 def _no_report_yet(item: pytest.Item) -> None:
