@@ -25,6 +25,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from types import FunctionType
 from typing import Any
 
 import pytest
@@ -34,7 +35,8 @@ from _pytest.outcomes import TEST_OUTCOME
 from _pytest.runner import SetupState
 from _pytest.scope import Scope
 
-__all__ = ["REGISTRY_LOCK", "UNSHAREABLE_FIXTURES", "ConcurrentSetupState", "isolate_item", "serialized_step_lookup"]
+__all__ = ["REGISTRY_LOCK", "UNSHAREABLE_FIXTURES", "ConcurrentSetupState", "isolate_item", "quick_request_fixturedefs",
+           "serialized_step_lookup"]
 
 #: held while fixture registries or shared (non-function) fixtures change hands between threads
 REGISTRY_LOCK = threading.RLock()
@@ -312,3 +314,31 @@ def _remembered(inspect_function: Callable[[Any], Any]) -> Callable[[Any], Any]:
         except TypeError:  # an unhashable callable: asked every time, as before
             return inspect_function(func)
     return remembered
+
+
+# -- pytest ---------------------------------------------------------------------------------------
+@contextmanager
+def quick_request_fixturedefs() -> Iterator[None]:
+    """While active, pytest's fixture definitions skip the signature of a function of no arguments.
+
+    pytest makes a new definition of the ``request`` fixture (around ``lambda: request``) each
+    time a fixture asks for ``request``, and reads that lambda's signature (``inspect.signature``)
+    to learn it takes no argument: a fifth of the main thread's work at 1,000 scenarios at once.
+    A plain function whose code takes no argument has no argument names; anything else is
+    asked of pytest as before."""
+    fixtures = importlib.import_module("_pytest.fixtures")
+    original = getattr(fixtures, "getfuncargnames")  # noqa: B009 - imported there from _pytest.compat
+
+    def getfuncargnames(function: Any, *, name: str = "", cls: type | None = None) -> tuple[str, ...]:
+        code = getattr(function, "__code__", None)
+        if (type(function) is FunctionType and code is not None and code.co_argcount == 0
+                and code.co_kwonlyargcount == 0 and not hasattr(function, "__wrapped__")
+                and not hasattr(function, "__signature__")):
+            return ()
+        return tuple(original(function, name=name, cls=cls))
+
+    setattr(fixtures, "getfuncargnames", getfuncargnames)  # noqa: B010
+    try:
+        yield
+    finally:
+        setattr(fixtures, "getfuncargnames", original)  # noqa: B010

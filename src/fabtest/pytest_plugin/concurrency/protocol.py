@@ -37,6 +37,7 @@ from fabtest.pytest_plugin.concurrency.isolation import (
     UNSHAREABLE_FIXTURES,
     ConcurrentSetupState,
     isolate_item,
+    quick_request_fixturedefs,
     serialized_step_lookup,
 )
 from fabtest.pytest_plugin.concurrency.routing import Capture, OutputRouter
@@ -93,7 +94,7 @@ class ConcurrentScenarios:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, Any, Any]:
-        with serialized_step_lookup():
+        with serialized_step_lookup(), quick_request_fixturedefs():
             try:
                 return (yield)
             except (KeyboardInterrupt, SystemExit):
