@@ -1,0 +1,50 @@
+"""The threads scenarios' call phases and sync agents' turns run on (fabtest._internal.threads)."""
+
+from __future__ import annotations
+
+import threading
+
+from fabtest._internal.threads import ReusableThreads
+
+
+def test_every_job_runs_at_once_and_finished_threads_take_the_next_jobs() -> None:
+    pool = ReusableThreads("test-pool")
+    try:
+        for _ in range(2):  # the second round finds the first round's threads idle
+            together = threading.Barrier(5, timeout=10)  # broken (an error) unless all 5 run at the same time
+            names: list[str] = []
+            done = threading.Semaphore(0)
+
+            def job(i: int, barrier: threading.Barrier = together, seen: list[str] = names,
+                    finished: threading.Semaphore = done) -> None:
+                try:
+                    barrier.wait()
+                    seen.append(threading.current_thread().name)
+                finally:
+                    finished.release()
+
+            for i in range(5):
+                pool.submit(job, i, name=f"job {i}")
+            for _ in range(5):
+                assert done.acquire(timeout=10)
+            assert sorted(names) == [f"job {i}" for i in range(5)]  # each ran under its own name
+        assert pool.threads == 5  # reused, not started again
+    finally:
+        pool.close()
+
+
+def test_a_job_that_raises_leaves_its_thread_to_the_next_one_and_close_ends_the_idle_threads() -> None:
+    pool = ReusableThreads("test-pool")
+    ran = threading.Event()
+
+    def boom() -> None:
+        raise RuntimeError("the job's own business")
+
+    pool.submit(boom)
+    pool.submit(ran.set)
+    assert ran.wait(10)
+    pool.close()
+    for thread in [t for t in threading.enumerate() if t.name.startswith("test-pool")]:
+        thread.join(10)
+        assert not thread.is_alive()
+    assert pool.threads <= 2
