@@ -30,7 +30,7 @@ from fabtest.conversation import (
 from fabtest.errors import ExpectationFailed, FabtestError, UsageError
 
 # last: the engine imports the modules above
-from fabtest.engine.entry import SimulatedUser, run  # isort: skip
+from fabtest.engine.entry import Decide, SimulatedUser, run  # isort: skip
 from fabtest.engine.custom_steps import Scenario  # isort: skip
 
 __version__ = "0.1.0"
@@ -45,6 +45,7 @@ __all__ = [
     "Check",
     "Conversation",
     "Criterion",
+    "Decide",
     "Decision",
     "ExpectationFailed",
     "FabtestError",

@@ -535,11 +535,14 @@ def describe_pause(pause: Pause) -> str:
     return f"asks: {pause.describe()}"
 
 
-def describe_decision(decision: Decision) -> str:
-    """``approves``, ``rejects: no receipt``, ``answers: Blue``, ``approves with {...}``."""
+def describe_decision(decision: Decision, *, past: bool = False) -> str:
+    """``approves``, ``rejects: no receipt``, ``answers: Blue``, ``approves with {...}``; in the
+    past tense (``approved``, ...) for a sentence whose subject is the user ("you approved")."""
     if decision.decision == "answered":
-        return f"answers: {decision.answer}"
-    verb = {"approved": "approves", "rejected": "rejects", "edited": "approves with edits"}[decision.decision]
+        return f"{'answered' if past else 'answers'}: {decision.answer}"
+    verbs = {"approved": "approved", "rejected": "rejected", "edited": "approved with edits"} if past else \
+        {"approved": "approves", "rejected": "rejects", "edited": "approves with edits"}
+    verb = verbs[decision.decision]
     said = f" {json.dumps(decision.arguments, ensure_ascii=False)}" if decision.arguments is not None else ""
     return f"{verb}{said}" + (f": {decision.reason}" if decision.reason else "")
 

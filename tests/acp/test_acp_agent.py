@@ -13,7 +13,7 @@ from support.acp import ECHO, gone, processes_with
 from fabtest.agents.acp import AcpAgent, rebuild_arguments
 from fabtest.agents.base import AgentError, AgentTimeout
 from fabtest.agents.registry import make_agent
-from fabtest.conversation import Message
+from fabtest.conversation import Decision, Message
 from fabtest.errors import UsageError
 
 
@@ -119,6 +119,40 @@ def test_permission_requests_are_answered_from_configuration(tmp_path, marker):
             assert call.name == "run_shell_command"
             assert call.arguments == {"command": "rm -rf build"}
             assert call.metadata["status"] == status, permission
+
+
+def test_permission_pause_leaves_each_request_to_the_user(tmp_path, marker):
+    """permission = "pause": the turn ends on the request as a pause, and the next message's decision
+    answers it (approved: allow; rejected: deny; none: the request is cancelled and the message sent)."""
+    agent = echo_agent(tmp_path, marker, permission={"execute": "pause", "*": "allow"})
+    assert agent.pauses_unsupported is None
+    with agent.around():
+        messages = [Message("user", "ask")]
+        for decision, answer, calls in (("approved", "permission: proceed_once", [("run_shell_command", "completed")]),
+                                        ("rejected", "permission: cancel", [])):
+            asked = agent.chat(messages)
+            [pause] = asked.pauses
+            assert (pause.kind, pause.tool, pause.arguments) == ("approval", "run_shell_command", {"command": "rm -rf build"})
+            assert pause.question == "rm -rf build" and not asked.tool_calls  # the call runs after the decision
+            assert {o["kind"] for o in pause.metadata["options"]} == {"allow_once", "reject_once"}
+            messages += [Message("agent", asked.text, pauses=(pause,)),
+                         Message("user", "", decisions=(Decision(pause.id, decision),))]
+            decided = agent.chat(messages)
+            assert decided.text == answer and not decided.pauses
+            # run after an approval; after a rejection never run, so never a call (must not call passes)
+            assert [(c.name, c.metadata["status"]) for c in decided.tool_calls] == calls
+            messages += [Message("agent", decided.text), Message("user", "ask")]
+        # the user says something else instead: the request is cancelled, the new message answered
+        agent.chat(messages)
+        messages += [Message("agent", ""), Message("user", "hello")]
+        assert agent.chat(messages).text == "echo: hello"
+        # ACP answers with allow or reject: an edited approval is the scenario's error, in one line
+        messages += [Message("agent", "echo: hello"), Message("user", "ask")]
+        [pause] = agent.chat(messages).pauses
+        messages += [Message("agent", ""), Message("user", "", decisions=(Decision(pause.id, "edited", arguments={}),))]
+        with pytest.raises(AgentError, match="cannot be approved with edited arguments"):
+            agent.chat(messages)
+    assert echo_agent(tmp_path, marker).pauses_unsupported.startswith("fabtest answers its permission requests")
 
 
 def test_a_crash_is_an_agent_error_with_stderr_and_nothing_is_left(tmp_path, marker):
@@ -250,3 +284,17 @@ def test_close_leaves_no_loop_or_pipe_for_the_garbage_collector(tmp_path, marker
         loop, proc = agent._loop, agent._proc
     assert loop is not None and loop.is_closed()
     assert proc is not None and proc._transport.is_closing()
+
+
+def test_a_scenario_decides_an_acp_permission_request(tmp_path, marker):
+    """The engine's side: the request is the turn's pause in the record, the decision step answers it."""
+    import fabtest
+    from fabtest.config.settings import Settings
+
+    result = fabtest.run(echo_agent(tmp_path, marker, permission="pause"), settings=Settings(),
+                         user=["ask", fabtest.Decide("reject", reason="not in production")],
+                         must_not_call=["run_shell_command"])
+    assert result.passed, result.failure_message
+    [pause] = result.transcript[0].pauses
+    assert (pause.tool, pause.decision, pause.reason) == ("run_shell_command", "rejected", "not in production")
+    assert result.transcript[1].agent == "permission: cancel"

@@ -361,3 +361,58 @@ def test_files_in_openai_and_gemini_logs_are_kept_beside_the_feature(project: Pa
     assert (project / "features" / "openai_files" / "policy.pdf").read_bytes() == b"%PDF"
     assert '    When the user sends "gemini_files/file-1.png" with "And this?"' in (
         project / "features" / "gemini.feature").read_text()
+
+
+REFUND_AGENT = '''
+from fabtest import AgentResponse, Pause, ToolCall
+
+
+def build(context):
+    def chat(messages):
+        decisions = messages[-1].decisions
+        if not decisions:
+            return AgentResponse("May I refund 30 EUR?", pauses=[Pause(tool="refund", arguments={"order": "A1", "amount": 30})])
+        if decisions[0].decision == "rejected":
+            return AgentResponse(f"Not refunded: {decisions[0].reason}")
+        amount = (decisions[0].arguments or {}).get("amount", 30)
+        return AgentResponse(f"Refunded {amount} EUR.", tool_calls=[ToolCall("refund", {"order": "A1", "amount": amount})])
+    return chat
+'''
+
+REFUND_FEATURE = '''Feature: Refunds
+  Scenario: A lower refund
+    When the user says "refund A1"
+    And the user approves with:
+      | argument | value |
+      | amount   | 20    |
+    Then the response must match "Refunded 20"
+
+  Scenario: A refused refund
+    When the user says "refund A1"
+    And the user rejects with "no receipt"
+    Then the response must match "no receipt"
+'''
+
+
+def test_decisions_come_back_as_decision_steps(project: Path, pytester: pytest.Pytester,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 40: a turn that carried the user's decision on a pause was written as a plain message, which
+    decides nothing (the replay then ended with the pause unanswered); it is the decision's own step now,
+    and the pause asked is asserted like a tool call."""
+    pytester.makepyfile(refunder=REFUND_AGENT)
+    (project / "pyproject.toml").write_text('[tool.pytest.ini_options]\npythonpath = ["."]\n\n'
+                                            '[tool.fabtest]\nagent = "refunder:build"\nresults_dir = "results"\n')
+    pytester.makefile(".feature", refunds=REFUND_FEATURE)
+    pytester.runpytest("refunds.feature", "-p", "no:randomly", "--fabtest-no-preflight",
+                       "--fabtest-experiment-id", "exp_refunds").assert_outcomes(passed=2)
+    for name, out in (("A lower refund", "lower.feature"), ("A refused refund", "refused.feature")):
+        assert _import(project, "results/exp_refunds.json", "--scenario", name, "-o", out, capsys=capsys)[0] == 0
+    lower, refused = (project / "lower.feature").read_text(), (project / "refused.feature").read_text()
+    asked = ('    Then the agent must ask for approval of "refund" with:\n      | argument | value |\n'
+             '      | order    | A1 |\n      | amount   | 30 |\n')
+    assert asked in lower and asked in refused
+    assert ('    When the user approves with:\n      | argument | value |\n      | order    | A1 |\n'
+            '      | amount   | 20 |\n    Then the agent must call "refund" with:') in lower
+    assert '    When the user rejects with "no receipt"\n' in refused and "says \"no receipt\"" not in refused
+    pytester.runpytest("lower.feature", "refused.feature", "-p", "no:randomly",
+                       "--fabtest-no-preflight").assert_outcomes(passed=2)

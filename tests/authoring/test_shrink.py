@@ -376,3 +376,54 @@ def test_a_failure_a_file_caused_shrinks_with_the_file(project: Path, pytester: 
                     'When the user says "What is the price?"', 'Then the response must not match "STAFF\\d+"']
     assert (project / "features" / "card_files" / "vip.png").read_bytes() == b"\x89PNG member card"
     pytester.runpytest("features/card.feature", "-p", "no:randomly", "--fabtest-no-preflight").assert_outcomes(failed=1)
+
+
+REFUND_DESK = '''
+from fabtest import AgentResponse, Pause
+
+
+def build(context):
+    def chat(messages):
+        last = messages[-1]
+        if last.decisions:
+            if last.decisions[0].decision == "rejected":
+                return "Not refunded."
+            return "Refunded 31 EUR."  # the bug: the order was 30 EUR
+        if "refund" in last.content.lower():
+            return AgentResponse("May I refund 30 EUR?", pauses=[Pause(tool="refund", arguments={"amount": 30})])
+        return "Noted."
+    return chat
+'''
+
+REFUNDS = '''
+Feature: Refunds
+  Scenario: An approved refund pays the order's amount
+    When the user says "Hello there."
+    When the user says "Please refund order A1."
+    And the user approves with "looks right"
+    Then the response must not match "Refunded 31"
+    When the user says "Thanks."
+'''
+
+
+def test_a_decision_stays_a_decision_when_shrunk_and_replayed(project: Path, pytester: pytest.Pytester,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """A turn that decided a pause was replayed as a plain message, which decides nothing: the replay
+    then ended on an unanswered pause, so neither shrink nor replay could reproduce such a failure."""
+    pytester.makepyfile(refund_desk=REFUND_DESK)
+    (project / "pyproject.toml").write_text('[tool.pytest.ini_options]\npythonpath = ["."]\n\n'
+                                            '[tool.fabtest]\nagent = "refund_desk:build"\nresults_dir = "results"\n')
+    exp = _record(pytester, "refunds", REFUNDS)
+    assert main(["shrink", exp, "An approved refund pays the order's amount", "-o", "short.feature"]) == 0, \
+        capsys.readouterr().err
+    body = [line.strip() for line in (project / "short.feature").read_text().splitlines() if line.startswith("    ")]
+    assert body == ['When the user says "Please refund order A1."', 'When the user approves with "looks right"',
+                    'Then the response must not match "Refunded 31"']
+    pytester.runpytest("short.feature", "-p", "no:randomly", "--fabtest-no-preflight").assert_outcomes(failed=1)
+    # fabtest replay decides the agent's pause as recorded, and finds the same failure
+    capsys.readouterr()
+    main(["replay", exp, "--format", "json"])
+    [replayed] = json.loads(capsys.readouterr().out)["scenarios"]
+    # (sent as a plain message, "looks right" got "Noted." and the replay branched at turn 3)
+    assert (replayed["summary"], replayed["branched_at"], replayed["error"]) == ("same as recorded", None, None)
+    assert (replayed["turns_replayed"], replayed["passed_now"]) == (3, False)

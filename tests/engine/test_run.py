@@ -200,3 +200,35 @@ def test_judge_from_pyproject_through_google_genai_against_fake_gemini(tmp_path:
     # the must in a call of its own, the should in another (issue 27 point 7)
     assert len(requests) == 2 and all("gemini-2.5-flash" in r.path for r in requests)
     assert result.usage["judge"].calls == 2
+
+
+class RefundDesk:
+    """Asks approval before a refund; refunds what the approval allows."""
+
+    def chat(self, messages: list[Message]) -> AgentResponse:
+        decisions = messages[-1].decisions
+        if not decisions:
+            return AgentResponse("May I refund 30 EUR?", pauses=[fabtest.Pause(tool="refund", arguments={"amount": 30})])
+        if decisions[0].decision == "rejected":
+            return AgentResponse(f"Not refunded: {decisions[0].reason}")
+        amount = (decisions[0].arguments or {}).get("amount", 30)
+        return AgentResponse(f"Refunded {amount} EUR.", [ToolCall("refund", {"amount": amount})])
+
+
+def test_a_scripted_user_decides_pauses_with_decide() -> None:
+    approved = fabtest.run(RefundDesk(), user=["Refund A1", fabtest.Decide("approve", arguments={"amount": 20})],
+                           must_call=["refund"], settings=_settings())
+    assert approved.passed and approved.transcript[1].agent == "Refunded 20 EUR."
+    [pause] = approved.transcript[0].pauses
+    assert (pause.decision, pause.edited_arguments, pause.decided_in_turn) == ("edited", {"amount": 20}, 2)
+    rejected = fabtest.run(RefundDesk(), user=["Refund A1", fabtest.Decide("reject", reason="no receipt")],
+                           must_not_call=["refund"], settings=_settings())
+    assert rejected.passed and rejected.transcript[1].user == "no receipt"
+    assert rejected.transcript[0].pauses[0].reason == "no receipt"
+    # deciding when nothing waits is the scenario's failure, naming what the agent did
+    early = fabtest.run(RefundDesk(), user=[fabtest.Decide("approve")], settings=_settings())
+    assert early.failure_type == "assertion" and "nothing is pending" in (early.failure_message or "")
+    with pytest.raises(fabtest.UsageError, match="an answer needs answer="):
+        fabtest.Decide("answer")
+    with pytest.raises(fabtest.UsageError, match="only an approval edits"):
+        fabtest.Decide("reject", arguments={"amount": 1})

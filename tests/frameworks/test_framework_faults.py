@@ -60,7 +60,8 @@ def test_an_agent_none_of_whose_tools_is_decorated_is_refused_before_any_run(
     assert captured.err.startswith("fabtest faults: no fault can be injected: [tool.fabtest.agents] shop "
                                    "(OpenAIAgentsAgent) has no tool a fault reaches (none of its tools is decorated "
                                    "with @fabtest.tool)")
-    assert captured.err.endswith("; nothing run\n") and not (tmp_path / "results").exists()
+    assert captured.err.endswith("; nothing run (an agent that asks for approvals can still have them decided: "
+                                 "--faults approve,reject)\n") and not (tmp_path / "results").exists()
 
 
 def test_a_stub_the_agent_refused_is_not_injectable_and_out_of_the_coverage() -> None:

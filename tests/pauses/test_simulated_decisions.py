@@ -86,6 +86,30 @@ def test_the_simulated_users_decision_reaches_the_agent_and_the_judges_transcrip
     assert 'turn 1 agent paused: {"arguments": {"amount": 80}, "tool": "refund", "waits for": "approval"}' in judged
 
 
+def test_a_pause_fault_overrides_the_simulated_users_decision(tmp_path: Path) -> None:
+    """``--fabtest-fault refund=approve`` (the fault matrix's run): the simulated user rejected, the agent
+    got an approval, and the record, the simulator's next prompt and the judge's transcript say approved."""
+    answers = iter([{"status": "continue", "message": "refund my order please"},
+                    {"thinking": "", "status": "continue", "decision": "reject", "reason": "over 50 euros",
+                     "message": "No."},
+                    {"status": "done", "message": ""}])
+    with FakeGemini(handler=lambda request: next(answers)) as fake:
+        agent = _Desk()
+        state = ScenarioState(settings=Settings(simulator_fidelity="off"), rootdir=tmp_path, workdir=tmp_path,
+                              context={}, llms=LLMRoles(simulator=_llm(fake)), where="t", default_agent=agent,
+                              forced_decisions={"refund": "approved"})
+        state.configure_simulator(goal="get a refund")
+        state.simulate()
+        state.finish()
+        last_prompt = fake.requests[-1].prompt
+    [decision] = agent.seen[1].decisions
+    assert (decision.decision, decision.reason) == ("approved", None)
+    assert state.conversation.turns[1].response.text == "Refunded."
+    # the simulated user's own turn, in its own words: "You: No. [you approved]" (was "[you approves]")
+    assert "Agent: I need approval. [asks approval of refund(amount=80)]\nYou: No. [you approved]\n" in last_prompt
+    assert 'turn 2 user decision: {"decision": "approved"}' in str(for_judge(state.conversation))
+
+
 def test_given_the_user_approves_is_a_rule_of_the_simulated_user(tmp_path: Path) -> None:
     from fabtest.pytest_plugin.pause_steps import _given_decision_rule
 

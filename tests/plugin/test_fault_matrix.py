@@ -169,7 +169,8 @@ def test_an_agent_whose_tools_no_fault_reaches_is_refused_before_any_run(
     assert captured.err.startswith("fabtest faults: no fault can be injected: [tool.fabtest] agent (CallableAgent) "
                                    "runs its tools out of reach (no @fabtest.tool function); [tool.fabtest.agents] "
                                    "remote is an HTTP agent, whose tools run in another process; faults reach")
-    assert captured.err.endswith("nothing run\n")
+    assert captured.err.endswith("nothing run (an agent that asks for approvals can still have them decided: "
+                                 "--faults approve,reject)\n")
     assert not (project.path / "called.txt").exists() and not (project.path / "results").exists()
 
 
@@ -267,3 +268,65 @@ def test_an_agent_no_tool_of_which_a_fault_reaches_is_refused_in_one_line(
                            "reaches")
     assert line.endswith("the other 0 fault run(s) not made, nothing written")
     assert not list((project.path / "results" / "faults").glob("*.faults.json"))
+
+
+REFUNDS = '''
+from fabtest import AgentResponse, Pause, ToolCall
+
+
+def build(context):
+    def chat(messages):
+        decisions = messages[-1].decisions
+        if not decisions:
+            return AgentResponse("May I refund order A1?", pauses=[Pause(tool="refund", arguments={"order": "A1"})])
+        if decisions[0].decision == "approved":
+            return AgentResponse("Refunded order A1.", tool_calls=[ToolCall("refund", {"order": "A1"}, {"ok": True})])
+        return AgentResponse(f"I will not refund A1: {decisions[0].reason}")
+    return chat
+'''
+
+REFUND_FEATURE = '''
+Feature: Refunds
+  Scenario: An approved refund is made
+    When the user says "refund A1"
+    Then the agent must ask for approval of "refund"
+    When the user approves
+    Then the response must match "Refunded"
+
+  Scenario: The order is named whatever the user decides
+    When the user says "refund A1"
+    And the user rejects with "no receipt"
+    Then the response must match "A1"
+'''
+
+
+def test_the_matrix_approves_and_rejects_every_pause(project, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 40 item 7: each tool a passing scenario's agent asked approval for is run again with every
+    approval of it approved, and rejected; the decision the baseline took is its own cell (no run)."""
+    project.pyproject('agent = "refund_bot:build"')
+    project.agent(REFUNDS, module="refund_bot")
+    project.feature("features/r.feature", REFUND_FEATURE)
+    monkeypatch.chdir(project.path)
+    code = main(["faults", "features", "--faults", "approve,reject", "--pytest-arg=--fabtest-no-preflight",
+                 "--results-dir", "results"])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    [written] = (project.path / "results" / "faults").glob("*.faults.json")
+    report = json.loads(written.read_text())
+    cells = {(r["scenario"], r["fault"]): r for r in report["rows"]}
+    approved, named = "An approved refund is made", "The order is named whatever the user decides"
+    assert {k: r["outcome"] for k, r in cells.items()} == {
+        (approved, "approve"): "held", (approved, "reject"): "broke",
+        (named, "approve"): "held", (named, "reject"): "held"}
+    assert "must match" in cells[(approved, "reject")]["check"]
+    # the baseline took these decisions itself: its cells need no run
+    assert cells[(approved, "approve")]["experiment"] == cells[(named, "reject")]["experiment"] == report["baseline"]
+    assert report["runs"] == 2 and report["coverage"]["faults"]["broke"] == ["refund=reject"]
+    # the forced rejection reached the agent with its reason, and the record says rejected
+    forced = json.loads((written.parent / f"{cells[(approved, 'reject')]['experiment']}.json").read_text())
+    [result] = forced["scenario_results"]
+    [pause] = result["transcript"][0]["pauses"]
+    assert (pause["tool"], pause["decision"], pause["reason"]) == ("refund", "rejected", "I do not approve this.")
+    assert result["transcript"][1]["agent"] == "I will not refund A1: I do not approve this."
+    assert "faults coverage: 50% of 2 tool x fault pair(s) held; broke: refund=reject" in out

@@ -43,7 +43,7 @@ from fabtest.agents.acp_updates import PERMISSIONS, Collector, Turn, rebuild_arg
 from fabtest.agents.base import AgentError, AgentTimeout, OnToolCall, declared_tools, program_path
 from fabtest.agents.boundary import AgentDataError
 from fabtest.agents.file_parts import refuse_files
-from fabtest.conversation import AgentResponse, Message
+from fabtest.conversation import AgentResponse, Decision, Message
 from fabtest.errors import UsageError, did_you_mean
 
 __all__ = ["TABLE_KEYS", "AcpAgent", "PERMISSIONS", "check_table", "from_table", "gemini", "gemini_acp",
@@ -62,8 +62,6 @@ T = TypeVar("T")
 class AcpAgent:
     """Drives one ACP agent process for one scenario (see the module docstring)."""
 
-    #: why this adapter never pauses (docs/how-to/approvals.md): an approval step names it
-    pauses_unsupported = "fabtest answers an ACP agent's permission requests itself; they are not pauses yet"
 
     def __init__(
         self,
@@ -120,6 +118,17 @@ class AcpAgent:
         self._stderr_dir: str | None = None
         self._closed = False
         self._lock = threading.Lock()
+        #: the prompt whose turn ended on a permission request left to the user: it goes on after the decision
+        self._inflight: asyncio.Future[Any] | None = None
+
+    @property
+    def pauses_unsupported(self) -> str | None:
+        """Why this agent never pauses (an approval step names it): its permission requests are
+        answered by ``permission``, unless that leaves some to the user (``"pause"``)."""
+        chosen = [self.permission] if isinstance(self.permission, str) else list(self.permission.values())
+        return None if "pause" in chosen else (
+            "fabtest answers its permission requests from the permission setting; permission = \"pause\" leaves "
+            "them to the scenario's user")
 
     # -- construction -----------------------------------------------------------------------------
 
@@ -160,28 +169,37 @@ class AcpAgent:
                     self.close()  # half started is not started: the next turn says so
                     raise
             deadline = time.monotonic() + self.timeout_s
+            decisions = messages[-1].decisions if messages else ()
+            if self._inflight is not None and not decisions:  # the user moved on: the request is cancelled
+                self._run(self._resume(()), deadline, "to finish the turn it paused")
             if self.turns and sum(1 for m in messages if m.role == "user") <= 1:
                 # The same instance was handed a brand-new conversation: a new session, not the old one.
                 self._run(self._new_session(), deadline, "to open a new session")
                 self.turns = 0
             # read here, on the turn's thread: the prompt runs on the connection's own loop and context
             meta = trace_calls.headers() if self.exports_traces else {}
-            result, turn = self._run(self._prompt(prompt, meta), deadline, "to answer")
+            if self._inflight is not None:
+                _check_decisions(decisions)
+                result, turn = self._run(self._resume(decisions), deadline, "to answer")
+            else:
+                result, turn = self._run(self._prompt(prompt, meta), deadline, "to answer")
             self.turns += 1
         if turn.malformed:
             raise AgentDataError(f"the ACP agent sent {len(turn.malformed)} malformed session update(s), which "
                                  f"were dropped, so its reply is incomplete: {turn.malformed[0]}")
-        response = AgentResponse(text=turn.text(), tool_calls=list(turn.calls.values()))
+        pauses = [w.pause for w in turn.waiting if not w.answer.done()] if result is None else []
+        response = AgentResponse(text=turn.text(), tool_calls=list(turn.calls.values()), pauses=pauses)
         for call in response.tool_calls:
             if call.metadata.get("permission", "").startswith(("deny", "cancel")) \
                     and call.metadata.get("status") in (None, "pending"):
                 call.metadata["status"] = "denied"
-        response.metadata.update(_prompt_metadata(result))
+        if result is not None:
+            response.metadata.update(_prompt_metadata(result))
         if self.model and "usage" in response.metadata:
             response.metadata.setdefault("model", self.model)
         response.metadata.update({"session_id": self.session_id, "turn": self.turns,
                                   "duration_s": round(time.monotonic() - started, 3)})
-        if not response.text.strip() and not response.tool_calls:
+        if not response.text.strip() and not response.tool_calls and not response.pauses:
             raise AgentError(f"the ACP agent ended its turn ({result.stop_reason}) without a reply"
                              + self._stderr_note())
         if on_tool_call is not None:
@@ -304,9 +322,42 @@ class AcpAgent:
         from acp import text_block
 
         self._client.turn = Turn()
-        result = await self._or_exit(self._conn.prompt(session_id=self.session_id, prompt=[text_block(text)],
-                                                       **meta))
-        return result, self._client.turn
+        request = asyncio.ensure_future(self._or_exit(self._conn.prompt(session_id=self.session_id,
+                                                                        prompt=[text_block(text)], **meta)))
+        return await self._answered_or_paused(request)
+
+    async def _answered_or_paused(self, request: asyncio.Future[Any]) -> tuple[Any, Turn]:
+        """The prompt's result and its turn, or (None, the turn so far) when the turn stopped on a
+        permission request left to the user: the prompt is kept in flight for the decision."""
+        turn = self._client.turn
+        paused = asyncio.ensure_future(turn.paused.wait())
+        try:
+            await asyncio.wait({request, paused}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:  # the caller gave up (timeout): so does the request
+            request.cancel()
+            raise
+        finally:
+            paused.cancel()
+        if request.done():
+            self._inflight = None
+            return request.result(), turn
+        if self._inflight is not request:  # a scenario that ends on the pause: the process is killed under it
+            request.add_done_callback(lambda done: done.cancelled() or done.exception())
+        self._inflight = request
+        return None, turn
+
+    async def _resume(self, decisions: Sequence[Decision]) -> tuple[Any, Turn]:
+        """Answer the requests the last turn paused on (approved: allow; rejected: deny; undecided:
+        cancelled) and follow the prompt on, to its end or its next pause."""
+        assert self._inflight is not None
+        decided = {d.pause_id: d.decision for d in decisions}
+        turn = self._client.turn
+        for waiting in turn.waiting:
+            if not waiting.answer.done():
+                choice = decided.get(waiting.pause.id)
+                waiting.answer.set_result("allow" if choice == "approved" else "deny" if choice == "rejected" else None)
+        self._client.turn = turn.resumed()
+        return await self._answered_or_paused(self._inflight)
 
     async def _or_exit(self, awaitable: Any) -> Any:
         """Await a request, or fail as soon as the agent process exits (a crash never hangs a turn)."""
@@ -385,6 +436,14 @@ def _mcp_server(spec: Mapping[str, Any]) -> Any:
     env = [EnvVariable(name=str(k), value=str(v)) for k, v in (spec.get("env") or {}).items()]
     return McpServerStdio(name=str(spec["name"]), command=str(spec["command"]),
                           args=[str(a) for a in spec.get("args") or []], env=env)
+
+
+def _check_decisions(decisions: Sequence[Decision]) -> None:
+    """ACP answers a permission request with one of its options: allow or reject, nothing else."""
+    for decision in decisions:
+        if decision.decision == "edited":
+            raise AgentError("an ACP agent's permission request cannot be approved with edited arguments (ACP "
+                             "answers it with allow or reject only): use When the user approves or rejects")
 
 
 def _latest_user_message(messages: Sequence[Message]) -> str:

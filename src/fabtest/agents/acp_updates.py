@@ -8,23 +8,34 @@ are; the Gemini CLI does not, so :func:`rebuild_arguments` recovers what ``title
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from fabtest.conversation import ToolCall
+from fabtest.conversation import Pause, ToolCall
 
-__all__ = ["PERMISSIONS", "Collector", "Turn", "rebuild_arguments"]
+__all__ = ["PERMISSIONS", "Collector", "Turn", "Waiting", "rebuild_arguments"]
 
-#: Allow everything (like ``--approval-mode yolo``), deny everything, or cancel the request.
-PERMISSIONS = ("allow", "deny", "cancel")
+#: Allow everything (like ``--approval-mode yolo``), deny everything, cancel the request, or pause:
+#: the turn ends on the request and the scenario's user decides it (docs/how-to/approvals.md).
+PERMISSIONS = ("allow", "deny", "cancel", "pause")
 #: The Gemini CLI names tool calls ``<tool>__<tool>_<epoch ms>_<n>`` (0.61) or ``<tool>-<epoch ms>-<n>``.
 _GEMINI_CALL_ID = re.compile(r"^(?P<name>[A-Za-z_][\w.-]*?)(?:__(?P=name))?[-_]\d{10,}[-_]\d+$")
 
 
 class _HasPermission(Protocol):
     permission: str | Mapping[str, str]
+
+
+@dataclass
+class Waiting:
+    """A permission request left to the scenario's user (``permission = "pause"``): the pause the turn
+    ends on, and the future its answer (``allow`` or ``deny``; None: cancelled) resolves."""
+
+    pause: Pause
+    answer: asyncio.Future[str | None]
 
 
 @dataclass
@@ -36,9 +47,17 @@ class Turn:
     updates: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: session updates the SDK could not read (it logs and drops them): the reply is incomplete
     malformed: list[str] = field(default_factory=list)
+    #: permission requests that wait for the user, and the event set when one arrives
+    waiting: list[Waiting] = field(default_factory=list)
+    paused: asyncio.Event = field(default_factory=asyncio.Event)
 
     def text(self) -> str:
         return "\n".join(seg.strip() for seg in self.segments if seg.strip())
+
+    def resumed(self) -> Turn:
+        """The turn that goes on after the user decided: what the agent says and does from now on,
+        with what is known of every call so far (a paused call's title, its arguments)."""
+        return Turn(updates=self.updates)
 
 
 class Collector:
@@ -80,6 +99,8 @@ class Collector:
 
         call = self._track(tool_call)
         decision = _decide(self.owner.permission, call.name, getattr(tool_call, "kind", None))
+        if decision == "pause":
+            decision = await self._wait_for_user(call, options) or "cancel"
         wanted = {"allow": ("allow_once", "allow_always"), "deny": ("reject_once", "reject_always")}.get(decision, ())
         for option_kind in wanted:
             for option in options:
@@ -89,6 +110,20 @@ class Collector:
                     return RequestPermissionResponse(outcome=selected)
         call.metadata["permission"] = "cancelled"
         return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+
+    async def _wait_for_user(self, call: ToolCall, options: list[Any]) -> str | None:
+        """Leave the request to the scenario's user: the turn ends on it as a pause (the call is not
+        the turn's: it runs, if ever, after the decision), and the answer comes with the next message."""
+        turn = self.turn
+        call_id = str(call.metadata.get("tool_id"))
+        turn.calls.pop(call_id, None)
+        pause = Pause(tool=call.name, arguments=dict(call.arguments), id=call_id,
+                      question=call.metadata.get("title"),
+                      metadata={"options": [{"id": o.option_id, "name": o.name, "kind": o.kind} for o in options]})
+        waiting = Waiting(pause, asyncio.get_running_loop().create_future())
+        turn.waiting.append(waiting)
+        turn.paused.set()
+        return await waiting.answer
 
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         return {}

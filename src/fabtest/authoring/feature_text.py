@@ -22,6 +22,7 @@ from typing import Any
 from fabtest._internal.files import write_text_atomic
 from fabtest.authoring.draft_user import DraftedUser
 from fabtest.authoring.transcripts import RecordedConversation, RecordedTurn
+from fabtest.conversation import Decision
 from fabtest.experiment.model import CheckRecord
 
 __all__ = ["check_steps", "feature_text", "regression_feature", "regression_path", "simulated_feature", "stub_steps",
@@ -54,9 +55,15 @@ def feature_text(conversation: RecordedConversation, *, source: str, agent: str 
     lines += stub_steps((c.name, c.result, bool(c.metadata.get("error"))) for t in conversation.turns
                         for c in t.tool_calls if c.metadata.get("stubbed"))
     for turn in conversation.turns:
-        lines += _user_step(turn.user, [f"{files_dir}/{name}" for name in file_names(turn)] if turn.files else ())
+        if turn.decisions:  # one step decides every pending pause of its kind, as the recorded message did
+            lines += _decision_step(turn.decisions[0])
+        else:
+            lines += _user_step(turn.user, [f"{files_dir}/{name}" for name in file_names(turn)] if turn.files else ())
         for call in turn.tool_calls:
             lines += _call_step(call.name, call.arguments)
+        for pause in turn.pauses:
+            if pause.kind == "approval":
+                lines += _arguments_step(f'Then the agent must ask for approval of "{pause.tool}"', pause.arguments)
     lines += ["    # What must a good answer do here? Write the criterion, then uncomment:",
               '    # Then the conversation should satisfy "<what a good conversation does>"', ""]
     return "\n".join(lines)
@@ -144,13 +151,35 @@ def _user_step(text: str, files: Sequence[str] = ()) -> list[str]:
 
 
 def _call_step(tool: str, arguments: dict[str, Any]) -> list[str]:
+    return _arguments_step(f'Then the agent must call "{tool}"', arguments)
+
+
+def _arguments_step(step: str, arguments: dict[str, Any]) -> list[str]:
+    """``step``, with a ``with:`` table of the arguments a cell can say exactly."""
     rows = [(name, cell) for name, value in arguments.items() if (cell := _value(value)) is not None]
     if not rows:
-        return [f'    Then the agent must call "{tool}"']
+        return [f"    {step}"]
     width = max(len("argument"), *(len(_cell(n)) for n, _ in rows))
-    lines = [f'    Then the agent must call "{tool}" with:', f"      | {'argument'.ljust(width)} | value |"]
+    lines = [f"    {step} with:", f"      | {'argument'.ljust(width)} | value |"]
     lines += [f"      | {_cell(name).ljust(width)} | {_cell(value)} |" for name, value in rows]
     return lines
+
+
+def _decision_step(decision: Decision) -> list[str]:
+    """The step that sends a recorded decision: approves / rejects (with the reason the user gave),
+    answers, or approves with: the edited arguments."""
+    if decision.decision == "edited":
+        return _arguments_step("When the user approves", decision.arguments or {})
+    if decision.decision == "answered":
+        return [f'    When the user answers "{_quoted(decision.answer or "")}"']
+    verb = "approves" if decision.decision == "approved" else "rejects"
+    return [f'    When the user {verb} with "{_quoted(decision.reason)}"' if decision.reason
+            else f"    When the user {verb}"]
+
+
+def _quoted(text: str) -> str:
+    """Text a quoted step argument holds: one line, no double quote."""
+    return _line(text).replace('"', "'")
 
 
 def _value(value: Any) -> str | None:
@@ -223,7 +252,8 @@ def regression_feature(name: str, messages: Sequence[str], anchor: int | None, s
                        *, comments: Sequence[str], agent: str | None = None,
                        history: Sequence[Mapping[str, str]] = (), files_dir: str = "files") -> str:
     """A scripted feature: the seeded ``history``, ``messages`` as user turns, ``step`` after turn
-    ``anchor`` (or at the end). A message with files (shrink's ``Said``) sends them from ``files_dir``."""
+    ``anchor`` (or at the end). A message with files (shrink's ``Said``) sends them from ``files_dir``;
+    one that carried a decision on the agent's pauses is the decision's step."""
     lines = [*(f"# {_line(c)}" for c in comments), "@regression", f"Feature: {_line(name)} (regression)", "",
              f"  Scenario: {_line(name)}"]
     if agent:
@@ -234,7 +264,9 @@ def regression_feature(name: str, messages: Sequence[str], anchor: int | None, s
         lines += [f"      | {h['role'].ljust(5)} | {_cell(_line(h['content']))} |" for h in history]
     for number, message in enumerate(messages, start=1):
         files = [f"{files_dir}/{safe_file_name(f.name, f.sha256)}" for f in getattr(message, "files", [])]
-        lines += _user_step(message, files)
+        decided = getattr(message, "decision", None) if number > 1 else None  # shrink's Said: see decision_of
+        lines += _decision_step(Decision(decided.id, decided.decision, reason=decided.reason, answer=decided.answer,
+                                         arguments=decided.edited_arguments)) if decided else _user_step(message, files)
         if number == anchor:
             lines.append(step)
     if anchor is None:

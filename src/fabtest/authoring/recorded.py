@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fabtest.conversation import Attachment, ToolCall, json_or_text
+from fabtest.conversation import Attachment, Decision, Pause, ToolCall, json_or_text
 from fabtest.errors import UsageError
 
 __all__ = ["RecordedConversation", "RecordedTurn", "Turns", "message_text", "tool_arguments", "tool_result"]
@@ -28,6 +28,10 @@ class RecordedTurn:
     #: the files sent with the user's message (OpenAI ``image_url`` / ``file`` parts with a ``data:`` URI,
     #: Gemini ``inlineData`` parts); a file given only by URL or id has no bytes here and is left out
     files: list[Attachment] = field(default_factory=list)
+    #: the pauses the agent ended the turn on (a fabtest experiment records them), and the user's
+    #: decisions on the pauses of the turn before, which this turn's message carried
+    pauses: list[Pause] = field(default_factory=list)
+    decisions: list[Decision] = field(default_factory=list)
 
 
 @dataclass

@@ -27,11 +27,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from fabtest.engine import stubbing
-from fabtest.experiment.model import CheckRecord, FileRecord, ScenarioResult, TurnRecord
+from fabtest.experiment.model import CheckRecord, FileRecord, PauseRecord, ScenarioResult, TurnRecord
 from fabtest.experiment.stats import LLM_JUDGED_TYPES
-from fabtest.replay.conversations import ReplayEnv, replay_scenario
+from fabtest.replay.conversations import ReplayEnv, recorded_decision, replay_scenario
 
-__all__ = ["Confirm", "ShrinkOutcome", "failing_checks", "shrink"]
+__all__ = ["Confirm", "Said", "ShrinkOutcome", "decision_of", "failing_checks", "shrink"]
 
 
 @dataclass(frozen=True)
@@ -63,19 +63,39 @@ class ShrinkOutcome:
 
 
 class Said(str):
-    """A user message the search keeps, with the files it was sent with (``TurnRecord.user_files``):
-    a str, so the search shortens and compares it as text, and the files go along."""
+    """A user message the search keeps, with the files it was sent with (``TurnRecord.user_files``)
+    and the decision it carried on the agent's pauses, if any: a str, so the search shortens and
+    compares it as text, and the rest goes along."""
 
     files: list[FileRecord]
+    decision: PauseRecord | None
 
-    def __new__(cls, text: str, files: Sequence[FileRecord] = ()) -> Said:
+    def __new__(cls, text: str, files: Sequence[FileRecord] = (), decision: PauseRecord | None = None) -> Said:
         self = super().__new__(cls, text)
         self.files = list(files)
+        self.decision = decision
         return self
 
 
 def files_of(message: str) -> list[FileRecord]:
     return list(getattr(message, "files", []))
+
+
+def decision_of(message: str, number: int) -> PauseRecord | None:
+    """The decision message ``number`` carries: none for the first (no pause can wait before it)."""
+    decision: PauseRecord | None = getattr(message, "decision", None)
+    return decision if number > 1 else None
+
+
+def transcript_of(messages: Sequence[str]) -> list[TurnRecord]:
+    """The user turns a candidate replays, each decision recorded on the turn before, as a run records it."""
+    turns = [TurnRecord(number=i, user=text, agent="", user_files=files_of(text))
+             for i, text in enumerate(messages, start=1)]
+    for number, message in enumerate(messages, start=1):
+        decision = decision_of(message, number)
+        if decision is not None:
+            turns[number - 2].pauses.append(decision.model_copy(update={"decided_in_turn": number}))
+    return turns
 
 
 class _Stop(Exception):  # control flow inside this module, never raised out of it
@@ -142,8 +162,7 @@ class _Search:
         candidate.iteration = 10_000 + self.outcome.replays
         candidate.simulator = None  # scripted: the kept user lines, never a simulator taking over
         candidate.history = list(self.history)
-        candidate.transcript = [TurnRecord(number=i, user=text, agent="", user_files=files_of(text))
-                                for i, text in enumerate(messages, start=1)]
+        candidate.transcript = transcript_of(messages)
         target = self.check.model_copy(deep=True)
         target.turn = anchor
         candidate.expectations, candidate.evaluations = [target], []
@@ -171,7 +190,8 @@ def shrink(result: ScenarioResult, check: CheckRecord, env: ReplayEnv, *, confir
            budget: int = 60, progress: Callable[[str], None] | None = None) -> ShrinkOutcome:
     """Search the fewest, shortest user messages of ``result`` on which ``check`` still fails."""
     search = _Search(result, check, env, confirm, budget, progress)
-    messages: list[str] = [Said(t.user, t.user_files) for t in result.transcript]
+    messages: list[str] = [Said(t.user, t.user_files, recorded_decision(result.transcript, t.number))
+                           for t in result.transcript]
     anchor = check.turn if check.turn and check.turn <= len(messages) else None
     try:
         if not search.fails(messages, anchor):
@@ -251,7 +271,8 @@ def _shorter_message(search: _Search, messages: list[str], anchor: int | None, i
     position = 0
     while len(sentences) > 1 and position < len(sentences):
         shorter = sentences[:position] + sentences[position + 1:]
-        candidate = [*messages[:index], Said(" ".join(shorter), files_of(messages[index])), *messages[index + 1:]]
+        kept = Said(" ".join(shorter), files_of(messages[index]), getattr(messages[index], "decision", None))
+        candidate = [*messages[:index], kept, *messages[index + 1:]]
         if search.fails(candidate, anchor):
             sentences, messages = shorter, candidate
         else:

@@ -38,7 +38,7 @@ from fabtest.authoring.recorded import (
     tool_arguments,
     tool_result,
 )
-from fabtest.conversation import Attachment, ToolCall
+from fabtest.conversation import Attachment, Decision, Pause, ToolCall
 from fabtest.errors import UsageError
 
 # this module's own names for the shared helpers (authoring/recorded.py)
@@ -226,11 +226,30 @@ def _from_experiment(doc: Mapping[str, Any], path: Path, scenario: str | None, r
                                     {**(c.get("metadata") or {}), **({"stubbed": True} if c.get("stubbed") else {})})
                            for c in t.get("tool_calls") or []])
              for t in entry["transcript"]]
+    _pauses(entry["transcript"], turns)
     experiment = (doc.get("experiment") or {}).get("id") or path.stem
     origin = f"experiment {experiment}, run {entry.get('iteration', 1)} of {entry.get('name')!r}" + (
         f" (failed: {entry.get('failure_message')})" if entry.get("passed") is False and entry.get("failure_message")
         else "")
     return RecordedConversation(str(entry.get("name") or path.stem), "fabtest", turns, origin=origin)
+
+
+def _pauses(transcript: list[Mapping[str, Any]], turns: list[RecordedTurn]) -> None:
+    """Each recorded pause on the turn that asked it, and its decision on the turn that carried it."""
+    for turn, recorded in zip(turns, transcript, strict=True):
+        for record in recorded.get("pauses") or []:
+            if not isinstance(record, Mapping):
+                continue
+            pause = Pause(record.get("tool"), dict(record.get("arguments") or {}), record.get("question"),
+                          str(record.get("id") or ""), record.get("kind"))
+            turn.pauses.append(pause)
+            decided, number = record.get("decision"), record.get("decided_in_turn")
+            if decided in ("approved", "rejected", "answered", "edited") and isinstance(number, int) \
+                    and 1 <= number <= len(turns):
+                turns[number - 1].decisions.append(Decision(
+                    pause.id, decided, reason=record.get("reason"),
+                    answer=str(record.get("answer") or "") if decided == "answered" else None,
+                    arguments=dict(record.get("edited_arguments") or pause.arguments) if decided == "edited" else None))
 
 
 def _attribute(value: Mapping[str, Any]) -> Any:

@@ -14,6 +14,12 @@ The exit code says whether the faults coverage (tool x fault pairs that held) re
 fault can reach: told from the configured agents' adapters before any run, else found by the first
 fault run, which runs alone (the others are not made). A tool found not injectable by its first
 fault run is not run with the other kinds.
+
+The pause faults ``approve`` and ``reject`` go over every tool a passing scenario's agent asked
+approval for: each such scenario runs again with every approval of that tool decided so. A cell
+whose decision the baseline already took on every approval of the tool is the baseline's own
+outcome (``held``, no run). fabtest sends decisions itself, so a pause fault reaches every agent
+that pauses; an agent whose tools no tool fault reaches is run with the pause faults alone.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from fabtest._internal.files import write_text_atomic
 from fabtest.cli.common import results_dir_of
-from fabtest.engine.faults import FAULTS
+from fabtest.engine.faults import FAULTS, PAUSE_FAULTS
 from fabtest.engine.stubbing import NOT_INJECTABLE, not_injectable
 from fabtest.experiment.coverage import fault_coverage
 from fabtest.experiment.reader import load_document
@@ -38,13 +44,17 @@ from fabtest.experiment.spool import write_experiment
 if TYPE_CHECKING:
     from fabtest.cli.common import SubParsers
 
-__all__ = ["add_faults_args", "register", "run_faults"]
+__all__ = ["KINDS", "add_faults_args", "register", "run_faults"]
+
+#: every kind the matrix runs: the tool faults, then the pause faults
+KINDS = [*FAULTS, *PAUSE_FAULTS]
 
 
 def add_faults_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="*", help="features or folders to run (default: pytest's testpaths)")
-    p.add_argument("--faults", default=",".join(FAULTS), metavar="KINDS",
-                   help=f"comma-separated fault kinds (default: all: {', '.join(FAULTS)})")
+    p.add_argument("--faults", default=",".join(KINDS), metavar="KINDS",
+                   help=f"comma-separated fault kinds (default: all: {', '.join(KINDS)}; approve and reject decide "
+                        "every approval the agent asks for the tool)")
     p.add_argument("--jobs", type=_jobs, default=2, metavar="N", help="fault runs at once (default 2)")
     p.add_argument("--pytest-arg", action="append", default=[], metavar="ARG",
                    help="one more argument for every pytest run (repeatable), e.g. --pytest-arg=--fabtest-fake-llm")
@@ -92,16 +102,20 @@ def _read(path: Path) -> dict[str, Any] | None:
 
 def run_faults(args: argparse.Namespace, results_dir: str) -> int:
     kinds = [k.strip() for k in str(args.faults).split(",") if k.strip()]
-    unknown = [k for k in kinds if k not in FAULTS]
+    unknown = [k for k in kinds if k not in KINDS]
     if unknown or not kinds:
         print(f"fabtest faults: unknown fault {', '.join(unknown) or '(none given)'}; the faults are "
-              f"{', '.join(FAULTS)}",
+              f"{', '.join(KINDS)}",
               file=sys.stderr)
         return 2
-    unreachable = _out_of_reach()
-    if unreachable:
-        print(f"fabtest faults: no fault can be injected: {unreachable}; {_REACH}; nothing run", file=sys.stderr)
+    unreachable = _out_of_reach() if any(k in FAULTS for k in kinds) else None
+    # the pause faults alone, when asked for by name: whether the agent pauses is known only after a run
+    if unreachable and (args.faults == ",".join(KINDS) or not any(k in PAUSE_FAULTS for k in kinds)):
+        print(f"fabtest faults: no fault can be injected: {unreachable}; {_REACH}; nothing run (an agent that "
+              "asks for approvals can still have them decided: --faults approve,reject)", file=sys.stderr)
         return 2
+    if unreachable:
+        kinds = [k for k in kinds if k in PAUSE_FAULTS]
     out = Path(results_dir) / "faults"
     base = f"faults_{uuid.uuid4().hex[:8]}"
     extra = list(args.pytest_arg)
@@ -113,13 +127,11 @@ def run_faults(args: argparse.Namespace, results_dir: str) -> int:
         return 2
     passing = [s for s in doc.get("scenario_results", []) if s.get("passed") and not s.get("skipped")
                and s.get("nodeid")]
-    plan: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for scenario in passing:
-        called = sorted({c.get("name") for t in scenario.get("transcript") or [] for c in t.get("tool_calls") or []
-                         if isinstance(c.get("name"), str)})
-        for tool in called:
-            for kind in kinds:
-                plan.setdefault((tool, kind), []).append(scenario)
+    plan, rows = _plan(passing, kinds, base)
+    if unreachable and not plan:
+        print(f"fabtest faults: no fault can be injected: {unreachable}, and no passing scenario's agent asked for "
+              f"an approval; {_REACH}; nothing more run", file=sys.stderr)
+        return 2
     print(f"baseline {base}: {len(passing)} passing scenario(s); {len(plan)} fault run(s) "
           f"({len({t for t, _ in plan})} tool(s) x {len(kinds)} fault(s))")
 
@@ -132,30 +144,36 @@ def run_faults(args: argparse.Namespace, results_dir: str) -> int:
         ran = {s.get("nodeid"): s for s in (_read(out / f"{run_id}.json") or {}).get("scenario_results", [])}
         return [_row(scenario, ran.get(scenario["nodeid"]), tool, kind, run_id) for scenario in scenarios]
 
-    runs = [(i, tool, kind, scenarios) for i, ((tool, kind), scenarios) in enumerate(sorted(plan.items()))]
-    rows = one(*runs[0]) if runs else []  # alone first: it tells whether a fault can reach the tools at all
+    # the tool faults first (sorted by tool, then kind), the pause faults after: they never find a tool out of reach
+    ordered = sorted(plan.items(), key=lambda item: (item[0][1] in PAUSE_FAULTS, item[0]))
+    runs = [(i, tool, kind, scenarios) for i, ((tool, kind), scenarios) in enumerate(ordered)]
+    stub_runs = [run for run in runs if run[2] in FAULTS]
+    pause_runs = [run for run in runs if run[2] in PAUSE_FAULTS]
+    if stub_runs:  # alone first: it tells whether a fault can reach the tools at all
+        rows += one(*stub_runs[0])
     unreachable = _unstubbable(rows)
-    if unreachable:
+    if unreachable and not pause_runs:
         print(f"fabtest faults: no fault can be injected: {unreachable}; {_REACH}; the other "
               f"{len(runs) - 1} fault run(s) not made, nothing written", file=sys.stderr)
         return 2
     # then each other tool's first fault: a tool no fault reaches (a handoff, a tool without
     # @fabtest.tool) is told there, and not run with the other kinds
-    firsts = [run for n, run in enumerate(runs) if n and all(r[1] != run[1] for r in runs[:n])]
-    rest = [run for run in runs[1:] if run not in firsts]
+    firsts = [] if unreachable else [run for n, run in enumerate(stub_runs)
+                                     if n and all(r[1] != run[1] for r in stub_runs[:n])]
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         rows += [row for future in [pool.submit(one, *run) for run in firsts] for row in future.result()]
-        blocked = _blocked(rows)
-        if runs and len(blocked) == len({run[1] for run in runs}):
+        blocked = {run[1]: unreachable for run in stub_runs} if unreachable else _blocked(rows)
+        left = [run for run in stub_runs[1:] if run not in firsts]
+        if stub_runs and not pause_runs and len(blocked) == len({run[1] for run in stub_runs}):
             print(f"fabtest faults: no tool of the agent can be faulted ({'; '.join(blocked.values())}); {_REACH}; "
-                  f"the other {len(rest)} fault run(s) not made, nothing written", file=sys.stderr)
+                  f"the other {len(left)} fault run(s) not made, nothing written", file=sys.stderr)
             return 2
-        futures = [pool.submit(one, *run) for run in rest if run[1] not in blocked]
+        skipped = [run for run in left if run[1] in blocked]
+        futures = [pool.submit(one, *run) for run in [*left, *pause_runs] if run not in skipped]
         rows += [row for future in futures for row in future.result()]
-    rows += [_row(s, None, tool, kind, None, blocked[tool]) for _, tool, kind, found in rest if tool in blocked
-             for s in found]
-    rows.sort(key=lambda r: (str(r["scenario"]), r["tool"], list(FAULTS).index(r["fault"])))
-    report = {"baseline": base, "faults": kinds, "runs": len(runs) - sum(run[1] in blocked for run in rest),
+    rows += [_row(s, None, tool, kind, None, blocked[tool]) for _, tool, kind, found in skipped for s in found]
+    rows.sort(key=lambda r: (str(r["scenario"]), r["tool"], KINDS.index(r["fault"])))
+    report = {"baseline": base, "faults": kinds, "runs": len(runs) - len(skipped),
               "rows": rows, "held": sum(r["outcome"] == "held" for r in rows),
               "broke": sum(r["outcome"] == "broke" for r in rows),
               "not_injectable": sum(r["outcome"] == NOT_INJECTABLE for r in rows),
@@ -168,6 +186,33 @@ def run_faults(args: argparse.Namespace, results_dir: str) -> int:
     _print(report)
     print(f"\nwritten to {out / f'{base}.faults.json'} and the baseline experiment {out / f'{base}.json'}")
     return floor_exit(report, args.min_coverage)
+
+
+def _plan(passing: list[dict[str, Any]], kinds: list[str],
+          base: str) -> tuple[dict[tuple[str, str], list[dict[str, Any]]], list[dict[str, Any]]]:
+    """The scenarios each tool x fault run re-runs: every tool a passing scenario called, with each
+    tool fault; every tool its agent asked approval for, with each pause fault. The second part is
+    the cells the baseline already decides: a pause fault whose decision the baseline took on every
+    approval of the tool held there (the baseline passed), no run needed."""
+    plan: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    settled: list[dict[str, Any]] = []
+    for scenario in passing:
+        turns = scenario.get("transcript") or []
+        called = sorted({c.get("name") for t in turns for c in t.get("tool_calls") or []
+                         if isinstance(c.get("name"), str)})
+        asked: dict[str, set[str]] = {}
+        for turn in turns:
+            for pause in turn.get("pauses") or []:
+                if pause.get("kind") == "approval" and isinstance(pause.get("tool"), str):
+                    decided = "approved" if pause.get("decision") == "edited" else str(pause.get("decision"))
+                    asked.setdefault(pause["tool"], set()).add(decided)
+        for kind in kinds:
+            for tool in called if kind in FAULTS else sorted(asked):
+                if kind in PAUSE_FAULTS and asked[tool] == {PAUSE_FAULTS[kind]}:
+                    settled.append(_row(scenario, scenario, tool, kind, base))
+                else:
+                    plan.setdefault((tool, kind), []).append(scenario)
+    return plan, settled
 
 
 def floor_exit(report: dict[str, Any], min_coverage: float) -> int:
@@ -192,10 +237,11 @@ def _row(scenario: dict[str, Any], result: dict[str, Any] | None, tool: str, kin
 
 
 def _blocked(rows: list[dict[str, Any]]) -> dict[str, str]:
-    """The tools every scenario's fault run found not injectable, with why."""
+    """The tools every scenario's tool-fault run found not injectable, with why (a pause fault always reaches)."""
     tools: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
-        tools.setdefault(row["tool"], []).append(row)
+        if row["fault"] in FAULTS:
+            tools.setdefault(row["tool"], []).append(row)
     return {tool: found[0]["check"] for tool, found in tools.items()
             if all(r["outcome"] == NOT_INJECTABLE for r in found)}
 

@@ -16,10 +16,11 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from fabtest.config.criteria import Criterion, resolve
 from fabtest.config.settings import Settings
+from fabtest.conversation import DecisionKind
 from fabtest.engine.llms import configured_llms
 from fabtest.engine.outcome import conclude, ended
 from fabtest.engine.result import ScenarioIdentity, build_result
@@ -28,7 +29,39 @@ from fabtest.errors import AgentError, UsageError
 from fabtest.experiment.model import ScenarioResult
 from fabtest.llm.base import LLM
 
-__all__ = ["SimulatedUser", "run"]
+__all__ = ["Decide", "SimulatedUser", "run"]
+
+
+@dataclass(frozen=True)
+class Decide:
+    """A scripted user turn that decides what the agent waits on (docs/how-to/approvals.md), as the
+    steps do: ``Decide("approve")``, ``Decide("reject", reason="no receipt")``,
+    ``Decide("answer", answer="Blue")``, ``Decide("approve", arguments={"amount": 20})`` (the edited
+    call). It decides every pending pause of its kind; ``text`` is the message's words (default:
+    the reason or the answer)."""
+
+    verb: Literal["approve", "reject", "answer"]
+    reason: str | None = None
+    answer: str | None = None
+    arguments: Mapping[str, Any] | None = None
+    text: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.verb not in ("approve", "reject", "answer"):
+            raise UsageError(f"fabtest.Decide({self.verb!r}): expected 'approve', 'reject' or 'answer'")
+        if (self.verb == "answer") != (self.answer is not None):
+            raise UsageError(f"fabtest.Decide({self.verb!r}): "
+                             + ("an answer needs answer=\"...\"" if self.verb == "answer"
+                                else "answer= goes with Decide(\"answer\", answer=...)"))
+        if self.arguments is not None and self.verb != "approve":
+            raise UsageError(f"fabtest.Decide({self.verb!r}, arguments=...): only an approval edits the call's "
+                             "arguments")
+
+    @property
+    def decision(self) -> DecisionKind:
+        if self.verb == "approve":
+            return "approved" if self.arguments is None else "edited"
+        return "rejected" if self.verb == "reject" else "answered"
 
 
 @dataclass(frozen=True)
@@ -53,7 +86,7 @@ class SimulatedUser:
 def run(
     agent: Any = None,
     *,
-    user: Sequence[str] | SimulatedUser,
+    user: Sequence[str | Decide] | SimulatedUser,
     should: Sequence[str | Criterion] = (),
     must: Sequence[str | Criterion] = (),
     must_call: Sequence[str] = (),
@@ -70,10 +103,11 @@ def run(
 
     ``agent`` is anything ``[tool.fabtest] agent`` accepts (an object with ``chat``, a function of
     the messages, a factory, ``"module:attr"``) or the name of a ``[tool.fabtest.agents]`` entry;
-    None uses ``[tool.fabtest] agent``. ``user`` is the user's messages in order or a
-    :class:`SimulatedUser`. ``should`` / ``must`` are criteria (a sentence, the name of a
-    ``[tool.fabtest] criteria`` entry, or a :class:`~fabtest.config.criteria.Criterion`) judged over the
-    whole conversation: a failed ``should`` is recorded, a failed ``must`` fails the run, as do
+    None uses ``[tool.fabtest] agent``. ``user`` is the user's messages in order (a :class:`Decide`
+    among them decides the pauses the agent waits on) or a :class:`SimulatedUser`. ``should`` /
+    ``must`` are criteria (a sentence, the name of a ``[tool.fabtest] criteria`` entry, or a
+    :class:`~fabtest.config.criteria.Criterion`) judged over the whole conversation: a failed
+    ``should`` is recorded, a failed ``must`` fails the run, as do
     ``must_call`` / ``must_not_call`` (tools the conversation must (not) include a call to).
     ``judge`` / ``simulator`` default to the LLMs ``[tool.fabtest]`` configures (in ``root``,
     default the current directory); a missing one makes the result ``skipped`` with the reason.
@@ -103,8 +137,9 @@ def run(
         return build_result(identity, state, ended(exc), duration_s=time.perf_counter() - started)
 
 
-def _play(state: ScenarioState, agent: Any, user: Sequence[str] | SimulatedUser, should: Sequence[str | Criterion],
-          must: Sequence[str | Criterion], must_call: Sequence[str], must_not_call: Sequence[str]) -> Exception | None:
+def _play(state: ScenarioState, agent: Any, user: Sequence[str | Decide] | SimulatedUser,
+          should: Sequence[str | Criterion], must: Sequence[str | Criterion], must_call: Sequence[str],
+          must_not_call: Sequence[str]) -> Exception | None:
     """The conversation and its checks, in the order a feature would write them; what ended it early."""
     try:
         if _is_agent_name(agent, state.settings):
@@ -114,8 +149,13 @@ def _play(state: ScenarioState, agent: Any, user: Sequence[str] | SimulatedUser,
                                       max_turns=user.max_turns, stop_on_tool=user.stop_on_tool)
             state.simulate()
         else:
-            for text in user:
-                state.user_says(text)
+            for said in user:
+                if isinstance(said, Decide):
+                    state.user_decides(said.decision, reason=said.reason, answer=said.answer,
+                                       arguments=dict(said.arguments) if said.arguments is not None else None,
+                                       text=said.text)
+                else:
+                    state.user_says(said)
         for tool in must_call:
             state.includes_call(tool, "must")
         for tool in must_not_call:
@@ -158,9 +198,9 @@ def _check_arguments(user: Any, should: Any, must: Any, must_call: Any, must_not
     if isinstance(user, str):
         raise UsageError(f"fabtest.run(user={user!r}): pass a list of messages (user=[{user!r}]) or a SimulatedUser")
     if not isinstance(user, SimulatedUser):
-        if not isinstance(user, Sequence) or not user or not all(isinstance(t, str) for t in user):
-            raise UsageError("fabtest.run(user=...): expected a non-empty list of user messages (str) "
-                             "or fabtest.SimulatedUser(goal=...)")
+        if not isinstance(user, Sequence) or not user or not all(isinstance(t, (str, Decide)) for t in user):
+            raise UsageError("fabtest.run(user=...): expected a non-empty list of user messages (str, or "
+                             "fabtest.Decide(...) to decide a pause) or fabtest.SimulatedUser(goal=...)")
     for label, value, kinds in (("should", should, (str, Criterion)), ("must", must, (str, Criterion)),
                                 ("must_call", must_call, (str,)), ("must_not_call", must_not_call, (str,))):
         if isinstance(value, str) or not isinstance(value, Sequence) \

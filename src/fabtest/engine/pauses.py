@@ -30,10 +30,13 @@ class NothingPending(ExpectationFailed):
 def require_pauses(agent: Any, step: str, *, where: str) -> None:
     """A UsageError, in one line, when the agent's adapter can never pause (a CLI agent): an approval
     step there would only ever fail, or pass, for a reason that is not the agent's."""
-    why = getattr(type(agent), "pauses_unsupported", None)
+    why = getattr(type(agent), "pauses_unsupported", None)  # the class's word (an object may answer any name)
+    if isinstance(why, property):  # an adapter that pauses or not by its settings (ACP's permission)
+        why = getattr(agent, "pauses_unsupported", None)
     if isinstance(why, str) and why:
         raise UsageError(f"{where}: {step}: this agent cannot pause for a decision ({why}); pauses are driven for "
-                         "Python, HTTP, A2A, AG-UI, LangGraph, OpenAI Agents SDK, PydanticAI and ADK agents "
+                         "Python, HTTP, A2A, AG-UI, LangGraph, OpenAI Agents SDK, PydanticAI and ADK agents, and ACP "
+                         "agents with permission = \"pause\" "
                          "(docs/how-to/approvals.md)")
 
 

@@ -79,6 +79,8 @@ class ScenarioState:
     topics: TopicGraph | None = None
     #: the tool stubs in force, level over level (:mod:`fabtest.agents.stubs`)
     tool_stubs: ToolStubs = field(default_factory=ToolStubs)
+    #: the decision forced on every approval of a tool (``--fabtest-fault TOOL=approve|reject``)
+    forced_decisions: dict[str, DecisionKind] = field(default_factory=dict)
     #: values taken from the conversation (``When the response mentions ... as "ref"``), for ``{ref}``
     values: dict[str, str] = field(default_factory=dict)
     simulator_config: SimulatorConfig = field(default_factory=SimulatorConfig)
@@ -198,7 +200,8 @@ class ScenarioState:
             self._runner = ConversationRunner(self.agent, self.conversation, agent_timeout=self.settings.agent_timeout,
                                               deadline=deadline, redact=self.redact, tool_stubs=self.tool_stubs,
                                               traces=(self.settings.traces.port, self.settings.traces.wait),
-                                              voice=voice.turns(self.settings) if self.voice else None)
+                                              voice=voice.turns(self.settings) if self.voice else None,
+                                              decide=self.forced_decisions)
             scenario_deadline(deadline)  # user patterns (match, triggers) stop at it too
             self._runner.on_turn.append(self._after_turn)
         return self._runner

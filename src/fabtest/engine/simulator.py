@@ -487,7 +487,7 @@ def _user_side_transcript(conversation: Conversation) -> str:
     lines = [f"{'You' if m.role == 'user' else 'Agent'}: {m.content}" for m in conversation.history]
     for turn in conversation.turns:
         lines.append(f"You: {turn.user}" + "".join(f" [attached: {f.name}]" for f in turn.attachments)
-                     + "".join(f" [you {describe_decision(d)}]" for d in turn.decisions))
+                     + "".join(f" [you {describe_decision(d, past=True)}]" for d in turn.decisions))
         lines.append(f"Agent: {turn.response.text}" + "".join(f" [attached: {f.name}]"
                                                                for f in turn.response.attachments)
                      + "".join(f" [{describe_pause(p)}]" for p in turn.response.pauses))

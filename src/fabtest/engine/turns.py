@@ -34,6 +34,7 @@ from fabtest.conversation import (
     Attachment,
     Conversation,
     Decision,
+    DecisionKind,
     Message,
     ToolCall,
     Turn,
@@ -41,6 +42,7 @@ from fabtest.conversation import (
     describe_decision,
     describe_pause,
 )
+from fabtest.engine.faults import forced_decisions
 from fabtest.engine.voice import VoiceTurns
 from fabtest.errors import ScenarioTimeout, UsageError
 
@@ -60,8 +62,10 @@ class ConversationRunner:
     def __init__(self, agent: Agent, conversation: Conversation, *, agent_timeout: float = 60.0,
                  deadline: float | None = None, redact: Callable[[str], str] = str,
                  tool_stubs: stubs.ToolStubs | None = None, traces: tuple[int, float] | None = None,
-                 voice: VoiceTurns | None = None) -> None:
+                 voice: VoiceTurns | None = None, decide: dict[str, DecisionKind] | None = None) -> None:
         self.agent = agent
+        #: the decision every approval of a tool gets, whatever the user said (``--fabtest-fault TOOL=reject``)
+        self.decide = decide or {}
         #: a voice scenario: each turn spoken and heard (:mod:`fabtest.engine.voice`); None: text
         self.voice = voice
         #: the trace receiver's port and the seconds a turn waits for its spans (agents with ``traces = true``)
@@ -81,6 +85,7 @@ class ConversationRunner:
         """Send one user message (with its files, and its decisions on the pauses the agent waits on)
         and record the turn. In a voice scenario the message is spoken; ``interrupt_after_ms`` cuts
         the reply short (barge-in) and ``silent_s`` sends that much silence instead of words."""
+        decisions = forced_decisions(decisions, self.conversation.pending_pauses, self.decide)
         messages = [*self.conversation.messages, Message("user", text, attachments, decisions=decisions)]
         started = time.perf_counter()
         timeout = self.agent_timeout

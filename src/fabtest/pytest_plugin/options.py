@@ -84,8 +84,9 @@ def add_options(parser: pytest.Parser) -> None:
                     help="judge and simulate with fabtest.testing.FakeLLM: a script (.yaml/.json) or module:attr; "
                          "with no value, an empty fake that the fabtest_fake_llm fixture scripts")
     group.addoption("--fabtest-fault", action="append", default=[], metavar="TOOL=KIND",
-                    help="inject a fault into TOOL in every scenario (timeout, error, empty, malformed, injection); "
-                         "repeatable. `fabtest faults` runs the whole matrix")
+                    help="inject a fault into TOOL in every scenario (timeout, error, empty, malformed, injection; "
+                         "approve, reject: every approval of TOOL the agent asks for); repeatable. "
+                         "`fabtest faults` runs the whole matrix")
     group.addoption("--fabtest-allow-skip", action="append", default=[], metavar="KIND",
                     help="scenarios skipped for want of KIND (llm: no key or endpoint; simulator: the simulated "
                          "user left its role on every try) do not fail the run "

@@ -95,8 +95,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(voice_steps, "fabtest-voice-steps")
     try:
         stubbing.project_stubs(settings)  # a broken [tool.fabtest.stubs] table: one line before anything runs
-        for fault in config.getoption("--fabtest-fault"):
-            faults.parse_fault(fault)
+        faults.parse_faults(config.getoption("--fabtest-fault"))
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
     if settings.otel:
@@ -310,8 +309,9 @@ def fabtest_scenario(request: pytest.FixtureRequest, tmp_path_factory: pytest.Te
     state.criteria.update(session.project_criteria())
     for stub in stubbing.project_stubs(session.settings):  # the level above every Background
         state.define_stub(stub)
-    for fault in request.config.getoption("--fabtest-fault"):  # over every level
-        state.tool_stubs.force(faults.parse_fault(fault))
+    forced, state.forced_decisions = faults.parse_faults(request.config.getoption("--fabtest-fault"))
+    for stub in forced:  # over every level
+        state.tool_stubs.force(stub)
     state.topics = session.project_topics()
     item.stash[STATE_KEY] = state
     if tracing.enabled():  # the steps run inside the scenario's span; it ends with the result (reports.py)

@@ -30,15 +30,22 @@ from fabtest.engine.judge import Judge
 from fabtest.engine.simulator import Simulator, SimulatorConfig
 from fabtest.errors import FabtestError
 from fabtest.experiment import file_store
-from fabtest.experiment.model import ExperimentInfo, ScenarioResult, TurnRecord, turn_records, usage_records
+from fabtest.experiment.model import (
+    ExperimentInfo,
+    PauseRecord,
+    ScenarioResult,
+    TurnRecord,
+    turn_records,
+    usage_records,
+)
 from fabtest.llm.base import LLM
 from fabtest.llm.cache import salted
 from fabtest.replay.feature_setup import FeatureSetup, feature_setup
 from fabtest.replay.recorded_checks import calls_of, outcome_of, recheck
 from fabtest.replay.topic_replay import TopicFollower, topic_graph
 
-__all__ = ["MatchRule", "ReplayEnv", "ReplayOutcome", "TurnMatch", "replay_experiment", "replay_scenario",
-           "replayed_info"]
+__all__ = ["MatchRule", "ReplayEnv", "ReplayOutcome", "TurnMatch", "recorded_decision", "replay_experiment",
+           "replay_scenario", "replayed_info"]
 
 Part = Literal["agent", "tools"]
 Continuation = Literal["simulator", "script", "stopped"]
@@ -205,7 +212,7 @@ def _drive(run: _Run) -> None:
     """Recorded user turns until the first material difference, then whatever takes over."""
     state, outcome, recorded = run.state, run.outcome, run.result.transcript
     for rec in recorded:
-        turn = state.user_says(rec.user, run.env.recorded_files(rec.user_files, where=f"turn {rec.number}"))
+        turn = _say(run, rec)
         match = run.env.rule.compare(rec, turn)
         if not match.same:
             outcome.branched_at, outcome.part, outcome.similarity = turn.number, match.part, match.similarity
@@ -222,7 +229,23 @@ def _drive(run: _Run) -> None:
     else:
         outcome.continued = "script"
         for rec in recorded[outcome.branched_at:]:
-            state.user_says(rec.user, run.env.recorded_files(rec.user_files, where=f"turn {rec.number}"))
+            _say(run, rec)
+
+
+def _say(run: _Run, rec: TurnRecord) -> Turn:
+    """A recorded user turn again: its message and files, or the decision it carried on the agent's
+    pauses (recorded on the pause it decided), taken on whatever the agent waits on now."""
+    decided = recorded_decision(run.result.transcript, rec.number)
+    if decided is None:
+        return run.state.user_says(rec.user, run.env.recorded_files(rec.user_files, where=f"turn {rec.number}"))
+    return run.state.user_decides(decided.decision, reason=decided.reason, answer=decided.answer,  # type: ignore[arg-type]
+                                  arguments=decided.edited_arguments, text=rec.user)
+
+
+def recorded_decision(transcript: Sequence[TurnRecord], number: int) -> PauseRecord | None:
+    """The decision turn ``number``'s user message carried, as the record of the pause it decided."""
+    return next((p for t in transcript[:max(0, number - 1)] for p in t.pauses
+                 if p.decided_in_turn == number and p.decision != "unanswered"), None)
 
 
 def _simulate(run: _Run) -> None:
