@@ -1,4 +1,4 @@
-"""The threads scenarios' call phases and sync agents' turns run on (fabtest._internal.threads)."""
+"""What a concurrent run does for the CPU: reused threads (fabtest._internal.threads), fewer collections."""
 
 from __future__ import annotations
 
@@ -48,3 +48,18 @@ def test_a_job_that_raises_leaves_its_thread_to_the_next_one_and_close_ends_the_
         thread.join(10)
         assert not thread.is_alive()
     assert pool.threads <= 2
+
+
+def test_the_collector_runs_less_often_while_scenarios_run_concurrently_and_as_before_after() -> None:
+    import gc
+
+    from fabtest.pytest_plugin.concurrency.protocol import GC_THRESHOLDS, _fewer_collections
+
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 1000)  # a project's own higher last threshold is kept
+        with _fewer_collections():
+            assert gc.get_threshold() == (GC_THRESHOLDS[0], GC_THRESHOLDS[1], 1000)
+        assert gc.get_threshold() == (700, 10, 1000)
+    finally:
+        gc.set_threshold(*before)
