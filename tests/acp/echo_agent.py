@@ -157,4 +157,5 @@ class EchoAgent:
 
 
 if __name__ == "__main__":
+    time.sleep(float(os.environ.get("FABTEST_ACP_SLOW_START", "0")))  # an agent that takes its time to start
     asyncio.run(run_agent(EchoAgent()))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -184,6 +185,42 @@ def test_an_agent_that_does_not_start_is_an_agent_error(tmp_path):
             agent.chat([Message("user", "hi")])
         with pytest.raises(AgentError, match="already stopped"):
             agent.chat([Message("user", "hi")])
+
+
+def _until(condition, within: float = 30.0) -> bool:
+    deadline = time.monotonic() + within
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return bool(condition())
+
+
+def test_around_starts_the_agent_before_the_first_turn(tmp_path, marker):
+    """The process, initialize and session/new begin when the scenario does, not at its first prompt,
+    so the agent's start-up overlaps what the run does before then (fabtest run: its pre-flight)."""
+    agent = echo_agent(tmp_path, marker)
+    with agent.around():
+        assert _until(lambda: agent.session_id is not None)  # no turn yet
+        (reply,) = talk(agent, "hello")
+        assert reply.text == "echo: hello" and reply.metadata == {**reply.metadata, "turn": 1, "session_id": "s1"}
+    assert gone(marker)
+
+
+def test_a_scenario_that_ends_while_its_agent_starts_leaves_nothing(tmp_path, marker):
+    agent = echo_agent(tmp_path, marker)
+    agent.env["FABTEST_ACP_SLOW_START"] = "60"
+    with agent.around():
+        assert _until(lambda: processes_with(marker) != [])  # started, not answering initialize yet
+    assert gone(marker) and agent.session_id is None
+    with pytest.raises(AgentError, match="already stopped"):
+        talk(agent, "hello")
+
+
+def test_a_slow_start_is_a_start_timeout_from_the_first_turn(tmp_path, marker):
+    agent = echo_agent(tmp_path, marker, startup_timeout_s=1)
+    agent.env["FABTEST_ACP_SLOW_START"] = "60"
+    with agent.around(), pytest.raises(AgentTimeout, match="took longer than 1s to start; its processes were killed"):
+        talk(agent, "hello")
+    assert gone(marker)
 
 
 def test_an_empty_turn_is_an_agent_error(tmp_path, marker):

@@ -22,6 +22,12 @@ from fabtest.testing import FakeGemini
 pytestmark = pytest.mark.skipif(not GEMINI or not shutil.which("node"), reason=NOT_INSTALLED)
 
 
+@pytest.fixture(autouse=True)
+def own_cache(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """The --acp answer is asked here, and kept out of the user's ~/.cache (agents/gemini_probe.py)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+
+
 def test_real_gemini_cli_over_acp_keeps_one_session(tmp_path):
     workspace = tmp_path / "ws"
     workspace.mkdir()

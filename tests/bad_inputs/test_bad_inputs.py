@@ -148,7 +148,7 @@ def _run_cli(tmp_path: Path, case: str) -> str:
 @pytest.mark.parametrize("case", CASES)
 def test_bad_input_gives_one_line_naming_file_and_place(case: str, pytester: pytest.Pytester, tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "PYTEST_ADDOPTS"):
+    for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL"):
         monkeypatch.delenv(var, raising=False)
     kind = case.split("/", 1)[0]
     output = _run_cli(tmp_path, case) if kind in ("playbooks", "experiments") else _run_pytest(pytester, case)

@@ -5,7 +5,6 @@ scenarios between them pass and nothing crashes the session. One pytest run hold
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -13,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.child import child_env
 
 CORPUS = Path(__file__).parent / "corpus" / "agent"
 
@@ -78,7 +78,7 @@ def _project(root: Path) -> None:
 def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str, Any]]:
     root = tmp_path_factory.mktemp("bad_agents")
     _project(root)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FABTEST_", "GEMINI_", "GOOGLE_", "PYTEST_"))}
+    env = child_env("FABTEST_", "GEMINI_", "GOOGLE_")
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
                            "features", "--fabtest-experiment-id", "exp_bad_agents"],
                           cwd=root, env=env, capture_output=True, text=True, timeout=600)

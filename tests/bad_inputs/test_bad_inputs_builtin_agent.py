@@ -40,7 +40,7 @@ def test_bad_agent_table_gives_one_line(case: str, preflight: bool, pytester: py
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """The pre-flight reports the table once before the run (exit 4); without it, the scenario that
     builds the agent fails with the same line and its step (exit 1)."""
-    for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "PYTEST_ADDOPTS"):
+    for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL"):
         monkeypatch.delenv(var, raising=False)
     root = pytester.path
     shutil.copy(CORPUS / case, root / "pyproject.toml")

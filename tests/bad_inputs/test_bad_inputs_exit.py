@@ -72,7 +72,7 @@ def test_the_run_exits_soon_after_its_summary_whatever_the_agent_left_running(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, case: str) -> None:
     if case.startswith("langgraph"):
         pytest.importorskip("langgraph")
-    for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "PYTEST_ADDOPTS"):
+    for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("FABTEST_EXIT_GRACE_S", "1")
     table, module = AGENTS[case]

@@ -342,7 +342,7 @@ def _run(case: Case, root: Path, capsys: pytest.CaptureFixture[str], pytester: p
 def test_bad_file_or_option_gives_one_line(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                            pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     case = CASES[name]
-    for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "PYTEST_ADDOPTS", "FABTEST_RESULTS_DIR",
+    for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "FABTEST_RESULTS_DIR",
                 "FABTEST_AGENT_TIMEOUT", "FABTEST_PLAYBOOK_AGENT"):
         monkeypatch.delenv(var, raising=False)
     root = pytester.path if case.kind == "pytest" else tmp_path

@@ -40,10 +40,8 @@ def test_bad_outline_gives_one_line_naming_file_and_line(case: str, pytester: py
     assert_one_line_holds(run_inline_feature(pytester, monkeypatch, text), expected)
 
 
-def test_outline_with_every_placeholder_known_still_runs(pytester: pytest.Pytester,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_outline_with_every_placeholder_known_still_runs(pytester: pytest.Pytester) -> None:
     """Known placeholders still collect (the check only refuses names no column has)."""
-    monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
     root = pytester.path
     (root / "goodbot.py").write_text(textwrap.dedent(GOOD_AGENT), encoding="utf-8")
     (root / "pyproject.toml").write_text(textwrap.dedent(GOOD_PYPROJECT), encoding="utf-8")

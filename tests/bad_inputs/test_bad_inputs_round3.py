@@ -60,7 +60,7 @@ def agent(messages):
 
 
 def test_a_run_records_the_agents_own_exception(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "PYTEST_ADDOPTS"):
+    for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY"):
         monkeypatch.delenv(var, raising=False)
     pytester.makefile(".toml", pyproject=PYPROJECT)
     pytester.makepyfile(bad=BAD)

@@ -91,7 +91,7 @@ FEATURE = "Feature: Leak\n" + "".join(
 @pytest.mark.parametrize("token", ['tok/SE"CRET\\4f9', "tok-plain-4f9a27c1"])
 def test_an_echoed_raised_or_reported_secret_reaches_no_output(pytester: pytest.Pytester,
                                                                monkeypatch: pytest.MonkeyPatch, token: str) -> None:
-    for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "PYTEST_ADDOPTS"):
+    for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("TOKEN", token)
     pytester.makefile(".toml", pyproject=PYPROJECT)
@@ -194,8 +194,7 @@ def test_an_echoed_llm_key_and_basic_auth_header_reach_no_output(pytester: pytes
     server = ThreadingHTTPServer(("127.0.0.1", 0), Echo)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        for var in ("GOOGLE_API_KEY", "PYTEST_ADDOPTS"):
-            monkeypatch.delenv(var, raising=False)
+        monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
         monkeypatch.setenv("GEMINI_API_KEY", llm_key)
         monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", "http://127.0.0.1:9")  # never the internet
         monkeypatch.setenv("BOT_PASS", password)

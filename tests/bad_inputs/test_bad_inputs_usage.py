@@ -42,7 +42,7 @@ FEATURE = '''Feature: Budget
 @pytest.mark.parametrize("usage", ["float('inf')", "float('nan')", "'lots'", "-5", "[1]"])
 def test_an_unreadable_usage_never_passes_a_cost_budget_and_keeps_the_transcript(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, usage: str) -> None:
-    for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "PYTEST_ADDOPTS"):
+    for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY"):
         monkeypatch.delenv(var, raising=False)
     pytester.makefile(".toml", pyproject=PYPROJECT)
     pytester.makepyfile(counting=AGENT.format(usage=usage))

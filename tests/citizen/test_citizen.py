@@ -8,7 +8,6 @@ identical, and the run with fabtest must print nothing of fabtest's and write no
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -17,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from support.child import child_env
 
 PROJECTS = Path(__file__).parent / "projects"
 _OUTCOME_LINE = re.compile(r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) ")
@@ -32,7 +32,7 @@ class Outcome:
 
 
 def _run(project: Path, *args: str) -> Outcome:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "FABTEST_"))}
+    env = child_env("FABTEST_")
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:randomly", "-p", "no:cacheprovider", *args],
         cwd=project, env=env, capture_output=True, text=True, timeout=300, check=False,

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.child import child_env
 
 from fabtest.agents.base import AgentTimeout
 from fabtest.agents.cli_agent import CliAgent, kill_all_groups
@@ -112,7 +113,7 @@ def test_ctrl_c_during_a_hanging_cli_turn_leaves_no_process(tmp_path: Path) -> N
     (tmp_path / "pyproject.toml").write_text(
         '[tool.pytest.ini_options]\npythonpath = ["."]\n\n[tool.fabtest]\nagent = "hangbot:build"\n'
         'results_dir = "results"\nagent_timeout = 300\n', encoding="utf-8")  # only Ctrl-C can end it
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FABTEST_", "GEMINI_", "GOOGLE_", "PYTEST_"))}
+    env = child_env("FABTEST_", "GEMINI_", "GOOGLE_")
     proc = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
                              "features"], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # a background job may inherit SIG_IGN

@@ -30,8 +30,7 @@ Feature: Tool results
 '''
 
 
-def test_tool_results_are_recorded_on_the_calls(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
+def test_tool_results_are_recorded_on_the_calls(pytester: pytest.Pytester) -> None:
     root = pytester.path
     (root / "pyproject.toml").write_text('[tool.fabtest]\nagent = "clibot:build"\nresults_dir = "results"\n',
                                          encoding="utf-8")

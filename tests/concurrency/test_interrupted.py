@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from project import BASE_ARGS, feature, make_project  # type: ignore[import-not-found]
+from support.child import child_env
 
 EXP = "exp_conc_term"
 SLEEPY = '''
@@ -47,7 +48,7 @@ def test_sigterm_keeps_every_finished_scenario_and_starts_nothing_new(pytester: 
                  for i in range(24)]
     root = make_project(pytester, {"slow.feature": feature("Slow", *scenarios)}, concurrency=4, conftest="")
     (root / "sleepy.py").write_text(SLEEPY)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FABTEST_", "GEMINI_", "GOOGLE_", "PYTEST_"))}
+    env = child_env("FABTEST_", "GEMINI_", "GOOGLE_")
     env["FABTEST_AGENT"] = "sleepy:build"
     proc = subprocess.Popen([sys.executable, "-m", "pytest", "features", "-q", *BASE_ARGS,
                              "--fabtest-experiment-id", EXP], cwd=root, env=env,
@@ -90,7 +91,7 @@ def test_an_interrupt_during_a_scenarios_setup_ends_the_run_cleanly(pytester: py
     root = make_project(pytester, {"stop.feature": feature("Stop", *scenarios)}, concurrency=2,
                         conftest=INTERRUPTING_SETUP)
     (root / "sleepy.py").write_text(SLEEPY)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FABTEST_", "GEMINI_", "GOOGLE_", "PYTEST_"))}
+    env = child_env("FABTEST_", "GEMINI_", "GOOGLE_")
     env["FABTEST_AGENT"] = "sleepy:build"
     proc = subprocess.run([sys.executable, "-m", "pytest", "features", "-q", *BASE_ARGS,
                            "--fabtest-experiment-id", EXP], cwd=root, env=env, timeout=120,

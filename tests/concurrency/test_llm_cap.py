@@ -30,7 +30,7 @@ def _answer(request: FakeRequest) -> Any:
 
 @pytest.fixture
 def gemini(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGemini]:
-    for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "PYTEST_ADDOPTS", "FABTEST_LLM_CACHE", "FABTEST_MAX_CONCURRENCY"):
+    for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "FABTEST_LLM_CACHE", "FABTEST_MAX_CONCURRENCY"):
         monkeypatch.delenv(var, raising=False)
     with FakeGemini(handler=_answer, latency=0.05) as server:
         for name, value in server.env().items():

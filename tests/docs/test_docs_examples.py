@@ -32,6 +32,7 @@ from pathlib import Path
 import pytest
 import yaml
 from pytest_bdd.steps import step_function_context_registry
+from support.child import child_env
 
 import fabtest.pytest_plugin.steps as builtin_steps
 import fabtest.pytest_plugin.file_steps as file_steps
@@ -92,8 +93,7 @@ def _all(lang: str) -> list[Block]:
 
 def _env(tmp_path: Path) -> dict[str, str]:
     """The environment of a reader without a key: this interpreter's scripts first, no LLM settings."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("GEMINI_", "GOOGLE_", "FABTEST_", "OPENAI_", "PYTEST_"))}
+    env = child_env("GEMINI_", "GOOGLE_", "FABTEST_", "OPENAI_")
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["HOME"] = str(tmp_path / "home")
     return env

@@ -100,7 +100,7 @@ def judge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Jud
     release = tmp_path / "release"
     release.mkdir()
     gate = Judge(release)
-    for var in ("GOOGLE_API_KEY", "PYTEST_ADDOPTS", "FABTEST_LLM_CACHE", "FABTEST_RESULTS_DIR"):
+    for var in ("GOOGLE_API_KEY", "FABTEST_LLM_CACHE", "FABTEST_RESULTS_DIR"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("LATE_RELEASE_DIR", str(release))
     with FakeGemini(handler=gate) as fake:

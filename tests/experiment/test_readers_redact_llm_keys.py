@@ -32,7 +32,7 @@ def results(tmp_path: Path) -> Path:
 
 
 def _run(results: Path, *args: str) -> str:
-    env = {k: v for k, v in os.environ.items() if k not in ("GOOGLE_API_KEY", "PYTEST_ADDOPTS")}
+    env = {k: v for k, v in os.environ.items() if k != "GOOGLE_API_KEY"}
     env["GEMINI_API_KEY"] = KEY
     done = subprocess.run([sys.executable, "-m", "fabtest.cli", *args], capture_output=True, text=True, timeout=120,
                           cwd=results.parent, env=env)

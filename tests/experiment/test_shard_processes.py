@@ -5,11 +5,12 @@ experiment has the same scenarios with the same verdicts as one run of the whole
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+from support.child import child_env
 
 from fabtest.cli import main
 
@@ -41,7 +42,7 @@ ARGS = ["-q", "-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:hypothesi
 
 
 def _env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith(("FABTEST_", "GEMINI_", "GOOGLE_", "PYTEST_"))}
+    return child_env("FABTEST_", "GEMINI_", "GOOGLE_")
 
 
 def _pytest(root: Path, *args: str) -> subprocess.Popen[str]:

@@ -17,7 +17,7 @@ from fabtest.testing import FakeGemini  # noqa: E402
 
 @pytest.fixture
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "PYTEST_ADDOPTS", "FABTEST_AGENT",
+    for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "FABTEST_AGENT",
                 "FABTEST_RESULTS_DIR", "FABTEST_AGENT_TIMEOUT", "FABTEST_LLM_CACHE", "FABTEST_JUDGE_PROVIDER",
                 "FABTEST_SIMULATOR_PROVIDER"):
         monkeypatch.delenv(var, raising=False)

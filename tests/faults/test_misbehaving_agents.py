@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.child import child_env
 
 FAKE_CLI = str(Path(__file__).parents[1] / "fixtures" / "fake_cli.py")
 
@@ -303,7 +304,7 @@ def _alive(pid: int) -> bool:
 def _run(tmp_path: Path, url: str, *args: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any], list[int]]:
     _project(tmp_path, url)
     pid_file = tmp_path / "cli.pids"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FABTEST_", "GEMINI_", "GOOGLE_", "PYTEST_"))}
+    env = child_env("FABTEST_", "GEMINI_", "GOOGLE_")
     env["PID_FILE"] = str(pid_file)
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
                            "features", "--fabtest-experiment-id", "exp_misbehaving", *args],

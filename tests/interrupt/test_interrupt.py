@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.child import child_env
 
 SCENARIOS = 10
 EXP = "exp_interrupt"
@@ -55,7 +56,7 @@ def _feature() -> str:
 
 
 def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FABTEST_", "GEMINI_", "GOOGLE_", "PYTEST_"))}
+    env = child_env("FABTEST_", "GEMINI_", "GOOGLE_")
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env
 

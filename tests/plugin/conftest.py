@@ -153,8 +153,7 @@ def shared_run(project: Project) -> Any:
 @pytest.fixture
 def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Project:
     for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "FABTEST_AGENT", "FABTEST_RESULTS_DIR",
-                "FABTEST_AGENT_TIMEOUT", "FABTEST_LLM_CACHE", "FABTEST_JUDGE_PROVIDER", "FABTEST_SIMULATOR_PROVIDER",
-                "PYTEST_ADDOPTS"):
+                "FABTEST_AGENT_TIMEOUT", "FABTEST_LLM_CACHE", "FABTEST_JUDGE_PROVIDER", "FABTEST_SIMULATOR_PROVIDER"):
         monkeypatch.delenv(var, raising=False)
     return Project(pytester)
 

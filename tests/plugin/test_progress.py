@@ -304,7 +304,6 @@ def _run_in_pty(cwd: Path, args: list[str]) -> str:
 
     master, slave = pty.openpty()
     env = {**os.environ, "COLUMNS": "160", "LINES": "50", "TERM": "xterm"}
-    env.pop("PYTEST_ADDOPTS", None)
     proc = subprocess.Popen([sys.executable, "-m", "pytest", *args], cwd=cwd, stdin=subprocess.DEVNULL,
                             stdout=slave, stderr=slave, env=env)
     os.close(slave)

@@ -39,7 +39,7 @@ def _using(agent: str) -> str:
     return DETERMINISTIC.replace("  Scenario: Plain\n", f'  Scenario: Plain\n    Given the agent "{agent}"\n')
 
 
-_ENV = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "PYTEST_ADDOPTS", "FABTEST_AGENT",
+_ENV = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "FABTEST_AGENT",
         "FABTEST_RESULTS_DIR", "FABTEST_LLM_CACHE", "FABTEST_JUDGE_PROVIDER", "FABTEST_SIMULATOR_PROVIDER",
         "FABTEST_JUDGE_MODEL", "FABTEST_SIMULATOR_MODEL", "FABTEST_PLAYBOOK_AGENT", "FABTEST_GEMINI_CLI")
 
@@ -367,6 +367,47 @@ def test_fabtest_run_no_preflight_runs(tmp_path: Path, monkeypatch: pytest.Monke
     code = main(["run", "hello.playbook.json", "--agent", "fabtest.demo:build_agent", "--no-preflight"])
     out, _ = capfd.readouterr()
     assert code == 1 and "[1/1]" in out  # it ran, and the judge's 403 failed the playbook alone
+
+
+STARTED_AGENT = """
+import contextlib
+import threading
+
+from fabtest import AgentResponse
+
+started = threading.Event()
+
+
+class Agent:
+    def __init__(self, context):
+        pass
+
+    @contextlib.contextmanager
+    def around(self):
+        started.set()  # an ACP agent's process starts here
+        yield
+
+    def chat(self, messages):
+        return AgentResponse(text="Hello, happy to help!")
+"""
+
+
+def test_fabtest_run_starts_the_agent_while_the_llm_probe_is_answered(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake: FakeGemini, capfd: pytest.CaptureFixture[str]) -> None:
+    """The probe is a model call (seconds at a slow provider), the Gemini CLI's start seconds more: they
+    overlap. The probe's answer here waits for the agent's start; were they in series it would wait 10 s."""
+    _playbook_project(tmp_path, monkeypatch)
+    (tmp_path / "started_agent.py").write_text(STARTED_AGENT, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import started_agent  # type: ignore[import-not-found]
+
+    overlapped: list[bool] = []
+    fake.add_rule(PROBE_PROMPT, callback=lambda request: overlapped.append(started_agent.started.wait(10)), times=1)
+    code = main(["run", "hello.playbook.json", "--agent", "started_agent:Agent"])
+    out, err = capfd.readouterr()
+    assert code == 0, out + err
+    assert overlapped == [True]
+    assert out.index("[1/1] hello") < out.index("PASSED")
 
 
 # -- agent tables: every problem of the agents in use, once, configuration before reachability ------------

@@ -115,7 +115,7 @@ agent_timeout = 5
 scenario_timeout = 10
 """
 FUZZBOT = "def echo(context):\n    return lambda messages: 'echo: ' + str(messages[-1].content)[:200]\n"
-_ENV = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "PYTEST_ADDOPTS", "FABTEST_AGENT",
+_ENV = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "FABTEST_AGENT",
         "FABTEST_RESULTS_DIR", "FABTEST_LLM_CACHE")
 _RUNS = count()
 

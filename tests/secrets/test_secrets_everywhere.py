@@ -38,7 +38,7 @@ Feature: Token
 
 def test_an_agent_url_token_is_redacted_in_results_report_and_console(pytester: pytest.Pytester,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "PYTEST_ADDOPTS"):
+    for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("BOT_TOKEN", TOKEN)
     pytester.makefile(".toml", pyproject=PYPROJECT)

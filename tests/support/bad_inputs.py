@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import textwrap
 from pathlib import Path
 
 import pytest
+
+from support.child import child_env
 
 BASE_ARGS = ("-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:unraisableexception", "-p", "no:hypothesispytest", "-p", "no:benchmark")
 
@@ -38,7 +39,7 @@ Feature: Fine
 '''
 
 def clean_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FABTEST_", "GEMINI_", "GOOGLE_", "PYTEST_"))}
+    env = child_env("FABTEST_", "GEMINI_", "GOOGLE_")
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env
 
@@ -52,7 +53,7 @@ def write_file(root: Path, relative: str, text: str) -> None:
 def run_inline_feature(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, text: str) -> str:
     """Run a project whose ``bad.feature`` is ``text`` (beside a good agent and feature), with no
     LLM configured; the run must fail without a traceback. Returns its output."""
-    for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "PYTEST_ADDOPTS"):
+    for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL"):
         monkeypatch.delenv(var, raising=False)
     root = pytester.path
     (root / "goodbot.py").write_text(textwrap.dedent(GOOD_AGENT), encoding="utf-8")

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import concurrent.futures
 import contextlib
 import importlib.util
 import os
@@ -43,6 +44,7 @@ from fabtest.agents.acp_updates import PERMISSIONS, Collector, Turn, rebuild_arg
 from fabtest.agents.base import AgentError, AgentTimeout, OnToolCall, declared_tools, program_path
 from fabtest.agents.boundary import AgentDataError
 from fabtest.agents.file_parts import refuse_files
+from fabtest.agents.gemini_probe import gemini_supports_acp
 from fabtest.conversation import AgentResponse, Decision, Message
 from fabtest.errors import UsageError, did_you_mean
 
@@ -118,6 +120,10 @@ class AcpAgent:
         self._stderr_dir: str | None = None
         self._closed = False
         self._lock = threading.Lock()
+        #: the start begun by :meth:`around` (the first turn waits for it) and when it began
+        self._starting: concurrent.futures.Future[None] | None = None
+        self._start_task: asyncio.Future[None] | None = None
+        self._start_began = 0.0
         #: the prompt whose turn ended on a permission request left to the user: it goes on after the decision
         self._inflight: asyncio.Future[Any] | None = None
 
@@ -163,11 +169,16 @@ class AcpAgent:
                 raise AgentError("the ACP agent was already stopped (a timeout or the end of the scenario)")
             started = time.monotonic()
             if self.session_id is None:
+                if self._starting is None:
+                    self._begin_start()
+                assert self._starting is not None
                 try:
-                    self._run(self._start(), started + self.startup_timeout_s, "to start")
+                    self._wait(self._starting, self._start_began + self.startup_timeout_s, "to start")
                 except AgentError:
                     self.close()  # half started is not started: the next turn says so
                     raise
+                finally:
+                    self._starting = None
             deadline = time.monotonic() + self.timeout_s
             decisions = messages[-1].decisions if messages else ()
             if self._inflight is not None and not decisions:  # the user moved on: the request is cancelled
@@ -209,8 +220,14 @@ class AcpAgent:
 
     @contextlib.contextmanager
     def around(self) -> Iterator[None]:
-        """The scenario: whatever happens in it, the agent's process group is gone afterwards."""
+        """The scenario: the agent starts at once, in the background (the CLI's seconds of start-up
+        overlap whatever the run does before its first prompt; the first turn waits for it and
+        reports its failure, within ``startup_timeout_s`` of its beginning); whatever happens in
+        the scenario, the agent's process group is gone afterwards."""
         try:
+            with self._lock:
+                if not self._closed and self.session_id is None and self._starting is None:
+                    self._begin_start()
             yield
         finally:
             self.close()
@@ -218,7 +235,11 @@ class AcpAgent:
     def close(self) -> None:
         """Kill the process group, stop the event loop, remove the stderr file. Safe to call twice."""
         self._closed = True
-        proc, loop = self._proc, self._loop
+        loop = self._loop
+        if loop is not None and loop.is_running() and self._starting is not None:
+            with contextlib.suppress(Exception):  # a start in flight ends first, so its process is known
+                asyncio.run_coroutine_threadsafe(self._settle_start(), loop).result(5)
+        proc = self._proc
         if proc is not None:
             _kill_group(proc.pid, self.kill_grace_s)
         if loop is not None and loop.is_running():
@@ -246,11 +267,31 @@ class AcpAgent:
 
     def _run(self, coro: Coroutine[Any, Any, T], deadline: float, doing: str) -> T:
         """Run ``coro`` on the agent's loop; past the deadline the process group is killed."""
+        return self._wait(self._submit(coro), deadline, doing)
+
+    def _submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """``coro`` on the agent's loop (started on first use, on its own thread)."""
         if self._loop is None:
             self._loop = asyncio.new_event_loop()
             self._thread = threading.Thread(target=self._loop.run_forever, name="fabtest-acp", daemon=True)
             self._thread.start()
-        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        return asyncio.run_coroutine_threadsafe(coro, self._loop)
+
+    def _begin_start(self) -> None:
+        """Start the process, ``initialize`` and ``session/new`` in the background (caller holds the lock)."""
+        self._start_began = time.monotonic()
+        self._starting = self._submit(self._start())
+
+    async def _settle_start(self) -> None:
+        """Cancel a start still in flight and wait for it to unwind (``close`` then knows its process)."""
+        task = self._start_task
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+
+    def _wait(self, future: concurrent.futures.Future[T], deadline: float, doing: str) -> T:
+        """The result of ``future`` (from :meth:`_submit`); past the deadline the process group is killed."""
         try:
             return future.result(max(0.0, deadline - time.monotonic()))
         except TimeoutError:
@@ -270,9 +311,7 @@ class AcpAgent:
                              f"{_describe(exc)}{self._stderr_note()}") from exc
 
     async def _start(self) -> None:
-        from acp import PROTOCOL_VERSION, connect_to_agent
-        from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementation
-
+        self._start_task = asyncio.current_task()
         self._stderr_dir = tempfile.mkdtemp(prefix="fabtest-acp-")
         launch = supervisor.wrap(self.command, self.kill_grace_s)  # nothing it starts outlives the agent
         with open(Path(self._stderr_dir) / "stderr.log", "wb") as stderr:
@@ -296,6 +335,10 @@ class AcpAgent:
             self._proc = None
             raise AgentError(f"ACP agent could not start {self.command[0]!r}: {exc}") from None
         self._exited = asyncio.ensure_future(self._proc.wait())
+        # the SDK (pydantic models: a second or so) is imported while the agent's own runtime starts
+        from acp import PROTOCOL_VERSION, connect_to_agent
+        from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementation
+
         # Collector implements the SDK's Client protocol by its methods, not by subclassing it
         self._conn = connect_to_agent(self._client, self._proc.stdin, self._proc.stdout,  # type: ignore[arg-type, unused-ignore]
                                       observers=[self._client.observe])
@@ -519,19 +562,6 @@ def _kill_leftovers() -> None:
 # -- the Gemini CLI over ACP ------------------------------------------------------------------------
 
 DEFAULT_MODEL = "gemini-2.5-flash"
-_SUPPORTS: dict[str, bool] = {}
-
-
-def gemini_supports_acp(executable: str = "gemini") -> bool:
-    """Does the installed Gemini CLI accept ``--acp``? (``gemini --help`` lists it; cached per executable.)"""
-    if executable not in _SUPPORTS:
-        try:
-            out = subprocess.run([executable, "--help"], capture_output=True, timeout=30, stdin=subprocess.DEVNULL,
-                                 text=True, errors="replace")
-            _SUPPORTS[executable] = "--acp" in out.stdout + out.stderr
-        except (OSError, subprocess.SubprocessError):
-            _SUPPORTS[executable] = False
-    return _SUPPORTS[executable]
 
 
 def gemini_acp(context: Mapping[str, Any] | None = None) -> AcpAgent:

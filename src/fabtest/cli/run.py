@@ -10,6 +10,7 @@ written, a failed pre-flight check): one line on stderr, before anything runs; 1
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 from collections.abc import Sequence
@@ -109,51 +110,44 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
     results_dir = Path(args.results_dir or os.environ.get("FABTEST_RESULTS_DIR") or settings.results_dir)
     if not results_dir.is_absolute():
         results_dir = root / results_dir
-    recorder = None
+    recorder: Any = None
     if not args.no_results:  # a configuration error, so before the pre-flight's reachability checks
         try:
             check_results_dir(results_dir, "results_dir")
         except UsageError as exc:
             return _error(str(exc))
-    if not args.no_preflight:
-        from fabtest.engine.preflight import Needs, run_preflight
+    from fabtest.engine.preflight import Needs, PreflightFailed, begin_preflight
 
+    preflight = None  # the LLM probe answers while the first playbook's agent starts (run_playbook's ready)
+    if not args.no_preflight:
         needs = Needs(agents={where: agent}, judge=True, simulator=True)
         try:
-            run_preflight(settings, needs, cache_mode=settings.llm_cache, skip_option="--no-preflight")
+            preflight = begin_preflight(settings, needs, cache_mode=settings.llm_cache, skip_option="--no-preflight")
         except UsageError as exc:
             return _error_lines(str(exc))
-    if not args.no_results:
-        from fabtest._internal.files import remove_stale_temp_files
-
-        remove_stale_temp_files(results_dir)  # left by a run killed mid-write
     try:
         roles = configured_llms(settings, root)
     except UsageError as exc:  # an offline_llm that does not import
         return _error(str(exc))
-    if not args.no_results:
-        from fabtest.experiment.recorder import Recorder
-        from fabtest.llm.factory import describe_llm
+    from fabtest.experiment.export import new_experiment_id
 
-        judge, sim = describe_llm(roles.judge), describe_llm(roles.simulator)
-        recorded = settings.verdict_settings(judge=roles.judge is not None, simulator=roles.simulator is not None)
-        if args.experiment_id and (results_dir / f"{args.experiment_id}.json").exists():
-            print(f"{PROG}: experiment {args.experiment_id} exists and is replaced by this run", file=sys.stderr)
-        try:
-            recorder = Recorder(
-                results_dir=results_dir, name=args.experiment, tags=args.tag, experiment_id=args.experiment_id,
-                judge_provider=judge[0], judge_model=judge[1], judge_note=judge[2],
-                simulator_provider=sim[0], simulator_model=sim[1], simulator_note=sim[2], cwd=str(root),
-                prices={m: p.model_dump() for m, p in settings.prices.items()},
-                judge_settings=recorded[0], simulator_settings=recorded[1],
-            )
-        except UsageError as exc:  # another live run records this id
-            _close_roles(roles)
-            return _error(f"--experiment-id: {exc}")
-        except OSError as exc:  # a full disk before the first playbook
-            _close_roles(roles)
-            return _error(cannot_save_message(exc, None))
-    experiment_id = recorder.experiment_id if recorder else args.experiment_id
+    # a new id now: the first playbook starts its agent before the recorder exists (see begin)
+    experiment_id = args.experiment_id or (None if args.no_results else new_experiment_id())
+
+    def begin(number: int, progress: str) -> None:
+        """``run_playbook``'s ``ready``: the first playbook's agent is starting; the pre-flight's LLM
+        probe must have answered and the recorder must open before its first step (a failure of
+        either is this run's usage error, with nothing of it written), then the progress line."""
+        nonlocal recorder
+        if number == 1:
+            if preflight is not None:
+                preflight()
+            if not args.no_results:
+                from fabtest._internal.files import remove_stale_temp_files
+
+                remove_stale_temp_files(results_dir)  # left by a run killed mid-write
+                recorder = _open_recorder(args, settings, roles, results_dir, root, experiment_id)
+        print(progress, flush=True)
 
     from fabtest._internal.signals import restore_sigterm, sigterm_as_interrupt
 
@@ -165,13 +159,16 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
     try:
         for number, playbook in enumerate(playbooks, start=1):
             shown = _relative(playbook.source or "", root)
-            print(f"[{number}/{total}] {playbook.name} ({shown}) ...", flush=True)
+            progress = f"[{number}/{total}] {playbook.name} ({shown}) ..."
             try:
                 outcome = run_playbook(playbook, agent_factory=args.agent, judge_llm=roles.judge,
                                        simulator_llm=roles.simulator, repo_root=root, results_dir=results_dir,
                                        settings=settings, experiment_id=experiment_id, nodeid=shown,
-                                       write_trace=not args.no_results)
-            except PlaybookError as exc:
+                                       write_trace=not args.no_results,
+                                       ready=functools.partial(begin, number, progress))
+            except PreflightFailed as exc:  # nothing ran and nothing was written
+                return _error_lines(str(exc))
+            except UsageError as exc:  # a playbook's (PlaybookError) or the recorder's
                 return _error(str(exc))
             if outcome.skipped:
                 skipped += 1
@@ -206,7 +203,8 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
         except OSError as exc:
             return _error(cannot_save_message(exc, recorder.journal))
         doc = attach_robustness(recorder.document(interrupted=interrupted), results_dir)
-        text = render_summary(doc, _relative(str(path), root), previous_experiment_id(results_dir, experiment_id))
+        previous = previous_experiment_id(results_dir, recorder.experiment_id)
+        text = render_summary(doc, _relative(str(path), root), previous)
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
     elif unsaved:
         sys.stdout.write(_unsaved_summary(unsaved, args, roles, experiment_id, interrupted))
@@ -234,6 +232,30 @@ def _unsaved_summary(results: list[Any], args: argparse.Namespace, roles: LLMRol
                           interrupted=interrupted)
     text = render_summary(build_document(info, results), unsaved="--no-results")
     return text if text.endswith("\n") else text + "\n"
+
+
+def _open_recorder(args: argparse.Namespace, settings: Any, roles: LLMRoles, results_dir: Path, root: Path,
+                   experiment_id: str | None) -> Any:
+    """The experiment's recorder; UsageError (one line) when the id is in use or the disk is full."""
+    from fabtest.experiment.recorder import Recorder
+    from fabtest.llm.factory import describe_llm
+
+    judge, sim = describe_llm(roles.judge), describe_llm(roles.simulator)
+    recorded = settings.verdict_settings(judge=roles.judge is not None, simulator=roles.simulator is not None)
+    if args.experiment_id and (results_dir / f"{args.experiment_id}.json").exists():
+        print(f"{PROG}: experiment {args.experiment_id} exists and is replaced by this run", file=sys.stderr)
+    try:
+        return Recorder(
+            results_dir=results_dir, name=args.experiment, tags=args.tag, experiment_id=experiment_id,
+            judge_provider=judge[0], judge_model=judge[1], judge_note=judge[2],
+            simulator_provider=sim[0], simulator_model=sim[1], simulator_note=sim[2], cwd=str(root),
+            prices={m: p.model_dump() for m, p in settings.prices.items()},
+            judge_settings=recorded[0], simulator_settings=recorded[1],
+        )
+    except UsageError as exc:  # another live run records this id
+        raise UsageError(f"--experiment-id: {exc}") from None
+    except OSError as exc:  # a full disk before the first playbook
+        raise UsageError(cannot_save_message(exc, None)) from None
 
 
 def _close_roles(roles: LLMRoles) -> None:

@@ -26,6 +26,7 @@ import os
 import re
 import shutil
 import socket
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,8 +35,8 @@ from urllib.parse import urlsplit
 
 from fabtest.errors import UsageError, did_you_mean
 
-__all__ = ["Needs", "PreflightFailed", "check_llms", "config_problem", "configuration_problems", "configured_agents",
-           "reachability_problem", "reachability_problems", "run_preflight"]
+__all__ = ["Needs", "PreflightFailed", "begin_preflight", "check_llms", "config_problem", "configuration_problems",
+           "configured_agents", "reachability_problem", "reachability_problems", "run_preflight"]
 
 #: Seconds to wait for an HTTP agent's TCP handshake (a local server answers in microseconds).
 CONNECT_TIMEOUT_S = 3.0
@@ -345,11 +346,43 @@ def run_preflight(settings: Any, needs: Needs, *, cache_mode: str,
 
     Configuration problems are all reported together, before (and instead of) any reachability
     check: a typo is fixed in the file, and probing a server or an LLM meanwhile would only add noise."""
+    begin_preflight(settings, needs, cache_mode=cache_mode, skip_option=skip_option)()
+
+
+def begin_preflight(settings: Any, needs: Needs, *, cache_mode: str,
+                    skip_option: str = "--fabtest-no-preflight") -> Callable[[], None]:
+    """:func:`run_preflight` whose LLM probe answers in the background: configuration and the agents'
+    reachability are checked now (:class:`PreflightFailed`); the judge's and simulator's probe call
+    (a model call, seconds at a slow provider) runs on a thread while the caller starts its agent
+    (``fabtest run``: the Gemini CLI's start-up). The returned function waits for it and raises
+    :class:`PreflightFailed` on a problem; call it before the first prompt. Waiting twice is free."""
     problems = configuration_problems(settings, needs)
     if not problems:
-        problems = reachability_problems(needs) + check_llms(settings, needs, cache_mode=cache_mode)
+        problems = reachability_problems(needs)
+        if problems:  # reported with the LLMs' problems, as ever
+            problems += check_llms(settings, needs, cache_mode=cache_mode)
     if problems:
         raise PreflightFailed(problems, skip_option=skip_option)
+    found: list[str] = []
+    failed: list[BaseException] = []
+
+    def check() -> None:
+        try:
+            found.extend(check_llms(settings, needs, cache_mode=cache_mode))
+        except BaseException as exc:  # raised where it is waited for, as if it ran there
+            failed.append(exc)
+
+    probe = threading.Thread(target=check, name="fabtest-preflight", daemon=True)
+    probe.start()
+
+    def wait() -> None:
+        probe.join()
+        if failed:
+            raise failed[0]
+        if found:
+            raise PreflightFailed(found, skip_option=skip_option)
+
+    return wait
 
 
 def configuration_problems(settings: Any, needs: Needs) -> list[str]:

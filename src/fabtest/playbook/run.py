@@ -83,10 +83,16 @@ def run_playbook(
     nodeid: str = "",
     iteration: int = 1,
     write_trace: bool = True,
+    ready: Callable[[], None] | None = None,
 ) -> PlaybookOutcome:
     """Run one playbook; see the module docstring. Raises :class:`PlaybookError` for a bad file,
     a missing ``env`` variable or a bad ``link_paths`` entry (before any call); every other problem
-    is in the returned outcome."""
+    is in the returned outcome.
+
+    ``ready`` (``fabtest run``: the pre-flight's LLM probe, :func:`~fabtest.engine.preflight.begin_preflight`)
+    is waited for once the agent is built and its ``around()`` entered (an ACP agent is then starting)
+    and before the first step: what it raises propagates, nothing of the run is kept (no outcome,
+    no trace, the workspace removed), as if it had been raised before the call."""
     started = time.perf_counter()
     environ = os.environ if environ is None else environ
     original = playbook_path if isinstance(playbook_path, Playbook) else load_playbook(Path(playbook_path))
@@ -99,8 +105,10 @@ def run_playbook(
     sim_config = simulator_config(playbook) if playbook.persona is not None else None
     agent_meta: dict[str, Any] = {}
 
+    waited = 0.0  # in ``ready``: not the playbook's time
+
     def finish() -> PlaybookOutcome:
-        outcome.duration_s = time.perf_counter() - started
+        outcome.duration_s = time.perf_counter() - started - waited
         if outcome.failure_message is not None:
             outcome.failure_message = redactor.redact(outcome.failure_message)
         outcome.result = build_result(outcome, playbook, redactor, nodeid=nodeid, iteration=iteration,
@@ -110,6 +118,10 @@ def run_playbook(
     roles = {"judge": judge_llm, "simulator": simulator_llm}
     missing = [(role, why) for role, why in needed_llms(playbook) if roles[role] is None]
     if missing:
+        if ready is not None:
+            begun = time.perf_counter()
+            ready()
+            waited = time.perf_counter() - begun
         outcome.skipped = True
         outcome.skip_reason = "; ".join(f"{why} needs the {role} LLM, which is not configured" for role, why in missing)
         return finish()
@@ -119,6 +131,19 @@ def run_playbook(
     workspace.open()  # PlaybookError (bad link path) before anything runs
     assert workspace.path is not None
     trace: dict[str, Any] = {"steps": [], "turns": [], "success_criteria": []}
+    not_run = False  # ``ready`` raised: nothing ran
+
+    def wait_ready() -> None:
+        nonlocal not_run, waited
+        if ready is not None:
+            begun = time.perf_counter()
+            try:
+                ready()
+            except BaseException:
+                not_run = True
+                raise
+            waited = time.perf_counter() - begun
+
     try:
         state = _scenario(playbook, source, settings, repo_root, workspace.path, environ, iteration, redactor)
         outcome.conversation = state.conversation
@@ -126,7 +151,12 @@ def run_playbook(
         try:
             state.llms = LLMRoles(judge=with_model(judge_llm, playbook.evaluator_model, built),
                                   simulator=with_model(simulator_llm, playbook.evaluator_model, built))
-            agent = _open_agent(state, playbook_agent_target(agent_factory, settings=settings, environ=environ))
+            try:
+                agent = _open_agent(state, playbook_agent_target(agent_factory, settings=settings, environ=environ))
+            except FabtestError:
+                wait_ready()  # a failed pre-flight wins over the agent's own failure, as before it overlapped
+                raise
+            wait_ready()
             if playbook.steps:
                 _run_steps(playbook, state, trace)
             if sim_config is not None:
@@ -135,6 +165,8 @@ def run_playbook(
                 _run_persona(playbook, state, trace, workspace.path, repo_root)
             outcome.passed = True
         except FabtestError as stop:
+            if not_run:
+                raise
             outcome.fail(stop)
         finally:
             try:
@@ -150,7 +182,7 @@ def run_playbook(
             state.finish(verify=False)
             outcome.checks = list(state.conversation.expectations)
     except BaseException:
-        workspace.close(passed=False)
+        workspace.close(passed=not_run)  # kept after a failure, removed when nothing ran
         raise
     kept = outcome.workspace_path = workspace.close(passed=outcome.passed)
     if not outcome.passed:

@@ -414,6 +414,9 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
     """The engine's ending of the scenario, in pytest's report (``reports.py``)."""
-    outcome = yield
-    if _active(item.config):
-        reports.translate(item, outcome.get_result(), call)
+    if not _active(item.config):
+        yield
+        return
+    with reports.spare_traceback(item, call):
+        outcome = yield
+    reports.translate(item, outcome.get_result(), call)

@@ -9,7 +9,10 @@ and the controller records it (``recording.py``).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pytest_bdd.exceptions import StepDefinitionNotFoundError
@@ -27,9 +30,30 @@ from fabtest.pytest_plugin.collect import template_of
 from fabtest.pytest_plugin.results import PENDING_PROPERTY, RESULT_PROPERTY, crashed_message, identity_of
 from fabtest.pytest_plugin.stash_keys import SPAN_KEY, STATE_KEY, STEP_KEY, WHERE_KEY
 
-__all__ = ["translate"]
+__all__ = ["spare_traceback", "translate"]
 
 _SHORT = (FabtestError, StepDefinitionNotFoundError)
+
+
+@contextmanager
+def spare_traceback(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """While pytest makes the report of a failure that :func:`translate` words itself (a
+    fabtest error or an unmatched step), the item's ``repr_failure`` gives that short message:
+    pytest's own traceback, thrown away after, parses the whole source file of every frame
+    (``getstatementrange_ast``), about half a second of CPU for each failing scenario."""
+    exc = call.excinfo.value if call.excinfo is not None else None
+    if call.when != "call" or not isinstance(exc, _SHORT) or not isinstance(item, pytest.Function):
+        yield
+        return
+
+    def short(excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        return _short_message(item, excinfo.value)
+
+    item.repr_failure = short  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        del item.repr_failure
 
 
 def translate(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo[None]) -> None:
