@@ -63,3 +63,21 @@ def test_the_collector_runs_less_often_while_scenarios_run_concurrently_and_as_b
         assert gc.get_threshold() == (700, 10, 1000)
     finally:
         gc.set_threshold(*before)
+
+
+def test_threads_started_by_the_submitting_thread_are_reused_too() -> None:
+    import time
+
+    pool = ReusableThreads("test-here", start_here=True)
+    try:
+        for _ in range(3):
+            done = threading.Event()
+            pool.submit(done.set)
+            assert done.wait(10)
+            deadline = time.monotonic() + 10
+            while not pool._idle and time.monotonic() < deadline:  # the thread on its way back to wait
+                time.sleep(0.001)
+        assert pool.threads == 1
+        assert not [t for t in threading.enumerate() if t.name == "test-here starter"]
+    finally:
+        pool.close()

@@ -23,8 +23,13 @@ _Job = tuple[Callable[..., Any], tuple[Any, ...], str]
 class ReusableThreads:
     """Runs each job at once on its own daemon thread, reusing the threads that finished."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, *, start_here: bool = False) -> None:
+        """``start_here``: a new thread is started by the submitting thread itself (which then waits
+        for it, as ``Thread.start`` does), not by the helper thread: for callers of their own that
+        may all need a new thread at once (thousands of agents' turns), which one helper would
+        start one after the other."""
         self.name = name
+        self._start_here = start_here
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._idle = 0  # threads waiting for a job, less the jobs already promised to them
@@ -49,10 +54,13 @@ class ReusableThreads:
                 self._idle -= 1
                 return
             self._threads += 1
-            if self._starter is None:
+            if not self._start_here and self._starter is None:
                 self._starter = threading.Thread(target=self._start_threads, name=f"{self.name} starter", daemon=True)
                 self._starter.start()
-        self._starts.put(True)
+        if self._start_here:
+            threading.Thread(target=self._work, name=self.name, daemon=True).start()
+        else:
+            self._starts.put(True)
 
     def close(self) -> None:
         """Let every thread end once its job is done (idle ones at once); jobs running go on."""

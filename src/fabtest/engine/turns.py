@@ -218,7 +218,7 @@ def _call_agent(agent: Agent, messages: list[Message], *, timeout: float) -> Age
 
 
 #: the threads sync agents' turns run on (a turn that timed out keeps its thread until it returns)
-_AGENT_THREADS = ReusableThreads("fabtest-agent")
+_AGENT_THREADS = ReusableThreads("fabtest-agent", start_here=True)
 
 
 def _chat_on_thread(chat: Any, messages: list[Message], kwargs: dict[str, Any], timeout: float) -> Any:
