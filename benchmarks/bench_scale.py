@@ -34,6 +34,10 @@ Columns:
   loads once (fabtest's engine, the SDK's first call: ~13 MiB), so at low N it overstates;
   **marginal**: the growth of that peak from the row above (same workers) per conversation added
   in flight, the cost of one more conversation.
+* **CPU ms/call**, **CPU ms/conv**: the pytest processes' CPU (the controller's and workers'
+  included) less the start-up row's, over the LLM calls made, and over the conversations.
+* **auto workers**: rows written ``autoxCONCxK`` run without ``-p no:xdist``, so fabtest's
+  automatic workers (docs/concurrency.md) decide whether to spread the run over processes.
 * **judge/turn**: judge calls per agent turn (target 1.00); **calls ok**: every conversation made
   exactly 3 simulator and 3 judge calls (none made twice).
 
@@ -175,6 +179,10 @@ def has_concurrency(root: Path, env: dict[str, str]) -> bool:
 
 
 def _args(workers: int, concurrency: int) -> list[str]:
+    """``workers``: that many ``-n`` workers; 0: one process; -1: whatever fabtest's automatic
+    workers decide (docs/concurrency.md, "every core, automatically")."""
+    if workers < 0:
+        return ["--fabtest-concurrency", str(concurrency)]
     args = ["-n", str(workers)] if workers else ["-p", "no:xdist"]
     return args + (["--fabtest-concurrency", str(concurrency)] if concurrency > 1 else [])
 
@@ -280,7 +288,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true",
                         help="smoke test: 200 ms per call, few conversations, no 32-iteration target run")
     parser.add_argument("--rows", default=None,
-                        help="comma-separated rows to run, as concurrency[xK] or n2xCONCxK (default: the issue's)")
+                        help="comma-separated rows to run, as concurrency[xK], n2xCONCxK (-n 2) or autoxCONCxK "
+                             "(fabtest's automatic workers) (default: the issue's)")
     parser.add_argument("--skip-target", action="store_true", help="leave out the 200 ms sequential target run")
     parser.add_argument("--target-only", action="store_true",
                         help="only the 200 ms sequential target run (its fidelity reviews overlapped, issue 42 item 2)")
@@ -306,12 +315,15 @@ def main(argv: list[str] | None = None) -> int:
         out.append(run_row(root, fake, env, label="sequential", k=args.seq_k, workers=0, concurrency=1))
         for spec in rows_spec.split(","):
             parts = spec.split("x")
-            workers = int(parts.pop(0)[1:]) if parts[0].startswith("n") else 0
+            workers = -1 if parts[0] == "auto" else int(parts[0][1:]) if parts[0].startswith("n") else 0
+            if workers:
+                parts.pop(0)
             concurrency, k = int(parts[0]), int(parts[1] if len(parts) > 1 else parts[0])
             if concurrency > 1 and not concurrent:
                 notes.append(f"{spec}: skipped (this fabtest has no --fabtest-concurrency)")
                 continue
-            label = (f"-n {workers} x {concurrency}" if workers else f"concurrency {concurrency}")
+            label = ("auto workers" if workers < 0 else f"-n {workers} x {concurrency}" if workers
+                     else f"concurrency {concurrency}") + (f" x {concurrency}" if workers < 0 else "")
             out.append(run_row(root, fake, env, label=label, k=k, workers=workers, concurrency=concurrency))
         target = None
         if not args.skip_target:
@@ -338,6 +350,7 @@ def main(argv: list[str] | None = None) -> int:
             r["in_flight"], f"{r['peak_mib']:.0f}", f"{r['rss_per_conv_kib']:.0f}", marginal,
             f"{r['judge'] / turns:.2f}", "yes" if r["sim"] == turns and r["judge"] == turns else "NO",
             f"{r['calls'] / max(1e-9, r['wall'] - r['startup']):.0f}", f"{r['cpu_per_call_ms']:.1f}",
+            f"{r['cpu_per_call_ms'] * r['calls'] / max(1, r['k']):.1f}",
             f"{r['slowest_call']:.2f} ({r['slowest_call'] / args.latency:.2f}x)",
         ])
     print(f"Scale: a simulated {TURNS}-turn scenario, 1 soft criterion per turn, every LLM call answered after "
@@ -346,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
           f"({time.time() - started:.0f} s in all)")
     print(tabulate(table, headers=["run", "K", "wall s", "start-up s", "crit path s", "wall/(crit+start-up)",
                                    "speed-up", "max in flight", "peak RSS MiB", "RSS/conv KiB", "marginal KiB", "judge/turn",
-                                   "calls ok", "calls/s", "CPU ms/call", "p100 call s"]))
+                                   "calls ok", "calls/s", "CPU ms/call", "CPU ms/conv", "p100 call s"]))
     for note in notes:
         print(note)
     if target is not None:

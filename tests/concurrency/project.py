@@ -99,10 +99,12 @@ _stamps = itertools.count(1)
 
 
 @pytest.fixture
-def ticket():
+def ticket(request):
     """Function-scoped, requested by the fabtest_agent fixture below (set up with the scenario)."""
     value = {"n": next(_tickets)}
+    print(f"setup of {request.node.name}")
     yield value
+    print(f"teardown of {request.node.name}")
     bots.event(kind="ticket-teardown", n=value["n"], owner=value.get("owner"))
 
 

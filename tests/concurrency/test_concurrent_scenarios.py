@@ -85,6 +85,10 @@ def test_captured_output_and_logs_belong_to_their_scenario(shared_run: dict[str,
             assert f"stdout of {name}" in out and f"log of {name}" in out, out
         others = [n for n in ORDER if n != name and (f"stdout of {n}\n" in out or f"log of {n}\n" in out)]
         assert not others, (name, others)
+        # its setup and teardown, on the main thread while other scenarios run, are its own too
+        test = "test_" + name.replace(" ", "_")
+        assert f"setup of {test}\n" in out and f"teardown of {test}\n" in out, out
+        assert out.count("setup of ") == 1 and out.count("teardown of ") == 1, out
         assert (case.find("failure") is not None) == (name in ("fail c2", "hang c3"))
     # a failure shows its own captured output under pytest's usual heading
     output = shared_run["output"]

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from fabtest import tracing
+from fabtest._internal.threads import ReusableThreads
 from fabtest.agents import aio, stubs, trace_calls
 from fabtest.agents.base import Agent, AgentError, AgentTimeout
 from fabtest.agents.boundary import (
@@ -216,21 +217,28 @@ def _call_agent(agent: Agent, messages: list[Message], *, timeout: float) -> Age
     return response
 
 
+#: the threads sync agents' turns run on (a turn that timed out keeps its thread until it returns)
+_AGENT_THREADS = ReusableThreads("fabtest-agent", start_here=True)
+
+
 def _chat_on_thread(chat: Any, messages: list[Message], kwargs: dict[str, Any], timeout: float) -> Any:
     """A sync ``chat`` on a daemon thread; TimeoutError leaves the thread behind (Python cannot stop it)."""
     box: dict[str, Any] = {}
+    started, finished = threading.Event(), threading.Event()
 
     def _run() -> None:
+        started.set()
         try:
             box["value"] = guarded("the agent raised", chat, messages, **kwargs)
         except BaseException as exc:  # re-raised on the caller's thread below
             box["error"] = exc
+        finally:
+            finished.set()
 
     # in a copy of the caller's context: the scenario's captured output, a tracing span
-    worker = threading.Thread(target=contextvars.copy_context().run, args=(_run,), name="fabtest-agent", daemon=True)
-    worker.start()
-    worker.join(timeout)
-    if worker.is_alive():
+    _AGENT_THREADS.submit(contextvars.copy_context().run, _run)
+    started.wait()  # the agent's time starts when it runs, not while a thread is being started for it
+    if not finished.wait(timeout):
         raise TimeoutError
     if "error" in box:
         raise box["error"]

@@ -70,26 +70,47 @@ def raw_answer(data: dict[str, Any], model: str) -> RawAnswer:
 
 
 class LeanTransport:
-    """Sends a REST body with one SDK client's request builder, HTTP client and error type."""
+    """Sends a REST body with one SDK client's request builder, HTTP client and error type.
+
+    What the SDK's builder and httpx's ``build_request`` make of a model's URL and headers is the
+    same for every call of one client (its key, base URL and options), so they are made once per
+    model and each call only adds its body and timeout: building them (parsing the URL, merging
+    the client's headers) was a fifth of a call's client-side CPU at 1,000 conversations at once."""
 
     def __init__(self, api_client: Any, http: Any, api_error: Any, model_path: Any) -> None:
         self._api = api_client
         self._http = http
         self._api_error = api_error
         self._model_path = model_path
+        self._targets: dict[str, tuple[Any, list[tuple[bytes, bytes]], float | None]] = {}
 
     def generate(self, model: str, body: dict[str, Any], *, timeout: float | None = None) -> dict[str, Any]:
         """POST ``<model>:generateContent``; the answer's JSON, or the SDK's ``APIError``. ``timeout``
         shortens the SDK client's (a first attempt's stall limit, :mod:`fabtest.llm.stalls`)."""
-        path = f"{self._model_path(self._api, model)}:generateContent"  # "models/<model>", as the SDK names it
-        request = self._api._build_request("post", path, body)
-        sent = self._http.build_request(method=request.method, url=self._api._httpx_url(request.url, is_async=False),
-                                        content=json.dumps(body), headers=request.headers,
-                                        timeout=request.timeout if timeout is None else timeout)
+        import httpx
+
+        url, headers, default_timeout = self._target(model)
+        sent = httpx.Request("POST", url, headers=headers, content=json.dumps(body).encode("utf-8"),
+                             extensions={"timeout": httpx.Timeout(default_timeout if timeout is None else timeout)
+                                         .as_dict()})
         response = self._http.send(sent)
         self._api_error.raise_for_response(response)
         answer: dict[str, Any] = response.json()
         return answer
+
+    def _target(self, model: str) -> tuple[Any, list[tuple[bytes, bytes]], float | None]:
+        """The URL, headers (less the body's length) and timeout of ``model``'s calls, as the SDK's
+        builder and the HTTP client's ``build_request`` make them."""
+        target = self._targets.get(model)
+        if target is None:
+            path = f"{self._model_path(self._api, model)}:generateContent"  # "models/<model>", as the SDK names it
+            request = self._api._build_request("post", path, {})
+            built = self._http.build_request(method=request.method,
+                                             url=self._api._httpx_url(request.url, is_async=False),
+                                             content=b"", headers=request.headers, timeout=request.timeout)
+            headers = [(k, v) for k, v in built.headers.raw if k.lower() != b"content-length"]
+            target = self._targets[model] = (built.url, headers, request.timeout)
+        return target
 
 
 def lean_transport(client: Any) -> LeanTransport | None:

@@ -1,18 +1,20 @@
 """Every core, automatically: more conversations at once than one process sustains go to -n workers.
 
-One process runs its conversations on one core (the GIL): at 1,000 at once it needs about 42 ms of
-CPU per conversation (docs/performance.md), so past a few hundred at once the process, not the
-LLM, sets the pace. When the requested ``concurrency`` is at least :data:`PER_PROCESS` and the
-machine has more than one core, fabtest asks pytest-xdist for one worker per core (``-n``) and
-gives each worker its share of the conversations at once, before pytest parses its options. It is
-exactly ``-n``: the workers share the one LLM-call limit (``max_concurrency``), the controller
-writes one experiment, and the header line says so. Nothing happens when the run names ``-n``
-itself (or ``-p no:xdist``), inside a worker, with ``--fabtest-until-decided`` (one process), on
-one core, or with ``FABTEST_AUTO_WORKERS=0``.
+One process runs its conversations on one core (the GIL): at 1,000 at once it needs about 37 ms of
+CPU per conversation (docs/performance.md), so past a few hundred at once the process, not the LLM,
+sets the pace: N conversations at once of T seconds each keep N x c / T of a core busy, full from N
+= T / c (about 216 at 2 s per call, T about 8 s; docs/concurrency.md). When the requested
+``concurrency`` is at least :data:`PER_PROCESS` and the machine has more than one core, fabtest asks
+pytest-xdist for one worker per core (``-n``) and gives each worker its share of the conversations
+at once, before pytest parses its options. It is exactly ``-n``: the workers share the one LLM-call
+limit (``max_concurrency``), the controller writes one experiment, and the header line says so.
+Nothing happens when the run names ``-n`` itself (or ``-p no:xdist``), inside a worker, with
+``--fabtest-until-decided`` (one process), on one core, or with ``FABTEST_AUTO_WORKERS=0``.
 
 What it does not do: it does not measure what one process sustains (the threshold is fixed, from
-the benchmark at 2 s per call); it decides before collection, so it cannot count the scenarios
-selected; and it does not move scenarios between workers once they started.
+that rule at 2 s per call: the workers start before any scenario ran, so nothing is measured yet);
+it decides before collection, so it cannot count the scenarios selected; and it does not move
+scenarios between workers once they started.
 """
 
 from __future__ import annotations

@@ -20,6 +20,8 @@ __all__ = ["UNMATCHED_KEY", "closest", "fail_on_unmatched_step", "unmatched_step
 
 #: The one-line message for the step that matched nothing, set when pytest-bdd reports it.
 UNMATCHED_KEY = pytest.StashKey[str]()
+#: on a collector (a feature file): the (type, text) of its steps a definition was found for
+_MATCHED_KEY = pytest.StashKey[set[tuple[str, str]]]()
 
 _KEYWORDS = {"given": "Given", "when": "When", "then": "Then"}
 _CONTINUATIONS = ("And", "But", "*")
@@ -49,11 +51,19 @@ def fail_on_unmatched_step(request: pytest.FixtureRequest, feature: Any, scenari
     from pytest_bdd.scenario import find_fixturedefs_for_step
 
     manager = request._fixturemanager  # as pytest-bdd finds a step's definition
+    parent = request.node.parent
+    # steps found for another item of the same file (its iterations, its other scenarios): pytest-bdd
+    # looks through every fixture of the session for each step, which at 1,000 scenarios at once
+    # was a twentieth of the run's work
+    matched = parent.stash.setdefault(_MATCHED_KEY, set()) if parent is not None else set()
     for step in scenario.steps:
+        if (step.type, step.name) in matched:
+            continue
         if next(iter(find_fixturedefs_for_step(step, manager, request.node)), None) is None:
             message = unmatched_step_message(request.node, f"{where}{step.line_number}", step)
             request.node.stash[UNMATCHED_KEY] = message
             raise StepDefinitionNotFoundError(message)
+        matched.add((step.type, step.name))
 
 
 def _hints(node: pytest.Item, keyword: str, step: Any) -> list[str]:

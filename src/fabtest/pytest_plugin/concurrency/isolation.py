@@ -25,6 +25,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from types import FunctionType
 from typing import Any
 
 import pytest
@@ -34,7 +35,8 @@ from _pytest.outcomes import TEST_OUTCOME
 from _pytest.runner import SetupState
 from _pytest.scope import Scope
 
-__all__ = ["REGISTRY_LOCK", "UNSHAREABLE_FIXTURES", "ConcurrentSetupState", "isolate_item", "serialized_step_lookup"]
+__all__ = ["REGISTRY_LOCK", "UNSHAREABLE_FIXTURES", "ConcurrentSetupState", "isolate_item", "quick_request_fixturedefs",
+           "serialized_step_lookup"]
 
 #: held while fixture registries or shared (non-function) fixtures change hands between threads
 REGISTRY_LOCK = threading.RLock()
@@ -253,10 +255,18 @@ class _SerializedDef:
 @contextmanager
 def serialized_step_lookup() -> Iterator[None]:
     """While active, pytest-bdd's step lookup and ``target_fixture`` injection hold REGISTRY_LOCK:
-    both change the session's fixture registry under names shared by every scenario."""
+    both change the session's fixture registry under names shared by every scenario.
+
+    The lookup is also remembered per (collector, step type, step text): pytest-bdd looks through
+    every fixture of the session for the definitions that parse a step, for each step of each
+    scenario, and inspects the step function's signature twice per step; at 1,000 scenarios at
+    once that was a quarter of the scenarios' threads' work, all of it under the lock. The fixtures
+    a collector's items see do not change during the run (pytest-bdd's injection is temporary), so
+    the answer for one scenario is the answer for every other scenario of the same file."""
     bdd = importlib.import_module("pytest_bdd.scenario")  # the package exports a function of that name
 
-    originals = {name: getattr(bdd, name) for name in ("get_step_function", "inject_fixture")}
+    names = ("get_step_function", "inject_fixture", "signature", "get_required_args")
+    originals = {name: getattr(bdd, name) for name in names}
 
     def locked(func: Callable[..., Any]) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
@@ -265,10 +275,70 @@ def serialized_step_lookup() -> Iterator[None]:
                 return func(*args, **kwargs)
         return call
 
-    for name, func in originals.items():
-        setattr(bdd, name, locked(func))
+    found: dict[tuple[Any, str, str], Any] = {}
+    lookup = locked(originals["get_step_function"])
+
+    def step_function(request: Any, step: Any) -> Any:
+        __tracebackhide__ = True
+        key = (request.node.parent, step.type, step.name)
+        context = found.get(key)
+        if context is None:
+            context = lookup(request, step)
+            if context is not None:  # a step nothing parses fails its scenario: not worth remembering
+                found[key] = context
+        return context
+
+    patched = {"get_step_function": step_function, "inject_fixture": locked(originals["inject_fixture"]),
+               "signature": _remembered(originals["signature"]),
+               "get_required_args": _remembered(originals["get_required_args"])}
+    for name, func in patched.items():
+        setattr(bdd, name, func)
     try:
         yield
     finally:
         for name, func in originals.items():
             setattr(bdd, name, func)
+
+
+def _remembered(inspect_function: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``inspect_function(step_function)`` computed once per step function (a signature, its
+    required arguments: neither changes during a run)."""
+    answers: dict[Any, Any] = {}
+
+    def remembered(func: Any) -> Any:
+        try:
+            return answers[func]
+        except KeyError:
+            answer = answers[func] = inspect_function(func)
+            return answer
+        except TypeError:  # an unhashable callable: asked every time, as before
+            return inspect_function(func)
+    return remembered
+
+
+# -- pytest ---------------------------------------------------------------------------------------
+@contextmanager
+def quick_request_fixturedefs() -> Iterator[None]:
+    """While active, pytest's fixture definitions skip the signature of a function of no arguments.
+
+    pytest makes a new definition of the ``request`` fixture (around ``lambda: request``) each
+    time a fixture asks for ``request``, and reads that lambda's signature (``inspect.signature``)
+    to learn it takes no argument: a fifth of the main thread's work at 1,000 scenarios at once.
+    A plain function whose code takes no argument has no argument names; anything else is
+    asked of pytest as before."""
+    fixtures = importlib.import_module("_pytest.fixtures")
+    original = getattr(fixtures, "getfuncargnames")  # noqa: B009 - imported there from _pytest.compat
+
+    def getfuncargnames(function: Any, *, name: str = "", cls: type | None = None) -> tuple[str, ...]:
+        code = getattr(function, "__code__", None)
+        if (type(function) is FunctionType and code is not None and code.co_argcount == 0
+                and code.co_kwonlyargcount == 0 and not hasattr(function, "__wrapped__")
+                and not hasattr(function, "__signature__")):
+            return ()
+        return tuple(original(function, name=name, cls=cls))
+
+    setattr(fixtures, "getfuncargnames", getfuncargnames)  # noqa: B010
+    try:
+        yield
+    finally:
+        setattr(fixtures, "getfuncargnames", original)  # noqa: B010

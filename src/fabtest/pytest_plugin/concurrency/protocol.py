@@ -22,25 +22,27 @@ from __future__ import annotations
 
 import contextvars
 import queue
-import threading
 from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import pytest
-from _pytest.runner import CallInfo, call_and_report, check_interactive_exception, get_reraise_exceptions
+from _pytest.runner import CallInfo, check_interactive_exception, get_reraise_exceptions
 from _pytest.tmpdir import tmppath_result_key
 
+from fabtest._internal.threads import ReusableThreads
 from fabtest.pytest_plugin.collect import template_of
 from fabtest.pytest_plugin.concurrency.isolation import (
     UNSHAREABLE_FIXTURES,
     ConcurrentSetupState,
     isolate_item,
+    quick_request_fixturedefs,
     serialized_step_lookup,
 )
 from fabtest.pytest_plugin.concurrency.routing import Capture, OutputRouter
 from fabtest.pytest_plugin.playbooks import PlaybookItem
+from fabtest.pytest_plugin.stash_keys import STATE_KEY
 
 __all__ = ["ALONE_PROPERTY", "ConcurrentScenarios", "concurrency_blocker"]
 
@@ -80,9 +82,10 @@ class ConcurrentScenarios:
         self._upcoming: pytest.Item | None = None
         self._router = OutputRouter(config)
         self._routing = False
-        self._hooks: dict[frozenset[Any], Callable[..., Any]] = {}
+        self._hooks: dict[tuple[str, frozenset[int]], Callable[..., Any]] = {}
         self._worker: Any = False  # xdist's WorkerInteractor in a worker, None elsewhere (False: not looked up)
         self._index: dict[int, int] | None = None
+        self._threads = ReusableThreads("fabtest-scenario")  # call phases; the main thread never waits for a start
 
     # -- session ---------------------------------------------------------------------------------
     @pytest.hookimpl(trylast=True)
@@ -91,7 +94,7 @@ class ConcurrentScenarios:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, Any, Any]:
-        with serialized_step_lookup():
+        with serialized_step_lookup(), quick_request_fixturedefs(), _fewer_collections():
             try:
                 return (yield)
             except (KeyboardInterrupt, SystemExit):
@@ -99,6 +102,7 @@ class ConcurrentScenarios:
                 raise
             finally:
                 self._drain(session)
+                self._threads.close()
                 if self._routing:
                     self._router.stop()
                     self._routing = False
@@ -150,9 +154,12 @@ class ConcurrentScenarios:
     def _start(self, item: pytest.Item) -> None:
         ihook = item.ihook
         isolate_item(item)
+        if not self._routing:  # before the first setup: setup and teardown output is routed too
+            self._router.start()
+            self._routing = True
         ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
         try:
-            setup = call_and_report(item, "setup", log=True)
+            setup = self._phase(item, "setup")
         except BaseException:
             _no_report_yet(item)
             raise
@@ -161,41 +168,67 @@ class ConcurrentScenarios:
             if setup.passed:
                 self.alone[item.nodeid] = _marker_reason(marker, by=" by a fixture")
                 self._drain(item.session)
-                call_and_report(item, "call", log=True)
+                self._phase(item, "call")  # on this thread, alone, with the same hooks as its setup
             self._teardown(item)
             return
         state = self._setup_state(item)
         state.detach(item)
-        if not self._routing:
-            self._router.start()
-            self._routing = True
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         context = contextvars.copy_context()
-        threading.Thread(target=context.run, args=(self._call, item, self._call_hook(item)),
-                         name=f"fabtest-scenario {item.name}", daemon=True).start()
+        self._threads.submit(context.run, self._call, item, self._hook(item, "pytest_runtest_call"),
+                             name=f"fabtest-scenario {item.name}")
 
     def _call(self, item: pytest.Item, hook: Callable[..., Any]) -> None:
         """The call phase, on the scenario's thread, without pytest's process-wide capture."""
         capture = Capture()
         capture.activate()
+
+        def steps() -> None:
+            hook(item=item)
+            _send_pending_judging(item)
+
         try:
             call: CallInfo[None] | BaseException = CallInfo.from_call(
-                lambda: hook(item=item), when="call", reraise=get_reraise_exceptions(item.config))
+                steps, when="call", reraise=get_reraise_exceptions(item.config))
         except BaseException as exc:  # pytest.exit() and the like: raised on the main thread
             call = exc
         self.finished.put(_Done(item, call, capture))
 
-    def _call_hook(self, item: pytest.Item) -> Callable[..., Any]:
-        """``pytest_runtest_call`` as the item's hook proxy sees it (its conftests), minus pytest's
-        capture and logging plugins, whose per-test state is process-wide."""
+    def _hook(self, item: pytest.Item, name: str) -> Callable[..., Any]:
+        """The hook ``name`` (a phase: ``pytest_runtest_setup``, ``_call``, ``_teardown``) as the item's
+        hook proxy sees it (its conftests), minus pytest's capture and logging plugins, whose
+        per-test state is process-wide (the output is routed instead: ``routing.py``)."""
         pm = item.config.pluginmanager
         remove = set(getattr(item.ihook, "remove_mods", ()))
         remove |= {p for p in (pm.get_plugin("capturemanager"), pm.get_plugin("logging-plugin")) if p is not None}
-        key = frozenset(id(p) for p in remove)
+        key = (name, frozenset(id(p) for p in remove))
         if key not in self._hooks:
-            self._hooks[key] = pm.subset_hook_caller("pytest_runtest_call", remove_plugins=remove)
+            self._hooks[key] = pm.subset_hook_caller(name, remove_plugins=remove)
         return self._hooks[key]
+
+    def _phase(self, item: pytest.Item, when: Literal["setup", "call", "teardown"], **kwargs: Any) -> pytest.TestReport:
+        """pytest's ``call_and_report`` for a phase on the main thread (a setup or teardown), its output caught
+        by the router as a call phase's is (the "Captured ... setup" sections) rather than by
+        pytest's global capture: resuming and suspending that swaps file descriptors (8 ``dup2`` a
+        scenario), and at 1,000 at once each such system call cost the main thread a wait for the
+        GIL (about 1.5 ms each, docs/performance.md)."""
+        hook = self._hook(item, f"pytest_runtest_{when}")
+        capture = Capture()
+        token = capture.activate()
+        try:
+            call: CallInfo[None] = CallInfo.from_call(lambda: hook(item=item, **kwargs), when=when,
+                                                      reraise=get_reraise_exceptions(item.config))
+        finally:
+            capture.deactivate(token)
+        for key, text in capture.sections():
+            item.add_report_section(when, key, text)
+        ihook = item.ihook
+        report: pytest.TestReport = ihook.pytest_runtest_makereport(item=item, call=call)
+        ihook.pytest_runtest_logreport(report=report)
+        if check_interactive_exception(call, report):
+            ihook.pytest_exception_interact(node=item, call=call, report=report)
+        return report
 
     def _collect(self, *, block: bool) -> None:
         """Report the call phases that finished (waiting for one when ``block``)."""
@@ -252,7 +285,7 @@ class ConcurrentScenarios:
         nextitem = None if session.shouldfail or session.shouldstop else self._upcoming
         self._setup_state(item).finishing = item
         try:
-            call_and_report(item, "teardown", log=True, nextitem=nextitem)
+            self._phase(item, "teardown", nextitem=nextitem)
         finally:
             item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
             if hasattr(item, "_request"):
@@ -305,6 +338,38 @@ class ConcurrentScenarios:
         terminalreporter.write_sep("-", f"fabtest: {len(self.alone)} scenario(s) ran alone, not concurrently")
         for nodeid, why in self.alone.items():
             terminalreporter.write_line(f"{nodeid}: {why}")
+
+
+#: the garbage collector's thresholds while scenarios run concurrently (Python's default: 700, 10, 10)
+GC_THRESHOLDS = (50_000, 20, 100)
+
+
+@contextmanager
+def _fewer_collections() -> Iterator[None]:
+    """Collect garbage less often while scenarios run concurrently. Every conversation in flight
+    allocates, so at Python's default thresholds the collector ran about once per 6 LLM calls,
+    each time walking the younger objects of every conversation in flight: at 2,500 at once in one
+    process, 3,033 collections took 22.6 s of 106.8 s of CPU, 40 took 5.8 s at these thresholds
+    (the run's CPU 79.1 s, its peak memory the same; docs/performance.md). A threshold the
+    project set higher is kept."""
+    import gc
+
+    before = gc.get_threshold()
+    gc.set_threshold(*(max(mine, theirs) for mine, theirs in zip(GC_THRESHOLDS, before, strict=False)))
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+
+
+def _send_pending_judging(item: pytest.Item) -> None:
+    """The judge calls the last turn left pending go out from the scenario's thread when its steps
+    pass, as the scenario's end (``ScenarioState.finish``, on the main thread) would send them: at
+    1,000 at once, handing them to the judge's thread pool was a tenth of the main thread's time.
+    A failed or skipped call leaves them to that end, as before."""
+    state = item.stash.get(STATE_KEY, None)
+    if state is not None:
+        state.flush_pending()
 
 
 def _no_report_yet(item: pytest.Item) -> None:

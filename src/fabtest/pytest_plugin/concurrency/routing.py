@@ -6,8 +6,10 @@ scenario would see everyone's output. While scenarios run concurrently, each sce
 phase runs with a :class:`Capture` current in its :mod:`contextvars` context (inherited by the
 agent's thread and its async tasks). Writes to ``sys.stdout``/``sys.stderr`` and log records
 from that context go to the scenario's own buffers, which become the usual "Captured stdout
-call", "Captured stderr call" and "Captured log call" report sections. Everything else (the main
-thread's setup and teardown) still goes where pytest sends it.
+call", "Captured stderr call" and "Captured log call" report sections. A concurrent scenario's
+setup and teardown, on the main thread, are caught the same way (their "Captured ... setup" and
+"... teardown" sections), instead of by pytest's global capture, which stays suspended meanwhile;
+everything else still goes where pytest sends it.
 
 ``print`` is routed by wrapping the streams pytest's global capture swaps in and out; output a
 subprocess writes straight to file descriptor 1 or 2 cannot be told apart and lands wherever
@@ -38,9 +40,14 @@ class Capture:
     err: io.StringIO = field(default_factory=io.StringIO)
     log: list[str] = field(default_factory=list)
 
-    def activate(self) -> None:
-        """Make this the capture of the calling context (the scenario's worker)."""
-        _CURRENT.set(self)
+    def activate(self) -> contextvars.Token[Capture | None]:
+        """Make this the capture of the calling context (the scenario's worker, or the main thread
+        for a setup or teardown: then :meth:`deactivate` with the token this returns)."""
+        return _CURRENT.set(self)
+
+    @staticmethod
+    def deactivate(token: contextvars.Token[Capture | None]) -> None:
+        _CURRENT.reset(token)
 
     def sections(self) -> list[tuple[str, str]]:
         """``(key, text)`` of the sections pytest would have added for the call phase, for
