@@ -266,6 +266,8 @@ def test_search_the_transcripts_of_a_comparison_and_show_only_what_changed(page,
     assert page.locator("#f-count").text_content() == f"{changed} of 8 shown"
     page.click("tr.scn:not(.hidden) a.run >> nth=0")  # a run link opens its conversation
     page.wait_for_selector("section.turn")  # a static build's conversation is unpacked after load
+    # its stylesheet and script loaded too: the served view stops before the page's fixture checks them
+    page.wait_for_load_state("load")
 
 
 def test_review_a_judged_check_in_the_served_view(page, served: str, results: Path) -> None:
