@@ -23,10 +23,10 @@ from fabtest._internal.files import write_text_atomic
 from fabtest.authoring.draft_user import DraftedUser
 from fabtest.authoring.transcripts import RecordedConversation, RecordedTurn
 from fabtest.conversation import Decision
-from fabtest.experiment.model import CheckRecord
+from fabtest.experiment.model import CheckRecord, PauseRecord
 
-__all__ = ["check_steps", "feature_text", "regression_feature", "regression_path", "simulated_feature", "stub_steps",
-           "write_feature"]
+__all__ = ["check_steps", "decision_of", "feature_text", "regression_feature", "regression_path", "simulated_feature",
+           "stub_steps", "write_feature"]
 
 _FORMAT_NAMES = {"fabtest": "a fabtest experiment", "openai": "OpenAI chat messages",
                  "gemini": "Gemini contents", "messages": "a list of messages",
@@ -165,6 +165,13 @@ def _arguments_step(step: str, arguments: dict[str, Any]) -> list[str]:
     return lines
 
 
+def decision_of(message: str, number: int) -> PauseRecord | None:
+    """The decision user message ``number`` carried (shrink's ``Said``), if any; none for the first,
+    as no pause can wait before it: what a shrunk candidate replays and its feature says alike."""
+    decision: PauseRecord | None = getattr(message, "decision", None)
+    return decision if number > 1 else None
+
+
 def _decision_step(decision: Decision) -> list[str]:
     """The step that sends a recorded decision: approves / rejects (with the reason the user gave),
     answers, or approves with: the edited arguments."""
@@ -264,9 +271,9 @@ def regression_feature(name: str, messages: Sequence[str], anchor: int | None, s
         lines += [f"      | {h['role'].ljust(5)} | {_cell(_line(h['content']))} |" for h in history]
     for number, message in enumerate(messages, start=1):
         files = [f"{files_dir}/{safe_file_name(f.name, f.sha256)}" for f in getattr(message, "files", [])]
-        decided = getattr(message, "decision", None) if number > 1 else None  # shrink's Said: see decision_of
-        lines += _decision_step(Decision(decided.id, decided.decision, reason=decided.reason, answer=decided.answer,
-                                         arguments=decided.edited_arguments)) if decided else _user_step(message, files)
+        decided = decision_of(message, number)
+        decision = decided.as_decision() if decided is not None else None
+        lines += _decision_step(decision) if decision is not None else _user_step(message, files)
         if number == anchor:
             lines.append(step)
     if anchor is None:

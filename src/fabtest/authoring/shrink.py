@@ -26,12 +26,13 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from fabtest.authoring.feature_text import decision_of
 from fabtest.engine import stubbing
 from fabtest.experiment.model import CheckRecord, FileRecord, PauseRecord, ScenarioResult, TurnRecord
 from fabtest.experiment.stats import LLM_JUDGED_TYPES
 from fabtest.replay.conversations import ReplayEnv, recorded_decision, replay_scenario
 
-__all__ = ["Confirm", "Said", "ShrinkOutcome", "decision_of", "failing_checks", "shrink"]
+__all__ = ["Confirm", "Said", "ShrinkOutcome", "failing_checks", "shrink"]
 
 
 @dataclass(frozen=True)
@@ -79,12 +80,6 @@ class Said(str):
 
 def files_of(message: str) -> list[FileRecord]:
     return list(getattr(message, "files", []))
-
-
-def decision_of(message: str, number: int) -> PauseRecord | None:
-    """The decision message ``number`` carries: none for the first (no pause can wait before it)."""
-    decision: PauseRecord | None = getattr(message, "decision", None)
-    return decision if number > 1 else None
 
 
 def transcript_of(messages: Sequence[str]) -> list[TurnRecord]:

@@ -28,6 +28,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from fabtest.agents.file_parts import from_base64, openai_reply_files
 from fabtest.authoring.framework_transcripts import FRAMEWORK_FORMATS, detect_framework, read_framework
 from fabtest.authoring.recorded import (
@@ -38,8 +40,9 @@ from fabtest.authoring.recorded import (
     tool_arguments,
     tool_result,
 )
-from fabtest.conversation import Attachment, Decision, Pause, ToolCall
+from fabtest.conversation import Attachment, Pause, ToolCall
 from fabtest.errors import UsageError
+from fabtest.experiment.model import PauseRecord
 
 # this module's own names for the shared helpers (authoring/recorded.py)
 _Turns, _text, _arguments = Turns, message_text, tool_arguments
@@ -235,21 +238,19 @@ def _from_experiment(doc: Mapping[str, Any], path: Path, scenario: str | None, r
 
 
 def _pauses(transcript: list[Mapping[str, Any]], turns: list[RecordedTurn]) -> None:
-    """Each recorded pause on the turn that asked it, and its decision on the turn that carried it."""
+    """Each recorded pause on the turn that asked it, and its decision on the turn that carried it
+    (a pause record that does not read as one is left out, as a turn's other parts are)."""
     for turn, recorded in zip(turns, transcript, strict=True):
-        for record in recorded.get("pauses") or []:
-            if not isinstance(record, Mapping):
+        for raw in recorded.get("pauses") or []:
+            try:
+                record = PauseRecord.model_validate(raw)
+                pause = Pause(record.tool, dict(record.arguments), record.question, record.id, record.kind)
+            except (ValidationError, ValueError):
                 continue
-            pause = Pause(record.get("tool"), dict(record.get("arguments") or {}), record.get("question"),
-                          str(record.get("id") or ""), record.get("kind"))
             turn.pauses.append(pause)
-            decided, number = record.get("decision"), record.get("decided_in_turn")
-            if decided in ("approved", "rejected", "answered", "edited") and isinstance(number, int) \
-                    and 1 <= number <= len(turns):
-                turns[number - 1].decisions.append(Decision(
-                    pause.id, decided, reason=record.get("reason"),
-                    answer=str(record.get("answer") or "") if decided == "answered" else None,
-                    arguments=dict(record.get("edited_arguments") or pause.arguments) if decided == "edited" else None))
+            decision, number = record.as_decision(), record.decided_in_turn
+            if decision is not None and number is not None and 1 <= number <= len(turns):
+                turns[number - 1].decisions.append(decision)
 
 
 def _attribute(value: Mapping[str, Any]) -> Any:

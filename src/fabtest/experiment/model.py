@@ -80,6 +80,15 @@ class PauseRecord(BaseModel):
     #: the turn whose user message carried the decision (None: unanswered)
     decided_in_turn: int | None = None
 
+    def as_decision(self) -> Decision | None:
+        """The decision as the user's message carried it (None: unanswered): replay, shrink and
+        import send or write it again, and a judged conversation reads it."""
+        if self.decision == "unanswered":
+            return None
+        return Decision(self.id, self.decision, reason=self.reason,
+                        answer=(self.answer or "") if self.decision == "answered" else None,
+                        arguments=dict(self.edited_arguments or self.arguments) if self.decision == "edited" else None)
+
 
 class AudioRecord(FileRecord):
     """One side of a voice turn: a WAV file kept like any file of the conversation, and its length."""
@@ -300,9 +309,9 @@ def _pauses(records: Sequence[TurnRecord]) -> tuple[dict[int, list[Pause]], dict
         for p in t.pauses:
             asked.setdefault(t.number, []).append(Pause(tool=p.tool, arguments=dict(p.arguments), question=p.question,
                                                         id=p.id, kind=p.kind))
-            if p.decision != "unanswered" and p.decided_in_turn is not None:
-                decided.setdefault(p.decided_in_turn, []).append(Decision(
-                    p.id, p.decision, reason=p.reason, answer=p.answer, arguments=p.edited_arguments))
+            decision = p.as_decision()
+            if decision is not None and p.decided_in_turn is not None:
+                decided.setdefault(p.decided_in_turn, []).append(decision)
     return asked, decided
 
 

@@ -235,11 +235,12 @@ def _drive(run: _Run) -> None:
 def _say(run: _Run, rec: TurnRecord) -> Turn:
     """A recorded user turn again: its message and files, or the decision it carried on the agent's
     pauses (recorded on the pause it decided), taken on whatever the agent waits on now."""
-    decided = recorded_decision(run.result.transcript, rec.number)
+    recorded = recorded_decision(run.result.transcript, rec.number)
+    decided = recorded.as_decision() if recorded is not None else None
     if decided is None:
         return run.state.user_says(rec.user, run.env.recorded_files(rec.user_files, where=f"turn {rec.number}"))
-    return run.state.user_decides(decided.decision, reason=decided.reason, answer=decided.answer,  # type: ignore[arg-type]
-                                  arguments=decided.edited_arguments, text=rec.user)
+    return run.state.user_decides(decided.decision, reason=decided.reason, answer=decided.answer,
+                                  arguments=decided.arguments, text=rec.user)
 
 
 def recorded_decision(transcript: Sequence[TurnRecord], number: int) -> PauseRecord | None:
