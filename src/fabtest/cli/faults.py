@@ -151,18 +151,18 @@ def run_faults(args: argparse.Namespace, results_dir: str) -> int:
     pause_runs = [run for run in runs if run[2] in PAUSE_FAULTS]
     if stub_runs:  # alone first: it tells whether a fault can reach the tools at all
         rows += one(*stub_runs[0])
-    unreachable = _unstubbable(rows)
-    if unreachable and not pause_runs:
-        print(f"fabtest faults: no fault can be injected: {unreachable}; {_REACH}; the other "
+    unstubbable = _unstubbable(rows)  # what the first fault run said, where the adapter could not tell before
+    if unstubbable and not pause_runs:
+        print(f"fabtest faults: no fault can be injected: {unstubbable}; {_REACH}; the other "
               f"{len(runs) - 1} fault run(s) not made, nothing written", file=sys.stderr)
         return 2
     # then each other tool's first fault: a tool no fault reaches (a handoff, a tool without
     # @fabtest.tool) is told there, and not run with the other kinds
-    firsts = [] if unreachable else [run for n, run in enumerate(stub_runs)
+    firsts = [] if unstubbable else [run for n, run in enumerate(stub_runs)
                                      if n and all(r[1] != run[1] for r in stub_runs[:n])]
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         rows += [row for future in [pool.submit(one, *run) for run in firsts] for row in future.result()]
-        blocked = {run[1]: unreachable for run in stub_runs} if unreachable else _blocked(rows)
+        blocked = {run[1]: unstubbable for run in stub_runs} if unstubbable else _blocked(rows)
         left = [run for run in stub_runs[1:] if run not in firsts]
         if stub_runs and not pause_runs and len(blocked) == len({run[1] for run in stub_runs}):
             print(f"fabtest faults: no tool of the agent can be faulted ({'; '.join(blocked.values())}); {_REACH}; "

@@ -90,8 +90,6 @@ def forced_decisions(decisions: Sequence[Decision], pending: Sequence[Pause],
                      by_tool: Mapping[str, DecisionKind]) -> tuple[Decision, ...]:
     """The decisions a user message carries, with each approval of a tool a pause fault names made
     that decision (an approval with edited arguments stays one; a forced rejection gives :data:`REJECTED`)."""
-    if not by_tool:
-        return tuple(decisions)
     tools = {p.id: p.tool for p in pending if p.kind == "approval"}
     out = []
     for decision in decisions:

@@ -85,7 +85,8 @@ class ConversationRunner:
         """Send one user message (with its files, and its decisions on the pauses the agent waits on)
         and record the turn. In a voice scenario the message is spoken; ``interrupt_after_ms`` cuts
         the reply short (barge-in) and ``silent_s`` sends that much silence instead of words."""
-        decisions = forced_decisions(decisions, self.conversation.pending_pauses, self.decide)
+        if self.decide and decisions:
+            decisions = forced_decisions(decisions, self.conversation.pending_pauses, self.decide)
         messages = [*self.conversation.messages, Message("user", text, attachments, decisions=decisions)]
         started = time.perf_counter()
         timeout = self.agent_timeout
