@@ -48,6 +48,7 @@ def page(browser, tmp_path: Path):  # noqa: ANN001 (playwright's types)
     pg.on("pageerror", lambda exc: errors.append(str(exc)))
     pg.on("requestfailed", lambda req: errors.append(f"request failed: {req.url}"))
     yield pg
+    pg.wait_for_load_state("load")  # a navigation still loading its assets when the test ends is not a failure
     assert pg.evaluate("window.__xss") is None  # agent text never ran as script
     pg.close()
     assert errors == []
@@ -275,6 +276,7 @@ def test_review_a_judged_check_in_the_served_view(page, served: str, results: Pa
     label next to the experiment and says how often the judge agrees so far."""
     page.goto(served + "exp/exp_002.html")
     page.click("tr.scn a >> text=scenario 1 · run 1")
+    page.wait_for_load_state("load")  # its stylesheet and script: under load they arrive after the DOM
     forms = page.locator("form.label-form[data-check]")
     assert forms.count() == 2 and forms.first.is_visible()
     forms.first.locator("input[name=comment]").fill("not warm at all")
@@ -299,6 +301,7 @@ def test_a_static_build_hides_the_review_controls(page, results: Path, tmp_path:
     build_site(results, site)
     page.goto((site / "exp" / "exp_002.html").as_uri())
     page.click("tr.scn a >> text=scenario 1 · run 1")
+    page.wait_for_load_state("load")  # its stylesheet and script: under load they arrive after the DOM
     page.wait_for_selector("#packed section.turn")  # unpacked from the experiment's runs.js
     assert page.locator("form.label-form").count() == 0 and page.locator("#labeling").count() == 0  # cannot save
 
