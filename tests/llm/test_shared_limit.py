@@ -161,6 +161,30 @@ def test_threads_of_one_process_share_the_slots(pool: Path) -> None:
     sem.close()
 
 
+def test_a_slot_given_back_is_taken_again_at_the_first_try(pool: Path, holders: list[subprocess.Popen[str]],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """With most slots held by another process, a thread's next call takes the slot this process
+    gave back (one ``flock``), instead of stepping over every slot held elsewhere again."""
+    holders.append(_holder(pool, 64, 40))
+    monkeypatch.setattr(shared_limit.os, "getpid", lambda: holders[0].pid)  # our search starts at its slots
+    mine = SharedSemaphore(pool, 64)
+    tries: list[int] = []
+    plain = shared_limit.fcntl.flock
+
+    def counted(fd: int, op: int) -> None:
+        if op & shared_limit.fcntl.LOCK_NB:
+            tries.append(fd)
+        plain(fd, op)
+
+    monkeypatch.setattr(shared_limit.fcntl, "flock", counted)
+    for _ in range(5):
+        assert mine.acquire(timeout=30) is True
+        mine.release()
+    assert len(tries) <= 41 + 4  # the first search may meet all 40 held; each later call one try
+    assert len(set(tries)) <= 41
+    mine.close()
+
+
 def test_release_without_acquire_is_an_error(pool: Path) -> None:
     sem = SharedSemaphore(pool, 1)
     with pytest.raises(ValueError, match="released more often"):

@@ -107,6 +107,8 @@ class SharedSemaphore:
         self._fds: list[int | None] = [None] * self.size
         self._busy = [False] * self.size
         self._held = threading.local()
+        self._released: list[int] = []  # slots this process gave back, the last one first
+        self._cursor = os.getpid() % self.size  # processes start their search at different slots
 
     # -- the semaphore protocol ---------------------------------------------------------------
     def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
@@ -142,6 +144,7 @@ class SharedSemaphore:
             if fd is not None:
                 fcntl.flock(fd, fcntl.LOCK_UN)
             self._busy[slot] = False
+            self._released.append(slot)
         self._local.release()
 
     def __enter__(self) -> bool:
@@ -162,6 +165,7 @@ class SharedSemaphore:
         with self._lock:
             fds, self._fds = self._fds, [None] * self.size
             self._busy = [False] * self.size
+            self._released.clear()
         for fd in fds:
             if fd is not None:
                 os.close(fd)
@@ -177,20 +181,34 @@ class SharedSemaphore:
         return stack
 
     def _try_slots(self) -> int | None:
-        """Lock a slot no thread of this process holds and no other process has locked."""
+        """Lock a slot no thread of this process holds and no other process has locked.
+
+        The slots this process released last come first: another process's search rarely reaches
+        them, so the lock is taken at the first try. Only when there are none does it search, onwards
+        from where its last search stopped. Before, every acquire searched from the same place and
+        stepped over each slot another process held, one refused ``flock`` (a system call, a hand-off
+        of the GIL) each: at 1,000 conversations in two workers, hundreds per call, under this lock.
+        """
         with self._lock:
-            start = os.getpid() % self.size  # processes start their search at different slots
+            while self._released:
+                slot = self._released.pop()
+                if not self._busy[slot] and self._lock_slot(slot):
+                    return slot
             for offset in range(self.size):
-                slot = (start + offset) % self.size
-                if self._busy[slot]:
-                    continue
-                fd = self._fds[slot]
-                if fd is None:
-                    fd = self._fds[slot] = os.open(self.directory / f"slot-{slot}", os.O_RDWR | os.O_CREAT, 0o600)
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    continue
-                self._busy[slot] = True
-                return slot
+                slot = (self._cursor + offset) % self.size
+                if not self._busy[slot] and self._lock_slot(slot):
+                    self._cursor = (slot + 1) % self.size
+                    return slot
         return None
+
+    def _lock_slot(self, slot: int) -> bool:
+        """Take ``slot``'s file lock without waiting (``self._lock`` held); marks it busy."""
+        fd = self._fds[slot]
+        if fd is None:
+            fd = self._fds[slot] = os.open(self.directory / f"slot-{slot}", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        self._busy[slot] = True
+        return True
