@@ -249,7 +249,11 @@ class Served(Protocol):
 class Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
-    request_queue_size = 128
+    # A provider's front end accepts thousands of connections at once. With 128 waiting, a run of
+    # 5,000 conversations overflowed the queue while this one thread accepted: the kernel dropped
+    # the SYNs, each client waited its 1, 3, 7, 15 s retransmits, and the slowest "call" took 38x
+    # the latency the fake was set to. The kernel caps this at net.core.somaxconn.
+    request_queue_size = 4096
 
     def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], fake: Served) -> None:
         self.fake = fake
