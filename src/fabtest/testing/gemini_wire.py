@@ -365,24 +365,11 @@ class Handler(BaseHTTPRequestHandler):
                 fake._note_error(f"callback raised {type(exc).__name__}: {exc}")
                 self._send_json(500, _error_body(500, f"FakeGemini callback raised {type(exc).__name__}: {exc}"))
                 return
-        text = reply.candidate_text()
-        calls = reply.function_calls()
-        answer_tokens = count_tokens(text) + sum(count_tokens(_json.dumps(c)) for c in calls)
-        usage = _usage(prompt_tokens, answer_tokens)
-        rid = uuid.uuid4().hex[:16]
-        call_parts = [{"functionCall": call} for call in calls]
-        if not request.stream:
-            parts = ([{"text": text}] if text or not calls else []) + call_parts
-            self._send_json(200, _response(parts, finish=reply.finish_reason, usage=usage, model=model, rid=rid))
-            return
-        pieces = _split(text, fake.stream_chunks) if text else ([] if calls else [""])
-        events = [[{"text": piece}] for piece in pieces] + ([call_parts] if call_parts else [])
-        chunks = [
-            _response(parts, finish=reply.finish_reason if i == len(events) - 1 else None, usage=usage, model=model,
-                      rid=rid)
-            for i, parts in enumerate(events)
-        ]
-        self._send_sse(chunks)
+        payloads = _reply_payloads(request, reply, model=model, stream_chunks=fake.stream_chunks)
+        if request.stream:
+            self._send_sse(payloads)
+        else:
+            self._send_json(200, payloads[0])
 
     def _send_json(self, status: int, payload: dict[str, Any]) -> None:
         data = _json.dumps(payload).encode()
@@ -405,6 +392,26 @@ class Handler(BaseHTTPRequestHandler):
         self._answered()
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
+
+
+def _reply_payloads(request: FakeRequest, reply: Reply, *, model: str, stream_chunks: int) -> list[dict[str, Any]]:
+    """The JSON a reply is sent as: one response, or one per server-sent event when streamed (the
+    text in ``stream_chunks`` pieces, then the function calls). The benchmarks' asyncio fake sends
+    the same bodies from here."""
+    text = reply.candidate_text()
+    calls = reply.function_calls()
+    answer_tokens = count_tokens(text) + sum(count_tokens(_json.dumps(c)) for c in calls)
+    usage = _usage(count_tokens(request.text), answer_tokens)
+    rid = uuid.uuid4().hex[:16]
+    call_parts = [{"functionCall": call} for call in calls]
+    if not request.stream:
+        parts = ([{"text": text}] if text or not calls else []) + call_parts
+        return [_response(parts, finish=reply.finish_reason, usage=usage, model=model, rid=rid)]
+    pieces = _split(text, stream_chunks) if text else ([] if calls else [""])
+    events = [[{"text": piece}] for piece in pieces] + ([call_parts] if call_parts else [])
+    return [_response(parts, finish=reply.finish_reason if i == len(events) - 1 else None, usage=usage, model=model,
+                      rid=rid)
+            for i, parts in enumerate(events)]
 
 
 def _split(text: str, pieces: int) -> list[str]:
