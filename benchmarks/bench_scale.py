@@ -6,8 +6,14 @@
 A throwaway project holds one simulated scenario of exactly 3 turns (the agent is instant and calls
 ``finish`` on its 3rd reply) with one soft criterion on every response (one judge call per agent
 turn), run K times (``--fabtest-iterations K``). Judge and simulator talk through the real
-google-genai client to a FakeGemini that answers every call after ``--latency`` seconds
-(2,000 ms). Each row is one pytest run:
+google-genai client to a fake Gemini that answers every call after ``--latency`` seconds
+(2,000 ms). The fake is ``--fake wide`` (default: benchmarks/_wide_fake.py, one asyncio loop: any
+number of calls wait their latency at once, on a timer, for a fraction of a millisecond of CPU
+each, as a provider's CPU is not the machine's under test) or ``--fake threaded``
+(``fabtest.testing.FakeGemini``, a thread per connection: the fake of the tables before issue 42,
+which at 5,000 at once served at most 1,279 calls at once and took 59 s of the 2 cores). Each
+row prints the fake's own CPU (the benchmark process's, over the row's pytest run), so a reader
+sees whether it was the bottleneck. Each row is one pytest run:
 
 * ``sequential``: one conversation at a time, on a few iterations (``--seq-k``); its time per
   conversation is what the speed-up of every other row is measured against.
@@ -67,7 +73,7 @@ from typing import Any
 from tabulate import tabulate
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import (  # noqa: E402
+from _common import (
     SIM_PYPROJECT,
     all_criteria_pass,
     clean_env,
@@ -77,10 +83,11 @@ from _common import (  # noqa: E402
     run_pytest,
     write,
 )
+from _wide_fake import WideFake
 
-from fabtest.demo.offline_llm import answer as offline_answer  # noqa: E402
-from fabtest.testing import FakeGemini, gemini_wire  # noqa: E402
-from fabtest.testing.fake_gemini import FakeRequest  # noqa: E402
+from fabtest.demo.offline_llm import answer as offline_answer
+from fabtest.testing import FakeGemini, gemini_wire
+from fabtest.testing.fake_gemini import FakeRequest
 
 TURNS = 3
 
@@ -149,13 +156,13 @@ def pytest_unconfigure(config):
             fh.write(f"{os.getpid()} {who} {_BASE['kb']} {peak} {_SLOWEST[0]:.3f}\\n")
 '''
 
-LATENCY = {"s": 2.0}
+Fake = FakeGemini | WideFake
+FAKES = {"wide": "benchmarks/_wide_fake.py, one asyncio loop", "threaded": "FakeGemini, a thread per connection"}
 
 
 def handler(request: FakeRequest) -> Any:
-    """Plays a user for exactly TURNS turns and passes every criterion, after the latency."""
+    """Plays a user for exactly TURNS turns and passes every criterion; instant (the fake holds the latency)."""
     kind = kind_of(request)
-    time.sleep(LATENCY["s"])
     if kind == "simulator":
         said = request.prompt.count("You: ")
         return {"message": f"Message {said + 1} of my request.", "goal_complete": False}
@@ -202,7 +209,21 @@ def startup(root: Path, env: dict[str, str], workers: int, concurrency: int) -> 
     return wall, _children_cpu() - cpu
 
 
-def run_row(root: Path, fake: FakeGemini, env: dict[str, str], *, label: str, k: int, workers: int,
+def make_fake(kind: str, latency: float) -> Fake:
+    """The fake Gemini of ``--fake``, answering with :func:`handler` after ``latency`` seconds."""
+    if kind == "threaded":
+        gemini_wire.Handler.disable_nagle_algorithm = True  # as bench_suite: the fake answers like a real server
+        return FakeGemini(handler=handler, latency=latency)
+    return WideFake(handler=handler, latency=latency)
+
+
+def _own_cpu() -> float:
+    """This process's CPU: the fake's, while a row's pytest runs (the main thread only waits for it)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_row(root: Path, fake: Fake, env: dict[str, str], *, label: str, k: int, workers: int,
             concurrency: int) -> dict[str, Any]:
     fake.reset()
     rss_file = root / f"rss_{label.replace(' ', '_')}.txt"
@@ -210,9 +231,9 @@ def run_row(root: Path, fake: FakeGemini, env: dict[str, str], *, label: str, k:
     exp_id = f"bench_{label.replace(' ', '_')}"
     args = ["features", "--fabtest-iterations", str(k), "--fabtest-experiment-id", exp_id, "--fabtest-progress", "off",
             *_args(workers, concurrency)]
-    cpu = _children_cpu()
+    cpu, fake_cpu = _children_cpu(), _own_cpu()
     wall, proc = run_pytest(root, args, {**env, "BENCH_RSS": str(rss_file)})
-    cpu = _children_cpu() - cpu
+    cpu, fake_cpu = _children_cpu() - cpu, _own_cpu() - fake_cpu
     if proc.returncode != 0:
         raise SystemExit(f"{label}: pytest failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}")
     results = json.loads((root / "results" / f"{exp_id}.json").read_text())["scenario_results"]
@@ -229,6 +250,7 @@ def run_row(root: Path, fake: FakeGemini, env: dict[str, str], *, label: str, k:
     calls = len(fake.requests)
     return {"label": label, "k": k, "workers": workers, "concurrency": concurrency, "wall": wall,
             "startup": start_wall, "calls": calls, "cpu_per_call_ms": (cpu - start_cpu) * 1000 / max(1, calls),
+            "fake_cpu": fake_cpu,
             "slowest_call": max((float(p[4]) for p in processes if len(p) > 4), default=0.0),
             "waves": math.ceil(k / (concurrency * max(1, workers))),
             "sim": kinds.get("simulator", 0), "judge": kinds.get("criteria", 0), "other": kinds.get("other", 0),
@@ -259,21 +281,20 @@ def print_target(row: dict[str, Any], call_200: float) -> None:
     print(f"Sequential target: 32 iterations at 200 ms per call: wall {row['wall']:.2f} s, start-up "
           f"{row['startup']:.2f} s, simulator critical path {path:.2f} s: (wall - start-up)/path = "
           f"{(row['wall'] - row['startup']) / path:.3f}x (target <= 1.05x; <= 1.10x with the fidelity review on); "
-          f"{row['other']} fidelity reviews (and other calls) beside {row['sim']} simulator and {row['judge']} judge calls")
+          f"{row['other']} fidelity reviews (and other calls) beside {row['sim']} simulator and {row['judge']} "
+          "judge calls")
     sdk = sdk_load_s()
     print(f"  counting loading google-genai and its client ({sdk:.2f} s, which the start-up run with nothing "
           f"selected never does) as start-up: {(row['wall'] - row['startup'] - sdk) / path:.3f}x")
 
 
-def target_only() -> int:
+def target_only(kind: str) -> int:
     """The issue's sequential target alone: one simulated scenario 32 times at 200 ms per call, each
     conversation reviewed for fidelity by the judge (the default ``simulator_fidelity = "judge"``)."""
-    gemini_wire.Handler.disable_nagle_algorithm = True
-    with tempfile.TemporaryDirectory(prefix="fabtest-bench-scale-") as tmp, FakeGemini(handler=handler) as fake:
+    with tempfile.TemporaryDirectory(prefix="fabtest-bench-scale-") as tmp, make_fake(kind, 0.2) as fake:
         root = Path(tmp)
         make_project(root)
         env = clean_env(fake.env())
-        LATENCY["s"] = 0.2
         call_200 = plain_call_s(fake)
         row = run_row(root, fake, env, label="target 200ms", k=32, workers=0, concurrency=1)
     print_target(row, call_200)
@@ -293,23 +314,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-target", action="store_true", help="leave out the 200 ms sequential target run")
     parser.add_argument("--target-only", action="store_true",
                         help="only the 200 ms sequential target run (its fidelity reviews overlapped, issue 42 item 2)")
+    parser.add_argument("--fake", choices=sorted(FAKES), default="wide",
+                        help="wide: one asyncio loop (default); threaded: FakeGemini, as the tables before issue 42")
     args = parser.parse_args(argv)
     if args.target_only:
-        return target_only()
+        return target_only(args.fake)
     if args.quick:
         args.latency = min(args.latency, 0.05)
         args.seq_k = min(args.seq_k, 1)
         args.skip_target = True
     rows_spec = args.rows or ("2x2" if args.quick else "8x32,32x32,96x96,n2x48x96")
-    gemini_wire.Handler.disable_nagle_algorithm = True  # as bench_suite: the fake answers like a real server
     out: list[dict[str, Any]] = []
     notes: list[str] = []
     started = time.time()
-    with tempfile.TemporaryDirectory(prefix="fabtest-bench-scale-") as tmp, FakeGemini(handler=handler) as fake:
+    with tempfile.TemporaryDirectory(prefix="fabtest-bench-scale-") as tmp, \
+            make_fake(args.fake, args.latency) as fake:
         root = Path(tmp)
         make_project(root)
         env = clean_env(fake.env())
-        LATENCY["s"] = args.latency
         call_s = plain_call_s(fake)
         concurrent = has_concurrency(root, env)
         out.append(run_row(root, fake, env, label="sequential", k=args.seq_k, workers=0, concurrency=1))
@@ -327,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
             out.append(run_row(root, fake, env, label=label, k=k, workers=workers, concurrency=concurrency))
         target = None
         if not args.skip_target:
-            LATENCY["s"] = 0.2
+            fake.latency = 0.2
             call_200 = plain_call_s(fake)
             row = run_row(root, fake, env, label="target 200ms", k=32, workers=0, concurrency=1)
             target = (row, call_200)
@@ -352,14 +374,18 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['calls'] / max(1e-9, r['wall'] - r['startup']):.0f}", f"{r['cpu_per_call_ms']:.1f}",
             f"{r['cpu_per_call_ms'] * r['calls'] / max(1, r['k']):.1f}",
             f"{r['slowest_call']:.2f} ({r['slowest_call'] / args.latency:.2f}x)",
+            f"{r['fake_cpu']:.2f} ({r['fake_cpu'] * 1000 / max(1, r['calls']):.2f})",
         ])
     print(f"Scale: a simulated {TURNS}-turn scenario, 1 soft criterion per turn, every LLM call answered after "
-          f"{args.latency * 1000:.0f} ms (a plain google-genai call: {call_s * 1000:.0f} ms), instant agent; "
+          f"{args.latency * 1000:.0f} ms by the {args.fake} fake ({FAKES[args.fake]}; a plain google-genai call: "
+          f"{call_s * 1000:.0f} ms), instant agent; "
           f"critical path of one conversation {critical:.2f} s; {load()} at the end "
           f"({time.time() - started:.0f} s in all)")
     print(tabulate(table, headers=["run", "K", "wall s", "start-up s", "crit path s", "wall/(crit+start-up)",
-                                   "speed-up", "max in flight", "peak RSS MiB", "RSS/conv KiB", "marginal KiB", "judge/turn",
-                                   "calls ok", "calls/s", "CPU ms/call", "CPU ms/conv", "p100 call s"]))
+                                   "speed-up", "max in flight", "peak RSS MiB", "RSS/conv KiB", "marginal KiB",
+                                   "judge/turn",
+                                   "calls ok", "calls/s", "CPU ms/call", "CPU ms/conv", "p100 call s",
+                                   "fake CPU s (ms/call)"]))
     for note in notes:
         print(note)
     if target is not None:
