@@ -230,9 +230,8 @@ class WideFake:
 
     def _payloads(self, request: FakeRequest) -> tuple[int, list[dict[str, Any]]]:
         """(status, JSON bodies: one, or one per server-sent event) for a recorded request."""
-        prompt_tokens = count_tokens(request.text)
         if request.action == "countTokens":
-            return 200, [{"totalTokens": prompt_tokens}]
+            return 200, [{"totalTokens": count_tokens(request.text)}]
         try:
             reply = _as_reply(self.handler(request)) if self.handler is not None else None
         except Exception as exc:  # report to the client and the benchmark
