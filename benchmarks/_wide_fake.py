@@ -7,11 +7,12 @@ most 1,279 requests at once, took 59 s of CPU in 152 s from the 2 cores fabtest 
 slowest answer came 87 s after a request it should have answered after 2 s: the benchmark measured
 its fake. :class:`WideFake` answers the same ``generateContent`` (streamed too) and ``countTokens``
 requests with the same JSON, built by ``fabtest.testing.gemini_wire``'s own helpers, from one
-asyncio event loop on a background thread: a connection is a coroutine, waiting is
-``asyncio.sleep``, and HTTP/1.1 (keep-alive, ``Content-Length`` or chunked bodies) is parsed by
-the few lines below. Not uvicorn: without ``httptools`` (not installed here) it parses HTTP with
-the pure-Python h11 and adds the ASGI layer's dict and coroutine per message; this loop reads a
-request with one ``readuntil`` and one ``readexactly``.
+asyncio event loop on a background thread: a connection is an ``asyncio.Protocol`` that cuts
+HTTP/1.1 requests (keep-alive, ``Content-Length`` bodies) out of the bytes it receives, and
+waiting is a timer (``loop.call_later``), not a sleeping thread. Not uvicorn: without ``httptools``
+(not installed here) it parses HTTP with the pure-Python h11 and adds the ASGI layer's dicts and
+coroutines per message; not asyncio's streams either (the first version): a task, futures and a
+coroutine step per read cost more than the ``data_received`` and one timer a request costs here.
 
 Benchmark-only: it has no rules or faults (a ``handler`` answers every call), and it keeps the
 scripting interface bench_scale uses of FakeGemini (``handler``, ``latency``, ``requests``,
@@ -37,7 +38,7 @@ __all__ = ["WideFake"]
 #: ``net.core.somaxconn``.
 BACKLOG = 4096
 _CLOSE = "Connection: close\r\n"
-_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 500: "Internal Server Error"}
+_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 411: "Length Required", 500: "Internal Server Error"}
 
 
 class WideFake:
@@ -63,6 +64,7 @@ class WideFake:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._stop: asyncio.Event | None = None
+        self._connections: set[_Connection] = set()
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -106,18 +108,15 @@ class WideFake:
             loop.close()
 
     async def _main(self, loop: asyncio.AbstractEventLoop, ready: threading.Event) -> None:
-        server = await asyncio.start_server(self._connection, "127.0.0.1", 0, backlog=BACKLOG)
+        server = await loop.create_server(lambda: _Connection(self), "127.0.0.1", 0, backlog=BACKLOG)
         self._port = int(server.sockets[0].getsockname()[1])
         self._loop, self._stop = loop, asyncio.Event()
         ready.set()
         async with server:
             await self._stop.wait()
             server.close()
-            current = asyncio.current_task()
-            tasks = [t for t in asyncio.all_tasks() if t is not current]
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            for connection in list(self._connections):
+                connection.close()
 
     # -- what bench_scale reads ----------------------------------------------------------
 
@@ -166,67 +165,40 @@ class WideFake:
             return 0.0
         return time.clock_gettime(time.pthread_getcpuclockid(self._thread.ident))
 
-    # -- HTTP/1.1 ------------------------------------------------------------------------
+    # -- serving (on the loop's thread) -------------------------------------------------
 
-    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        """One keep-alive connection: read a request, answer it, until the client closes."""
-        try:
-            while True:
-                try:
-                    head = await reader.readuntil(b"\r\n\r\n")
-                except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
-                    return
-                lines = head.decode("latin-1").split("\r\n")
-                method, target, version = (lines[0].split(" ", 2) + ["", ""])[:3]
-                headers = {}
-                for line in lines[1:]:
-                    name, _, value = line.partition(":")
-                    if name:
-                        headers[name.strip().lower()] = value.strip()
-                if "chunked" in headers.get("transfer-encoding", "").lower():
-                    raw = await _read_chunked(reader)
-                else:
-                    length = int(headers.get("content-length") or 0)
-                    raw = await reader.readexactly(length) if length else b""
-                close = version != "HTTP/1.1" or headers.get("connection", "").lower() == "close"
-                writer.write(await self._answer(method, target, headers, raw, close))
-                await writer.drain()
-                if close:
-                    return
-        except (asyncio.IncompleteReadError, ConnectionError, ValueError):
-            return
-        except asyncio.CancelledError:
-            return  # stop(): ending quietly (a cancelled connection task makes asyncio 3.11 log a traceback)
-        finally:
-            writer.close()
-
-    async def _answer(self, method: str, target: str, headers: dict[str, str], raw: bytes, close: bool) -> bytes:
-        """The response's bytes, ``latency`` seconds after the request arrived."""
+    def _arrived(self, connection: _Connection, method: str, target: str, headers: dict[str, str], raw: bytes,
+                 close: bool) -> None:
+        """A whole request came in: answer it now if it is wrong, else ``latency`` seconds from now."""
         if method != "POST":
-            return _json_response(404, _error_body(404, f"FakeGemini only answers POST, not {method} {target}"), close)
+            error = _error_body(404, f"FakeGemini only answers POST, not {method} {target}")
+            return connection.send(_json_response(404, error, close), close)
         try:
             body = json.loads(raw or b"{}")
         except ValueError:
-            return _json_response(400, _error_body(400, "FakeGemini: request body is not JSON"), close)
+            return connection.send(_json_response(400, _error_body(400, "FakeGemini: request body is not JSON"),
+                                                  close), close)
         request = _parse_request("POST", target, headers, body)
         if request is None:
             self._note_error(f"unknown path {target}")
-            return _json_response(404, _error_body(404, f"FakeGemini: unknown path {target}"), close)
+            return connection.send(_json_response(404, _error_body(404, f"FakeGemini: unknown path {target}"),
+                                                  close), close)
         with self._lock:
             self._requests.append(request)
             self._in_flight += 1
             self._max_in_flight = max(self._max_in_flight, self._in_flight)
-        try:
-            if self.latency > 0:
-                await asyncio.sleep(self.latency)
-            status, payloads = self._payloads(request)
-        finally:
-            # no longer in flight before the answer goes out: the client may send its next request at once
-            with self._lock:
-                self._in_flight -= 1
+        assert self._loop is not None
+        self._loop.call_later(self.latency, self._due, connection, request, close)
+
+    def _due(self, connection: _Connection, request: FakeRequest, close: bool) -> None:
+        # no longer in flight before the answer goes out: the client may send its next request at once
+        with self._lock:
+            self._in_flight -= 1
+        status, payloads = self._payloads(request)
         if request.stream and status == 200:
-            return _sse_response(payloads, close)
-        return _json_response(status, payloads[0], close)
+            connection.send(_sse_response(payloads, close), close)
+        else:
+            connection.send(_json_response(status, payloads[0], close), close)
 
     def _payloads(self, request: FakeRequest) -> tuple[int, list[dict[str, Any]]]:
         """(status, JSON bodies: one, or one per server-sent event) for a recorded request."""
@@ -245,15 +217,62 @@ class WideFake:
             self._errors.append(message)
 
 
-async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
-    body = bytearray()
-    while True:
-        size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
-        if size == 0:
-            await reader.readuntil(b"\r\n")  # no trailers from the clients we serve
-            return bytes(body)
-        body += await reader.readexactly(size + 2)
-        del body[-2:]
+class _Connection(asyncio.Protocol):
+    """One client connection: HTTP/1.1 requests cut out of the bytes as they arrive, keep-alive.
+
+    A protocol, not asyncio's streams: a request costs one ``data_received`` and one timer, where
+    a stream reader costs a task, futures and a coroutine step per read. Request bodies come with a
+    ``Content-Length`` (httpx, the SDK's client, always sends one for JSON); a chunked one gets 411.
+    """
+
+    def __init__(self, fake: WideFake) -> None:
+        self.fake = fake
+        self.buffer = bytearray()
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        self.fake._connections.add(self)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.transport = None  # answers still due to it are dropped
+        self.fake._connections.discard(self)
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        while self.transport is not None:
+            end = self.buffer.find(b"\r\n\r\n")
+            if end < 0:
+                return
+            lines = self.buffer[:end].decode("latin-1").split("\r\n")
+            method, target, version = (lines[0].split(" ", 2) + ["", ""])[:3]
+            headers = {}
+            for line in lines[1:]:
+                name, _, value = line.partition(":")
+                headers[name.strip().lower()] = value.strip()
+            if "chunked" in headers.get("transfer-encoding", "").lower():
+                return self.send(_json_response(411, _error_body(411, "send a Content-Length"), True), True)
+            try:
+                length = int(headers.get("content-length") or 0)
+            except ValueError:
+                return self.send(_json_response(400, _error_body(400, "bad Content-Length"), True), True)
+            if len(self.buffer) < end + 4 + length:
+                return  # the rest of the body is on its way
+            raw = bytes(self.buffer[end + 4:end + 4 + length])
+            del self.buffer[:end + 4 + length]
+            close = version != "HTTP/1.1" or headers.get("connection", "").lower() == "close"
+            self.fake._arrived(self, method, target, headers, raw, close)
+
+    def send(self, data: bytes, close: bool) -> None:
+        if self.transport is not None:
+            self.transport.write(data)
+            if close:
+                self.transport.close()
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
 
 
 def _json_response(status: int, payload: dict[str, Any], close: bool) -> bytes:
