@@ -121,8 +121,8 @@ def main(argv: list[str] | None = None) -> int:
             rows.append([row["fake"], n, row["requests"], f"{row['cpu_s']:.2f}", f"{row['ms_per_request']:.3f}",
                          row["in_flight"], f"{row['slowest']:.2f}x",
                          f"{threaded['ms_per_request'] / max(1e-9, row['ms_per_request']):.1f}x"])
-    print(f"The fake alone: N generateContent requests at once from another process (httpx), "
-          f"{args.rounds} rounds, answered after {args.latency * 1000:.0f} ms")
+    print(f"The fake alone: N generateContent requests at once from another process (a raw asyncio client, "
+          f"keep-alive), {args.rounds} rounds, answered after {args.latency * 1000:.0f} ms")
     print(tabulate(rows, headers=["fake", "at once", "requests", "fake CPU s", "CPU ms/request", "max in flight",
                                   "slowest / latency", "threaded CPU / this"]))
     return 0
