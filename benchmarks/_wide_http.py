@@ -14,7 +14,10 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # typing.Self is 3.11's; the peer's scratch virtualenv may be older
+    from typing import Self
 
 __all__ = ["BACKLOG", "Connection", "WideServer", "json_response", "sse_response"]
 
