@@ -1,17 +1,21 @@
-"""The fake provider alone (issue 42): CPU per request of FakeGemini (a thread per connection) and
-of benchmarks/_wide_fake.py (one asyncio loop), N requests at once from another process.
+"""The fake provider alone (issue 42): CPU per request of FakeGemini and of the wide fake.
 
-    python benchmarks/bench_fake.py                    # 200 and 500 at once, 2,000 ms, 3 rounds: ~1 min
+FakeGemini is a thread per connection; benchmarks/_wide_fake.py is one asyncio loop. N requests
+at once come from another process.
+
+    python benchmarks/bench_fake.py                    # 200 and 500 at once, 2,000 ms, 3 rounds: ~30 s
     python benchmarks/bench_fake.py --quick            # 20 at once, 50 ms: a smoke run
 
 The fake runs in this process with an instant handler (a short JSON answer, as the simulator's)
-and answers every call after ``--latency`` seconds. A client process (httpx's async client, one
-keep-alive connection per request in flight) sends N ``generateContent`` requests at once, each a
-fabtest-sized prompt (about 3 KB), waits for all, and does that ``--rounds`` times. Printed per fake and N:
-the fake's CPU (this process's ``getrusage`` over the client's run: the main thread only waits),
-per request, the most requests in flight at the fake, and the slowest request as the client timed it,
-over the latency (1.00x: answered exactly when due). The client's CPU is not counted: a real
-provider's is not ours, and neither is the load generator's.
+and answers every call after ``--latency`` seconds. A client process opens N keep-alive
+connections and, on each, sends a ``generateContent`` request with a fabtest-sized prompt (about
+3 KB) at the same moment as the others, waits for every answer, and does that ``--rounds`` times.
+It is a few lines of raw asyncio, not httpx: httpx's async client at 500 at once took 2 minutes of
+CPU and was itself what the slowest answer measured. Printed per fake and N: the fake's CPU (this
+process's ``getrusage`` over the client's run: the main thread only waits), per request; the most
+requests in flight at the fake; the slowest request as the client timed it, over the latency
+(1.00x: answered exactly when due). The client's CPU is not counted: a real provider's is not
+ours, and neither is the load generator's.
 """
 
 from __future__ import annotations

@@ -307,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latency", type=float, default=2.0, help="seconds before the fake answers each call")
     parser.add_argument("--seq-k", type=int, default=4, help="conversations of the sequential row")
     parser.add_argument("--quick", action="store_true",
-                        help="smoke test: 200 ms per call, few conversations, no 32-iteration target run")
+                        help="smoke test: 50 ms per call, few conversations, no 32-iteration target run")
     parser.add_argument("--rows", default=None,
                         help="comma-separated rows to run, as concurrency[xK], n2xCONCxK (-n 2) or autoxCONCxK "
                              "(fabtest's automatic workers) (default: the issue's)")
