@@ -9,7 +9,9 @@ at once come from another process.
 The fake runs in this process with an instant handler (a short JSON answer, as the simulator's)
 and answers every call after ``--latency`` seconds. A client process opens N keep-alive
 connections and, on each, sends a ``generateContent`` request with a fabtest-sized prompt (about
-3 KB) at the same moment as the others, waits for every answer, and does that ``--rounds`` times.
+3 KB) at the same moment as the others, waits for every answer, and does that ``--rounds`` times;
+then again with a new connection per request (what fabtest's sharded connection pools do until
+every shard has one: a new thread each for FakeGemini).
 It is a few lines of raw asyncio, not httpx: httpx's async client at 500 at once took 2 minutes of
 CPU and was itself what the slowest answer measured. Printed per fake and N: the fake's CPU (this
 process's ``getrusage`` over the client's run: the main thread only waits), per request; the most
@@ -40,6 +42,7 @@ CLIENT = r'''
 import asyncio, json, sys, time
 
 host, port, path, n, rounds = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+fresh = sys.argv[6] == "new"  # a new connection per request, as fabtest's sharded pools make at first
 body = json.dumps({
     "systemInstruction": {"parts": [{"text": "You are role-playing a HUMAN USER. " * 40}]},
     "contents": [{"role": "user", "parts": [{"text": "You: Message 1 of my request. Agent: noted. " * 30}]}],
@@ -55,6 +58,9 @@ async def connection(times, go):
     for round_ in range(rounds):
         await go[round_].wait()
         started = time.perf_counter()
+        if fresh and round_:
+            writer.close()
+            reader, writer = await asyncio.open_connection(host, port)
         writer.write(request)
         head = await reader.readuntil(b"\r\n\r\n")
         assert head.startswith(b"HTTP/1.1 200"), head
@@ -91,13 +97,14 @@ def _own_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def measure(kind: str, n: int, latency: float, rounds: int) -> dict[str, Any]:
+def measure(kind: str, n: int, latency: float, rounds: int, connections: str) -> dict[str, Any]:
     fake = WideFake(handler=handler, latency=latency) if kind == "wide" else FakeGemini(handler=handler,
                                                                                           latency=latency)
     with fake:
         path = "/v1beta/models/gemini-2.5-flash:generateContent"
         cpu = _own_cpu()
-        done = subprocess.run([sys.executable, "-c", CLIENT, "127.0.0.1", str(fake.port), path, str(n), str(rounds)],
+        done = subprocess.run([sys.executable, "-c", CLIENT, "127.0.0.1", str(fake.port), path, str(n), str(rounds),
+                               connections],
                               capture_output=True, text=True, timeout=600)
         cpu = _own_cpu() - cpu
         if done.returncode != 0:
@@ -120,15 +127,17 @@ def main(argv: list[str] | None = None) -> int:
         args.concurrency, args.latency, args.rounds = "20", 0.05, 2
     rows = []
     for n in (int(x) for x in args.concurrency.split(",")):
-        threaded, wide = (measure(kind, n, args.latency, args.rounds) for kind in ("threaded", "wide"))
-        for row in (threaded, wide):
-            rows.append([row["fake"], n, row["requests"], f"{row['cpu_s']:.2f}", f"{row['ms_per_request']:.3f}",
-                         row["in_flight"], f"{row['slowest']:.2f}x",
-                         f"{threaded['ms_per_request'] / max(1e-9, row['ms_per_request']):.1f}x"])
-    print(f"The fake alone: N generateContent requests at once from another process (a raw asyncio client, "
-          f"keep-alive), {args.rounds} rounds, answered after {args.latency * 1000:.0f} ms")
-    print(tabulate(rows, headers=["fake", "at once", "requests", "fake CPU s", "CPU ms/request", "max in flight",
-                                  "slowest / latency", "threaded CPU / this"]))
+        for connections in ("keep-alive", "new"):
+            threaded, wide = (measure(kind, n, args.latency, args.rounds, connections) for kind in ("threaded", "wide"))
+            for row in (threaded, wide):
+                rows.append([row["fake"], n, connections, row["requests"], f"{row['cpu_s']:.2f}",
+                             f"{row['ms_per_request']:.3f}", row["in_flight"], f"{row['slowest']:.2f}x",
+                             f"{threaded['ms_per_request'] / max(1e-9, row['ms_per_request']):.1f}x"])
+    print(f"The fake alone: N generateContent requests at once from another process (a raw asyncio client; "
+          f"keep-alive: one connection each for every round, new: a connection per request), {args.rounds} rounds, "
+          f"answered after {args.latency * 1000:.0f} ms")
+    print(tabulate(rows, headers=["fake", "at once", "connections", "requests", "fake CPU s", "CPU ms/request",
+                                  "max in flight", "slowest / latency", "threaded CPU / this"]))
     return 0
 
 
