@@ -3,7 +3,7 @@
 FakeGemini is a thread per connection; benchmarks/_wide_fake.py is one asyncio loop. N requests
 at once come from another process.
 
-    python benchmarks/bench_fake.py                    # 200 and 500 at once, 2,000 ms, 3 rounds: ~30 s
+    python benchmarks/bench_fake.py                    # 200 and 500 at once, 2,000 ms, 3 rounds: ~1 min
     python benchmarks/bench_fake.py --quick            # 20 at once, 50 ms: a smoke run
 
 The fake runs in this process with an instant handler (a short JSON answer, as the simulator's)
