@@ -53,8 +53,12 @@ request = (f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\nAccept: */*\r\nAccep
            f"Content-Length: {len(body)}\r\n\r\n").encode() + body
 
 
+opened = []
+
+
 async def connection(times, go):
     reader, writer = await asyncio.open_connection(host, port)
+    opened.append(1)
     for round_ in range(rounds):
         await go[round_].wait()
         started = time.perf_counter()
@@ -74,7 +78,8 @@ async def main():
     go = [asyncio.Event() for _ in range(rounds)]
     times = [[] for _ in range(rounds)]
     tasks = [asyncio.create_task(connection(times, go)) for _ in range(n)]
-    await asyncio.sleep(0.5)  # every connection open before the first round
+    while len(opened) < n:  # every connection open before the first round
+        await asyncio.sleep(0.01)
     for round_ in range(rounds):
         go[round_].set()
         while len(times[round_]) < n:
