@@ -84,18 +84,15 @@ class WideFake(WideServer):
                  close: bool) -> None:
         """A whole request came in: answer it now if it is wrong, else ``latency`` seconds from now."""
         if method != "POST":
-            error = _error_body(404, f"FakeGemini only answers POST, not {method} {target}")
-            return connection.send(json_response(404, error, close), close)
+            return _fail(connection, 404, f"FakeGemini only answers POST, not {method} {target}", close)
         try:
             body = json.loads(raw or b"{}")
         except ValueError:
-            return connection.send(json_response(400, _error_body(400, "FakeGemini: request body is not JSON"),
-                                                  close), close)
+            return _fail(connection, 400, "FakeGemini: request body is not JSON", close)
         request = _parse_request("POST", target, headers, body)
         if request is None:
             self._note_error(f"unknown path {target}")
-            return connection.send(json_response(404, _error_body(404, f"FakeGemini: unknown path {target}"),
-                                                  close), close)
+            return _fail(connection, 404, f"FakeGemini: unknown path {target}", close)
         with self._lock:
             self._requests.append(request)
         self.answer_later(connection, close, lambda: self._answer(request, close))
@@ -121,3 +118,8 @@ class WideFake(WideServer):
     def _note_error(self, message: str) -> None:
         with self._lock:
             self._errors.append(message)
+
+
+def _fail(connection: Connection, status: int, message: str, close: bool) -> None:
+    """Answer at once with Gemini's error body, as FakeGemini does."""
+    connection.send(json_response(status, _error_body(status, message), close), close)
