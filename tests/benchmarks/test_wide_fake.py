@@ -1,6 +1,8 @@
 """The benchmarks' asyncio fake (benchmarks/_wide_fake.py) answers what FakeGemini answers, byte for
 byte through the real google-genai client, and holds many calls open at once on one thread: a
-benchmark that switched fakes must measure fabtest, not a different wire format."""
+benchmark that switched fakes must measure fabtest, not a different wire format. The peer's
+OpenAI-compatible fake (peer_scenario.py) is served by the same half, checked here too, since the
+peer itself runs only in a scratch virtualenv."""
 
 from __future__ import annotations
 
@@ -102,3 +104,24 @@ def test_calls_wait_their_latency_together_on_one_thread() -> None:
             time.sleep(0.01)
     waiting.join(timeout=10)  # stop() closed its connection: the client sees it at once, not after 60 s
     assert dropped == [httpx.RemoteProtocolError]
+
+
+def test_the_peers_wide_fake_answers_its_completions() -> None:
+    """peer_scenario.py's OpenAI-compatible fake on the same serving half: a judge's tool call gets a
+    ``finish_test`` call with arguments matching the tool's schema, a user turn gets text."""
+    import peer_scenario
+
+    server = peer_scenario._WideServer(0.01).start()
+    try:
+        schema = {"type": "object", "properties": {"verdict": {"enum": ["success", "failure"]},
+                                                   "reasoning": {"type": "string"}}}
+        tool = {"type": "function", "function": {"name": "finish_test", "parameters": schema}}
+        judged = httpx.post(f"{server.base_url}/v1/chat/completions",
+                            json={"model": "fake", "messages": [], "tools": [tool]}).json()
+        spoken = httpx.post(f"{server.base_url}/v1/chat/completions", json={"model": "fake", "messages": []}).json()
+    finally:
+        server.stop()
+    call = judged["choices"][0]["message"]["tool_calls"][0]["function"]
+    assert (call["name"], call["arguments"]) == ("finish_test", '{"verdict": "success", "reasoning": "ok"}')
+    assert spoken["choices"][0]["message"]["content"] == "Hi, I need help with my order."
+    assert server.requests == 2 and server.max_in_flight == 1
