@@ -1,5 +1,5 @@
-"""The benchmarks' asyncio fake (benchmarks/_wide_fake.py) answers what FakeGemini answers, byte for
-byte through the real google-genai client, and holds many calls open at once on one thread: a
+"""The benchmarks' asyncio fake (benchmarks/_wide_fake.py) answers what FakeGemini answers (the same
+responses through the real google-genai client), and holds many calls open at once on one thread: a
 benchmark that switched fakes must measure fabtest, not a different wire format. The peer's
 OpenAI-compatible fake (peer_scenario.py) is served by the same half, checked here too, since the
 peer itself runs only in a scratch virtualenv."""
