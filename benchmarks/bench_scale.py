@@ -46,6 +46,8 @@ Columns:
   automatic workers (docs/concurrency.md) decide whether to spread the run over processes.
 * **judge/turn**: judge calls per agent turn (target 1.00); **calls ok**: every conversation made
   exactly 3 simulator and 3 judge calls (none made twice).
+* **fake CPU**: this process's CPU while the row's pytest ran (the fake's: the main thread only
+  waits for pytest), in seconds and per LLM call; the fake shares the cores with what it measures.
 
 Then the issue's sequential target: one scenario repeated 32 times at 200 ms per call, sequential:
 (wall minus start-up) over the simulator calls' critical path (at most 1.05x); and the same with
