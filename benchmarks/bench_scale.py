@@ -8,7 +8,7 @@ A throwaway project holds one simulated scenario of exactly 3 turns (the agent i
 turn), run K times (``--fabtest-iterations K``). Judge and simulator talk through the real
 google-genai client to a fake Gemini that answers every call after ``--latency`` seconds
 (2,000 ms). The fake is ``--fake wide`` (default: benchmarks/_wide_fake.py, one asyncio loop: any
-number of calls wait their latency at once, on a timer, for a fraction of a millisecond of CPU
+number of calls wait their latency at once, on a timer, for under a millisecond of CPU
 each, as a provider's CPU is not the machine's under test) or ``--fake threaded``
 (``fabtest.testing.FakeGemini``, a thread per connection: the fake of the tables before issue 42,
 which at 5,000 at once served at most 1,279 calls at once and took 59 s of the 2 cores). Each
