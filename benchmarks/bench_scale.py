@@ -145,7 +145,8 @@ def pytest_configure(config):
 
 def pytest_runtest_logstart(nodeid, location):
     if "kb" not in _BASE:
-        import google.genai.types  # noqa: F401 - the baseline has the LLM SDK loaded (the warm-up may still be at it)
+        import httpx  # noqa: F401 - the baseline has the LLM clients' library loaded (the warm-up may still be at it);
+        # not google-genai: the judge and simulator no longer load it, and importing it here cost every process 0.8 s
 
         _BASE["kb"] = _rss_kb()
 
