@@ -35,9 +35,9 @@ Columns:
   sets it to 512, above every row's need (96 conversations judge 3 responses each at once: 288), so
   the limiter is not what is measured).
 * **peak RSS**: the largest pytest process (``ru_maxrss``); **RSS/conv**: that process's peak above
-  its resident size when its first scenario started (with google-genai imported), over the
+  its resident size when its first scenario started (with httpx, the LLM clients' library, loaded), over the
   conversations it had in flight (target: at most 1 MiB). That includes what the first scenario
-  loads once (fabtest's engine, the SDK's first call: ~13 MiB), so at low N it overstates;
+  loads once (fabtest's engine, the first call: several MiB), so at low N it overstates;
   **marginal**: the growth of that peak from the row above (same workers) per conversation added
   in flight, the cost of one more conversation.
 * **CPU ms/call**, **CPU ms/conv**: the pytest processes' CPU (the controller's and workers'
@@ -50,9 +50,9 @@ Columns:
   waits for pytest), in seconds and per LLM call; the fake shares the cores with what it measures.
 
 Then the issue's sequential target: one scenario repeated 32 times at 200 ms per call, sequential:
-(wall minus start-up) over the simulator calls' critical path (at most 1.05x); and the same with
-the LLM SDK's load (import and client, measured apart) counted as start-up, since the start-up
-run, with nothing selected, never loads it.
+(wall minus start-up) over the simulator calls' critical path (at most 1.05x; 1.10x with the
+simulator-fidelity review on). The judge and simulator no longer load google-genai, so nothing a
+run that calls an LLM loads is left out of the start-up run any more but its HTTP clients.
 
 Without ``--fabtest-concurrency`` in the fabtest under test the concurrency rows are left out and
 said so. The machine's load (``os.getloadavg``) is printed with the table: on a shared machine
@@ -261,18 +261,6 @@ def run_row(root: Path, fake: Fake, env: dict[str, str], *, label: str, k: int, 
             "conv_in_flight": in_flight_per_process, "rss_per_conv_kib": above / max(1, in_flight_per_process)}
 
 
-def sdk_load_s() -> float:
-    """What a run that calls an LLM loads and a run with nothing selected does not (the start-up
-    row): google-genai imported and one client built, in a fresh interpreter, median of three."""
-    import statistics
-    import subprocess
-
-    code = ("import time, pytest; t = time.perf_counter(); from google import genai; "
-            "genai.Client(api_key='x'); print(time.perf_counter() - t)")
-    return statistics.median(float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                                                  check=True).stdout) for _ in range(3))
-
-
 def load() -> str:
     one, five, _ = os.getloadavg()
     return f"load {one:.1f} (1 min) / {five:.1f} (5 min) on {os.cpu_count()} cores"
@@ -286,9 +274,6 @@ def print_target(row: dict[str, Any], call_200: float) -> None:
           f"{(row['wall'] - row['startup']) / path:.3f}x (target <= 1.05x; <= 1.10x with the fidelity review on); "
           f"{row['other']} fidelity reviews (and other calls) beside {row['sim']} simulator and {row['judge']} "
           "judge calls")
-    sdk = sdk_load_s()
-    print(f"  counting loading google-genai and its client ({sdk:.2f} s, which the start-up run with nothing "
-          f"selected never does) as start-up: {(row['wall'] - row['startup'] - sdk) / path:.3f}x")
 
 
 def target_only(kind: str) -> int:
