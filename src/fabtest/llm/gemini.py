@@ -18,6 +18,7 @@ from fabtest.errors import TransientFailure
 from fabtest.llm.base import Completion, LLMError, LLMNotConfigured, LLMSettings, json_schema
 from fabtest.llm.connect_timeout import connect_timeout, shorten_connect
 from fabtest.llm.gemini_rest import LeanTransport, lean_transport, raw_answer, request_body
+from fabtest.llm.hedging import Hedging, hedging
 from fabtest.llm.inline_files import call_files, call_seed, gemini_contents
 from fabtest.llm.limits import (
     PROBE_PROMPT,
@@ -94,6 +95,7 @@ class GeminiLLM(ProviderBase):
                     bad_output_retries=bad_output_retries, retry_budget=retry_budget)
         self._client: genai.Client | None = None
         self._lean: LeanTransport | None = None
+        self._hedging: Hedging | None = None
         self._client_lock = threading.Lock()
 
     def close(self) -> None:
@@ -129,7 +131,6 @@ class GeminiLLM(ProviderBase):
                 except Exception as exc:  # classified below
                     raise self._classify(exc) from exc
 
-            fetch = cut_when_stalled(self._latency, self.settings.timeout_s, send)
         else:  # files go as the SDK's inline parts
             from google.genai import types
 
@@ -142,12 +143,16 @@ class GeminiLLM(ProviderBase):
             )
             contents = gemini_contents(prompt, files)
 
-            def fetch() -> RawAnswer:
+            def send(limit: float | None) -> RawAnswer:
+                sent = config if limit is None else config.model_copy(
+                    update={"http_options": types.HttpOptions(timeout=max(1, int(limit * 1000)))})
                 try:
-                    response = client.models.generate_content(model=self.model, contents=contents, config=config)
+                    response = client.models.generate_content(model=self.model, contents=contents, config=sent)
                 except Exception as exc:  # classified below
                     raise self._classify(exc) from exc
                 return _raw_answer(response, self.model)
+
+        fetch = cut_when_stalled(self._latency, self.settings.timeout_s, send, self._hedging)
 
         return complete_validated(
             fetch,
@@ -189,6 +194,8 @@ class GeminiLLM(ProviderBase):
                 shorten_connect(getattr(getattr(built, "_api_client", None), "_httpx_client", None),
                                 connect_timeout(self.settings.timeout_s))
                 self._lean = lean_transport(built)
+                # a first attempt silent past the recent p95 is sent again in parallel (hedging.py)
+                self._hedging = hedging(self, getattr(getattr(built, "_api_client", None), "_httpx_client", None))
                 self._client = built  # last: a caller that sees the client sees its lean path too
             return self._client
 

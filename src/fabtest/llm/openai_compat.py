@@ -21,6 +21,7 @@ from fabtest.errors import TransientFailure
 from fabtest.llm.base import Completion, LLMError, LLMSettings
 from fabtest.llm.base import json_schema as base_json_schema
 from fabtest.llm.connect_timeout import connect_timeout
+from fabtest.llm.hedging import hedging
 from fabtest.llm.inline_files import call_files, call_seed, openai_content
 from fabtest.llm.limits import (
     PROBE_PROMPT,
@@ -92,6 +93,7 @@ class OpenAICompatLLM(ProviderBase):
         timeout = httpx.Timeout(settings.timeout_s, connect=connect_timeout(settings.timeout_s))
         self._http = httpx.Client(base_url=base_url, headers=headers, timeout=timeout, transport=transport,
                                   limits=httpx.Limits(max_connections=pool, max_keepalive_connections=pool))
+        self._hedging = hedging(self, self._http)  # a first attempt silent past the recent p95 is hedged
         self._close_lock = threading.Lock()
 
     def close(self) -> None:
@@ -115,7 +117,7 @@ class OpenAICompatLLM(ProviderBase):
             return _raw_answer(self._post(body, timeout=limit), self.model)
 
         return complete_validated(
-            cut_when_stalled(self._latency, self.settings.timeout_s, send),
+            cut_when_stalled(self._latency, self.settings.timeout_s, send, self._hedging),
             schema=schema,
             policy=self._policy,
             bad_output_retries=self._bad_output_retries,

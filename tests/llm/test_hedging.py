@@ -1,0 +1,157 @@
+"""A first attempt whose server stays silent past the endpoint's recent p95 is hedged: sent again in
+parallel, the first answer kept, the other abandoned (llm/hedging.py), through the real google-genai
+client against FakeGemini (and the OpenAI-compatible client against a local fake)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from fabtest.conversation import Attachment
+from fabtest.llm import stalls
+from fabtest.llm.base import LLMSettings
+from fabtest.llm.calls import LLMCall, llm_call
+from fabtest.llm.gemini import GeminiLLM
+from fabtest.llm.openai_compat import OpenAICompatLLM
+from fabtest.llm.retry_budget import RetryBudget
+from fabtest.testing import FakeGemini
+from fabtest.testing.gemini_wire import FakeRequest
+
+#: the hedge delay in these tests (the recent calls took 10 ms: the floor decides); the stall limit stays 5 s
+DELAY_S = 0.2
+
+
+class Held:
+    """A FakeGemini handler: the n-th request waits ``holds[n - 1]`` seconds (cut short when the test
+    ends), then answers ``"answer n"``, so a test can tell which attempt's answer was kept."""
+
+    def __init__(self, *holds: float) -> None:
+        self.holds = holds
+        self.count = 0
+        self.lock = threading.Lock()
+        self.released = threading.Event()
+
+    def __call__(self, request: FakeRequest) -> str:
+        with self.lock:
+            self.count += 1
+            n = self.count
+        if n <= len(self.holds):
+            self.released.wait(self.holds[n - 1])
+        return f"answer {n}"
+
+
+@pytest.fixture
+def held(fake: FakeGemini, monkeypatch: pytest.MonkeyPatch) -> Iterator[Held]:
+    monkeypatch.setattr(stalls, "HEDGE_FLOOR_S", DELAY_S)
+    handler = Held()
+    fake.handler = handler
+    yield handler
+    handler.released.set()
+
+
+def _llm(fake: FakeGemini, budget: RetryBudget | None = None, *, concurrency: int = 8) -> GeminiLLM:
+    llm = GeminiLLM(LLMSettings(base_url=fake.base_url, timeout_s=30, max_retries=2, max_concurrency=concurrency),
+                    api_key="k", backoff_base_s=0.01, backoff_max_s=0.02, retry_budget=budget)
+    for _ in range(stalls.MIN_SAMPLES):  # the endpoint's recent calls: quick ones
+        llm._latency.record(0.01)
+    return llm
+
+
+def _wait_for(condition: object, seconds: float = 5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():  # type: ignore[operator]
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_a_first_attempt_the_server_holds_is_hedged_and_the_second_answer_kept(fake: FakeGemini, held: Held) -> None:
+    held.holds = (30.0,)  # the lost request: released when the test ends
+    budget = RetryBudget(0.1)
+    llm = _llm(fake, budget)
+    started = time.monotonic()
+    answer = llm.complete("hello")
+    elapsed = time.monotonic() - started
+    assert answer.text == "answer 2"
+    assert elapsed < 4.0  # the hedge delay plus one call, not the 5 s stall limit plus a retry
+    assert fake.request_count == 2 and llm._latency.hedges == (1, 1) and llm._latency.cut == 0
+    assert budget.retries == budget.hedges == 1 and budget.refused == 0  # paid like a retry
+    assert answer.usage.calls == 1  # one logical call
+    assert "second's answer kept" in answer.metadata["hedged"]
+    assert _wait_for(lambda: llm._semaphore.held == 0)
+
+
+def test_an_answer_before_the_hedge_delay_sends_no_hedge(fake: FakeGemini, held: Held) -> None:
+    budget = RetryBudget(0.1)
+    llm = _llm(fake, budget)
+    answer = llm.complete("hello")
+    assert answer.text == "answer 1" and "hedged" not in answer.metadata
+    assert fake.request_count == 1 and llm._latency.hedges == (0, 0) and budget.retries == 0
+
+
+def test_a_spent_retry_budget_sends_no_hedge(fake: FakeGemini, held: Held) -> None:
+    held.holds = (0.6,)  # three times the hedge delay, far under the stall limit
+    budget = RetryBudget(0.0, floor=0)
+    llm = _llm(fake, budget)
+    assert llm.complete("hello").text == "answer 1"
+    assert fake.request_count == 1 and llm._latency.hedges == (0, 0)
+    assert budget.retries == 0 and budget.refused == 0  # a hedge not sent is not a refused retry
+
+
+def test_no_hedge_when_every_slot_of_the_endpoint_is_taken(fake: FakeGemini, held: Held) -> None:
+    """The first attempt holds the endpoint's only slot: a hedge would queue on fabtest's own limiter."""
+    held.holds = (0.6,)
+    llm = _llm(fake, RetryBudget(0.1), concurrency=1)
+    assert llm.complete("hello").text == "answer 1"
+    assert fake.request_count == 1 and llm._latency.hedges == (0, 0)
+
+
+def test_the_first_attempt_wins_when_it_answers_before_the_hedge(fake: FakeGemini, held: Held) -> None:
+    held.holds = (0.6, 30.0)  # the first answers after the hedge was sent; the hedge would take 30 s
+    llm = _llm(fake, RetryBudget(0.1))
+    answer = llm.complete("hello")
+    assert answer.text == "answer 1" and "first's answer kept" in answer.metadata["hedged"]
+    assert fake.request_count == 2 and llm._latency.hedges == (1, 0)
+    plain = llm.complete("hello")  # a third request, answered at once: one answer's tokens
+    assert answer.usage.input_tokens == plain.usage.input_tokens and answer.usage.calls == 1
+    # the hedge was abandoned: its socket shut, its thread gave back its slot long before its 30 s
+    assert _wait_for(lambda: llm._semaphore.held == 0)
+
+
+def test_when_both_attempts_are_held_the_stall_cut_retries(fake: FakeGemini, held: Held,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stalls, "FLOOR_S", 0.6)  # the stall limit: the hedge is given as long
+    held.holds = (30.0, 30.0)
+    budget = RetryBudget(0.1)
+    llm = _llm(fake, budget)
+    answer = llm.complete("hello")
+    assert answer.text == "answer 3"  # the cut's retry, after the hedge had the stall limit too
+    assert fake.request_count == 3 and llm._latency.hedges == (1, 0) and llm._latency.cut == 1
+    assert budget.retries == 2 and budget.hedges == 1
+
+
+def test_a_call_with_files_takes_the_sdk_path_and_is_hedged_too(fake: FakeGemini, held: Held) -> None:
+    held.holds = (30.0,)
+    llm = _llm(fake, RetryBudget(0.1))
+    photo = Attachment.from_bytes(b"\x89PNG\r\n\x1a\nfake", name="photo.png")
+    with llm_call(LLMCall("criteria", files=(photo,))):
+        answer = llm.complete("the user sent [attached: file 1]")
+    assert answer.text == "answer 2" and fake.request_count == 2 and llm._latency.hedges == (1, 1)
+    assert all(r.body["contents"][0]["parts"][1].get("inlineData") for r in fake.requests)  # the SDK's parts
+
+
+def test_an_openai_compatible_call_is_hedged_too(fake_openai, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stalls, "HEDGE_FLOOR_S", DELAY_S)
+    llm = OpenAICompatLLM(LLMSettings(provider="openai", base_url=fake_openai.base_url, timeout_s=30, max_retries=2),
+                          backoff_base_s=0.01, backoff_max_s=0.02)
+    for _ in range(stalls.MIN_SAMPLES):
+        llm._latency.record(0.01)
+    fake_openai.replies.append(3.0)  # the first request answers after 3 s
+    started = time.monotonic()
+    assert llm.complete("hello").text == "hello from openai"
+    assert time.monotonic() - started < 2.5
+    assert len(fake_openai.requests) == 2 and llm._latency.hedges == (1, 1)
