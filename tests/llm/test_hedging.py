@@ -155,3 +155,23 @@ def test_an_openai_compatible_call_is_hedged_too(fake_openai, monkeypatch: pytes
     assert llm.complete("hello").text == "hello from openai"
     assert time.monotonic() - started < 2.5
     assert len(fake_openai.requests) == 2 and llm._latency.hedges == (1, 1)
+
+
+def test_the_trace_span_says_the_call_was_hedged(fake: FakeGemini, held: Held) -> None:
+    pytest.importorskip("opentelemetry.sdk")
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from fabtest import tracing
+
+    held.holds = (30.0,)
+    exporter = InMemorySpanExporter()
+    tracing.enable(exporter=exporter)
+    try:
+        llm = tracing.traced(_llm(fake, RetryBudget(0.1)), "judge")
+        assert llm is not None and llm.complete("hello").text == "answer 2"
+        assert llm.complete("hello again").text == "answer 3"  # answered at once: not hedged
+    finally:
+        tracing.shutdown()
+    hedged, plain = [s.attributes.get("fabtest.llm.hedged") for s in exporter.get_finished_spans()]
+    assert hedged is not None and "asked again in parallel, the second's answer kept" in hedged
+    assert plain is None

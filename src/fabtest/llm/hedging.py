@@ -218,25 +218,26 @@ class Hedging:
         answer, if it comes within the stall limit of being sent; else a transient failure saying both
         failed, which :func:`~fabtest.llm.limits.call_with_retries` retries as it retries a cut."""
         done = race.done
+        if done is not None and isinstance(failure, TransientFailure):
+            # the hedge gets as long as the first attempt had (its stall limit), then the cut's retry follows
+            done.wait(max(0.0, race.sent_at + (self.wait_s if limit is None else limit) - time.monotonic()))
+        race.close()
+        if race.winner == _HEDGE:  # the hedge answered (and ended this attempt's read)
+            return _noted(race, race.answer)
         if done is None or not isinstance(failure, TransientFailure):
-            race.close()
             cut = stalled(self.tracker, limit, failure)
             if cut is failure:
                 raise failure
             raise cut from failure
-        # the hedge gets as long as the first attempt had (its stall limit), then the cut's retry follows
-        done.wait(max(0.0, race.sent_at + (self.wait_s if limit is None else limit) - time.monotonic()))
-        race.close()
-        if race.winner == _HEDGE:
-            return _noted(race, race.answer)
         hedge_failure = race.failure
         if isinstance(hedge_failure, Exception) and not isinstance(hedge_failure, TransientFailure):
             raise hedge_failure  # a definite answer (a 400, a bad key): no retry helps
         first = stalled(self.tracker, limit, failure)
         timeout = isinstance(first, TransientFailure) and first.timeout and (
             not isinstance(hedge_failure, TransientFailure) or hedge_failure.timeout)
-        raise TransientFailure(f"{first}; it was hedged after {race.delay:.1f}s of silence, and the hedge failed "
-                               f"too: {hedge_failure or 'no answer'}", timeout=timeout) from failure
+        hedge = f"the hedge failed too: {hedge_failure}" if hedge_failure else "the hedge had no answer either"
+        raise TransientFailure(f"{first}; it was hedged after {race.delay:.1f}s of silence, and {hedge}",
+                               timeout=timeout) from failure
 
 
 def _noted(race: _Race, answer: Any) -> Any:
