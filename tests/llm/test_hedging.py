@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from fabtest.conversation import Attachment
-from fabtest.llm import stalls
+from fabtest.llm import hedging, stalls
 from fabtest.llm.base import LLMSettings
 from fabtest.llm.calls import LLMCall, llm_call
 from fabtest.llm.gemini import GeminiLLM
@@ -175,3 +175,34 @@ def test_the_trace_span_says_the_call_was_hedged(fake: FakeGemini, held: Held) -
     hedged, plain = [s.attributes.get("fabtest.llm.hedged") for s in exporter.get_finished_spans()]
     assert hedged is not None and "asked again in parallel, the second's answer kept" in hedged
     assert plain is None
+
+
+def test_a_silence_noticed_late_sends_no_hedge() -> None:
+    """The thread noticed the silence more than LATE_S after the delay: it waited for this process's
+    CPU, which a second request would only load more."""
+    launched: list[object] = []
+
+    class Launcher:
+        def launch(self, race: object) -> None:
+            launched.append(race)
+
+    late = hedging._Race(Launcher(), lambda limit: None, 1.0)  # type: ignore[arg-type]
+    late._silent(hedging.LATE_S + 0.1)
+    on_time = hedging._Race(Launcher(), lambda limit: None, 1.0)  # type: ignore[arg-type]
+    on_time._silent(0.01)
+    on_time._silent(0.01)  # one hedge at most
+    assert launched == [on_time]
+
+
+def test_no_hedging_without_retries_or_on_a_transport_it_cannot_watch(fake: FakeGemini, fake_openai) -> None:
+    import httpx
+
+    no_retries = GeminiLLM(LLMSettings(base_url=fake.base_url, max_retries=0), api_key="k")
+    no_retries.warm()
+    assert no_retries._hedging is None
+    custom = OpenAICompatLLM(LLMSettings(provider="openai", base_url=fake_openai.base_url),
+                             transport=httpx.HTTPTransport(http2=False, retries=0))
+    assert custom._hedging is not None  # a plain httpx transport: its connection pool is watched
+    mocked = OpenAICompatLLM(LLMSettings(provider="openai", base_url=fake_openai.base_url),
+                             transport=httpx.MockTransport(lambda request: httpx.Response(500)))
+    assert mocked._hedging is None
