@@ -70,7 +70,9 @@ def test_a_large_pool_is_split_into_shards_taken_in_turn(settings: LLMSettings) 
 
     llm = GeminiLLM(dataclasses.replace(settings, max_concurrency=512), api_key="k")
     assert llm.complete("hello").text  # the client is built and works through a shard
-    transport = llm._get_client()._api_client._httpx_client._transport
+    transport = llm._lean._http._transport  # the judge's and simulator's own client (gemini_rest.direct_transport)
+    sdk = llm._get_client()._api_client._httpx_client._transport  # the SDK's, for calls with files
+    assert isinstance(sdk, ct.ShortConnect) and len(sdk.shards) == 512 // ct.SHARD_CONNECTIONS
     assert isinstance(transport, ct.ShortConnect) and len(transport.shards) == 512 // ct.SHARD_CONNECTIONS
     pools = [shard._pool for shard in transport.shards]
     assert len({id(pool) for pool in pools}) == len(pools)
@@ -84,5 +86,5 @@ def test_a_large_pool_is_split_into_shards_taken_in_turn(settings: LLMSettings) 
 def test_a_small_pool_stays_one(settings: LLMSettings) -> None:
     llm = GeminiLLM(dataclasses.replace(settings, max_concurrency=8), api_key="k")
     assert llm.complete("hello").text
-    transport = llm._get_client()._api_client._httpx_client._transport
-    assert isinstance(transport, ct.ShortConnect) and transport.shards == [transport.inner]
+    for transport in (llm._lean._http._transport, llm._get_client()._api_client._httpx_client._transport):
+        assert isinstance(transport, ct.ShortConnect) and transport.shards == [transport.inner]

@@ -1,6 +1,7 @@
 """A first attempt whose server stays silent past the endpoint's recent p95 is hedged: sent again in
-parallel, the first answer kept, the other abandoned (llm/hedging.py), through the real google-genai
-client against FakeGemini (and the OpenAI-compatible client against a local fake)."""
+parallel, the first answer kept, the other abandoned (llm/hedging.py), through GeminiLLM against
+FakeGemini (its lean path's own HTTP client, and the google-genai client for a call with files) and
+the OpenAI-compatible client against a local fake."""
 
 from __future__ import annotations
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from fabtest.llm import warmup
 from fabtest.config.settings import Settings
 
@@ -22,14 +24,19 @@ def test_openai_roles_need_no_gemini_warm_up(monkeypatch) -> None:
     assert warmup.will_call_gemini(settings) is False
 
 
-def test_warm_up_imports_the_sdk_in_the_background() -> None:
+@pytest.mark.parametrize(("key", "loads_sdk"), [("not-a-real-key", False), ("auth_tokens/an-ephemeral-one", True)])
+def test_warm_up_builds_the_clients_in_the_background_and_the_sdk_only_where_needed(key: str, loads_sdk: bool) -> None:
+    """A plain key: the judge's and simulator's own client, google-genai never loaded; a key the
+    direct path leaves to the SDK (an ephemeral token): the SDK is loaded off the main thread."""
     code = ("import sys; from fabtest.llm import warmup; from fabtest.config.settings import Settings; "
-            "assert 'google.genai' not in sys.modules; t = warmup.start(Settings()); t.join(60); "
-            "print(t.name, 'google.genai' in sys.modules)")
-    env = {"GEMINI_API_KEY": "not-a-real-key", "PATH": "/usr/bin:/bin"}
+            "from fabtest.engine.llms import configured_llms; from pathlib import Path; "
+            "assert 'google.genai' not in sys.modules; "
+            "t = warmup.start(Settings(), build=lambda: configured_llms(Settings(), Path('.'))); "
+            "t.join(60); print(t.name, 'httpx' in sys.modules, 'google.genai' in sys.modules)")
+    env = {"GEMINI_API_KEY": key, "PATH": "/usr/bin:/bin", "GOOGLE_GEMINI_BASE_URL": "http://127.0.0.1:9"}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "fabtest-llm-warm-up True"
+    assert proc.stdout.split() == ["fabtest-llm-warm-up", "True", str(loads_sdk)]
 
 
 def test_a_run_shorter_than_the_warm_up_ends_after_it_not_during_it(pytester, monkeypatch) -> None:

@@ -19,6 +19,12 @@ from typing import Any
 import pytest
 
 pytest.importorskip("opentelemetry.sdk", reason="the otel extra is not installed: pip install -e '.[otel]'")
+# Loaded at collection, before any in-process pytester run: such a run drops the modules first
+# imported during it, and an exporter imported again afterwards kept the dropped run's SpanKind
+# (KeyError: <SpanKind.INTERNAL: 0> when the agent exported, under -n 2 in some orders).
+pytest.importorskip("opentelemetry.exporter.otlp.proto.http.trace_exporter")
+import opentelemetry.sdk.trace.export  # noqa: E402,F401
+import opentelemetry.trace.propagation.tracecontext  # noqa: E402,F401
 
 
 def _free_port() -> int:

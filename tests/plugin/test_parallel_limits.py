@@ -38,14 +38,14 @@ SCENARIO = """
 """
 
 # Records, when the controller hears of the first worker's collection (before its pre-flight
-# probe), whether the LLM SDK is already loading there.
+# probe), whether its LLM clients are already being built there (httpx is loaded for them).
 CONFTEST = """
 import sys, threading
 import pytest
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)
 def pytest_xdist_node_collection_finished(node, ids):
-    warm = "google.genai" in sys.modules or any(t.name == "fabtest-llm-warm-up" for t in threading.enumerate())
+    warm = "httpx" in sys.modules or any(t.name == "fabtest-llm-warm-up" for t in threading.enumerate())
     with open("controller_warm.txt", "a") as fh:
         fh.write(f"{warm}\\n")
 """
@@ -92,5 +92,5 @@ def test_workers_together_stay_within_the_suite_wide_limit(tmp_path: Path) -> No
     assert in_flight == 4
     if shared_limit.available():
         assert not [p.name for p in tmpdir.iterdir() if p.name.startswith("fabtest-llm-slots-")]  # cleaned up
-    # the controller loaded the SDK for its pre-flight probe while the workers started
+    # the controller built its LLM clients for its pre-flight probe while the workers started
     assert (tmp_path / "controller_warm.txt").read_text().splitlines()[0] == "True"

@@ -254,11 +254,14 @@ def test_a_healthy_judge_is_probed_once_then_the_run_goes_on(pytester: pytest.Py
     assert _probes(fake) == ["gemini-2.5-flash"]
 
 
-def test_the_run_builds_one_sdk_client_per_role(pytester: pytest.Pytester, fake: FakeGemini,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_run_builds_one_client_per_role_and_no_sdk_client(pytester: pytest.Pytester, fake: FakeGemini,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """The warm-up builds the run's own judge and simulator clients; the probe and the scenarios
-    use them (no throwaway client to warm the SDK, none of the probe's own)."""
+    use them (no throwaway client to warm the SDK, none of the probe's own), and with a plain key
+    they are fabtest's own HTTP clients: no google-genai client at all (llm/gemini_rest.py)."""
     from google import genai
+
+    from fabtest.llm import gemini
 
     built: list[object] = []
     init = genai.Client.__init__
@@ -267,13 +270,22 @@ def test_the_run_builds_one_sdk_client_per_role(pytester: pytest.Pytester, fake:
         built.append(self)
         init(self, *args, **kwargs)
 
+    direct: list[object] = []
+    plain_direct = gemini.direct_transport
+
+    def counting_direct(*args: Any, **kwargs: Any) -> Any:
+        direct.append(plain_direct(*args, **kwargs))
+        return direct[-1]
+
     monkeypatch.setattr(genai.Client, "__init__", counting)
+    monkeypatch.setattr(gemini, "direct_transport", counting_direct)
     _project(pytester, JUDGED + SIMULATED)
     result = pytester.runpytest(*ARGS, "features", "--fabtest-no-results")
     assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), result.stdout.str()
     assert sorted(_probes(fake)) == ["gemini-2.5-flash"]  # judge and simulator share the endpoint
     assert any("role-playing a HUMAN USER" in r.text for r in fake.requests)
-    assert len(built) == 2
+    assert len(direct) == 2 and all(d is not None for d in direct)
+    assert built == []
 
 
 def test_judge_and_simulator_on_different_models_are_probed_each(pytester: pytest.Pytester, fake: FakeGemini) -> None:

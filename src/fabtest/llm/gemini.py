@@ -8,6 +8,7 @@ and runs without an LLM never pay for it. The SDK's own retries are off; fabtest
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -17,8 +18,8 @@ from fabtest._internal import redaction
 from fabtest.errors import TransientFailure
 from fabtest.llm.base import Completion, LLMError, LLMNotConfigured, LLMSettings, json_schema
 from fabtest.llm.connect_timeout import connect_timeout, shorten_connect
-from fabtest.llm.gemini_rest import LeanTransport, lean_transport, raw_answer, request_body
-from fabtest.llm.hedging import Hedging, hedging
+from fabtest.llm.gemini_rest import LeanTransport, direct_transport, lean_transport, raw_answer, request_body
+from fabtest.llm.hedging import hedging, watch_reads
 from fabtest.llm.inline_files import call_files, call_seed, gemini_contents
 from fabtest.llm.limits import (
     PROBE_PROMPT,
@@ -95,33 +96,37 @@ class GeminiLLM(ProviderBase):
                     bad_output_retries=bad_output_retries, retry_budget=retry_budget)
         self._client: genai.Client | None = None
         self._lean: LeanTransport | None = None
-        self._hedging: Hedging | None = None
+        self._lean_built = False  # the lean path was looked for (it may be None: the SDK's calls then)
+        # a first attempt silent past the recent p95 is sent again in parallel, on a client whose
+        # reads are watched (_prepare); on one that cannot be, it is only cut (hedging.py)
+        self._hedging = hedging(self)
         self._client_lock = threading.Lock()
 
     def close(self) -> None:
-        """Release the SDK client's connections (optional; the process exit does it too)."""
+        """Release the HTTP clients' connections (optional; the process exit does it too)."""
         with self._client_lock:
-            client, self._client, self._lean = self._client, None, None
-        if client is not None:
-            try:
-                client.close()
-            except Exception:  # closing is best effort
-                pass
+            client, lean, self._client, self._lean, self._lean_built = self._client, self._lean, None, None, False
+        for closing in (lean, client):
+            if closing is not None:
+                try:
+                    closing.close()
+                except Exception:  # closing is best effort
+                    pass
 
     def warm(self) -> None:
-        """Build the SDK client now (the warm-up thread), not on the first call."""
-        self._get_client()
+        """Build the lean path now (the warm-up thread), not on the first call: google-genai is
+        loaded only if the lean path cannot do without it (gemini_rest.direct_transport)."""
+        self._lean_path()
 
     # -- internals -----------------------------------------------------------------------
 
     def _call(self, prompt: str, schema: type[T] | None, system: str | None,
               temperature: float | None) -> Completion[Any]:
-        client = self._get_client()
         temperature = temperature if temperature is not None else self.settings.temperature
         files = call_files()  # a transcript's files, beside the lines naming them
         seed = call_seed()  # the simulated user's: the same on both arms of an A/B
-        lean = self._lean
-        if lean is not None and not files:  # the REST body written here, sent on the SDK's client (gemini_rest.py)
+        lean = None if files else self._lean_path()
+        if lean is not None:  # the REST body written here, sent on the SDK's client (gemini_rest.py)
             body = request_body(prompt, system=system, temperature=temperature,
                                 schema=json_schema(schema) if schema is not None else None, seed=seed)
 
@@ -134,6 +139,7 @@ class GeminiLLM(ProviderBase):
         else:  # files go as the SDK's inline parts
             from google.genai import types
 
+            client = self._get_client()
             config = types.GenerateContentConfig(
                 system_instruction=system or None,
                 temperature=temperature,
@@ -165,6 +171,14 @@ class GeminiLLM(ProviderBase):
         )
 
     def _probe_attempt(self) -> None:
+        lean = self._lean_path()
+        if lean is not None:
+            body = request_body(PROBE_PROMPT, system=None, temperature=None, schema=None, max_output_tokens=16)
+            try:
+                lean.generate(self.model, body)
+            except Exception as exc:  # classified below
+                raise self._classify(exc) from exc
+            return
         from google.genai import types
 
         config = types.GenerateContentConfig(max_output_tokens=16)
@@ -175,6 +189,27 @@ class GeminiLLM(ProviderBase):
 
     def _timeout_ms(self) -> int:
         return max(1, int(self.settings.timeout_s * 1000))
+
+    def _lean_path(self) -> LeanTransport | None:
+        """The judge's and simulator's lean transport: fabtest's own HTTP client where google-genai
+        need not load, else the SDK client's; None when neither fits (``generate_content`` then)."""
+        if self._lean_built:  # built: no lock (hundreds of threads calling at once queued on it)
+            return self._lean
+        with self._client_lock:
+            if not self._lean_built:
+                self._lean = direct_transport(self._api_key, self.base_url, timeout_s=self._timeout_ms() / 1000,
+                                              limits=_pool_limits(self.settings.max_concurrency), wrap=self._prepare)
+                self._lean_built = self._lean is not None
+        if not self._lean_built:
+            self._get_client()  # the SDK's client, and the lean path over it if its version has one
+        return self._lean
+
+    def _prepare(self, http: Any) -> None:
+        """Settle a new HTTP client (fabtest's own or the SDK's): a dropped SYN is retried after
+        seconds, not after the whole answer timeout (connect_timeout.py), and its reads are watched
+        so a first attempt the server leaves silent can be hedged (hedging.py)."""
+        shorten_connect(http, connect_timeout(self.settings.timeout_s))
+        watch_reads(http)
 
     def _get_client(self) -> genai.Client:
         client = self._client
@@ -190,20 +225,17 @@ class GeminiLLM(ProviderBase):
                 if self.base_url:
                     options.base_url = self.base_url
                 built = genai.Client(api_key=self._api_key, http_options=options)
-                # a dropped SYN is retried after seconds, not after the whole answer timeout
-                shorten_connect(getattr(getattr(built, "_api_client", None), "_httpx_client", None),
-                                connect_timeout(self.settings.timeout_s))
-                self._lean = lean_transport(built)
-                # a first attempt silent past the recent p95 is sent again in parallel (hedging.py)
-                self._hedging = hedging(self, getattr(getattr(built, "_api_client", None), "_httpx_client", None))
+                self._prepare(getattr(getattr(built, "_api_client", None), "_httpx_client", None))
+                if not self._lean_built:
+                    self._lean = lean_transport(built)
+                    self._lean_built = True
                 self._client = built  # last: a caller that sees the client sees its lean path too
             return self._client
 
     def _classify(self, exc: Exception) -> Exception:
         """Map an SDK or transport exception to TransientFailure (retry) or LLMError (give up)."""
-        from google.genai import errors
-
-        if isinstance(exc, errors.APIError):
+        errors = sys.modules.get("google.genai.errors")  # not loaded: the exception cannot be its APIError
+        if errors is not None and isinstance(exc, errors.APIError):
             status = getattr(exc, "code", None)
             detail = f"HTTP {status} {exc.status or ''}: {exc.message or exc}".strip()
             if is_retryable_status(status):

@@ -313,9 +313,12 @@ def watch_reads(http_client: Any) -> bool:
     return True
 
 
-def hedging(provider: ProviderBase, http_client: Any) -> Hedging | None:
-    """The hedges of ``provider``'s calls on ``http_client``; None when its role retries nothing
-    (``max_retries = 0``: a hedge is a retry) or its reads cannot be watched."""
+def hedging(provider: ProviderBase, http_client: Any = None) -> Hedging | None:
+    """The hedges of ``provider``'s calls; None when its role retries nothing (``max_retries = 0``: a
+    hedge is a retry) or ``http_client``, given, cannot be watched (:func:`watch_reads`). A call on
+    a client that is not watched never notices a silence, so it is never hedged, only cut."""
     if provider._policy.max_retries < 1:
         return None
-    return Hedging(provider) if watch_reads(http_client) else None
+    if http_client is not None and not watch_reads(http_client):
+        return None
+    return Hedging(provider)

@@ -1,11 +1,13 @@
 """Build the run's Gemini clients on a background thread while pytest collects and starts the run.
 
-Importing google-genai and building its first client take about 1.5 s. fabtest imports them
-lazily (``--collect-only`` and deterministic runs never pay), so a run that will call Gemini
-would otherwise pay on its first scenario. ``start`` does the import on a daemon thread, then
-builds the run's own judge and simulator (``build``, the plugin's ``llm_roles``) and their SDK
-clients (which loads the SDK's lazily imported parts): the pre-flight probe and the first
-scenario then use those clients, already built, and the probe's connection. Best effort: any
+Building the judge's and simulator's HTTP clients takes a moment (httpx, a TLS context), and where
+google-genai is needed (llm/gemini_rest.py says when) importing it and building its first client
+take about 1 s. fabtest builds them lazily (``--collect-only`` and deterministic runs never pay), so
+a run that will call Gemini would otherwise pay on its first scenario. ``start`` builds the run's own
+judge and simulator (``build``, the plugin's ``llm_roles``) and their clients on a daemon thread: the
+pre-flight probe and the first scenario then use those clients, already built, and the probe's
+connection. It does not import google-genai for its own sake: a run whose judge and simulator do
+without it should not spend a second of CPU beside its first scenario loading it. Best effort: any
 error is left for the real construction to report.
 
 Once loaded, the SDK's objects (thousands of pydantic classes) live until the process ends, yet
@@ -43,9 +45,6 @@ def will_call_gemini(settings: Any) -> bool:
 
 def _warm(build: Callable[[], Any] | None) -> None:
     try:
-        from google import genai  # noqa: F401 - imported for their side effect: loaded
-        from google.genai import errors, types  # noqa: F401
-
         roles = build() if build is not None else None
         for llm in (getattr(roles, "judge", None), getattr(roles, "simulator", None)):
             while llm is not None and not hasattr(llm, "warm") and hasattr(llm, "inner"):
@@ -55,7 +54,7 @@ def _warm(build: Callable[[], Any] | None) -> None:
                 warm()
     except Exception:  # best effort; the real construction reports real problems
         return
-    gc.freeze()  # the SDK is here for good: later full collections need not walk it again
+    gc.freeze()  # the clients (and the SDK, where loaded) are here for good: later full collections skip them
 
 
 def start(settings: Any, build: Callable[[], Any] | None = None) -> threading.Thread | None:
