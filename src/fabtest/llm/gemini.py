@@ -158,7 +158,8 @@ class GeminiLLM(ProviderBase):
                     raise self._classify(exc) from exc
                 return _raw_answer(response, self.model)
 
-        fetch = cut_when_stalled(self._latency, self.settings.timeout_s, send, self._hedging)
+        latency = self._latency_files if files else self._latency  # calls with files: another p95
+        fetch = cut_when_stalled(latency, self.settings.timeout_s, send, self._hedging)
 
         return complete_validated(
             fetch,

@@ -41,7 +41,7 @@ from fabtest._internal.threads import ReusableThreads
 from fabtest.errors import TransientFailure
 from fabtest.llm.connect_timeout import connect_timeout
 from fabtest.llm.limits import ProviderBase, exception_is_timeout
-from fabtest.llm.stalls import hedged_message, stalled
+from fabtest.llm.stalls import LatencyTracker, hedged_message, stalled
 
 __all__ = ["LATE_S", "Hedging", "WatchedBackend", "hedging", "watch_reads"]
 
@@ -80,10 +80,12 @@ class _Race:
     its own attempt reads it, never after it went back to the pool for another call)."""
 
     __slots__ = ("answer", "delay", "done", "failure", "fired", "hedging", "lock", "reading", "send", "sent_at",
-                 "winner")
+                 "tracker", "winner")
 
-    def __init__(self, hedging: Hedging, send: Callable[[float | None], Any], delay: float) -> None:
+    def __init__(self, hedging: Hedging, tracker: LatencyTracker, send: Callable[[float | None], Any],
+                 delay: float) -> None:
         self.hedging = hedging
+        self.tracker = tracker
         self.send = send
         self.delay = delay
         self.lock = threading.Lock()
@@ -146,20 +148,21 @@ class _Race:
 
 
 class Hedging:
-    """One provider's hedges: its endpoint's limiter (a hedge takes a free slot or is not sent), the
-    suite's retry budget (a hedge is paid as a retry) and its latency tracker. Called as the
+    """One provider's hedges: its endpoint's limiter (a hedge takes a free slot or is not sent) and
+    the suite's retry budget (a hedge is paid as a retry). Called as the
     :class:`~fabtest.llm.stalls.Racer` of :func:`~fabtest.llm.stalls.cut_when_stalled`."""
 
     def __init__(self, provider: ProviderBase) -> None:
-        self.tracker = provider._latency
         self.limiter = provider._semaphore
         self.budget = provider._budget
         #: the longest the first attempt waits for a hedge it outlived: the hedge's own timeouts end it sooner
         self.wait_s = provider.settings.timeout_s + connect_timeout(provider.settings.timeout_s) + 1.0
 
-    def __call__(self, send: Callable[[float | None], R], limit: float | None, delay: float) -> R:
-        """The first attempt, on the calling thread, hedged after ``delay`` seconds of silence."""
-        race = _Race(self, send, delay)
+    def __call__(self, tracker: LatencyTracker, send: Callable[[float | None], R], limit: float | None,
+                 delay: float) -> R:
+        """The first attempt, on the calling thread, hedged after ``delay`` seconds of silence;
+        ``tracker`` is the latency of its class of calls, which the answer feeds."""
+        race = _Race(self, tracker, send, delay)
         started = time.monotonic()
         failed: Exception | None = None
         _LOCAL.side = (race, _FIRST)
@@ -172,7 +175,7 @@ class Hedging:
         if failed is not None:
             return self._first_failed(race, failed, limit)  # type: ignore[no-any-return]
         if race.claim(_FIRST, answer):
-            self.tracker.record(time.monotonic() - started)
+            race.tracker.record(time.monotonic() - started)
         else:
             answer = race.answer  # the hedge answered first: this answer is dropped
         return _noted(race, answer)  # type: ignore[no-any-return]
@@ -186,7 +189,7 @@ class Hedging:
             return
         race.done = threading.Event()
         race.sent_at = time.monotonic()
-        self.tracker.hedged()
+        race.tracker.hedged()
         try:
             _THREADS.submit(self._hedge, race, name="fabtest hedge")
         except BaseException:
@@ -206,8 +209,8 @@ class Hedging:
             race.failure = failure
         else:
             if race.claim(_HEDGE, answer):
-                self.tracker.record(time.monotonic() - started)
-                self.tracker.hedged(won=True)
+                race.tracker.record(time.monotonic() - started)
+                race.tracker.hedged(won=True)
         finally:
             _LOCAL.side = None
             self.limiter.release()
@@ -225,14 +228,14 @@ class Hedging:
         if race.winner == _HEDGE:  # the hedge answered (and ended this attempt's read)
             return _noted(race, race.answer)
         if done is None or not isinstance(failure, TransientFailure):
-            cut = stalled(self.tracker, limit, failure)
+            cut = stalled(race.tracker, limit, failure)
             if cut is failure:
                 raise failure
             raise cut from failure
         hedge_failure = race.failure
         if isinstance(hedge_failure, Exception) and not isinstance(hedge_failure, TransientFailure):
             raise hedge_failure  # a definite answer (a 400, a bad key): no retry helps
-        first = stalled(self.tracker, limit, failure)
+        first = stalled(race.tracker, limit, failure)
         timeout = isinstance(first, TransientFailure) and first.timeout and (
             not isinstance(hedge_failure, TransientFailure) or hedge_failure.timeout)
         hedge = f"the hedge failed too: {hedge_failure}" if hedge_failure else "the hedge had no answer either"

@@ -102,7 +102,8 @@ class OpenAICompatLLM(ProviderBase):
 
     def _call(self, prompt: str, schema: type[T] | None, system: str | None,
               temperature: float | None) -> Completion[Any]:
-        content = openai_content(prompt, call_files())  # a transcript's files, beside the lines naming them
+        files = call_files()  # a transcript's files, beside the lines naming them
+        content = openai_content(prompt, files)
         messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": content}]
         body: dict[str, Any] = {"model": self.model, "messages": messages}
         temp = temperature if temperature is not None else self.settings.temperature
@@ -117,7 +118,9 @@ class OpenAICompatLLM(ProviderBase):
             return _raw_answer(self._post(body, timeout=limit), self.model)
 
         return complete_validated(
-            cut_when_stalled(self._latency, self.settings.timeout_s, send, self._hedging),
+            # calls with files are another class of requests, with a p95 of their own
+            cut_when_stalled(self._latency_files if files else self._latency, self.settings.timeout_s, send,
+                             self._hedging),
             schema=schema,
             policy=self._policy,
             bad_output_retries=self._bad_output_retries,

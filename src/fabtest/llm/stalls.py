@@ -122,12 +122,14 @@ def hedge_delay(p95: float | None, before_s: float) -> float | None:
 
 
 _LOCK = threading.Lock()
-_TRACKERS: dict[tuple[str, str], LatencyTracker] = {}
+_TRACKERS: dict[tuple[str, str, str], LatencyTracker] = {}
 
 
-def latency_tracker(provider: str, base_url: str | None) -> LatencyTracker:
-    """The one tracker of an endpoint, shared by every LLM that calls it in this process."""
-    key = (provider, (base_url or "").rstrip("/"))
+def latency_tracker(provider: str, base_url: str | None, *, files: bool = False) -> LatencyTracker:
+    """The one tracker of an endpoint, shared by every LLM that calls it in this process; ``files``:
+    its calls that carry files, another class of requests (an image takes longer to read than a
+    transcript), with a p95 of their own."""
+    key = (provider, (base_url or "").rstrip("/"), "files" if files else "")
     with _LOCK:
         tracker = _TRACKERS.get(key)
         if tracker is None:
@@ -161,7 +163,8 @@ def stalled(tracker: LatencyTracker, limit: float | None, failure: Exception) ->
 class Racer(Protocol):
     """Makes a first attempt hedged after ``delay`` seconds of silence (:class:`fabtest.llm.hedging.Hedging`)."""
 
-    def __call__(self, send: Callable[[float | None], R], limit: float | None, delay: float) -> R: ...
+    def __call__(self, tracker: LatencyTracker, send: Callable[[float | None], R], limit: float | None,
+                 delay: float) -> R: ...
 
 
 def cut_when_stalled(tracker: LatencyTracker, timeout_s: float, send: Callable[[float | None], R],
@@ -179,7 +182,7 @@ def cut_when_stalled(tracker: LatencyTracker, timeout_s: float, send: Callable[[
         if attempts == 1:
             limit, delay = tracker.limits(timeout_s)
             if racer is not None and delay is not None:
-                return racer(send, limit, delay)
+                return racer(tracker, send, limit, delay)
         started = time.monotonic()
         try:
             result = send(limit)
