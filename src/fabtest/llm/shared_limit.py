@@ -139,10 +139,10 @@ class SharedSemaphore:
         if not stack:
             raise ValueError("SharedSemaphore released more often than acquired in this thread")
         slot = stack.pop()
+        fd = self._fds[slot]
+        if fd is not None:  # outside self._lock: only this thread holds the slot (see _try_slots)
+            fcntl.flock(fd, fcntl.LOCK_UN)
         with self._lock:
-            fd = self._fds[slot]
-            if fd is not None:
-                fcntl.flock(fd, fcntl.LOCK_UN)
             self._busy[slot] = False
             self._released.append(slot)
         self._local.release()
@@ -187,28 +187,41 @@ class SharedSemaphore:
         them, so the lock is taken at the first try. Only when there are none does it search, onwards
         from where its last search stopped. Before, every acquire searched from the same place and
         stepped over each slot another process held, one refused ``flock`` (a system call, a hand-off
-        of the GIL) each: at 1,000 conversations in two workers, hundreds per call, under this lock.
+        of the GIL) each: at 1,000 conversations in two workers, hundreds per call.
+
+        ``self._lock`` is held only to pick a slot and mark it, never across the ``flock``: a system
+        call gives up the GIL, and under a thousand threads taking it back can take milliseconds,
+        during which every other acquire and release of the process would wait on the lock.
         """
-        with self._lock:
-            while self._released:
-                slot = self._released.pop()
-                if not self._busy[slot] and self._lock_slot(slot):
-                    return slot
-            for offset in range(self.size):
-                slot = (self._cursor + offset) % self.size
-                if not self._busy[slot] and self._lock_slot(slot):
-                    self._cursor = (slot + 1) % self.size
-                    return slot
+        for _ in range(self.size):
+            with self._lock:
+                slot = self._candidate()
+                if slot is None:
+                    return None
+                fd = self._fds[slot]
+                if fd is None:
+                    fd = self._fds[slot] = os.open(self.directory / f"slot-{slot}", os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:  # another process holds it
+                with self._lock:
+                    self._busy[slot] = False
+                continue
+            return slot
         return None
 
-    def _lock_slot(self, slot: int) -> bool:
-        """Take ``slot``'s file lock without waiting (``self._lock`` held); marks it busy."""
-        fd = self._fds[slot]
-        if fd is None:
-            fd = self._fds[slot] = os.open(self.directory / f"slot-{slot}", os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        self._busy[slot] = True
-        return True
+    def _candidate(self) -> int | None:
+        """The next slot to try, marked busy (``self._lock`` held): one this process gave back, else
+        the next one not busy here from the cursor on; None when every slot is busy here."""
+        while self._released:
+            slot = self._released.pop()
+            if not self._busy[slot]:
+                self._busy[slot] = True
+                return slot
+        for offset in range(self.size):
+            slot = (self._cursor + offset) % self.size
+            if not self._busy[slot]:
+                self._busy[slot] = True
+                self._cursor = (slot + 1) % self.size
+                return slot
+        return None
