@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -106,9 +107,10 @@ def test_a_spent_retry_budget_sends_no_hedge(fake: FakeGemini, held: Held) -> No
 def test_no_hedge_when_every_slot_of_the_endpoint_is_taken(fake: FakeGemini, held: Held) -> None:
     """The first attempt holds the endpoint's only slot: a hedge would queue on fabtest's own limiter."""
     held.holds = (0.6,)
-    llm = _llm(fake, RetryBudget(0.1), concurrency=1)
+    budget = RetryBudget(0.1)
+    llm = _llm(fake, budget, concurrency=1)
     assert llm.complete("hello").text == "answer 1"
-    assert fake.request_count == 1 and llm._latency.hedges == (0, 0)
+    assert fake.request_count == 1 and llm._latency.hedges == (0, 0) and budget.retries == 0
 
 
 def test_the_first_attempt_wins_when_it_answers_before_the_hedge(fake: FakeGemini, held: Held) -> None:
@@ -215,3 +217,22 @@ def test_no_hedging_without_retries_or_on_a_transport_it_cannot_watch(fake: Fake
     mocked = OpenAICompatLLM(LLMSettings(provider="openai", base_url=fake_openai.base_url),
                              transport=httpx.MockTransport(lambda request: httpx.Response(500)))
     assert mocked._hedging is None
+
+
+def test_a_hedge_under_a_shared_limiter_takes_and_gives_back_its_own_slot(fake: FakeGemini, held: Held,
+                                                                           tmp_path: Path) -> None:
+    """Under -n the endpoint's slots are shared between processes and belong to the thread that took
+    one: the hedge's thread takes its own and gives it back, the first attempt's thread keeps its."""
+    from fabtest.llm import limits
+    from fabtest.llm.shared_limit import SharedSemaphore
+
+    held.holds = (30.0,)
+    limits.share_across_processes(str(tmp_path / "slots"))
+    try:
+        llm = _llm(fake, RetryBudget(0.1))
+        assert isinstance(llm._semaphore, SharedSemaphore)
+        assert llm.complete("hello").text == "answer 2" and llm._latency.hedges == (1, 1)
+        assert _wait_for(lambda: llm._semaphore.held == 0)
+        assert llm.complete("hello").text == "answer 3"  # every slot usable again
+    finally:
+        limits.share_across_processes(None)

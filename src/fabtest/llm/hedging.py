@@ -79,8 +79,8 @@ class _Race:
     side is reading now (set and cleared under the lock, so a loser's stream is shut only while
     its own attempt reads it, never after it went back to the pool for another call)."""
 
-    __slots__ = ("answer", "delay", "done", "failure", "fired", "hedging", "lock", "reading", "send", "sent_at",
-                 "tracker", "winner")
+    __slots__ = ("answer", "delay", "done", "failure", "fired", "hedged", "hedging", "lock", "reading", "send",
+                 "sent_at", "tracker", "winner")
 
     def __init__(self, hedging: Hedging, tracker: LatencyTracker, send: Callable[[float | None], Any],
                  delay: float) -> None:
@@ -93,7 +93,8 @@ class _Race:
         self.answer: Any = None
         self.reading: list[Any] = [None, None]
         self.fired = False  # the first attempt's silence reached the delay (at most one hedge is considered)
-        self.done: threading.Event | None = None  # a hedge was sent; set when it has finished
+        self.done: threading.Event | None = None  # a hedge was handed to a thread; set when that has finished
+        self.hedged = False  # the hedge went out (a slot was free when its thread ran, nobody had answered)
         self.failure: BaseException | None = None  # the hedge's, when it failed
         self.sent_at = 0.0  # when the hedge was sent (monotonic)
 
@@ -154,6 +155,7 @@ class Hedging:
 
     def __init__(self, provider: ProviderBase) -> None:
         self.limiter = provider._semaphore
+        self.cap = max(1, provider.settings.max_concurrency)
         self.budget = provider._budget
         #: the longest the first attempt waits for a hedge it outlived: the hedge's own timeouts end it sooner
         self.wait_s = provider.settings.timeout_s + connect_timeout(provider.settings.timeout_s) + 1.0
@@ -181,26 +183,39 @@ class Hedging:
         return _noted(race, answer)  # type: ignore[no-any-return]
 
     def launch(self, race: _Race) -> None:
-        """Send the hedge of ``race`` on a reusable thread, if a limiter slot and the budget allow."""
-        if not self.limiter.acquire(blocking=False):  # every slot is taken: calls queue on our side
+        """Send the hedge of ``race`` on a reusable thread, if the budget allows and a slot looks free
+        (the hedge's thread takes it: a shared limiter's slot belongs to the thread that took it)."""
+        if self.limiter.held >= self.cap:  # every slot is taken: calls queue on our side
             return
         if self.budget is not None and not self.budget.spend_on_hedge():
-            self.limiter.release()
             return
         race.done = threading.Event()
         race.sent_at = time.monotonic()
-        race.tracker.hedged()
         try:
             _THREADS.submit(self._hedge, race, name="fabtest hedge")
         except BaseException:
-            self.limiter.release()
-            race.done.set()
+            self._unsent(race)
             raise
+
+    def _unsent(self, race: _Race) -> None:
+        if self.budget is not None:
+            self.budget.refund_hedge()
+        assert race.done is not None
+        race.done.set()
 
     def _hedge(self, race: _Race) -> None:
         """The hedge itself (a reusable thread): the same request, the role's whole timeout."""
         done = race.done
         assert done is not None
+        acquired = self.limiter.acquire(blocking=False)
+        with race.lock:
+            race.hedged = acquired and race.winner is None  # not when the first attempt answered meanwhile
+        if not race.hedged:  # no free slot after all (calls queue on our side), or no need any more
+            if acquired:
+                self.limiter.release()
+            self._unsent(race)
+            return
+        race.tracker.hedged()
         _LOCAL.side = (race, _HEDGE)
         started = time.monotonic()
         try:
@@ -227,7 +242,7 @@ class Hedging:
         race.close()
         if race.winner == _HEDGE:  # the hedge answered (and ended this attempt's read)
             return _noted(race, race.answer)
-        if done is None or not isinstance(failure, TransientFailure):
+        if not race.hedged or not isinstance(failure, TransientFailure):
             cut = stalled(race.tracker, limit, failure)
             if cut is failure:
                 raise failure
@@ -245,7 +260,7 @@ class Hedging:
 
 def _noted(race: _Race, answer: Any) -> Any:
     """``answer``, its metadata saying it was hedged when a hedge was sent (the trace shows it)."""
-    if race.done is not None:
+    if race.hedged:
         metadata = getattr(answer, "metadata", None)
         if isinstance(metadata, dict):
             metadata["hedged"] = hedged_message(race.delay, hedge_won=race.winner == _HEDGE)

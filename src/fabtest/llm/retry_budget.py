@@ -80,6 +80,12 @@ class RetryBudget:
             self.hedges += 1
             return True
 
+    def refund_hedge(self) -> None:
+        """Give back a hedge's retry that did not go out after all (no free slot once its thread ran)."""
+        with self._lock:
+            self.retries -= 1
+            self.hedges -= 1
+
     @property
     def spent(self) -> bool:
         """True once a retry was refused."""
