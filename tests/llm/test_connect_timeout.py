@@ -62,10 +62,10 @@ def test_the_connect_timeout_never_exceeds_the_call_timeout() -> None:
     assert ct.connect_timeout(60.0) == ct.CONNECT_TIMEOUT_S
 
 
-def test_a_large_pool_is_split_into_shards_taken_in_turn(settings: LLMSettings) -> None:
-    """``max_concurrency`` sizes the SDK's connection pool; above two shards' worth it is split, each
-    shard a pool of its own with the same settings, and calls go to them in turn (issue 42: httpcore
-    walks its whole pool on every request)."""
+def test_a_large_pool_is_split_into_shards_one_per_thread(settings: LLMSettings) -> None:
+    """``max_concurrency`` sizes the connection pool; above two shards' worth it is split, each shard a
+    pool of its own with the same settings (issue 42: httpcore walks its whole pool on every request).
+    A thread always sends on the same shard, so its calls reuse one connection; threads spread."""
     from concurrent.futures import ThreadPoolExecutor
 
     llm = GeminiLLM(dataclasses.replace(settings, max_concurrency=512), api_key="k")
@@ -76,11 +76,16 @@ def test_a_large_pool_is_split_into_shards_taken_in_turn(settings: LLMSettings) 
     assert isinstance(transport, ct.ShortConnect) and len(transport.shards) == 512 // ct.SHARD_CONNECTIONS
     pools = [shard._pool for shard in transport.shards]
     assert len({id(pool) for pool in pools}) == len(pools)
-    assert {pool._max_connections for pool in pools} == {ct.SHARD_CONNECTIONS}
+    assert {pool._max_connections for pool in pools} == {512}  # no smaller cap under the limiter's
     assert len({id(pool._ssl_context) for pool in pools}) == 1  # the same TLS settings
+    for _ in range(5):
+        assert llm.complete("again").text
+    assert sum(len(pool._connections) for pool in pools) == 1  # one thread, one shard, one connection
     with ThreadPoolExecutor(8) as threads:
-        assert all(r.text for r in threads.map(lambda _: llm.complete("hello"), range(2 * len(pools))))
-    assert all(pool._connections for pool in pools)  # every shard carried calls
+        assert all(r.text for r in threads.map(lambda _: llm.complete("hello"), range(64)))
+    used = [pool for pool in pools if pool._connections]
+    assert 2 <= len(used) <= 9  # the 8 threads' shards (and the main thread's), not one per call
+    assert sum(len(pool._connections) for pool in pools) <= 9 + 8  # connections kept alive and reused
 
 
 def test_a_small_pool_stays_one(settings: LLMSettings) -> None:
