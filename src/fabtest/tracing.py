@@ -281,10 +281,13 @@ class TracedLLM:
         with _span(f"chat {self.model}".strip(), attrs) as span:
             completion = call()
             usage = getattr(completion, "usage", None)
+            metadata = getattr(completion, "metadata", None)
             span.set_attributes(_clean({
                 "gen_ai.response.model": getattr(completion, "model", None) or None,
                 "gen_ai.usage.input_tokens": getattr(usage, "input_tokens", None),
                 "gen_ai.usage.output_tokens": getattr(usage, "output_tokens", None),
+                # a first attempt sent twice (fabtest.llm.hedging): why, and which answer was kept
+                "fabtest.llm.hedged": metadata.get("hedged") if isinstance(metadata, dict) else None,
             }))
             return completion
 

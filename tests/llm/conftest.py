@@ -91,7 +91,10 @@ def _openai_handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
-            self.wfile.write(data)
+            try:
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up on this request (a cut or a hedged attempt)
 
     return Handler
 

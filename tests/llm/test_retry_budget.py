@@ -149,3 +149,10 @@ def test_each_xdist_worker_gets_its_share_of_the_floor(workerinput: dict[str, in
         config.workerinput = workerinput  # type: ignore[attr-defined]
     budget = SessionLLMs(config, Settings(retry_budget=0.2)).retry_budget  # type: ignore[arg-type]
     assert (budget.floor, budget.ratio) == (floor, 0.2)
+
+
+def test_hedges_spend_at_most_half_the_budget() -> None:
+    budget = RetryBudget(0.1, floor=10)
+    assert [budget.spend_on_hedge() for _ in range(6)] == [True] * 5 + [False]
+    assert budget.hedges == budget.retries == 5 and budget.refused == 0 and not budget.spent
+    assert [budget.spend() for _ in range(6)] == [True] * 5 + [False]  # the other half stays for failures

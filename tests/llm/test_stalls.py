@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from fabtest.conversation import Attachment
 from fabtest.llm import stalls
 from fabtest.llm.base import LLMSettings
+from fabtest.llm.calls import LLMCall, llm_call
 from fabtest.llm.gemini import GeminiLLM
 from fabtest.llm.openai_compat import OpenAICompatLLM
 from fabtest.llm.retry_budget import RetryBudget
@@ -47,6 +49,17 @@ def test_nothing_is_cut_before_the_endpoint_has_a_recent_latency(fake: FakeGemin
     fake.add_fault("timeout", times=1, delay_s=0.6)
     assert llm.complete("hello").text == "OK"
     assert fake.request_count == 1 and llm._latency.cut == 0
+
+
+def test_a_call_with_files_takes_the_sdk_path_and_is_cut_too(fake: FakeGemini, quick_stalls: None) -> None:
+    llm = _llm(fake)
+    for _ in range(stalls.MIN_SAMPLES):  # calls with files: a recent latency of their own
+        llm._latency_files.record(0.01)
+    fake.add_fault("timeout", times=1, delay_s=30)
+    photo = Attachment.from_bytes(b"\x89PNG\r\n\x1a\nfake", name="photo.png")
+    with llm_call(LLMCall("criteria", files=(photo,))):
+        assert llm.complete("the user sent [attached: file 1]").text == "OK"
+    assert fake.request_count == 2 and llm._latency_files.cut == 1 and llm._latency.cut == 0
 
 
 def test_an_openai_compatible_call_that_hangs_once_is_cut_too(fake_openai, quick_stalls: None) -> None:

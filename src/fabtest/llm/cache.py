@@ -187,7 +187,8 @@ class CachedLLM:
             "parsed_json": completion.parsed.model_dump_json() if isinstance(completion.parsed, BaseModel) else None,
             "model": completion.model,
             "usage": completion.usage.to_dict(),
-            "metadata": jsonable(completion.metadata),
+            # how this answer was fetched (a hedge) is not part of it: a replay fetches nothing
+            "metadata": jsonable({k: v for k, v in completion.metadata.items() if k != "hedged"}),
         }
         completion.metadata.update(cached=False, cache_key=key)
         # Prompts carry playbook env values and agent tokens: the file keeps them as ***, the key

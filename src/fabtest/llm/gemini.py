@@ -19,6 +19,7 @@ from fabtest.errors import TransientFailure
 from fabtest.llm.base import Completion, LLMError, LLMNotConfigured, LLMSettings, json_schema
 from fabtest.llm.connect_timeout import connect_timeout, shorten_connect
 from fabtest.llm.gemini_rest import LeanTransport, direct_transport, lean_transport, raw_answer, request_body
+from fabtest.llm.hedging import hedging, watch_reads
 from fabtest.llm.inline_files import call_files, call_seed, gemini_contents
 from fabtest.llm.limits import (
     PROBE_PROMPT,
@@ -96,6 +97,9 @@ class GeminiLLM(ProviderBase):
         self._client: genai.Client | None = None
         self._lean: LeanTransport | None = None
         self._lean_built = False  # the lean path was looked for (it may be None: the SDK's calls then)
+        # a first attempt silent past the recent p95 is sent again in parallel, on a client whose
+        # reads are watched (_prepare); on one that cannot be, it is only cut (hedging.py)
+        self._hedging = hedging(self)
         self._client_lock = threading.Lock()
 
     def close(self) -> None:
@@ -132,7 +136,6 @@ class GeminiLLM(ProviderBase):
                 except Exception as exc:  # classified below
                     raise self._classify(exc) from exc
 
-            fetch = cut_when_stalled(self._latency, self.settings.timeout_s, send)
         else:  # files go as the SDK's inline parts
             from google.genai import types
 
@@ -146,12 +149,17 @@ class GeminiLLM(ProviderBase):
             )
             contents = gemini_contents(prompt, files)
 
-            def fetch() -> RawAnswer:
+            def send(limit: float | None) -> RawAnswer:
+                sent = config if limit is None else config.model_copy(
+                    update={"http_options": types.HttpOptions(timeout=max(1, int(limit * 1000)))})
                 try:
-                    response = client.models.generate_content(model=self.model, contents=contents, config=config)
+                    response = client.models.generate_content(model=self.model, contents=contents, config=sent)
                 except Exception as exc:  # classified below
                     raise self._classify(exc) from exc
                 return _raw_answer(response, self.model)
+
+        latency = self._latency_files if files else self._latency  # calls with files: another p95
+        fetch = cut_when_stalled(latency, self.settings.timeout_s, send, self._hedging)
 
         return complete_validated(
             fetch,
@@ -190,14 +198,19 @@ class GeminiLLM(ProviderBase):
             return self._lean
         with self._client_lock:
             if not self._lean_built:
-                connect = connect_timeout(self.settings.timeout_s)
                 self._lean = direct_transport(self._api_key, self.base_url, timeout_s=self._timeout_ms() / 1000,
-                                              limits=_pool_limits(self.settings.max_concurrency),
-                                              wrap=lambda http: shorten_connect(http, connect))
+                                              limits=_pool_limits(self.settings.max_concurrency), wrap=self._prepare)
                 self._lean_built = self._lean is not None
         if not self._lean_built:
             self._get_client()  # the SDK's client, and the lean path over it if its version has one
         return self._lean
+
+    def _prepare(self, http: Any) -> None:
+        """Settle a new HTTP client (fabtest's own or the SDK's): a dropped SYN is retried after
+        seconds, not after the whole answer timeout (connect_timeout.py), and its reads are watched
+        so a first attempt the server leaves silent can be hedged (hedging.py)."""
+        shorten_connect(http, connect_timeout(self.settings.timeout_s))
+        watch_reads(http)
 
     def _get_client(self) -> genai.Client:
         client = self._client
@@ -213,9 +226,7 @@ class GeminiLLM(ProviderBase):
                 if self.base_url:
                     options.base_url = self.base_url
                 built = genai.Client(api_key=self._api_key, http_options=options)
-                # a dropped SYN is retried after seconds, not after the whole answer timeout
-                shorten_connect(getattr(getattr(built, "_api_client", None), "_httpx_client", None),
-                                connect_timeout(self.settings.timeout_s))
+                self._prepare(getattr(getattr(built, "_api_client", None), "_httpx_client", None))
                 if not self._lean_built:
                     self._lean = lean_transport(built)
                     self._lean_built = True

@@ -336,6 +336,7 @@ class ProviderBase:
         self._bad_output_retries = bad_output_retries
         self._semaphore = provider_semaphore(self.provider, base_url, settings.max_concurrency)
         self._latency = latency_tracker(self.provider, base_url)
+        self._latency_files = latency_tracker(self.provider, base_url, files=True)
         self._budget = retry_budget
 
     def __repr__(self) -> str:

@@ -21,6 +21,7 @@ from fabtest.errors import TransientFailure
 from fabtest.llm.base import Completion, LLMError, LLMSettings
 from fabtest.llm.base import json_schema as base_json_schema
 from fabtest.llm.connect_timeout import connect_timeout
+from fabtest.llm.hedging import hedging
 from fabtest.llm.inline_files import call_files, call_seed, openai_content
 from fabtest.llm.limits import (
     PROBE_PROMPT,
@@ -92,6 +93,7 @@ class OpenAICompatLLM(ProviderBase):
         timeout = httpx.Timeout(settings.timeout_s, connect=connect_timeout(settings.timeout_s))
         self._http = httpx.Client(base_url=base_url, headers=headers, timeout=timeout, transport=transport,
                                   limits=httpx.Limits(max_connections=pool, max_keepalive_connections=pool))
+        self._hedging = hedging(self, self._http)  # a first attempt silent past the recent p95 is hedged
         self._close_lock = threading.Lock()
 
     def close(self) -> None:
@@ -100,7 +102,8 @@ class OpenAICompatLLM(ProviderBase):
 
     def _call(self, prompt: str, schema: type[T] | None, system: str | None,
               temperature: float | None) -> Completion[Any]:
-        content = openai_content(prompt, call_files())  # a transcript's files, beside the lines naming them
+        files = call_files()  # a transcript's files, beside the lines naming them
+        content = openai_content(prompt, files)
         messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": content}]
         body: dict[str, Any] = {"model": self.model, "messages": messages}
         temp = temperature if temperature is not None else self.settings.temperature
@@ -115,7 +118,9 @@ class OpenAICompatLLM(ProviderBase):
             return _raw_answer(self._post(body, timeout=limit), self.model)
 
         return complete_validated(
-            cut_when_stalled(self._latency, self.settings.timeout_s, send),
+            # calls with files are another class of requests, with a p95 of their own
+            cut_when_stalled(self._latency_files if files else self._latency, self.settings.timeout_s, send,
+                             self._hedging),
             schema=schema,
             policy=self._policy,
             bad_output_retries=self._bad_output_retries,

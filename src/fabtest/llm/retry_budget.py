@@ -45,6 +45,8 @@ class RetryBudget:
         self.calls = 0
         self.retries = 0
         self.refused = 0
+        #: of ``retries``, the hedges (fabtest.llm.hedging): second copies of a first attempt
+        self.hedges = 0
         self._lock = threading.Lock()
 
     @property
@@ -65,6 +67,24 @@ class RetryBudget:
                 return False
             self.retries += 1
             return True
+
+    def spend_on_hedge(self) -> bool:
+        """Take one retry for a hedge while at most half the allowance is spent; False (nothing taken,
+        nothing refused: a hedge not sent is no failure) otherwise. The other half stays for real
+        failures, and hedges add at most ``ratio / 2`` to the calls (5 % by default: the extra load
+        Dean & Barroso's hedge after the p95 is meant to cost)."""
+        with self._lock:
+            if self.retries + 1 > self.allowed // 2:
+                return False
+            self.retries += 1
+            self.hedges += 1
+            return True
+
+    def refund_hedge(self) -> None:
+        """Give back a hedge's retry that did not go out after all (no free slot once its thread ran)."""
+        with self._lock:
+            self.retries -= 1
+            self.hedges -= 1
 
     @property
     def spent(self) -> bool:

@@ -11,6 +11,10 @@ retry budget like any other (:func:`fabtest.llm.limits.call_with_retries`).
 
 Only the first attempt is cut this way: a retry waits the role's full timeout, so an answer that
 is slow for a good reason (a long verdict) costs at most one extra call and never fails for it.
+
+Before that limit, a first attempt whose server has said nothing for :func:`hedge_delay` (the
+recent p95, at least :data:`HEDGE_FLOOR_S`) is hedged: sent once more in parallel, the first
+answer kept (:mod:`fabtest.llm.hedging`). The cut stays as the fallback when no hedge could be sent.
 """
 
 from __future__ import annotations
@@ -20,19 +24,23 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from fabtest.errors import TransientFailure
 
 R = TypeVar("R")
 
-__all__ = ["FLOOR_S", "MIN_SAMPLES", "MULTIPLE", "WINDOW", "LatencyTracker", "cut_when_stalled", "latency_tracker",
-           "stalled_message"]
+__all__ = ["FLOOR_S", "HEDGE_FLOOR_S", "MIN_SAMPLES", "MULTIPLE", "WINDOW", "LatencyTracker", "Racer",
+           "cut_when_stalled", "hedge_delay", "hedged_message", "latency_tracker", "stalled", "stalled_message"]
 
 #: how many times the recent p95 a first attempt may take before it counts as stalled
 MULTIPLE = 4.0
 #: never cut a first attempt before this many seconds, whatever the recent latency
 FLOOR_S = 5.0
+#: never hedge a first attempt before this many seconds of silence: under a second a p95 says more
+#: about this machine's jitter (a GC pause, a new connection) than about the server, and a hedge
+#: would spend the retry budget to save a few hundred milliseconds
+HEDGE_FLOOR_S = 1.0
 #: answered calls remembered per endpoint
 WINDOW = 256
 #: answered calls needed before any attempt is cut (too few say nothing about a p95)
@@ -46,6 +54,8 @@ class LatencyTracker:
         self._lock = threading.Lock()
         self._durations: deque[float] = deque(maxlen=WINDOW)
         self._cut = 0
+        self._hedged = 0
+        self._hedges_won = 0
 
     def record(self, seconds: float) -> None:
         """One attempt was answered after ``seconds``."""
@@ -62,30 +72,64 @@ class LatencyTracker:
 
     def stall_after(self, timeout_s: float) -> float | None:
         """Seconds a first attempt may take before it is cut, or None (wait the whole ``timeout_s``)."""
+        return _stall_limit(self.p95(), timeout_s)
+
+    def limits(self, timeout_s: float) -> tuple[float | None, float | None]:
+        """``(stall limit, hedge delay)`` of a first attempt, from one reading of the p95 (either None: none)."""
         p95 = self.p95()
-        if p95 is None:
-            return None
-        limit = max(FLOOR_S, MULTIPLE * p95)
-        return limit if limit < timeout_s else None
+        limit = _stall_limit(p95, timeout_s)
+        return limit, hedge_delay(p95, limit if limit is not None else timeout_s)
 
     def stalled(self) -> None:
         """Count a first attempt that was cut."""
         with self._lock:
             self._cut += 1
 
+    def hedged(self, won: bool = False) -> None:
+        """Count a hedge sent (``won``: count one whose answer came first instead)."""
+        with self._lock:
+            if won:
+                self._hedges_won += 1
+            else:
+                self._hedged += 1
+
     @property
     def cut(self) -> int:
         """First attempts cut as stalled so far (for tests and benchmarks)."""
         return self._cut
 
+    @property
+    def hedges(self) -> tuple[int, int]:
+        """``(hedges sent, hedges whose answer came first)`` so far (for tests and benchmarks)."""
+        return self._hedged, self._hedges_won
+
+
+def _stall_limit(p95: float | None, timeout_s: float) -> float | None:
+    if p95 is None:
+        return None
+    limit = max(FLOOR_S, MULTIPLE * p95)
+    return limit if limit < timeout_s else None
+
+
+def hedge_delay(p95: float | None, before_s: float) -> float | None:
+    """Seconds of silence after which a first attempt is hedged: the recent p95 (Dean & Barroso's
+    rule: about 5 % of calls wait that long), at least :data:`HEDGE_FLOOR_S`; None without a p95 or
+    when that is not shorter than ``before_s`` (the stall limit or the timeout, which come first)."""
+    if p95 is None:
+        return None
+    delay = max(HEDGE_FLOOR_S, p95)
+    return delay if delay < before_s else None
+
 
 _LOCK = threading.Lock()
-_TRACKERS: dict[tuple[str, str], LatencyTracker] = {}
+_TRACKERS: dict[tuple[str, str, str], LatencyTracker] = {}
 
 
-def latency_tracker(provider: str, base_url: str | None) -> LatencyTracker:
-    """The one tracker of an endpoint, shared by every LLM that calls it in this process."""
-    key = (provider, (base_url or "").rstrip("/"))
+def latency_tracker(provider: str, base_url: str | None, *, files: bool = False) -> LatencyTracker:
+    """The one tracker of an endpoint, shared by every LLM that calls it in this process; ``files``:
+    its calls that carry files, another class of requests (an image takes longer to read than a
+    transcript), with a p95 of their own."""
+    key = (provider, (base_url or "").rstrip("/"), "files" if files else "")
     with _LOCK:
         tracker = _TRACKERS.get(key)
         if tracker is None:
@@ -99,25 +143,54 @@ def stalled_message(limit_s: float) -> str:
             f"(at least {FLOOR_S:g}s); asked again")
 
 
-def cut_when_stalled(tracker: LatencyTracker, timeout_s: float, send: Callable[[float | None], R]) -> Callable[[], R]:
+def hedged_message(delay_s: float, *, hedge_won: bool) -> str:
+    """Why a call was sent twice (an answer's ``metadata["hedged"]``, and part of the error if both failed)."""
+    kept = ("the second's answer kept, the first abandoned" if hedge_won
+            else "the first's answer kept, the second abandoned")
+    return (f"hedged: no answer after {delay_s:.1f}s, the endpoint's recent p95 latency (at least "
+            f"{HEDGE_FLOOR_S:g}s); asked again in parallel, {kept}")
+
+
+def stalled(tracker: LatencyTracker, limit: float | None, failure: Exception) -> Exception:
+    """What a first attempt's failure is raised as: a timeout at the stall limit becomes a transient
+    failure saying why (and is counted); anything else is itself."""
+    if limit is not None and isinstance(failure, TransientFailure) and failure.timeout:
+        tracker.stalled()
+        return TransientFailure(stalled_message(limit), timeout=True)
+    return failure
+
+
+class Racer(Protocol):
+    """Makes a first attempt hedged after ``delay`` seconds of silence (:class:`fabtest.llm.hedging.Hedging`)."""
+
+    def __call__(self, tracker: LatencyTracker, send: Callable[[float | None], R], limit: float | None,
+                 delay: float) -> R: ...
+
+
+def cut_when_stalled(tracker: LatencyTracker, timeout_s: float, send: Callable[[float | None], R],
+                     racer: Racer | None = None) -> Callable[[], R]:
     """One logical call's attempt function: ``send(limit)`` makes one attempt, ``limit`` being the
     seconds it may take (None: the role's own timeout) and a timeout being raised as a
-    :class:`TransientFailure` with ``timeout`` set. The first attempt gets the tracker's stall limit;
-    answered attempts feed the tracker."""
+    :class:`TransientFailure` with ``timeout`` set. The first attempt gets the tracker's stall limit
+    and, with a ``racer``, a hedge after the hedge delay; answered attempts feed the tracker."""
     attempts = 0
 
     def attempt() -> R:
         nonlocal attempts
         attempts += 1
-        limit = tracker.stall_after(timeout_s) if attempts == 1 else None
+        limit = None
+        if attempts == 1:
+            limit, delay = tracker.limits(timeout_s)
+            if racer is not None and delay is not None:
+                return racer(tracker, send, limit, delay)
         started = time.monotonic()
         try:
             result = send(limit)
         except TransientFailure as failure:
-            if limit is not None and failure.timeout:
-                tracker.stalled()
-                raise TransientFailure(stalled_message(limit), timeout=True) from failure
-            raise
+            cut = stalled(tracker, limit, failure)
+            if cut is failure:
+                raise
+            raise cut from failure
         tracker.record(time.monotonic() - started)
         return result
 
