@@ -100,3 +100,17 @@ def test_the_p95_is_sorted_again_only_every_few_answers() -> None:
     assert tracker.p95() == 1.0  # not yet: a few answers old
     tracker.record(10.0)
     assert tracker.p95() == 10.0
+
+
+def test_a_narrow_latency_is_hedged_only_well_above_its_median() -> None:
+    """The p95 of a fixed-latency server is barely above its median: hedging there would send about
+    5 % of calls twice for nothing. The delay is at least 1.25x the median; a spread-out latency
+    keeps the paper's p95."""
+    narrow = stalls.LatencyTracker()
+    for n in range(100):
+        narrow.record(2.0 + n / 1000)  # 2.000-2.099 s
+    assert narrow.limits(60)[1] == pytest.approx(1.25 * 2.049)  # 1.25 x the median, not the p95 (2.094)
+    spread = stalls.LatencyTracker()
+    for n in range(100):
+        spread.record(1.0 + n / 10)  # 1.0-10.9 s
+    assert spread.limits(60)[1] == pytest.approx(10.4)  # the p95
