@@ -126,7 +126,7 @@ class GeminiLLM(ProviderBase):
         files = call_files()  # a transcript's files, beside the lines naming them
         seed = call_seed()  # the simulated user's: the same on both arms of an A/B
         lean = None if files else self._lean_path()
-        if lean is not None:  # the REST body written here, sent on the SDK's client (gemini_rest.py)
+        if lean is not None:  # the REST body written here, sent on the lean path's client (gemini_rest.py)
             body = request_body(prompt, system=system, temperature=temperature,
                                 schema=json_schema(schema) if schema is not None else None, seed=seed)
 
