@@ -5,8 +5,9 @@ CPU per conversation (docs/performance.md), so past a few hundred at once the pr
 sets the pace: N conversations at once of T seconds each keep N x c / T of a core busy, full from N
 = T / c (about 216 at 2 s per call, T about 8 s; docs/concurrency.md). When the requested
 ``concurrency`` is at least :data:`PER_PROCESS` and the machine has more than one core, fabtest asks
-pytest-xdist for one worker per core (``-n``) and gives each worker its share of the conversations
-at once, before pytest parses its options. It is exactly ``-n``: the workers share the one LLM-call
+pytest-xdist for one worker per core (``-n``), or more where a worker would hold more than
+:data:`MOST_PER_WORKER` conversations, and gives each worker its share of the conversations at once,
+before pytest parses its options. It is exactly ``-n``: the workers share the one LLM-call
 limit (``max_concurrency``), the controller writes one experiment, and the header line says so.
 Nothing happens when the run names ``-n`` itself (or ``-p no:xdist``), inside a worker, with
 ``--fabtest-until-decided`` (one process), on one core, or with ``FABTEST_AUTO_WORKERS=0``.
@@ -28,10 +29,15 @@ import pytest
 
 from fabtest.pytest_plugin.options import has_fabtest_table
 
-__all__ = ["PER_PROCESS", "header", "spread"]
+__all__ = ["MOST_PER_WORKER", "PER_PROCESS", "header", "spread"]
 
 #: conversations at once from which one process is CPU-bound (bench_scale.py at 2 s per call)
 PER_PROCESS = 256
+#: the most conversations at once one worker is given: past that, more workers than cores. A
+#: process's CPU per conversation grows with its threads (they hand the GIL to one another): at
+#: 5,000 at once on 2 cores, 2 workers of 2,500 took 13.5x the critical path and 40.6 ms of CPU
+#: per conversation, 4 of 1,250 took 8.2x and 31.3 ms (bench_scale.py, one sitting)
+MOST_PER_WORKER = 1250
 #: the stash key of the header line's words
 _WORDS = pytest.StashKey[str]()
 
@@ -53,7 +59,7 @@ def spread(config: pytest.Config, args: list[str]) -> None:
     wanted = _requested(known, root)
     if cores < 2 or wanted < PER_PROCESS:
         return
-    workers = min(cores, math.ceil(wanted / (PER_PROCESS // 2)))
+    workers = max(min(cores, math.ceil(wanted / (PER_PROCESS // 2))), math.ceil(wanted / MOST_PER_WORKER))
     share = math.ceil(wanted / workers)
     args += ["-n", str(workers), "--fabtest-concurrency", str(share)]
     config.stash[_WORDS] = (f"fabtest: {wanted} conversations at once are more than one process sustains "
