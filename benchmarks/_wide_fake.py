@@ -105,15 +105,16 @@ class WideFake(WideServer):
 
     def _payloads(self, request: FakeRequest) -> tuple[int, list[dict[str, Any]]]:
         """(status, JSON bodies: one, or one per server-sent event) for a recorded request."""
+        prompt_tokens = count_tokens(request.text)
         if request.action == "countTokens":
-            return 200, [{"totalTokens": count_tokens(request.text)}]
+            return 200, [{"totalTokens": prompt_tokens}]
         try:
             reply = _as_reply(self.handler(request)) if self.handler is not None else None
         except Exception as exc:  # report to the client and the benchmark
             self._note_error(f"callback raised {type(exc).__name__}: {exc}")
             return 500, [_error_body(500, f"FakeGemini callback raised {type(exc).__name__}: {exc}")]
-        return 200, _reply_payloads(request, reply or Reply(text=self.default_text), model=request.model,
-                                    stream_chunks=self.stream_chunks)
+        return 200, _reply_payloads(request, reply or Reply(text=self.default_text), prompt_tokens=prompt_tokens,
+                                    model=request.model, stream_chunks=self.stream_chunks)
 
     def _note_error(self, message: str) -> None:
         with self._lock:

@@ -365,7 +365,8 @@ class Handler(BaseHTTPRequestHandler):
                 fake._note_error(f"callback raised {type(exc).__name__}: {exc}")
                 self._send_json(500, _error_body(500, f"FakeGemini callback raised {type(exc).__name__}: {exc}"))
                 return
-        payloads = _reply_payloads(request, reply, model=model, stream_chunks=fake.stream_chunks)
+        payloads = _reply_payloads(request, reply, prompt_tokens=prompt_tokens, model=model,
+                                   stream_chunks=fake.stream_chunks)
         if request.stream:
             self._send_sse(payloads)
         else:
@@ -394,14 +395,16 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
-def _reply_payloads(request: FakeRequest, reply: Reply, *, model: str, stream_chunks: int) -> list[dict[str, Any]]:
+def _reply_payloads(request: FakeRequest, reply: Reply, *, prompt_tokens: int, model: str,
+                    stream_chunks: int) -> list[dict[str, Any]]:
     """The JSON a reply is sent as: one response, or one per server-sent event when streamed (the
-    text in ``stream_chunks`` pieces, then the function calls). The benchmarks' asyncio fake sends
+    text in ``stream_chunks`` pieces, then the function calls). ``prompt_tokens``: the request's
+    :func:`count_tokens`, which the caller has counted already. The benchmarks' asyncio fake sends
     the same bodies from here."""
     text = reply.candidate_text()
     calls = reply.function_calls()
     answer_tokens = count_tokens(text) + sum(count_tokens(_json.dumps(c)) for c in calls)
-    usage = _usage(count_tokens(request.text), answer_tokens)
+    usage = _usage(prompt_tokens, answer_tokens)
     rid = uuid.uuid4().hex[:16]
     call_parts = [{"functionCall": call} for call in calls]
     if not request.stream:
