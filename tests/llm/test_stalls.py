@@ -74,18 +74,18 @@ def test_an_openai_compatible_call_that_hangs_once_is_cut_too(fake_openai, quick
 
 def test_the_limit_is_a_multiple_of_the_p95_with_a_floor() -> None:
     tracker = stalls.LatencyTracker()
-    assert tracker.stall_after(60) is None
+    assert tracker.limits(60)[0] is None
     for i in range(100):
         tracker.record(1.0 if i < 95 else 9.0)  # 5% outliers do not move the p95
     assert tracker.p95() == 1.0
     for _ in range(stalls.WINDOW):
         tracker.record(2.0)
-    assert tracker.stall_after(60) == stalls.MULTIPLE * 2.0
-    assert tracker.stall_after(5.0) is None  # never longer than the role's own timeout
+    assert tracker.limits(60)[0] == stalls.MULTIPLE * 2.0
+    assert tracker.limits(5.0)[0] is None  # never longer than the role's own timeout
     tracker = stalls.LatencyTracker()
     for _ in range(stalls.MIN_SAMPLES):
         tracker.record(0.05)
-    assert tracker.stall_after(60) == stalls.FLOOR_S
+    assert tracker.limits(60)[0] == stalls.FLOOR_S
 
 
 def test_the_p95_is_sorted_again_only_every_few_answers() -> None:

@@ -94,12 +94,10 @@ class LatencyTracker:
                 self._fresh = 0
             return self._percentiles
 
-    def stall_after(self, timeout_s: float) -> float | None:
-        """Seconds a first attempt may take before it is cut, or None (wait the whole ``timeout_s``)."""
-        return _stall_limit(self.p95(), timeout_s)
-
     def limits(self, timeout_s: float) -> tuple[float | None, float | None]:
-        """``(stall limit, hedge delay)`` of a first attempt, from one reading of the p95 (either None: none)."""
+        """``(stall limit, hedge delay)`` of a first attempt, from one reading of the percentiles: the
+        seconds it may take before it is cut (None: the whole ``timeout_s``) and the seconds of
+        silence before it is hedged (None: never)."""
         both = self._p50_p95()
         p50, p95 = both if both is not None else (None, None)
         limit = _stall_limit(p95, timeout_s)
