@@ -214,9 +214,11 @@ def _ssl_context() -> Any:
 
     try:
         import certifi  # httpx's own dependency
+
+        bundle: str | None = certifi.where()
     except ImportError:  # pragma: no cover - httpx requires it
-        return ssl.create_default_context(cafile=os.environ.get("SSL_CERT_FILE"), capath=os.environ.get("SSL_CERT_DIR"))
-    return ssl.create_default_context(cafile=os.environ.get("SSL_CERT_FILE", certifi.where()),
+        bundle = None
+    return ssl.create_default_context(cafile=os.environ.get("SSL_CERT_FILE", bundle),
                                       capath=os.environ.get("SSL_CERT_DIR"))
 
 
